@@ -1,0 +1,25 @@
+// The CLI's verbs. Each returns the process exit status; user errors are printed, not thrown.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace spgen::cli {
+
+struct GenOptions {
+  std::string spec, config;
+  std::string out_dir = ".";
+  std::string emit;  // "", "stage1", "stage2", "header", "source"
+};
+int run_gen(const GenOptions& options);
+
+struct RunOptions {
+  std::string spec, config;
+  std::vector<std::string> driver_args;  // forwarded to the driver: --input A=..., --repeat N, ...
+  std::string keep_dir;                  // keep the generated sources and driver here
+  std::vector<std::string> extra_cxxflags;
+  bool verbose = false;
+};
+int run_run(const RunOptions& options);
+
+}  // namespace spgen::cli

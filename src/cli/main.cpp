@@ -1,0 +1,80 @@
+// spgen's command line: `gen` writes a kernel; `run` builds it and runs it on real data.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "lower.h"
+#include "support/diagnostics.h"
+
+namespace {
+
+// Flags `run` hands to the generated driver, each as `--flag value`.
+struct DriverFlag {
+  const char* name;
+  const char* help;
+  bool repeatable;
+};
+
+const DriverFlag kDriverFlags[] = {
+    {"--input", "NAME=FILE or NAME=random: an input tensor (.mtx or .tns), or a seeded random one", true},
+    {"--output", "NAME=FILE: write the output tensor (.mtx, or .tns for order >= 3)", false},
+    {"--repeat", "N: time N runs and print the median (default 1)", false},
+    {"--warmup", "N: untimed runs first (default 1 when --repeat > 1)", false},
+    {"--seed", "S: seed of random inputs (default 1)", false},
+    {"--dim", "VAR=N: the size of an index variable no input fixes (default 32)", true},
+    {"--density", "D: fraction of entries stored in a random sparse input (default 0.01)", false},
+    {"--threads", "N: OpenMP threads", false},
+    {"--save-input", "NAME=FILE: also write the input actually used (e.g. a random one)", true},
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"spgen: generates sparse tensor kernels from index notation and a JSON config"};
+  app.set_version_flag("--version", std::string("spgen ") + spgen::kVersion);
+  app.require_subcommand(1);
+
+  spgen::cli::GenOptions gen;
+  CLI::App* gen_cmd = app.add_subcommand("gen", "write NAME.h and NAME.cpp for a spec and config");
+  gen_cmd->add_option("spec", gen.spec, "index-notation spec file (.spg)")->required();
+  gen_cmd->add_option("--config,-c", gen.config, "JSON config")->required();
+  gen_cmd->add_option("-o,--out-dir", gen.out_dir, "directory to write into (default .)");
+  gen_cmd->add_option("--emit", gen.emit, "print instead of writing: stage1, stage2, header or source")
+      ->check(CLI::IsMember({"stage1", "stage2", "header", "source"}));
+
+  spgen::cli::RunOptions run;
+  CLI::App* run_cmd = app.add_subcommand("run", "generate, compile with $CXX, run on inputs, time it, write the output");
+  run_cmd->add_option("spec", run.spec, "index-notation spec file (.spg)")->required();
+  run_cmd->add_option("--config,-c", run.config, "JSON config")->required();
+  run_cmd->add_option("--keep", run.keep_dir, "keep the generated sources and driver in this directory");
+  run_cmd->add_option("--cxxflags", run.extra_cxxflags, "extra flags for the C++ compiler");
+  run_cmd->add_flag("-v,--verbose", run.verbose, "print the compile command");
+  std::vector<std::pair<const DriverFlag*, std::vector<std::string>>> driver_values;
+  driver_values.reserve(std::size(kDriverFlags));
+  for (const DriverFlag& flag : kDriverFlags) {
+    driver_values.push_back({&flag, {}});
+    CLI::Option* option = run_cmd->add_option(flag.name, driver_values.back().second, flag.help);
+    if (!flag.repeatable) option->expected(1);
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    if (*gen_cmd) return spgen::cli::run_gen(gen);
+    for (const auto& [flag, values] : driver_values)
+      for (const std::string& value : values) {
+        run.driver_args.push_back(flag->name);
+        run.driver_args.push_back(value);
+      }
+    return spgen::cli::run_run(run);
+  } catch (const spgen::CompileError& e) {
+    std::fputs(e.what(), stderr);
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "spgen: internal error: %s\n", e.what());
+    return 70;
+  }
+}

@@ -1,0 +1,82 @@
+#include "codegen/abi_header.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "codegen/c_printer.h"
+#include "support/templates.h"
+
+namespace spgen {
+
+std::string header_file_name(const loops::LoweredFunc& func) { return func.name + ".h"; }
+
+static std::string comment_lines(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const std::string& line : lines) out += "//   " + line + "\n";
+  if (lines.empty()) out += "//   (none)\n";
+  return out;
+}
+
+static std::string pad_to(std::string text, size_t width) {
+  if (text.size() < width) text.append(width - text.size(), ' ');
+  return text;
+}
+
+GeneratedFile emit_abi_header(const loops::LoweredFunc& func, const GenerationContext& context,
+                              const std::string& return_type, const std::vector<std::string>& extra_params,
+                              const std::vector<std::string>& extra_docs) {
+  CExprPrinter printer;
+  std::vector<std::string> declarations, types;
+  size_t name_width = 0, type_width = 0;
+  for (const loops::Param& p : func.params) {
+    declarations.push_back(c_param(p, false));
+    std::string type = declarations.back().substr(0, declarations.back().size() - p.name.size());
+    while (!type.empty() && type.back() == ' ') type.pop_back();
+    types.push_back(type);
+    name_width = std::max(name_width, p.name.size());
+    type_width = std::max(type_width, type.size());
+  }
+  std::string abi;
+  for (size_t i = 0; i < func.params.size(); ++i) {
+    const loops::Param& p = func.params[i];
+    abi += "//   " + pad_to(p.name, name_width + 2) + pad_to(types[i], type_width + 2) + p.doc;
+    if (!p.length.empty()) abi += "; length " + p.length;
+    abi += "\n";
+  }
+  for (const std::string& doc : extra_docs) abi += "//   " + doc + "\n";
+  std::vector<std::string> all = declarations;
+  all.insert(all.end(), extra_params.begin(), extra_params.end());
+  std::string declaration = return_type + " " + func.name + "(";
+  for (size_t i = 0; i < all.size(); ++i) declaration += (i ? ",\n    " : "\n    ") + all[i];
+  declaration += ");";
+
+  std::string guard = "SPGEN_";
+  for (char c : func.name) guard += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  guard += "_H";
+  std::string value_type, index_type;
+  for (const loops::Param& p : func.params) {
+    if (p.kind == loops::ParamKind::Values) value_type = printer.type_name(p.type);
+    if (p.kind == loops::ParamKind::Pos) index_type = printer.type_name(p.type);
+  }
+  std::vector<std::string> schedule = context.schedule;
+  if (context.auto_schedule) schedule.insert(schedule.begin(), "auto, chose:");
+  GeneratedFile file;
+  file.name = header_file_name(func);
+  file.text = templates::render("kernel_header.h.in",
+                                {{"file", file.name},
+                                 {"version", context.version},
+                                 {"spec_file", context.spec_file},
+                                 {"config_file", context.config_file},
+                                 {"spec", context.spec_text},
+                                 {"formats", comment_lines(context.formats)},
+                                 {"schedule", comment_lines(schedule)},
+                                 {"name", func.name},
+                                 {"index_type", index_type.empty() ? "int32_t or int64_t" : index_type},
+                                 {"value_type", value_type},
+                                 {"abi", abi},
+                                 {"guard", guard},
+                                 {"declaration", declaration}});
+  return file;
+}
+
+}  // namespace spgen

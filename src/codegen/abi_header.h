@@ -1,0 +1,20 @@
+// NAME.h for any target: the extern "C" declaration and the ABI in a comment. Plain C++ (no
+// target types), so host code of any kind can include it.
+#pragma once
+
+#include <string>
+
+#include "codegen/generation_context.h"
+#include "ir/loop_ir.h"
+
+namespace spgen {
+
+// `extra_params` are appended after the kernel's own (e.g. a CUDA stream), as C declarations.
+GeneratedFile emit_abi_header(const loops::LoweredFunc& func, const GenerationContext& context,
+                              const std::string& return_type = "void",
+                              const std::vector<std::string>& extra_params = {},
+                              const std::vector<std::string>& extra_docs = {});
+
+std::string header_file_name(const loops::LoweredFunc& func);
+
+}  // namespace spgen

@@ -1,0 +1,90 @@
+#include "codegen/c_printer.h"
+
+
+namespace spgen {
+
+using namespace loops;
+
+std::string CExprPrinter::type_name(ScalarType type) const {
+  switch (type) {
+    case ScalarType::Bool: return "bool";
+    case ScalarType::Int32: return "int32_t";
+    case ScalarType::Int64: return "int64_t";
+    case ScalarType::Float32: return "float";
+    case ScalarType::Float64: return "double";
+  }
+  return "?";
+}
+
+std::string CExprPrinter::print_cast(ScalarType type, const std::string& operand, bool operand_is_primary) const {
+  return "(" + type_name(type) + ")" + (operand_is_primary ? operand : "(" + operand + ")");
+}
+
+std::string CExprPrinter::print_min_max(BinOp op, const std::string& a, const std::string& b, ScalarType type) const {
+  return std::string(op == BinOp::Min ? "std::min<" : "std::max<") + type_name(type) + ">(" + a + ", " + b + ")";
+}
+
+// Literals keep the spec's spelling, made a floating literal of the kernel's value type, so a
+// float32 kernel never computes in double by accident.
+std::string CExprPrinter::print_float(const FloatImm& node) const {
+  std::string text = ExprPrinter::print_float(node);
+  bool has_point = text.find_first_of(".eE") != std::string::npos;
+  if (!has_point) text += ".0";
+  if (node.type == ScalarType::Float32) text += "f";
+  return text;
+}
+
+std::string c_param(const Param& param, bool restrict_pointers) {
+  CExprPrinter printer;
+  std::string type = printer.type_name(param.type);
+  if (!param.is_array) return type + " " + param.name;
+  return (param.is_const ? "const " : "") + type + "*" + (restrict_pointers ? " __restrict__ " : " ") + param.name;
+}
+
+std::string CStmtPrinter::loop_preamble(const For&, const std::string&) const { return ""; }
+
+std::string CStmtPrinter::print_for(const For& loop, int depth) {
+  std::string pad(2 * depth, ' ');
+  std::string out = loop_preamble(loop, pad);
+  out += pad + "for (int64_t " + loop.var + " = " + expr_.print(loop.begin) + "; " + loop.var + " < " +
+         expr_.print(loop.end) + "; " + loop.var + "++) {\n";
+  out += print(loop.body, depth + 1);
+  out += pad + "}\n";
+  return out;
+}
+
+std::string CStmtPrinter::print(const Stmt& stmt, int depth) {
+  std::string pad(2 * depth, ' ');
+  switch (stmt->kind) {
+    case StmtKind::Block: {
+      std::string out;
+      for (const Stmt& s : static_cast<const Block&>(*stmt).stmts) out += print(s, depth);
+      return out;
+    }
+    case StmtKind::For: return print_for(static_cast<const For&>(*stmt), depth);
+    case StmtKind::If: {
+      const auto& node = static_cast<const If&>(*stmt);
+      std::string out = pad + "if (" + expr_.print(node.cond) + ") {\n" + print(node.then_case, depth + 1);
+      if (node.else_case) out += pad + "} else {\n" + print(node.else_case, depth + 1);
+      return out + pad + "}\n";
+    }
+    case StmtKind::Declare: {
+      const auto& node = static_cast<const Declare&>(*stmt);
+      return pad + (node.is_mutable ? "" : "const ") + expr_.type_name(node.type) + " " + node.name + " = " +
+             expr_.print(node.init) + ";\n";
+    }
+    case StmtKind::Assign: {
+      const auto& node = static_cast<const Assign&>(*stmt);
+      return pad + node.name + (node.accumulate ? " += " : " = ") + expr_.print(node.value) + ";\n";
+    }
+    case StmtKind::Store: {
+      const auto& node = static_cast<const Store&>(*stmt);
+      return pad + node.buffer + "[" + expr_.print(node.index) + "]" + (node.accumulate ? " += " : " = ") +
+             expr_.print(node.value) + ";\n";
+    }
+    case StmtKind::Comment: return pad + "// " + static_cast<const Comment&>(*stmt).text + "\n";
+  }
+  return "";
+}
+
+}  // namespace spgen

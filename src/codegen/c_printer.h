@@ -1,0 +1,38 @@
+// Prints stage II IR as C++ statements. The CPU and CUDA backends share it and differ only in
+// how a loop is introduced (OpenMP pragmas on the CPU).
+#pragma once
+
+#include <string>
+
+#include "ir/loop_ir.h"
+#include "ir/loop_ir_printer.h"
+
+namespace spgen {
+
+class CExprPrinter : public loops::ExprPrinter {
+ public:
+  std::string type_name(loops::ScalarType type) const override;
+
+ protected:
+  std::string print_cast(loops::ScalarType type, const std::string& operand, bool operand_is_primary) const override;
+  std::string print_min_max(loops::BinOp op, const std::string& a, const std::string& b,
+                            loops::ScalarType type) const override;
+  std::string print_float(const loops::FloatImm& node) const override;
+};
+
+class CStmtPrinter {
+ public:
+  virtual ~CStmtPrinter() = default;
+  std::string print(const loops::Stmt& stmt, int depth);
+
+ protected:
+  // Lines printed just before a `for` (pragmas); none by default.
+  virtual std::string loop_preamble(const loops::For& loop, const std::string& indent) const;
+  std::string print_for(const loops::For& loop, int depth);
+  CExprPrinter expr_;
+};
+
+// `const float* __restrict__ A_vals` for a definition (restrict), or without it for a declaration.
+std::string c_param(const loops::Param& param, bool restrict_pointers);
+
+}  // namespace spgen

@@ -1,0 +1,11 @@
+// Backend: stage II IR → NAME.cpp (C++ with OpenMP). Prints only; decides nothing.
+#pragma once
+
+#include "codegen/generation_context.h"
+#include "ir/loop_ir.h"
+
+namespace spgen {
+
+GeneratedFile emit_cpu_source(const loops::LoweredFunc& func, const GenerationContext& context);
+
+}  // namespace spgen

@@ -1,0 +1,14 @@
+// The `spgen run` driver's main(): the kernel's tensor table and the call that binds the
+// runtime's packed arrays to the kernel's parameters. The generic I/O is in the template
+// spgen_run_runtime.hpp.
+#pragma once
+
+#include "codegen/generation_context.h"
+#include "ir/loop_ir.h"
+#include "ir/sparse_ir.h"
+
+namespace spgen {
+
+GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Program& program);
+
+}  // namespace spgen

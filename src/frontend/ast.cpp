@@ -1,0 +1,75 @@
+#include "frontend/ast.h"
+
+#include <algorithm>
+
+namespace spgen::ast {
+
+const TensorUse* Spec::find_tensor(const std::string& name) const {
+  for (const TensorUse& use : tensors)
+    if (use.name == name) return &use;
+  return nullptr;
+}
+
+bool Spec::is_output_var(const std::string& var) const {
+  return std::find(output.indices.begin(), output.indices.end(), var) != output.indices.end();
+}
+
+static void collect(const Expr& expr, std::vector<const Access*>& out) {
+  if (expr.kind == ExprKind::Access) out.push_back(&expr.access);
+  if (expr.lhs) collect(*expr.lhs, out);
+  if (expr.rhs) collect(*expr.rhs, out);
+}
+
+std::vector<const Access*> collect_accesses(const Expr& expr) {
+  std::vector<const Access*> out;
+  collect(expr, out);
+  return out;
+}
+
+std::string to_string(const Access& access) {
+  std::string out = access.tensor;
+  if (access.indices.empty()) return out;
+  out += "(";
+  for (size_t i = 0; i < access.indices.size(); ++i) out += (i ? "," : "") + access.indices[i];
+  return out + ")";
+}
+
+static int precedence(ExprKind kind) {
+  switch (kind) {
+    case ExprKind::Add:
+    case ExprKind::Sub: return 1;
+    case ExprKind::Mul:
+    case ExprKind::Div: return 2;
+    case ExprKind::Neg: return 3;
+    default: return 4;
+  }
+}
+
+static std::string operand(const Expr& child, int parent_precedence, bool right_side) {
+  std::string text = to_string(child);
+  int child_precedence = precedence(child.kind);
+  bool needs_parens = child_precedence < parent_precedence ||
+                      (right_side && child_precedence == parent_precedence && child_precedence < 3);
+  return needs_parens ? "(" + text + ")" : text;
+}
+
+std::string to_string(const Expr& expr) {
+  switch (expr.kind) {
+    case ExprKind::Access: return to_string(expr.access);
+    case ExprKind::Literal: return expr.literal;
+    case ExprKind::Neg: return "-" + operand(*expr.lhs, 3, false);
+    default: break;
+  }
+  const char* op = expr.kind == ExprKind::Add   ? " + "
+                   : expr.kind == ExprKind::Sub ? " - "
+                   : expr.kind == ExprKind::Mul ? " * "
+                                                : " / ";
+  int p = precedence(expr.kind);
+  return operand(*expr.lhs, p, false) + op + operand(*expr.rhs, p, true);
+}
+
+std::string to_string(const Spec& spec) {
+  return to_string(spec.output) + (spec.accumulate ? " += " : " = ") + to_string(*spec.rhs);
+}
+
+}  // namespace spgen::ast

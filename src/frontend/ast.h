@@ -1,0 +1,62 @@
+// The parsed spec: one index-notation assignment, e.g. `C(i,k) = A(i,j) * B(j,k)`.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "support/diagnostics.h"
+
+namespace spgen::ast {
+
+struct Access {
+  std::string tensor;
+  std::vector<std::string> indices;
+  SourceLoc loc;
+  std::vector<SourceLoc> index_locs;
+};
+
+enum class ExprKind { Access, Literal, Neg, Add, Sub, Mul, Div };
+
+struct Expr;
+using ExprPtr = std::shared_ptr<const Expr>;
+
+struct Expr {
+  ExprKind kind;
+  SourceLoc loc;
+  Access access;         // kind == Access
+  double value = 0;      // kind == Literal
+  std::string literal;   // kind == Literal: the spelling, printed back verbatim
+  ExprPtr lhs, rhs;      // Neg uses lhs only
+};
+
+struct TensorUse {
+  std::string name;
+  int order = 0;
+  bool is_output = false;
+  SourceLoc first_loc;
+};
+
+struct Spec {
+  std::string file;  // as given on the command line, for diagnostics
+  std::string text;
+  Access output;
+  bool accumulate = false;  // `+=`
+  ExprPtr rhs;
+  // Derived by the parser, in order of first appearance (left-hand side first).
+  std::vector<std::string> index_vars;
+  std::vector<TensorUse> tensors;  // the output first
+
+  const TensorUse* find_tensor(const std::string& name) const;
+  bool is_output_var(const std::string& var) const;
+};
+
+// Every access in the right-hand side, left to right.
+std::vector<const Access*> collect_accesses(const Expr& expr);
+
+// Index notation text of an expression, normalised spacing (`A(i,j) * B(j,k)`).
+std::string to_string(const Expr& expr);
+std::string to_string(const Access& access);
+std::string to_string(const Spec& spec);  // the whole assignment
+
+}  // namespace spgen::ast

@@ -1,0 +1,367 @@
+#include "frontend/config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace spgen {
+
+using json = nlohmann::json;
+
+const char* level_kind_name(LevelKind kind) {
+  switch (kind) {
+    case LevelKind::Dense: return "dense";
+    case LevelKind::Compressed: return "compressed";
+  }
+  return "?";
+}
+
+const char* value_type_name(ValueType type) { return type == ValueType::Float32 ? "float32" : "float64"; }
+const char* index_type_name(IndexType type) { return type == IndexType::Int32 ? "int32" : "int64"; }
+
+bool Format::all_dense() const {
+  return std::all_of(levels.begin(), levels.end(), [](LevelKind k) { return k == LevelKind::Dense; });
+}
+
+bool Format::is_row_major_dense() const {
+  for (size_t l = 0; l < mode_order.size(); ++l)
+    if (mode_order[l] != static_cast<int>(l)) return false;
+  return all_dense();
+}
+
+Format dense_format(int order) {
+  Format format{"dense", std::vector<LevelKind>(order, LevelKind::Dense), {}};
+  for (int m = 0; m < order; ++m) format.mode_order.push_back(m);
+  return format;
+}
+
+std::string ScheduleOp::name() const {
+  static const char* names[] = {"reorder", "split", "parallel", "vectorize", "unroll"};
+  return names[op.index()];
+}
+
+std::string describe_schedule_op(const ScheduleOp& op) {
+  struct Describe {
+    std::string operator()(const ReorderOp& r) const {
+      std::string out = "reorder(";
+      for (size_t i = 0; i < r.order.size(); ++i) out += (i ? ", " : "") + r.order[i];
+      return out + ")";
+    }
+    std::string operator()(const SplitOp& s) const {
+      return "split(" + s.var + ", " + std::to_string(s.factor) + " -> " + s.outer + ", " + s.inner + ")";
+    }
+    std::string operator()(const ParallelOp& p) const {
+      static const char* kinds[] = {"static", "dynamic", "guided"};
+      return "parallel(" + p.var + ", " + kinds[static_cast<int>(p.schedule)] +
+             (p.chunk ? ", " + std::to_string(p.chunk) : "") + ")";
+    }
+    std::string operator()(const VectorizeOp& v) const { return "vectorize(" + v.var + ")"; }
+    std::string operator()(const UnrollOp& u) const { return "unroll(" + u.var + ", " + std::to_string(u.factor) + ")"; }
+  };
+  return std::visit(Describe{}, op.op);
+}
+
+void fail_schedule_op(const Config& config, const ScheduleOp& op, const std::string& message) {
+  throw CompileError(format_config_error(config.file, op.path, op.name() + ": " + message));
+}
+
+namespace {
+
+class ConfigReader {
+ public:
+  ConfigReader(const std::string& file, const std::string& text, const ast::Spec& spec)
+      : file_(file), text_(text), spec_(spec) {}
+
+  Config run(const std::string& default_name) {
+    json root = parse();
+    Config config;
+    config.file = file_;
+    expect_object(root, "");
+    check_keys(root, "", {"name", "description", "target", "types", "tensors", "schedule"});
+    config.name = root.contains("name") ? get_string(root["name"], "/name") : default_name;
+    if (!is_c_identifier(config.name))
+      fail(root.contains("name") ? "/name" : "", "kernel name \"" + config.name +
+                                                     "\" is not a C identifier (set \"name\" in the config)");
+    if (root.contains("description")) get_string(root["description"], "/description");
+    if (root.contains("target")) config.target = read_target(root["target"]);
+    if (root.contains("types")) read_types(root["types"], config);
+    read_tensors(root.contains("tensors") ? root["tensors"] : json::object(), config);
+    if (root.contains("schedule")) read_schedule(root["schedule"], config);
+    return config;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& path, const std::string& message) const {
+    throw CompileError(format_config_error(file_, path, message));
+  }
+
+  json parse() const {
+    try {
+      return json::parse(text_);
+    } catch (const json::parse_error& e) {
+      // nlohmann reports a byte offset; turn it into line:col.
+      SourceLoc loc = location_of_offset(text_, e.byte == 0 ? 0 : e.byte - 1);
+      std::string what = e.what();
+      size_t detail = what.find("syntax error");
+      throw CompileError(file_ + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col) +
+                         ": error: invalid JSON: " + (detail == std::string::npos ? what : what.substr(detail)) + "\n");
+    }
+  }
+
+  static std::string type_name(const json& value) { return value.type_name(); }
+
+  void expect_object(const json& value, const std::string& path) const {
+    if (!value.is_object()) fail(path, "expected an object, found " + type_name(value));
+  }
+
+  std::string get_string(const json& value, const std::string& path) const {
+    if (!value.is_string()) fail(path, "expected a string, found " + type_name(value));
+    return value.get<std::string>();
+  }
+
+  int64_t get_positive_int(const json& value, const std::string& path) const {
+    if (!value.is_number_integer()) fail(path, "expected an integer, found " + type_name(value));
+    int64_t number = value.get<int64_t>();
+    if (number <= 0) fail(path, "expected a positive integer, found " + std::to_string(number));
+    return number;
+  }
+
+  void check_keys(const json& object, const std::string& path, std::initializer_list<const char*> allowed) const {
+    for (auto it = object.begin(); it != object.end(); ++it) {
+      bool known = std::any_of(allowed.begin(), allowed.end(), [&](const char* key) { return it.key() == key; });
+      if (!known) {
+        std::string list;
+        for (const char* key : allowed) list += (list.empty() ? "" : ", ") + std::string(key);
+        fail(path + "/" + it.key(), "unknown key \"" + it.key() + "\" (expected one of: " + list + ")");
+      }
+    }
+  }
+
+  static bool is_c_identifier(const std::string& name) {
+    if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+    return std::all_of(name.begin(), name.end(),
+                       [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  }
+
+  Target read_target(const json& value) const {
+    std::string name = get_string(value, "/target");
+    if (name == "cpu") return Target::Cpu;
+    if (name == "cuda") return Target::Cuda;
+    fail("/target", "unknown target \"" + name + "\" (expected \"cpu\" or \"cuda\")");
+  }
+
+  void read_types(const json& types, Config& config) const {
+    expect_object(types, "/types");
+    check_keys(types, "/types", {"value", "index"});
+    if (types.contains("value")) {
+      std::string name = get_string(types["value"], "/types/value");
+      if (name == "float32") config.value_type = ValueType::Float32;
+      else if (name == "float64") config.value_type = ValueType::Float64;
+      else fail("/types/value", "unknown value type \"" + name + "\" (expected \"float32\" or \"float64\")");
+    }
+    if (types.contains("index")) {
+      std::string name = get_string(types["index"], "/types/index");
+      if (name == "int32") config.index_type = IndexType::Int32;
+      else if (name == "int64") config.index_type = IndexType::Int64;
+      else fail("/types/index", "unknown index type \"" + name + "\" (expected \"int32\" or \"int64\")");
+    }
+  }
+
+  void read_tensors(const json& tensors, Config& config) const {
+    expect_object(tensors, "/tensors");
+    for (auto it = tensors.begin(); it != tensors.end(); ++it) {
+      std::string path = "/tensors/" + it.key();
+      const ast::TensorUse* use = spec_.find_tensor(it.key());
+      if (!use) {
+        std::string known;
+        for (const ast::TensorUse& t : spec_.tensors) known += (known.empty() ? "" : ", ") + t.name;
+        fail(path, "tensor " + it.key() + " does not appear in the spec (its tensors are: " + known + ")");
+      }
+      expect_object(it.value(), path);
+      check_keys(it.value(), path, {"format"});
+      Format format = it.value().contains("format") ? read_format(it.value()["format"], path + "/format", *use)
+                                                    : dense_format(use->order);
+      config.formats[it.key()] = format;
+    }
+    for (const ast::TensorUse& use : spec_.tensors)
+      if (!config.formats.count(use.name)) config.formats[use.name] = dense_format(use.order);
+  }
+
+  static std::optional<LevelKind> level_kind_from_name(const std::string& name) {
+    if (name == "dense" || name == "dense-fixed") return LevelKind::Dense;
+    if (name == "compressed" || name == "sparse-variable") return LevelKind::Compressed;
+    return std::nullopt;
+  }
+
+  Format read_format(const json& value, const std::string& path, const ast::TensorUse& use) const {
+    if (value.is_string()) return shorthand_format(value.get<std::string>(), path, use);
+    if (!value.is_object())
+      fail(path, "expected a format name or {\"levels\": [...], \"order\": [...]}, found " + type_name(value));
+    check_keys(value, path, {"levels", "order"});
+    if (!value.contains("levels")) fail(path, "missing \"levels\"");
+    const json& levels = value["levels"];
+    if (!levels.is_array()) fail(path + "/levels", "expected an array of level kinds, found " + type_name(levels));
+    Format format{"custom", {}, {}};
+    for (size_t l = 0; l < levels.size(); ++l) {
+      std::string level_path = path + "/levels/" + std::to_string(l);
+      std::string name = get_string(levels[l], level_path);
+      std::optional<LevelKind> kind = level_kind_from_name(name);
+      if (!kind) {
+        if (name == "singleton" || name == "dense-variable" || name == "sparse-fixed")
+          fail(level_path, "level kind \"" + name + "\" is not supported yet");
+        fail(level_path, "unknown level kind \"" + name +
+                             "\" (expected dense, compressed, dense-fixed or sparse-variable)");
+      }
+      format.levels.push_back(*kind);
+    }
+    if (static_cast<int>(format.levels.size()) != use.order)
+      fail(path + "/levels", "tensor " + use.name + " has order " + std::to_string(use.order) + " in the spec but " +
+                                 std::to_string(format.levels.size()) + " levels here");
+    if (value.contains("order")) {
+      const json& order = value["order"];
+      if (!order.is_array()) fail(path + "/order", "expected an array of mode numbers, found " + type_name(order));
+      std::vector<bool> seen(use.order, false);
+      for (size_t l = 0; l < order.size(); ++l) {
+        std::string mode_path = path + "/order/" + std::to_string(l);
+        if (!order[l].is_number_integer()) fail(mode_path, "expected a mode number, found " + type_name(order[l]));
+        int64_t mode = order[l].get<int64_t>();
+        if (mode < 0 || mode >= use.order)
+          fail(mode_path, "mode " + std::to_string(mode) + " is out of range for order-" + std::to_string(use.order) +
+                              " tensor " + use.name);
+        if (seen[mode]) fail(mode_path, "mode " + std::to_string(mode) + " is listed twice");
+        seen[mode] = true;
+        format.mode_order.push_back(static_cast<int>(mode));
+      }
+      if (static_cast<int>(format.mode_order.size()) != use.order)
+        fail(path + "/order", "expected a permutation of " + std::to_string(use.order) + " modes, found " +
+                                  std::to_string(format.mode_order.size()));
+    } else {
+      for (int m = 0; m < use.order; ++m) format.mode_order.push_back(m);
+    }
+    return format;
+  }
+
+  Format shorthand_format(const std::string& name, const std::string& path, const ast::TensorUse& use) const {
+    auto need_order = [&](int order) {
+      if (use.order != order)
+        fail(path, "format \"" + name + "\" needs an order-" + std::to_string(order) + " tensor, but " + use.name +
+                       " has order " + std::to_string(use.order) + " in the spec");
+    };
+    const LevelKind D = LevelKind::Dense, C = LevelKind::Compressed;
+    if (name == "dense") return dense_format(use.order);
+    if (name == "csr") return need_order(2), Format{name, {D, C}, {0, 1}};
+    if (name == "csc") return need_order(2), Format{name, {D, C}, {1, 0}};
+    if (name == "dcsr") return need_order(2), Format{name, {C, C}, {0, 1}};
+    if (name == "dcsc") return need_order(2), Format{name, {C, C}, {1, 0}};
+    if (name == "sparse-vector" || name == "sv") return need_order(1), Format{name, {C}, {0}};
+    if (name == "csf") {
+      if (use.order < 2) fail(path, "format \"csf\" needs a tensor of order 2 or more, but " + use.name +
+                                        " has order " + std::to_string(use.order));
+      Format format{name, std::vector<LevelKind>(use.order, C), {}};
+      for (int m = 0; m < use.order; ++m) format.mode_order.push_back(m);
+      return format;
+    }
+    if (name == "coo" || name == "ell" || name == "bsr" || name == "ragged")
+      fail(path, "format \"" + name + "\" is not supported yet");
+    fail(path, "unknown format \"" + name + "\" (expected dense, csr, csc, dcsr, dcsc, csf, sv, or "
+               "{\"levels\": [...], \"order\": [...]})");
+  }
+
+  void read_schedule(const json& schedule, Config& config) const {
+    if (schedule.is_string()) {
+      if (schedule.get<std::string>() != "auto")
+        fail("/schedule", "expected a list of schedule ops or \"auto\", found \"" + schedule.get<std::string>() + "\"");
+      config.auto_schedule = true;
+      return;
+    }
+    if (!schedule.is_array()) fail("/schedule", "expected a list of schedule ops or \"auto\", found " + type_name(schedule));
+    for (size_t i = 0; i < schedule.size(); ++i) config.schedule.push_back(read_op(schedule[i], static_cast<int>(i)));
+  }
+
+  std::string get_var(const json& op, const std::string& path) const {
+    if (!op.contains("var")) fail(path, "missing \"var\"");
+    std::string var = get_string(op["var"], path + "/var");
+    if (!is_c_identifier(var)) fail(path + "/var", "\"" + var + "\" is not a valid loop variable name");
+    return var;
+  }
+
+  ScheduleOp read_op(const json& op, int index) const {
+    std::string path = "/schedule/" + std::to_string(index);
+    expect_object(op, path);
+    if (!op.contains("op")) fail(path, "missing \"op\" (reorder, split, parallel, vectorize or unroll)");
+    std::string kind = get_string(op["op"], path + "/op");
+    ScheduleOp result;
+    result.index = index;
+    result.path = path;
+    if (kind == "reorder") {
+      check_keys(op, path, {"op", "order"});
+      if (!op.contains("order") || !op["order"].is_array() || op["order"].empty())
+        fail(path + "/order", "reorder needs \"order\": a non-empty list of loop variables");
+      ReorderOp reorder;
+      for (size_t i = 0; i < op["order"].size(); ++i)
+        reorder.order.push_back(get_string(op["order"][i], path + "/order/" + std::to_string(i)));
+      result.op = reorder;
+    } else if (kind == "split") {
+      check_keys(op, path, {"op", "var", "factor", "into"});
+      SplitOp split;
+      split.var = get_var(op, path);
+      if (!op.contains("factor")) fail(path, "missing \"factor\"");
+      split.factor = get_positive_int(op["factor"], path + "/factor");
+      if (op.contains("into")) {
+        const json& into = op["into"];
+        if (!into.is_array() || into.size() != 2)
+          fail(path + "/into", "expected two names [outer, inner]");
+        split.outer = get_string(into[0], path + "/into/0");
+        split.inner = get_string(into[1], path + "/into/1");
+        for (int k = 0; k < 2; ++k)
+          if (!is_c_identifier(k ? split.inner : split.outer))
+            fail(path + "/into/" + std::to_string(k), "not a valid loop variable name");
+        if (split.outer == split.inner) fail(path + "/into", "outer and inner loops need different names");
+      } else {
+        split.outer = split.var + "0";
+        split.inner = split.var + "1";
+      }
+      result.op = split;
+    } else if (kind == "parallel") {
+      check_keys(op, path, {"op", "var", "schedule", "chunk"});
+      ParallelOp parallel;
+      parallel.var = get_var(op, path);
+      if (op.contains("schedule")) {
+        std::string name = get_string(op["schedule"], path + "/schedule");
+        if (name == "static") parallel.schedule = OmpSchedule::Static;
+        else if (name == "dynamic") parallel.schedule = OmpSchedule::Dynamic;
+        else if (name == "guided") parallel.schedule = OmpSchedule::Guided;
+        else fail(path + "/schedule", "unknown OpenMP schedule \"" + name + "\" (expected static, dynamic or guided)");
+      }
+      if (op.contains("chunk")) parallel.chunk = get_positive_int(op["chunk"], path + "/chunk");
+      result.op = parallel;
+    } else if (kind == "vectorize") {
+      check_keys(op, path, {"op", "var"});
+      result.op = VectorizeOp{get_var(op, path)};
+    } else if (kind == "unroll") {
+      check_keys(op, path, {"op", "var", "factor"});
+      UnrollOp unroll;
+      unroll.var = get_var(op, path);
+      if (!op.contains("factor")) fail(path, "missing \"factor\"");
+      unroll.factor = get_positive_int(op["factor"], path + "/factor");
+      result.op = unroll;
+    } else {
+      fail(path + "/op", "unknown schedule op \"" + kind + "\" (expected reorder, split, parallel, vectorize or unroll)");
+    }
+    return result;
+  }
+
+  const std::string& file_;
+  const std::string& text_;
+  const ast::Spec& spec_;
+};
+
+}  // namespace
+
+Config read_config(const std::string& file, const std::string& text, const ast::Spec& spec,
+                   const std::string& default_name) {
+  return ConfigReader(file, text, spec).run(default_name);
+}
+
+}  // namespace spgen

@@ -1,0 +1,77 @@
+// The JSON config: per-tensor formats, value and index types, target and schedule.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "frontend/ast.h"
+
+namespace spgen {
+
+enum class LevelKind {
+  Dense,       // TACO dense / SparseTIR dense-fixed: every coordinate stored, no arrays
+  Compressed,  // TACO compressed / SparseTIR sparse-variable: pos + crd arrays
+};
+
+enum class ValueType { Float32, Float64 };
+enum class IndexType { Int32, Int64 };
+enum class Target { Cpu, Cuda };
+
+const char* level_kind_name(LevelKind kind);  // "dense", "compressed"
+const char* value_type_name(ValueType type);  // "float32", ...
+const char* index_type_name(IndexType type);
+
+struct Format {
+  std::string name;  // shorthand it came from ("csr"), or "custom"
+  std::vector<LevelKind> levels;  // outermost first
+  std::vector<int> mode_order;    // levels[l] stores tensor mode mode_order[l]
+  bool all_dense() const;
+  bool is_row_major_dense() const;  // all dense in the identity order
+};
+
+Format dense_format(int order);
+
+// Schedule operations, in the order the config lists them. `path` is the op's JSON pointer
+// (e.g. "/schedule/2"), used in every error about it.
+struct ReorderOp { std::vector<std::string> order; };
+struct SplitOp { std::string var; int64_t factor = 0; std::string outer, inner; };
+enum class OmpSchedule { Static, Dynamic, Guided };
+struct ParallelOp { std::string var; OmpSchedule schedule = OmpSchedule::Static; int64_t chunk = 0; };
+struct VectorizeOp { std::string var; };
+struct UnrollOp { std::string var; int64_t factor = 0; };
+
+struct ScheduleOp {
+  std::variant<ReorderOp, SplitOp, ParallelOp, VectorizeOp, UnrollOp> op;
+  int index = 0;     // position in the list
+  std::string path;  // "/schedule/<index>"
+  std::string name() const;  // "reorder", "split", ...
+};
+
+struct Config {
+  std::string file;  // for diagnostics
+  std::string name;  // kernel name: a C identifier
+  Target target = Target::Cpu;
+  ValueType value_type = ValueType::Float32;
+  IndexType index_type = IndexType::Int32;
+  std::map<std::string, Format> formats;  // every tensor of the spec, defaults filled in
+  bool auto_schedule = false;             // "schedule": "auto"
+  std::vector<ScheduleOp> schedule;
+
+  const Format& format_of(const std::string& tensor) const { return formats.at(tensor); }
+};
+
+// Pass 1b: read and validate the config against the spec. `default_name` is used when the
+// config has no "name" (the spec file's stem). Errors are CompileError with the JSON path.
+Config read_config(const std::string& file, const std::string& text, const ast::Spec& spec,
+                   const std::string& default_name);
+
+// One line per op, as it reads in a comment: `split(i, 32 -> i0, i1)`.
+std::string describe_schedule_op(const ScheduleOp& op);
+
+// "config.json: /schedule/1: error: <op>: message"
+[[noreturn]] void fail_schedule_op(const Config& config, const ScheduleOp& op, const std::string& message);
+
+}  // namespace spgen

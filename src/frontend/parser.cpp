@@ -1,0 +1,374 @@
+#include "frontend/parser.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <map>
+#include <set>
+
+namespace spgen {
+namespace {
+
+enum class Tok { Ident, Number, LParen, RParen, Comma, Assign, PlusAssign, Plus, Minus, Star, Slash, End };
+
+struct Token {
+  Tok kind;
+  std::string text;
+  SourceLoc loc;
+};
+
+const char* describe(Tok kind) {
+  switch (kind) {
+    case Tok::Ident: return "a name";
+    case Tok::Number: return "a number";
+    case Tok::LParen: return "'('";
+    case Tok::RParen: return "')'";
+    case Tok::Comma: return "','";
+    case Tok::Assign: return "'='";
+    case Tok::PlusAssign: return "'+='";
+    case Tok::Plus: return "'+'";
+    case Tok::Minus: return "'-'";
+    case Tok::Star: return "'*'";
+    case Tok::Slash: return "'/'";
+    case Tok::End: return "end of spec";
+  }
+  return "?";
+}
+
+class Lexer {
+ public:
+  Lexer(const std::string& file, const std::string& text) : file_(file), text_(text) {}
+
+  std::vector<Token> run() {
+    std::vector<Token> tokens;
+    for (;;) {
+      skip_space_and_comments();
+      SourceLoc loc{line_, col_};
+      if (at_ >= text_.size()) {
+        tokens.push_back({Tok::End, "", loc});
+        return tokens;
+      }
+      char c = text_[at_];
+      if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+        tokens.push_back({Tok::Ident, take_while([](char x) {
+                            return std::isalnum(static_cast<unsigned char>(x)) || x == '_';
+                          }),
+                          loc});
+      } else if (std::isdigit(static_cast<unsigned char>(c)) || (c == '.' && next_is_digit())) {
+        tokens.push_back({Tok::Number, take_number(), loc});
+      } else if (c == '+' && peek(1) == '=') {
+        advance(2);
+        tokens.push_back({Tok::PlusAssign, "+=", loc});
+      } else {
+        Tok kind = single_char_token(c, loc);
+        advance(1);
+        tokens.push_back({kind, std::string(1, c), loc});
+      }
+    }
+  }
+
+ private:
+  Tok single_char_token(char c, SourceLoc loc) const {
+    switch (c) {
+      case '(': return Tok::LParen;
+      case ')': return Tok::RParen;
+      case ',': return Tok::Comma;
+      case '=': return Tok::Assign;
+      case '+': return Tok::Plus;
+      case '-': return Tok::Minus;
+      case '*': return Tok::Star;
+      case '/': return Tok::Slash;
+      default: break;
+    }
+    std::string shown = std::isprint(static_cast<unsigned char>(c))
+                            ? std::string("'") + c + "'"
+                            : "byte 0x" + hex(static_cast<unsigned char>(c));
+    throw CompileError(format_source_error(file_, text_, loc, "unexpected character " + shown));
+  }
+
+  static std::string hex(unsigned value) {
+    const char* digits = "0123456789abcdef";
+    return {digits[value >> 4], digits[value & 15]};
+  }
+
+  char peek(size_t ahead) const { return at_ + ahead < text_.size() ? text_[at_ + ahead] : '\0'; }
+  bool next_is_digit() const { return std::isdigit(static_cast<unsigned char>(peek(1))) != 0; }
+
+  void advance(size_t count) {
+    for (size_t i = 0; i < count && at_ < text_.size(); ++i, ++at_) {
+      if (text_[at_] == '\n') {
+        ++line_;
+        col_ = 1;
+      } else {
+        ++col_;
+      }
+    }
+  }
+
+  void skip_space_and_comments() {
+    while (at_ < text_.size()) {
+      char c = text_[at_];
+      if (c == '#') {
+        while (at_ < text_.size() && text_[at_] != '\n') advance(1);
+      } else if (std::isspace(static_cast<unsigned char>(c))) {
+        advance(1);
+      } else {
+        return;
+      }
+    }
+  }
+
+  template <class Pred>
+  std::string take_while(Pred pred) {
+    size_t begin = at_;
+    while (at_ < text_.size() && pred(text_[at_])) advance(1);
+    return text_.substr(begin, at_ - begin);
+  }
+
+  // digits [. digits] [e [+-] digits]
+  std::string take_number() {
+    SourceLoc loc{line_, col_};
+    size_t begin = at_;
+    auto digits = [this] {
+      size_t start = at_;
+      while (std::isdigit(static_cast<unsigned char>(peek(0)))) advance(1);
+      return at_ - start;
+    };
+    digits();
+    if (peek(0) == '.') {
+      advance(1);
+      digits();
+    }
+    if (peek(0) == 'e' || peek(0) == 'E') {
+      advance(1);
+      if (peek(0) == '+' || peek(0) == '-') advance(1);
+      if (digits() == 0)
+        throw CompileError(format_source_error(file_, text_, loc, "malformed number: exponent has no digits"));
+    }
+    if (std::isalpha(static_cast<unsigned char>(peek(0))) || peek(0) == '_')
+      throw CompileError(format_source_error(file_, text_, loc, "malformed number: letters directly after digits"));
+    return text_.substr(begin, at_ - begin);
+  }
+
+  const std::string& file_;
+  const std::string& text_;
+  size_t at_ = 0;
+  int line_ = 1, col_ = 1;
+};
+
+// Names that would clash with C/C++ keywords or spgen's own generated identifiers.
+bool is_reserved_name(const std::string& name) {
+  static const std::set<std::string> keywords = {
+      "alignas", "alignof", "and", "asm", "auto", "bool", "break", "case", "catch", "char", "class",
+      "const", "constexpr", "continue", "default", "delete", "do", "double", "else", "enum", "explicit",
+      "extern", "false", "float", "for", "friend", "goto", "if", "inline", "int", "long", "namespace",
+      "new", "not", "nullptr", "operator", "or", "private", "protected", "public", "register", "return",
+      "short", "signed", "sizeof", "static", "struct", "switch", "template", "this", "throw", "true",
+      "try", "typedef", "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "while",
+      "xor", "main", "std", "restrict", "__restrict__", "threadIdx", "blockIdx", "blockDim", "gridDim"};
+  return keywords.count(name) > 0 || name.rfind("spgen", 0) == 0 || name.rfind("__", 0) == 0;
+}
+
+class Parser {
+ public:
+  Parser(const std::string& file, const std::string& text, std::vector<Token> tokens)
+      : file_(file), text_(text), tokens_(std::move(tokens)) {}
+
+  ast::Spec run() {
+    ast::Spec spec;
+    spec.file = file_;
+    spec.text = text_;
+    if (peek().kind == Tok::End) fail(peek().loc, "empty spec: expected an assignment such as `y(i) = A(i,j) * x(j)`");
+    spec.output = parse_access("the output tensor");
+    if (peek().kind == Tok::Assign || peek().kind == Tok::PlusAssign) {
+      spec.accumulate = next().kind == Tok::PlusAssign;
+    } else {
+      fail(peek().loc, std::string("expected '=' or '+=' after the output, found ") + describe(peek().kind));
+    }
+    spec.rhs = parse_sum();
+    if (peek().kind != Tok::End) {
+      if (peek().kind == Tok::Ident && (peek_at(1).kind == Tok::LParen || peek_at(1).kind == Tok::Assign))
+        fail(peek().loc, "only one assignment per spec is supported (missing operator?)");
+      fail(peek().loc, std::string("expected an operator or end of spec, found ") + describe(peek().kind));
+    }
+    return spec;
+  }
+
+  [[noreturn]] void fail(SourceLoc loc, const std::string& message) const {
+    throw CompileError(format_source_error(file_, text_, loc, message));
+  }
+
+ private:
+  const Token& peek() const { return tokens_[at_]; }
+  const Token& peek_at(size_t ahead) const { return tokens_[std::min(at_ + ahead, tokens_.size() - 1)]; }
+  Token next() { return tokens_[at_ < tokens_.size() - 1 ? at_++ : at_]; }
+
+  Token expect(Tok kind, const std::string& what) {
+    if (peek().kind != kind)
+      fail(peek().loc, "expected " + what + ", found " + describe(peek().kind));
+    return next();
+  }
+
+  ast::Access parse_access(const std::string& what) {
+    Token name = expect(Tok::Ident, what);
+    ast::Access access;
+    access.tensor = name.text;
+    access.loc = name.loc;
+    if (peek().kind != Tok::LParen) return access;  // order-0 tensor (scalar)
+    next();
+    if (peek().kind == Tok::RParen) {
+      next();
+      return access;
+    }
+    for (;;) {
+      Token index = expect(Tok::Ident, "an index variable");
+      access.indices.push_back(index.text);
+      access.index_locs.push_back(index.loc);
+      if (peek().kind == Tok::Comma) {
+        next();
+        continue;
+      }
+      expect(Tok::RParen, "',' or ')' in the index list of " + access.tensor);
+      return access;
+    }
+  }
+
+  ast::ExprPtr parse_sum() {
+    ast::ExprPtr left = parse_product();
+    while (peek().kind == Tok::Plus || peek().kind == Tok::Minus) {
+      Token op = next();
+      left = binary(op.kind == Tok::Plus ? ast::ExprKind::Add : ast::ExprKind::Sub, op.loc, left, parse_product());
+    }
+    return left;
+  }
+
+  ast::ExprPtr parse_product() {
+    ast::ExprPtr left = parse_unary();
+    while (peek().kind == Tok::Star || peek().kind == Tok::Slash) {
+      Token op = next();
+      left = binary(op.kind == Tok::Star ? ast::ExprKind::Mul : ast::ExprKind::Div, op.loc, left, parse_unary());
+    }
+    return left;
+  }
+
+  ast::ExprPtr parse_unary() {
+    if (peek().kind == Tok::Minus) {
+      Token op = next();
+      auto node = std::make_shared<ast::Expr>();
+      node->kind = ast::ExprKind::Neg;
+      node->loc = op.loc;
+      node->lhs = parse_unary();
+      return node;
+    }
+    return parse_primary();
+  }
+
+  ast::ExprPtr parse_primary() {
+    const Token& token = peek();
+    auto node = std::make_shared<ast::Expr>();
+    node->loc = token.loc;
+    switch (token.kind) {
+      case Tok::Number: {
+        Token number = next();
+        node->kind = ast::ExprKind::Literal;
+        node->literal = number.text;
+        node->value = std::strtod(number.text.c_str(), nullptr);
+        return node;
+      }
+      case Tok::Ident:
+        node->kind = ast::ExprKind::Access;
+        node->access = parse_access("a tensor");
+        return node;
+      case Tok::LParen: {
+        next();
+        ast::ExprPtr inner = parse_sum();
+        expect(Tok::RParen, "')'");
+        return inner;
+      }
+      default:
+        fail(token.loc, std::string("expected a tensor, a number or '(', found ") + describe(token.kind));
+    }
+  }
+
+  static ast::ExprPtr binary(ast::ExprKind kind, SourceLoc loc, ast::ExprPtr lhs, ast::ExprPtr rhs) {
+    auto node = std::make_shared<ast::Expr>();
+    node->kind = kind;
+    node->loc = loc;
+    node->lhs = std::move(lhs);
+    node->rhs = std::move(rhs);
+    return node;
+  }
+
+  const std::string& file_;
+  const std::string& text_;
+  std::vector<Token> tokens_;
+  size_t at_ = 0;
+};
+
+// Records tensors and index variables in order of first appearance and rejects what the
+// compiler cannot give a meaning to.
+class SpecChecker {
+ public:
+  SpecChecker(ast::Spec& spec, const Parser& parser) : spec_(spec), parser_(parser) {}
+
+  void run() {
+    record_access(spec_.output, /*is_output=*/true);
+    for (const ast::Access* access : ast::collect_accesses(*spec_.rhs)) {
+      if (access->tensor == spec_.output.tensor)
+        parser_.fail(access->loc, "the output tensor " + access->tensor +
+                                      " also appears on the right-hand side; use `+=` to accumulate into it");
+      record_access(*access, /*is_output=*/false);
+    }
+    for (const ast::TensorUse& tensor : spec_.tensors)
+      if (std::find(spec_.index_vars.begin(), spec_.index_vars.end(), tensor.name) != spec_.index_vars.end())
+        parser_.fail(tensor.first_loc, "'" + tensor.name + "' is used both as a tensor and as an index variable");
+  }
+
+ private:
+  void record_access(const ast::Access& access, bool is_output) {
+    check_name(access.tensor, access.loc, "tensor");
+    auto seen = orders_.find(access.tensor);
+    if (seen == orders_.end()) {
+      orders_[access.tensor] = {static_cast<int>(access.indices.size()), access.loc};
+      spec_.tensors.push_back({access.tensor, static_cast<int>(access.indices.size()), is_output, access.loc});
+    } else if (seen->second.first != static_cast<int>(access.indices.size())) {
+      parser_.fail(access.loc, "tensor " + access.tensor + " is used with " + std::to_string(access.indices.size()) +
+                                   " indices here but with " + std::to_string(seen->second.first) + " at line " +
+                                   std::to_string(seen->second.second.line) + ", column " +
+                                   std::to_string(seen->second.second.col));
+    }
+    std::set<std::string> in_this_access;
+    for (size_t m = 0; m < access.indices.size(); ++m) {
+      const std::string& var = access.indices[m];
+      check_name(var, access.index_locs[m], "index variable");
+      if (!in_this_access.insert(var).second)
+        parser_.fail(access.index_locs[m], "index " + var + " appears twice in " + ast::to_string(access) +
+                                               "; diagonal access is not supported");
+      if (std::find(spec_.index_vars.begin(), spec_.index_vars.end(), var) == spec_.index_vars.end())
+        spec_.index_vars.push_back(var);
+    }
+  }
+
+  void check_name(const std::string& name, SourceLoc loc, const char* what) const {
+    if (is_reserved_name(name))
+      parser_.fail(loc, std::string("'") + name + "' cannot be used as a " + what +
+                            " name: it is reserved (a C++ keyword or an spgen prefix)");
+  }
+
+  ast::Spec& spec_;
+  const Parser& parser_;
+  std::map<std::string, std::pair<int, SourceLoc>> orders_;
+};
+
+}  // namespace
+
+ast::Spec parse_spec(const std::string& file, const std::string& text) {
+  Lexer lexer(file, text);
+  Parser parser(file, text, lexer.run());
+  ast::Spec spec = parser.run();
+  SpecChecker(spec, parser).run();
+  return spec;
+}
+
+}  // namespace spgen

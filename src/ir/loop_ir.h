@@ -1,0 +1,177 @@
+// Stage II IR: plain loop nests over position space. Nodes are immutable plain data shared by
+// pointer; passes rewrite them with IRMutator and inspect them with IRVisitor. Backends print it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace spgen::loops {
+
+enum class ScalarType { Bool, Int32, Int64, Float32, Float64 };
+const char* scalar_type_name(ScalarType type);  // "int64", ...
+
+// ---- expressions ----
+enum class ExprKind { IntImm, FloatImm, Var, Load, Binary, Neg, Cast };
+enum class BinOp { Add, Sub, Mul, Div, Mod, Min, Max, Lt, Le, Eq, Ne, And };
+
+struct ExprNode {
+  ExprKind kind;
+  ScalarType type;
+  ExprNode(ExprKind k, ScalarType t) : kind(k), type(t) {}
+  virtual ~ExprNode() = default;
+};
+using Expr = std::shared_ptr<const ExprNode>;
+
+struct IntImm : ExprNode {
+  int64_t value;
+  IntImm(int64_t v, ScalarType t) : ExprNode(ExprKind::IntImm, t), value(v) {}
+};
+struct FloatImm : ExprNode {
+  double value;
+  std::string spelling;  // literal as written in the spec, for readable output
+  FloatImm(double v, std::string s, ScalarType t) : ExprNode(ExprKind::FloatImm, t), value(v), spelling(std::move(s)) {}
+};
+struct Var : ExprNode {
+  std::string name;
+  Var(std::string n, ScalarType t) : ExprNode(ExprKind::Var, t), name(std::move(n)) {}
+};
+struct Load : ExprNode {
+  std::string buffer;
+  Expr index;
+  Load(std::string b, Expr i, ScalarType t) : ExprNode(ExprKind::Load, t), buffer(std::move(b)), index(std::move(i)) {}
+};
+struct Binary : ExprNode {
+  BinOp op;
+  Expr a, b;
+  Binary(BinOp o, Expr x, Expr y, ScalarType t) : ExprNode(ExprKind::Binary, t), op(o), a(std::move(x)), b(std::move(y)) {}
+};
+struct Neg : ExprNode {
+  Expr a;
+  explicit Neg(Expr x);
+};
+struct Cast : ExprNode {
+  Expr a;
+  Cast(ScalarType t, Expr x) : ExprNode(ExprKind::Cast, t), a(std::move(x)) {}
+};
+
+// ---- statements ----
+enum class StmtKind { Block, For, If, Declare, Assign, Store, Comment };
+
+struct StmtNode {
+  StmtKind kind;
+  explicit StmtNode(StmtKind k) : kind(k) {}
+  virtual ~StmtNode() = default;
+};
+using Stmt = std::shared_ptr<const StmtNode>;
+
+struct Block : StmtNode {
+  std::vector<Stmt> stmts;
+  explicit Block(std::vector<Stmt> s) : StmtNode(StmtKind::Block), stmts(std::move(s)) {}
+};
+
+enum class ParallelSchedule { Static, Dynamic, Guided };
+
+// How a loop runs. Schedules set these; the lowering creates every loop serial.
+struct LoopAnnotations {
+  bool parallel = false;
+  ParallelSchedule schedule = ParallelSchedule::Static;
+  int64_t chunk = 0;  // 0: the runtime's default
+  bool vectorized = false;
+  int64_t unroll = 0;  // 0: no unroll request
+  std::vector<std::string> simd_reductions;  // scalars a vectorized loop sums into
+};
+
+// for (var = begin; var < end; ++var) body
+// `label` is the name schedules use (the index variable a loop iterates, or a split's
+// outer/inner name); `var` is the C variable, which differs for position loops (pA1 iterates j).
+struct For : StmtNode {
+  std::string label;
+  std::string var;
+  Expr begin, end;
+  Stmt body;
+  LoopAnnotations annotations;
+  For(std::string l, std::string v, Expr b, Expr e, Stmt s, LoopAnnotations a = {})
+      : StmtNode(StmtKind::For), label(std::move(l)), var(std::move(v)), begin(std::move(b)), end(std::move(e)),
+        body(std::move(s)), annotations(std::move(a)) {}
+};
+
+struct If : StmtNode {
+  Expr cond;
+  Stmt then_case, else_case;  // else_case may be null
+  If(Expr c, Stmt t, Stmt e) : StmtNode(StmtKind::If), cond(std::move(c)), then_case(std::move(t)), else_case(std::move(e)) {}
+};
+
+// A local variable: `type name = init;`. Mutable only if `is_mutable` (accumulators).
+struct Declare : StmtNode {
+  std::string name;
+  ScalarType type;
+  Expr init;
+  bool is_mutable;
+  Declare(std::string n, ScalarType t, Expr i, bool m)
+      : StmtNode(StmtKind::Declare), name(std::move(n)), type(t), init(std::move(i)), is_mutable(m) {}
+};
+
+// name = value, or name += value when `accumulate`.
+struct Assign : StmtNode {
+  std::string name;
+  Expr value;
+  bool accumulate;
+  Assign(std::string n, Expr v, bool acc) : StmtNode(StmtKind::Assign), name(std::move(n)), value(std::move(v)), accumulate(acc) {}
+};
+
+// buffer[index] = value, or += when `accumulate`.
+struct Store : StmtNode {
+  std::string buffer;
+  Expr index, value;
+  bool accumulate;
+  Store(std::string b, Expr i, Expr v, bool acc)
+      : StmtNode(StmtKind::Store), buffer(std::move(b)), index(std::move(i)), value(std::move(v)), accumulate(acc) {}
+};
+
+struct Comment : StmtNode {
+  std::string text;
+  explicit Comment(std::string t) : StmtNode(StmtKind::Comment), text(std::move(t)) {}
+};
+
+// ---- the kernel ----
+enum class ParamKind { Dim, Pos, Crd, Values };
+
+struct Param {
+  std::string name;
+  ParamKind kind;
+  ScalarType type;  // element type for arrays
+  bool is_array = false;
+  bool is_const = true;
+  std::string tensor;     // owning tensor, empty for dims
+  int level = -1;         // storage level, for Pos and Crd
+  std::string index_var;  // for Dim: the index variable it sizes
+  std::string doc;        // one line of prose for the header's ABI comment
+  std::string length;     // its length, as prose (e.g. "dim_i + 1"); empty for scalars
+};
+
+struct LoweredFunc {
+  std::string name;
+  std::vector<Param> params;
+  Stmt body;
+};
+
+// ---- construction helpers ----
+Expr int64(int64_t value);
+Expr var(const std::string& name, ScalarType type = ScalarType::Int64);
+Expr load(const std::string& buffer, Expr index, ScalarType type);
+Expr binary(BinOp op, Expr a, Expr b);  // result type: Bool for comparisons, else a's type
+Expr add(Expr a, Expr b);
+Expr sub(Expr a, Expr b);
+Expr mul(Expr a, Expr b);
+Expr min(Expr a, Expr b);
+Expr cast(ScalarType type, Expr a);  // no-op when already of that type
+Stmt block(std::vector<Stmt> stmts);  // flattens nested blocks, drops nulls
+
+// Helpers for passes that look at shapes.
+const For* as_for(const Stmt& stmt);
+bool is_const_int(const Expr& expr, int64_t value);
+bool same_expr(const Expr& a, const Expr& b);  // structural equality
+
+}  // namespace spgen::loops

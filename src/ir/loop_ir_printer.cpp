@@ -1,0 +1,177 @@
+#include "ir/loop_ir_printer.h"
+
+#include <cstdio>
+
+namespace spgen::loops {
+
+namespace {
+
+int precedence(BinOp op) {
+  switch (op) {
+    case BinOp::And: return 1;
+    case BinOp::Eq:
+    case BinOp::Ne: return 2;
+    case BinOp::Lt:
+    case BinOp::Le: return 3;
+    case BinOp::Add:
+    case BinOp::Sub: return 4;
+    case BinOp::Mul:
+    case BinOp::Div:
+    case BinOp::Mod: return 5;
+    case BinOp::Min:
+    case BinOp::Max: return 7;  // printed as calls
+  }
+  return 0;
+}
+
+const char* symbol(BinOp op) {
+  switch (op) {
+    case BinOp::Add: return " + ";
+    case BinOp::Sub: return " - ";
+    case BinOp::Mul: return " * ";
+    case BinOp::Div: return " / ";
+    case BinOp::Mod: return " % ";
+    case BinOp::Lt: return " < ";
+    case BinOp::Le: return " <= ";
+    case BinOp::Eq: return " == ";
+    case BinOp::Ne: return " != ";
+    case BinOp::And: return " && ";
+    default: return "?";
+  }
+}
+
+}  // namespace
+
+std::string ExprPrinter::print_cast(ScalarType type, const std::string& operand, bool) const {
+  return type_name(type) + "(" + operand + ")";
+}
+
+std::string ExprPrinter::print_min_max(BinOp op, const std::string& a, const std::string& b, ScalarType) const {
+  return std::string(op == BinOp::Min ? "min(" : "max(") + a + ", " + b + ")";
+}
+
+std::string ExprPrinter::print_float(const FloatImm& node) const {
+  if (!node.spelling.empty()) return node.spelling;
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.17g", node.value);
+  return buffer;
+}
+
+std::string ExprPrinter::print(const Expr& expr, int parent_precedence) const {
+  switch (expr->kind) {
+    case ExprKind::IntImm: return std::to_string(static_cast<const IntImm&>(*expr).value);
+    case ExprKind::FloatImm: return print_float(static_cast<const FloatImm&>(*expr));
+    case ExprKind::Var: return static_cast<const Var&>(*expr).name;
+    case ExprKind::Load: {
+      const auto& node = static_cast<const Load&>(*expr);
+      return node.buffer + "[" + print(node.index, 0) + "]";
+    }
+    case ExprKind::Neg: {
+      std::string text = "-" + print(static_cast<const Neg&>(*expr).a, 6);
+      return parent_precedence > 6 ? "(" + text + ")" : text;
+    }
+    case ExprKind::Cast: {
+      const Expr& operand = static_cast<const Cast&>(*expr).a;
+      bool primary = operand->kind == ExprKind::Var || operand->kind == ExprKind::Load || operand->kind == ExprKind::IntImm;
+      return print_cast(expr->type, print(operand, 0), primary);
+    }
+    case ExprKind::Binary: {
+      const auto& node = static_cast<const Binary&>(*expr);
+      if (node.op == BinOp::Min || node.op == BinOp::Max)
+        return print_min_max(node.op, print(node.a, 0), print(node.b, 0), node.type);
+      int p = precedence(node.op);
+      // Left-associative: the right operand needs parentheses at equal precedence.
+      std::string text = print(node.a, p) + symbol(node.op) + print(node.b, p + 1);
+      return p < parent_precedence ? "(" + text + ")" : text;
+    }
+  }
+  return "?";
+}
+
+namespace {
+
+class Stage2Dumper {
+ public:
+  std::string out;
+
+  void stmt(const Stmt& s, int depth) {
+    std::string pad(2 * depth, ' ');
+    switch (s->kind) {
+      case StmtKind::Block:
+        for (const Stmt& inner : static_cast<const Block&>(*s).stmts) stmt(inner, depth);
+        return;
+      case StmtKind::For: {
+        const auto& node = static_cast<const For&>(*s);
+        out += pad + "for " + node.label;
+        if (node.var != node.label) out += " at " + node.var;
+        out += " in [" + printer.print(node.begin) + ", " + printer.print(node.end) + ")" + annotations(node.annotations) + ":\n";
+        stmt(node.body, depth + 1);
+        return;
+      }
+      case StmtKind::If: {
+        const auto& node = static_cast<const If&>(*s);
+        out += pad + "if " + printer.print(node.cond) + ":\n";
+        stmt(node.then_case, depth + 1);
+        if (node.else_case) {
+          out += pad + "else:\n";
+          stmt(node.else_case, depth + 1);
+        }
+        return;
+      }
+      case StmtKind::Declare: {
+        const auto& node = static_cast<const Declare&>(*s);
+        out += pad + (node.is_mutable ? "var " : "let ") + node.name + ": " + scalar_type_name(node.type) + " = " +
+               printer.print(node.init) + "\n";
+        return;
+      }
+      case StmtKind::Assign: {
+        const auto& node = static_cast<const Assign&>(*s);
+        out += pad + node.name + (node.accumulate ? " += " : " = ") + printer.print(node.value) + "\n";
+        return;
+      }
+      case StmtKind::Store: {
+        const auto& node = static_cast<const Store&>(*s);
+        out += pad + node.buffer + "[" + printer.print(node.index) + "]" + (node.accumulate ? " += " : " = ") +
+               printer.print(node.value) + "\n";
+        return;
+      }
+      case StmtKind::Comment:
+        out += pad + "# " + static_cast<const Comment&>(*s).text + "\n";
+        return;
+    }
+  }
+
+ private:
+  static std::string annotations(const LoopAnnotations& a) {
+    std::string text;
+    if (a.parallel) {
+      const char* kinds[] = {"static", "dynamic", "guided"};
+      text += " parallel(" + std::string(kinds[static_cast<int>(a.schedule)]);
+      if (a.chunk) text += ", " + std::to_string(a.chunk);
+      text += ")";
+    }
+    if (a.vectorized) {
+      text += " vectorized";
+      for (const std::string& r : a.simd_reductions) text += " +" + r;
+    }
+    if (a.unroll) text += " unroll(" + std::to_string(a.unroll) + ")";
+    return text;
+  }
+
+  ExprPrinter printer;
+};
+
+}  // namespace
+
+std::string dump_stage2(const LoweredFunc& func) {
+  Stage2Dumper dumper;
+  dumper.out = "# stage II: " + func.name + "\nkernel " + func.name + "(\n";
+  for (const Param& p : func.params)
+    dumper.out += "    " + p.name + ": " + (p.is_array && !p.is_const ? "mut " : "") + scalar_type_name(p.type) +
+                  (p.is_array ? "[]" : "") + "\n";
+  dumper.out += "):\n";
+  dumper.stmt(func.body, 1);
+  return dumper.out;
+}
+
+}  // namespace spgen::loops

@@ -1,0 +1,27 @@
+// Printing stage II IR. ExprPrinter handles precedence; the IR dump and the C-family backends
+// differ only in how they spell types, casts and min/max, so they override those hooks.
+#pragma once
+
+#include <string>
+
+#include "ir/loop_ir.h"
+
+namespace spgen::loops {
+
+class ExprPrinter {
+ public:
+  virtual ~ExprPrinter() = default;
+  std::string print(const Expr& expr) const { return print(expr, 0); }
+
+ protected:
+  virtual std::string type_name(ScalarType type) const { return scalar_type_name(type); }
+  virtual std::string print_cast(ScalarType type, const std::string& operand, bool operand_is_primary) const;
+  virtual std::string print_min_max(BinOp op, const std::string& a, const std::string& b, ScalarType type) const;
+  virtual std::string print_float(const FloatImm& node) const;
+  std::string print(const Expr& expr, int parent_precedence) const;
+};
+
+// `--emit=stage2`: a readable listing of the kernel after the stage II schedule.
+std::string dump_stage2(const LoweredFunc& func);
+
+}  // namespace spgen::loops

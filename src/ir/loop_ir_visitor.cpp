@@ -1,0 +1,151 @@
+#include "ir/loop_ir_visitor.h"
+
+#include <algorithm>
+
+namespace spgen::loops {
+
+void IRVisitor::visit(const Expr& expr) {
+  switch (expr->kind) {
+    case ExprKind::IntImm: return visit_int(static_cast<const IntImm&>(*expr));
+    case ExprKind::FloatImm: return visit_float(static_cast<const FloatImm&>(*expr));
+    case ExprKind::Var: return visit_var(static_cast<const Var&>(*expr));
+    case ExprKind::Load: return visit_load(static_cast<const Load&>(*expr));
+    case ExprKind::Binary: return visit_binary(static_cast<const Binary&>(*expr));
+    case ExprKind::Neg: return visit_neg(static_cast<const Neg&>(*expr));
+    case ExprKind::Cast: return visit_cast(static_cast<const Cast&>(*expr));
+  }
+}
+
+void IRVisitor::visit(const Stmt& stmt) {
+  switch (stmt->kind) {
+    case StmtKind::Block: return visit_block(static_cast<const Block&>(*stmt));
+    case StmtKind::For: return visit_for(static_cast<const For&>(*stmt));
+    case StmtKind::If: return visit_if(static_cast<const If&>(*stmt));
+    case StmtKind::Declare: return visit_declare(static_cast<const Declare&>(*stmt));
+    case StmtKind::Assign: return visit_assign(static_cast<const Assign&>(*stmt));
+    case StmtKind::Store: return visit_store(static_cast<const Store&>(*stmt));
+    case StmtKind::Comment: return visit_comment(static_cast<const Comment&>(*stmt));
+  }
+}
+
+Expr IRMutator::mutate(const Expr& expr) {
+  switch (expr->kind) {
+    case ExprKind::IntImm:
+    case ExprKind::FloatImm: return expr;
+    case ExprKind::Var: return mutate_var(static_cast<const Var&>(*expr), expr);
+    case ExprKind::Load: return mutate_load(static_cast<const Load&>(*expr), expr);
+    case ExprKind::Binary: return mutate_binary(static_cast<const Binary&>(*expr), expr);
+    case ExprKind::Neg: return mutate_neg(static_cast<const Neg&>(*expr), expr);
+    case ExprKind::Cast: return mutate_cast(static_cast<const Cast&>(*expr), expr);
+  }
+  return expr;
+}
+
+Stmt IRMutator::mutate(const Stmt& stmt) {
+  if (!stmt) return stmt;
+  switch (stmt->kind) {
+    case StmtKind::Block: return mutate_block(static_cast<const Block&>(*stmt), stmt);
+    case StmtKind::For: return mutate_for(static_cast<const For&>(*stmt), stmt);
+    case StmtKind::If: return mutate_if(static_cast<const If&>(*stmt), stmt);
+    case StmtKind::Declare: return mutate_declare(static_cast<const Declare&>(*stmt), stmt);
+    case StmtKind::Assign: return mutate_assign(static_cast<const Assign&>(*stmt), stmt);
+    case StmtKind::Store: return mutate_store(static_cast<const Store&>(*stmt), stmt);
+    case StmtKind::Comment: return stmt;
+  }
+  return stmt;
+}
+
+Expr IRMutator::mutate_load(const Load& node, const Expr& self) {
+  Expr index = mutate(node.index);
+  return index == node.index ? self : std::make_shared<Load>(node.buffer, index, node.type);
+}
+
+Expr IRMutator::mutate_binary(const Binary& node, const Expr& self) {
+  Expr a = mutate(node.a), b = mutate(node.b);
+  return a == node.a && b == node.b ? self : std::make_shared<Binary>(node.op, a, b, node.type);
+}
+
+Expr IRMutator::mutate_neg(const Neg& node, const Expr& self) {
+  Expr a = mutate(node.a);
+  return a == node.a ? self : std::make_shared<Neg>(a);
+}
+
+Expr IRMutator::mutate_cast(const Cast& node, const Expr& self) {
+  Expr a = mutate(node.a);
+  return a == node.a ? self : std::make_shared<Cast>(node.type, a);
+}
+
+Stmt IRMutator::mutate_block(const Block& node, const Stmt& self) {
+  std::vector<Stmt> stmts;
+  bool changed = false;
+  for (const Stmt& s : node.stmts) {
+    stmts.push_back(mutate(s));
+    changed |= stmts.back() != s;
+  }
+  return changed ? block(std::move(stmts)) : self;
+}
+
+Stmt IRMutator::mutate_for(const For& node, const Stmt& self) {
+  Expr begin = mutate(node.begin), end = mutate(node.end);
+  Stmt body = mutate(node.body);
+  if (begin == node.begin && end == node.end && body == node.body) return self;
+  return std::make_shared<For>(node.label, node.var, begin, end, body, node.annotations);
+}
+
+Stmt IRMutator::mutate_if(const If& node, const Stmt& self) {
+  Expr cond = mutate(node.cond);
+  Stmt then_case = mutate(node.then_case), else_case = mutate(node.else_case);
+  if (cond == node.cond && then_case == node.then_case && else_case == node.else_case) return self;
+  return std::make_shared<If>(cond, then_case, else_case);
+}
+
+Stmt IRMutator::mutate_declare(const Declare& node, const Stmt& self) {
+  Expr init = mutate(node.init);
+  return init == node.init ? self : std::make_shared<Declare>(node.name, node.type, init, node.is_mutable);
+}
+
+Stmt IRMutator::mutate_assign(const Assign& node, const Stmt& self) {
+  Expr value = mutate(node.value);
+  return value == node.value ? self : std::make_shared<Assign>(node.name, value, node.accumulate);
+}
+
+Stmt IRMutator::mutate_store(const Store& node, const Stmt& self) {
+  Expr index = mutate(node.index), value = mutate(node.value);
+  if (index == node.index && value == node.value) return self;
+  return std::make_shared<Store>(node.buffer, index, value, node.accumulate);
+}
+
+namespace {
+class VarCollector : public IRVisitor {
+ public:
+  std::vector<std::string> names;
+
+ protected:
+  void visit_var(const Var& node) override {
+    if (std::find(names.begin(), names.end(), node.name) == names.end()) names.push_back(node.name);
+  }
+  void visit_assign(const Assign& node) override {
+    visit_var(Var(node.name, ScalarType::Int64));  // an accumulation reads its target
+    IRVisitor::visit_assign(node);
+  }
+};
+}  // namespace
+
+std::vector<std::string> vars_read(const Expr& expr) {
+  VarCollector collector;
+  collector.visit(expr);
+  return collector.names;
+}
+
+bool reads_var(const Expr& expr, const std::string& name) {
+  std::vector<std::string> names = vars_read(expr);
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+bool stmt_reads_var(const Stmt& stmt, const std::string& name) {
+  VarCollector collector;
+  collector.visit(stmt);
+  return std::find(collector.names.begin(), collector.names.end(), name) != collector.names.end();
+}
+
+}  // namespace spgen::loops

@@ -1,0 +1,57 @@
+// Traversal of stage II IR. IRVisitor walks every node (override a visit_* and call the base
+// to keep walking); IRMutator rebuilds only the nodes whose children changed.
+#pragma once
+
+#include "ir/loop_ir.h"
+
+namespace spgen::loops {
+
+class IRVisitor {
+ public:
+  virtual ~IRVisitor() = default;
+  void visit(const Expr& expr);
+  void visit(const Stmt& stmt);
+
+ protected:
+  virtual void visit_int(const IntImm&) {}
+  virtual void visit_float(const FloatImm&) {}
+  virtual void visit_var(const Var&) {}
+  virtual void visit_load(const Load& node) { visit(node.index); }
+  virtual void visit_binary(const Binary& node) { visit(node.a); visit(node.b); }
+  virtual void visit_neg(const Neg& node) { visit(node.a); }
+  virtual void visit_cast(const Cast& node) { visit(node.a); }
+  virtual void visit_block(const Block& node) { for (const Stmt& s : node.stmts) visit(s); }
+  virtual void visit_for(const For& node) { visit(node.begin); visit(node.end); visit(node.body); }
+  virtual void visit_if(const If& node) { visit(node.cond); visit(node.then_case); if (node.else_case) visit(node.else_case); }
+  virtual void visit_declare(const Declare& node) { visit(node.init); }
+  virtual void visit_assign(const Assign& node) { visit(node.value); }
+  virtual void visit_store(const Store& node) { visit(node.index); visit(node.value); }
+  virtual void visit_comment(const Comment&) {}
+};
+
+class IRMutator {
+ public:
+  virtual ~IRMutator() = default;
+  Expr mutate(const Expr& expr);
+  Stmt mutate(const Stmt& stmt);
+
+ protected:
+  virtual Expr mutate_var(const Var&, const Expr& self) { return self; }
+  virtual Expr mutate_load(const Load& node, const Expr& self);
+  virtual Expr mutate_binary(const Binary& node, const Expr& self);
+  virtual Expr mutate_neg(const Neg& node, const Expr& self);
+  virtual Expr mutate_cast(const Cast& node, const Expr& self);
+  virtual Stmt mutate_block(const Block& node, const Stmt& self);
+  virtual Stmt mutate_for(const For& node, const Stmt& self);
+  virtual Stmt mutate_if(const If& node, const Stmt& self);
+  virtual Stmt mutate_declare(const Declare& node, const Stmt& self);
+  virtual Stmt mutate_assign(const Assign& node, const Stmt& self);
+  virtual Stmt mutate_store(const Store& node, const Stmt& self);
+};
+
+// Names of all variables an expression reads.
+std::vector<std::string> vars_read(const Expr& expr);
+bool reads_var(const Expr& expr, const std::string& name);
+bool stmt_reads_var(const Stmt& stmt, const std::string& name);
+
+}  // namespace spgen::loops

@@ -1,0 +1,83 @@
+#include "ir/sparse_ir.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace spgen::sparse {
+
+const char* axis_kind_name(AxisKind kind) {
+  return kind == AxisKind::DenseFixed ? "dense_fixed" : "sparse_variable";
+}
+
+const SparseBuffer& Program::buffer(const std::string& tensor) const {
+  for (const SparseBuffer& b : buffers)
+    if (b.tensor == tensor) return b;
+  throw std::logic_error("no buffer for tensor " + tensor);
+}
+
+const SparseBuffer& Program::structure_of(const SparseBuffer& b) const {
+  return b.shares_structure_with.empty() ? b : buffer(b.shares_structure_with);
+}
+
+int Program::depth_of(const std::string& var) const {
+  for (size_t d = 0; d < iteration.iterators.size(); ++d)
+    if (iteration.iterators[d].var == var) return static_cast<int>(d);
+  return -1;
+}
+
+std::vector<OrderConstraint> hard_order_constraints(const Program& program) {
+  std::vector<OrderConstraint> constraints;
+  for (const SparseBuffer& buffer : program.buffers) {
+    if (!buffer.shares_structure_with.empty()) continue;  // its owner already contributes
+    const std::vector<LevelKind>& levels = buffer.format.levels;
+    auto first_sparse = std::find(levels.begin(), levels.end(), LevelKind::Compressed);
+    if (first_sparse == levels.end()) continue;  // all dense: random access in any order
+    size_t f = static_cast<size_t>(first_sparse - levels.begin());
+    for (size_t b = std::max<size_t>(f, 1); b < levels.size(); ++b)
+      for (size_t a = 0; a < b; ++a)
+        constraints.push_back({program.axes[buffer.axes[a]].index_var, program.axes[buffer.axes[b]].index_var,
+                               buffer.tensor});
+  }
+  return constraints;
+}
+
+static std::string join(const std::vector<std::string>& items, const char* separator) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? separator : "") + items[i];
+  return out;
+}
+
+std::string dump_stage1(const Program& program) {
+  std::string out = "# stage I: " + program.kernel_name + "\n";
+  out += "types: value " + std::string(value_type_name(program.value_type)) + ", index " +
+         index_type_name(program.index_type) + "\n";
+  out += "axes:\n";
+  for (const Axis& axis : program.axes) {
+    out += "  " + axis.name + " = " + axis_kind_name(axis.kind) + "(" + axis.index_var;
+    if (axis.parent >= 0) out += ", parent=" + program.axes[axis.parent].name;
+    out += ", length=" + axis.length;
+    if (axis.kind == AxisKind::SparseVariable) out += ", pos=" + axis.pos + ", crd=" + axis.crd;
+    out += ")\n";
+  }
+  out += "buffers:\n";
+  for (const SparseBuffer& buffer : program.buffers) {
+    std::vector<std::string> axis_names;
+    for (int id : buffer.axes) axis_names.push_back(program.axes[id].name);
+    std::vector<std::string> modes;
+    for (int m : buffer.format.mode_order) modes.push_back(std::to_string(m));
+    out += "  " + buffer.tensor + "(" + join(buffer.indices, ",") + "): " + value_type_name(program.value_type) +
+           "[" + join(axis_names, ", ") + "] format " + buffer.format.name + ", mode order (" + join(modes, ",") +
+           "), values " + buffer.values;
+    if (buffer.is_output) out += ", output";
+    if (!buffer.shares_structure_with.empty()) out += ", shares the structure of " + buffer.shares_structure_with;
+    out += "\n";
+  }
+  std::vector<std::string> iterators;
+  for (const Iterator& it : program.iteration.iterators)
+    iterators.push_back(it.var + (it.is_reduction ? ": reduction" : ": spatial"));
+  out += "sparse_iteration " + program.iteration.name + " over [" + join(iterators, ", ") + "]:\n";
+  out += "  " + program.spec_text + "\n";
+  return out;
+}
+
+}  // namespace spgen::sparse

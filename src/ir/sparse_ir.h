@@ -1,0 +1,86 @@
+// Stage I IR, after SparseTIR: sparse axes (one per storage level), sparse buffers that hold
+// values over a list of axes, and one sparse iteration whose iterators are the index variables.
+// Axes are separate from buffers so that several buffers can share one structure: the output of
+// SDDMM is stored over the axes of its sparse input.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "frontend/ast.h"
+#include "frontend/config.h"
+
+namespace spgen::sparse {
+
+enum class AxisKind {
+  DenseFixed,      // every coordinate in [0, length)
+  SparseVariable,  // a pos/crd pair: a variable number of stored coordinates per parent position
+};
+const char* axis_kind_name(AxisKind kind);  // SparseTIR spelling: "dense_fixed", ...
+
+struct Axis {
+  std::string name;       // "A.1": tensor A, level 1
+  AxisKind kind;
+  std::string tensor;     // the tensor whose storage defines it
+  int level = 0;          // storage level within that tensor
+  int mode = 0;           // tensor mode the level stores
+  std::string index_var;  // index variable the level's coordinates bind in this spec
+  int parent = -1;        // axis id of the level above, -1 at the root
+  std::string length;     // the dimension parameter bounding its coordinates ("dim_j")
+  std::string pos, crd;   // SparseVariable: names of its position and coordinate arrays
+};
+
+struct SparseBuffer {
+  std::string tensor;
+  std::vector<int> axes;  // axis ids, storage order (outermost first)
+  std::vector<std::string> indices;  // index variable per tensor mode, as accessed in the spec
+  Format format;
+  bool is_output = false;
+  std::string shares_structure_with;  // tensor whose axes this output reuses, or empty
+  std::string values;                 // name of the values array
+};
+
+struct Iterator {
+  std::string var;
+  bool is_reduction = false;  // summed: absent from the output
+};
+
+struct SparseIteration {
+  std::string name;
+  std::vector<Iterator> iterators;  // loop order, outermost first
+  ast::Access output;
+  bool accumulate = false;
+  ast::ExprPtr body;
+};
+
+struct Program {
+  std::string kernel_name;
+  std::string spec_text;  // normalised assignment, for comments and docs
+  ValueType value_type = ValueType::Float32;
+  IndexType index_type = IndexType::Int32;
+  std::vector<std::string> index_vars;  // first-appearance order: dimension parameters follow it
+  std::vector<Axis> axes;
+  std::vector<SparseBuffer> buffers;  // output first, then inputs in order of appearance
+  SparseIteration iteration;
+
+  const SparseBuffer& buffer(const std::string& tensor) const;
+  const SparseBuffer& output() const { return buffers.front(); }
+  // The buffer whose axes (and arrays) store `buffer`'s structure: itself, or the input it shares.
+  const SparseBuffer& structure_of(const SparseBuffer& buffer) const;
+  int depth_of(const std::string& var) const;  // position in the loop order, -1 if absent
+};
+
+// A loop-order constraint from a tensor's storage: `before` must be iterated outside `after`.
+struct OrderConstraint {
+  std::string before, after;
+  std::string tensor;  // whose storage imposes it
+};
+
+// Constraints that no schedule may break: a level below a compressed one can only be reached
+// through its parents, so their coordinates must be bound first.
+std::vector<OrderConstraint> hard_order_constraints(const Program& program);
+
+// `--emit=stage1`.
+std::string dump_stage1(const Program& program);
+
+}  // namespace spgen::sparse

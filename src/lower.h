@@ -1,0 +1,35 @@
+// The compiler, as one list of passes: see compile() in lower.cpp.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "codegen/generation_context.h"
+#include "frontend/ast.h"
+#include "frontend/config.h"
+#include "ir/loop_ir.h"
+#include "ir/sparse_ir.h"
+
+namespace spgen {
+
+extern const char* const kVersion;
+
+struct CompileInput {
+  std::string spec_path, spec_text;
+  std::string config_path, config_text;
+};
+
+struct Compilation {
+  ast::Spec spec;
+  Config config;
+  sparse::Program program;               // stage I, after its schedule
+  loops::LoweredFunc func;               // stage II, after its schedule
+  std::vector<ScheduleOp> schedule;      // what was applied (`auto` expanded)
+  std::string stage1_dump, stage2_dump;  // --emit=stage1 / --emit=stage2
+  std::vector<GeneratedFile> files;      // NAME.h, then NAME.cpp or NAME.cu
+};
+
+// Throws CompileError, whose message is ready to print, on any invalid input.
+Compilation compile(const CompileInput& input);
+
+}  // namespace spgen

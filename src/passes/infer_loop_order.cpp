@@ -1,0 +1,74 @@
+#include "passes/infer_loop_order.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace spgen {
+
+namespace {
+
+// Soft preferences: each dense tensor (output included) would like its modes in storage order.
+std::vector<sparse::OrderConstraint> soft_order_preferences(const sparse::Program& program) {
+  std::vector<sparse::OrderConstraint> preferences;
+  for (const sparse::SparseBuffer& buffer : program.buffers) {
+    for (size_t b = 1; b < buffer.axes.size(); ++b)
+      for (size_t a = 0; a < b; ++a)
+        preferences.push_back({program.axes[buffer.axes[a]].index_var, program.axes[buffer.axes[b]].index_var,
+                               buffer.tensor});
+  }
+  return preferences;
+}
+
+// No loop can be placed: two operands store the same indices in opposite orders.
+[[noreturn]] void fail_conflicting_orders(const std::vector<sparse::OrderConstraint>& hard,
+                                          const std::set<std::string>& placed, const Config& config) {
+  for (const sparse::OrderConstraint& a : hard)
+    for (const sparse::OrderConstraint& b : hard)
+      if (!placed.count(a.before) && a.tensor != b.tensor && a.before == b.after && a.after == b.before)
+        throw CompileError(format_config_error(
+            config.file, "/tensors/" + b.tensor + "/format",
+            "no loop order can iterate both " + a.tensor + " (which stores " + a.after + " inside " + a.before +
+                ") and " + b.tensor + " (which stores " + b.after + " inside " + b.before +
+                ") through their compressed levels; store one of them in the other mode order (e.g. csr "
+                "instead of csc) or dense"));
+  throw CompileError(format_config_error(config.file, "/tensors",
+                                         "the operands' storage orders conflict: no loop order iterates every "
+                                         "compressed level inside its parents"));
+}
+
+}  // namespace
+
+void infer_loop_order(sparse::Program& program, const Config& config) {
+  std::vector<sparse::OrderConstraint> hard = sparse::hard_order_constraints(program);
+  std::vector<sparse::OrderConstraint> soft = soft_order_preferences(program);
+  std::vector<sparse::Iterator> remaining = program.iteration.iterators;
+  std::vector<sparse::Iterator> ordered;
+  std::set<std::string> placed;
+  auto unplaced_predecessors = [&](const std::vector<sparse::OrderConstraint>& edges, const std::string& var) {
+    int count = 0;
+    for (const sparse::OrderConstraint& e : edges)
+      if (e.after == var && e.before != var && !placed.count(e.before)) ++count;
+    return count;
+  };
+  while (!remaining.empty()) {
+    // Among loops whose hard predecessors are placed, take the one with fewest unplaced soft
+    // predecessors; ties keep spec order (deterministic).
+    int best = -1, best_soft = 0;
+    for (size_t r = 0; r < remaining.size(); ++r) {
+      if (unplaced_predecessors(hard, remaining[r].var) > 0) continue;
+      int soft_count = unplaced_predecessors(soft, remaining[r].var);
+      if (best < 0 || soft_count < best_soft) {
+        best = static_cast<int>(r);
+        best_soft = soft_count;
+      }
+    }
+    if (best < 0) fail_conflicting_orders(hard, placed, config);
+    placed.insert(remaining[best].var);
+    ordered.push_back(remaining[best]);
+    remaining.erase(remaining.begin() + best);
+  }
+  program.iteration.iterators = ordered;
+}
+
+}  // namespace spgen

@@ -1,0 +1,14 @@
+// Pass 3: the default loop order (stage I). Loops follow the operands' storage orders, so every
+// compressed level is iterated inside its parents (hard constraints), and ties are broken so that
+// dense operands and the output are walked in storage order where possible (concordant access,
+// as in Scorch). A CSC operand is thus traversed column by column.
+#pragma once
+
+#include "frontend/config.h"
+#include "ir/sparse_ir.h"
+
+namespace spgen {
+
+void infer_loop_order(sparse::Program& program, const Config& config);
+
+}  // namespace spgen

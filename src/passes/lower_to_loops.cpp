@@ -1,0 +1,443 @@
+#include "passes/lower_to_loops.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace spgen {
+
+using namespace loops;
+
+ScalarType value_scalar_type(ValueType type) {
+  return type == ValueType::Float32 ? ScalarType::Float32 : ScalarType::Float64;
+}
+ScalarType index_scalar_type(IndexType type) {
+  return type == IndexType::Int32 ? ScalarType::Int32 : ScalarType::Int64;
+}
+
+namespace {
+
+// Which stored tensors an index variable's loop must visit, as a union of intersections
+// (disjunctive normal form): `A * B` → {{A,B}}, `A + B` → {{A},{B}}, a dense term → {{}}.
+// This is the one-variable core of a merge lattice.
+using Conjunction = std::set<std::string>;
+using IterationSpace = std::vector<Conjunction>;
+
+class Lowering {
+ public:
+  Lowering(const sparse::Program& program, const Config& config)
+      : program_(program), config_(config), value_type_(value_scalar_type(program.value_type)),
+        index_type_(index_scalar_type(program.index_type)) {}
+
+  LoweredFunc run() {
+    LoweredFunc func;
+    func.name = program_.kernel_name;
+    reserve_names();
+    func.params = make_params();
+    plan_drivers();
+    plan_positions();
+    plan_output();
+    std::vector<Stmt> body;
+    if (needs_zero_fill_) body.push_back(zero_fill());
+    body.push_back(loop_nest(0));
+    func.body = block(std::move(body));
+    return func;
+  }
+
+ private:
+  // ---- names ----
+  void reserve_names() {
+    for (const std::string& var : program_.index_vars) {
+      used_names_.insert(var);
+      used_names_.insert(dim_name(var));
+    }
+    for (const sparse::Axis& axis : program_.axes) {
+      if (!axis.pos.empty()) used_names_.insert(axis.pos);
+      if (!axis.crd.empty()) used_names_.insert(axis.crd);
+    }
+    for (const sparse::SparseBuffer& b : program_.buffers) used_names_.insert(b.values);
+  }
+
+  std::string fresh_name(const std::string& wanted) {
+    std::string name = wanted;
+    for (int suffix = 2; used_names_.count(name); ++suffix) name = wanted + "_" + std::to_string(suffix);
+    used_names_.insert(name);
+    return name;
+  }
+
+  static std::string dim_name(const std::string& var) { return "dim_" + var; }
+
+  // ---- parameters (the ABI) ----
+  std::string level_size_prose(const sparse::SparseBuffer& buffer, int level) const {
+    if (level < 0) return "1";
+    const sparse::Axis& axis = program_.axes[buffer.axes[level]];
+    std::string parent = level_size_prose(buffer, level - 1);
+    if (axis.kind == sparse::AxisKind::DenseFixed) return parent == "1" ? axis.length : parent + " * " + axis.length;
+    return axis.pos + "[" + parent + "]";
+  }
+
+  static Param make_param(std::string name, ParamKind kind, ScalarType type, std::string tensor, int level,
+                          std::string doc, std::string length) {
+    Param p;
+    p.name = std::move(name);
+    p.kind = kind;
+    p.type = type;
+    p.is_array = kind != ParamKind::Dim;
+    p.tensor = std::move(tensor);
+    p.level = level;
+    p.doc = std::move(doc);
+    p.length = std::move(length);
+    return p;
+  }
+
+  std::vector<Param> make_params() {
+    std::vector<Param> params;
+    for (const std::string& var : program_.index_vars) {
+      params.push_back(make_param(dim_name(var), ParamKind::Dim, ScalarType::Int64, "", -1, "size of index " + var, ""));
+      params.back().index_var = var;
+    }
+    for (const sparse::SparseBuffer& buffer : program_.buffers) {
+      const sparse::SparseBuffer& structure = program_.structure_of(buffer);
+      if (&structure == &buffer) {
+        for (size_t level = 0; level < buffer.axes.size(); ++level) {
+          const sparse::Axis& axis = program_.axes[buffer.axes[level]];
+          if (axis.kind != sparse::AxisKind::SparseVariable) continue;
+          std::string where = buffer.tensor + " level " + std::to_string(level) + " (compressed, index " +
+                              axis.index_var + ", mode " + std::to_string(axis.mode) + ")";
+          std::string parents = level_size_prose(buffer, static_cast<int>(level) - 1);
+          int l = static_cast<int>(level);
+          params.push_back(make_param(axis.pos, ParamKind::Pos, index_type_, buffer.tensor, l,
+                                      where + ": positions; the entries under parent position p are " + axis.pos +
+                                          "[p] .. " + axis.pos + "[p+1]-1",
+                                      parents == "1" ? "2" : parents + " + 1"));
+          params.push_back(make_param(axis.crd, ParamKind::Crd, index_type_, buffer.tensor, l,
+                                      where + ": coordinates, strictly increasing under each parent",
+                                      level_size_prose(buffer, l)));
+        }
+      }
+      std::string values_doc;
+      if (buffer.is_output) {
+        values_doc = "output " + buffer.tensor + "(" + join(buffer.indices) + ")";
+        values_doc += buffer.shares_structure_with.empty()
+                          ? (buffer.format.all_dense() ? ", dense in storage order" : "")
+                          : ", one value per stored entry of " + buffer.shares_structure_with +
+                                " (it shares that structure)";
+        values_doc += program_.iteration.accumulate ? "; the kernel adds into it (+=)" : "; overwritten";
+      } else {
+        values_doc = "values of " + buffer.tensor + "(" + join(buffer.indices) + ")" +
+                     (buffer.format.all_dense() ? ", dense in storage order" : ", one per stored entry");
+      }
+      params.push_back(make_param(buffer.values, ParamKind::Values, value_type_, buffer.tensor, -1, values_doc,
+                                  level_size_prose(structure, static_cast<int>(structure.axes.size()) - 1)));
+      params.back().is_const = !buffer.is_output;
+    }
+    return params;
+  }
+
+  static std::string join(const std::vector<std::string>& items) {
+    std::string out;
+    for (size_t i = 0; i < items.size(); ++i) out += (i ? "," : "") + items[i];
+    return out;
+  }
+
+  // ---- which level drives each loop ----
+  // The compressed axis of `tensor` that binds `var`, or -1.
+  int compressed_axis(const std::string& tensor, const std::string& var) const {
+    const sparse::SparseBuffer& buffer = program_.structure_of(program_.buffer(tensor));
+    for (int id : buffer.axes)
+      if (program_.axes[id].kind == sparse::AxisKind::SparseVariable && program_.axes[id].index_var == var) return id;
+    return -1;
+  }
+
+  IterationSpace iteration_space(const ast::Expr& expr, const std::string& var) const {
+    switch (expr.kind) {
+      case ast::ExprKind::Access:
+        if (compressed_axis(expr.access.tensor, var) >= 0) return {{expr.access.tensor}};
+        return {{}};
+      case ast::ExprKind::Literal: return {{}};
+      case ast::ExprKind::Neg: return iteration_space(*expr.lhs, var);
+      case ast::ExprKind::Div: {
+        IterationSpace divisor = iteration_space(*expr.rhs, var);
+        for (const Conjunction& c : divisor)
+          if (!c.empty())
+            throw_unsupported("dividing by " + *c.begin() + ", which stores index " + var +
+                                        " compressed, is not supported: its implicit zeros would divide by zero");
+        return iteration_space(*expr.lhs, var);
+      }
+      case ast::ExprKind::Mul: {
+        IterationSpace product;
+        for (const Conjunction& a : iteration_space(*expr.lhs, var))
+          for (const Conjunction& b : iteration_space(*expr.rhs, var)) {
+            Conjunction both = a;
+            both.insert(b.begin(), b.end());
+            product.push_back(both);
+          }
+        return product;
+      }
+      case ast::ExprKind::Add:
+      case ast::ExprKind::Sub: {
+        IterationSpace sum = iteration_space(*expr.lhs, var);
+        IterationSpace right = iteration_space(*expr.rhs, var);
+        sum.insert(sum.end(), right.begin(), right.end());
+        return sum;
+      }
+    }
+    return {{}};
+  }
+
+  [[noreturn]] void throw_unsupported(const std::string& message) const {
+    throw CompileError(format_config_error(config_.file, "/tensors", message));
+  }
+
+  void plan_drivers() {
+    const auto& iterators = program_.iteration.iterators;
+    drivers_.assign(iterators.size(), -1);
+    for (size_t d = 0; d < iterators.size(); ++d) {
+      const std::string& var = iterators[d].var;
+      IterationSpace space = iteration_space(*program_.iteration.body, var);
+      std::set<std::string> sparse_tensors;
+      bool has_dense_term = false;
+      for (const Conjunction& c : space) {
+        sparse_tensors.insert(c.begin(), c.end());
+        has_dense_term |= c.empty();
+      }
+      if (sparse_tensors.empty()) continue;  // a dense loop
+      std::string names;
+      for (const std::string& t : sparse_tensors) names += (names.empty() ? "" : " and ") + t;
+      if (has_dense_term)
+        throw_unsupported("index " + var + " must be iterated densely (a term of the right-hand side does not "
+                          "involve a tensor that stores it compressed), but " + names +
+                          " stores it compressed; adding a sparse operand to a dense one needs co-iteration, "
+                          "which is not supported yet: store " + names + " dense");
+      if (sparse_tensors.size() > 1)
+        throw_unsupported("index " + var + " is stored compressed by " + names +
+                              ": co-iterating several sparse operands is not supported yet; store all but one of "
+                              "them dense");
+      int axis = compressed_axis(*sparse_tensors.begin(), var);
+      drivers_[d] = axis;
+    }
+  }
+
+  // ---- positions of each tensor's levels ----
+  // A level's position becomes known in the loop of the deepest variable among it and its
+  // parents; dense levels are computed there, compressed levels are the loop's own variable.
+  struct LevelPosition {
+    std::string name;
+    int ready_depth = -1;
+    Expr value;  // for dense levels: parent * length + coordinate
+  };
+
+  void plan_positions() {
+    for (const sparse::SparseBuffer& buffer : program_.buffers) {
+      if (!buffer.shares_structure_with.empty()) continue;
+      std::vector<LevelPosition>& levels = positions_[buffer.tensor];
+      Expr parent = int64(0);
+      int parent_depth = -1;
+      for (size_t level = 0; level < buffer.axes.size(); ++level) {
+        const sparse::Axis& axis = program_.axes[buffer.axes[level]];
+        int depth = program_.depth_of(axis.index_var);
+        LevelPosition position;
+        position.name = fresh_name("p" + buffer.tensor + std::to_string(level));
+        if (axis.kind == sparse::AxisKind::DenseFixed) {
+          position.ready_depth = std::max(parent_depth, depth);
+          position.value = add(mul(parent, var(axis.length)), var(axis.index_var));
+        } else {
+          if (drivers_[depth] != buffer.axes[level])
+            throw std::logic_error("compressed level " + axis.name + " does not drive its loop");
+          position.ready_depth = depth;
+        }
+        parent = var(position.name);
+        parent_depth = position.ready_depth;
+        levels.push_back(position);
+      }
+    }
+  }
+
+  // The position of `tensor`'s last level (its value's index), and the depth where it is known.
+  Expr value_position(const std::string& tensor) const {
+    const sparse::SparseBuffer& structure = program_.structure_of(program_.buffer(tensor));
+    const std::vector<LevelPosition>& levels = positions_.at(structure.tensor);
+    return levels.empty() ? int64(0) : var(levels.back().name);
+  }
+
+  // ---- the output ----
+  void plan_output() {
+    const sparse::SparseBuffer& output = program_.output();
+    int loops = static_cast<int>(program_.iteration.iterators.size());
+    output_depth_ = -1;
+    for (const std::string& var : output.indices) output_depth_ = std::max(output_depth_, program_.depth_of(var));
+    bool reduction_outside = false;
+    for (int d = 0; d < output_depth_; ++d) reduction_outside |= program_.iteration.iterators[d].is_reduction;
+    scalar_accumulator_ = output_depth_ < loops - 1;
+    bool accumulate = program_.iteration.accumulate;
+    output_overwrites_ = !accumulate && !reduction_outside;
+    bool some_entry_unvisited = false;
+    if (output.shares_structure_with.empty())
+      for (const std::string& var : output.indices) some_entry_unvisited |= drivers_[program_.depth_of(var)] >= 0;
+    needs_zero_fill_ = !accumulate && (reduction_outside || some_entry_unvisited);
+    if (scalar_accumulator_) accumulator_ = fresh_name("acc");
+    split_hoistable_factors();
+  }
+
+  // With a scalar accumulator, factors of the top-level product that do not depend on the
+  // summed loops are applied once, after the sum: `Y = X * (sum_k A*B)` rather than summing X*A*B.
+  void split_hoistable_factors() {
+    std::vector<ast::ExprPtr> factors;
+    collect_factors(program_.iteration.body, factors);
+    for (const ast::ExprPtr& factor : factors) {
+      bool outer = scalar_accumulator_ && max_depth(*factor) <= output_depth_;
+      (outer ? outer_factors_ : inner_factors_).push_back(factor);
+    }
+  }
+
+  static void collect_factors(const ast::ExprPtr& expr, std::vector<ast::ExprPtr>& out) {
+    if (expr->kind == ast::ExprKind::Mul) {
+      collect_factors(expr->lhs, out);
+      collect_factors(expr->rhs, out);
+    } else {
+      out.push_back(expr);
+    }
+  }
+
+  int max_depth(const ast::Expr& expr) const {
+    int depth = -1;
+    for (const ast::Access* access : ast::collect_accesses(expr))
+      for (const std::string& var : access->indices) depth = std::max(depth, program_.depth_of(var));
+    return depth;
+  }
+
+  Expr product(const std::vector<ast::ExprPtr>& factors) const {
+    Expr result;
+    for (const ast::ExprPtr& factor : factors) {
+      Expr value = lower_expr(*factor);
+      result = result ? binary(BinOp::Mul, result, value) : value;
+    }
+    return result;
+  }
+
+  Expr lower_expr(const ast::Expr& expr) const {
+    switch (expr.kind) {
+      case ast::ExprKind::Access:
+        return load(program_.buffer(expr.access.tensor).values, value_position(expr.access.tensor), value_type_);
+      case ast::ExprKind::Literal: return std::make_shared<FloatImm>(expr.value, expr.literal, value_type_);
+      case ast::ExprKind::Neg: return std::make_shared<Neg>(lower_expr(*expr.lhs));
+      default: break;
+    }
+    BinOp op = expr.kind == ast::ExprKind::Add   ? BinOp::Add
+               : expr.kind == ast::ExprKind::Sub ? BinOp::Sub
+               : expr.kind == ast::ExprKind::Mul ? BinOp::Mul
+                                                 : BinOp::Div;
+    return binary(op, lower_expr(*expr.lhs), lower_expr(*expr.rhs));
+  }
+
+  Expr structure_size(const sparse::SparseBuffer& buffer) const {
+    Expr size = int64(1);
+    for (int id : buffer.axes) {
+      const sparse::Axis& axis = program_.axes[id];
+      size = axis.kind == sparse::AxisKind::DenseFixed ? mul(size, var(axis.length))
+                                                       : cast(ScalarType::Int64, load(axis.pos, size, index_type_));
+    }
+    return size;
+  }
+
+  Stmt zero_fill() {
+    const sparse::SparseBuffer& output = program_.output();
+    std::string p = fresh_name("p");
+    Stmt store = std::make_shared<Store>(output.values, var(p), std::make_shared<FloatImm>(0.0, "0", value_type_), false);
+    std::string why = output_overwrites_ ? "the loops below skip entries that must be zero" : "the loops below add into it";
+    return block({std::make_shared<Comment>("zero " + output.tensor + ": " + why),
+                  std::make_shared<For>("zero " + output.tensor, p, int64(0), structure_size(program_.structure_of(output)), store)});
+  }
+
+  Stmt write_output(Expr value) const {
+    const sparse::SparseBuffer& output = program_.output();
+    return std::make_shared<Store>(output.values, value_position(output.tensor), std::move(value), !output_overwrites_);
+  }
+
+  // Declarations of the positions that become known at `depth`.
+  std::vector<Stmt> position_declares(int depth) const {
+    std::vector<Stmt> declares;
+    for (const sparse::SparseBuffer& buffer : program_.buffers) {
+      auto found = positions_.find(buffer.tensor);
+      if (found == positions_.end()) continue;
+      for (const LevelPosition& position : found->second)
+        if (position.value && position.ready_depth == depth)
+          declares.push_back(std::make_shared<Declare>(position.name, ScalarType::Int64, position.value, false));
+    }
+    return declares;
+  }
+
+  Stmt innermost_statement() const {
+    Expr inner = product(inner_factors_);
+    if (scalar_accumulator_) return std::make_shared<Assign>(accumulator_, inner, true);
+    return write_output(inner);
+  }
+
+  // The loops at `depth` and below.
+  Stmt loop_nest(int depth) {
+    const auto& iterators = program_.iteration.iterators;
+    std::vector<Stmt> body;
+    if (depth == 0) append(body, position_declares(-1));  // order-0 tensors, dense roots without loops
+    if (depth == static_cast<int>(iterators.size())) {
+      body.push_back(innermost_statement());
+      return block(std::move(body));
+    }
+    if (depth - 1 == output_depth_ && scalar_accumulator_) {
+      // Just inside the output's last loop: sum the remaining loops into a scalar.
+      body.push_back(std::make_shared<Declare>(accumulator_, value_type_,
+                                               std::make_shared<FloatImm>(0.0, "0", value_type_), true));
+      body.push_back(loop(depth));
+      Expr total = var(accumulator_, value_type_);
+      if (!outer_factors_.empty()) total = binary(BinOp::Mul, product(outer_factors_), total);
+      body.push_back(write_output(total));
+      return block(std::move(body));
+    }
+    body.push_back(loop(depth));
+    return block(std::move(body));
+  }
+
+  static void append(std::vector<Stmt>& to, std::vector<Stmt> more) {
+    for (Stmt& s : more) to.push_back(std::move(s));
+  }
+
+  Stmt loop(int depth) {
+    const std::string& index_var = program_.iteration.iterators[depth].var;
+    int driver = drivers_[depth];
+    std::vector<Stmt> body;
+    if (driver < 0) {
+      append(body, position_declares(depth));
+      body.push_back(loop_nest(depth + 1));
+      return std::make_shared<For>(index_var, index_var, int64(0), var(dim_name(index_var)), block(std::move(body)));
+    }
+    const sparse::Axis& axis = program_.axes[driver];
+    const std::vector<LevelPosition>& levels = positions_.at(axis.tensor);
+    const std::string& position = levels[axis.level].name;
+    Expr parent = axis.level == 0 ? int64(0) : var(levels[axis.level - 1].name);
+    body.push_back(std::make_shared<Declare>(index_var, ScalarType::Int64,
+                                             cast(ScalarType::Int64, load(axis.crd, var(position), index_type_)), false));
+    append(body, position_declares(depth));
+    body.push_back(loop_nest(depth + 1));
+    return std::make_shared<For>(index_var, position, cast(ScalarType::Int64, load(axis.pos, parent, index_type_)),
+                                 cast(ScalarType::Int64, load(axis.pos, add(parent, int64(1)), index_type_)),
+                                 block(std::move(body)));
+  }
+
+  const sparse::Program& program_;
+  const Config& config_;
+  ScalarType value_type_, index_type_;
+  std::set<std::string> used_names_;
+  std::vector<int> drivers_;  // per loop depth: the compressed axis it iterates, or -1 (dense)
+  std::map<std::string, std::vector<LevelPosition>> positions_;
+  int output_depth_ = -1;
+  bool scalar_accumulator_ = false, output_overwrites_ = false, needs_zero_fill_ = false;
+  std::string accumulator_;
+  std::vector<ast::ExprPtr> outer_factors_, inner_factors_;
+};
+
+}  // namespace
+
+LoweredFunc lower_to_loops(const sparse::Program& program, const Config& config) {
+  return Lowering(program, config).run();
+}
+
+}  // namespace spgen

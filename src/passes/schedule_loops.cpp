@@ -1,0 +1,379 @@
+#include "passes/schedule_loops.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "ir/loop_ir_visitor.h"
+
+namespace spgen {
+
+using namespace loops;
+
+namespace {
+
+// Every name bound in the kernel (parameters, loop variables, declarations, loop labels), so a
+// schedule never introduces a clash.
+class BoundNames : public IRVisitor {
+ public:
+  std::set<std::string> names;
+
+ protected:
+  void visit_for(const For& node) override {
+    names.insert(node.var);
+    names.insert(node.label);
+    IRVisitor::visit_for(node);
+  }
+  void visit_declare(const Declare& node) override {
+    names.insert(node.name);
+    IRVisitor::visit_declare(node);
+  }
+};
+
+// Replaces the loop labelled `label` with what `rewrite` makes of it.
+class RewriteLoop : public IRMutator {
+ public:
+  RewriteLoop(std::string label, std::function<Stmt(const For&)> rewrite)
+      : label_(std::move(label)), rewrite_(std::move(rewrite)) {}
+
+ protected:
+  Stmt mutate_for(const For& node, const Stmt& self) override {
+    if (node.label == label_) return rewrite_(node);
+    return IRMutator::mutate_for(node, self);
+  }
+
+ private:
+  std::string label_;
+  std::function<Stmt(const For&)> rewrite_;
+};
+
+struct LoopInfo {
+  const For* loop = nullptr;
+  std::vector<const For*> enclosing;  // outermost first
+};
+
+class FindLoops : public IRVisitor {
+ public:
+  std::vector<LoopInfo> found;
+
+ protected:
+  void visit_for(const For& node) override {
+    found.push_back({&node, stack_});
+    stack_.push_back(&node);
+    IRVisitor::visit_for(node);
+    stack_.pop_back();
+  }
+
+ private:
+  std::vector<const For*> stack_;
+};
+
+bool contains_loop(const Stmt& stmt) {
+  FindLoops finder;
+  finder.visit(stmt);
+  return !finder.found.empty();
+}
+
+class Scheduler {
+ public:
+  Scheduler(LoweredFunc& func, const sparse::Program& program, const Config& config)
+      : func_(func), program_(program), config_(config) {
+    for (const sparse::Iterator& it : program.iteration.iterators) origin_[it.var] = it.var;
+  }
+
+  void apply(const ScheduleOp& op) {
+    op_ = &op;
+    std::visit([this](const auto& concrete) { apply_op(concrete); }, op.op);
+  }
+
+  void finish() {
+    if (!any_parallel_) return;
+    // The zero fill runs before the loop nest; when the nest is parallel, so is the fill.
+    for (const LoopInfo& info : loops())
+      if (info.enclosing.empty() && info.loop->label.rfind("zero ", 0) == 0)
+        set_annotations(info.loop->label, [](LoopAnnotations& a) { a.parallel = true; });
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& message) const { fail_schedule_op(config_, *op_, message); }
+
+  std::vector<LoopInfo> loops() const {
+    FindLoops finder;
+    finder.visit(func_.body);
+    return finder.found;
+  }
+
+  LoopInfo find(const std::string& label) const {
+    std::vector<LoopInfo> all = loops();
+    for (const LoopInfo& info : all)
+      if (info.loop->label == label) return info;
+    std::string known;
+    for (const LoopInfo& info : all)
+      if (info.loop->label.rfind("zero ", 0) != 0) known += (known.empty() ? "" : ", ") + info.loop->label;
+    fail("no loop named " + label + " (the loops are: " + known + ")");
+  }
+
+  bool is_reduction(const std::string& label) const {
+    const std::string& var = origin_.at(label);
+    for (const sparse::Iterator& it : program_.iteration.iterators)
+      if (it.var == var) return it.is_reduction;
+    return false;
+  }
+
+  void set_annotations(const std::string& label, const std::function<void(LoopAnnotations&)>& change) {
+    func_.body = RewriteLoop(label, [&](const For& node) {
+                   LoopAnnotations a = node.annotations;
+                   change(a);
+                   return std::make_shared<For>(node.label, node.var, node.begin, node.end, node.body, a);
+                 }).mutate(func_.body);
+  }
+
+  std::string fresh(const std::string& wanted) {
+    BoundNames bound;
+    bound.visit(func_.body);
+    for (const Param& p : func_.params) bound.names.insert(p.name);
+    std::string name = wanted;
+    for (int k = 2; bound.names.count(name) || origin_.count(name); ++k) name = wanted + "_" + std::to_string(k);
+    return name;
+  }
+
+  void check_new_name(const std::string& name) const {
+    BoundNames bound;
+    bound.visit(func_.body);
+    for (const Param& p : func_.params) bound.names.insert(p.name);
+    bool index_var = std::find(program_.index_vars.begin(), program_.index_vars.end(), name) != program_.index_vars.end();
+    if (bound.names.count(name) || index_var || origin_.count(name))
+      fail("the name " + name + " is already in use; choose another");
+  }
+
+  // ---- split ----
+  void apply_op(const SplitOp& split) {
+    LoopInfo info = find(split.var);
+    check_new_name(split.outer);
+    check_new_name(split.inner);
+    const For& loop = *info.loop;
+    if (loop.annotations.parallel || loop.annotations.vectorized)
+      fail("split " + split.var + " before making it parallel or vectorized");
+    std::vector<Stmt> prologue;
+    Expr begin = loop.begin, extent = loop.end;
+    // Bounds that read memory are computed once, before the split loops.
+    if (!is_const_int(loop.begin, 0)) {
+      std::string b = fresh(loop.var + "_begin"), e = fresh(loop.var + "_end");
+      prologue.push_back(std::make_shared<Declare>(b, ScalarType::Int64, loop.begin, false));
+      prologue.push_back(std::make_shared<Declare>(e, ScalarType::Int64, loop.end, false));
+      begin = var(b);
+      extent = sub(var(e), var(b));
+    }
+    Expr factor = int64(split.factor);
+    Expr outer_extent = binary(BinOp::Div, add(extent, int64(split.factor - 1)), factor);
+    Expr inner_extent = min(factor, sub(extent, mul(var(split.outer), factor)));
+    Stmt body = block({std::make_shared<Declare>(loop.var, ScalarType::Int64,
+                                                 add(begin, add(mul(var(split.outer), factor), var(split.inner))), false),
+                       loop.body});
+    Stmt inner = std::make_shared<For>(split.inner, split.inner, int64(0), inner_extent, body);
+    Stmt outer = std::make_shared<For>(split.outer, split.outer, int64(0), outer_extent, inner);
+    prologue.push_back(outer);
+    Stmt replacement = block(std::move(prologue));
+    func_.body = RewriteLoop(split.var, [&](const For&) { return replacement; }).mutate(func_.body);
+    origin_[split.outer] = origin_.at(split.var);
+    origin_[split.inner] = origin_.at(split.var);
+  }
+
+  // ---- reorder of loops (stage II) ----
+  // The named loops must lie on one chain of nested loops with only declarations between them;
+  // declarations are re-placed as early as their inputs allow.
+  void apply_op(const ReorderOp& reorder) {
+    std::set<std::string> named(reorder.order.begin(), reorder.order.end());
+    if (named.size() != reorder.order.size()) fail("a loop is named twice");
+    for (const std::string& label : reorder.order) find(label);
+    LoopInfo outermost = find(reorder.order.front());
+    for (const std::string& label : reorder.order) {
+      LoopInfo info = find(label);
+      if (info.enclosing.size() < outermost.enclosing.size()) outermost = info;
+    }
+    // Walk the chain down from the outermost named loop.
+    std::vector<const For*> chain;
+    std::vector<Stmt> declares;
+    const For* current = outermost.loop;
+    size_t found = 0;
+    for (;;) {
+      chain.push_back(current);
+      found += named.count(current->label);
+      if (found == named.size()) break;
+      const For* next = nullptr;
+      std::vector<Stmt> stmts = current->body->kind == StmtKind::Block
+                                    ? static_cast<const Block&>(*current->body).stmts
+                                    : std::vector<Stmt>{current->body};
+      for (const Stmt& s : stmts) {
+        if (s->kind == StmtKind::Declare && !next) declares.push_back(s);
+        else if (s->kind == StmtKind::For && !next) next = static_cast<const For*>(s.get());
+        else if (s->kind != StmtKind::Comment)
+          fail("the loops " + join(reorder.order) + " are not perfectly nested: " + current->label +
+               " holds statements besides the loop inside it");
+      }
+      if (!next) fail("the loops " + join(reorder.order) + " are not nested in one another");
+      current = next;
+    }
+    // The new chain: named loops take the slots of named loops, in the requested order.
+    std::vector<const For*> reordered = chain;
+    size_t next_named = 0;
+    for (const For*& slot : reordered)
+      if (named.count(slot->label)) slot = find(reorder.order[next_named++]).loop;
+    // Rebuild inside out, then place declarations where their inputs are bound.
+    std::set<std::string> bound;
+    for (const LoopInfo& info : loops())
+      if (info.loop == chain.front()) {
+        for (const For* e : info.enclosing) bound.insert(e->var);
+      }
+    for (const Param& p : func_.params) bound.insert(p.name);
+    std::vector<std::vector<Stmt>> placed(reordered.size() + 1);  // before loop k; last: innermost
+    std::vector<bool> done(declares.size(), false);
+    for (size_t k = 0; k <= reordered.size(); ++k) {
+      if (k > 0) bound.insert(reordered[k - 1]->var);
+      bool progress = true;
+      while (progress) {
+        progress = false;
+        for (size_t d = 0; d < declares.size(); ++d) {
+          const auto& declare = static_cast<const Declare&>(*declares[d]);
+          if (done[d] || !all_bound(declare.init, bound)) continue;
+          placed[k].push_back(declares[d]);
+          bound.insert(declare.name);
+          done[d] = progress = true;
+        }
+      }
+      if (k < reordered.size()) {
+        for (const Expr& bound_expr : {reordered[k]->begin, reordered[k]->end})
+          if (!all_bound(bound_expr, bound))
+            fail("loop " + reordered[k]->label + " cannot move there: its bounds depend on a loop that would "
+                 "then be inside it");
+      }
+    }
+    Stmt inner = chain.back()->body;
+    std::vector<Stmt> innermost = placed.back();
+    innermost.push_back(inner);
+    inner = block(std::move(innermost));
+    for (size_t k = reordered.size(); k-- > 0;) {
+      const For& loop = *reordered[k];
+      inner = std::make_shared<For>(loop.label, loop.var, loop.begin, loop.end, inner, loop.annotations);
+      if (k > 0 && !placed[k].empty()) {
+        std::vector<Stmt> with_declares = placed[k];
+        with_declares.push_back(inner);
+        inner = block(std::move(with_declares));
+      }
+    }
+    if (!placed[0].empty()) {
+      std::vector<Stmt> with_declares = placed[0];
+      with_declares.push_back(inner);
+      inner = block(std::move(with_declares));
+    }
+    Stmt replacement = inner;
+    func_.body = RewriteLoop(chain.front()->label, [&](const For&) { return replacement; }).mutate(func_.body);
+  }
+
+  static bool all_bound(const Expr& expr, const std::set<std::string>& bound) {
+    for (const std::string& name : vars_read(expr))
+      if (!bound.count(name)) return false;
+    return true;
+  }
+
+  static std::string join(const std::vector<std::string>& items) {
+    std::string out;
+    for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
+    return out;
+  }
+
+  // ---- parallel ----
+  void apply_op(const ParallelOp& parallel) {
+    LoopInfo info = find(parallel.var);
+    if (is_reduction(parallel.var))
+      fail("cannot parallelize " + parallel.var + ": it iterates the reduction index " + origin_.at(parallel.var) +
+           ", so threads would race on the same entries of " + program_.output().tensor +
+           " (reorder so a spatial loop is outermost, or parallelize a spatial loop)");
+    for (const For* e : info.enclosing)
+      if (e->annotations.parallel) fail("loop " + parallel.var + " is inside parallel loop " + e->label + "; nested parallel loops are not supported");
+    FindLoops inner;
+    inner.visit(info.loop->body);
+    for (const LoopInfo& i : inner.found)
+      if (i.loop->annotations.parallel) fail("loop " + parallel.var + " contains parallel loop " + i.loop->label + "; nested parallel loops are not supported");
+    set_annotations(parallel.var, [&](LoopAnnotations& a) {
+      a.parallel = true;
+      a.schedule = static_cast<ParallelSchedule>(static_cast<int>(parallel.schedule));
+      a.chunk = parallel.chunk;
+    });
+    any_parallel_ = true;
+  }
+
+  // ---- vectorize ----
+  void apply_op(const VectorizeOp& vectorize) {
+    LoopInfo info = find(vectorize.var);
+    if (contains_loop(info.loop->body)) fail("loop " + vectorize.var + " is not innermost; only innermost loops can be vectorized");
+    std::vector<std::string> reductions = accumulated_scalars(*info.loop);
+    if (is_reduction(vectorize.var) && writes_output(*info.loop))
+      fail("cannot vectorize " + vectorize.var + ": it iterates the reduction index " + origin_.at(vectorize.var) +
+           " and every iteration adds into the same entry of " + program_.output().tensor);
+    set_annotations(vectorize.var, [&](LoopAnnotations& a) {
+      a.vectorized = true;
+      a.simd_reductions = reductions;
+    });
+  }
+
+  bool writes_output(const For& loop) const {
+    struct Finder : IRVisitor {
+      std::string buffer;
+      bool found = false;
+      void visit_store(const Store& node) override {
+        found |= node.buffer == buffer;
+        IRVisitor::visit_store(node);
+      }
+    } finder;
+    finder.buffer = program_.output().values;
+    finder.visit(loop.body);
+    return finder.found;
+  }
+
+  // Scalars declared outside the loop that its body adds into: a vectorized loop must reduce them.
+  static std::vector<std::string> accumulated_scalars(const For& loop) {
+    struct Finder : IRVisitor {
+      std::vector<std::string> assigned;
+      std::set<std::string> declared;
+      void visit_assign(const Assign& node) override {
+        if (std::find(assigned.begin(), assigned.end(), node.name) == assigned.end()) assigned.push_back(node.name);
+        IRVisitor::visit_assign(node);
+      }
+      void visit_declare(const Declare& node) override {
+        declared.insert(node.name);
+        IRVisitor::visit_declare(node);
+      }
+    } finder;
+    finder.visit(loop.body);
+    std::vector<std::string> outside;
+    for (const std::string& name : finder.assigned)
+      if (!finder.declared.count(name)) outside.push_back(name);
+    return outside;
+  }
+
+  // ---- unroll ----
+  void apply_op(const UnrollOp& unroll) {
+    find(unroll.var);
+    set_annotations(unroll.var, [&](LoopAnnotations& a) { a.unroll = unroll.factor; });
+  }
+
+  LoweredFunc& func_;
+  const sparse::Program& program_;
+  const Config& config_;
+  const ScheduleOp* op_ = nullptr;
+  std::map<std::string, std::string> origin_;  // loop label → index variable it iterates
+  bool any_parallel_ = false;
+};
+
+}  // namespace
+
+void schedule_loops(LoweredFunc& func, const sparse::Program& program, const Config& config,
+                    const std::vector<ScheduleOp>& ops) {
+  Scheduler scheduler(func, program, config);
+  for (const ScheduleOp& op : ops) scheduler.apply(op);
+  scheduler.finish();
+}
+
+}  // namespace spgen

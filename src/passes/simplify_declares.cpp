@@ -1,0 +1,84 @@
+#include "passes/simplify_declares.h"
+
+#include <map>
+#include <set>
+
+#include "ir/loop_ir_visitor.h"
+
+namespace spgen {
+
+using namespace loops;
+
+namespace {
+
+class ReadNames : public IRVisitor {
+ public:
+  std::set<std::string> names;
+
+ protected:
+  void visit_var(const Var& node) override { names.insert(node.name); }
+  void visit_for(const For& node) override {
+    for (const std::string& r : node.annotations.simd_reductions) names.insert(r);
+    IRVisitor::visit_for(node);
+  }
+};
+
+// Names are unique within a kernel (the lowering and the schedule allocate fresh ones), so a
+// copy can be substituted everywhere without tracking scopes.
+class PropagateCopies : public IRMutator {
+ protected:
+  Expr mutate_var(const Var& node, const Expr& self) override {
+    auto copy = copies_.find(node.name);
+    return copy == copies_.end() ? self : copy->second;
+  }
+  Stmt mutate_declare(const Declare& node, const Stmt& self) override {
+    Stmt result = IRMutator::mutate_declare(node, self);
+    const auto& declare = static_cast<const Declare&>(*result);
+    if (!declare.is_mutable && declare.init->kind == ExprKind::Var && declare.init->type == declare.type)
+      copies_[declare.name] = declare.init;
+    return result;
+  }
+
+ private:
+  std::map<std::string, Expr> copies_;
+};
+
+class DropDeclares : public IRMutator {
+ public:
+  explicit DropDeclares(const std::set<std::string>& read) : read_(read) {}
+  bool changed = false;
+
+ protected:
+  Stmt mutate_block(const Block& node, const Stmt& self) override {
+    std::vector<Stmt> kept;
+    bool dropped = false;
+    for (const Stmt& s : node.stmts) {
+      if (s->kind == StmtKind::Declare && !read_.count(static_cast<const Declare&>(*s).name)) {
+        dropped = true;
+        continue;
+      }
+      kept.push_back(mutate(s));
+      dropped |= kept.back() != s;
+    }
+    changed |= dropped;
+    return dropped ? block(std::move(kept)) : self;
+  }
+
+ private:
+  const std::set<std::string>& read_;
+};
+
+}  // namespace
+
+void simplify_declares(LoweredFunc& func) {
+  func.body = PropagateCopies().mutate(func.body);
+  for (;;) {  // a dropped declaration may have been the only reader of another
+    ReadNames reader;
+    reader.visit(func.body);
+    DropDeclares dropper(reader.names);
+    func.body = dropper.mutate(func.body);
+    if (!dropper.changed) return;
+  }
+}
+
+}  // namespace spgen
