@@ -74,6 +74,7 @@ Compilation compile(const CompileInput& input) {
 
   // 4. Lower to stage II: loop nests over position space.
   c.func = lower_to_loops(c.program, c.config);
+  simplify_declares(c.func);
 
   // 5. Stage II schedule: split, reorder, parallel, vectorize, unroll (or `auto`'s choice).
   if (c.config.auto_schedule) loop_ops = auto_schedule(c.func, c.program);

@@ -2,6 +2,7 @@
 
 #include "codegen/abi_header.h"
 #include "codegen/c_printer.h"
+#include "ir/loop_ir_visitor.h"
 #include "support/templates.h"
 
 namespace spgen {
@@ -50,6 +51,9 @@ GeneratedFile emit_cpu_source(const LoweredFunc& func, const GenerationContext& 
   for (size_t i = 0; i < func.params.size(); ++i)
     file.text += (i ? ",\n    " : "\n    ") + c_param(func.params[i], true);
   file.text += ") {\n";
+  // Sizes the sparse structure already bounds are part of the ABI but may go unread.
+  for (const Param& p : func.params)
+    if (!stmt_reads_var(func.body, p.name) && p.kind == ParamKind::Dim) file.text += "  (void)" + p.name + ";\n";
   CpuStmtPrinter printer;
   file.text += printer.print(func.body, 1);
   file.text += "}\n";

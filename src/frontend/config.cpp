@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -122,6 +123,8 @@ class ConfigReader {
 
   int64_t get_positive_int(const json& value, const std::string& path) const {
     if (!value.is_number_integer()) fail(path, "expected an integer, found " + type_name(value));
+    if (value.is_number_unsigned() && value.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+      fail(path, "integer " + value.dump() + " is too large");
     int64_t number = value.get<int64_t>();
     if (number <= 0) fail(path, "expected a positive integer, found " + std::to_string(number));
     return number;
@@ -227,7 +230,7 @@ class ConfigReader {
         if (!order[l].is_number_integer()) fail(mode_path, "expected a mode number, found " + type_name(order[l]));
         int64_t mode = order[l].get<int64_t>();
         if (mode < 0 || mode >= use.order)
-          fail(mode_path, "mode " + std::to_string(mode) + " is out of range for order-" + std::to_string(use.order) +
+          fail(mode_path, "mode " + order[l].dump() + " is out of range for order-" + std::to_string(use.order) +
                               " tensor " + use.name);
         if (seen[mode]) fail(mode_path, "mode " + std::to_string(mode) + " is listed twice");
         seen[mode] = true;

@@ -42,11 +42,14 @@ class Lexer {
 
   std::vector<Token> run() {
     std::vector<Token> tokens;
+    SourceLoc after_last_token{1, 1};
     for (;;) {
       skip_space_and_comments();
       SourceLoc loc{line_, col_};
       if (at_ >= text_.size()) {
-        tokens.push_back({Tok::End, "", loc});
+        // "found end of spec" points just past the last token, not at the (usually empty)
+        // line after the file's trailing newline or comments.
+        tokens.push_back({Tok::End, "", tokens.empty() ? loc : after_last_token});
         return tokens;
       }
       char c = text_[at_];
@@ -65,6 +68,7 @@ class Lexer {
         advance(1);
         tokens.push_back({kind, std::string(1, c), loc});
       }
+      after_last_token = {line_, col_};
     }
   }
 
@@ -188,7 +192,8 @@ class Parser {
     }
     spec.rhs = parse_sum();
     if (peek().kind != Tok::End) {
-      if (peek().kind == Tok::Ident && (peek_at(1).kind == Tok::LParen || peek_at(1).kind == Tok::Assign))
+      if (peek().kind == Tok::Ident && (peek_at(1).kind == Tok::LParen || peek_at(1).kind == Tok::Assign ||
+                                        peek_at(1).kind == Tok::PlusAssign))
         fail(peek().loc, "only one assignment per spec is supported (missing operator?)");
       fail(peek().loc, std::string("expected an operator or end of spec, found ") + describe(peek().kind));
     }
@@ -327,7 +332,7 @@ class SpecChecker {
 
  private:
   void record_access(const ast::Access& access, bool is_output) {
-    check_name(access.tensor, access.loc, "tensor");
+    check_name(access.tensor, access.loc, "a tensor");
     auto seen = orders_.find(access.tensor);
     if (seen == orders_.end()) {
       orders_[access.tensor] = {static_cast<int>(access.indices.size()), access.loc};
@@ -341,7 +346,7 @@ class SpecChecker {
     std::set<std::string> in_this_access;
     for (size_t m = 0; m < access.indices.size(); ++m) {
       const std::string& var = access.indices[m];
-      check_name(var, access.index_locs[m], "index variable");
+      check_name(var, access.index_locs[m], "an index variable");
       if (!in_this_access.insert(var).second)
         parser_.fail(access.index_locs[m], "index " + var + " appears twice in " + ast::to_string(access) +
                                                "; diagonal access is not supported");
@@ -352,7 +357,7 @@ class SpecChecker {
 
   void check_name(const std::string& name, SourceLoc loc, const char* what) const {
     if (is_reserved_name(name))
-      parser_.fail(loc, std::string("'") + name + "' cannot be used as a " + what +
+      parser_.fail(loc, std::string("'") + name + "' cannot be used as " + what +
                             " name: it is reserved (a C++ keyword or an spgen prefix)");
   }
 

@@ -169,7 +169,7 @@ class Scheduler {
     Expr outer_extent = binary(BinOp::Div, add(extent, int64(split.factor - 1)), factor);
     Expr inner_extent = min(factor, sub(extent, mul(var(split.outer), factor)));
     Stmt body = block({std::make_shared<Declare>(loop.var, ScalarType::Int64,
-                                                 add(begin, add(mul(var(split.outer), factor), var(split.inner))), false),
+                                                 add(add(begin, mul(var(split.outer), factor)), var(split.inner)), false),
                        loop.body});
     Stmt inner = std::make_shared<For>(split.inner, split.inner, int64(0), inner_extent, body);
     Stmt outer = std::make_shared<For>(split.outer, split.outer, int64(0), outer_extent, inner);
@@ -221,11 +221,13 @@ class Scheduler {
     for (const For*& slot : reordered)
       if (named.count(slot->label)) slot = find(reorder.order[next_named++]).loop;
     // Rebuild inside out, then place declarations where their inputs are bound.
+    // Bound outside the chain: everything except what the chain's loops bind (names are unique).
+    BoundNames everywhere, inside;
+    everywhere.visit(func_.body);
+    inside.visit(Stmt(outermost_stmt(chain.front())));
     std::set<std::string> bound;
-    for (const LoopInfo& info : loops())
-      if (info.loop == chain.front()) {
-        for (const For* e : info.enclosing) bound.insert(e->var);
-      }
+    for (const std::string& name : everywhere.names)
+      if (!inside.names.count(name)) bound.insert(name);
     for (const Param& p : func_.params) bound.insert(p.name);
     std::vector<std::vector<Stmt>> placed(reordered.size() + 1);  // before loop k; last: innermost
     std::vector<bool> done(declares.size(), false);
@@ -269,6 +271,28 @@ class Scheduler {
     }
     Stmt replacement = inner;
     func_.body = RewriteLoop(chain.front()->label, [&](const For&) { return replacement; }).mutate(func_.body);
+  }
+
+  // The loop as a statement node, found again in the tree (the chain holds raw pointers).
+  Stmt outermost_stmt(const For* loop) const {
+    struct Finder : IRVisitor {
+      const For* wanted;
+      Stmt found;
+      void visit_block(const Block& node) override {
+        for (const Stmt& s : node.stmts) {
+          if (s.get() == wanted) found = s;
+          visit(s);
+        }
+      }
+      void visit_for(const For& node) override {
+        if (node.body.get() == wanted) found = node.body;
+        IRVisitor::visit_for(node);
+      }
+    } finder;
+    finder.wanted = loop;
+    finder.visit(func_.body);
+    if (func_.body.get() == loop) return func_.body;
+    return finder.found;
   }
 
   static bool all_bound(const Expr& expr, const std::set<std::string>& bound) {

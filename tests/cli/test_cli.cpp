@@ -1,0 +1,182 @@
+// The spgen command line as users and Makefiles see it: exit codes, error messages on stderr,
+// files written all-or-nothing, and bad input files rejected by `spgen run`.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "process.h"
+
+using namespace spgen_test;
+
+namespace {
+
+std::string spec(const std::string& name) { return source_root() + "/specs/" + name; }
+
+ProcessResult spgen(std::vector<std::string> args) {
+  args.insert(args.begin(), spgen_binary());
+  return run_process(args);
+}
+
+}  // namespace
+
+TEST_CASE("gen writes NAME.h and NAME.cpp, and rewriting identical output leaves files untouched") {
+  TempDir dir;
+  ProcessResult r = spgen({"gen", spec("spmm.spg"), "--config", spec("spmm_csr.json"), "-o", dir.path()});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.empty());
+  REQUIRE(std::filesystem::exists(dir.file("spmm_csr.h")));
+  REQUIRE(std::filesystem::exists(dir.file("spmm_csr.cpp")));
+  CHECK(read_text(dir.file("spmm_csr.cpp")).find("#pragma omp parallel for schedule(dynamic, 1)") != std::string::npos);
+  auto stamp = std::filesystem::last_write_time(dir.file("spmm_csr.cpp"));
+  std::filesystem::last_write_time(dir.file("spmm_csr.cpp"), stamp - std::chrono::hours(1));
+  auto old_stamp = std::filesystem::last_write_time(dir.file("spmm_csr.cpp"));
+  REQUIRE(spgen({"gen", spec("spmm.spg"), "--config", spec("spmm_csr.json"), "-o", dir.path()}).exit_code == 0);
+  CHECK(std::filesystem::last_write_time(dir.file("spmm_csr.cpp")) == old_stamp);
+  // No temporary files are left behind.
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) files += entry.is_regular_file();
+  CHECK(files == 2);
+}
+
+TEST_CASE("the generated kernel compiles warning-free as C++ and its header as plain C") {
+  TempDir dir;
+  REQUIRE(spgen({"gen", spec("mttkrp.spg"), "--config", spec("mttkrp_csf.json"), "-o", dir.path()}).exit_code == 0);
+  ProcessResult cxx = run_process({"c++", "-std=c++17", "-O2", "-fopenmp", "-Wall", "-Wextra", "-Werror", "-c",
+                                   dir.file("mttkrp_csf.cpp"), "-o", dir.file("k.o")});
+  INFO(cxx.err);
+  CHECK(cxx.exit_code == 0);
+  write_text(dir.file("use.c"), "#include \"mttkrp_csf.h\"\nint main(void) { return 0; }\n");
+  ProcessResult cc = run_process({"cc", "-std=c99", "-Wall", "-Werror", "-I", dir.path(), "-c", dir.file("use.c"),
+                                  "-o", dir.file("use.o")});
+  INFO(cc.err);
+  CHECK(cc.exit_code == 0);
+}
+
+TEST_CASE("two generated kernels link into one program") {
+  TempDir dir;
+  REQUIRE(spgen({"gen", spec("spmv.spg"), "--config", spec("spmv_csr.json"), "-o", dir.path()}).exit_code == 0);
+  REQUIRE(spgen({"gen", spec("spmv.spg"), "--config", spec("spmv_csc.json"), "-o", dir.path()}).exit_code == 0);
+  write_text(dir.file("main.cpp"),
+             "#include \"spmv_csr.h\"\n#include \"spmv_csc.h\"\n"
+             "int main() {\n"
+             "  const int32_t pos[] = {0, 1, 2}; const int32_t crd[] = {1, 0}; const float a[] = {2, 3};\n"
+             "  const float x[] = {5, 7}; float y[2];\n"
+             "  spmv_csr(2, 2, y, pos, crd, a, x);\n"
+             "  const int64_t pos64[] = {0, 1, 2}; const int64_t crd64[] = {1, 0}; const double a64[] = {2, 3};\n"
+             "  const double x64[] = {5, 7}; double y64[2];\n"
+             "  spmv_csc(2, 2, y64, pos64, crd64, a64, x64);\n"
+             "  // csr: y = [2*7, 3*5]; csc (columns): y[1] += 2*5, y[0] += 3*7\n"
+             "  return (y[0] == 14 && y[1] == 15 && y64[0] == 21 && y64[1] == 10) ? 0 : 1;\n"
+             "}\n");
+  ProcessResult build = run_process({"c++", "-std=c++17", "-O1", "-fopenmp", "-I", dir.path(), "-o", dir.file("prog"),
+                                     dir.file("main.cpp"), dir.file("spmv_csr.cpp"), dir.file("spmv_csc.cpp")});
+  INFO(build.err);
+  REQUIRE(build.exit_code == 0);
+  CHECK(run_process({dir.file("prog")}).exit_code == 0);
+}
+
+TEST_CASE("a malformed spec is reported as file:line:col with a caret, exit 1, and nothing is written") {
+  TempDir dir;
+  write_text(dir.file("bad.spg"), "# comment\ny(i) = A(i,j) *\n");
+  write_text(dir.file("bad.json"), "{}");
+  ProcessResult r = spgen({"gen", dir.file("bad.spg"), "--config", dir.file("bad.json"), "-o", dir.path()});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find(dir.file("bad.spg") + ":2:16: error: expected a tensor, a number or '('") == 0);
+  CHECK(!std::filesystem::exists(dir.file("bad.h")));
+  CHECK(!std::filesystem::exists(dir.file("bad.cpp")));
+}
+
+TEST_CASE("config errors name the JSON path; an existing output is not modified") {
+  TempDir dir;
+  REQUIRE(spgen({"gen", spec("spmm.spg"), "--config", spec("spmm_csr.json"), "-o", dir.path()}).exit_code == 0);
+  std::string before = read_text(dir.file("spmm_csr.cpp"));
+  write_text(dir.file("spmm_csr.json"), R"({"name": "spmm_csr", "tensors": {"A": {"format": "cssr"}}})");
+  ProcessResult r = spgen({"gen", spec("spmm.spg"), "--config", dir.file("spmm_csr.json"), "-o", dir.path()});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == dir.file("spmm_csr.json") + ": /tensors/A/format: error: unknown format \"cssr\" (expected dense, csr, "
+                 "csc, dcsr, dcsc, csf, sv, or {\"levels\": [...], \"order\": [...]})\n");
+  CHECK(read_text(dir.file("spmm_csr.cpp")) == before);
+}
+
+TEST_CASE("an illegal schedule names the op by its index") {
+  TempDir dir;
+  write_text(dir.file("c.json"), R"({"tensors": {"A": {"format": "csr"}},
+    "schedule": [{"op": "vectorize", "var": "k"}, {"op": "parallel", "var": "j"}]})");
+  ProcessResult r = spgen({"gen", spec("spmm.spg"), "--config", dir.file("c.json"), "--emit", "stage2"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find(dir.file("c.json") + ": /schedule/1: error: parallel: cannot parallelize j") == 0);
+  CHECK(r.out.empty());
+}
+
+TEST_CASE("missing files, unknown flags and a missing output directory fail cleanly") {
+  TempDir dir;
+  ProcessResult missing = spgen({"gen", dir.file("nope.spg"), "--config", spec("spmm_csr.json")});
+  CHECK(missing.exit_code == 1);
+  CHECK(missing.err.find("nope.spg: error: cannot open file") != std::string::npos);
+  ProcessResult flag = spgen({"gen", spec("spmm.spg"), "--config", spec("spmm_csr.json"), "--bogus"});
+  CHECK(flag.exit_code != 0);
+  ProcessResult no_dir = spgen({"gen", spec("spmm.spg"), "--config", spec("spmm_csr.json"), "-o", dir.file("absent")});
+  CHECK(no_dir.exit_code == 1);
+  CHECK(no_dir.err.find("output directory does not exist") != std::string::npos);
+  CHECK(spgen({}).exit_code != 0);
+  ProcessResult version = spgen({"--version"});
+  CHECK(version.exit_code == 0);
+  CHECK(version.out.find("spgen 0.") != std::string::npos);
+}
+
+TEST_CASE("--emit prints each IR stage and writes nothing") {
+  TempDir dir;
+  ProcessResult s1 = spgen({"gen", spec("sddmm.spg"), "--config", spec("sddmm_csr.json"), "--emit", "stage1", "-o", dir.path()});
+  REQUIRE(s1.exit_code == 0);
+  CHECK(s1.out.find("sparse_iteration sddmm_csr over [i: spatial, j: spatial, k: reduction]") != std::string::npos);
+  CHECK(s1.out.find("Y(i,j): float32[X.0, X.1] format csr") != std::string::npos);
+  ProcessResult s2 = spgen({"gen", spec("sddmm.spg"), "--config", spec("sddmm_csr.json"), "--emit", "stage2"});
+  REQUIRE(s2.exit_code == 0);
+  CHECK(s2.out.find("for k in [0, dim_k) vectorized +acc:") != std::string::npos);
+  CHECK(std::filesystem::is_empty(dir.path()));
+}
+
+TEST_CASE("spgen run rejects corrupt and out-of-range Matrix Market files without output") {
+  TempDir dir;
+  write_text(dir.file("corrupt.mtx"), "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1.0\n1 x 2.0\n");
+  write_text(dir.file("range.mtx"), "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1.0\n4 1 2.0\n");
+  for (const char* file : {"corrupt.mtx", "range.mtx"}) {
+    CAPTURE(file);
+    ProcessResult r = spgen({"run", spec("spmv.spg"), "--config", spec("spmv_csr.json"), "--input",
+                             std::string("A=") + dir.file(file), "--input", "x=random", "--output",
+                             "y=" + dir.file("y.mtx")});
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find(dir.file(file) + ":4:") != std::string::npos);
+    CHECK(!std::filesystem::exists(dir.file("y.mtx")));
+  }
+}
+
+TEST_CASE("spgen run reports a missing input and inconsistent sizes") {
+  TempDir dir;
+  write_text(dir.file("a.mtx"), "%%MatrixMarket matrix coordinate real general\n3 4 1\n1 2 1.0\n");
+  write_text(dir.file("x.mtx"), "%%MatrixMarket matrix array real general\n3 1\n1\n2\n3\n");
+  ProcessResult missing = spgen({"run", spec("spmv.spg"), "--config", spec("spmv_csr.json"), "--input",
+                                 "A=" + dir.file("a.mtx")});
+  CHECK(missing.exit_code == 1);
+  CHECK(missing.err.find("missing input x") != std::string::npos);
+  ProcessResult sizes = spgen({"run", spec("spmv.spg"), "--config", spec("spmv_csr.json"), "--input",
+                               "A=" + dir.file("a.mtx"), "--input", "x=" + dir.file("x.mtx")});
+  CHECK(sizes.exit_code == 1);
+  CHECK(sizes.err.find("size of index j") != std::string::npos);
+}
+
+TEST_CASE("spgen run prints the median time and writes the output") {
+  TempDir dir;
+  write_text(dir.file("a.mtx"), "%%MatrixMarket matrix coordinate pattern symmetric\n3 3 2\n2 1\n3 3\n");
+  ProcessResult r = spgen({"run", spec("spmm.spg"), "--config", spec("spmm_csr.json"), "--input", "A=" + dir.file("a.mtx"),
+                           "--input", "B=random", "--dim", "k=5", "--save-input", "B=" + dir.file("b.mtx"), "--output",
+                           "C=" + dir.file("c.mtx"), "--repeat", "5"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("time_ms median=") != std::string::npos);
+  CHECK(r.out.find("runs=5") != std::string::npos);
+  std::string c = read_text(dir.file("c.mtx"));
+  CHECK(c.rfind("%%MatrixMarket matrix array real general", 0) == 0);
+  CHECK(c.find("\n3 5\n") != std::string::npos);
+}

@@ -1,0 +1,200 @@
+// Numeric end-to-end tests: every spec/config pair in specs/ and tests/e2e/cases/ goes through
+// `spgen run` (generate, compile with $CXX, run), and the output file is compared with the
+// independent reference evaluator (tests/support/reference.cpp, which shares no code with the
+// compiler) on the same inputs: random ones of several shapes, and real matrices from
+// ../shared/data when it exists.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "frontend/config.h"
+#include "frontend/parser.h"
+#include "process.h"
+#include "ref_tensor.h"
+#include "reference.h"
+#include "spec_pairs.h"
+#include "support/files.h"
+
+using namespace spgen_test;
+
+namespace {
+
+struct Kernel {
+  SpecConfigPair pair;
+  spgen::ast::Spec spec;
+  spgen::Config config;
+};
+
+std::vector<Kernel> all_kernels() {
+  std::string root = source_root();
+  std::vector<SpecConfigPair> pairs = spec_config_pairs({root + "/specs"}, root + "/specs");
+  std::vector<SpecConfigPair> extra = spec_config_pairs({root + "/specs", root + "/tests/e2e/cases"}, root + "/tests/e2e/cases");
+  pairs.insert(pairs.end(), extra.begin(), extra.end());
+  std::vector<Kernel> kernels;
+  for (const SpecConfigPair& pair : pairs) {
+    Kernel k{pair, spgen::parse_spec(pair.spec, spgen::read_file(pair.spec)), {}};
+    k.config = spgen::read_config(pair.config, spgen::read_file(pair.config), k.spec, pair.name);
+    kernels.push_back(std::move(k));
+  }
+  return kernels;
+}
+
+bool is_sparse(const Kernel& k, const std::string& tensor) { return !k.config.format_of(tensor).all_dense(); }
+
+std::string extension_for(int order) { return order >= 3 ? ".tns" : ".mtx"; }
+
+double rtol(const Kernel& k) { return k.config.value_type == spgen::ValueType::Float32 ? 2e-4 : 1e-9; }
+double atol(const Kernel& k) { return k.config.value_type == spgen::ValueType::Float32 ? 2e-4 : 1e-9; }
+
+// How the operands of one run are made.
+struct InputPlan {
+  std::string label;
+  double density = 0.15;
+  spgen_ref::RandomShape shape;
+  bool single_entry = false;
+};
+
+std::vector<int64_t> dims_of(const Kernel& k, const spgen::ast::TensorUse& use, const std::map<std::string, int64_t>& sizes) {
+  const spgen::ast::Access* access = nullptr;
+  if (k.spec.output.tensor == use.name) access = &k.spec.output;
+  for (const spgen::ast::Access* a : spgen::ast::collect_accesses(*k.spec.rhs))
+    if (a->tensor == use.name) access = a;
+  std::vector<int64_t> dims;
+  for (const std::string& var : access->indices) dims.push_back(sizes.at(var));
+  return dims;
+}
+
+spgen_ref::Tensor make_input(const Kernel& k, const spgen::ast::TensorUse& use, const std::vector<int64_t>& dims,
+                             const InputPlan& plan, uint64_t seed) {
+  if (!is_sparse(k, use.name)) return spgen_ref::random_dense(dims, seed);
+  if (plan.single_entry) {
+    spgen_ref::Tensor t;
+    t.dims = dims;
+    for (int64_t d : dims) t.coords.push_back(d / 2);
+    t.vals.push_back(0.75);
+    return t;
+  }
+  return spgen_ref::random_sparse(dims, plan.density, seed, plan.shape);
+}
+
+// `spgen run` with these inputs; returns the output tensor and checks it against the reference.
+void check_run(const std::vector<std::string>& command_prefix, const Kernel& k,
+               const std::map<std::string, spgen_ref::Tensor>& inputs, const TempDir& dir, const std::string& label) {
+  CAPTURE(label);
+  std::vector<std::string> command = command_prefix;
+  for (const auto& [name, tensor] : inputs) {
+    std::string path = dir.file(label + "_" + name + extension_for(tensor.order()));
+    spgen_ref::write_tensor(path, tensor, !is_sparse(k, name) || name == k.spec.output.tensor);
+    command.push_back("--input");
+    command.push_back(name + "=" + path);
+  }
+  std::string out_path = dir.file(label + "_out" + extension_for(k.spec.output.indices.size()));
+  command.push_back("--output");
+  command.push_back(k.spec.output.tensor + "=" + out_path);
+  ProcessResult run = run_process(command);
+  INFO("stderr: " << run.err);
+  REQUIRE(run.exit_code == 0);
+  std::map<std::string, spgen_ref::Tensor> operands = inputs;
+  const spgen_ref::Tensor* initial = nullptr;
+  if (k.spec.accumulate) {
+    initial = &inputs.at(k.spec.output.tensor);
+    operands.erase(k.spec.output.tensor);
+  }
+  std::string spec_text = read_text(k.pair.spec);
+  spgen_ref::Tensor want = spgen_ref::evaluate(spec_text, operands, {}, initial);
+  spgen_ref::Tensor got = spgen_ref::read_tensor(out_path);
+  spgen_ref::Comparison result = spgen_ref::compare(got, want, rtol(k), atol(k));
+  CHECK_MESSAGE(result.ok, result.message);
+}
+
+std::vector<std::string> spgen_run_command(const Kernel& k, const std::string& keep_dir) {
+  return {spgen_binary(), "run", k.pair.spec, "--config", k.pair.config, "--keep", keep_dir};
+}
+
+}  // namespace
+
+TEST_CASE("random inputs: every kernel matches the reference") {
+  const std::vector<InputPlan> plans = {
+      {"uniform", 0.15, {}, false},
+      {"skewed", 0.2, {true, true, true}, false},  // empty rows, one dense row, power-law lengths
+      {"empty", 0.0, {}, false},
+      {"single", 0.0, {}, true},
+  };
+  const int64_t sizes_by_position[] = {37, 29, 23, 19, 17};  // not multiples of split factors
+  for (const Kernel& k : all_kernels()) {
+    CAPTURE(k.pair.config);
+    TempDir dir;
+    std::map<std::string, int64_t> sizes;
+    for (size_t v = 0; v < k.spec.index_vars.size(); ++v) sizes[k.spec.index_vars[v]] = sizes_by_position[v % 5];
+    std::string build_dir = dir.file("build");
+    for (size_t p = 0; p < plans.size(); ++p) {
+      std::map<std::string, spgen_ref::Tensor> inputs;
+      uint64_t seed = 100 * (p + 1);
+      for (const spgen::ast::TensorUse& use : k.spec.tensors) {
+        if (use.is_output && !k.spec.accumulate) continue;
+        std::vector<int64_t> dims = dims_of(k, use, sizes);
+        inputs[use.name] = use.is_output ? spgen_ref::random_dense(dims, seed++) : make_input(k, use, dims, plans[p], seed++);
+      }
+      // The first run goes through the CLI and keeps its build; later ones rerun that driver.
+      std::vector<std::string> prefix = p == 0 ? spgen_run_command(k, build_dir) : std::vector<std::string>{build_dir + "/driver"};
+      check_run(prefix, k, inputs, dir, plans[p].label);
+    }
+  }
+}
+
+TEST_CASE("real matrices: matrix kernels match the reference on GNN graphs") {
+  std::string data = data_dir();
+  if (data.empty()) {
+    MESSAGE("skipped: ../shared/data is absent");
+    return;
+  }
+  int runs = 0;
+  for (const Kernel& k : all_kernels()) {
+    // Kernels with exactly one sparse input, a matrix, and dense other operands.
+    std::vector<std::string> sparse_inputs;
+    for (const spgen::ast::TensorUse& use : k.spec.tensors)
+      if (!use.is_output && is_sparse(k, use.name)) sparse_inputs.push_back(use.name);
+    if (sparse_inputs.size() != 1 || k.spec.find_tensor(sparse_inputs[0])->order != 2 || k.spec.accumulate) continue;
+    CAPTURE(k.pair.config);
+    std::vector<std::string> matrices = {"cora.mtx"};
+    if (k.pair.name == "spmm_csr" || k.pair.name == "sddmm_csr" || k.pair.name == "spmv_csr") matrices.push_back("pubmed.mtx");
+    TempDir dir;
+    for (size_t m = 0; m < matrices.size(); ++m) {
+      CAPTURE(matrices[m]);
+      std::vector<std::string> command = m == 0 ? spgen_run_command(k, dir.file("build"))
+                                                : std::vector<std::string>{dir.file("build") + "/driver"};
+      std::map<std::string, spgen_ref::Tensor> inputs;
+      inputs[sparse_inputs[0]] = spgen_ref::read_tensor(data + "/" + matrices[m]);
+      command.insert(command.end(), {"--input", sparse_inputs[0] + "=" + data + "/" + matrices[m]});
+      // Dense operands come from the driver's own `random`, saved so the reference sees them.
+      std::vector<std::pair<std::string, std::string>> saved;
+      for (const spgen::ast::TensorUse& use : k.spec.tensors) {
+        if (use.is_output || use.name == sparse_inputs[0]) continue;
+        std::string path = dir.file(std::to_string(m) + "_" + use.name + extension_for(use.order));
+        command.insert(command.end(), {"--input", use.name + "=random", "--save-input", use.name + "=" + path});
+        saved.emplace_back(use.name, path);
+      }
+      // Indices the matrix does not fix (a dense operand's width) get a size of 32.
+      std::vector<std::string> matrix_indices;
+      for (const spgen::ast::Access* access : spgen::ast::collect_accesses(*k.spec.rhs))
+        if (access->tensor == sparse_inputs[0]) matrix_indices = access->indices;
+      for (const std::string& var : k.spec.index_vars)
+        if (std::find(matrix_indices.begin(), matrix_indices.end(), var) == matrix_indices.end())
+          command.insert(command.end(), {"--dim", var + "=32"});
+      std::string out_path = dir.file(std::to_string(m) + "_out" + extension_for(k.spec.output.indices.size()));
+      command.insert(command.end(), {"--output", k.spec.output.tensor + "=" + out_path, "--repeat", "3"});
+      ProcessResult run = run_process(command);
+      INFO("stderr: " << run.err);
+      REQUIRE(run.exit_code == 0);
+      CHECK(run.out.find("time_ms median=") != std::string::npos);
+      for (const auto& [name, path] : saved) inputs[name] = spgen_ref::read_tensor(path);
+      spgen_ref::Tensor want = spgen_ref::evaluate(read_text(k.pair.spec), inputs);
+      spgen_ref::Comparison result = spgen_ref::compare(spgen_ref::read_tensor(out_path), want, rtol(k), atol(k));
+      CHECK_MESSAGE(result.ok, result.message);
+      ++runs;
+    }
+  }
+  CHECK(runs >= 5);
+}

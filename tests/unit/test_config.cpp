@@ -1,0 +1,605 @@
+// Tests of pass 1b (src/frontend/config.cpp): the JSON config, read and validated against the
+// spec. Valid configs are checked field by field; every error path by its exact message
+// `config.json: /json/path: error: ...`.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "frontend/ast.h"
+#include "frontend/config.h"
+#include "frontend/parser.h"
+#include "support/diagnostics.h"
+
+namespace {
+
+using spgen::CompileError;
+using spgen::Config;
+using spgen::Format;
+using spgen::LevelKind;
+
+const char* const kSpmv = "y(i) = A(i,j) * x(j)";
+const char* const kSpmm = "C(i,k) = A(i,j) * B(j,k)";
+const char* const kTtv = "A(i,j) = B(i,j,k) * c(k)";
+const char* const kDot = "a = x(i) * z(i)";
+
+constexpr LevelKind D = LevelKind::Dense;
+constexpr LevelKind C = LevelKind::Compressed;
+using Levels = std::vector<LevelKind>;
+using Modes = std::vector<int>;
+using Names = std::vector<std::string>;
+
+Config read(const std::string& json, const std::string& spec_text = kSpmm,
+            const std::string& default_name = "kernel") {
+  spgen::ast::Spec spec = spgen::parse_spec("spec.spg", spec_text);
+  return spgen::read_config("config.json", json, spec, default_name);
+}
+
+// what() of the CompileError read_config throws; "" (and a failed check) if it accepts the config.
+std::string error_of(const std::string& json, const std::string& spec_text = kSpmm,
+                     const std::string& default_name = "kernel") {
+  spgen::ast::Spec spec = spgen::parse_spec("spec.spg", spec_text);
+  try {
+    spgen::read_config("config.json", json, spec, default_name);
+    FAIL_CHECK("expected a CompileError for config: " << json);
+  } catch (const CompileError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// The message a config error at `path` must have, exactly.
+std::string config_error(const std::string& path, const std::string& message) {
+  return "config.json: " + path + ": error: " + message + "\n";
+}
+
+bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
+
+void check_format(const Format& format, const std::string& name, const Levels& levels, const Modes& order) {
+  CHECK(format.name == name);
+  CHECK(format.levels == levels);
+  CHECK(format.mode_order == order);
+}
+
+Format format_of(const std::string& tensor, const std::string& format_json, const std::string& spec = kSpmm) {
+  Config config = read("{\"tensors\": {\"" + tensor + "\": {\"format\": " + format_json + "}}}", spec);
+  return config.format_of(tensor);
+}
+
+std::string format_error(const std::string& tensor, const std::string& format_json, const std::string& spec = kSpmm) {
+  return error_of("{\"tensors\": {\"" + tensor + "\": {\"format\": " + format_json + "}}}", spec);
+}
+
+std::string op_error(const std::string& op_json, const std::string& spec = kSpmm) {
+  return error_of("{\"schedule\": [" + op_json + "]}", spec);
+}
+
+template <class Op>
+const Op& op_at(const Config& config, size_t index) {
+  REQUIRE(index < config.schedule.size());
+  const Op* op = std::get_if<Op>(&config.schedule[index].op);
+  REQUIRE(op != nullptr);
+  return *op;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Valid configs
+
+TEST_CASE("config: an empty object takes every default") {
+  Config config = read("{}", kSpmm, "spmm");
+  CHECK(config.file == "config.json");
+  CHECK(config.name == "spmm");
+  CHECK(config.target == spgen::Target::Cpu);
+  CHECK(config.value_type == spgen::ValueType::Float32);
+  CHECK(config.index_type == spgen::IndexType::Int32);
+  CHECK_FALSE(config.auto_schedule);
+  CHECK(config.schedule.empty());
+  REQUIRE(config.formats.size() == 3);
+  for (const char* tensor : {"A", "B", "C"}) {
+    CAPTURE(tensor);
+    REQUIRE(config.formats.count(tensor) == 1);
+    const Format& format = config.format_of(tensor);
+    check_format(format, "dense", {D, D}, {0, 1});
+    CHECK(format.all_dense());
+    CHECK(format.is_row_major_dense());
+  }
+  CHECK_THROWS(config.format_of("Z"));
+}
+
+TEST_CASE("config: every tensor of the spec gets a format, scalars and vectors included") {
+  Config config = read("{\"tensors\": {\"x\": {\"format\": \"sv\"}}}", kDot, "dot");
+  REQUIRE(config.formats.size() == 3);
+  check_format(config.format_of("a"), "dense", {}, {});
+  CHECK(config.format_of("a").all_dense());
+  CHECK(config.format_of("a").is_row_major_dense());
+  check_format(config.format_of("x"), "sv", {C}, {0});
+  check_format(config.format_of("z"), "dense", {D}, {0});
+}
+
+TEST_CASE("config: a full config, as in specs/spmm_csr.json") {
+  const char* json = R"({
+  "name": "spmm_csr",
+  "description": "anything",
+  "target": "cpu",
+  "types": {"value": "float32", "index": "int32"},
+  "tensors": {
+    "A": {"format": "csr"},
+    "B": {"format": "dense"},
+    "C": {"format": "dense"}
+  },
+  "schedule": [
+    {"op": "split", "var": "i", "factor": 32, "into": ["i0", "i1"]},
+    {"op": "parallel", "var": "i0", "schedule": "dynamic", "chunk": 1},
+    {"op": "vectorize", "var": "k"}
+  ]
+})";
+  Config config = read(json, kSpmm, "ignored");
+  CHECK(config.name == "spmm_csr");
+  CHECK(config.target == spgen::Target::Cpu);
+  check_format(config.format_of("A"), "csr", {D, C}, {0, 1});
+  check_format(config.format_of("B"), "dense", {D, D}, {0, 1});
+  REQUIRE(config.schedule.size() == 3);
+  const auto& split = op_at<spgen::SplitOp>(config, 0);
+  CHECK(split.var == "i");
+  CHECK(split.factor == 32);
+  CHECK(split.outer == "i0");
+  CHECK(split.inner == "i1");
+  const auto& parallel = op_at<spgen::ParallelOp>(config, 1);
+  CHECK(parallel.var == "i0");
+  CHECK(parallel.schedule == spgen::OmpSchedule::Dynamic);
+  CHECK(parallel.chunk == 1);
+  CHECK(op_at<spgen::VectorizeOp>(config, 2).var == "k");
+  for (int i = 0; i < 3; ++i) {
+    CHECK(config.schedule[i].index == i);
+    CHECK(config.schedule[i].path == "/schedule/" + std::to_string(i));
+  }
+}
+
+TEST_CASE("config: target and types") {
+  Config config = read(R"({"target": "cuda", "types": {"value": "float64", "index": "int64"}})");
+  CHECK(config.target == spgen::Target::Cuda);
+  CHECK(config.value_type == spgen::ValueType::Float64);
+  CHECK(config.index_type == spgen::IndexType::Int64);
+  // Each type may be given alone; the other keeps its default.
+  Config value_only = read(R"({"types": {"value": "float64"}})");
+  CHECK(value_only.value_type == spgen::ValueType::Float64);
+  CHECK(value_only.index_type == spgen::IndexType::Int32);
+  Config index_only = read(R"({"types": {"index": "int64"}})");
+  CHECK(index_only.value_type == spgen::ValueType::Float32);
+  CHECK(index_only.index_type == spgen::IndexType::Int64);
+  CHECK(read(R"({"types": {}})").value_type == spgen::ValueType::Float32);
+  CHECK(read(R"({"target": "cpu"})").target == spgen::Target::Cpu);
+  CHECK(std::string(spgen::value_type_name(spgen::ValueType::Float32)) == "float32");
+  CHECK(std::string(spgen::value_type_name(spgen::ValueType::Float64)) == "float64");
+  CHECK(std::string(spgen::index_type_name(spgen::IndexType::Int32)) == "int32");
+  CHECK(std::string(spgen::index_type_name(spgen::IndexType::Int64)) == "int64");
+  CHECK(std::string(spgen::level_kind_name(D)) == "dense");
+  CHECK(std::string(spgen::level_kind_name(C)) == "compressed");
+}
+
+TEST_CASE("config: the kernel name") {
+  CHECK(read("{}", kSpmm, "from_the_spec_stem").name == "from_the_spec_stem");
+  CHECK(read(R"({"name": "_k2"})", kSpmm, "default").name == "_k2");
+  // An explicit name wins, even when the default would not be a C identifier.
+  CHECK(read(R"({"name": "ok"})", kSpmm, "my-spec").name == "ok");
+}
+
+TEST_CASE("config: shorthand formats") {
+  check_format(format_of("A", "\"dense\""), "dense", {D, D}, {0, 1});
+  check_format(format_of("A", "\"csr\""), "csr", {D, C}, {0, 1});
+  check_format(format_of("A", "\"csc\""), "csc", {D, C}, {1, 0});
+  check_format(format_of("A", "\"dcsr\""), "dcsr", {C, C}, {0, 1});
+  check_format(format_of("A", "\"dcsc\""), "dcsc", {C, C}, {1, 0});
+  check_format(format_of("A", "\"csf\""), "csf", {C, C}, {0, 1});
+  check_format(format_of("B", "\"csf\"", kTtv), "csf", {C, C, C}, {0, 1, 2});
+  check_format(format_of("B", "\"dense\"", kTtv), "dense", {D, D, D}, {0, 1, 2});
+  check_format(format_of("x", "\"sv\"", kSpmv), "sv", {C}, {0});
+  check_format(format_of("x", "\"sparse-vector\"", kSpmv), "sparse-vector", {C}, {0});
+  check_format(format_of("a", "\"dense\"", kDot), "dense", {}, {});
+  CHECK_FALSE(format_of("A", "\"csr\"").all_dense());
+  CHECK_FALSE(format_of("A", "\"csr\"").is_row_major_dense());
+}
+
+TEST_CASE("config: explicit levels and order") {
+  check_format(format_of("A", R"({"levels": ["dense-fixed", "sparse-variable"], "order": [1, 0]})"), "custom", {D, C},
+               {1, 0});
+  check_format(format_of("A", R"({"levels": ["dense", "compressed"]})"), "custom", {D, C}, {0, 1});
+  check_format(format_of("A", R"({"levels": ["compressed", "dense"], "order": [0, 1]})"), "custom", {C, D}, {0, 1});
+  check_format(format_of("B", R"({"levels": ["dense", "sparse-variable", "compressed"], "order": [2, 0, 1]})", kTtv),
+               "custom", {D, C, C}, {2, 0, 1});
+  check_format(format_of("a", R"({"levels": []})", kDot), "custom", {}, {});
+  check_format(format_of("a", R"({"levels": [], "order": []})", kDot), "custom", {}, {});
+  // All dense in a permuted order is dense, but not row-major.
+  Format column_major = format_of("A", R"({"levels": ["dense-fixed", "dense"], "order": [1, 0]})");
+  CHECK(column_major.all_dense());
+  CHECK_FALSE(column_major.is_row_major_dense());
+  Format row_major = format_of("A", R"({"levels": ["dense", "dense"]})");
+  CHECK(row_major.all_dense());
+  CHECK(row_major.is_row_major_dense());
+}
+
+TEST_CASE("config: tensors not listed, or listed without a format, are dense") {
+  Config config = read(R"({"tensors": {"A": {"format": "csr"}, "B": {}}})");
+  check_format(config.format_of("A"), "csr", {D, C}, {0, 1});
+  check_format(config.format_of("B"), "dense", {D, D}, {0, 1});
+  check_format(config.format_of("C"), "dense", {D, D}, {0, 1});
+  Config ttv = read(R"({"tensors": {}})", kTtv);
+  check_format(ttv.format_of("B"), "dense", {D, D, D}, {0, 1, 2});
+  check_format(ttv.format_of("c"), "dense", {D}, {0});
+  CHECK(spgen::dense_format(2).is_row_major_dense());
+  check_format(spgen::dense_format(3), "dense", {D, D, D}, {0, 1, 2});
+}
+
+TEST_CASE("config: schedule ops with every field") {
+  Config config = read(R"({"schedule": [
+    {"op": "reorder", "order": ["j", "i", "k"]},
+    {"op": "split", "var": "i", "factor": 32, "into": ["io", "ii"]},
+    {"op": "parallel", "var": "io", "schedule": "guided", "chunk": 16},
+    {"op": "vectorize", "var": "k"},
+    {"op": "unroll", "var": "j", "factor": 4}
+  ]})");
+  REQUIRE(config.schedule.size() == 5);
+  CHECK_FALSE(config.auto_schedule);
+  CHECK(op_at<spgen::ReorderOp>(config, 0).order == Names{"j", "i", "k"});
+  const auto& split = op_at<spgen::SplitOp>(config, 1);
+  CHECK(split.var == "i");
+  CHECK(split.factor == 32);
+  CHECK(split.outer == "io");
+  CHECK(split.inner == "ii");
+  const auto& parallel = op_at<spgen::ParallelOp>(config, 2);
+  CHECK(parallel.var == "io");
+  CHECK(parallel.schedule == spgen::OmpSchedule::Guided);
+  CHECK(parallel.chunk == 16);
+  CHECK(op_at<spgen::VectorizeOp>(config, 3).var == "k");
+  const auto& unroll = op_at<spgen::UnrollOp>(config, 4);
+  CHECK(unroll.var == "j");
+  CHECK(unroll.factor == 4);
+  const char* names[] = {"reorder", "split", "parallel", "vectorize", "unroll"};
+  const char* described[] = {"reorder(j, i, k)", "split(i, 32 -> io, ii)", "parallel(io, guided, 16)", "vectorize(k)",
+                             "unroll(j, 4)"};
+  for (int i = 0; i < 5; ++i) {
+    CAPTURE(i);
+    CHECK(config.schedule[i].name() == names[i]);
+    CHECK(config.schedule[i].index == i);
+    CHECK(config.schedule[i].path == "/schedule/" + std::to_string(i));
+    CHECK(spgen::describe_schedule_op(config.schedule[i]) == described[i]);
+  }
+}
+
+TEST_CASE("config: schedule op defaults") {
+  Config config = read(R"({"schedule": [
+    {"op": "split", "var": "i", "factor": 8},
+    {"op": "parallel", "var": "i0"},
+    {"op": "parallel", "var": "j", "schedule": "dynamic"},
+    {"op": "parallel", "var": "k", "schedule": "static", "chunk": 4}
+  ]})");
+  const auto& split = op_at<spgen::SplitOp>(config, 0);
+  CHECK(split.outer == "i0");
+  CHECK(split.inner == "i1");
+  const auto& plain = op_at<spgen::ParallelOp>(config, 1);
+  CHECK(plain.schedule == spgen::OmpSchedule::Static);
+  CHECK(plain.chunk == 0);
+  CHECK(op_at<spgen::ParallelOp>(config, 2).schedule == spgen::OmpSchedule::Dynamic);
+  CHECK(op_at<spgen::ParallelOp>(config, 2).chunk == 0);
+  CHECK(op_at<spgen::ParallelOp>(config, 3).schedule == spgen::OmpSchedule::Static);
+  CHECK(op_at<spgen::ParallelOp>(config, 3).chunk == 4);
+  CHECK(spgen::describe_schedule_op(config.schedule[0]) == "split(i, 8 -> i0, i1)");
+  CHECK(spgen::describe_schedule_op(config.schedule[1]) == "parallel(i0, static)");
+  CHECK(spgen::describe_schedule_op(config.schedule[2]) == "parallel(j, dynamic)");
+  CHECK(spgen::describe_schedule_op(config.schedule[3]) == "parallel(k, static, 4)");
+}
+
+TEST_CASE("config: \"auto\" and an empty schedule") {
+  Config automatic = read(R"({"tensors": {"A": {"format": "csr"}}, "schedule": "auto"})");
+  CHECK(automatic.auto_schedule);
+  CHECK(automatic.schedule.empty());
+  Config empty = read(R"({"schedule": []})");
+  CHECK_FALSE(empty.auto_schedule);
+  CHECK(empty.schedule.empty());
+}
+
+TEST_CASE("config: fail_schedule_op names the op and its path") {
+  Config config = read(R"({"schedule": [{"op": "vectorize", "var": "k"}, {"op": "parallel", "var": "z"}]})");
+  try {
+    spgen::fail_schedule_op(config, config.schedule[1], "no loop named z");
+    FAIL("fail_schedule_op returned");
+  } catch (const CompileError& e) {
+    CHECK(std::string(e.what()) == config_error("/schedule/1", "parallel: no loop named z"));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors: JSON syntax and the top level
+
+TEST_CASE("config error: invalid JSON gives line:col") {
+  std::string single = error_of(R"({"name": })");
+  CAPTURE(single);
+  CHECK(starts_with(single, "config.json:1:10: error: invalid JSON: syntax error"));
+  CHECK(single.find("unexpected '}'") != std::string::npos);
+  CHECK(single.back() == '\n');
+  std::string multi = error_of("{\n  \"name\": \"a\",\n  \"x\" 1}");
+  CAPTURE(multi);
+  CHECK(starts_with(multi, "config.json:3:7: error: invalid JSON: syntax error"));
+  CHECK(starts_with(error_of(""), "config.json:1:1: error: invalid JSON: syntax error"));
+  CHECK(starts_with(error_of(R"({"name": "a")"), "config.json:1:13: error: invalid JSON: syntax error"));
+  CHECK(starts_with(error_of("{\n  \"name\": \"a\",\n}"), "config.json:3:1: error: invalid JSON: syntax error"));
+  CHECK(starts_with(error_of("{} {}"), "config.json:1:4: error: invalid JSON: syntax error"));
+  CHECK(starts_with(error_of("{\"name\": 'a'}"), "config.json:1:10: error: invalid JSON: syntax error"));
+  // Comments are not JSON.
+  CHECK(starts_with(error_of("// x\n{}"), "config.json:1:1: error: invalid JSON"));
+}
+
+TEST_CASE("config error: the top level must be an object") {
+  CHECK(error_of("[]") == config_error("/", "expected an object, found array"));
+  CHECK(error_of("\"csr\"") == config_error("/", "expected an object, found string"));
+  CHECK(error_of("null") == config_error("/", "expected an object, found null"));
+  CHECK(error_of("3") == config_error("/", "expected an object, found number"));
+}
+
+TEST_CASE("config error: unknown top-level key") {
+  CHECK(error_of(R"({"nam": "x"})") ==
+        config_error("/nam", "unknown key \"nam\" (expected one of: name, description, target, types, tensors, "
+                             "schedule)"));
+  CHECK(starts_with(error_of(R"({"name": "k", "format": "csr"})"), "config.json: /format: error: unknown key \"format\""));
+}
+
+TEST_CASE("config error: wrong types") {
+  CHECK(error_of(R"({"name": 1})") == config_error("/name", "expected a string, found number"));
+  CHECK(error_of(R"({"name": null})") == config_error("/name", "expected a string, found null"));
+  CHECK(error_of(R"({"description": true})") == config_error("/description", "expected a string, found boolean"));
+  CHECK(error_of(R"({"target": ["cpu"]})") == config_error("/target", "expected a string, found array"));
+  CHECK(error_of(R"({"types": "float32"})") == config_error("/types", "expected an object, found string"));
+  CHECK(error_of(R"({"types": {"value": 32}})") == config_error("/types/value", "expected a string, found number"));
+  CHECK(error_of(R"({"types": {"index": {}}})") == config_error("/types/index", "expected a string, found object"));
+  CHECK(error_of(R"({"types": {"values": "float32"}})") ==
+        config_error("/types/values", "unknown key \"values\" (expected one of: value, index)"));
+  CHECK(error_of(R"({"tensors": ["A"]})") == config_error("/tensors", "expected an object, found array"));
+  CHECK(error_of(R"({"tensors": {"A": "csr"}})") == config_error("/tensors/A", "expected an object, found string"));
+  CHECK(error_of(R"({"tensors": {"A": {"fmt": "csr"}}})") ==
+        config_error("/tensors/A/fmt", "unknown key \"fmt\" (expected one of: format)"));
+}
+
+TEST_CASE("config error: unknown target, value type, index type") {
+  CHECK(error_of(R"({"target": "gpu"})") == config_error("/target", "unknown target \"gpu\" (expected \"cpu\" or \"cuda\")"));
+  CHECK(error_of(R"({"target": "CPU"})") == config_error("/target", "unknown target \"CPU\" (expected \"cpu\" or \"cuda\")"));
+  CHECK(error_of(R"({"types": {"value": "float16"}})") ==
+        config_error("/types/value", "unknown value type \"float16\" (expected \"float32\" or \"float64\")"));
+  CHECK(error_of(R"({"types": {"value": "double"}})") ==
+        config_error("/types/value", "unknown value type \"double\" (expected \"float32\" or \"float64\")"));
+  CHECK(error_of(R"({"types": {"index": "int16"}})") ==
+        config_error("/types/index", "unknown index type \"int16\" (expected \"int32\" or \"int64\")"));
+}
+
+TEST_CASE("config error: bad kernel name") {
+  CHECK(error_of(R"({"name": "my kernel"})") ==
+        config_error("/name", "kernel name \"my kernel\" is not a C identifier (set \"name\" in the config)"));
+  CHECK(error_of(R"({"name": "1abc"})") ==
+        config_error("/name", "kernel name \"1abc\" is not a C identifier (set \"name\" in the config)"));
+  CHECK(error_of(R"({"name": ""})") ==
+        config_error("/name", "kernel name \"\" is not a C identifier (set \"name\" in the config)"));
+  CHECK(error_of(R"({"name": "spmv-csr"})") ==
+        config_error("/name", "kernel name \"spmv-csr\" is not a C identifier (set \"name\" in the config)"));
+  // A default name (the spec file's stem) that is not an identifier is reported at the top level.
+  CHECK(error_of("{}", kSpmm, "my-spec") ==
+        config_error("/", "kernel name \"my-spec\" is not a C identifier (set \"name\" in the config)"));
+  CHECK(error_of("{}", kSpmm, "2mm") ==
+        config_error("/", "kernel name \"2mm\" is not a C identifier (set \"name\" in the config)"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors: tensors and formats
+
+TEST_CASE("config error: a tensor that is not in the spec") {
+  CHECK(error_of(R"({"tensors": {"Q": {"format": "csr"}}})") ==
+        config_error("/tensors/Q", "tensor Q does not appear in the spec (its tensors are: C, A, B)"));
+  CHECK(error_of(R"({"tensors": {"a": {}}})", kSpmv) ==
+        config_error("/tensors/a", "tensor a does not appear in the spec (its tensors are: y, A, x)"));
+  // Index variables are not tensors.
+  CHECK(error_of(R"({"tensors": {"i": {}}})", kTtv) ==
+        config_error("/tensors/i", "tensor i does not appear in the spec (its tensors are: A, B, c)"));
+}
+
+TEST_CASE("config error: unknown format") {
+  std::string message = format_error("A", "\"cssr\"");
+  CHECK(starts_with(message, "config.json: /tensors/A/format: error: unknown format \"cssr\""));
+  CHECK(message == config_error("/tensors/A/format",
+                                "unknown format \"cssr\" (expected dense, csr, csc, dcsr, dcsc, csf, sv, or "
+                                "{\"levels\": [...], \"order\": [...]})"));
+  CHECK(starts_with(format_error("A", "\"CSR\""), "config.json: /tensors/A/format: error: unknown format \"CSR\""));
+  CHECK(starts_with(format_error("A", "\"\""), "config.json: /tensors/A/format: error: unknown format \"\""));
+  for (const char* name : {"coo", "ell", "bsr", "ragged"}) {
+    CAPTURE(name);
+    CHECK(format_error("A", std::string("\"") + name + "\"") ==
+          config_error("/tensors/A/format", std::string("format \"") + name + "\" is not supported yet"));
+  }
+  CHECK(format_error("A", "7") ==
+        config_error("/tensors/A/format",
+                     "expected a format name or {\"levels\": [...], \"order\": [...]}, found number"));
+  CHECK(format_error("A", "[\"dense\", \"compressed\"]") ==
+        config_error("/tensors/A/format",
+                     "expected a format name or {\"levels\": [...], \"order\": [...]}, found array"));
+}
+
+TEST_CASE("config error: a shorthand on a tensor of the wrong order") {
+  CHECK(format_error("B", "\"csr\"", kTtv) ==
+        config_error("/tensors/B/format", "format \"csr\" needs an order-2 tensor, but B has order 3 in the spec"));
+  CHECK(format_error("c", "\"dcsc\"", kTtv) ==
+        config_error("/tensors/c/format", "format \"dcsc\" needs an order-2 tensor, but c has order 1 in the spec"));
+  CHECK(format_error("A", "\"sv\"") ==
+        config_error("/tensors/A/format", "format \"sv\" needs an order-1 tensor, but A has order 2 in the spec"));
+  CHECK(format_error("A", "\"sparse-vector\"") ==
+        config_error("/tensors/A/format",
+                     "format \"sparse-vector\" needs an order-1 tensor, but A has order 2 in the spec"));
+  CHECK(format_error("x", "\"csf\"", kSpmv) ==
+        config_error("/tensors/x/format", "format \"csf\" needs a tensor of order 2 or more, but x has order 1"));
+  CHECK(format_error("a", "\"csf\"", kDot) ==
+        config_error("/tensors/a/format", "format \"csf\" needs a tensor of order 2 or more, but a has order 0"));
+  CHECK(format_error("a", "\"csr\"", kDot) ==
+        config_error("/tensors/a/format", "format \"csr\" needs an order-2 tensor, but a has order 0 in the spec"));
+}
+
+TEST_CASE("config error: explicit levels") {
+  CHECK(format_error("A", R"({"levels": ["dense"]})") ==
+        config_error("/tensors/A/format/levels", "tensor A has order 2 in the spec but 1 levels here"));
+  CHECK(format_error("B", R"({"levels": ["dense", "compressed"], "order": [0, 1]})", kTtv) ==
+        config_error("/tensors/B/format/levels", "tensor B has order 3 in the spec but 2 levels here"));
+  CHECK(format_error("A", R"({"levels": ["dense", "dense", "dense"]})") ==
+        config_error("/tensors/A/format/levels", "tensor A has order 2 in the spec but 3 levels here"));
+  CHECK(format_error("A", R"({"order": [0, 1]})") == config_error("/tensors/A/format", "missing \"levels\""));
+  CHECK(format_error("A", R"({"levels": "dense"})") ==
+        config_error("/tensors/A/format/levels", "expected an array of level kinds, found string"));
+  CHECK(format_error("A", R"({"levels": ["dense", 1]})") ==
+        config_error("/tensors/A/format/levels/1", "expected a string, found number"));
+  CHECK(format_error("A", R"({"levels": ["dense", "compressed"], "modes": [1, 0]})") ==
+        config_error("/tensors/A/format/modes", "unknown key \"modes\" (expected one of: levels, order)"));
+}
+
+TEST_CASE("config error: unknown and unsupported level kinds") {
+  CHECK(format_error("A", R"({"levels": ["dense", "sparse"]})") ==
+        config_error("/tensors/A/format/levels/1",
+                     "unknown level kind \"sparse\" (expected dense, compressed, dense-fixed or sparse-variable)"));
+  CHECK(format_error("A", R"({"levels": ["Dense", "compressed"]})") ==
+        config_error("/tensors/A/format/levels/0",
+                     "unknown level kind \"Dense\" (expected dense, compressed, dense-fixed or sparse-variable)"));
+  for (const char* kind : {"singleton", "dense-variable", "sparse-fixed"}) {
+    CAPTURE(kind);
+    CHECK(format_error("A", std::string(R"({"levels": ["dense", ")") + kind + "\"]}") ==
+          config_error("/tensors/A/format/levels/1", std::string("level kind \"") + kind + "\" is not supported yet"));
+  }
+}
+
+TEST_CASE("config error: order not a permutation") {
+  const std::string levels = R"({"levels": ["dense", "compressed"], "order": )";
+  CHECK(format_error("A", levels + "[0, 2]}") ==
+        config_error("/tensors/A/format/order/1", "mode 2 is out of range for order-2 tensor A"));
+  CHECK(format_error("A", levels + "[-1, 0]}") ==
+        config_error("/tensors/A/format/order/0", "mode -1 is out of range for order-2 tensor A"));
+  CHECK(format_error("A", levels + "[0, 1, 2]}") ==
+        config_error("/tensors/A/format/order/2", "mode 2 is out of range for order-2 tensor A"));
+  CHECK(format_error("A", levels + "[18446744073709551615, 0]}") ==
+        config_error("/tensors/A/format/order/0", "mode 18446744073709551615 is out of range for order-2 tensor A"));
+  CHECK(format_error("A", levels + "[0, 0]}") == config_error("/tensors/A/format/order/1", "mode 0 is listed twice"));
+  CHECK(format_error("B", R"({"levels": ["dense", "dense", "dense"], "order": [2, 1, 2]})", kTtv) ==
+        config_error("/tensors/B/format/order/2", "mode 2 is listed twice"));
+  CHECK(format_error("A", levels + "[1]}") ==
+        config_error("/tensors/A/format/order", "expected a permutation of 2 modes, found 1"));
+  CHECK(format_error("A", levels + "[]}") ==
+        config_error("/tensors/A/format/order", "expected a permutation of 2 modes, found 0"));
+  CHECK(format_error("A", levels + "\"10\"}") ==
+        config_error("/tensors/A/format/order", "expected an array of mode numbers, found string"));
+  CHECK(format_error("A", levels + "[0, \"1\"]}") ==
+        config_error("/tensors/A/format/order/1", "expected a mode number, found string"));
+  CHECK(format_error("A", levels + "[0, 1.0]}") ==
+        config_error("/tensors/A/format/order/1", "expected a mode number, found number"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors: the schedule
+
+TEST_CASE("config error: schedule not a list") {
+  CHECK(error_of(R"({"schedule": {"op": "split"}})") ==
+        config_error("/schedule", "expected a list of schedule ops or \"auto\", found object"));
+  CHECK(error_of(R"({"schedule": "fast"})") ==
+        config_error("/schedule", "expected a list of schedule ops or \"auto\", found \"fast\""));
+  CHECK(error_of(R"({"schedule": 1})") ==
+        config_error("/schedule", "expected a list of schedule ops or \"auto\", found number"));
+  CHECK(error_of(R"({"schedule": ["auto"]})") == config_error("/schedule/0", "expected an object, found string"));
+}
+
+TEST_CASE("config error: op missing, not a string, unknown") {
+  CHECK(op_error(R"({"var": "i"})") ==
+        config_error("/schedule/0", "missing \"op\" (reorder, split, parallel, vectorize or unroll)"));
+  CHECK(error_of(R"({"schedule": [{"op": "vectorize", "var": "k"}, {}]})") ==
+        config_error("/schedule/1", "missing \"op\" (reorder, split, parallel, vectorize or unroll)"));
+  CHECK(op_error(R"({"op": 3})") == config_error("/schedule/0/op", "expected a string, found number"));
+  CHECK(op_error(R"({"op": "tile", "var": "i"})") ==
+        config_error("/schedule/0/op",
+                     "unknown schedule op \"tile\" (expected reorder, split, parallel, vectorize or unroll)"));
+  CHECK(error_of(R"({"schedule": [{"op": "vectorize", "var": "k"}, {"op": "fuse"}]})") ==
+        config_error("/schedule/1/op",
+                     "unknown schedule op \"fuse\" (expected reorder, split, parallel, vectorize or unroll)"));
+}
+
+TEST_CASE("config error: reorder fields") {
+  const std::string needs = "reorder needs \"order\": a non-empty list of loop variables";
+  CHECK(op_error(R"({"op": "reorder"})") == config_error("/schedule/0/order", needs));
+  CHECK(op_error(R"({"op": "reorder", "order": []})") == config_error("/schedule/0/order", needs));
+  CHECK(op_error(R"({"op": "reorder", "order": "ij"})") == config_error("/schedule/0/order", needs));
+  CHECK(op_error(R"({"op": "reorder", "order": ["i", 1]})") ==
+        config_error("/schedule/0/order/1", "expected a string, found number"));
+}
+
+TEST_CASE("config error: split fields") {
+  CHECK(op_error(R"({"op": "split", "factor": 4})") == config_error("/schedule/0", "missing \"var\""));
+  CHECK(op_error(R"({"op": "split", "var": 1, "factor": 4})") ==
+        config_error("/schedule/0/var", "expected a string, found number"));
+  CHECK(op_error(R"({"op": "split", "var": "1i", "factor": 4})") ==
+        config_error("/schedule/0/var", "\"1i\" is not a valid loop variable name"));
+  CHECK(op_error(R"({"op": "split", "var": "i"})") == config_error("/schedule/0", "missing \"factor\""));
+  CHECK(op_error(R"({"op": "split", "var": "i", "factor": 0})") ==
+        config_error("/schedule/0/factor", "expected a positive integer, found 0"));
+  CHECK(op_error(R"({"op": "split", "var": "i", "factor": -3})") ==
+        config_error("/schedule/0/factor", "expected a positive integer, found -3"));
+  CHECK(op_error(R"({"op": "split", "var": "i", "factor": 2.5})") ==
+        config_error("/schedule/0/factor", "expected an integer, found number"));
+  CHECK(op_error(R"({"op": "split", "var": "i", "factor": "4"})") ==
+        config_error("/schedule/0/factor", "expected an integer, found string"));
+  CHECK(op_error(R"({"op": "split", "var": "i", "factor": 18446744073709551615})") ==
+        config_error("/schedule/0/factor", "integer 18446744073709551615 is too large"));
+  const std::string two = "expected two names [outer, inner]";
+  CHECK(op_error(R"({"op": "split", "var": "i", "factor": 4, "into": ["i0"]})") == config_error("/schedule/0/into", two));
+  CHECK(op_error(R"({"op": "split", "var": "i", "factor": 4, "into": ["a", "b", "c"]})") ==
+        config_error("/schedule/0/into", two));
+  CHECK(op_error(R"({"op": "split", "var": "i", "factor": 4, "into": "i0"})") == config_error("/schedule/0/into", two));
+  CHECK(op_error(R"({"op": "split", "var": "i", "factor": 4, "into": ["io", "io"]})") ==
+        config_error("/schedule/0/into", "outer and inner loops need different names"));
+  CHECK(op_error(R"({"op": "split", "var": "i", "factor": 4, "into": ["i-0", "i1"]})") ==
+        config_error("/schedule/0/into/0", "not a valid loop variable name"));
+  CHECK(op_error(R"({"op": "split", "var": "i", "factor": 4, "into": ["i0", ""]})") ==
+        config_error("/schedule/0/into/1", "not a valid loop variable name"));
+  CHECK(op_error(R"({"op": "split", "var": "i", "factor": 4, "into": ["i0", 1]})") ==
+        config_error("/schedule/0/into/1", "expected a string, found number"));
+}
+
+TEST_CASE("config error: parallel fields") {
+  CHECK(op_error(R"({"op": "parallel"})") == config_error("/schedule/0", "missing \"var\""));
+  CHECK(op_error(R"({"op": "parallel", "var": "i", "schedule": "auto"})") ==
+        config_error("/schedule/0/schedule",
+                     "unknown OpenMP schedule \"auto\" (expected static, dynamic or guided)"));
+  CHECK(op_error(R"({"op": "parallel", "var": "i", "schedule": 1})") ==
+        config_error("/schedule/0/schedule", "expected a string, found number"));
+  CHECK(op_error(R"({"op": "parallel", "var": "i", "chunk": -1})") ==
+        config_error("/schedule/0/chunk", "expected a positive integer, found -1"));
+  CHECK(op_error(R"({"op": "parallel", "var": "i", "chunk": 0})") ==
+        config_error("/schedule/0/chunk", "expected a positive integer, found 0"));
+  CHECK(op_error(R"({"op": "parallel", "var": "i", "schedule": "dynamic", "chunk": 1.5})") ==
+        config_error("/schedule/0/chunk", "expected an integer, found number"));
+}
+
+TEST_CASE("config error: vectorize and unroll fields") {
+  CHECK(op_error(R"({"op": "vectorize"})") == config_error("/schedule/0", "missing \"var\""));
+  CHECK(op_error(R"({"op": "vectorize", "var": "k k"})") ==
+        config_error("/schedule/0/var", "\"k k\" is not a valid loop variable name"));
+  CHECK(op_error(R"({"op": "unroll", "factor": 2})") == config_error("/schedule/0", "missing \"var\""));
+  CHECK(op_error(R"({"op": "unroll", "var": "j"})") == config_error("/schedule/0", "missing \"factor\""));
+  CHECK(op_error(R"({"op": "unroll", "var": "j", "factor": 0})") ==
+        config_error("/schedule/0/factor", "expected a positive integer, found 0"));
+  CHECK(op_error(R"({"op": "unroll", "var": "j", "factor": true})") ==
+        config_error("/schedule/0/factor", "expected an integer, found boolean"));
+}
+
+TEST_CASE("config error: unknown keys inside an op") {
+  CHECK(op_error(R"({"op": "split", "var": "i", "by": 4})") ==
+        config_error("/schedule/0/by", "unknown key \"by\" (expected one of: op, var, factor, into)"));
+  CHECK(op_error(R"({"op": "parallel", "var": "i", "threads": 8})") ==
+        config_error("/schedule/0/threads", "unknown key \"threads\" (expected one of: op, var, schedule, chunk)"));
+  CHECK(op_error(R"({"op": "vectorize", "var": "k", "factor": 8})") ==
+        config_error("/schedule/0/factor", "unknown key \"factor\" (expected one of: op, var)"));
+  CHECK(op_error(R"({"op": "unroll", "var": "j", "factor": 2, "into": ["a", "b"]})") ==
+        config_error("/schedule/0/into", "unknown key \"into\" (expected one of: op, var, factor)"));
+  CHECK(op_error(R"({"op": "reorder", "order": ["i"], "var": "i"})") ==
+        config_error("/schedule/0/var", "unknown key \"var\" (expected one of: op, order)"));
+}

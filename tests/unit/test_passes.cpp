@@ -1,0 +1,175 @@
+// The passes, observed through the IR dumps after each stage and through their errors.
+#include <doctest/doctest.h>
+
+#include "lower.h"
+
+namespace {
+
+spgen::Compilation compile(const std::string& spec, const std::string& config) {
+  return spgen::compile({"t.spg", spec, "c.json", config});
+}
+
+std::string error_of(const std::string& spec, const std::string& config) {
+  try {
+    compile(spec, config);
+  } catch (const spgen::CompileError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+const char* kSpmv = "y(i) = A(i,j) * x(j)";
+const char* kSpmm = "C(i,k) = A(i,j) * B(j,k)";
+const char* kSddmm = "Y(i,j) = X(i,j) * A(i,k) * B(j,k)";
+const char* kMttkrp = "A(i,j) = B(i,k,l) * C(k,j) * D(l,j)";
+
+}  // namespace
+
+TEST_CASE("default loop order follows storage order (concordant traversal)") {
+  CHECK(contains(compile(kSpmm, R"({"tensors": {"A": {"format": "csr"}}})").stage1_dump,
+                 "over [i: spatial, j: reduction, k: spatial]"));
+  CHECK(contains(compile(kSpmv, R"({"tensors": {"A": {"format": "csc"}}})").stage1_dump,
+                 "over [j: reduction, i: spatial]"));
+  CHECK(contains(compile(kMttkrp, R"({"tensors": {"B": {"format": "csf"}}})").stage1_dump,
+                 "over [i: spatial, k: reduction, l: reduction, j: spatial]"));
+  // A dense operand read column-major pulls its column index outward when nothing forbids it.
+  CHECK(contains(compile("y(j) = A(i,j) * x(i)", R"({"tensors": {"A": {"format": {"levels": ["dense", "dense"], "order": [1, 0]}}}})").stage1_dump,
+                 "over [j: spatial, i: reduction]"));
+}
+
+TEST_CASE("operands stored in conflicting orders are rejected with advice") {
+  std::string e = error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csc"}}})");
+  CHECK(contains(e, "c.json: /tensors/B/format: error: no loop order can iterate both A"));
+  CHECK(contains(e, "store one of them in the other mode order"));
+}
+
+TEST_CASE("stage I reorder respects axis dependencies") {
+  CHECK(contains(compile(kMttkrp, R"({"tensors": {"B": {"format": "csf"}}, "schedule": [{"op": "reorder", "order": ["j", "k", "l"]}]})").stage1_dump,
+                 "over [i: spatial, j: spatial, k: reduction, l: reduction]"));
+  std::string e = error_of(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "reorder", "order": ["j", "i"]}]})");
+  CHECK(contains(e, "c.json: /schedule/0: error: reorder: this order puts j outside i, but A (csr) stores j in a level below i"));
+  CHECK(contains(error_of(kSpmv, R"({"schedule": [{"op": "reorder", "order": ["i", "i"]}]})"), "loop i is named twice"));
+}
+
+TEST_CASE("lowering: a reduction inside all output loops sums into a scalar and overwrites") {
+  std::string s2 = compile(kSpmv, R"({"tensors": {"A": {"format": "csr"}}})").stage2_dump;
+  CHECK(contains(s2, "var acc: float32 = 0"));
+  CHECK(contains(s2, "acc += A_vals[pA1] * x_vals[j]"));
+  CHECK(contains(s2, "y_vals[i] = acc"));
+  CHECK(!contains(s2, "zero y"));  // every row is written exactly once
+  CHECK(!contains(s2, "let pA0"));  // trivial copies are propagated
+}
+
+TEST_CASE("lowering: outputs that some loop skips or adds into are zeroed first") {
+  std::string dcsr = compile(kSpmv, R"({"tensors": {"A": {"format": "dcsr"}}})").stage2_dump;
+  CHECK(contains(dcsr, "for zero y at p in [0, dim_i):"));
+  CHECK(contains(dcsr, "for i at pA0 in [int64(A_pos0[0]), int64(A_pos0[1])):"));
+  std::string csc = compile(kSpmv, R"({"types": {"index": "int64"}, "tensors": {"A": {"format": "csc"}}})").stage2_dump;
+  CHECK(contains(csc, "zero y"));
+  CHECK(contains(csc, "y_vals[i] += A_vals[pA1] * x_vals[j]"));
+  std::string spmm = compile(kSpmm, R"({"tensors": {"A": {"format": "csr"}}})").stage2_dump;
+  CHECK(contains(spmm, "for zero C at p in [0, dim_i * dim_k):"));
+  CHECK(contains(spmm, "C_vals[pC1] += A_vals[pA1] * B_vals[pB1]"));
+  // `+=` never zeroes: the caller's values are kept.
+  std::string acc = compile("y(i) += A(i,j) * x(j)", R"({"tensors": {"A": {"format": "dcsr"}}})").stage2_dump;
+  CHECK(!contains(acc, "zero y"));
+  CHECK(contains(acc, "y_vals[i] += acc"));
+}
+
+TEST_CASE("lowering: SDDMM writes into the structure it shares and applies X once per entry") {
+  spgen::Compilation c = compile(kSddmm, R"({"tensors": {"X": {"format": "csr"}, "Y": {"format": "csr"}}})");
+  CHECK(contains(c.stage1_dump, "Y(i,j): float32[X.0, X.1] format csr"));
+  CHECK(contains(c.stage1_dump, "shares the structure of X"));
+  CHECK(contains(c.stage2_dump, "acc += A_vals[pA1] * B_vals[pB1]"));
+  CHECK(contains(c.stage2_dump, "Y_vals[pX1] = X_vals[pX1] * acc"));
+  CHECK(!contains(c.stage2_dump, "Y_pos"));  // Y passes values only
+}
+
+TEST_CASE("lowering: unsupported combinations are errors, not wrong code") {
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}}})"),
+                 "adding a sparse operand to a dense one needs co-iteration"));
+  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}}})"),
+                 "co-iterating several sparse operands is not supported yet"));
+  CHECK(contains(error_of("C(i,j) = B(i,j) / A(i,j)", R"({"tensors": {"A": {"format": "csr"}}})"),
+                 "dividing by A"));
+  CHECK(contains(error_of(kSpmm, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "csr"}}})"),
+                 "c.json: /tensors/C/format: error: sparse output C (csr) must share the structure"));
+  CHECK(contains(error_of("y(i) = A(i,j) * x(j) * A(j,i)", "{}"), "t.spg:1:24: error: tensor A is accessed as A(j,i)"));
+}
+
+TEST_CASE("lowering: a sum of terms that all contain the sparse operand iterates it") {
+  std::string s2 = compile("y(i) = A(i,j) * x(j) - 2 * A(i,j)", R"({"tensors": {"A": {"format": "csr"}}})").stage2_dump;
+  CHECK(contains(s2, "acc += A_vals[pA1] * x_vals[j] - 2 * A_vals[pA1]"));
+}
+
+TEST_CASE("split divides a loop, keeps the remainder, and hoists memory bounds") {
+  std::string dense = compile(kSpmm, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "split", "var": "i", "factor": 32, "into": ["i0", "i1"]}]})").stage2_dump;
+  CHECK(contains(dense, "for i0 in [0, (dim_i + 31) / 32):"));
+  CHECK(contains(dense, "for i1 in [0, min(32, dim_i - i0 * 32)):"));
+  CHECK(contains(dense, "let i: int64 = i0 * 32 + i1"));
+  std::string sparse = compile(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "split", "var": "j", "factor": 4}]})").stage2_dump;
+  CHECK(contains(sparse, "let pA1_begin: int64 = int64(A_pos1[i])"));
+  CHECK(contains(sparse, "for j0 in [0, (pA1_end - pA1_begin + 3) / 4):"));
+  CHECK(contains(sparse, "let pA1: int64 = pA1_begin + j0 * 4 + j1"));
+  CHECK(contains(error_of(kSpmv, R"({"schedule": [{"op": "split", "var": "i", "factor": 4, "into": ["j", "i1"]}]})"),
+                 "/schedule/0: error: split: the name j is already in use"));
+}
+
+TEST_CASE("stage II reorder moves loops whose bounds allow it") {
+  std::string s2 = compile(kSpmm, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [
+      {"op": "split", "var": "k", "factor": 8}, {"op": "reorder", "order": ["k0", "j"]}]})").stage2_dump;
+  CHECK(s2.find("for k0 in") < s2.find("for j at pA1"));
+  CHECK(s2.find("for j at pA1") < s2.find("for k1 in"));
+  std::string e = error_of(kSpmm, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [
+      {"op": "split", "var": "i", "factor": 8}, {"op": "reorder", "order": ["j", "i1"]}]})");
+  CHECK(contains(e, "/schedule/1: error: reorder: loop j cannot move there: its bounds depend on a loop"));
+}
+
+TEST_CASE("parallel refuses races and nesting; names unknown loops") {
+  CHECK(contains(error_of(kSpmv, R"({"tensors": {"A": {"format": "csc"}}, "schedule": [{"op": "parallel", "var": "j"}]})"),
+                 "/schedule/0: error: parallel: cannot parallelize j: it iterates the reduction index j, so threads would race on the same entries of y"));
+  CHECK(contains(error_of(kSpmm, R"({"schedule": [{"op": "parallel", "var": "i"}, {"op": "parallel", "var": "k"}]})"),
+                 "/schedule/1: error: parallel: loop k is inside parallel loop i"));
+  CHECK(contains(error_of(kSpmm, R"({"schedule": [{"op": "parallel", "var": "q"}]})"),
+                 "/schedule/0: error: parallel: no loop named q (the loops are: i, j, k)"));
+  std::string s2 = compile(kSpmm, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "parallel", "var": "i", "schedule": "guided", "chunk": 4}]})").stage2_dump;
+  CHECK(contains(s2, "for i in [0, dim_i) parallel(guided, 4):"));
+  CHECK(contains(s2, "for zero C at p in [0, dim_i * dim_k) parallel(static):"));
+}
+
+TEST_CASE("vectorize: innermost only, sums get a reduction clause, shared targets are refused") {
+  std::string s2 = compile(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "vectorize", "var": "j"}]})").stage2_dump;
+  CHECK(contains(s2, "vectorized +acc"));
+  CHECK(contains(error_of(kSpmm, R"({"schedule": [{"op": "vectorize", "var": "j"}]})"), "loop j is not innermost"));
+  CHECK(contains(error_of(kSpmm, R"({"schedule": [{"op": "split", "var": "i", "factor": 2}, {"op": "reorder", "order": ["k", "j"]}, {"op": "vectorize", "var": "j"}]})"),
+                 "/schedule/2: error: vectorize: cannot vectorize j: it iterates the reduction index j and every iteration adds into the same entry of C"));
+}
+
+TEST_CASE("auto schedule parallelizes a spatial outer loop and vectorizes a dense inner one") {
+  spgen::Compilation spmm = compile(kSpmm, R"({"tensors": {"A": {"format": "csr"}}, "schedule": "auto"})");
+  REQUIRE(spmm.schedule.size() == 2);
+  CHECK(spgen::describe_schedule_op(spmm.schedule[0]) == "parallel(i, dynamic, 16)");
+  CHECK(spgen::describe_schedule_op(spmm.schedule[1]) == "vectorize(k)");
+  spgen::Compilation csc = compile(kSpmv, R"({"tensors": {"A": {"format": "csc"}}, "schedule": "auto"})");
+  CHECK(csc.schedule.empty());  // j is a reduction (no parallel); i is a position loop (no vectorize)
+}
+
+TEST_CASE("the C++ backend prints OpenMP pragmas, typed literals and the ABI") {
+  spgen::Compilation c = compile("y(i) = 2 * A(i,j) * x(j)", R"({"name": "k", "tensors": {"A": {"format": "csr"}},
+      "schedule": [{"op": "parallel", "var": "i", "schedule": "dynamic", "chunk": 8}, {"op": "vectorize", "var": "j"}, {"op": "unroll", "var": "j", "factor": 4}]})");
+  REQUIRE(c.files.size() == 2);
+  CHECK(c.files[0].name == "k.h");
+  CHECK(c.files[1].name == "k.cpp");
+  const std::string& src = c.files[1].text;
+  CHECK(contains(src, "#pragma omp parallel for schedule(dynamic, 8)\n  for (int64_t i = 0; i < dim_i; i++) {"));
+  CHECK(contains(src, "#pragma omp simd reduction(+:acc)\n    #pragma GCC unroll 4\n"));
+  CHECK(contains(src, "y_vals[i] = 2.0f * acc;"));  // the literal is applied once, after the sum
+  CHECK(contains(src, "extern \"C\" void k("));
+  const std::string& header = c.files[0].text;
+  CHECK(contains(header, "#ifndef SPGEN_K_H"));
+  CHECK(contains(header, "//   A_pos1  const int32_t*  A level 1 (compressed, index j, mode 1)"));
+  CHECK(contains(header, "length dim_i + 1"));
+  CHECK(contains(header, "y_vals  float*          output y(i), dense in storage order; overwritten; length dim_i"));
+}

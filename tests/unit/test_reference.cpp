@@ -1,0 +1,712 @@
+// Tests of the independent reference evaluator (tests/support): hand-computed cases, a
+// brute-force cross-check over the full dense iteration space, file round trips and compare().
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ref_tensor.h"
+#include "reference.h"
+
+using namespace spgen_ref;
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Building and checking tensors
+
+struct Entry {
+    std::vector<int64_t> coords;  // 0-based
+    double value;
+};
+
+Tensor sparse(std::vector<int64_t> dims, const std::vector<Entry>& entries) {
+    Tensor t;
+    t.dims = std::move(dims);
+    for (const auto& e : entries) {
+        t.coords.insert(t.coords.end(), e.coords.begin(), e.coords.end());
+        t.vals.push_back(e.value);
+    }
+    return t;
+}
+
+// Every entry present, values given row-major.
+Tensor dense(std::vector<int64_t> dims, const std::vector<double>& row_major) {
+    Tensor t = random_dense(dims, 0);
+    REQUIRE(t.nnz() == row_major.size());
+    t.vals = row_major;
+    return t;
+}
+
+Tensor scalar(double value) { return sparse({}, {{{}, value}}); }
+
+void check_same(const Tensor& got, const Tensor& want, double tolerance = 1e-12) {
+    const Comparison c = compare(got, want, tolerance, tolerance);
+    CHECK_MESSAGE(c.ok, c.message);
+}
+
+// Dense copy of a tensor for brute-force evaluation.
+class DenseView {
+public:
+    DenseView() = default;
+    explicit DenseView(const Tensor& t) : dims_(t.dims) {
+        int64_t size = 1;
+        for (int64_t d : dims_) size *= d;
+        values_.assign(static_cast<size_t>(size), 0.0);
+        for (size_t e = 0; e < t.nnz(); ++e) values_[static_cast<size_t>(linear(t.coords.data() + e * t.dims.size()))] += t.vals[e];
+    }
+
+    double at(const std::vector<int64_t>& coords) const { return values_[static_cast<size_t>(linear(coords.data()))]; }
+
+private:
+    int64_t linear(const int64_t* coords) const {
+        int64_t l = 0;
+        for (size_t m = 0; m < dims_.size(); ++m) l = l * dims_[m] + coords[m];
+        return l;
+    }
+
+    std::vector<int64_t> dims_;
+    std::vector<double> values_;
+};
+
+// One point of the full iteration space, with the inputs in dense form.
+struct Point {
+    const std::map<std::string, DenseView>* tensors;
+    std::map<char, int64_t> at;
+
+    double operator()(const std::string& name, std::initializer_list<char> vars) const {
+        std::vector<int64_t> coords;
+        for (char v : vars) coords.push_back(at.at(v));
+        return tensors->at(name).at(coords);
+    }
+};
+
+using Rhs = std::function<double(const Point&)>;
+
+// out(lhs_vars) = sum over every value of summed_vars of rhs: the full dense space, no cleverness.
+Tensor brute_force(const std::string& lhs_vars, const std::string& summed_vars, const std::map<char, int64_t>& sizes,
+                   const std::map<std::string, Tensor>& inputs, const Rhs& rhs) {
+    std::map<std::string, DenseView> views;
+    for (const auto& [name, t] : inputs) views[name] = DenseView(t);
+    std::vector<int64_t> out_dims;
+    for (char v : lhs_vars) out_dims.push_back(sizes.at(v));
+    Tensor out = random_dense(out_dims, 0);  // every coordinate, row-major; values overwritten
+
+    const std::string all_vars = lhs_vars + summed_vars;
+    for (size_t e = 0; e < out.nnz(); ++e) {
+        Point p{&views, {}};
+        for (size_t m = 0; m < lhs_vars.size(); ++m) p.at[lhs_vars[m]] = out.coords[e * lhs_vars.size() + m];
+        double sum = 0;
+        // Odometer over the summed variables.
+        std::vector<int64_t> counter(summed_vars.size(), 0);
+        bool empty = false;
+        for (char v : summed_vars) empty = empty || sizes.at(v) == 0;
+        while (!empty) {
+            for (size_t s = 0; s < summed_vars.size(); ++s) p.at[summed_vars[s]] = counter[s];
+            sum += rhs(p);
+            size_t s = 0;
+            while (s < counter.size() && ++counter[s] == sizes.at(summed_vars[s])) counter[s++] = 0;
+            if (s == counter.size()) break;
+        }
+        out.vals[e] = sum;
+    }
+    return out;
+}
+
+// Random inputs of several kinds, chosen by `kind`: dense, or sparse with varied density and shape.
+Tensor random_operand(const std::vector<int64_t>& dims, uint64_t seed, int kind) {
+    switch (kind % 5) {
+    case 0: return random_dense(dims, seed);
+    case 1: return random_sparse(dims, 0.3, seed);
+    case 2: return random_sparse(dims, 0.1, seed, RandomShape{true, false, false});
+    case 3: return random_sparse(dims, 0.2, seed, RandomShape{false, true, true});
+    default: return random_sparse(dims, 0.7, seed);  // stored densely by the evaluator
+    }
+}
+
+// Small sizes that change with the seed, including extents of 1.
+int64_t size_for(uint64_t seed, int salt) { return 1 + static_cast<int64_t>((seed * 7 + static_cast<uint64_t>(salt) * 3) % 6); }
+
+struct CrossCase {
+    std::string spec;
+    std::string lhs_vars, summed_vars;
+    std::map<std::string, std::string> operands;  // tensor name -> its index variables
+    Rhs rhs;
+};
+
+void cross_check(const CrossCase& c, uint64_t seed) {
+    std::map<char, int64_t> sizes;
+    int salt = 0;
+    for (char v : c.lhs_vars + c.summed_vars) sizes[v] = size_for(seed, salt++);
+    std::map<std::string, Tensor> inputs;
+    int kind = static_cast<int>(seed);
+    for (const auto& [name, vars] : c.operands) {
+        std::vector<int64_t> dims;
+        for (char v : vars) dims.push_back(sizes.at(v));
+        inputs[name] = random_operand(dims, seed * 1000 + static_cast<uint64_t>(kind), kind);
+        ++kind;
+    }
+    CAPTURE(c.spec);
+    CAPTURE(seed);
+    check_same(evaluate(c.spec, inputs), brute_force(c.lhs_vars, c.summed_vars, sizes, inputs, c.rhs));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Files
+
+class TempDir {
+public:
+    TempDir() : path_(std::filesystem::temp_directory_path() / ("spgen_ref_test_" + std::to_string(::getpid()))) {
+        std::filesystem::create_directories(path_);
+    }
+    ~TempDir() { std::filesystem::remove_all(path_); }
+
+    std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+    std::string write(const std::string& name, const std::string& text) const {
+        std::ofstream(file(name)) << text;
+        return file(name);
+    }
+
+private:
+    std::filesystem::path path_;
+};
+
+std::string read_text(const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string error_of(const std::function<void()>& action) {
+    try {
+        action();
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+    return "";
+}
+
+// SpMV inputs shared by several hand-computed cases: A = [[1,0,2],[0,3,0]], x = [1,2,3].
+std::map<std::string, Tensor> spmv_inputs() {
+    return {{"A", sparse({2, 3}, {{{0, 0}, 1}, {{0, 2}, 2}, {{1, 1}, 3}})}, {"x", dense({3}, {1, 2, 3})}};
+}
+
+}  // namespace
+
+// =============================================================================================
+// Hand-computed cases
+
+TEST_CASE("reference: SpMV") {
+    check_same(evaluate("y(i) = A(i,j) * x(j)", spmv_inputs()), dense({2}, {7, 6}));
+}
+
+TEST_CASE("reference: SpMM") {
+    const std::map<std::string, Tensor> in{{"A", sparse({2, 2}, {{{0, 0}, 1}, {{0, 1}, 2}, {{1, 1}, 3}})},
+                                           {"B", dense({2, 2}, {1, 0, 2, 1})}};
+    check_same(evaluate("C(i,k) = A(i,j) * B(j,k)", in), dense({2, 2}, {5, 2, 6, 3}));
+}
+
+TEST_CASE("reference: SDDMM") {
+    const std::map<std::string, Tensor> in{{"X", sparse({2, 2}, {{{0, 0}, 2}, {{1, 1}, 3}})},
+                                           {"A", dense({2, 2}, {1, 2, 3, 4})},
+                                           {"B", dense({2, 2}, {5, 6, 7, 8})}};
+    const Tensor y = evaluate("Y(i,j) = X(i,j) * A(i,k) * B(j,k)", in);
+    check_same(y, sparse({2, 2}, {{{0, 0}, 34}, {{1, 1}, 159}}));
+    CHECK(y.nnz() == 2);  // only the sampled entries are reached
+}
+
+TEST_CASE("reference: TTV") {
+    const std::map<std::string, Tensor> in{
+        {"B", sparse({2, 2, 2}, {{{0, 0, 0}, 1}, {{0, 0, 1}, 2}, {{1, 1, 1}, 3}, {{0, 1, 0}, 4}})},
+        {"c", dense({2}, {10, 100})}};
+    check_same(evaluate("A(i,j) = B(i,j,k) * c(k)", in), dense({2, 2}, {210, 40, 0, 300}));
+}
+
+TEST_CASE("reference: MTTKRP") {
+    const std::map<std::string, Tensor> in{{"B", sparse({2, 2, 2}, {{{0, 0, 1}, 2}, {{1, 1, 0}, 3}})},
+                                           {"C", dense({2, 2}, {1, 2, 3, 4})},
+                                           {"D", dense({2, 2}, {5, 6, 7, 8})}};
+    check_same(evaluate("A(i,j) = B(i,k,l) * C(k,j) * D(l,j)", in), dense({2, 2}, {14, 32, 45, 72}));
+}
+
+TEST_CASE("reference: scalar output") {
+    const std::map<std::string, Tensor> in{{"B", dense({2, 2}, {1, 2, 3, 4})},
+                                           {"C", sparse({2, 2}, {{{0, 1}, 10}, {{1, 0}, -1}})},
+                                           {"x", dense({3}, {1, 2, 3})}};
+    const Tensor a = evaluate("a = B(i,j) * C(i,j)", in);
+    CHECK(a.order() == 0);
+    check_same(a, scalar(17));
+    check_same(evaluate("a() = x(i) * x(i)", in), scalar(14));
+    check_same(evaluate("s = 2 * s0 + 1", {{"s0", scalar(4)}}), scalar(9));
+}
+
+TEST_CASE("reference: += adds to the initial output") {
+    const Tensor initial = dense({2}, {1, -1});
+    check_same(evaluate("y(i) += A(i,j) * x(j)", spmv_inputs(), {}, &initial), dense({2}, {8, 5}));
+    check_same(evaluate("y(i) += A(i,j) * x(j)", spmv_inputs()), dense({2}, {7, 6}));  // no initial: from 0
+    check_same(evaluate("y(i) = A(i,j) * x(j)", spmv_inputs(), {}, &initial), dense({2}, {7, 6}));  // '=' ignores it
+    const Tensor as_column = dense({2, 1}, {1, -1});  // as read back from an n x 1 .mtx
+    check_same(evaluate("y(i) += A(i,j) * x(j)", spmv_inputs(), {}, &as_column), dense({2}, {8, 5}));
+}
+
+TEST_CASE("reference: sparse add, subtract and elementwise multiply") {
+    const std::map<std::string, Tensor> in{{"A", sparse({2, 2}, {{{0, 0}, 1}, {{1, 1}, 2}})},
+                                           {"B", sparse({2, 2}, {{{0, 1}, 3}, {{1, 1}, 4}})},
+                                           {"D", sparse({2, 2}, {{{0, 0}, 2}, {{1, 0}, 1}})}};
+    check_same(evaluate("C(i,j) = A(i,j) + B(i,j) - 2.5 * D(i,j)", in), dense({2, 2}, {-4, 3, -2.5, 6}));
+    check_same(evaluate("C(i,j) = A(i,j) - B(i,j)", in), dense({2, 2}, {1, -3, 0, -2}));
+    check_same(evaluate("C(i,j) = A(i,j) * B(i,j)", in), sparse({2, 2}, {{{1, 1}, 8}}));
+}
+
+TEST_CASE("reference: unary minus, division by a literal, literals and comments") {
+    const std::map<std::string, Tensor> in{{"A", sparse({2, 2}, {{{0, 0}, 1}, {{1, 1}, 2}})}, {"x", dense({2}, {1, -2})}};
+    check_same(evaluate("Y(i,j) = -(A(i,j) / 2)", in), sparse({2, 2}, {{{0, 0}, -0.5}, {{1, 1}, -1}}));
+    check_same(evaluate("Y(i,j) = - -A(i,j)", in), in.at("A"));
+    check_same(evaluate("y(i) = 2 * x(i) + 1.5e1 * x(i) - .5 * x(i) + x(i) / 4E-1", in), dense({2}, {19, -38}));
+    check_same(evaluate("y(i) = x(i) / (1 + 1) * 3", in), dense({2}, {1.5, -3}));
+    check_same(evaluate("y(i) = 3", in, {{"i", 2}}), dense({2}, {3, 3}));
+    check_same(evaluate("# a comment line\n  y(i) =   # the output\n   A(i,j)\n * x(j)  # trailing\n", spmv_inputs()),
+               dense({2}, {7, 6}));
+}
+
+TEST_CASE("reference: other supported forms") {
+    SUBCASE("a diagonal access binds one variable to two modes") {
+        const std::map<std::string, Tensor> in{{"A", dense({2, 2}, {1, 2, 3, 4})}, {"S", sparse({2, 2}, {{{0, 1}, 5}, {{1, 1}, 6}})}};
+        check_same(evaluate("y(i) = A(i,i)", in), dense({2}, {1, 4}));
+        check_same(evaluate("y(i) = S(i,i)", in), dense({2}, {0, 6}));
+    }
+    SUBCASE("division by a tensor") {
+        const std::map<std::string, Tensor> in{{"A", sparse({1, 2}, {{{0, 1}, 3}})}, {"D", dense({1, 2}, {2, 4})}};
+        check_same(evaluate("C(i,j) = A(i,j) / D(i,j)", in), sparse({1, 2}, {{{0, 1}, 0.75}}));
+    }
+    SUBCASE("a variable only on the left, sized by extra_dims, broadcasts") {
+        check_same(evaluate("y(k) = A(i,j) * x(j)", spmv_inputs(), {{"k", 3}}), dense({3}, {13, 13, 13}));
+    }
+    SUBCASE("an n x 1 matrix serves as a vector") {
+        auto in = spmv_inputs();
+        in["x"] = dense({3, 1}, {1, 2, 3});
+        check_same(evaluate("y(i) = A(i,j) * x(j)", in), dense({2}, {7, 6}));
+    }
+    SUBCASE("empty inputs give zeros") {
+        const std::map<std::string, Tensor> in{{"A", sparse({3, 4}, {})}, {"x", sparse({4}, {})}};
+        check_same(evaluate("y(i) = A(i,j) * x(j)", in), sparse({3}, {}));
+        check_same(evaluate("a = x(i)", in), scalar(0));
+    }
+}
+
+TEST_CASE("reference: malformed specs throw") {
+    const auto in = spmv_inputs();
+    const std::vector<std::string> malformed = {
+        "y(i) = A(i,j) *",          // operand missing
+        "y(i) = (A(i,j) * x(j)",    // unbalanced (
+        "y(i) = A(i,j)) * x(j)",    // unbalanced )
+        "y(i) = A(i,j) $ x(j)",     // unknown character
+        "y(i) A(i,j) * x(j)",       // no assignment
+        "y(i) = A(i,j) x(j)",       // no operator
+        "y(i,) = x(i)",             // empty index
+        "= A(i,j) * x(j)",          // no output
+        "y(i) = ",                  // no right-hand side
+        "y(i) = A(i,j) * x(j) = 2", // two assignments
+        "y(i) == x(i)",             // no such operator
+        "y(i,i) = x(i)",            // repeated output index
+        "2 = x(i)",                 // output is not a tensor
+        "y(i) = A(i,1)",            // a number as an index
+    };
+    for (const auto& spec : malformed) {
+        CAPTURE(spec);
+        CHECK_THROWS_AS(evaluate(spec, in), std::runtime_error);
+    }
+    CHECK(error_of([&] { evaluate("y(i) = A(i,j) $ x(j)", in); }).find("spec:1:15") != std::string::npos);
+    CHECK(error_of([&] { evaluate("y(i) =\n  (A(i,j)", in); }).find("spec:2:") != std::string::npos);
+}
+
+TEST_CASE("reference: inconsistent or unknown operands throw") {
+    auto in = spmv_inputs();
+    SUBCASE("an index variable only on the left without extra_dims") {
+        CHECK_THROWS_AS(evaluate("y(k) = A(i,j) * x(j)", in), std::runtime_error);
+    }
+    SUBCASE("inconsistent sizes") {
+        in["x"] = dense({4}, {1, 2, 3, 4});
+        CHECK(error_of([&] { evaluate("y(i) = A(i,j) * x(j)", in); }).find("'j'") != std::string::npos);
+    }
+    SUBCASE("extra_dims contradicting an input") {
+        CHECK_THROWS_AS(evaluate("y(i) = A(i,j) * x(j)", in, {{"j", 5}}), std::runtime_error);
+    }
+    SUBCASE("initial output of the wrong size") {
+        const Tensor initial = dense({3}, {0, 0, 0});
+        CHECK_THROWS_AS(evaluate("y(i) += A(i,j) * x(j)", in, {}, &initial), std::runtime_error);
+    }
+    SUBCASE("an unknown tensor") { CHECK_THROWS_AS(evaluate("y(i) = Q(i,j) * x(j)", in), std::runtime_error); }
+    SUBCASE("the wrong number of indices") {
+        CHECK_THROWS_AS(evaluate("y(i) = A(i) * x(i)", in), std::runtime_error);
+        CHECK_THROWS_AS(evaluate("y(i) = x(i,j,k)", in), std::runtime_error);
+    }
+    SUBCASE("a summed variable missing from a term") {
+        in["b"] = dense({2}, {1, 1});
+        CHECK_THROWS_AS(evaluate("y(i) = A(i,j) * x(j) + b(i)", in), std::runtime_error);
+        CHECK_THROWS_AS(evaluate("y(i) = (x(j) + b(i)) * 2", in), std::runtime_error);
+        CHECK_NOTHROW(evaluate("y(i) = A(i,j) * (x(j) + b(i))", in));
+    }
+}
+
+// =============================================================================================
+// Cross-check against the brute-force evaluator
+
+TEST_CASE("reference: agrees with a brute-force dense evaluation") {
+    const std::vector<CrossCase> cases = {
+        {"y(i) = A(i,j) * x(j)", "i", "j", {{"A", "ij"}, {"x", "j"}},
+         [](const Point& p) { return p("A", {'i', 'j'}) * p("x", {'j'}); }},
+        {"C(i,k) = A(i,j) * B(j,k)", "ik", "j", {{"A", "ij"}, {"B", "jk"}},
+         [](const Point& p) { return p("A", {'i', 'j'}) * p("B", {'j', 'k'}); }},
+        {"Y(i,j) = X(i,j) * A(i,k) * B(j,k)", "ij", "k", {{"X", "ij"}, {"A", "ik"}, {"B", "jk"}},
+         [](const Point& p) { return p("X", {'i', 'j'}) * p("A", {'i', 'k'}) * p("B", {'j', 'k'}); }},
+        {"A(i,j) = B(i,j,k) * c(k)", "ij", "k", {{"B", "ijk"}, {"c", "k"}},
+         [](const Point& p) { return p("B", {'i', 'j', 'k'}) * p("c", {'k'}); }},
+        {"A(i,j) = B(i,k,l) * C(k,j) * D(l,j)", "ij", "kl", {{"B", "ikl"}, {"C", "kj"}, {"D", "lj"}},
+         [](const Point& p) { return p("B", {'i', 'k', 'l'}) * p("C", {'k', 'j'}) * p("D", {'l', 'j'}); }},
+        {"a = B(i,j) * C(i,j)", "", "ij", {{"B", "ij"}, {"C", "ij"}},
+         [](const Point& p) { return p("B", {'i', 'j'}) * p("C", {'i', 'j'}); }},
+        {"C(i,j) = A(i,j) + B(i,j) - 2.5 * D(i,j)", "ij", "", {{"A", "ij"}, {"B", "ij"}, {"D", "ij"}},
+         [](const Point& p) { return p("A", {'i', 'j'}) + p("B", {'i', 'j'}) - 2.5 * p("D", {'i', 'j'}); }},
+        {"C(i,j) = A(i,j) * B(i,j)", "ij", "", {{"A", "ij"}, {"B", "ij"}},
+         [](const Point& p) { return p("A", {'i', 'j'}) * p("B", {'i', 'j'}); }},
+        {"Y(i,j) = -(A(i,j) / 2)", "ij", "", {{"A", "ij"}}, [](const Point& p) { return -(p("A", {'i', 'j'}) / 2); }},
+        {"C(i,j) = A(i,j) + b(i)", "ij", "", {{"A", "ij"}, {"b", "i"}},
+         [](const Point& p) { return p("A", {'i', 'j'}) + p("b", {'i'}); }},
+        {"y(i) = A(i,j) * (x(j) - 0.5 * z(j))", "i", "j", {{"A", "ij"}, {"x", "j"}, {"z", "j"}},
+         [](const Point& p) { return p("A", {'i', 'j'}) * (p("x", {'j'}) - 0.5 * p("z", {'j'})); }},
+        {"C(i,k) = (A(i,j) + B(i,j)) * (D(j,k) - E(j,k))", "ik", "j", {{"A", "ij"}, {"B", "ij"}, {"D", "jk"}, {"E", "jk"}},
+         [](const Point& p) {
+             return (p("A", {'i', 'j'}) + p("B", {'i', 'j'})) * (p("D", {'j', 'k'}) - p("E", {'j', 'k'}));
+         }},
+        {"a = x(i) * A(i,j) * y(j)", "", "ij", {{"x", "i"}, {"A", "ij"}, {"y", "j"}},
+         [](const Point& p) { return p("x", {'i'}) * p("A", {'i', 'j'}) * p("y", {'j'}); }},
+        {"Y(j,i) = A(i,j) * 3", "ji", "", {{"A", "ij"}}, [](const Point& p) { return p("A", {'i', 'j'}) * 3; }},
+    };
+    for (const auto& c : cases)
+        for (uint64_t seed = 1; seed <= 8; ++seed) cross_check(c, seed);
+}
+
+TEST_CASE("reference: division by a dense tensor agrees with brute force") {
+    for (uint64_t seed = 1; seed <= 5; ++seed) {
+        const std::map<std::string, Tensor> in{{"A", random_sparse({4, 5}, 0.4, seed)}, {"D", random_dense({4, 5}, seed + 100)}};
+        const auto want = brute_force("ij", "", {{'i', 4}, {'j', 5}}, in,
+                                      [](const Point& p) { return p("A", {'i', 'j'}) / p("D", {'i', 'j'}); });
+        check_same(evaluate("C(i,j) = A(i,j) / D(i,j)", in), want, 1e-10);
+    }
+}
+
+TEST_CASE("reference: += agrees with brute force") {
+    for (uint64_t seed = 1; seed <= 5; ++seed) {
+        const std::map<std::string, Tensor> in{{"A", random_sparse({6, 4}, 0.3, seed)}, {"x", random_dense({4}, seed + 7)}};
+        const Tensor initial = random_sparse({6}, 0.5, seed + 13);
+        Tensor want = brute_force("i", "j", {{'i', 6}, {'j', 4}}, in,
+                                  [](const Point& p) { return p("A", {'i', 'j'}) * p("x", {'j'}); });
+        const DenseView initial_view(initial);
+        for (size_t e = 0; e < want.nnz(); ++e) want.vals[e] += initial_view.at({want.coords[e]});
+        check_same(evaluate("y(i) += A(i,j) * x(j)", in, {}, &initial), want);
+    }
+}
+
+// =============================================================================================
+// Random tensors
+
+TEST_CASE("random: splitmix64 matches the reference generator") {
+    SplitMix64 rng(1234567);
+    CHECK(rng.next() == 6457827717110365317ULL);
+    CHECK(rng.next() == 3203168211198807973ULL);
+    CHECK(SplitMix64(0).next() == 0xE220A8397B1DCDAFULL);
+}
+
+namespace {
+
+void check_sorted_unique_in_range(const Tensor& t) {
+    const size_t order = t.dims.size();
+    REQUIRE(t.coords.size() == t.nnz() * order);
+    for (size_t e = 0; e < t.nnz(); ++e) {
+        for (size_t m = 0; m < order; ++m) {
+            REQUIRE(t.coords[e * order + m] >= 0);
+            REQUIRE(t.coords[e * order + m] < t.dims[m]);
+        }
+        if (e > 0)
+            REQUIRE(std::lexicographical_compare(t.coords.data() + (e - 1) * order, t.coords.data() + e * order,
+                                                 t.coords.data() + e * order, t.coords.data() + (e + 1) * order));
+        REQUIRE(t.vals[e] >= -1.0);
+        REQUIRE(t.vals[e] < 1.0);
+    }
+}
+
+std::vector<int64_t> row_lengths(const Tensor& t) {
+    std::vector<int64_t> lengths(static_cast<size_t>(t.dims[0]), 0);
+    for (size_t e = 0; e < t.nnz(); ++e) ++lengths[static_cast<size_t>(t.coords[e * t.dims.size()])];
+    return lengths;
+}
+
+}  // namespace
+
+TEST_CASE("random: tensors are deterministic, sorted, unique and about as dense as asked") {
+    const Tensor a = random_sparse({100, 100}, 0.1, 42);
+    const Tensor b = random_sparse({100, 100}, 0.1, 42);
+    CHECK(a.coords == b.coords);
+    CHECK(a.vals == b.vals);
+    CHECK(random_sparse({100, 100}, 0.1, 43).vals != a.vals);
+    check_sorted_unique_in_range(a);
+    CHECK(a.nnz() > 900);
+    CHECK(a.nnz() < 1100);
+
+    const Tensor t3 = random_sparse({20, 30, 40}, 0.05, 7);
+    check_sorted_unique_in_range(t3);
+    CHECK(t3.nnz() > 1000);
+    CHECK(t3.nnz() < 1400);
+
+    const Tensor d = random_dense({3, 4, 5}, 9);
+    CHECK(d.nnz() == 60);
+    check_sorted_unique_in_range(d);
+    check_sorted_unique_in_range(random_sparse({50}, 0.5, 3));
+    check_sorted_unique_in_range(random_sparse({10, 10}, 1.0, 3));
+    CHECK(random_sparse({10, 10}, 1.0, 3).nnz() == 100);
+    CHECK(random_sparse({10, 10}, 0.0, 3).nnz() == 0);
+    CHECK_THROWS_AS(random_sparse({10, 10}, 1.5, 3), std::invalid_argument);
+}
+
+TEST_CASE("random: shapes") {
+    SUBCASE("empty rows") {
+        const Tensor t = random_sparse({200, 50}, 0.2, 5, RandomShape{true, false, false});
+        check_sorted_unique_in_range(t);
+        const auto lengths = row_lengths(t);
+        CHECK(std::count(lengths.begin(), lengths.end(), 0) >= 50);
+    }
+    SUBCASE("one dense row") {
+        const Tensor t = random_sparse({200, 50}, 0.05, 5, RandomShape{false, true, false});
+        check_sorted_unique_in_range(t);
+        const auto lengths = row_lengths(t);
+        CHECK(*std::max_element(lengths.begin(), lengths.end()) == 50);
+    }
+    SUBCASE("skewed rows") {
+        const Tensor t = random_sparse({1000, 1000}, 0.01, 5, RandomShape{false, false, true});
+        check_sorted_unique_in_range(t);
+        const auto lengths = row_lengths(t);
+        const double mean = static_cast<double>(t.nnz()) / 1000.0;
+        CHECK(static_cast<double>(*std::max_element(lengths.begin(), lengths.end())) > 8 * mean);
+        CHECK(t.nnz() > 8000);
+    }
+}
+
+TEST_CASE("canonical sorts, sums duplicates and keeps explicit zeros") {
+    const Tensor t = sparse({3, 3}, {{{2, 0}, 1}, {{0, 1}, 2}, {{2, 0}, 3}, {{1, 1}, 0}});
+    const Tensor c = canonical(t);
+    CHECK(c.coords == std::vector<int64_t>{0, 1, 1, 1, 2, 0});
+    CHECK(c.vals == std::vector<double>{2, 0, 4});
+    CHECK_THROWS_AS(canonical(sparse({2, 2}, {{{2, 0}, 1}})), std::invalid_argument);
+}
+
+// =============================================================================================
+// Files
+
+TEST_CASE("read_tensor: Matrix Market variants") {
+    TempDir dir;
+    SUBCASE("coordinate real general, with comments") {
+        const Tensor t = read_tensor(dir.write("a.mtx", "%%MatrixMarket matrix coordinate real general\n% comment\n"
+                                                        "2 3 2\n1 3 -1.5\n2 1 2e1\n"));
+        CHECK(t.dims == std::vector<int64_t>{2, 3});
+        check_same(t, sparse({2, 3}, {{{0, 2}, -1.5}, {{1, 0}, 20}}), 0);
+    }
+    SUBCASE("symmetric is expanded, the diagonal once") {
+        const Tensor t = read_tensor(dir.write("s.mtx", "%%MatrixMarket matrix coordinate real symmetric\n"
+                                                        "3 3 2\n1 1 4\n3 1 5\n"));
+        CHECK(t.nnz() == 3);
+        check_same(t, sparse({3, 3}, {{{0, 0}, 4}, {{2, 0}, 5}, {{0, 2}, 5}}), 0);
+    }
+    SUBCASE("skew-symmetric is expanded with the sign flipped") {
+        const Tensor t = read_tensor(dir.write("k.mtx", "%%MatrixMarket matrix coordinate real skew-symmetric\n"
+                                                        "2 2 1\n2 1 3\n"));
+        check_same(t, sparse({2, 2}, {{{1, 0}, 3}, {{0, 1}, -3}}), 0);
+    }
+    SUBCASE("pattern entries are 1, integer entries are read") {
+        check_same(read_tensor(dir.write("p.mtx", "%%MatrixMarket matrix coordinate pattern general\n2 2 2\n1 2\n2 2\n")),
+                   sparse({2, 2}, {{{0, 1}, 1}, {{1, 1}, 1}}), 0);
+        check_same(read_tensor(dir.write("i.mtx", "%%MatrixMarket matrix coordinate integer general\n2 2 1\n2 1 -7\n")),
+                   sparse({2, 2}, {{{1, 0}, -7}}), 0);
+        CHECK_THROWS_AS(read_tensor(dir.write("i2.mtx", "%%MatrixMarket matrix coordinate integer general\n2 2 1\n2 1 1.5\n")),
+                        std::runtime_error);
+    }
+    SUBCASE("array is column-major") {
+        const Tensor t = read_tensor(dir.write("d.mtx", "%%MatrixMarket matrix array real general\n2 3\n1\n2\n3\n4\n5\n6\n"));
+        CHECK(t.nnz() == 6);
+        check_same(t, dense({2, 3}, {1, 3, 5, 2, 4, 6}), 0);
+    }
+    SUBCASE("symmetric array holds the lower triangle") {
+        const Tensor t = read_tensor(dir.write("ds.mtx", "%%MatrixMarket matrix array real symmetric\n2 2\n1\n2\n3\n"));
+        check_same(t, dense({2, 2}, {1, 2, 2, 3}), 0);
+    }
+    SUBCASE("the banner is found without the .mtx extension") {
+        check_same(read_tensor(dir.write("noext", "%%MatrixMarket matrix coordinate real general\n1 1 1\n1 1 2\n")),
+                   sparse({1, 1}, {{{0, 0}, 2}}), 0);
+    }
+}
+
+TEST_CASE("read_tensor: FROSTT .tns") {
+    TempDir dir;
+    const Tensor t = read_tensor(dir.write("t.tns", "# comment\n1 1 2 1.5\n\n3 2 1 -2\n2 4 2 0.25\n"));
+    CHECK(t.dims == std::vector<int64_t>{3, 4, 2});
+    check_same(t, sparse({3, 4, 2}, {{{0, 0, 1}, 1.5}, {{2, 1, 0}, -2}, {{1, 3, 1}, 0.25}}), 0);
+}
+
+TEST_CASE("read_tensor: malformed files name path and line") {
+    TempDir dir;
+    const std::string banner = "%%MatrixMarket matrix coordinate real general\n";
+    const std::vector<std::pair<std::string, std::string>> bad = {
+        {banner + "2 2 1\n3 1 1.0\n", ":3:"},                                 // row out of range
+        {banner + "2 2 2\n1 1 1.0\n", ":3:"},                                 // too few entries
+        {banner + "2 2 1\n1 1 1.0\n2 2 2.0\n", ":4:"},                        // too many entries
+        {banner + "2 2 1\n1 1 x\n", ":3:"},                                   // bad value
+        {banner + "2 2 1\n1 1\n", ":3:"},                                     // missing value
+        {banner + "2 x 1\n", ":2:"},                                          // bad size line
+        {"%%MatrixMarket matrix coordinate complex general\n1 1 0\n", ":1:"}, // unsupported field
+        {"%%MatrixMarket matrix coordinate real symmetric\n2 3 0\n", ":2:"},  // symmetric but not square
+        {"%%MatrixMarket matrix array real general\n2 1\n1\n", ":3:"},       // array too short
+        {"%%MatrixMarket matrix coordinate real skew-symmetric\n2 2 1\n1 1 1\n", ":3:"},
+        {"not a banner\n", ":1:"},
+    };
+    for (size_t k = 0; k < bad.size(); ++k) {
+        const std::string path = dir.write("bad" + std::to_string(k) + ".mtx", bad[k].first);
+        const std::string message = error_of([&] { read_tensor(path); });
+        CAPTURE(message);
+        CHECK(message.find(path + bad[k].second) == 0);
+    }
+    const std::string tns = dir.write("bad.tns", "1 1 1 2\n1 2 3\n");
+    CHECK(error_of([&] { read_tensor(tns); }).find(tns + ":2:") == 0);
+    const std::string zero = dir.write("zero.tns", "0 1 1 2\n");
+    CHECK(error_of([&] { read_tensor(zero); }).find(zero + ":1:") == 0);
+    const std::string empty = dir.write("empty.tns", "# nothing\n");
+    CHECK_THROWS_AS(read_tensor(empty), std::runtime_error);
+    CHECK_THROWS_AS(read_tensor(dir.file("missing.mtx")), std::runtime_error);
+}
+
+TEST_CASE("write_tensor then read_tensor round trips") {
+    TempDir dir;
+    auto round_trip = [&](const std::string& name, const Tensor& t, bool as_dense) {
+        write_tensor(dir.file(name), t, as_dense);
+        return read_tensor(dir.file(name));
+    };
+    auto check_exact = [](const Tensor& got, const Tensor& want) {
+        const Comparison c = compare(got, want, 0, 0);
+        CHECK_MESSAGE(c.ok, c.message);
+    };
+
+    SUBCASE("sparse matrix as coordinate, values bit-exact") {
+        const Tensor t = random_sparse({30, 20}, 0.2, 1);
+        const Tensor back = round_trip("s.mtx", t, false);
+        CHECK(read_text(dir.file("s.mtx")).find("coordinate") != std::string::npos);
+        CHECK(back.dims == t.dims);
+        CHECK(back.coords == t.coords);
+        CHECK(back.vals == t.vals);
+    }
+    SUBCASE("dense matrix as a column-major array") {
+        const Tensor t = random_dense({3, 4}, 2);
+        const Tensor back = round_trip("d.mtx", t, true);
+        CHECK(read_text(dir.file("d.mtx")).find("array") != std::string::npos);
+        CHECK(back.dims == t.dims);
+        check_exact(back, t);
+        CHECK(back.vals == t.vals);  // both row-major and complete
+    }
+    SUBCASE("a sparse matrix written dense") {
+        const Tensor t = random_sparse({5, 6}, 0.3, 3);
+        const Tensor back = round_trip("sd.mtx", t, true);
+        CHECK(back.nnz() == 30);
+        check_exact(back, t);
+    }
+    SUBCASE("vectors become n x 1 and compare equal to the vector") {
+        const Tensor v = random_dense({7}, 4);
+        const Tensor back = round_trip("v.mtx", v, true);
+        CHECK(back.dims == std::vector<int64_t>{7, 1});
+        check_exact(back, v);
+        const Tensor sv = random_sparse({9}, 0.5, 4);
+        check_exact(round_trip("sv.mtx", sv, false), sv);
+    }
+    SUBCASE("scalars become 1 x 1") {
+        const Tensor back = round_trip("a.mtx", scalar(0.1), true);
+        CHECK(back.dims == std::vector<int64_t>{1, 1});
+        check_exact(back, scalar(0.1));
+        check_exact(round_trip("a2.mtx", scalar(-3), false), scalar(-3));
+    }
+    SUBCASE("order 3 as .tns keeps its dims") {
+        const Tensor t = sparse({4, 5, 6}, {{{0, 1, 2}, 1.25}, {{1, 0, 0}, -2}});
+        const Tensor back = round_trip("t.tns", t, false);
+        CHECK(back.dims == t.dims);  // an explicit zero at (4,5,6) carries them
+        check_exact(back, t);
+        const Tensor d = random_dense({2, 3, 2}, 5);
+        const Tensor dense_back = round_trip("d.tns", d, true);
+        CHECK(dense_back.nnz() == 12);
+        check_exact(dense_back, d);
+        const Tensor r = random_sparse({6, 7, 8}, 0.1, 6, RandomShape{true, true, false});
+        check_exact(round_trip("r.tns", r, false), r);
+    }
+    SUBCASE("a format that cannot hold the order is refused") {
+        CHECK_THROWS_AS(write_tensor(dir.file("x.mtx"), random_dense({2, 2, 2}, 1), true), std::invalid_argument);
+        CHECK_THROWS_AS(write_tensor(dir.file("x.tns"), random_dense({2, 2}, 1), true), std::invalid_argument);
+    }
+}
+
+// =============================================================================================
+// compare()
+
+TEST_CASE("compare: tolerances, missing entries and messages") {
+    const Tensor want = sparse({3, 4}, {{{0, 0}, 1.0}, {{1, 2}, 2.0}});
+    SUBCASE("equal, and missing equals an explicit zero") {
+        CHECK(compare(want, want, 0, 0).ok);
+        const Tensor with_zero = sparse({3, 4}, {{{0, 0}, 1.0}, {{1, 2}, 2.0}, {{2, 3}, 0.0}});
+        CHECK(compare(with_zero, want, 0, 0).ok);
+        CHECK(compare(want, with_zero, 0, 0).ok);
+        const Tensor unsorted_duplicates = sparse({3, 4}, {{{1, 2}, 1.5}, {{0, 0}, 1.0}, {{1, 2}, 0.5}});
+        CHECK(compare(unsorted_duplicates, want, 0, 0).ok);
+    }
+    SUBCASE("a mismatch is found and named 1-based") {
+        const Tensor got = sparse({3, 4}, {{{0, 0}, 1.0}, {{1, 2}, 2.5}});
+        const Comparison c = compare(got, want, 1e-9, 1e-9);
+        CHECK_FALSE(c.ok);
+        CHECK(c.message.find("(2,3)") != std::string::npos);
+        CHECK(c.message.find("1 of") == 0);
+        CHECK(compare(got, want, 0.3, 0).ok);  // within rtol
+        CHECK(compare(got, want, 0, 0.6).ok);  // within atol
+    }
+    SUBCASE("an entry missing from got, or extra in got") {
+        CHECK_FALSE(compare(sparse({3, 4}, {{{0, 0}, 1.0}}), want, 1e-9, 1e-9).ok);
+        const Tensor extra = sparse({3, 4}, {{{0, 0}, 1.0}, {{1, 2}, 2.0}, {{2, 0}, 1e-3}});
+        const Comparison c = compare(extra, want, 1e-9, 1e-9);
+        CHECK_FALSE(c.ok);
+        CHECK(c.message.find("(3,1)") != std::string::npos);
+    }
+    SUBCASE("NaN and Inf in got always fail") {
+        const double nan = std::numeric_limits<double>::quiet_NaN();
+        const double inf = std::numeric_limits<double>::infinity();
+        CHECK_FALSE(compare(sparse({3, 4}, {{{0, 0}, nan}, {{1, 2}, 2.0}}), want, 1, 1).ok);
+        CHECK_FALSE(compare(sparse({3, 4}, {{{0, 0}, 1.0}, {{1, 2}, 2.0}, {{2, 2}, inf}}), want, 1, 1).ok);
+        CHECK_FALSE(compare(sparse({3, 4}, {{{0, 0}, inf}}), sparse({3, 4}, {{{0, 0}, inf}}), 1, 1).ok);
+    }
+    SUBCASE("many mismatches: a count and the first five") {
+        const Tensor got = random_dense({3, 4}, 1);
+        const Comparison c = compare(got, sparse({3, 4}, {}), 0, 0);
+        CHECK_FALSE(c.ok);
+        CHECK(c.message.find("12 of 12") == 0);
+        CHECK(std::count(c.message.begin(), c.message.end(), ';') == 5);
+    }
+    SUBCASE("dims must match, up to trailing extents of 1") {
+        CHECK_FALSE(compare(sparse({4, 3}, {}), sparse({3, 4}, {}), 0, 0).ok);
+        CHECK(compare(dense({3, 1}, {1, 2, 3}), dense({3}, {1, 2, 3}), 0, 0).ok);
+        CHECK_FALSE(compare(dense({1, 3}, {1, 2, 3}), dense({3}, {1, 2, 3}), 0, 0).ok);
+    }
+    SUBCASE("a malformed result is a failure, not a crash") {
+        CHECK_FALSE(compare(sparse({3, 4}, {{{5, 0}, 1.0}}), want, 0, 0).ok);
+    }
+}
