@@ -1,5 +1,7 @@
 #include "frontend/config.h"
 
+#include "frontend/parser.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
@@ -84,6 +86,9 @@ class ConfigReader {
     if (!is_c_identifier(config.name))
       fail(root.contains("name") ? "/name" : "", "kernel name \"" + config.name +
                                                      "\" is not a C identifier (set \"name\" in the config)");
+    if (is_reserved_name(config.name))
+      fail(root.contains("name") ? "/name" : "", "kernel name \"" + config.name +
+                                                     "\" is reserved (a C++ keyword or an spgen prefix); choose another");
     if (root.contains("description")) get_string(root["description"], "/description");
     if (root.contains("target")) config.target = read_target(root["target"]);
     if (root.contains("types")) read_types(root["types"], config);

@@ -161,19 +161,6 @@ class Lexer {
   int line_ = 1, col_ = 1;
 };
 
-// Names that would clash with C/C++ keywords or spgen's own generated identifiers.
-bool is_reserved_name(const std::string& name) {
-  static const std::set<std::string> keywords = {
-      "alignas", "alignof", "and", "asm", "auto", "bool", "break", "case", "catch", "char", "class",
-      "const", "constexpr", "continue", "default", "delete", "do", "double", "else", "enum", "explicit",
-      "extern", "false", "float", "for", "friend", "goto", "if", "inline", "int", "long", "namespace",
-      "new", "not", "nullptr", "operator", "or", "private", "protected", "public", "register", "return",
-      "short", "signed", "sizeof", "static", "struct", "switch", "template", "this", "throw", "true",
-      "try", "typedef", "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "while",
-      "xor", "main", "std", "restrict", "__restrict__", "threadIdx", "blockIdx", "blockDim", "gridDim"};
-  return keywords.count(name) > 0 || name.rfind("spgen", 0) == 0 || name.rfind("__", 0) == 0;
-}
-
 class Parser {
  public:
   Parser(const std::string& file, const std::string& text, std::vector<Token> tokens)
@@ -367,6 +354,18 @@ class SpecChecker {
 };
 
 }  // namespace
+
+bool is_reserved_name(const std::string& name) {
+  static const std::set<std::string> keywords = {
+      "alignas", "alignof", "and", "asm", "auto", "bool", "break", "case", "catch", "char", "class",
+      "const", "constexpr", "continue", "default", "delete", "do", "double", "else", "enum", "explicit",
+      "extern", "false", "float", "for", "friend", "goto", "if", "inline", "int", "long", "namespace",
+      "new", "not", "nullptr", "operator", "or", "private", "protected", "public", "register", "return",
+      "short", "signed", "sizeof", "static", "struct", "switch", "template", "this", "throw", "true",
+      "try", "typedef", "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "while",
+      "xor", "main", "std", "restrict", "__restrict__", "threadIdx", "blockIdx", "blockDim", "gridDim"};
+  return keywords.count(name) > 0 || name.rfind("spgen", 0) == 0 || name.rfind("__", 0) == 0;
+}
 
 ast::Spec parse_spec(const std::string& file, const std::string& text) {
   Lexer lexer(file, text);

@@ -10,4 +10,8 @@ namespace spgen {
 
 ast::Spec parse_spec(const std::string& file, const std::string& text);
 
+// Names that would clash with C/C++ keywords or spgen's generated identifiers; they cannot name
+// tensors, index variables or kernels.
+bool is_reserved_name(const std::string& name);
+
 }  // namespace spgen

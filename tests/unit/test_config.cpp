@@ -376,6 +376,10 @@ TEST_CASE("config error: unknown target, value type, index type") {
 TEST_CASE("config error: bad kernel name") {
   CHECK(error_of(R"({"name": "my kernel"})") ==
         config_error("/name", "kernel name \"my kernel\" is not a C identifier (set \"name\" in the config)"));
+  CHECK(error_of(R"({"name": "int"})") ==
+        config_error("/name", "kernel name \"int\" is reserved (a C++ keyword or an spgen prefix); choose another"));
+  CHECK(error_of(R"({"name": "main"})") ==
+        config_error("/name", "kernel name \"main\" is reserved (a C++ keyword or an spgen prefix); choose another"));
   CHECK(error_of(R"({"name": "1abc"})") ==
         config_error("/name", "kernel name \"1abc\" is not a C identifier (set \"name\" in the config)"));
   CHECK(error_of(R"({"name": ""})") ==
