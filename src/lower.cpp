@@ -6,6 +6,7 @@
 
 #include "codegen/abi_header.h"
 #include "codegen/cpu_backend.h"
+#include "codegen/cuda_backend.h"
 #include "frontend/parser.h"
 #include "ir/loop_ir_printer.h"
 #include "passes/auto_schedule.h"
@@ -53,8 +54,6 @@ Compilation compile(const CompileInput& input) {
   // 1. Parse the spec and read the config against it.
   c.spec = parse_spec(input.spec_path, input.spec_text);
   c.config = read_config(input.config_path, input.config_text, c.spec, stem(input.spec_path));
-  if (c.config.target == Target::Cuda)
-    throw CompileError(format_config_error(input.config_path, "/target", "the cuda target is not supported yet"));
 
   // 2. Stage I: sparse axes, buffers and the sparse iteration, in storage-concordant order.
   c.program = build_sparse_ir(c.spec, c.config);
@@ -76,17 +75,22 @@ Compilation compile(const CompileInput& input) {
   c.func = lower_to_loops(c.program, c.config);
   simplify_declares(c.func);
 
-  // 5. Stage II schedule: split, reorder, parallel, vectorize, unroll (or `auto`'s choice).
-  if (c.config.auto_schedule) loop_ops = auto_schedule(c.func, c.program);
+  // 5. Stage II schedule: split, reorder, parallel, vectorize, unroll, bind (or `auto`'s choice).
+  if (c.config.auto_schedule) loop_ops = auto_schedule(c.func, c.program, c.config.target);
   schedule_loops(c.func, c.program, c.config, loop_ops);
   c.schedule.insert(c.schedule.end(), loop_ops.begin(), loop_ops.end());
   simplify_declares(c.func);
   c.stage2_dump = loops::dump_stage2(c.func);
 
-  // 6. Emit the header and the C++ source.
+  // 6. Emit the header and the source: C++ with OpenMP, or CUDA.
   GenerationContext context = make_context(c, input);
-  c.files.push_back(emit_abi_header(c.func, context));
-  c.files.push_back(emit_cpu_source(c.func, context));
+  if (c.config.target == Target::Cuda) {
+    c.files.push_back(emit_cuda_header(c.func, context));
+    c.files.push_back(emit_cuda_source(c.func, context));
+  } else {
+    c.files.push_back(emit_abi_header(c.func, context));
+    c.files.push_back(emit_cpu_source(c.func, context));
+  }
   return c;
 }
 

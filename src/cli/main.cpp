@@ -43,11 +43,11 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"stage1", "stage2", "header", "source"}));
 
   spgen::cli::RunOptions run;
-  CLI::App* run_cmd = app.add_subcommand("run", "generate, compile with $CXX, run on inputs, time it, write the output");
+  CLI::App* run_cmd = app.add_subcommand("run", "generate, compile with $CXX (nvcc for the cuda target), run on inputs, time it, write the output");
   run_cmd->add_option("spec", run.spec, "index-notation spec file (.spg)")->required();
   run_cmd->add_option("--config,-c", run.config, "JSON config")->required();
   run_cmd->add_option("--keep", run.keep_dir, "keep the generated sources and driver in this directory");
-  run_cmd->add_option("--cxxflags", run.extra_cxxflags, "extra flags for the C++ compiler");
+  run_cmd->add_option("--cxxflags", run.extra_cxxflags, "extra flags for the C++ compiler (nvcc for the cuda target)");
   run_cmd->add_flag("-v,--verbose", run.verbose, "print the compile command");
   std::vector<std::pair<const DriverFlag*, std::vector<std::string>>> driver_values;
   driver_values.reserve(std::size(kDriverFlags));

@@ -77,7 +77,15 @@ std::vector<std::string> compiler_command() {
   std::istringstream words(cxx && *cxx ? cxx : "c++");
   std::vector<std::string> command;
   for (std::string word; words >> word;) command.push_back(word);
+  for (const char* flag : {"-std=c++17", "-O3", "-march=native", "-fopenmp"}) command.push_back(flag);
   return command;
+}
+
+// $NVCC, else the CUDA toolkit's default location, else nvcc from PATH; for the GPU it runs on.
+std::vector<std::string> cuda_compiler_command() {
+  const char* nvcc = std::getenv("NVCC");
+  std::string path = nvcc && *nvcc ? nvcc : access("/usr/local/cuda/bin/nvcc", X_OK) == 0 ? "/usr/local/cuda/bin/nvcc" : "nvcc";
+  return {path, "-std=c++17", "-O3", "-arch=native"};
 }
 
 }  // namespace
@@ -88,15 +96,15 @@ int run_run(const RunOptions& options) {
   ScratchDir dir(options.keep_dir);
   std::vector<std::pair<std::string, std::string>> files;
   for (const GeneratedFile& file : c.files) files.emplace_back((dir.path() / file.name).string(), file.text);
-  GeneratedFile driver = emit_run_driver(c.func, c.program);
+  GeneratedFile driver = emit_run_driver(c.func, c.program, c.config.target);
   files.emplace_back((dir.path() / driver.name).string(), driver.text);
   files.emplace_back((dir.path() / "spgen_run_runtime.hpp").string(),
                      std::string(*templates::lookup("spgen_run_runtime.hpp")));
   write_files_atomically(files);
 
   std::string binary = (dir.path() / "driver").string();
-  std::vector<std::string> build = compiler_command();
-  for (const char* flag : {"-std=c++17", "-O3", "-march=native", "-fopenmp"}) build.push_back(flag);
+  bool cuda = c.config.target == Target::Cuda;
+  std::vector<std::string> build = cuda ? cuda_compiler_command() : compiler_command();
   build.insert(build.end(), options.extra_cxxflags.begin(), options.extra_cxxflags.end());
   build.insert(build.end(), {"-o", binary, (dir.path() / driver.name).string(), (dir.path() / c.files[1].name).string()});
   std::string log = (dir.path() / "compile.log").string();
@@ -108,7 +116,8 @@ int run_run(const RunOptions& options) {
   if (spawn(build, log) != 0) {
     std::string output = read_file(log);
     std::fprintf(stderr, "%s", output.c_str());
-    throw CompileError("spgen run: error: the C++ compiler rejected the generated kernel (see above)\n");
+    throw CompileError(std::string("spgen run: error: ") + (cuda ? "nvcc" : "the C++ compiler") +
+                       " rejected the generated kernel (see above)\n");
   }
   std::vector<std::string> run = {binary};
   run.insert(run.end(), options.driver_args.begin(), options.driver_args.end());

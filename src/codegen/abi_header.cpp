@@ -24,7 +24,7 @@ static std::string pad_to(std::string text, size_t width) {
 
 GeneratedFile emit_abi_header(const loops::LoweredFunc& func, const GenerationContext& context,
                               const std::string& return_type, const std::vector<std::string>& extra_params,
-                              const std::vector<std::string>& extra_docs) {
+                              const std::vector<std::string>& extra_docs, const std::string& target_types) {
   CExprPrinter printer;
   std::vector<std::string> declarations, types;
   size_t name_width = 0, type_width = 0;
@@ -71,6 +71,8 @@ GeneratedFile emit_abi_header(const loops::LoweredFunc& func, const GenerationCo
                                  {"formats", comment_lines(context.formats)},
                                  {"schedule", comment_lines(schedule)},
                                  {"name", func.name},
+                                 {"return_type", return_type},
+                                 {"target_types", target_types},
                                  {"index_type", index_type.empty() ? "int32_t or int64_t" : index_type},
                                  {"value_type", value_type},
                                  {"abi", abi},

@@ -9,11 +9,13 @@
 
 namespace spgen {
 
-// `extra_params` are appended after the kernel's own (e.g. a CUDA stream), as C declarations.
+// `extra_params` are appended after the kernel's own (e.g. a CUDA stream), as C declarations;
+// `target_types` declares the types they need (lines of C, placed after the includes).
 GeneratedFile emit_abi_header(const loops::LoweredFunc& func, const GenerationContext& context,
                               const std::string& return_type = "void",
                               const std::vector<std::string>& extra_params = {},
-                              const std::vector<std::string>& extra_docs = {});
+                              const std::vector<std::string>& extra_docs = {},
+                              const std::string& target_types = "");
 
 std::string header_file_name(const loops::LoweredFunc& func);
 

@@ -53,6 +53,11 @@ std::string CStmtPrinter::print_for(const For& loop, int depth) {
   return out;
 }
 
+std::string CStmtPrinter::print_store(const Store& store, const std::string& indent) {
+  return indent + store.buffer + "[" + expr_.print(store.index) + "]" + (store.accumulate ? " += " : " = ") +
+         expr_.print(store.value) + ";\n";
+}
+
 std::string CStmtPrinter::print(const Stmt& stmt, int depth) {
   std::string pad(2 * depth, ' ');
   switch (stmt->kind) {
@@ -62,6 +67,10 @@ std::string CStmtPrinter::print(const Stmt& stmt, int depth) {
       return out;
     }
     case StmtKind::For: return print_for(static_cast<const For&>(*stmt), depth);
+    case StmtKind::While: {
+      const auto& node = static_cast<const While&>(*stmt);
+      return pad + "while (" + expr_.print(node.cond) + ") {\n" + print(node.body, depth + 1) + pad + "}\n";
+    }
     case StmtKind::If: {
       const auto& node = static_cast<const If&>(*stmt);
       std::string out = pad + "if (" + expr_.print(node.cond) + ") {\n" + print(node.then_case, depth + 1);
@@ -77,11 +86,7 @@ std::string CStmtPrinter::print(const Stmt& stmt, int depth) {
       const auto& node = static_cast<const Assign&>(*stmt);
       return pad + node.name + (node.accumulate ? " += " : " = ") + expr_.print(node.value) + ";\n";
     }
-    case StmtKind::Store: {
-      const auto& node = static_cast<const Store&>(*stmt);
-      return pad + node.buffer + "[" + expr_.print(node.index) + "]" + (node.accumulate ? " += " : " = ") +
-             expr_.print(node.value) + ";\n";
-    }
+    case StmtKind::Store: return print_store(static_cast<const Store&>(*stmt), pad);
     case StmtKind::Comment: return pad + "// " + static_cast<const Comment&>(*stmt).text + "\n";
   }
   return "";

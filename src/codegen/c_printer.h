@@ -1,5 +1,6 @@
 // Prints stage II IR as C++ statements. The CPU and CUDA backends share it and differ only in
-// how a loop is introduced (OpenMP pragmas on the CPU).
+// how a loop is introduced (OpenMP pragmas on the CPU, GPU indices on CUDA), how min/max and
+// atomic stores are spelled.
 #pragma once
 
 #include <string>
@@ -22,14 +23,16 @@ class CExprPrinter : public loops::ExprPrinter {
 
 class CStmtPrinter {
  public:
+  explicit CStmtPrinter(const CExprPrinter& expr) : expr_(expr) {}  // `expr` must outlive the printer
   virtual ~CStmtPrinter() = default;
   std::string print(const loops::Stmt& stmt, int depth);
 
  protected:
   // Lines printed just before a `for` (pragmas); none by default.
   virtual std::string loop_preamble(const loops::For& loop, const std::string& indent) const;
-  std::string print_for(const loops::For& loop, int depth);
-  CExprPrinter expr_;
+  virtual std::string print_for(const loops::For& loop, int depth);
+  virtual std::string print_store(const loops::Store& store, const std::string& indent);
+  const CExprPrinter& expr_;
 };
 
 // `const float* __restrict__ A_vals` for a definition (restrict), or without it for a declaration.

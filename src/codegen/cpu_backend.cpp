@@ -12,6 +12,9 @@ using namespace loops;
 namespace {
 
 class CpuStmtPrinter : public CStmtPrinter {
+ public:
+  using CStmtPrinter::CStmtPrinter;
+
  protected:
   std::string loop_preamble(const For& loop, const std::string& indent) const override {
     const LoopAnnotations& a = loop.annotations;
@@ -54,7 +57,8 @@ GeneratedFile emit_cpu_source(const LoweredFunc& func, const GenerationContext& 
   // Sizes the sparse structure already bounds are part of the ABI but may go unread.
   for (const Param& p : func.params)
     if (!stmt_reads_var(func.body, p.name) && p.kind == ParamKind::Dim) file.text += "  (void)" + p.name + ";\n";
-  CpuStmtPrinter printer;
+  CExprPrinter expr;
+  CpuStmtPrinter printer(expr);
   file.text += printer.print(func.body, 1);
   file.text += "}\n";
   return file;

@@ -9,6 +9,8 @@
 
 namespace spgen {
 
-GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Program& program);
+// On the cuda target, the driver (run_driver.cu) copies the packed arrays to the GPU and times
+// the kernel with CUDA events.
+GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Program& program, Target target);
 
 }  // namespace spgen

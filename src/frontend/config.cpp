@@ -40,7 +40,7 @@ Format dense_format(int order) {
 }
 
 std::string ScheduleOp::name() const {
-  static const char* names[] = {"reorder", "split", "parallel", "vectorize", "unroll"};
+  static const char* names[] = {"reorder", "split", "parallel", "vectorize", "unroll", "bind"};
   return names[op.index()];
 }
 
@@ -61,6 +61,9 @@ std::string describe_schedule_op(const ScheduleOp& op) {
     }
     std::string operator()(const VectorizeOp& v) const { return "vectorize(" + v.var + ")"; }
     std::string operator()(const UnrollOp& u) const { return "unroll(" + u.var + ", " + std::to_string(u.factor) + ")"; }
+    std::string operator()(const BindOp& b) const {
+      return "bind(" + b.var + ", " + b.to + (b.reduction.empty() ? "" : ", " + b.reduction) + ")";
+    }
   };
   return std::visit(Describe{}, op.op);
 }
@@ -297,7 +300,7 @@ class ConfigReader {
   ScheduleOp read_op(const json& op, int index) const {
     std::string path = "/schedule/" + std::to_string(index);
     expect_object(op, path);
-    if (!op.contains("op")) fail(path, "missing \"op\" (reorder, split, parallel, vectorize or unroll)");
+    if (!op.contains("op")) fail(path, "missing \"op\" (reorder, split, parallel, vectorize, unroll or bind)");
     std::string kind = get_string(op["op"], path + "/op");
     ScheduleOp result;
     result.index = index;
@@ -354,8 +357,24 @@ class ConfigReader {
       if (!op.contains("factor")) fail(path, "missing \"factor\"");
       unroll.factor = get_positive_int(op["factor"], path + "/factor");
       result.op = unroll;
+    } else if (kind == "bind") {
+      check_keys(op, path, {"op", "var", "to", "reduction"});
+      BindOp bind;
+      bind.var = get_var(op, path);
+      if (!op.contains("to")) fail(path, "missing \"to\" (blockIdx.x, blockIdx.y, threadIdx.x, threadIdx.y or warp)");
+      bind.to = get_string(op["to"], path + "/to");
+      static const char* const kIndices[] = {"blockIdx.x", "blockIdx.y", "threadIdx.x", "threadIdx.y", "warp"};
+      if (std::find(std::begin(kIndices), std::end(kIndices), bind.to) == std::end(kIndices))
+        fail(path + "/to", "unknown GPU index \"" + bind.to + "\" (expected blockIdx.x, blockIdx.y, threadIdx.x, "
+                           "threadIdx.y or warp)");
+      if (op.contains("reduction")) {
+        bind.reduction = get_string(op["reduction"], path + "/reduction");
+        if (bind.reduction != "shuffle" && bind.reduction != "atomic")
+          fail(path + "/reduction", "unknown reduction strategy \"" + bind.reduction + "\" (expected shuffle or atomic)");
+      }
+      result.op = bind;
     } else {
-      fail(path + "/op", "unknown schedule op \"" + kind + "\" (expected reorder, split, parallel, vectorize or unroll)");
+      fail(path + "/op", "unknown schedule op \"" + kind + "\" (expected reorder, split, parallel, vectorize, unroll or bind)");
     }
     return result;
   }

@@ -42,9 +42,12 @@ enum class OmpSchedule { Static, Dynamic, Guided };
 struct ParallelOp { std::string var; OmpSchedule schedule = OmpSchedule::Static; int64_t chunk = 0; };
 struct VectorizeOp { std::string var; };
 struct UnrollOp { std::string var; int64_t factor = 0; };
+// cuda: spread a loop's iterations over a GPU index. `to`: blockIdx.x, blockIdx.y, threadIdx.x,
+// threadIdx.y or warp (the 32 lanes of a warp); `reduction`: "shuffle", "atomic" or empty.
+struct BindOp { std::string var, to, reduction; };
 
 struct ScheduleOp {
-  std::variant<ReorderOp, SplitOp, ParallelOp, VectorizeOp, UnrollOp> op;
+  std::variant<ReorderOp, SplitOp, ParallelOp, VectorizeOp, UnrollOp, BindOp> op;
   int index = 0;     // position in the list
   std::string path;  // "/schedule/<index>"
   std::string name() const;  // "reorder", "split", ...

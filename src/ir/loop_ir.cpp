@@ -22,7 +22,8 @@ Expr load(const std::string& buffer, Expr index, ScalarType type) {
 }
 
 static bool is_comparison(BinOp op) {
-  return op == BinOp::Lt || op == BinOp::Le || op == BinOp::Eq || op == BinOp::Ne || op == BinOp::And;
+  return op == BinOp::Lt || op == BinOp::Le || op == BinOp::Eq || op == BinOp::Ne || op == BinOp::And ||
+         op == BinOp::Or;
 }
 
 Expr binary(BinOp op, Expr a, Expr b) {
@@ -52,6 +53,20 @@ Expr cast(ScalarType type, Expr a) {
   if (a->kind == ExprKind::IntImm && (type == ScalarType::Int64 || type == ScalarType::Int32))
     return std::make_shared<IntImm>(static_cast<const IntImm&>(*a).value, type);
   return std::make_shared<Cast>(type, std::move(a));
+}
+
+Expr select(Expr cond, Expr a, Expr b) { return std::make_shared<Select>(std::move(cond), std::move(a), std::move(b)); }
+
+Expr logical_and(Expr a, Expr b) {
+  if (!a) return b;
+  if (!b) return a;
+  return binary(BinOp::And, std::move(a), std::move(b));
+}
+
+Expr logical_or(Expr a, Expr b) {
+  if (!a) return b;
+  if (!b) return a;
+  return binary(BinOp::Or, std::move(a), std::move(b));
 }
 
 Stmt block(std::vector<Stmt> stmts) {
@@ -92,6 +107,10 @@ bool same_expr(const Expr& a, const Expr& b) {
     }
     case ExprKind::Neg: return same_expr(static_cast<const Neg&>(*a).a, static_cast<const Neg&>(*b).a);
     case ExprKind::Cast: return same_expr(static_cast<const Cast&>(*a).a, static_cast<const Cast&>(*b).a);
+    case ExprKind::Select: {
+      auto &x = static_cast<const Select&>(*a), &y = static_cast<const Select&>(*b);
+      return same_expr(x.cond, y.cond) && same_expr(x.a, y.a) && same_expr(x.b, y.b);
+    }
   }
   return false;
 }

@@ -13,8 +13,8 @@ enum class ScalarType { Bool, Int32, Int64, Float32, Float64 };
 const char* scalar_type_name(ScalarType type);  // "int64", ...
 
 // ---- expressions ----
-enum class ExprKind { IntImm, FloatImm, Var, Load, Binary, Neg, Cast };
-enum class BinOp { Add, Sub, Mul, Div, Mod, Min, Max, Lt, Le, Eq, Ne, And };
+enum class ExprKind { IntImm, FloatImm, Var, Load, Binary, Neg, Cast, Select };
+enum class BinOp { Add, Sub, Mul, Div, Mod, Min, Max, Lt, Le, Eq, Ne, And, Or };
 
 struct ExprNode {
   ExprKind kind;
@@ -56,8 +56,14 @@ struct Cast : ExprNode {
   Cast(ScalarType t, Expr x) : ExprNode(ExprKind::Cast, t), a(std::move(x)) {}
 };
 
+// cond ? a : b, evaluating only the chosen operand (a load guarded by its bounds check).
+struct Select : ExprNode {
+  Expr cond, a, b;
+  Select(Expr c, Expr x, Expr y) : ExprNode(ExprKind::Select, x->type), cond(std::move(c)), a(std::move(x)), b(std::move(y)) {}
+};
+
 // ---- statements ----
-enum class StmtKind { Block, For, If, Declare, Assign, Store, Comment };
+enum class StmtKind { Block, For, While, If, Declare, Assign, Store, Comment };
 
 struct StmtNode {
   StmtKind kind;
@@ -80,7 +86,20 @@ struct LoopAnnotations {
   int64_t chunk = 0;  // 0: the runtime's default
   bool vectorized = false;
   int64_t unroll = 0;  // 0: no unroll request
+  // Why the loop must stay sequential and scalar (it advances co-iteration cursors), or empty.
+  std::string sequential_reason;
   std::vector<std::string> simd_reductions;  // scalars a vectorized loop sums into
+  // cuda (`bind`): the GPU index the iterations are spread over: blockIdx.x, blockIdx.y,
+  // threadIdx.x, threadIdx.y, warp (the 32 lanes of a warp) or grid (every thread of the grid:
+  // the output's zero fill); empty: every thread runs the loop in full. A bound loop starts at
+  // its thread's index and strides by the number of threads (or blocks) on that index.
+  std::string bind;
+  int64_t bind_threads = 0;  // threads on a threadIdx/warp/grid index: the block's size along it
+  // How iterations that add into the same output entry combine: "atomic" (the loop's stores into
+  // the output are atomic adds) or "shuffle" (each lane sums into bind_scalars; after the loop
+  // the warp adds them up in lane 0); empty: iterations write distinct entries.
+  std::string bind_reduction;
+  std::vector<std::string> bind_scalars;
 };
 
 // for (var = begin; var < end; ++var) body
@@ -95,6 +114,15 @@ struct For : StmtNode {
   For(std::string l, std::string v, Expr b, Expr e, Stmt s, LoopAnnotations a = {})
       : StmtNode(StmtKind::For), label(std::move(l)), var(std::move(v)), begin(std::move(b)), end(std::move(e)),
         body(std::move(s)), annotations(std::move(a)) {}
+};
+
+// while (cond) body: a co-iteration (two-finger merge) loop. `label` is the index variable it
+// iterates, so schedules can name it in their errors.
+struct While : StmtNode {
+  std::string label;
+  Expr cond;
+  Stmt body;
+  While(std::string l, Expr c, Stmt b) : StmtNode(StmtKind::While), label(std::move(l)), cond(std::move(c)), body(std::move(b)) {}
 };
 
 struct If : StmtNode {
@@ -167,6 +195,9 @@ Expr sub(Expr a, Expr b);
 Expr mul(Expr a, Expr b);
 Expr min(Expr a, Expr b);
 Expr cast(ScalarType type, Expr a);  // no-op when already of that type
+Expr select(Expr cond, Expr a, Expr b);
+Expr logical_and(Expr a, Expr b);  // null operands are "true"
+Expr logical_or(Expr a, Expr b);   // null operands are "false"
 Stmt block(std::vector<Stmt> stmts);  // flattens nested blocks, drops nulls
 
 // Helpers for passes that look at shapes.

@@ -1,5 +1,6 @@
 #include "ir/loop_ir_printer.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace spgen::loops {
@@ -8,6 +9,7 @@ namespace {
 
 int precedence(BinOp op) {
   switch (op) {
+    case BinOp::Or: return 0;
     case BinOp::And: return 1;
     case BinOp::Eq:
     case BinOp::Ne: return 2;
@@ -36,6 +38,7 @@ const char* symbol(BinOp op) {
     case BinOp::Eq: return " == ";
     case BinOp::Ne: return " != ";
     case BinOp::And: return " && ";
+    case BinOp::Or: return " || ";
     default: return "?";
   }
 }
@@ -75,13 +78,20 @@ std::string ExprPrinter::print(const Expr& expr, int parent_precedence) const {
       bool primary = operand->kind == ExprKind::Var || operand->kind == ExprKind::Load || operand->kind == ExprKind::IntImm;
       return print_cast(expr->type, print(operand, 0), primary);
     }
+    case ExprKind::Select: {
+      const auto& node = static_cast<const Select&>(*expr);
+      std::string text = print(node.cond, 1) + " ? " + print(node.a, 1) + " : " + print(node.b, 1);
+      return parent_precedence > 0 ? "(" + text + ")" : text;
+    }
     case ExprKind::Binary: {
       const auto& node = static_cast<const Binary&>(*expr);
       if (node.op == BinOp::Min || node.op == BinOp::Max)
         return print_min_max(node.op, print(node.a, 0), print(node.b, 0), node.type);
       int p = precedence(node.op);
+      // `a && b || c` is printed `(a && b) || c`, as compilers ask (-Wparentheses).
+      int operand_floor = node.op == BinOp::Or ? precedence(BinOp::And) + 1 : p;
       // Left-associative: the right operand needs parentheses at equal precedence.
-      std::string text = print(node.a, p) + symbol(node.op) + print(node.b, p + 1);
+      std::string text = print(node.a, operand_floor) + symbol(node.op) + print(node.b, std::max(operand_floor, p + 1));
       return p < parent_precedence ? "(" + text + ")" : text;
     }
   }
@@ -105,6 +115,12 @@ class Stage2Dumper {
         out += pad + "for " + node.label;
         if (node.var != node.label) out += " at " + node.var;
         out += " in [" + printer.print(node.begin) + ", " + printer.print(node.end) + ")" + annotations(node.annotations) + ":\n";
+        stmt(node.body, depth + 1);
+        return;
+      }
+      case StmtKind::While: {
+        const auto& node = static_cast<const While&>(*s);
+        out += pad + "while " + node.label + " (" + printer.print(node.cond) + "):\n";
         stmt(node.body, depth + 1);
         return;
       }
@@ -155,6 +171,14 @@ class Stage2Dumper {
       for (const std::string& r : a.simd_reductions) text += " +" + r;
     }
     if (a.unroll) text += " unroll(" + std::to_string(a.unroll) + ")";
+    if (!a.sequential_reason.empty()) text += " sequential";
+    if (!a.bind.empty()) {
+      text += " bind(" + a.bind;
+      if (a.bind_threads) text += ", " + std::to_string(a.bind_threads) + " threads";
+      if (!a.bind_reduction.empty()) text += ", " + a.bind_reduction;
+      for (const std::string& s : a.bind_scalars) text += " +" + s;
+      text += ")";
+    }
     return text;
   }
 

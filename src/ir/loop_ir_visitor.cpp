@@ -13,6 +13,7 @@ void IRVisitor::visit(const Expr& expr) {
     case ExprKind::Binary: return visit_binary(static_cast<const Binary&>(*expr));
     case ExprKind::Neg: return visit_neg(static_cast<const Neg&>(*expr));
     case ExprKind::Cast: return visit_cast(static_cast<const Cast&>(*expr));
+    case ExprKind::Select: return visit_select(static_cast<const Select&>(*expr));
   }
 }
 
@@ -20,6 +21,7 @@ void IRVisitor::visit(const Stmt& stmt) {
   switch (stmt->kind) {
     case StmtKind::Block: return visit_block(static_cast<const Block&>(*stmt));
     case StmtKind::For: return visit_for(static_cast<const For&>(*stmt));
+    case StmtKind::While: return visit_while(static_cast<const While&>(*stmt));
     case StmtKind::If: return visit_if(static_cast<const If&>(*stmt));
     case StmtKind::Declare: return visit_declare(static_cast<const Declare&>(*stmt));
     case StmtKind::Assign: return visit_assign(static_cast<const Assign&>(*stmt));
@@ -37,6 +39,7 @@ Expr IRMutator::mutate(const Expr& expr) {
     case ExprKind::Binary: return mutate_binary(static_cast<const Binary&>(*expr), expr);
     case ExprKind::Neg: return mutate_neg(static_cast<const Neg&>(*expr), expr);
     case ExprKind::Cast: return mutate_cast(static_cast<const Cast&>(*expr), expr);
+    case ExprKind::Select: return mutate_select(static_cast<const Select&>(*expr), expr);
   }
   return expr;
 }
@@ -46,6 +49,7 @@ Stmt IRMutator::mutate(const Stmt& stmt) {
   switch (stmt->kind) {
     case StmtKind::Block: return mutate_block(static_cast<const Block&>(*stmt), stmt);
     case StmtKind::For: return mutate_for(static_cast<const For&>(*stmt), stmt);
+    case StmtKind::While: return mutate_while(static_cast<const While&>(*stmt), stmt);
     case StmtKind::If: return mutate_if(static_cast<const If&>(*stmt), stmt);
     case StmtKind::Declare: return mutate_declare(static_cast<const Declare&>(*stmt), stmt);
     case StmtKind::Assign: return mutate_assign(static_cast<const Assign&>(*stmt), stmt);
@@ -73,6 +77,17 @@ Expr IRMutator::mutate_neg(const Neg& node, const Expr& self) {
 Expr IRMutator::mutate_cast(const Cast& node, const Expr& self) {
   Expr a = mutate(node.a);
   return a == node.a ? self : std::make_shared<Cast>(node.type, a);
+}
+
+Expr IRMutator::mutate_select(const Select& node, const Expr& self) {
+  Expr cond = mutate(node.cond), a = mutate(node.a), b = mutate(node.b);
+  return cond == node.cond && a == node.a && b == node.b ? self : std::make_shared<Select>(cond, a, b);
+}
+
+Stmt IRMutator::mutate_while(const While& node, const Stmt& self) {
+  Expr cond = mutate(node.cond);
+  Stmt body = mutate(node.body);
+  return cond == node.cond && body == node.body ? self : std::make_shared<While>(node.label, cond, body);
 }
 
 Stmt IRMutator::mutate_block(const Block& node, const Stmt& self) {
@@ -146,6 +161,40 @@ bool stmt_reads_var(const Stmt& stmt, const std::string& name) {
   VarCollector collector;
   collector.visit(stmt);
   return std::find(collector.names.begin(), collector.names.end(), name) != collector.names.end();
+}
+
+std::vector<std::string> scalars_assigned_outside(const Stmt& stmt) {
+  struct Finder : IRVisitor {
+    std::vector<std::string> assigned;
+    std::vector<std::string> declared;
+    void visit_assign(const Assign& node) override {
+      if (std::find(assigned.begin(), assigned.end(), node.name) == assigned.end()) assigned.push_back(node.name);
+      IRVisitor::visit_assign(node);
+    }
+    void visit_declare(const Declare& node) override {
+      declared.push_back(node.name);
+      IRVisitor::visit_declare(node);
+    }
+  } finder;
+  finder.visit(stmt);
+  std::vector<std::string> outside;
+  for (const std::string& name : finder.assigned)
+    if (std::find(finder.declared.begin(), finder.declared.end(), name) == finder.declared.end()) outside.push_back(name);
+  return outside;
+}
+
+bool stores_into(const Stmt& stmt, const std::string& buffer) {
+  struct Finder : IRVisitor {
+    const std::string* buffer;
+    bool found = false;
+    void visit_store(const Store& node) override {
+      found |= node.buffer == *buffer;
+      IRVisitor::visit_store(node);
+    }
+  } finder;
+  finder.buffer = &buffer;
+  finder.visit(stmt);
+  return finder.found;
 }
 
 }  // namespace spgen::loops

@@ -20,8 +20,10 @@ class IRVisitor {
   virtual void visit_binary(const Binary& node) { visit(node.a); visit(node.b); }
   virtual void visit_neg(const Neg& node) { visit(node.a); }
   virtual void visit_cast(const Cast& node) { visit(node.a); }
+  virtual void visit_select(const Select& node) { visit(node.cond); visit(node.a); visit(node.b); }
   virtual void visit_block(const Block& node) { for (const Stmt& s : node.stmts) visit(s); }
   virtual void visit_for(const For& node) { visit(node.begin); visit(node.end); visit(node.body); }
+  virtual void visit_while(const While& node) { visit(node.cond); visit(node.body); }
   virtual void visit_if(const If& node) { visit(node.cond); visit(node.then_case); if (node.else_case) visit(node.else_case); }
   virtual void visit_declare(const Declare& node) { visit(node.init); }
   virtual void visit_assign(const Assign& node) { visit(node.value); }
@@ -41,8 +43,10 @@ class IRMutator {
   virtual Expr mutate_binary(const Binary& node, const Expr& self);
   virtual Expr mutate_neg(const Neg& node, const Expr& self);
   virtual Expr mutate_cast(const Cast& node, const Expr& self);
+  virtual Expr mutate_select(const Select& node, const Expr& self);
   virtual Stmt mutate_block(const Block& node, const Stmt& self);
   virtual Stmt mutate_for(const For& node, const Stmt& self);
+  virtual Stmt mutate_while(const While& node, const Stmt& self);
   virtual Stmt mutate_if(const If& node, const Stmt& self);
   virtual Stmt mutate_declare(const Declare& node, const Stmt& self);
   virtual Stmt mutate_assign(const Assign& node, const Stmt& self);
@@ -53,5 +57,9 @@ class IRMutator {
 std::vector<std::string> vars_read(const Expr& expr);
 bool reads_var(const Expr& expr, const std::string& name);
 bool stmt_reads_var(const Stmt& stmt, const std::string& name);
+// Scalars a statement assigns (`=` or `+=`) but does not declare, in first-assignment order:
+// the sums a loop body keeps in variables declared outside it.
+std::vector<std::string> scalars_assigned_outside(const Stmt& stmt);
+bool stores_into(const Stmt& stmt, const std::string& buffer);
 
 }  // namespace spgen::loops

@@ -1,5 +1,7 @@
 #include "passes/auto_schedule.h"
 
+#include <set>
+
 #include "ir/loop_ir_visitor.h"
 
 namespace spgen {
@@ -36,18 +38,17 @@ std::vector<const For*> loop_spine(const Stmt& body) {
   return spine;
 }
 
-bool stores_to(const Stmt& body, const std::string& buffer) {
+bool contains_any_loop(const Stmt& body) {
   struct Finder : IRVisitor {
-    std::string buffer;
     bool found = false;
-    void visit_store(const Store& node) override { found |= node.buffer == buffer; }
+    void visit_for(const For&) override { found = true; }
+    void visit_while(const While&) override { found = true; }
   } finder;
-  finder.buffer = buffer;
   finder.visit(body);
   return finder.found;
 }
 
-ScheduleOp make_op(std::variant<ReorderOp, SplitOp, ParallelOp, VectorizeOp, UnrollOp> op, int index) {
+ScheduleOp make_op(decltype(ScheduleOp::op) op, int index) {
   ScheduleOp result;
   result.op = std::move(op);
   result.index = index;
@@ -55,20 +56,75 @@ ScheduleOp make_op(std::variant<ReorderOp, SplitOp, ParallelOp, VectorizeOp, Unr
   return result;
 }
 
+// `wanted`, or `wanted_2`, ...: a name no loop, declaration, parameter or index variable has.
+std::string unused_name(const LoweredFunc& func, const sparse::Program& program, const std::string& wanted) {
+  struct Names : IRVisitor {
+    std::set<std::string> used;
+    void visit_for(const For& node) override {
+      used.insert({node.label, node.var});
+      IRVisitor::visit_for(node);
+    }
+    void visit_declare(const Declare& node) override { used.insert(node.name); }
+  } names;
+  names.visit(func.body);
+  for (const Param& p : func.params) names.used.insert(p.name);
+  names.used.insert(program.index_vars.begin(), program.index_vars.end());
+  std::string name = wanted;
+  for (int k = 2; names.used.count(name); ++k) name = wanted + "_" + std::to_string(k);
+  return name;
+}
+
+// cuda: the outermost loop is spread over blocks and threads. When the innermost loop is dense
+// (SpMM's and SDDMM's k, MTTKRP's j), or the loop inside the outermost sums into a scalar (CSR
+// SpMV's row sum), each warp takes one outer iteration ("warp per row", 4 rows per block) and
+// its lanes share that inner loop; otherwise each thread takes one outer iteration, 128 threads
+// per block. Reduction loops spread over threads combine with a shuffle when they sum into a
+// scalar, else with atomics.
+std::vector<ScheduleOp> auto_schedule_cuda(const LoweredFunc& func, const sparse::Program& program,
+                                           const std::vector<const For*>& spine) {
+  const For* outer = spine.front();
+  if (!outer->annotations.sequential_reason.empty()) return {};
+  auto strategy = [&](const For& loop) -> std::string {
+    if (!is_reduction(program, loop.label)) return "";
+    bool sums_into_scalar = !scalars_assigned_outside(loop.body).empty();
+    return sums_into_scalar && !stores_into(loop.body, program.output().values) ? "shuffle" : "atomic";
+  };
+  const For* lanes = nullptr;
+  if (spine.size() > 1 && !is_reduction(program, outer->label)) {
+    const For* inner = spine.back();
+    if (inner->var == inner->label && inner->annotations.sequential_reason.empty()) lanes = inner;
+    else if (strategy(*spine[1]) == "shuffle" && spine[1]->annotations.sequential_reason.empty()) lanes = spine[1];
+  }
+  std::string blocks = unused_name(func, program, outer->label + "0");
+  std::string threads = unused_name(func, program, outer->label + "1");
+  std::string outer_strategy = strategy(*outer);
+  if (outer_strategy == "shuffle") return {};  // the whole nest sums into one scalar: one thread
+  std::vector<ScheduleOp> ops;
+  auto add = [&](decltype(ScheduleOp::op) op) { ops.push_back(make_op(std::move(op), static_cast<int>(ops.size()))); };
+  add(SplitOp{outer->label, lanes ? 4 : 128, blocks, threads});
+  add(BindOp{blocks, "blockIdx.x", outer_strategy});
+  add(BindOp{threads, lanes ? "threadIdx.y" : "threadIdx.x", outer_strategy});
+  if (lanes) add(BindOp{lanes->label, "warp", strategy(*lanes)});
+  return ops;
+}
+
 }  // namespace
 
-std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Program& program) {
+std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Program& program, Target target) {
   std::vector<ScheduleOp> ops;
   std::vector<const For*> spine = loop_spine(func.body);
   if (spine.empty()) return ops;
+  if (target == Target::Cuda) return auto_schedule_cuda(func, program, spine);
   const For* outer = spine.front();
-  if (!is_reduction(program, outer->label))
+  bool outer_parallel_ok = !is_reduction(program, outer->label) && outer->annotations.sequential_reason.empty();
+  if (outer_parallel_ok)
     ops.push_back(make_op(ParallelOp{outer->label, OmpSchedule::Dynamic, 16}, static_cast<int>(ops.size())));
   // Vectorize an innermost dense loop (contiguous accesses) unless it sums into one output entry.
   const For* inner = spine.back();
   bool dense_loop = inner->var == inner->label;
-  bool sums_into_output = is_reduction(program, inner->label) && stores_to(inner->body, program.output().values);
-  if (inner != outer && dense_loop && !sums_into_output)
+  bool sums_into_output = is_reduction(program, inner->label) && stores_into(inner->body, program.output().values);
+  bool innermost = !contains_any_loop(inner->body) && inner->annotations.sequential_reason.empty();
+  if (inner != outer && dense_loop && innermost && !sums_into_output)
     ops.push_back(make_op(VectorizeOp{inner->label}, static_cast<int>(ops.size())));
   return ops;
 }

@@ -1,7 +1,8 @@
 // `"schedule": "auto"`: picks schedule ops from the loop nest's shape, as explicit ops that then
 // go through the same checks as a hand-written schedule: the outermost loop runs in parallel
 // (dynamically balanced, for skewed rows) when it is race-free, and an innermost dense loop is
-// vectorized.
+// vectorized. On the cuda target the outermost loop is bound to blocks and threads, with a warp
+// per outer iteration when an inner loop suits its lanes (see auto_schedule.cpp, docs/cuda.md).
 #pragma once
 
 #include <vector>
@@ -12,6 +13,6 @@
 
 namespace spgen {
 
-std::vector<ScheduleOp> auto_schedule(const loops::LoweredFunc& func, const sparse::Program& program);
+std::vector<ScheduleOp> auto_schedule(const loops::LoweredFunc& func, const sparse::Program& program, Target target);
 
 }  // namespace spgen

@@ -1,6 +1,7 @@
 #include "passes/lower_to_loops.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -23,6 +24,19 @@ namespace {
 using Conjunction = std::set<std::string>;
 using IterationSpace = std::vector<Conjunction>;
 
+enum class LoopKind {
+  Dense,   // for v in [0, dim_v)
+  Driven,  // for p over the one compressed level that stores v
+  Merge,   // co-iteration of several compressed levels (or of one within a dense term)
+};
+
+struct LoopPlan {
+  LoopKind kind = LoopKind::Dense;
+  std::vector<int> axes;        // the compressed axes it iterates
+  bool dense_universe = false;  // some term has no compressed factor on v: visit every coordinate
+  IterationSpace space;
+};
+
 class Lowering {
  public:
   Lowering(const sparse::Program& program, const Config& config)
@@ -34,7 +48,7 @@ class Lowering {
     func.name = program_.kernel_name;
     reserve_names();
     func.params = make_params();
-    plan_drivers();
+    plan_loops();
     plan_positions();
     plan_output();
     std::vector<Stmt> body;
@@ -189,33 +203,34 @@ class Lowering {
     throw CompileError(format_config_error(config_.file, "/tensors", message));
   }
 
-  void plan_drivers() {
+  // How each loop visits its index variable.
+  void plan_loops() {
     const auto& iterators = program_.iteration.iterators;
-    drivers_.assign(iterators.size(), -1);
+    plans_.assign(iterators.size(), LoopPlan{});
     for (size_t d = 0; d < iterators.size(); ++d) {
+      LoopPlan& plan = plans_[d];
       const std::string& var = iterators[d].var;
-      IterationSpace space = iteration_space(*program_.iteration.body, var);
+      plan.space = iteration_space(*program_.iteration.body, var);
       std::set<std::string> sparse_tensors;
-      bool has_dense_term = false;
-      for (const Conjunction& c : space) {
+      for (const Conjunction& c : plan.space) {
         sparse_tensors.insert(c.begin(), c.end());
-        has_dense_term |= c.empty();
+        plan.dense_universe |= c.empty();
       }
-      if (sparse_tensors.empty()) continue;  // a dense loop
-      std::string names;
-      for (const std::string& t : sparse_tensors) names += (names.empty() ? "" : " and ") + t;
-      if (has_dense_term)
-        throw_unsupported("index " + var + " must be iterated densely (a term of the right-hand side does not "
-                          "involve a tensor that stores it compressed), but " + names +
-                          " stores it compressed; adding a sparse operand to a dense one needs co-iteration, "
-                          "which is not supported yet: store " + names + " dense");
-      if (sparse_tensors.size() > 1)
-        throw_unsupported("index " + var + " is stored compressed by " + names +
-                              ": co-iterating several sparse operands is not supported yet; store all but one of "
-                              "them dense");
-      int axis = compressed_axis(*sparse_tensors.begin(), var);
-      drivers_[d] = axis;
+      for (const std::string& t : sparse_tensors) plan.axes.push_back(compressed_axis(t, var));
+      if (sparse_tensors.empty()) plan.kind = LoopKind::Dense;
+      else if (sparse_tensors.size() == 1 && !plan.dense_universe) plan.kind = LoopKind::Driven;
+      else plan.kind = LoopKind::Merge;
     }
+  }
+
+  // The loop at `depth` visits every coordinate of its variable (so no output entry is skipped).
+  bool visits_every_coordinate(int depth) const {
+    return plans_[depth].kind == LoopKind::Dense || (plans_[depth].kind == LoopKind::Merge && plans_[depth].dense_universe);
+  }
+
+  bool iterates_axis(int depth, int axis) const {
+    const std::vector<int>& axes = plans_[depth].axes;
+    return std::find(axes.begin(), axes.end(), axis) != axes.end();
   }
 
   // ---- positions of each tensor's levels ----
@@ -242,8 +257,8 @@ class Lowering {
           position.ready_depth = std::max(parent_depth, depth);
           position.value = add(mul(parent, var(axis.length)), var(axis.index_var));
         } else {
-          if (drivers_[depth] != buffer.axes[level])
-            throw std::logic_error("compressed level " + axis.name + " does not drive its loop");
+          if (!iterates_axis(depth, buffer.axes[level]))
+            throw std::logic_error("compressed level " + axis.name + " is not iterated by its loop");
           position.ready_depth = depth;
         }
         parent = var(position.name);
@@ -273,7 +288,7 @@ class Lowering {
     output_overwrites_ = !accumulate && !reduction_outside;
     bool some_entry_unvisited = false;
     if (output.shares_structure_with.empty())
-      for (const std::string& var : output.indices) some_entry_unvisited |= drivers_[program_.depth_of(var)] >= 0;
+      for (const std::string& var : output.indices) some_entry_unvisited |= !visits_every_coordinate(program_.depth_of(var));
     needs_zero_fill_ = !accumulate && (reduction_outside || some_entry_unvisited);
     if (scalar_accumulator_) accumulator_ = fresh_name("acc");
     split_hoistable_factors();
@@ -317,8 +332,12 @@ class Lowering {
 
   Expr lower_expr(const ast::Expr& expr) const {
     switch (expr.kind) {
-      case ast::ExprKind::Access:
-        return load(program_.buffer(expr.access.tensor).values, value_position(expr.access.tensor), value_type_);
+      case ast::ExprKind::Access: {
+        const std::string& tensor = expr.access.tensor;
+        Expr value = load(program_.buffer(tensor).values, value_position(tensor), value_type_);
+        Expr present = presence(tensor);
+        return present ? select(present, value, std::make_shared<FloatImm>(0.0, "0", value_type_)) : value;
+      }
       case ast::ExprKind::Literal: return std::make_shared<FloatImm>(expr.value, expr.literal, value_type_);
       case ast::ExprKind::Neg: return std::make_shared<Neg>(lower_expr(*expr.lhs));
       default: break;
@@ -328,6 +347,15 @@ class Lowering {
                : expr.kind == ast::ExprKind::Mul ? BinOp::Mul
                                                  : BinOp::Div;
     return binary(op, lower_expr(*expr.lhs), lower_expr(*expr.rhs));
+  }
+
+  // The tensor is stored at the current point (null: always, no merge loop around here involves it).
+  Expr presence(const std::string& tensor) const {
+    auto found = presence_.find(program_.structure_of(program_.buffer(tensor)).tensor);
+    if (found == presence_.end()) return nullptr;
+    Expr all;
+    for (const std::string& flag : found->second) all = logical_and(all, var(flag, ScalarType::Bool));
+    return all;
   }
 
   Expr structure_size(const sparse::SparseBuffer& buffer) const {
@@ -401,32 +429,163 @@ class Lowering {
   }
 
   Stmt loop(int depth) {
-    const std::string& index_var = program_.iteration.iterators[depth].var;
-    int driver = drivers_[depth];
-    std::vector<Stmt> body;
-    if (driver < 0) {
-      append(body, position_declares(depth));
-      body.push_back(loop_nest(depth + 1));
-      return std::make_shared<For>(index_var, index_var, int64(0), var(dim_name(index_var)), block(std::move(body)));
+    switch (plans_[depth].kind) {
+      case LoopKind::Dense: return dense_loop(depth);
+      case LoopKind::Driven: return driven_loop(depth);
+      case LoopKind::Merge: return merge_loop(depth);
     }
-    const sparse::Axis& axis = program_.axes[driver];
+    return nullptr;
+  }
+
+  Stmt dense_loop(int depth) {
+    const std::string& index_var = program_.iteration.iterators[depth].var;
+    std::vector<Stmt> body = position_declares(depth);
+    body.push_back(loop_nest(depth + 1));
+    return std::make_shared<For>(index_var, index_var, int64(0), var(dim_name(index_var)), block(std::move(body)));
+  }
+
+  // The bounds of a compressed level's positions under its parent: empty where the parent is
+  // absent in an enclosing merge.
+  std::pair<Expr, Expr> level_range(const sparse::Axis& axis) const {
     const std::vector<LevelPosition>& levels = positions_.at(axis.tensor);
-    const std::string& position = levels[axis.level].name;
     Expr parent = axis.level == 0 ? int64(0) : var(levels[axis.level - 1].name);
+    Expr begin = cast(ScalarType::Int64, load(axis.pos, parent, index_type_));
+    Expr end = cast(ScalarType::Int64, load(axis.pos, add(parent, int64(1)), index_type_));
+    if (Expr present = presence(axis.tensor)) {
+      begin = select(present, begin, int64(0));
+      end = select(present, end, int64(0));
+    }
+    return {begin, end};
+  }
+
+  Stmt driven_loop(int depth) {
+    const std::string& index_var = program_.iteration.iterators[depth].var;
+    const sparse::Axis& axis = program_.axes[plans_[depth].axes.front()];
+    const std::string& position = positions_.at(axis.tensor)[axis.level].name;
+    std::vector<Stmt> body;
     body.push_back(std::make_shared<Declare>(index_var, ScalarType::Int64,
                                              cast(ScalarType::Int64, load(axis.crd, var(position), index_type_)), false));
     append(body, position_declares(depth));
     body.push_back(loop_nest(depth + 1));
-    return std::make_shared<For>(index_var, position, cast(ScalarType::Int64, load(axis.pos, parent, index_type_)),
-                                 cast(ScalarType::Int64, load(axis.pos, add(parent, int64(1)), index_type_)),
-                                 block(std::move(body)));
+    auto [begin, end] = level_range(axis);
+    return std::make_shared<For>(index_var, position, begin, end, block(std::move(body)));
+  }
+
+  // Co-iteration. With a dense term, a dense loop visits every coordinate and each compressed
+  // level keeps a cursor that advances when its coordinate comes up. Otherwise a two-finger
+  // merge visits the coordinates of the compressed levels in increasing order, runs the body
+  // where the iteration space holds (A and B for a product, A or B for a sum), and advances
+  // every cursor that sat on the coordinate.
+  Stmt merge_loop(int depth) {
+    const LoopPlan& plan = plans_[depth];
+    const std::string& index_var = program_.iteration.iterators[depth].var;
+    struct Cursor {
+      const sparse::Axis* axis;
+      std::string position, end, coordinate, present;
+    };
+    std::vector<Cursor> cursors;
+    std::vector<Stmt> setup;
+    std::string names;
+    for (int id : plan.axes) {
+      const sparse::Axis& axis = program_.axes[id];
+      Cursor c{&axis, positions_.at(axis.tensor)[axis.level].name, "", "", ""};
+      c.end = fresh_name(c.position + "_end");
+      c.coordinate = fresh_name(index_var + axis.tensor);
+      c.present = fresh_name("in" + axis.tensor);
+      auto [begin, end] = level_range(axis);
+      setup.push_back(std::make_shared<Declare>(c.position, ScalarType::Int64, begin, true));
+      setup.push_back(std::make_shared<Declare>(c.end, ScalarType::Int64, end, false));
+      names += (names.empty() ? "" : ", ") + axis.tensor;
+      cursors.push_back(c);
+    }
+    auto coordinate_at = [&](const Cursor& c) {
+      return cast(ScalarType::Int64, load(c.axis->crd, var(c.position), index_type_));
+    };
+    auto not_done = [&](const Cursor& c) { return binary(BinOp::Lt, var(c.position), var(c.end)); };
+
+    std::vector<Stmt> body;
+    if (!plan.dense_universe) {
+      // The next coordinate: the least one under any cursor (exhausted cursors never win).
+      Expr least;
+      for (const Cursor& c : cursors) {
+        body.push_back(std::make_shared<Declare>(
+            c.coordinate, ScalarType::Int64,
+            select(not_done(c), coordinate_at(c), int64(std::numeric_limits<int64_t>::max())), false));
+        least = least ? min(least, var(c.coordinate)) : var(c.coordinate);
+      }
+      body.push_back(std::make_shared<Declare>(index_var, ScalarType::Int64, least, false));
+      for (const Cursor& c : cursors)
+        body.push_back(std::make_shared<Declare>(c.present, ScalarType::Bool,
+                                                 binary(BinOp::Eq, var(c.coordinate), var(index_var)), false));
+    } else {
+      for (const Cursor& c : cursors)
+        body.push_back(std::make_shared<Declare>(
+            c.present, ScalarType::Bool,
+            logical_and(not_done(c), binary(BinOp::Eq, coordinate_at(c), var(index_var))), false));
+    }
+    append(body, position_declares(depth));
+    // Inside the guard, a tensor that every conjunction needs is known to be present.
+    std::vector<const Cursor*> maybe_absent;
+    for (const Cursor& c : cursors)
+      if (plan.dense_universe || !in_every_conjunction(plan.space, c.axis->tensor)) maybe_absent.push_back(&c);
+    for (const Cursor* c : maybe_absent) presence_[c->axis->tensor].push_back(c->present);
+    Stmt inner = loop_nest(depth + 1);
+    for (const Cursor* c : maybe_absent) presence_[c->axis->tensor].pop_back();
+    body.push_back(guarded(plan, cursors, inner));
+    for (const Cursor& c : cursors)
+      body.push_back(std::make_shared<Assign>(c.position, cast(ScalarType::Int64, var(c.present, ScalarType::Bool)), true));
+
+    Stmt loop;
+    if (plan.dense_universe) {
+      setup.insert(setup.begin(), std::make_shared<Comment>("co-iterate " + index_var + ": every coordinate, with cursors into " + names));
+      LoopAnnotations sequential;
+      sequential.sequential_reason = "it advances co-iteration cursors into " + names;
+      loop = std::make_shared<For>(index_var, index_var, int64(0), var(dim_name(index_var)), block(std::move(body)), sequential);
+    } else {
+      // Keep going while some conjunction of the iteration space can still hold.
+      Expr more;
+      for (const Conjunction& conjunction : plan.space) {
+        Expr all;
+        for (const Cursor& c : cursors)
+          if (conjunction.count(c.axis->tensor)) all = logical_and(all, not_done(c));
+        more = logical_or(more, all);
+      }
+      setup.insert(setup.begin(), std::make_shared<Comment>("co-iterate " + index_var + ": two-finger merge of " + names));
+      loop = std::make_shared<While>(index_var, more, block(std::move(body)));
+    }
+    setup.push_back(loop);
+    return block(std::move(setup));
+  }
+
+  static bool in_every_conjunction(const IterationSpace& space, const std::string& tensor) {
+    return std::all_of(space.begin(), space.end(), [&](const Conjunction& c) { return c.count(tensor) > 0; });
+  }
+
+  // Runs `inner` only where the iteration space holds; a pure union needs no test (the least
+  // coordinate is present in some operand by construction).
+  template <class Cursors>
+  Stmt guarded(const LoopPlan& plan, const Cursors& cursors, Stmt inner) const {
+    if (plan.dense_universe) return inner;
+    bool pure_union = std::all_of(plan.space.begin(), plan.space.end(), [](const Conjunction& c) { return c.size() == 1; });
+    if (pure_union) return inner;
+    Expr holds;
+    for (const Conjunction& conjunction : plan.space) {
+      Expr all;
+      for (const auto& c : cursors)
+        if (conjunction.count(c.axis->tensor)) all = logical_and(all, var(c.present, ScalarType::Bool));
+      holds = logical_or(holds, all);
+    }
+    return std::make_shared<If>(holds, inner, nullptr);
   }
 
   const sparse::Program& program_;
   const Config& config_;
   ScalarType value_type_, index_type_;
   std::set<std::string> used_names_;
-  std::vector<int> drivers_;  // per loop depth: the compressed axis it iterates, or -1 (dense)
+  std::vector<LoopPlan> plans_;  // per loop depth
+  // Per tensor, the "present here" flags of the merge loops around the code being built: where
+  // one is false the tensor stores nothing, so its value reads as zero and its children are empty.
+  std::map<std::string, std::vector<std::string>> presence_;
   std::map<std::string, std::vector<LevelPosition>> positions_;
   int output_depth_ = -1;
   bool scalar_accumulator_ = false, output_overwrites_ = false, needs_zero_fill_ = false;

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "ir/loop_ir_visitor.h"
+#include "passes/gpu_bindings.h"
 
 namespace spgen {
 
@@ -70,9 +71,26 @@ class FindLoops : public IRVisitor {
 };
 
 bool contains_loop(const Stmt& stmt) {
-  FindLoops finder;
+  struct Finder : IRVisitor {
+    bool found = false;
+    void visit_for(const For&) override { found = true; }
+    void visit_while(const While&) override { found = true; }
+  } finder;
   finder.visit(stmt);
-  return !finder.found.empty();
+  return finder.found;
+}
+
+// Labels of co-iteration (while) loops, which no schedule op can transform.
+std::vector<std::string> merge_loop_labels(const Stmt& stmt) {
+  struct Finder : IRVisitor {
+    std::vector<std::string> labels;
+    void visit_while(const While& node) override {
+      labels.push_back(node.label);
+      IRVisitor::visit_while(node);
+    }
+  } finder;
+  finder.visit(stmt);
+  return finder.labels;
 }
 
 class Scheduler {
@@ -80,6 +98,8 @@ class Scheduler {
   Scheduler(LoweredFunc& func, const sparse::Program& program, const Config& config)
       : func_(func), program_(program), config_(config) {
     for (const sparse::Iterator& it : program.iteration.iterators) origin_[it.var] = it.var;
+    for (const LoopInfo& info : loops())
+      if (info.loop->var != info.loop->label) positional_.insert(info.loop->label);
   }
 
   void apply(const ScheduleOp& op) {
@@ -88,6 +108,7 @@ class Scheduler {
   }
 
   void finish() {
+    if (config_.target == Target::Cuda) return finish_gpu_bindings(func_, program_, config_, bindings_, {origin_, positional_});
     if (!any_parallel_) return;
     // The zero fill runs before the loop nest; when the nest is parallel, so is the fill.
     for (const LoopInfo& info : loops())
@@ -108,6 +129,10 @@ class Scheduler {
     std::vector<LoopInfo> all = loops();
     for (const LoopInfo& info : all)
       if (info.loop->label == label) return info;
+    for (const std::string& merge : merge_loop_labels(func_.body))
+      if (merge == label)
+        fail("loop " + label + " co-iterates several sparse operands (a two-finger merge), which no schedule op "
+             "can transform");
     std::string known;
     for (const LoopInfo& info : all)
       if (info.loop->label.rfind("zero ", 0) != 0) known += (known.empty() ? "" : ", ") + info.loop->label;
@@ -155,6 +180,7 @@ class Scheduler {
     const For& loop = *info.loop;
     if (loop.annotations.parallel || loop.annotations.vectorized)
       fail("split " + split.var + " before making it parallel or vectorized");
+    if (!loop.annotations.bind.empty()) fail("split " + split.var + " before binding it");
     std::vector<Stmt> prologue;
     Expr begin = loop.begin, extent = loop.end;
     // Bounds that read memory are computed once, before the split loops.
@@ -178,6 +204,7 @@ class Scheduler {
     func_.body = RewriteLoop(split.var, [&](const For&) { return replacement; }).mutate(func_.body);
     origin_[split.outer] = origin_.at(split.var);
     origin_[split.inner] = origin_.at(split.var);
+    if (positional_.count(split.var)) positional_.insert({split.outer, split.inner});
   }
 
   // ---- reorder of loops (stage II) ----
@@ -308,8 +335,15 @@ class Scheduler {
   }
 
   // ---- parallel ----
+  void refuse_sequential(const LoopInfo& info, const char* action) const {
+    if (!info.loop->annotations.sequential_reason.empty())
+      fail("cannot " + std::string(action) + " " + info.loop->label + ": " + info.loop->annotations.sequential_reason);
+  }
+
   void apply_op(const ParallelOp& parallel) {
+    if (config_.target == Target::Cuda) fail("parallel is OpenMP's, for the cpu target: use bind on the cuda target");
     LoopInfo info = find(parallel.var);
+    refuse_sequential(info, "parallelize");
     if (is_reduction(parallel.var))
       fail("cannot parallelize " + parallel.var + ": it iterates the reduction index " + origin_.at(parallel.var) +
            ", so threads would race on the same entries of " + program_.output().tensor +
@@ -330,7 +364,9 @@ class Scheduler {
 
   // ---- vectorize ----
   void apply_op(const VectorizeOp& vectorize) {
+    if (config_.target == Target::Cuda) fail("vectorize is OpenMP's, for the cpu target: use bind on the cuda target");
     LoopInfo info = find(vectorize.var);
+    refuse_sequential(info, "vectorize");
     if (contains_loop(info.loop->body)) fail("loop " + vectorize.var + " is not innermost; only innermost loops can be vectorized");
     std::vector<std::string> reductions = accumulated_scalars(*info.loop);
     if (is_reduction(vectorize.var) && writes_output(*info.loop))
@@ -342,40 +378,10 @@ class Scheduler {
     });
   }
 
-  bool writes_output(const For& loop) const {
-    struct Finder : IRVisitor {
-      std::string buffer;
-      bool found = false;
-      void visit_store(const Store& node) override {
-        found |= node.buffer == buffer;
-        IRVisitor::visit_store(node);
-      }
-    } finder;
-    finder.buffer = program_.output().values;
-    finder.visit(loop.body);
-    return finder.found;
-  }
+  bool writes_output(const For& loop) const { return stores_into(loop.body, program_.output().values); }
 
   // Scalars declared outside the loop that its body adds into: a vectorized loop must reduce them.
-  static std::vector<std::string> accumulated_scalars(const For& loop) {
-    struct Finder : IRVisitor {
-      std::vector<std::string> assigned;
-      std::set<std::string> declared;
-      void visit_assign(const Assign& node) override {
-        if (std::find(assigned.begin(), assigned.end(), node.name) == assigned.end()) assigned.push_back(node.name);
-        IRVisitor::visit_assign(node);
-      }
-      void visit_declare(const Declare& node) override {
-        declared.insert(node.name);
-        IRVisitor::visit_declare(node);
-      }
-    } finder;
-    finder.visit(loop.body);
-    std::vector<std::string> outside;
-    for (const std::string& name : finder.assigned)
-      if (!finder.declared.count(name)) outside.push_back(name);
-    return outside;
-  }
+  static std::vector<std::string> accumulated_scalars(const For& loop) { return scalars_assigned_outside(loop.body); }
 
   // ---- unroll ----
   void apply_op(const UnrollOp& unroll) {
@@ -383,11 +389,28 @@ class Scheduler {
     set_annotations(unroll.var, [&](LoopAnnotations& a) { a.unroll = unroll.factor; });
   }
 
+  // ---- bind (cuda) ----
+  // Only marks the loop: later ops may still reorder the nest, so finish() checks the bindings.
+  void apply_op(const BindOp& bind) {
+    if (config_.target != Target::Cuda) fail("bind is for the cuda target (set \"target\": \"cuda\")");
+    LoopInfo info = find(bind.var);
+    refuse_sequential(info, "bind");
+    if (!info.loop->annotations.bind.empty())
+      fail("loop " + bind.var + " is already bound to " + info.loop->annotations.bind);
+    set_annotations(bind.var, [&](LoopAnnotations& a) {
+      a.bind = bind.to;
+      a.bind_reduction = bind.reduction;
+    });
+    bindings_.push_back({op_, bind.var});
+  }
+
   LoweredFunc& func_;
   const sparse::Program& program_;
   const Config& config_;
   const ScheduleOp* op_ = nullptr;
   std::map<std::string, std::string> origin_;  // loop label → index variable it iterates
+  std::set<std::string> positional_;           // loops over positions of a compressed level
+  std::vector<GpuBinding> bindings_;           // bind ops, in the order they applied
   bool any_parallel_ = false;
 };
 

@@ -1,6 +1,7 @@
-// Pass 6: stage II schedule. Applies split, reorder (of loops), parallel, vectorize and unroll
-// to the loop nest, in config order, refusing what would change the result (a race on the
-// output, a loop moved outside the loop its bounds depend on). Errors name the op by its index.
+// Pass 6: stage II schedule. Applies split, reorder (of loops), parallel, vectorize, unroll and
+// (cuda) bind to the loop nest, in config order, refusing what would change the result (a race
+// on the output, a loop moved outside the loop its bounds depend on). Errors name the op by its
+// index.
 #pragma once
 
 #include <vector>

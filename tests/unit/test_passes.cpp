@@ -88,15 +88,45 @@ TEST_CASE("lowering: SDDMM writes into the structure it shares and applies X onc
 }
 
 TEST_CASE("lowering: unsupported combinations are errors, not wrong code") {
-  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}}})"),
-                 "adding a sparse operand to a dense one needs co-iteration"));
-  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}}})"),
-                 "co-iterating several sparse operands is not supported yet"));
   CHECK(contains(error_of("C(i,j) = B(i,j) / A(i,j)", R"({"tensors": {"A": {"format": "csr"}}})"),
                  "dividing by A"));
   CHECK(contains(error_of(kSpmm, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "csr"}}})"),
                  "c.json: /tensors/C/format: error: sparse output C (csr) must share the structure"));
   CHECK(contains(error_of("y(i) = A(i,j) * x(j) * A(j,i)", "{}"), "t.spg:1:24: error: tensor A is accessed as A(j,i)"));
+}
+
+TEST_CASE("co-iteration: an intersection is a two-finger merge guarded by both operands") {
+  std::string s2 = compile("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}}})").stage2_dump;
+  CHECK(contains(s2, "# co-iterate j: two-finger merge of A, B"));
+  CHECK(contains(s2, "while j (pA1 < pA1_end && pB1 < pB1_end):"));
+  CHECK(contains(s2, "let j: int64 = min(jA, jB)"));
+  CHECK(contains(s2, "if inA && inB:"));
+  CHECK(contains(s2, "C_vals[pC1] = A_vals[pA1] * B_vals[pB1]"));  // both are present inside the guard
+  CHECK(contains(s2, "pA1 += int64(inA)"));
+  CHECK(contains(s2, "for zero C"));  // entries outside the intersection stay zero
+}
+
+TEST_CASE("co-iteration: a union visits every stored coordinate and reads absent operands as zero") {
+  std::string s2 = compile("C(i,j) = A(i,j) - B(i,j)", R"({"tensors": {"A": {"format": "dcsr"}, "B": {"format": "dcsr"}}})").stage2_dump;
+  CHECK(contains(s2, "while i (pA0 < pA0_end || pB0 < pB0_end):"));
+  CHECK(contains(s2, "var pA1: int64 = inA ? int64(A_pos1[pA0]) : 0"));  // an absent row has no entries
+  CHECK(contains(s2, "(inA && inA_2 ? A_vals[pA1] : 0) - (inB && inB_2 ? B_vals[pB1] : 0)"));
+  CHECK(!contains(s2, "if "));  // the least coordinate is always in some operand
+}
+
+TEST_CASE("co-iteration: a sparse operand beside a dense term gets a cursor in a dense loop") {
+  spgen::Compilation c = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}}})");
+  CHECK(contains(c.stage2_dump, "# co-iterate j: every coordinate, with cursors into A"));
+  CHECK(contains(c.stage2_dump, "for j in [0, dim_j) sequential:"));
+  CHECK(contains(c.stage2_dump, "let inA: bool = pA1 < pA1_end && int64(A_crd1[pA1]) == j"));
+  CHECK(!contains(c.stage2_dump, "zero C"));  // every entry is written
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "parallel", "var": "j"}]})"),
+                 "/schedule/0: error: parallel: cannot parallelize j: it advances co-iteration cursors into A"));
+  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}}, "schedule": [{"op": "split", "var": "j", "factor": 4}]})"),
+                 "/schedule/0: error: split: loop j co-iterates several sparse operands (a two-finger merge)"));
+  // The outer loop of a merge is an ordinary loop: it can still run in parallel.
+  CHECK(contains(compile("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}}, "schedule": [{"op": "parallel", "var": "i"}]})").stage2_dump,
+                 "for i in [0, dim_i) parallel(static):"));
 }
 
 TEST_CASE("lowering: a sum of terms that all contain the sparse operand iterates it") {

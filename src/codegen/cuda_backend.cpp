@@ -1,0 +1,290 @@
+#include "codegen/cuda_backend.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "codegen/abi_header.h"
+#include "codegen/c_printer.h"
+#include "ir/loop_ir_visitor.h"
+#include "support/templates.h"
+
+namespace spgen {
+
+using namespace loops;
+
+namespace {
+
+constexpr const char* kMaxGridX = "2147483647";
+constexpr const char* kMaxGridY = "65535";
+
+class CudaExprPrinter : public CExprPrinter {
+ protected:
+  std::string print_min_max(BinOp op, const std::string& a, const std::string& b, ScalarType type) const override {
+    return std::string(op == BinOp::Min ? "spgen_min<" : "spgen_max<") + type_name(type) + ">(" + a + ", " + b + ")";
+  }
+};
+
+// CUDA's built-in indices, as IR variables so that the printer places parentheses.
+Expr builtin(const std::string& name) { return var(name, ScalarType::Int32); }
+
+// The first iteration a thread takes, and the stride to its next, on the loop's GPU index.
+Expr thread_index(const LoopAnnotations& a) {
+  if (a.bind == "grid") return add(mul(cast(ScalarType::Int64, builtin("blockIdx.x")), builtin("blockDim.x")), builtin("threadIdx.x"));
+  return cast(ScalarType::Int64, builtin(a.bind == "warp" ? "threadIdx.x" : a.bind));
+}
+Expr thread_stride(const LoopAnnotations& a) {
+  if (a.bind == "grid") return mul(cast(ScalarType::Int64, builtin("gridDim.x")), builtin("blockDim.x"));
+  if (a.bind == "blockIdx.x") return builtin("gridDim.x");
+  if (a.bind == "blockIdx.y") return builtin("gridDim.y");
+  return int64(a.bind_threads);
+}
+
+class CudaStmtPrinter : public CStmtPrinter {
+ public:
+  CudaStmtPrinter(const CExprPrinter& expr, std::string output) : CStmtPrinter(expr), output_(std::move(output)) {}
+
+ protected:
+  std::string loop_preamble(const For& loop, const std::string& indent) const override {
+    return loop.annotations.unroll ? indent + "#pragma unroll " + std::to_string(loop.annotations.unroll) + "\n" : "";
+  }
+
+  // A bound loop starts at its thread's index and strides over the threads on that index.
+  std::string print_for(const For& loop, int depth) override {
+    const LoopAnnotations& a = loop.annotations;
+    if (a.bind.empty()) return CStmtPrinter::print_for(loop, depth);
+    std::string pad(2 * depth, ' ');
+    Expr first = is_const_int(loop.begin, 0) ? thread_index(a) : add(loop.begin, thread_index(a));
+    std::string out = loop_preamble(loop, pad);
+    out += pad + "for (int64_t " + loop.var + " = " + expr_.print(first) + "; " + loop.var + " < " +
+           expr_.print(loop.end) + "; " + loop.var + " += " + expr_.print(thread_stride(a)) + ") {\n";
+    bool atomic = a.bind_reduction == "atomic";
+    atomic_loops_ += atomic;
+    out += print(loop.body, depth + 1);
+    atomic_loops_ -= atomic;
+    out += pad + "}\n";
+    for (const std::string& scalar : a.bind_scalars) out += pad + scalar + " = spgen_warp_sum(" + scalar + ");\n";
+    return out;
+  }
+
+  std::string print_store(const Store& store, const std::string& indent) override {
+    if (!atomic_loops_ || store.buffer != output_) return CStmtPrinter::print_store(store, indent);
+    return indent + "atomicAdd(&" + store.buffer + "[" + expr_.print(store.index) + "], " + expr_.print(store.value) + ");\n";
+  }
+
+ private:
+  std::string output_;  // the output's values array: the one that atomic loops add into
+  int atomic_loops_ = 0;  // atomic-reduced loops around the statement being printed
+};
+
+// One __global__ function: some top-level statements of the nest and how they are launched.
+struct Kernel {
+  std::string name;
+  std::vector<Stmt> body;
+  std::map<std::string, const For*> bound;  // `bind` annotation → the loop that has it
+  std::vector<const Param*> params;         // those the body uses, in ABI order
+};
+
+// The zero fill (bound to the whole grid) is a kernel of its own, launched first; the rest of
+// the nest is the main kernel.
+std::vector<Kernel> split_into_kernels(const LoweredFunc& func) {
+  std::vector<Stmt> top = func.body->kind == StmtKind::Block ? static_cast<const Block&>(*func.body).stmts
+                                                             : std::vector<Stmt>{func.body};
+  std::vector<Kernel> kernels;
+  std::vector<Stmt> rest, comments;
+  for (const Stmt& s : top) {
+    const For* loop = as_for(s);
+    if (s->kind == StmtKind::Comment) {
+      comments.push_back(s);
+      continue;
+    }
+    if (loop && loop->annotations.bind == "grid") {
+      std::string name = func.name + "_" + loop->label;
+      std::replace(name.begin(), name.end(), ' ', '_');
+      comments.push_back(s);
+      kernels.push_back({name, comments, {}, {}});
+    } else {
+      rest.insert(rest.end(), comments.begin(), comments.end());
+      rest.push_back(s);
+    }
+    comments.clear();
+  }
+  rest.insert(rest.end(), comments.begin(), comments.end());
+  if (!rest.empty()) kernels.push_back({func.name + "_main", rest, {}, {}});
+
+  struct Uses : IRVisitor {
+    std::set<std::string> names;
+    std::map<std::string, const For*> bound;
+    void visit_var(const Var& node) override { names.insert(node.name); }
+    void visit_load(const Load& node) override {
+      names.insert(node.buffer);
+      IRVisitor::visit_load(node);
+    }
+    void visit_store(const Store& node) override {
+      names.insert(node.buffer);
+      IRVisitor::visit_store(node);
+    }
+    void visit_for(const For& node) override {
+      if (!node.annotations.bind.empty()) bound[node.annotations.bind] = &node;
+      IRVisitor::visit_for(node);
+    }
+  };
+  for (Kernel& kernel : kernels) {
+    Uses uses;
+    for (const Stmt& s : kernel.body) uses.visit(s);
+    kernel.bound = uses.bound;
+    for (const Param& p : func.params)
+      if (uses.names.count(p.name)) kernel.params.push_back(&p);
+  }
+  return kernels;
+}
+
+// Whether the host can evaluate an expression: it reads sizes only, no device memory.
+bool host_computable(const Expr& expr, const LoweredFunc& func) {
+  struct Check : IRVisitor {
+    std::set<std::string> dims;
+    bool ok = true;
+    void visit_var(const Var& node) override { ok &= dims.count(node.name) > 0; }
+    void visit_load(const Load&) override { ok = false; }
+  } check;
+  for (const Param& p : func.params)
+    if (p.kind == ParamKind::Dim) check.dims.insert(p.name);
+  check.visit(expr);
+  return check.ok;
+}
+
+class Launcher {
+ public:
+  Launcher(const LoweredFunc& func, const CExprPrinter& expr) : func_(func), expr_(expr) {}
+
+  // The loop that runs on any of `binds` (a grid-stride loop runs on both x axes, warp lanes on
+  // threadIdx.x), or null.
+  static const For* bound_to(const Kernel& kernel, std::initializer_list<const char*> binds) {
+    for (const char* bind : binds)
+      if (auto loop = kernel.bound.find(bind); loop != kernel.bound.end()) return loop->second;
+    return nullptr;
+  }
+
+  // Threads per block along x or y.
+  static int64_t block_threads(const Kernel& kernel, char axis) {
+    const For* loop = axis == 'x' ? bound_to(kernel, {"threadIdx.x", "warp", "grid"}) : bound_to(kernel, {"threadIdx.y"});
+    return loop ? loop->annotations.bind_threads : 1;
+  }
+
+  // Blocks along x or y: the bound loop's trip count (over the threads of a block, for the
+  // grid-stride zero fill) when the host can compute it, else enough to fill the GPU.
+  std::string blocks(const Kernel& kernel, char axis) const {
+    const For* found = axis == 'x' ? bound_to(kernel, {"blockIdx.x", "grid"}) : bound_to(kernel, {"blockIdx.y"});
+    if (!found) return "1";
+    const For& loop = *found;
+    if (!host_computable(loop.begin, func_) || !host_computable(loop.end, func_)) return "spgen_fill_blocks()";
+    Expr trips = is_const_int(loop.begin, 0) ? loop.end : sub(loop.end, loop.begin);
+    if (loop.annotations.bind == "grid") {
+      int64_t threads = loop.annotations.bind_threads;
+      trips = binary(BinOp::Div, add(trips, int64(threads - 1)), int64(threads));
+    }
+    return expr_.print(trips);
+  }
+
+  std::string launch(const Kernel& kernel) const {
+    std::string x = blocks(kernel, 'x'), y = blocks(kernel, 'y');
+    int64_t tx = block_threads(kernel, 'x'), ty = block_threads(kernel, 'y');
+    std::string args;
+    for (const Param* p : kernel.params) args += (args.empty() ? "" : ", ") + p->name;
+    std::string out = "  {  // " + kernel.name + ": " + geometry(kernel) + "\n";
+    std::vector<std::string> checks;
+    std::string grid = "1";
+    if (x != "1") {
+      out += "    const int64_t blocks_x = " + x + ";\n";
+      checks.push_back("blocks_x > 0");
+      grid = "spgen_grid_dim(blocks_x, " + std::string(kMaxGridX) + ")";
+    }
+    if (y != "1") {
+      out += "    const int64_t blocks_y = " + y + ";\n";
+      checks.push_back("blocks_y > 0");
+      grid = "dim3(" + (x != "1" ? grid : "1") + ", spgen_grid_dim(blocks_y, " + kMaxGridY + "))";
+    }
+    std::string block = ty > 1 ? "dim3(" + std::to_string(tx) + ", " + std::to_string(ty) + ")" : std::to_string(tx);
+    std::string call = kernel.name + "<<<" + grid + ", " + block + ", 0, stream>>>(" + args + ");\n";
+    if (checks.empty()) {
+      out += "    " + call;
+    } else {
+      std::string condition;
+      for (const std::string& c : checks) condition += (condition.empty() ? "" : " && ") + c;
+      out += "    if (" + condition + ")  // an empty grid is a launch error\n      " + call;
+    }
+    return out + "  }\n";
+  }
+
+  // "blockIdx.x over i0, warp over j": which loop each GPU index runs.
+  static std::string geometry(const Kernel& kernel) {
+    if (kernel.bound.empty()) return "one thread";
+    std::string out;
+    for (const auto& [bind, loop] : kernel.bound)
+      out += (out.empty() ? "" : ", ") + (bind == "grid" ? "every thread of the grid" : bind) + " over " + loop->label;
+    return out;
+  }
+
+ private:
+  const LoweredFunc& func_;
+  const CExprPrinter& expr_;
+};
+
+std::string output_values(const LoweredFunc& func) {
+  for (const Param& p : func.params)
+    if (p.kind == ParamKind::Values && !p.is_const) return p.name;
+  return "";
+}
+
+}  // namespace
+
+GeneratedFile emit_cuda_header(const LoweredFunc& func, const GenerationContext& context) {
+  return emit_abi_header(
+      func, context, "int", {"cudaStream_t stream"},
+      {"stream: the cudaStream_t the kernels are enqueued on (0: the default stream)",
+       "Arrays are device memory (e.g. from cudaMalloc). Returns a cudaError_t value as an int: 0",
+       "(cudaSuccess) once the kernels are enqueued, else the launch error."},
+      "\n// The CUDA runtime's stream type, declared here so that this header needs no CUDA headers.\n"
+      "typedef struct CUstream_st* cudaStream_t;\n");
+}
+
+GeneratedFile emit_cuda_source(const LoweredFunc& func, const GenerationContext& context) {
+  GeneratedFile file;
+  file.name = func.name + ".cu";
+  file.text = templates::render("cuda_kernel_preamble.cu.in", {{"file", file.name},
+                                                               {"version", context.version},
+                                                               {"spec_file", context.spec_file},
+                                                               {"config_file", context.config_file},
+                                                               {"spec", context.spec_text},
+                                                               {"header", header_file_name(func)}});
+  CudaExprPrinter expr;
+  Launcher launcher(func, expr);
+  std::vector<Kernel> kernels = split_into_kernels(func);
+  std::set<std::string> passed;
+  std::string launches;
+  for (const Kernel& kernel : kernels) {
+    int64_t threads = Launcher::block_threads(kernel, 'x') * Launcher::block_threads(kernel, 'y');
+    file.text += "\n// " + Launcher::geometry(kernel) + "\n";
+    file.text += "static __global__ void __launch_bounds__(" + std::to_string(threads) + ") " + kernel.name + "(";
+    for (size_t i = 0; i < kernel.params.size(); ++i) {
+      file.text += (i ? ",\n    " : "\n    ") + c_param(*kernel.params[i], true);
+      passed.insert(kernel.params[i]->name);
+    }
+    file.text += ") {\n";
+    CudaStmtPrinter printer(expr, output_values(func));
+    for (const Stmt& s : kernel.body) file.text += printer.print(s, 1);
+    file.text += "}\n";
+    launches += launcher.launch(kernel);
+  }
+  std::string params;
+  for (const Param& p : func.params) params += "\n    " + c_param(p, false) + ",";
+  params += "\n    cudaStream_t stream";
+  // Sizes the sparse structure already bounds are part of the ABI but may go unread.
+  std::string unused;
+  for (const Param& p : func.params)
+    if (!passed.count(p.name)) unused += "  (void)" + p.name + ";\n";
+  file.text += templates::render("cuda_launcher.cu.in", {{"name", func.name}, {"params", params}, {"launches", unused + launches}});
+  return file;
+}
+
+}  // namespace spgen

@@ -1,0 +1,192 @@
+// The cuda target without a GPU: every cuda config in specs/ generates a .cu that nvcc compiles
+// warning-free for sm_90 and sm_80 and a header that plain C and C++ compile; two generated
+// kernels link into one program; `spgen run` builds its CUDA driver. Where a GPU is usable, the
+// linked program also checks two kernels' results. Without nvcc the nvcc parts are skipped
+// (MESSAGE "skipped: nvcc not found") and the test passes.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+#include <thread>
+
+#include "frontend/config.h"
+#include "frontend/parser.h"
+#include "process.h"
+#include "spec_pairs.h"
+#include "support/files.h"
+
+using namespace spgen_test;
+
+namespace {
+
+// /usr/local/cuda/bin/nvcc, else nvcc from PATH, else "".
+std::string find_nvcc() {
+  if (access("/usr/local/cuda/bin/nvcc", X_OK) == 0) return "/usr/local/cuda/bin/nvcc";
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');)
+    if (!dir.empty() && access((dir + "/nvcc").c_str(), X_OK) == 0) return dir + "/nvcc";
+  return "";
+}
+
+std::vector<SpecConfigPair> cuda_pairs() {
+  std::string root = source_root();
+  std::vector<SpecConfigPair> pairs;
+  for (const SpecConfigPair& pair : spec_config_pairs({root + "/specs"}, root + "/specs")) {
+    spgen::ast::Spec spec = spgen::parse_spec(pair.spec, spgen::read_file(pair.spec));
+    if (spgen::read_config(pair.config, spgen::read_file(pair.config), spec, pair.name).target == spgen::Target::Cuda)
+      pairs.push_back(pair);
+  }
+  return pairs;
+}
+
+SpecConfigPair pair_named(const std::string& name) {
+  for (const SpecConfigPair& pair : cuda_pairs())
+    if (pair.name == name) return pair;
+  FAIL("no cuda config named " << name << " in specs/");
+  return {};
+}
+
+void generate(const SpecConfigPair& pair, const TempDir& dir) {
+  ProcessResult r = run_process({spgen_binary(), "gen", pair.spec, "--config", pair.config, "-o", dir.path()});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+}
+
+// Runs the commands two at a time: nvcc is slow, and memory-hungry when many run at once.
+std::vector<ProcessResult> run_two_at_a_time(const std::vector<std::vector<std::string>>& commands) {
+  std::vector<ProcessResult> results(commands.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < commands.size(); i = next++) results[i] = run_process(commands[i]);
+  };
+  std::thread first(worker), second(worker);
+  first.join();
+  second.join();
+  return results;
+}
+
+std::string joined(const std::vector<std::string>& command) {
+  std::string out;
+  for (const std::string& word : command) out += (out.empty() ? "" : " ") + word;
+  return out;
+}
+
+// Exit status 0 and not a single warning.
+void check_clean(const std::vector<std::string>& command, const ProcessResult& result) {
+  CAPTURE(joined(command));
+  INFO(result.out << result.err);
+  CHECK(result.exit_code == 0);
+  CHECK((result.out + result.err).find("warning") == std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("every cuda config compiles warning-free for sm_90 and sm_80, and its header as plain C and C++") {
+  std::vector<SpecConfigPair> pairs = cuda_pairs();
+  REQUIRE(pairs.size() >= 5);
+  TempDir dir;
+  std::vector<std::vector<std::string>> commands;
+  for (const SpecConfigPair& pair : pairs) {
+    generate(pair, dir);
+    std::string header = dir.file(pair.name + ".h");
+    commands.push_back({"c++", "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-x", "c++", header});
+    commands.push_back({"cc", "-std=c99", "-fsyntax-only", "-Wall", "-Wextra", "-x", "c", header});
+  }
+  std::string nvcc = find_nvcc();
+  if (nvcc.empty()) MESSAGE("skipped: nvcc not found");
+  else
+    for (const SpecConfigPair& pair : pairs)
+      for (const char* arch : {"-arch=sm_90", "-arch=sm_80"})
+        commands.push_back({nvcc, "-c", arch, "-Xcompiler", "-Wall", "-o", dir.file(pair.name + "_" + (arch + 6) + ".o"),
+                            dir.file(pair.name + ".cu")});
+  std::vector<ProcessResult> results = run_two_at_a_time(commands);
+  for (size_t i = 0; i < commands.size(); ++i) check_clean(commands[i], results[i]);
+}
+
+TEST_CASE("two generated kernels link into one program (relocatable device code), and run where a GPU is") {
+  std::string nvcc = find_nvcc();
+  if (nvcc.empty()) {
+    MESSAGE("skipped: nvcc not found");
+    return;
+  }
+  TempDir dir;
+  generate(pair_named("spmv_csr_cuda"), dir);
+  generate(pair_named("spmv_csc_cuda"), dir);
+  // A = [[0, 2], [3, 0]] by rows (float32, int32) and by columns (float64, int64); x = [5, 7].
+  write_text(dir.file("main.cu"),
+             "#include \"spmv_csr_cuda.h\"\n#include \"spmv_csc_cuda.h\"\n#include <cuda_runtime.h>\n"
+             "template <class T> T* on_device(const T* host, size_t n) {\n"
+             "  T* device = nullptr;\n"
+             "  if (cudaMalloc(&device, n * sizeof(T)) != cudaSuccess) return nullptr;\n"
+             "  return cudaMemcpy(device, host, n * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess ? device : nullptr;\n"
+             "}\n"
+             "int main() {\n"
+             "  const int32_t pos[] = {0, 1, 2}, crd[] = {1, 0}; const float a[] = {2, 3}, x[] = {5, 7}, y0[] = {-1, -1};\n"
+             "  const int64_t cpos[] = {0, 1, 2}, ccrd[] = {1, 0}; const double ca[] = {3, 2}, cx[] = {5, 7}, cy0[] = {-1, -1};\n"
+             "  int32_t *dpos = on_device(pos, 3), *dcrd = on_device(crd, 2); float *da = on_device(a, 2), *dx = on_device(x, 2);\n"
+             "  int64_t *dcpos = on_device(cpos, 3), *dccrd = on_device(ccrd, 2);\n"
+             "  double *dca = on_device(ca, 2), *dcx = on_device(cx, 2);\n"
+             "  float* dy = on_device(y0, 2); double* dcy = on_device(cy0, 2);\n"
+             "  if (!dpos || !dcrd || !da || !dx || !dcpos || !dccrd || !dca || !dcx || !dy || !dcy) return 2;  // no GPU\n"
+             "  if (spmv_csr_cuda(2, 2, dy, dpos, dcrd, da, dx, 0) != 0) return 1;\n"
+             "  if (spmv_csc_cuda(2, 2, dcy, dcpos, dccrd, dca, dcx, 0) != 0) return 1;\n"
+             "  float y[2]; double cy[2];\n"
+             "  if (cudaMemcpy(y, dy, sizeof y, cudaMemcpyDeviceToHost) != cudaSuccess) return 1;\n"
+             "  if (cudaMemcpy(cy, dcy, sizeof cy, cudaMemcpyDeviceToHost) != cudaSuccess) return 1;\n"
+             "  return y[0] == 14 && y[1] == 15 && cy[0] == 14 && cy[1] == 15 ? 0 : 1;\n"
+             "}\n");
+  std::vector<std::string> build = {nvcc, "-arch=sm_80", "-rdc=true", "-Xcompiler", "-Wall", "-I", dir.path(),
+                                    "-o", dir.file("prog"), dir.file("main.cu"), dir.file("spmv_csr_cuda.cu"),
+                                    dir.file("spmv_csc_cuda.cu")};
+  ProcessResult linked = run_process(build);
+  check_clean(build, linked);
+  REQUIRE(linked.exit_code == 0);
+  int status = run_process({dir.file("prog")}).exit_code;
+  if (status == 2) MESSAGE("not run: no usable CUDA device");
+  else CHECK(status == 0);
+}
+
+TEST_CASE("spgen run builds the CUDA driver with nvcc, warning-free") {
+  std::string nvcc = find_nvcc();
+  if (nvcc.empty()) {
+    MESSAGE("skipped: nvcc not found");
+    return;
+  }
+  // SpMV, and SDDMM, whose output shares the structure of X and so its device arrays.
+  std::vector<std::pair<std::string, std::vector<std::string>>> kernels = {
+      {"spmv_csr_cuda", {"--input", "A=random", "--input", "x=random", "--dim", "i=100", "--dim", "j=80"}},
+      {"sddmm_csr_cuda", {"--input", "X=random", "--input", "A=random", "--input", "B=random", "--dim", "i=100",
+                          "--dim", "j=80", "--dim", "k=32"}},
+  };
+  TempDir dir;
+  std::vector<std::vector<std::string>> runs;
+  for (const auto& [name, inputs] : kernels) {
+    SpecConfigPair pair = pair_named(name);
+    std::vector<std::string> run = {spgen_binary(), "run", pair.spec, "--config", pair.config, "--keep",
+                                    dir.file(name), "--repeat", "3"};
+    run.insert(run.end(), inputs.begin(), inputs.end());
+    runs.push_back(run);
+  }
+  std::vector<ProcessResult> results = run_two_at_a_time(runs);
+  std::vector<std::vector<std::string>> compiles;
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    CAPTURE(joined(runs[k]));
+    INFO(results[k].err);
+    std::string kept = dir.file(kernels[k].first);
+    REQUIRE(std::filesystem::exists(kept + "/driver"));  // nvcc built it
+    const std::string& err = results[k].err;
+    bool no_gpu = err.find("CUDA driver") != std::string::npos || err.find("CUDA-capable device") != std::string::npos;
+    if (results[k].exit_code == 0) CHECK(results[k].out.find("time_ms median=") != std::string::npos);
+    else if (no_gpu) MESSAGE("driver not run: " << err);
+    else CHECK(results[k].exit_code == 0);
+    compiles.push_back({nvcc, "-std=c++17", "-c", "-arch=sm_80", "-Xcompiler", "-Wall", "-I", kept, "-o",
+                        kept + "/driver.o", kept + "/run_driver.cu"});
+  }
+  std::vector<ProcessResult> compiled = run_two_at_a_time(compiles);
+  for (size_t i = 0; i < compiles.size(); ++i) check_clean(compiles[i], compiled[i]);
+}

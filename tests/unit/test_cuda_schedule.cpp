@@ -1,0 +1,138 @@
+// The cuda target: `bind` legality (races, GPU indices, block sizes), the stage II annotations
+// it leaves, and what the CUDA backend prints for them (launch geometry, shuffles, atomics).
+#include <doctest/doctest.h>
+
+#include "lower.h"
+
+namespace {
+
+spgen::Compilation compile(const std::string& spec, const std::string& config) {
+  return spgen::compile({"t.spg", spec, "c.json", config});
+}
+
+std::string error_of(const std::string& spec, const std::string& config) {
+  try {
+    compile(spec, config);
+  } catch (const spgen::CompileError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+const char* kSpmv = "y(i) = A(i,j) * x(j)";
+const char* kSpmm = "C(i,k) = A(i,j) * B(j,k)";
+const char* kSddmm = "Y(i,j) = X(i,j) * A(i,k) * B(j,k)";
+
+// A cuda config: CSR (or `format`) A, and these schedule ops.
+std::string cuda(const std::string& ops, const std::string& format = "csr") {
+  return R"({"target": "cuda", "tensors": {"A": {"format": ")" + format + R"("}}, "schedule": [)" + ops + "]}";
+}
+
+const char* kWarpPerRow = R"({"op": "split", "var": "i", "factor": 4, "into": ["i0", "i1"]},
+                             {"op": "bind", "var": "i0", "to": "blockIdx.x"},
+                             {"op": "bind", "var": "i1", "to": "threadIdx.y"})";
+
+}  // namespace
+
+TEST_CASE("cuda: binding a reduction loop without a strategy is a race, named by its op") {
+  std::string e = error_of(kSpmv, cuda(R"({"op": "bind", "var": "i", "to": "blockIdx.x"},
+                                          {"op": "bind", "var": "j", "to": "threadIdx.x"})"));
+  CHECK(contains(e, "c.json: /schedule/1: error: bind: threads would race on y: loop j iterates the reduction index j"));
+  CHECK(contains(e, "\"reduction\": \"atomic\""));
+  // Position loops under a reduction loop that every thread runs in full meet on the same rows.
+  e = error_of(kSpmv, cuda(R"({"op": "bind", "var": "i", "to": "threadIdx.x"})", "csc"));
+  CHECK(contains(e, "/schedule/0: error: bind: threads would race on y: loop i iterates positions under loop j"));
+  // Atomics resolve it: the scatter into y becomes atomicAdd.
+  std::string source = compile(kSpmv, cuda(R"({"op": "bind", "var": "j", "to": "blockIdx.x", "reduction": "atomic"},
+                                              {"op": "bind", "var": "i", "to": "threadIdx.x"})", "csc")).files[1].text;
+  CHECK(contains(source, "atomicAdd(&y_vals[i], A_vals[pA1] * x_vals[j]);"));
+}
+
+TEST_CASE("cuda: reduction strategies must fit the loop") {
+  CHECK(contains(error_of(kSpmv, cuda(R"({"op": "bind", "var": "j", "to": "threadIdx.x", "reduction": "shuffle"})")),
+                 "/schedule/0: error: bind: a shuffle combines the lanes of one warp: bind j to warp"));
+  CHECK(contains(error_of(kSpmv, cuda(R"({"op": "bind", "var": "i", "to": "warp", "reduction": "shuffle"})")),
+                 "bind: loop i iterates the spatial index i: its iterations write different entries of y"));
+  CHECK(contains(error_of(kSpmv, cuda(R"({"op": "bind", "var": "j", "to": "warp", "reduction": "atomic"})")),
+                 "bind: loop j sums into acc, declared outside it, so each thread would hold only part of the sum"));
+  // SpMM's j adds into C directly: no scalar for a shuffle to combine.
+  CHECK(contains(error_of(kSpmm, cuda(R"({"op": "bind", "var": "j", "to": "warp", "reduction": "shuffle"})")),
+                 "bind: loop j adds into C directly, but a shuffle combines sums kept in scalars"));
+  // The sum must be combined right after the loop that its scalar's block holds.
+  CHECK(contains(error_of(kSpmv, cuda(R"({"op": "split", "var": "j", "factor": 32},
+                                         {"op": "bind", "var": "j1", "to": "warp", "reduction": "shuffle"})")),
+                 "bind: loop j1 sums into acc, but acc is declared outside the loop around j1"));
+}
+
+TEST_CASE("cuda: GPU indices, block sizes and op targets are checked") {
+  CHECK(contains(error_of(kSpmv, cuda(R"({"op": "bind", "var": "i", "to": "blockIdx.z"})")),
+                 "c.json: /schedule/0/to: error: unknown GPU index \"blockIdx.z\" (expected blockIdx.x, blockIdx.y, "
+                 "threadIdx.x, threadIdx.y or warp)"));
+  CHECK(contains(error_of(kSpmv, cuda(R"({"op": "bind", "var": "i", "to": "warp", "reduction": "sum"})")),
+                 "/schedule/0/reduction: error: unknown reduction strategy \"sum\" (expected shuffle or atomic)"));
+  CHECK(contains(error_of(kSpmv, cuda(R"({"op": "parallel", "var": "i"})")),
+                 "/schedule/0: error: parallel: parallel is OpenMP's, for the cpu target: use bind on the cuda target"));
+  CHECK(contains(error_of(kSpmv, cuda(R"({"op": "vectorize", "var": "j"})")), "use bind on the cuda target"));
+  CHECK(contains(error_of(kSpmv, R"({"schedule": [{"op": "bind", "var": "i", "to": "blockIdx.x"}]})"),
+                 "/schedule/0: error: bind: bind is for the cuda target"));
+  std::string twice = cuda(std::string(kWarpPerRow) + R"(, {"op": "bind", "var": "j", "to": "threadIdx.y", "reduction": "atomic"})");
+  CHECK(contains(error_of(kSpmm, twice), "/schedule/3: error: bind: loop i1 is already bound to threadIdx.y"));
+  CHECK(contains(error_of(kSpmm, cuda(R"({"op": "bind", "var": "i", "to": "threadIdx.x"},
+                                         {"op": "bind", "var": "k", "to": "warp"})")),
+                 "/schedule/1: error: bind: warp lanes are threadIdx.x, and loop i is already bound to threadIdx.x"));
+  CHECK(contains(error_of(kSpmv, cuda(R"({"op": "split", "var": "i", "factor": 2048},
+                                         {"op": "bind", "var": "i1", "to": "threadIdx.x"})")),
+                 "/schedule/1: error: bind: a block would have 2048 threads, more than the 1024 a GPU allows"));
+  CHECK(contains(error_of(kSpmv, cuda(R"({"op": "bind", "var": "i", "to": "blockIdx.x"},
+                                         {"op": "split", "var": "i", "factor": 4})")),
+                 "/schedule/1: error: split: split i before binding it"));
+}
+
+TEST_CASE("cuda: stage II shows the bindings; the source launches what they imply") {
+  spgen::Compilation c = compile(kSpmv, cuda(std::string(kWarpPerRow) +
+                                             R"(, {"op": "bind", "var": "j", "to": "warp", "reduction": "shuffle"})"));
+  CHECK(contains(c.stage2_dump, "for i0 in [0, (dim_i + 3) / 4) bind(blockIdx.x):"));
+  CHECK(contains(c.stage2_dump, "for i1 in [0, min(4, dim_i - i0 * 4)) bind(threadIdx.y, 4 threads):"));
+  CHECK(contains(c.stage2_dump, "bind(warp, 32 threads, shuffle +acc):"));
+  CHECK(contains(c.stage2_dump, "if threadIdx.x == 0:\n        y_vals[i] = acc"));
+  const std::string& source = c.files[1].text;
+  CHECK(c.files[1].name == "t.cu");
+  // Bound loops start at the thread's index and stride over the threads on it.
+  CHECK(contains(source, "for (int64_t i0 = (int64_t)blockIdx.x; i0 < (dim_i + 3) / 4; i0 += gridDim.x) {"));
+  CHECK(contains(source, "for (int64_t pA1 = (int64_t)A_pos1[i] + (int64_t)threadIdx.x; pA1 < (int64_t)A_pos1[i + 1]; pA1 += 32) {"));
+  CHECK(contains(source, "      acc = spgen_warp_sum(acc);\n      // lane 0 holds the warp's sums\n      if (threadIdx.x == 0) {"));
+  // Launch: blocks from the trip count of i0, a 32 x 4 block from the lanes and i1.
+  CHECK(contains(source, "static __global__ void __launch_bounds__(128) t_main("));
+  CHECK(contains(source, "const int64_t blocks_x = (dim_i + 3) / 4;"));
+  CHECK(contains(source, "t_main<<<spgen_grid_dim(blocks_x, 2147483647), dim3(32, 4), 0, stream>>>("));
+  CHECK(contains(source, "extern \"C\" int t("));
+  CHECK(contains(c.files[0].text, "typedef struct CUstream_st* cudaStream_t;"));
+  CHECK(contains(c.files[0].text, "    cudaStream_t stream);"));
+}
+
+TEST_CASE("cuda: the zero fill is a grid-stride kernel launched first; data-sized grids fill the GPU") {
+  spgen::Compilation c = compile(kSpmv, cuda(R"({"op": "bind", "var": "i", "to": "blockIdx.x"},
+                                               {"op": "bind", "var": "j", "to": "warp", "reduction": "shuffle"})", "dcsr"));
+  CHECK(contains(c.stage2_dump, "for zero y at p in [0, dim_i) bind(grid, 256 threads):"));
+  const std::string& source = c.files[1].text;
+  CHECK(contains(source, "for (int64_t p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p < dim_i; "
+                         "p += (int64_t)gridDim.x * blockDim.x) {"));
+  size_t zero = source.find("t_zero_y<<<"), main = source.find("t_main<<<");
+  REQUIRE(zero != std::string::npos);
+  CHECK(zero < main);
+  CHECK(contains(source, "const int64_t blocks_x = (dim_i + 255) / 256;"));
+  // The rows of a DCSR matrix are counted in its data: the host cannot size that grid.
+  CHECK(contains(source, "const int64_t blocks_x = spgen_fill_blocks();"));
+}
+
+TEST_CASE("cuda: auto binds the outer loop to blocks, with a warp per row when an inner loop suits the lanes") {
+  spgen::Compilation spmv = compile(kSpmv, R"({"target": "cuda", "tensors": {"A": {"format": "csr"}}, "schedule": "auto"})");
+  CHECK(contains(spmv.files[0].text, "//   bind(i1, threadIdx.y)\n//   bind(j, warp, shuffle)\n"));
+  spgen::Compilation sddmm = compile(kSddmm, R"({"target": "cuda", "tensors": {"X": {"format": "csr"}, "Y": {"format": "csr"}},
+                                               "schedule": "auto"})");
+  CHECK(contains(sddmm.stage2_dump, "for k in [0, dim_k) bind(warp, 32 threads, shuffle +acc):"));
+  spgen::Compilation csc = compile(kSpmv, R"({"target": "cuda", "tensors": {"A": {"format": "csc"}}, "schedule": "auto"})");
+  CHECK(contains(csc.files[0].text, "//   split(j, 128 -> j0, j1)\n//   bind(j0, blockIdx.x, atomic)\n//   bind(j1, threadIdx.x, atomic)\n"));
+}
