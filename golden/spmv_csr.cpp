@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <stdint.h>
+#include <vector>
 
 extern "C" void spmv_csr(
     int64_t dim_i,
@@ -28,3 +29,628 @@ extern "C" void spmv_csr(
     y_vals[i] = acc;
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Conversion routines: pack (COO -> storage levels), unpack (storage levels -> COO) and the size
+// queries to allocate for them. Their ABI and error codes are documented in spmv_csr.h. The
+// algorithm is the same for every format; the tables after it describe this kernel's tensors.
+// ---------------------------------------------------------------------------------------------
+
+#include <algorithm>
+#include <limits>
+#include <new>
+#include <stdexcept>
+#include <vector>
+
+namespace spmv_csr_pack {
+
+using Index = int32_t;
+using Value = float;
+
+enum Kind { kDense, kCompressed, kCompressedNonUnique, kSingleton, kDenseVariable, kSparseFixed };
+
+// One storage level: its kind, the tensor mode whose coordinates it stores, and its width
+// (kSparseFixed: slots per parent position; 0 otherwise).
+struct Level {
+  Kind kind;
+  int mode;
+  int64_t width;
+};
+
+// A tensor's storage, outermost level first. The arrays of a tensor, in the order the routines
+// take them: for each level its pos array (if it has one), then its crd array (if it has one);
+// `lengths` lists their lengths in that order and then the length of the values.
+struct Format {
+  int order;
+  const Level* levels;
+};
+
+const int64_t kIndexMax = static_cast<int64_t>(std::numeric_limits<Index>::max());
+
+bool has_pos(Kind k) { return k == kCompressed || k == kCompressedNonUnique || k == kDenseVariable; }
+bool has_crd(Kind k) { return k == kCompressed || k == kCompressedNonUnique || k == kSingleton || k == kSparseFixed; }
+
+// a * b for a, b >= 0, false when it overflows int64.
+bool mul_fits(int64_t a, int64_t b, int64_t& out) {
+  if (a != 0 && b > std::numeric_limits<int64_t>::max() / a) return false;
+  out = a * b;
+  return true;
+}
+
+// Where each level's pos and crd array sit among the tensor's index arrays (-1: it has none).
+struct Slots {
+  std::vector<int> pos, crd;
+  int arrays = 0;  // index arrays in all; the values' length follows them in `lengths`
+  explicit Slots(const Format& f) : pos(static_cast<size_t>(f.order), -1), crd(static_cast<size_t>(f.order), -1) {
+    for (int l = 0; l < f.order; ++l) {
+      if (has_pos(f.levels[l].kind)) pos[static_cast<size_t>(l)] = arrays++;
+      if (has_crd(f.levels[l].kind)) crd[static_cast<size_t>(l)] = arrays++;
+    }
+  }
+};
+
+// Dimensions must be >= 0, and every coordinate a crd array holds must fit the index type.
+int check_dims(const Format& f, const int64_t* dims) {
+  if (f.order > 0 && !dims) return SPGEN_ERR_NULL;
+  for (int m = 0; m < f.order; ++m)
+    if (dims[m] < 0) return SPGEN_ERR_DIM;
+  for (int l = 0; l < f.order; ++l)
+    if (has_crd(f.levels[l].kind) && dims[f.levels[l].mode] - 1 > kIndexMax) return SPGEN_ERR_DIM;
+  return SPGEN_OK;
+}
+
+// The COO input of pack: entry count, pointers, and every coordinate inside its dimension.
+int check_entries(const Format& f, int64_t nnz, const int64_t* coords, const int64_t* dims) {
+  if (nnz < 0) return SPGEN_ERR_LENGTH;
+  if (nnz > 0 && f.order > 0 && !coords) return SPGEN_ERR_NULL;
+  if (int status = check_dims(f, dims)) return status;
+  const size_t order = static_cast<size_t>(f.order);
+  for (size_t e = 0; e < static_cast<size_t>(nnz); ++e)
+    for (size_t m = 0; m < order; ++m) {
+      const int64_t c = coords[e * order + m];
+      if (c < 0 || c >= dims[m]) return SPGEN_ERR_COORD_RANGE;
+    }
+  return SPGEN_OK;
+}
+
+// Entries with their coordinates in level order, sorted, duplicates summed (in input order).
+struct Entries {
+  size_t order = 0;
+  std::vector<int64_t> keys;  // size() * order
+  std::vector<double> vals;   // empty when only the structure is wanted
+  int64_t count = 0;
+  int64_t key(int64_t e, int l) const { return keys[static_cast<size_t>(e) * order + static_cast<size_t>(l)]; }
+};
+
+bool key_less(const int64_t* a, const int64_t* b, size_t order) {
+  for (size_t l = 0; l < order; ++l)
+    if (a[l] != b[l]) return a[l] < b[l];
+  return false;
+}
+
+bool key_equal(const int64_t* a, const int64_t* b, size_t order) {
+  for (size_t l = 0; l < order; ++l)
+    if (a[l] != b[l]) return false;
+  return true;
+}
+
+// Level-order keys of COO entries (coordinates in the tensor's mode order).
+std::vector<int64_t> level_keys(const Format& f, int64_t nnz, const int64_t* coords) {
+  const size_t order = static_cast<size_t>(f.order), n = static_cast<size_t>(nnz);
+  std::vector<int64_t> keys;
+  if (order > 0 && n > keys.max_size() / order) throw std::bad_alloc();
+  keys.resize(n * order);
+  for (size_t e = 0; e < n; ++e)
+    for (size_t l = 0; l < order; ++l) keys[e * order + l] = coords[e * order + static_cast<size_t>(f.levels[l].mode)];
+  return keys;
+}
+
+// The permutation that sorts n keys (ties keep their order); empty when they are sorted already.
+std::vector<int64_t> sorting_permutation(const std::vector<int64_t>& keys, size_t n, size_t order) {
+  std::vector<int64_t> perm;
+  bool sorted = true;
+  for (size_t e = 1; e < n && sorted; ++e) sorted = !key_less(&keys[e * order], &keys[(e - 1) * order], order);
+  if (sorted) return perm;
+  perm.resize(n);
+  for (size_t e = 0; e < n; ++e) perm[e] = static_cast<int64_t>(e);
+  const int64_t* k = keys.data();
+  std::sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
+    const int64_t* ka = k + static_cast<size_t>(a) * order;
+    const int64_t* kb = k + static_cast<size_t>(b) * order;
+    for (size_t l = 0; l < order; ++l)
+      if (ka[l] != kb[l]) return ka[l] < kb[l];
+    return a < b;
+  });
+  return perm;
+}
+
+Entries sort_and_merge(const Format& f, int64_t nnz, const int64_t* coords, const Value* vals) {
+  Entries out;
+  out.order = static_cast<size_t>(f.order);
+  const size_t order = out.order, n = static_cast<size_t>(nnz);
+  const std::vector<int64_t> keys = level_keys(f, nnz, coords);
+  const std::vector<int64_t> perm = sorting_permutation(keys, n, order);
+  out.keys.reserve(n * order);
+  if (vals) out.vals.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t e = perm.empty() ? i : static_cast<size_t>(perm[i]);
+    const int64_t* key = &keys[e * order];
+    if (out.count > 0 && key_equal(key, &out.keys[out.keys.size() - order], order)) {
+      if (vals) out.vals.back() += static_cast<double>(vals[e]);
+      continue;
+    }
+    out.keys.insert(out.keys.end(), key, key + order);
+    if (vals) out.vals.push_back(static_cast<double>(vals[e]));
+    ++out.count;
+  }
+  return out;
+}
+
+// Entry ranges: position p of a level holds the sorted entries [bounds[p], bounds[p+1]).
+using Bounds = std::vector<int64_t>;
+
+// The arrays pack writes, built in memory first so that nothing is written on an error.
+struct Layout {
+  std::vector<std::vector<Index>> arrays;  // index arrays, in order
+  Bounds bounds;                           // entry ranges of the positions above the dense suffix
+  int suffix = 0;                          // first level of the trailing run of dense levels
+  int64_t block = 1;                       // value positions per position of level suffix-1
+  int64_t values = 0;                      // length of the values
+};
+
+// One level above the dense suffix: fills its arrays and returns its positions' entry ranges.
+int build_level(const Format& f, const Entries& en, const int64_t* dims, int l, const Bounds& parent, Bounds& child,
+                std::vector<Index>* pos, std::vector<Index>* crd) {
+  const Level& level = f.levels[l];
+  const int64_t dim = dims[level.mode];
+  const int64_t parents = static_cast<int64_t>(parent.size()) - 1;
+  child.clear();
+  switch (level.kind) {
+    case kDense: {
+      int64_t positions = 0;
+      if (!mul_fits(parents, dim, positions)) return SPGEN_ERR_DIM;
+      child.resize(static_cast<size_t>(positions));
+      for (int64_t p = 0; p < parents; ++p) {
+        int64_t e = parent[static_cast<size_t>(p)];
+        const int64_t end = parent[static_cast<size_t>(p) + 1];
+        for (int64_t c = 0; c < dim; ++c) {
+          child[static_cast<size_t>(p * dim + c)] = e;
+          while (e < end && en.key(e, l) == c) ++e;
+        }
+      }
+      break;
+    }
+    case kCompressed:
+    case kCompressedNonUnique: {
+      const bool unique = level.kind == kCompressed;
+      pos->reserve(static_cast<size_t>(parents) + 1);
+      pos->push_back(0);
+      for (int64_t p = 0; p < parents; ++p) {
+        int64_t e = parent[static_cast<size_t>(p)];
+        const int64_t end = parent[static_cast<size_t>(p) + 1];
+        while (e < end) {
+          const int64_t c = en.key(e, l);
+          crd->push_back(static_cast<Index>(c));
+          child.push_back(e);
+          ++e;
+          while (unique && e < end && en.key(e, l) == c) ++e;
+        }
+        if (static_cast<int64_t>(crd->size()) > kIndexMax) return SPGEN_ERR_DIM;
+        pos->push_back(static_cast<Index>(crd->size()));
+      }
+      break;
+    }
+    case kSingleton: {
+      // Below a compressed-nonunique or singleton level every position holds one entry.
+      crd->reserve(static_cast<size_t>(parents));
+      for (int64_t p = 0; p < parents; ++p) {
+        const int64_t e = parent[static_cast<size_t>(p)];
+        if (parent[static_cast<size_t>(p) + 1] != e + 1) return SPGEN_ERR_LENGTH;  // not a COO shape
+        crd->push_back(static_cast<Index>(en.key(e, l)));
+      }
+      child = parent;
+      return SPGEN_OK;
+    }
+    case kDenseVariable: {
+      // Parent p stores coordinates 0 .. its largest: the gaps become explicit zeros.
+      pos->reserve(static_cast<size_t>(parents) + 1);
+      pos->push_back(0);
+      int64_t positions = 0;
+      for (int64_t p = 0; p < parents; ++p) {
+        int64_t e = parent[static_cast<size_t>(p)];
+        const int64_t end = parent[static_cast<size_t>(p) + 1];
+        const int64_t length = end > e ? en.key(end - 1, l) + 1 : 0;
+        if (length > kIndexMax - positions) return SPGEN_ERR_DIM;
+        positions += length;
+        for (int64_t c = 0; c < length; ++c) {
+          child.push_back(e);
+          while (e < end && en.key(e, l) == c) ++e;
+        }
+        pos->push_back(static_cast<Index>(positions));
+      }
+      break;
+    }
+    case kSparseFixed: {
+      // Parent p owns positions p*W .. p*W+W-1: its coordinates increasing, then padding (-1).
+      const int64_t width = level.width;
+      int64_t positions = 0;
+      if (width < 1 || !mul_fits(parents, width, positions) || positions > kIndexMax) return SPGEN_ERR_DIM;
+      crd->reserve(static_cast<size_t>(positions));
+      child.reserve(static_cast<size_t>(positions) + 1);
+      for (int64_t p = 0; p < parents; ++p) {
+        int64_t e = parent[static_cast<size_t>(p)];
+        const int64_t end = parent[static_cast<size_t>(p) + 1];
+        int64_t used = 0;
+        while (e < end) {
+          if (used == width) return SPGEN_ERR_ELL_OVERFLOW;
+          const int64_t c = en.key(e, l);
+          crd->push_back(static_cast<Index>(c));
+          child.push_back(e);
+          ++used;
+          while (e < end && en.key(e, l) == c) ++e;
+        }
+        for (; used < width; ++used) {
+          crd->push_back(static_cast<Index>(-1));
+          child.push_back(end);  // padding: an empty range
+        }
+      }
+      break;
+    }
+  }
+  child.push_back(en.count);
+  return SPGEN_OK;
+}
+
+int build_layout(const Format& f, const Entries& en, const int64_t* dims, Layout& out) {
+  const Slots slots(f);
+  out.arrays.assign(static_cast<size_t>(slots.arrays), std::vector<Index>());
+  out.suffix = f.order;
+  while (out.suffix > 0 && f.levels[out.suffix - 1].kind == kDense) --out.suffix;
+  out.bounds = {0, en.count};  // the root: one position holding every entry
+  Bounds child;
+  for (int l = 0; l < out.suffix; ++l) {
+    const int p = slots.pos[static_cast<size_t>(l)], c = slots.crd[static_cast<size_t>(l)];
+    if (int status = build_level(f, en, dims, l, out.bounds, child, p >= 0 ? &out.arrays[static_cast<size_t>(p)] : nullptr,
+                                 c >= 0 ? &out.arrays[static_cast<size_t>(c)] : nullptr))
+      return status;
+    out.bounds.swap(child);
+  }
+  out.block = 1;
+  for (int l = out.suffix; l < f.order; ++l)
+    if (!mul_fits(out.block, dims[f.levels[l].mode], out.block)) return SPGEN_ERR_DIM;
+  if (!mul_fits(static_cast<int64_t>(out.bounds.size()) - 1, out.block, out.values)) return SPGEN_ERR_DIM;
+  return SPGEN_OK;
+}
+
+// Every stored position in storage order, as (value position, coordinates in mode order);
+// sparse-fixed padding and everything below it left out. The arrays must have been checked.
+struct Walker {
+  const Format& f;
+  const int64_t* dims;
+  std::vector<const Index*> pos, crd;  // per level
+  std::vector<int64_t> coord;          // per mode
+
+  Walker(const Format& format, const int64_t* d, const Index* const* arrays)
+      : f(format), dims(d), pos(static_cast<size_t>(format.order)), crd(static_cast<size_t>(format.order)),
+        coord(static_cast<size_t>(format.order)) {
+    const Slots slots(f);
+    for (size_t l = 0; l < static_cast<size_t>(f.order); ++l) {
+      if (slots.pos[l] >= 0) pos[l] = arrays[slots.pos[l]];
+      if (slots.crd[l] >= 0) crd[l] = arrays[slots.crd[l]];
+    }
+  }
+
+  template <class Visit>
+  void walk(int l, int64_t parent, Visit& visit) {
+    if (l == f.order) {
+      visit(parent, coord.data());
+      return;
+    }
+    const Level& level = f.levels[l];
+    const size_t ul = static_cast<size_t>(l);
+    int64_t& c = coord[static_cast<size_t>(level.mode)];
+    switch (level.kind) {
+      case kDense: {
+        const int64_t dim = dims[level.mode];
+        for (int64_t x = 0; x < dim; ++x) {
+          c = x;
+          walk(l + 1, parent * dim + x, visit);
+        }
+        break;
+      }
+      case kCompressed:
+      case kCompressedNonUnique:
+        for (int64_t q = pos[ul][parent]; q < static_cast<int64_t>(pos[ul][parent + 1]); ++q) {
+          c = crd[ul][q];
+          walk(l + 1, q, visit);
+        }
+        break;
+      case kSingleton:
+        c = crd[ul][parent];
+        walk(l + 1, parent, visit);
+        break;
+      case kDenseVariable:
+        for (int64_t q = pos[ul][parent]; q < static_cast<int64_t>(pos[ul][parent + 1]); ++q) {
+          c = q - static_cast<int64_t>(pos[ul][parent]);
+          walk(l + 1, q, visit);
+        }
+        break;
+      case kSparseFixed:
+        for (int64_t q = parent * level.width; q < (parent + 1) * level.width && crd[ul][q] >= 0; ++q) {
+          c = crd[ul][q];
+          walk(l + 1, q, visit);
+        }
+        break;
+    }
+  }
+};
+
+// Checks a tensor's arrays against the format and `lengths` before anything reads past one:
+// lengths consistent, pos arrays starting at 0 and non-decreasing, crd in range and in the
+// order the level promises. `positions` receives the number of value positions.
+int check_arrays(const Format& f, const int64_t* dims, const Index* const* arrays, const void* vals,
+                 const int64_t* lengths, int64_t& positions) {
+  if (!lengths) return SPGEN_ERR_NULL;
+  if (f.order > 0 && !dims) return SPGEN_ERR_NULL;
+  for (int m = 0; m < f.order; ++m)
+    if (dims[m] < 0) return SPGEN_ERR_DIM;
+  const Slots slots(f);
+  for (int k = 0; k <= slots.arrays; ++k)
+    if (lengths[k] < 0) return SPGEN_ERR_LENGTH;
+  for (int k = 0; k < slots.arrays; ++k)
+    if (lengths[k] > 0 && !arrays[k]) return SPGEN_ERR_NULL;
+  positions = 1;  // of the level above: the root
+  for (int l = 0; l < f.order; ++l) {
+    const Level& level = f.levels[l];
+    const int64_t dim = dims[level.mode];
+    const int ps = slots.pos[static_cast<size_t>(l)], cs = slots.crd[static_cast<size_t>(l)];
+    const Index* pos = ps >= 0 ? arrays[ps] : nullptr;
+    const Index* crd = cs >= 0 ? arrays[cs] : nullptr;
+    const int64_t parents = positions;
+    if (pos) {
+      if (parents == std::numeric_limits<int64_t>::max() || lengths[ps] != parents + 1) return SPGEN_ERR_LENGTH;
+      if (pos[0] != 0) return SPGEN_ERR_POS_NOT_MONOTONE;
+      for (int64_t p = 0; p < parents; ++p)
+        if (pos[p + 1] < pos[p]) return SPGEN_ERR_POS_NOT_MONOTONE;
+    }
+    switch (level.kind) {
+      case kDense:
+        if (!mul_fits(parents, dim, positions)) return SPGEN_ERR_DIM;
+        break;
+      case kCompressed:
+      case kCompressedNonUnique: {
+        positions = static_cast<int64_t>(pos[parents]);
+        if (lengths[cs] != positions) return SPGEN_ERR_LENGTH;
+        for (int64_t q = 0; q < positions; ++q)
+          if (crd[q] < 0 || static_cast<int64_t>(crd[q]) >= dim) return SPGEN_ERR_COORD_RANGE;
+        const bool strict = level.kind == kCompressed;
+        for (int64_t p = 0; p < parents; ++p)
+          for (int64_t q = static_cast<int64_t>(pos[p]) + 1; q < static_cast<int64_t>(pos[p + 1]); ++q)
+            if (strict ? crd[q] <= crd[q - 1] : crd[q] < crd[q - 1]) return SPGEN_ERR_CRD_ORDER;
+        break;
+      }
+      case kSingleton:
+        if (lengths[cs] != parents) return SPGEN_ERR_LENGTH;
+        for (int64_t q = 0; q < parents; ++q)
+          if (crd[q] < 0 || static_cast<int64_t>(crd[q]) >= dim) return SPGEN_ERR_COORD_RANGE;
+        break;
+      case kDenseVariable:
+        for (int64_t p = 0; p < parents; ++p)
+          if (static_cast<int64_t>(pos[p + 1]) - static_cast<int64_t>(pos[p]) > dim) return SPGEN_ERR_COORD_RANGE;
+        positions = static_cast<int64_t>(pos[parents]);
+        break;
+      case kSparseFixed: {
+        const int64_t width = level.width;
+        if (width < 1 || !mul_fits(parents, width, positions)) return SPGEN_ERR_DIM;
+        if (lengths[cs] != positions) return SPGEN_ERR_LENGTH;
+        for (int64_t q = 0; q < positions; ++q)
+          if (crd[q] < -1 || static_cast<int64_t>(crd[q]) >= dim) return SPGEN_ERR_COORD_RANGE;
+        for (int64_t q = 0; q < positions; ++q) {
+          if (q % width == 0) continue;
+          if (crd[q - 1] < 0 ? crd[q] >= 0 : (crd[q] >= 0 && crd[q] <= crd[q - 1])) return SPGEN_ERR_CRD_ORDER;
+        }
+        break;
+      }
+    }
+  }
+  if (lengths[slots.arrays] != positions) return SPGEN_ERR_LENGTH;
+  if (positions > 0 && !vals) return SPGEN_ERR_NULL;
+  return SPGEN_OK;
+}
+
+// ---- the entry points behind the extern "C" functions ----
+
+int pack_sizes(const Format& f, int64_t nnz, const int64_t* coords, const int64_t* dims, int64_t* lengths) {
+  try {
+    if (!lengths) return SPGEN_ERR_NULL;
+    if (int status = check_entries(f, nnz, coords, dims)) return status;
+    const Entries en = sort_and_merge(f, nnz, coords, nullptr);
+    Layout layout;
+    if (int status = build_layout(f, en, dims, layout)) return status;
+    for (size_t k = 0; k < layout.arrays.size(); ++k) lengths[k] = static_cast<int64_t>(layout.arrays[k].size());
+    lengths[layout.arrays.size()] = layout.values;
+    return SPGEN_OK;
+  } catch (const std::bad_alloc&) {
+    return SPGEN_ERR_ALLOC;
+  } catch (const std::length_error&) {
+    return SPGEN_ERR_ALLOC;
+  }
+}
+
+int pack(const Format& f, int64_t nnz, const int64_t* coords, const Value* vals, const int64_t* dims,
+         Index* const* arrays, Value* out_vals, const int64_t* lengths) {
+  try {
+    if (!lengths) return SPGEN_ERR_NULL;
+    if (int status = check_entries(f, nnz, coords, dims)) return status;
+    if (nnz > 0 && !vals) return SPGEN_ERR_NULL;
+    const Entries en = sort_and_merge(f, nnz, coords, vals);
+    Layout layout;
+    if (int status = build_layout(f, en, dims, layout)) return status;
+    const size_t count = layout.arrays.size();
+    for (size_t k = 0; k < count; ++k)
+      if (lengths[k] != static_cast<int64_t>(layout.arrays[k].size())) return SPGEN_ERR_LENGTH;
+    if (lengths[count] != layout.values) return SPGEN_ERR_LENGTH;
+    for (size_t k = 0; k < count; ++k)
+      if (lengths[k] > 0 && !arrays[k]) return SPGEN_ERR_NULL;
+    if (layout.values > 0 && !out_vals) return SPGEN_ERR_NULL;
+    // Every length matches: from here on nothing can fail.
+    for (size_t k = 0; k < count; ++k) std::copy(layout.arrays[k].begin(), layout.arrays[k].end(), arrays[k]);
+    std::fill(out_vals, out_vals + layout.values, Value(0));
+    const int64_t parents = static_cast<int64_t>(layout.bounds.size()) - 1;
+    for (int64_t p = 0; p < parents; ++p)
+      for (int64_t e = layout.bounds[static_cast<size_t>(p)]; e < layout.bounds[static_cast<size_t>(p) + 1]; ++e) {
+        int64_t linear = 0;  // row-major within the dense suffix
+        for (int l = layout.suffix; l < f.order; ++l) linear = linear * dims[f.levels[l].mode] + en.key(e, l);
+        out_vals[p * layout.block + linear] = static_cast<Value>(en.vals[static_cast<size_t>(e)]);
+      }
+    return SPGEN_OK;
+  } catch (const std::bad_alloc&) {
+    return SPGEN_ERR_ALLOC;
+  } catch (const std::length_error&) {
+    return SPGEN_ERR_ALLOC;
+  }
+}
+
+int unpack(const Format& f, const int64_t* dims, const Index* const* arrays, const Value* vals, const int64_t* lengths,
+           int64_t* nnz_out, int64_t* coords_out, Value* vals_out) {
+  try {
+    if (!nnz_out) return SPGEN_ERR_NULL;
+    int64_t positions = 0;
+    if (int status = check_arrays(f, dims, arrays, vals, lengths, positions)) return status;
+    Walker walker(f, dims, arrays);
+    int64_t count = 0;
+    auto count_entry = [&](int64_t, const int64_t*) { ++count; };
+    walker.walk(0, 0, count_entry);
+    if (!coords_out) {  // a size query
+      *nnz_out = count;
+      return SPGEN_OK;
+    }
+    if (*nnz_out < count) {
+      *nnz_out = count;
+      return SPGEN_ERR_LENGTH;
+    }
+    if (count > 0 && !vals_out) return SPGEN_ERR_NULL;
+    const size_t order = static_cast<size_t>(f.order);
+    size_t at = 0;
+    auto write_entry = [&](int64_t q, const int64_t* c) {
+      std::copy(c, c + order, coords_out + at * order);
+      vals_out[at++] = vals[q];
+    };
+    walker.walk(0, 0, write_entry);
+    *nnz_out = count;
+    return SPGEN_OK;
+  } catch (const std::bad_alloc&) {
+    return SPGEN_ERR_ALLOC;
+  } catch (const std::length_error&) {
+    return SPGEN_ERR_ALLOC;
+  }
+}
+
+// Pack for an output that shares another tensor's structure: the entries' values are added at
+// the positions the (checked) structure stores them; a nonzero it does not store is an error.
+int pack_on_structure(const Format& f, int64_t nnz, const int64_t* coords, const Value* vals, const int64_t* dims,
+                      const Index* const* arrays, Value* out_vals, const int64_t* lengths) {
+  try {
+    if (int status = check_entries(f, nnz, coords, dims)) return status;
+    if (nnz > 0 && !vals) return SPGEN_ERR_NULL;
+    int64_t positions = 0;
+    if (int status = check_arrays(f, dims, arrays, out_vals, lengths, positions)) return status;
+    // The stored positions, sorted by their level-order coordinates (first position first).
+    const size_t order = static_cast<size_t>(f.order);
+    std::vector<int64_t> stored_keys, stored_at;
+    Walker walker(f, dims, arrays);
+    auto collect = [&](int64_t q, const int64_t* c) {
+      for (size_t l = 0; l < order; ++l) stored_keys.push_back(c[f.levels[l].mode]);
+      stored_at.push_back(q);
+    };
+    walker.walk(0, 0, collect);
+    const std::vector<int64_t> perm = sorting_permutation(stored_keys, stored_at.size(), order);
+    auto stored = [&](size_t i) { return perm.empty() ? i : static_cast<size_t>(perm[i]); };
+    // Where each entry goes, before anything is written.
+    std::vector<int64_t> target(static_cast<size_t>(nnz), -1), key(order);
+    for (size_t e = 0; e < static_cast<size_t>(nnz); ++e) {
+      for (size_t l = 0; l < order; ++l) key[l] = coords[e * order + static_cast<size_t>(f.levels[l].mode)];
+      size_t lo = 0, hi = stored_at.size();
+      while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (key_less(&stored_keys[stored(mid) * order], key.data(), order)) lo = mid + 1;
+        else hi = mid;
+      }
+      if (lo < stored_at.size() && key_equal(&stored_keys[stored(lo) * order], key.data(), order))
+        target[e] = stored_at[stored(lo)];
+      else if (vals[e] != Value(0))
+        return SPGEN_ERR_NOT_IN_STRUCTURE;
+    }
+    std::vector<double> sums(static_cast<size_t>(positions), 0.0);
+    for (size_t e = 0; e < static_cast<size_t>(nnz); ++e)
+      if (target[e] >= 0) sums[static_cast<size_t>(target[e])] += static_cast<double>(vals[e]);
+    for (size_t q = 0; q < sums.size(); ++q) out_vals[q] = static_cast<Value>(sums[q]);
+    return SPGEN_OK;
+  } catch (const std::bad_alloc&) {
+    return SPGEN_ERR_ALLOC;
+  } catch (const std::length_error&) {
+    return SPGEN_ERR_ALLOC;
+  }
+}
+
+const char* error_string(int status) {
+  switch (status) {
+    case SPGEN_OK: return "success";
+    case SPGEN_ERR_COORD_RANGE: return "a coordinate is out of range";
+    case SPGEN_ERR_POS_NOT_MONOTONE: return "a pos array does not start at 0 or decreases";
+    case SPGEN_ERR_LENGTH: return "an array length is wrong";
+    case SPGEN_ERR_CRD_ORDER: return "crd values are not in the order the level requires";
+    case SPGEN_ERR_ELL_OVERFLOW: return "a row has more entries than the sparse-fixed (ELL) width";
+    case SPGEN_ERR_DIM: return "a dimension is negative or too large for the index type";
+    case SPGEN_ERR_ALLOC: return "out of memory";
+    case SPGEN_ERR_NULL: return "a required pointer is null";
+    case SPGEN_ERR_NOT_IN_STRUCTURE: return "a nonzero entry is not in the shared structure";
+  }
+  return "unknown error code";
+}
+
+}  // namespace spmv_csr_pack
+
+namespace spmv_csr_pack {
+
+// A(i,j): csr
+const Level levels_A[] = {{kDense, 0, 0}, {kCompressed, 1, 0}};
+const Format format_A = {2, levels_A};
+
+}  // namespace spmv_csr_pack
+
+extern "C" int spmv_csr_pack_A_sizes(
+    int64_t nnz,
+    const int64_t* coords,
+    const int64_t* dims,
+    int64_t* lengths) {
+  return spmv_csr_pack::pack_sizes(spmv_csr_pack::format_A, nnz, coords, dims, lengths);
+}
+
+extern "C" int spmv_csr_pack_A(
+    int64_t nnz,
+    const int64_t* coords,
+    const float* vals,
+    const int64_t* dims,
+    int32_t* A_pos1,
+    int32_t* A_crd1,
+    float* A_vals,
+    const int64_t* lengths) {
+  int32_t* const arrays[] = {A_pos1, A_crd1};
+  return spmv_csr_pack::pack(spmv_csr_pack::format_A, nnz, coords, vals, dims, arrays, A_vals, lengths);
+}
+
+extern "C" int spmv_csr_unpack_A(
+    const int64_t* dims,
+    const int32_t* A_pos1,
+    const int32_t* A_crd1,
+    const float* A_vals,
+    const int64_t* lengths,
+    int64_t* nnz_out,
+    int64_t* coords_out,
+    float* vals_out) {
+  const int32_t* const arrays[] = {A_pos1, A_crd1};
+  return spmv_csr_pack::unpack(spmv_csr_pack::format_A, dims, arrays, A_vals, lengths, nnz_out, coords_out, vals_out);
+}
+
+extern "C" const char* spmv_csr_pack_strerror(int code) { return spmv_csr_pack::error_string(code); }

@@ -7,6 +7,7 @@
 #include "codegen/abi_header.h"
 #include "codegen/cpu_backend.h"
 #include "codegen/cuda_backend.h"
+#include "codegen/pack_routines.h"
 #include "frontend/parser.h"
 #include "ir/loop_ir_printer.h"
 #include "passes/auto_schedule.h"
@@ -82,14 +83,29 @@ Compilation compile(const CompileInput& input) {
   simplify_declares(c.func);
   c.stage2_dump = loops::dump_stage2(c.func);
 
+  // 4b/5b. A sparse output the kernel builds gets an assemble phase, scheduled by the same ops
+  // where they name its loops (it has no summed loops to schedule).
+  if (output_is_assembled(c.program)) {
+    if (c.config.target == Target::Cuda)
+      throw CompileError(format_config_error(input.config_path, "/target",
+                                             "assembling a sparse output is not supported on the cuda target yet"));
+    c.assemble = lower_to_loops(c.program, c.config, LoweringPhase::Assemble);
+    simplify_declares(*c.assemble);
+    schedule_loops(*c.assemble, c.program, c.config, loop_ops, /*skip_ops_on_missing_loops=*/true);
+    simplify_declares(*c.assemble);
+    c.stage2_dump = loops::dump_stage2(*c.assemble) + c.stage2_dump;
+  }
+
   // 6. Emit the header and the source: C++ with OpenMP, or CUDA.
   GenerationContext context = make_context(c, input);
   if (c.config.target == Target::Cuda) {
     c.files.push_back(emit_cuda_header(c.func, context));
     c.files.push_back(emit_cuda_source(c.func, context));
   } else {
-    c.files.push_back(emit_abi_header(c.func, context));
-    c.files.push_back(emit_cpu_source(c.func, context));
+    const loops::LoweredFunc* assemble = c.assemble ? &*c.assemble : nullptr;
+    context.pack = emit_pack_routines(c.program, c.func.name);  // NAME_pack_T / NAME_unpack_T (cuda: none yet)
+    c.files.push_back(emit_abi_header(c.func, context, "void", {}, {}, "", assemble));
+    c.files.push_back(emit_cpu_source(c.func, context, assemble));
   }
   return c;
 }

@@ -1,6 +1,7 @@
 // The compiler, as one list of passes: see compile() in lower.cpp.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@ struct Compilation {
   Config config;
   sparse::Program program;               // stage I, after its schedule
   loops::LoweredFunc func;               // stage II, after its schedule
+  std::optional<loops::LoweredFunc> assemble;  // a sparse output's assemble phase, if it has one
   std::vector<ScheduleOp> schedule;      // what was applied (`auto` expanded)
   std::string stage1_dump, stage2_dump;  // --emit=stage1 / --emit=stage2
   std::vector<GeneratedFile> files;      // NAME.h, then NAME.cpp or NAME.cu

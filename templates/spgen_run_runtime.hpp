@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <initializer_list>
 #include <iterator>
 #include <limits>
@@ -41,9 +42,31 @@ namespace spgen_run {
 // ---------------------------------------------------------------------------------------
 
 // Storage kind of one level. Adding a kind means adding a case to each `switch (level)`
-// below: level_has_pos/level_has_crd, detail::build_level (pack), detail::level_walk
-// (unpack) and detail::find_position.
-enum class Level { Dense, Compressed };
+// below: level_has_pos/level_has_crd, detail::build_level (pack), detail::level_walk and
+// the loop in unpack, and detail::find_position.
+//
+// Arrays of level l (the kernel ABI); "parents" is the position count of level l-1 (1 at
+// the top), "positions" this level's:
+//   Dense                no arrays; parent p's children are positions p*dim .. p*dim+dim-1,
+//                        position = p*dim + coordinate.
+//   Compressed           pos (parents+1) and crd (positions): the distinct coordinates under
+//                        parent p, increasing, at positions pos[p] .. pos[p+1]-1.
+//   CompressedNonUnique  pos and crd like Compressed, but one position per stored entry:
+//                        a coordinate repeats (non-decreasing under a parent) once per
+//                        entry, each repeat starting its own subtree. COO's top level.
+//   Singleton            crd only (size parents): one coordinate per parent position;
+//                        position = parent position. Only below CompressedNonUnique or
+//                        another Singleton. COO of a matrix is {CompressedNonUnique,
+//                        Singleton}: pos = {0, nnz}, crd0 = rows, crd1 = columns.
+//   DenseVariable        pos only (parents+1), no crd: parent p stores the prefix of
+//                        coordinates 0 .. pos[p+1]-pos[p]-1, position = pos[p] + coordinate
+//                        (SparseTIR's ragged axis). pack stores (largest coordinate + 1)
+//                        per parent, missing coordinates in the prefix as explicit zeros.
+//   SparseFixed          crd only (size parents * W, W = TensorInfo::widths[l] >= 1; ELL):
+//                        parent p owns positions p*W .. p*W+W-1, its coordinates increasing,
+//                        then padding marked by crd = -1 (value 0, whole subtree zero).
+//                        pack fails when a parent has more than W distinct coordinates.
+enum class Level { Dense, Compressed, CompressedNonUnique, Singleton, DenseVariable, SparseFixed };
 
 struct TensorInfo {
   std::string name;
@@ -52,6 +75,7 @@ struct TensorInfo {
   std::vector<Level> levels;     // storage levels, outermost first
   std::vector<int> mode_order;   // levels[l] stores mode mode_order[l]
   int shares_structure_with;     // tensor id whose pos/crd this tensor uses, or -1
+  std::vector<int64_t> widths = {};  // per level: the width W of a SparseFixed level; empty: none
 };
 
 struct KernelInfo {
@@ -65,6 +89,10 @@ inline const char* level_name(Level level) {
   switch (level) {
     case Level::Dense: return "dense";
     case Level::Compressed: return "compressed";
+    case Level::CompressedNonUnique: return "compressed-nonunique";
+    case Level::Singleton: return "singleton";
+    case Level::DenseVariable: return "dense-variable";
+    case Level::SparseFixed: return "sparse-fixed";
   }
   return "?";
 }
@@ -74,6 +102,10 @@ inline bool level_has_pos(Level level) {
   switch (level) {
     case Level::Dense: return false;
     case Level::Compressed: return true;
+    case Level::CompressedNonUnique: return true;
+    case Level::Singleton: return false;
+    case Level::DenseVariable: return true;
+    case Level::SparseFixed: return false;
   }
   return false;
 }
@@ -81,6 +113,10 @@ inline bool level_has_crd(Level level) {
   switch (level) {
     case Level::Dense: return false;
     case Level::Compressed: return true;
+    case Level::CompressedNonUnique: return true;
+    case Level::Singleton: return true;
+    case Level::DenseVariable: return false;
+    case Level::SparseFixed: return true;
   }
   return false;
 }
@@ -863,8 +899,33 @@ struct Packed {
 
 namespace detail {
 
+// The width W of level l (0 when `widths` gives none).
+inline int64_t level_width(const std::vector<int64_t>& widths, size_t l) {
+  return l < widths.size() ? widths[l] : 0;
+}
+
+// Which level kinds may follow which, and the widths SparseFixed levels need.
+inline void check_levels(const std::vector<Level>& levels, const std::vector<int64_t>& widths) {
+  if (!widths.empty() && widths.size() != levels.size())
+    throw std::runtime_error("format has " + std::to_string(levels.size()) + " levels but " +
+                             std::to_string(widths.size()) + " widths");
+  for (size_t l = 0; l < levels.size(); ++l) {
+    if (levels[l] == Level::Singleton &&
+        (l == 0 || (levels[l - 1] != Level::CompressedNonUnique && levels[l - 1] != Level::Singleton)))
+      throw std::runtime_error("singleton level " + std::to_string(l) +
+                               " must be directly below a compressed-nonunique or singleton level (" +
+                               (l == 0 ? std::string("it is the top level")
+                                       : std::string("it is below a ") + level_name(levels[l - 1]) + " level") +
+                               ")");
+    if (levels[l] == Level::SparseFixed && level_width(widths, l) < 1)
+      throw std::runtime_error("sparse-fixed level " + std::to_string(l) + " needs a width of at least 1 (got " +
+                               std::to_string(level_width(widths, l)) + ")");
+  }
+}
+
 inline void check_format(const std::vector<int64_t>& dims, const std::vector<Level>& levels,
-                         const std::vector<int>& mode_order) {
+                         const std::vector<int>& mode_order, const std::vector<int64_t>& widths = {}) {
+  check_levels(levels, widths);
   const size_t order = dims.size();
   if (levels.size() != order || mode_order.size() != order)
     throw std::runtime_error("format has " + std::to_string(levels.size()) + " levels and " +
@@ -908,10 +969,12 @@ inline Bounds expand_dense_level(const SortedEntries& entries, int level, int64_
   return child;
 }
 
-// A compressed level: the distinct coordinates under each parent, in pos/crd.
+// A compressed level in pos/crd: the distinct coordinates under each parent when `unique`, or
+// (compressed-nonunique) one position per entry, so a coordinate repeats once per entry below it
+// (entries are sorted and merged over all levels).
 template <class I>
 Bounds build_compressed_level(const SortedEntries& entries, int level, int64_t dim, const Bounds& parent,
-                              std::vector<I>& pos, std::vector<I>& crd) {
+                              std::vector<I>& pos, std::vector<I>& crd, bool unique) {
   if (dim > 0) check_fits_index<I>(dim - 1, "coordinate");
   const int64_t parents = static_cast<int64_t>(parent.size()) - 1;
   pos.assign(1, I(0));
@@ -924,7 +987,8 @@ Bounds build_compressed_level(const SortedEntries& entries, int level, int64_t d
       const int64_t c = entries.coord(e, level);
       crd.push_back(static_cast<I>(c));
       child.push_back(e);
-      while (e < end && entries.coord(e, level) == c) ++e;
+      ++e;
+      while (unique && e < end && entries.coord(e, level) == c) ++e;
     }
     check_fits_index<I>(static_cast<int64_t>(crd.size()), "position count");
     pos.push_back(static_cast<I>(crd.size()));
@@ -933,12 +997,105 @@ Bounds build_compressed_level(const SortedEntries& entries, int level, int64_t d
   return child;
 }
 
+// A singleton level: the coordinate of the one entry under each parent position (below a
+// compressed-nonunique or singleton level, every position holds exactly one entry).
 template <class I>
-Bounds build_level(const SortedEntries& entries, int level, Level kind, int64_t dim, const Bounds& parent,
-                   std::vector<I>& pos, std::vector<I>& crd) {
+Bounds build_singleton_level(const SortedEntries& entries, int level, int64_t dim, const Bounds& parent,
+                             std::vector<I>& crd) {
+  if (dim > 0) check_fits_index<I>(dim - 1, "coordinate");
+  const int64_t parents = static_cast<int64_t>(parent.size()) - 1;
+  crd.reserve(static_cast<size_t>(parents));
+  for (int64_t p = 0; p < parents; ++p) {
+    const int64_t e = parent[static_cast<size_t>(p)];
+    if (parent[static_cast<size_t>(p) + 1] != e + 1)
+      throw std::logic_error("singleton level " + std::to_string(level) + ": a parent position holds " +
+                             std::to_string(parent[static_cast<size_t>(p) + 1] - e) + " entries");
+    crd.push_back(static_cast<I>(entries.coord(e, level)));
+  }
+  return parent;
+}
+
+// A dense-variable level: parent p stores coordinates 0 .. (its largest coordinate), so
+// missing coordinates inside that prefix become explicit zeros. pos only.
+template <class I>
+Bounds build_dense_variable_level(const SortedEntries& entries, int level, const Bounds& parent,
+                                  std::vector<I>& pos) {
+  const int64_t parents = static_cast<int64_t>(parent.size()) - 1;
+  pos.assign(1, I(0));
+  pos.reserve(static_cast<size_t>(parents) + 1);
+  Bounds child;
+  int64_t positions = 0;
+  for (int64_t p = 0; p < parents; ++p) {
+    int64_t e = parent[static_cast<size_t>(p)];
+    const int64_t end = parent[static_cast<size_t>(p) + 1];
+    const int64_t length = end > e ? entries.coord(end - 1, level) + 1 : 0;  // sorted: the last is the largest
+    if (positions > kInt64Max - length)
+      throw std::runtime_error("dense-variable level " + std::to_string(level) + ": position count overflows");
+    positions += length;
+    check_fits_index<I>(positions, "position count");
+    for (int64_t c = 0; c < length; ++c) {
+      child.push_back(e);
+      while (e < end && entries.coord(e, level) == c) ++e;
+    }
+    pos.push_back(static_cast<I>(positions));
+  }
+  child.push_back(entries.size());
+  return child;
+}
+
+// A sparse-fixed (ELL) level of width W: parent p owns positions p*W .. p*W+W-1, its
+// distinct coordinates increasing, then padding (crd -1, no entries below). crd only.
+template <class I>
+Bounds build_sparse_fixed_level(const SortedEntries& entries, int level, int64_t dim, int64_t width,
+                                const Bounds& parent, std::vector<I>& crd) {
+  if (!std::is_signed_v<I>)
+    throw std::runtime_error("sparse-fixed level " + std::to_string(level) +
+                             ": the index type must be signed (padding is marked by -1)");
+  if (dim > 0) check_fits_index<I>(dim - 1, "coordinate");
+  const int64_t parents = static_cast<int64_t>(parent.size()) - 1;
+  int64_t positions = 0;
+  if (!mul_fits(parents, width, positions))
+    throw std::runtime_error("sparse-fixed level " + std::to_string(level) + ": position count overflows");
+  check_fits_index<I>(positions, "position count");
+  crd.reserve(static_cast<size_t>(positions));
+  Bounds child;
+  child.reserve(static_cast<size_t>(positions) + 1);
+  for (int64_t p = 0; p < parents; ++p) {
+    const int64_t begin = parent[static_cast<size_t>(p)];
+    const int64_t end = parent[static_cast<size_t>(p) + 1];
+    int64_t distinct = 0;
+    for (int64_t e = begin; e < end; ++e)
+      if (e == begin || entries.coord(e, level) != entries.coord(e - 1, level)) ++distinct;
+    if (distinct > width)
+      throw std::runtime_error("sparse-fixed level " + std::to_string(level) + ": row " + std::to_string(p) +
+                               " has " + std::to_string(distinct) + " entries but the ELL width is " +
+                               std::to_string(width));
+    int64_t e = begin;
+    while (e < end) {
+      const int64_t c = entries.coord(e, level);
+      crd.push_back(static_cast<I>(c));
+      child.push_back(e);
+      while (e < end && entries.coord(e, level) == c) ++e;
+    }
+    for (int64_t k = distinct; k < width; ++k) {
+      crd.push_back(static_cast<I>(-1));
+      child.push_back(end);  // padding: an empty range
+    }
+  }
+  child.push_back(entries.size());
+  return child;
+}
+
+template <class I>
+Bounds build_level(const SortedEntries& entries, int level, Level kind, int64_t dim, int64_t width,
+                   const Bounds& parent, std::vector<I>& pos, std::vector<I>& crd) {
   switch (kind) {
     case Level::Dense: return expand_dense_level(entries, level, dim, parent);
-    case Level::Compressed: return build_compressed_level(entries, level, dim, parent, pos, crd);
+    case Level::Compressed: return build_compressed_level(entries, level, dim, parent, pos, crd, true);
+    case Level::CompressedNonUnique: return build_compressed_level(entries, level, dim, parent, pos, crd, false);
+    case Level::Singleton: return build_singleton_level(entries, level, dim, parent, crd);
+    case Level::DenseVariable: return build_dense_variable_level(entries, level, parent, pos);
+    case Level::SparseFixed: return build_sparse_fixed_level(entries, level, dim, width, parent, crd);
   }
   throw std::logic_error("unknown level kind");
 }
@@ -974,11 +1131,14 @@ inline std::vector<int64_t> level_dims(const std::vector<int64_t>& dims, const s
 }  // namespace detail
 
 // Packs a tensor into storage levels: entries sorted by level order, duplicates summed,
-// dense levels below a compressed one filled with explicit zeros, values in position order.
+// dense levels below a compressed one filled with explicit zeros (likewise the gaps of a
+// dense-variable prefix and the subtrees of sparse-fixed padding), values in position
+// order. `widths`: per level, the width of a SparseFixed level (see Level).
 template <class I, class V>
-Packed<I, V> pack(const Coo& t, const std::vector<Level>& levels, const std::vector<int>& mode_order) {
+Packed<I, V> pack(const Coo& t, const std::vector<Level>& levels, const std::vector<int>& mode_order,
+                  const std::vector<int64_t>& widths = {}) {
   static_assert(std::is_integral_v<I>, "the index type must be an integer");
-  detail::check_format(t.dims, levels, mode_order);
+  detail::check_format(t.dims, levels, mode_order, widths);
   detail::check_coo(t, "pack");
   const detail::SortedEntries entries = detail::sort_and_merge(t, mode_order);
   const std::vector<int64_t> dims = detail::level_dims(t.dims, mode_order);
@@ -993,7 +1153,8 @@ Packed<I, V> pack(const Coo& t, const std::vector<Level>& levels, const std::vec
   detail::Bounds bounds = {0, entries.size()};  // the root: one position holding everything
   for (int l = 0; l < dense_suffix; ++l) {
     const size_t ul = static_cast<size_t>(l);
-    bounds = detail::build_level(entries, l, levels[ul], dims[ul], bounds, p.pos[ul], p.crd[ul]);
+    bounds = detail::build_level(entries, l, levels[ul], dims[ul], detail::level_width(widths, ul), bounds,
+                                 p.pos[ul], p.crd[ul]);
   }
   detail::fill_dense_suffix(entries, dims, dense_suffix, bounds, p.vals);
   return p;
@@ -1006,8 +1167,10 @@ template <class I>
 struct LevelWalk {
   Level kind = Level::Dense;
   int64_t dim = 0;
-  const std::vector<I>* crd = nullptr;
-  std::vector<int64_t> parent;  // compressed: the parent position of each position
+  int64_t width = 0;                    // sparse-fixed: W
+  const std::vector<I>* pos = nullptr;  // dense-variable
+  const std::vector<I>* crd = nullptr;  // compressed, compressed-nonunique, singleton, sparse-fixed
+  std::vector<int64_t> parent;          // compressed (-nonunique), dense-variable: each position's parent
 };
 
 template <class I>
@@ -1023,29 +1186,80 @@ void check_pos_array(const std::vector<I>& pos, const std::vector<I>& crd, int64
     if (c < 0 || static_cast<int64_t>(c) >= dim) throw std::runtime_error(where + "crd value out of range");
 }
 
+// The parent position of each position, from a pos array.
+template <class I>
+std::vector<int64_t> parents_from_pos(const std::vector<I>& pos) {
+  std::vector<int64_t> parent(pos.empty() ? 0 : static_cast<size_t>(pos.back()));
+  for (size_t q = 0; q + 1 < pos.size(); ++q)
+    for (int64_t k = pos[q]; k < static_cast<int64_t>(pos[q + 1]); ++k) parent[static_cast<size_t>(k)] = static_cast<int64_t>(q);
+  return parent;
+}
+
 // Prepares the walk for one level; `positions` is the parent level's count on entry and
 // this level's on exit.
 template <class I, class V>
-LevelWalk<I> level_walk(const Packed<I, V>& p, int level, Level kind, int64_t dim, int64_t& positions) {
+LevelWalk<I> level_walk(const Packed<I, V>& p, int level, Level kind, int64_t dim, int64_t width,
+                        int64_t& positions) {
   const size_t ul = static_cast<size_t>(level);
+  const std::string where = "unpack: level " + std::to_string(level) + " (" + level_name(kind) + "): ";
+  if ((level_has_pos(kind) && ul >= p.pos.size()) || (level_has_crd(kind) && ul >= p.crd.size()))
+    throw std::runtime_error(where + "missing pos/crd arrays");
   LevelWalk<I> walk;
   walk.kind = kind;
   walk.dim = dim;
+  walk.width = width;
   switch (kind) {
     case Level::Dense:
       if (!mul_fits(positions, dim, positions)) throw std::runtime_error("unpack: position count overflows");
       break;
-    case Level::Compressed: {
-      if (ul >= p.pos.size() || ul >= p.crd.size())
-        throw std::runtime_error("unpack: missing pos/crd for level " + std::to_string(level));
-      const std::vector<I>& pos = p.pos[ul];
-      check_pos_array(pos, p.crd[ul], positions, level, dim);
+    case Level::Compressed:
+    case Level::CompressedNonUnique: {
+      check_pos_array(p.pos[ul], p.crd[ul], positions, level, dim);
       walk.crd = &p.crd[ul];
-      walk.parent.resize(p.crd[ul].size());
-      for (int64_t q = 0; q < positions; ++q)
-        for (int64_t k = pos[static_cast<size_t>(q)]; k < pos[static_cast<size_t>(q) + 1]; ++k)
-          walk.parent[static_cast<size_t>(k)] = q;
+      walk.parent = parents_from_pos(p.pos[ul]);
       positions = static_cast<int64_t>(p.crd[ul].size());
+      break;
+    }
+    case Level::Singleton: {
+      const std::vector<I>& crd = p.crd[ul];
+      if (static_cast<int64_t>(crd.size()) != positions)
+        throw std::runtime_error(where + "crd array has " + std::to_string(crd.size()) + " entries for " +
+                                 std::to_string(positions) + " parent positions");
+      for (I c : crd)
+        if (c < 0 || static_cast<int64_t>(c) >= dim) throw std::runtime_error(where + "crd value out of range");
+      walk.crd = &crd;
+      break;
+    }
+    case Level::DenseVariable: {
+      const std::vector<I>& pos = p.pos[ul];
+      if (static_cast<int64_t>(pos.size()) != positions + 1 || pos[0] != 0)
+        throw std::runtime_error(where + "pos array has the wrong size or does not start at 0");
+      for (size_t i = 1; i < pos.size(); ++i) {
+        if (pos[i] < pos[i - 1]) throw std::runtime_error(where + "pos array decreases");
+        if (static_cast<int64_t>(pos[i]) - static_cast<int64_t>(pos[i - 1]) > dim)
+          throw std::runtime_error(where + "a stored prefix is longer than the dimension");
+      }
+      walk.pos = &pos;
+      walk.parent = parents_from_pos(pos);
+      positions = static_cast<int64_t>(pos.back());
+      break;
+    }
+    case Level::SparseFixed: {
+      const std::vector<I>& crd = p.crd[ul];
+      if (width < 1) throw std::runtime_error(where + "needs a width of at least 1");
+      if (!mul_fits(positions, width, positions)) throw std::runtime_error("unpack: position count overflows");
+      if (static_cast<int64_t>(crd.size()) != positions)
+        throw std::runtime_error(where + "crd array has " + std::to_string(crd.size()) + " entries, expected " +
+                                 std::to_string(positions) + " (parent positions x width " + std::to_string(width) +
+                                 ")");
+      for (size_t k = 0; k < crd.size(); ++k) {
+        const int64_t c = static_cast<int64_t>(crd[k]);
+        if (c < -1 || c >= dim) throw std::runtime_error(where + "crd value out of range");
+        if (c >= 0 && k % static_cast<size_t>(width) != 0 && crd[k - 1] < 0)
+          throw std::runtime_error(where + "a coordinate follows padding (crd -1) under parent " +
+                                   std::to_string(k / static_cast<size_t>(width)));
+      }
+      walk.crd = &crd;
       break;
     }
   }
@@ -1054,17 +1268,20 @@ LevelWalk<I> level_walk(const Packed<I, V>& p, int level, Level kind, int64_t di
 
 }  // namespace detail
 
-// Every stored position as an entry (explicit zeros included), coordinates in the
-// tensor's own mode order, in storage order.
+// Every stored position as an entry (explicit zeros included, sparse-fixed padding left
+// out), coordinates in the tensor's own mode order, in storage order. `widths` as in pack.
 template <class I, class V>
-Coo unpack(const Packed<I, V>& p, const std::vector<Level>& levels, const std::vector<int>& mode_order) {
-  detail::check_format(p.dims, levels, mode_order);
+Coo unpack(const Packed<I, V>& p, const std::vector<Level>& levels, const std::vector<int>& mode_order,
+           const std::vector<int64_t>& widths = {}) {
+  detail::check_format(p.dims, levels, mode_order, widths);
   const int order = static_cast<int>(p.dims.size());
   std::vector<detail::LevelWalk<I>> walks;
   int64_t positions = 1;
-  for (int l = 0; l < order; ++l)
-    walks.push_back(detail::level_walk(p, l, levels[static_cast<size_t>(l)],
-                                       p.dims[static_cast<size_t>(mode_order[static_cast<size_t>(l)])], positions));
+  for (int l = 0; l < order; ++l) {
+    const size_t ul = static_cast<size_t>(l);
+    walks.push_back(detail::level_walk(p, l, levels[ul], p.dims[static_cast<size_t>(mode_order[ul])],
+                                       detail::level_width(widths, ul), positions));
+  }
   if (static_cast<int64_t>(p.vals.size()) != positions)
     throw std::runtime_error("unpack: " + std::to_string(p.vals.size()) + " values for " + std::to_string(positions) +
                              " positions");
@@ -1075,7 +1292,8 @@ Coo unpack(const Packed<I, V>& p, const std::vector<Level>& levels, const std::v
   std::vector<int64_t> c(static_cast<size_t>(order));
   for (int64_t q = 0; q < positions; ++q) {
     int64_t at = q;
-    for (int l = order - 1; l >= 0; --l) {
+    bool padding = false;
+    for (int l = order - 1; l >= 0 && !padding; --l) {
       const detail::LevelWalk<I>& walk = walks[static_cast<size_t>(l)];
       int64_t& coord = c[static_cast<size_t>(mode_order[static_cast<size_t>(l)])];
       switch (walk.kind) {
@@ -1084,41 +1302,110 @@ Coo unpack(const Packed<I, V>& p, const std::vector<Level>& levels, const std::v
           at /= walk.dim;
           break;
         case Level::Compressed:
+        case Level::CompressedNonUnique:
           coord = static_cast<int64_t>((*walk.crd)[static_cast<size_t>(at)]);
           at = walk.parent[static_cast<size_t>(at)];
           break;
+        case Level::Singleton:
+          coord = static_cast<int64_t>((*walk.crd)[static_cast<size_t>(at)]);  // same position as its parent
+          break;
+        case Level::DenseVariable: {
+          const int64_t parent = walk.parent[static_cast<size_t>(at)];
+          coord = at - static_cast<int64_t>((*walk.pos)[static_cast<size_t>(parent)]);
+          at = parent;
+          break;
+        }
+        case Level::SparseFixed:
+          coord = static_cast<int64_t>((*walk.crd)[static_cast<size_t>(at)]);
+          padding = coord < 0;  // padding and everything below it is not stored data
+          at /= walk.width;
+          break;
       }
     }
-    out.add_entry(c.data(), static_cast<double>(p.vals[static_cast<size_t>(q)]));
+    if (!padding) out.add_entry(c.data(), static_cast<double>(p.vals[static_cast<size_t>(q)]));
   }
   return out;
 }
 
 namespace detail {
 
-// The value position of coordinates `c` (tensor mode order) in a packed structure, or -1
-// when the structure does not store it. Needs crd sorted under each parent, as pack makes.
+// find_position from level l on: positions lo .. hi-1 of level l-1 all match `c` so far
+// (several only below a compressed-nonunique level, where a coordinate repeats).
 template <class I, class V>
-int64_t find_position(const Packed<I, V>& p, const std::vector<Level>& levels, const std::vector<int>& mode_order,
-                      const int64_t* c) {
-  int64_t at = 0;
-  for (size_t l = 0; l < levels.size(); ++l) {
+int64_t find_position_from(const Packed<I, V>& p, const std::vector<Level>& levels, const std::vector<int>& mode_order,
+                           const std::vector<int64_t>& widths, const int64_t* c, size_t l, int64_t lo, int64_t hi) {
+  for (; l < levels.size(); ++l) {
+    if (lo >= hi) return -1;
+    const int64_t dim = p.dims[static_cast<size_t>(mode_order[l])];
     const int64_t coord = c[mode_order[l]];
+    if (coord < 0 || coord >= dim) return -1;
+    const I key = static_cast<I>(coord);
+    if (levels[l] == Level::Singleton) {
+      // The candidates share all coordinates above, so their crd values are sorted.
+      const auto range = std::equal_range(p.crd[l].begin() + static_cast<std::ptrdiff_t>(lo),
+                                          p.crd[l].begin() + static_cast<std::ptrdiff_t>(hi), key);
+      lo = range.first - p.crd[l].begin();
+      hi = range.second - p.crd[l].begin();
+      continue;
+    }
+    if (hi - lo > 1) {  // try the subtree of each candidate
+      for (int64_t q = lo; q < hi; ++q) {
+        const int64_t at = find_position_from(p, levels, mode_order, widths, c, l, q, q + 1);
+        if (at >= 0) return at;
+      }
+      return -1;
+    }
+    const size_t at = static_cast<size_t>(lo);
     switch (levels[l]) {
       case Level::Dense:
-        at = at * p.dims[static_cast<size_t>(mode_order[l])] + coord;
+        lo = lo * dim + coord;
+        hi = lo + 1;
         break;
-      case Level::Compressed: {
-        const auto first = p.crd[l].begin() + static_cast<std::ptrdiff_t>(p.pos[l][static_cast<size_t>(at)]);
-        const auto last = p.crd[l].begin() + static_cast<std::ptrdiff_t>(p.pos[l][static_cast<size_t>(at) + 1]);
-        const auto it = std::lower_bound(first, last, static_cast<I>(coord));
-        if (it == last || static_cast<int64_t>(*it) != coord) return -1;
-        at = it - p.crd[l].begin();
+      case Level::Compressed:
+      case Level::CompressedNonUnique: {
+        const auto first = p.crd[l].begin() + static_cast<std::ptrdiff_t>(p.pos[l][at]);
+        const auto last = p.crd[l].begin() + static_cast<std::ptrdiff_t>(p.pos[l][at + 1]);
+        const auto range = std::equal_range(first, last, key);
+        lo = range.first - p.crd[l].begin();
+        hi = levels[l] == Level::Compressed ? std::min<int64_t>(lo + 1, range.second - p.crd[l].begin())
+                                            : range.second - p.crd[l].begin();
+        break;
+      }
+      case Level::Singleton: break;  // handled above
+      case Level::DenseVariable: {
+        const int64_t begin = static_cast<int64_t>(p.pos[l][at]);
+        if (coord >= static_cast<int64_t>(p.pos[l][at + 1]) - begin) return -1;  // beyond the stored prefix
+        lo = begin + coord;
+        hi = lo + 1;
+        break;
+      }
+      case Level::SparseFixed: {
+        const int64_t width = level_width(widths, l);
+        const int64_t first = lo * width;
+        lo = hi = 0;  // not found unless set below
+        for (int64_t k = first; k < first + width; ++k) {
+          const I x = p.crd[l][static_cast<size_t>(k)];
+          if (x < 0 || x > key) break;  // padding, or past it (increasing)
+          if (x == key) {
+            lo = k;
+            hi = k + 1;
+            break;
+          }
+        }
         break;
       }
     }
   }
-  return at;
+  return lo < hi ? lo : -1;
+}
+
+// The value position of coordinates `c` (tensor mode order) in a packed structure, or -1
+// when the structure does not store it (sparse-fixed padding is never a match). Needs crd
+// sorted under each parent, as pack makes.
+template <class I, class V>
+int64_t find_position(const Packed<I, V>& p, const std::vector<Level>& levels, const std::vector<int>& mode_order,
+                      const int64_t* c, const std::vector<int64_t>& widths = {}) {
+  return find_position_from(p, levels, mode_order, widths, c, 0, 0, 1);
 }
 
 }  // namespace detail
@@ -1142,6 +1429,11 @@ class Run {
   Index* pos(int t, int l) { return level_array(t, l, true); }
   Index* crd(int t, int l) { return level_array(t, l, false); }
   Value* values(int t) { return packed(t).vals.data(); }
+  // The width W of level l of tensor t's structure (a SparseFixed level), or 0.
+  int64_t width(int t, int l) const {
+    const TensorInfo& ti = info_.tensors.at(static_cast<size_t>(structure_owner(t)));
+    return detail::level_width(ti.widths, static_cast<size_t>(l));
+  }
 
   Packed<Index, Value>& packed(int t) { return tensors_.at(static_cast<size_t>(t)); }
   const Packed<Index, Value>& packed(int t) const { return tensors_.at(static_cast<size_t>(t)); }
@@ -1174,6 +1466,16 @@ class Run {
   KernelInfo info_;
   std::vector<int64_t> sizes_;
   std::vector<Packed<Index, Value>> tensors_;
+};
+
+// How a generated driver plugs its kernel into the runtime.
+template <class Index, class Value>
+struct Hooks {
+  std::function<void(Run<Index, Value>&)> invoke;    // runs the kernel
+  std::function<void(Run<Index, Value>&)> assemble;  // empty unless the kernel builds a sparse output
+  // By tensor id, the kernel's own conversion routines; a missing or null entry uses the runtime's.
+  std::vector<void (*)(const Coo&, Packed<Index, Value>&)> pack;
+  std::vector<Coo (*)(const Run<Index, Value>&)> unpack;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -1209,6 +1511,7 @@ inline std::string usage(const KernelInfo& info) {
          "  --seed S                   seed of random tensors; tensor t uses S + t (default 1)\n"
          "  --dim VAR=N                size of an index variable; repeatable\n"
          "  --density D                fraction of nonzeros of random sparse tensors (default 0.01)\n"
+         "                             (rows beyond a sparse-fixed (ELL) width are cut to it)\n"
          "  --threads N                OpenMP threads\n"
          "  --save-input NAME=FILE     write the input tensor actually used (e.g. a random one)\n"
          "  --quiet                    do not print the timing line\n";
@@ -1313,6 +1616,11 @@ inline void validate_kernel_info(const KernelInfo& info) {
       seen[static_cast<size_t>(m)] = true;
     }
     if (t.shares_structure_with >= tensors) throw std::runtime_error(bad + "shares_structure_with out of range");
+    try {
+      check_levels(t.levels, t.widths);
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(bad + e.what());
+    }
   }
 }
 
@@ -1481,16 +1789,56 @@ inline std::vector<int> matching_modes(const TensorInfo& from, const TensorInfo&
   return out;
 }
 
+// The entries of t that fit the widths of its sparse-fixed levels: under each parent
+// position (the coordinates of the levels above), the W smallest distinct coordinates of
+// such a level are kept and the entries with larger ones dropped, outer levels first.
+// Below a compressed-nonunique level every position holds one entry, so nothing is dropped.
+inline Coo fit_widths(const Coo& t, const std::vector<Level>& levels, const std::vector<int>& mode_order,
+                      const std::vector<int64_t>& widths) {
+  if (std::find(levels.begin(), levels.end(), Level::SparseFixed) == levels.end()) return t;
+  check_format(t.dims, levels, mode_order, widths);
+  check_coo(t, "random tensor");
+  SortedEntries entries = sort_and_merge(t, mode_order);
+  const int order = t.order();
+  const size_t L = static_cast<size_t>(order);
+  for (int l = 0; l < order; ++l) {
+    if (levels[static_cast<size_t>(l)] == Level::CompressedNonUnique) break;
+    if (levels[static_cast<size_t>(l)] != Level::SparseFixed) continue;
+    const int64_t width = level_width(widths, static_cast<size_t>(l));
+    SortedEntries kept;
+    kept.order = order;
+    int64_t distinct = 0;  // coordinates of level l seen under the current parent
+    for (int64_t e = 0; e < entries.size(); ++e) {
+      const auto key = entries.coords.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(e) * L);
+      const bool same_parent = e > 0 && std::equal(key, key + l, key - static_cast<std::ptrdiff_t>(L));
+      if (!same_parent) distinct = 0;
+      if (!same_parent || entries.coord(e, l) != entries.coord(e - 1, l)) ++distinct;
+      if (distinct > width) continue;
+      kept.coords.insert(kept.coords.end(), key, key + order);
+      kept.vals.push_back(entries.vals[static_cast<size_t>(e)]);
+    }
+    entries = std::move(kept);
+  }
+  Coo out;
+  out.dims = t.dims;
+  out.coords.resize(entries.coords.size());
+  out.vals = entries.vals;
+  for (int64_t e = 0; e < entries.size(); ++e)
+    for (size_t l = 0; l < L; ++l)
+      out.coords[static_cast<size_t>(e) * L + static_cast<size_t>(mode_order[l])] = entries.coord(e, static_cast<int>(l));
+  return out;
+}
+
 // Tensor t's current values as entries, through the shared structure if it has one.
 template <class Index, class Value>
 Coo unpack_tensor(const Run<Index, Value>& run, int t) {
   const TensorInfo& ti = run.info().tensors[static_cast<size_t>(t)];
   const int owner = run.structure_owner(t);
-  if (owner == t) return unpack(run.packed(t), ti.levels, ti.mode_order);
+  if (owner == t) return unpack(run.packed(t), ti.levels, ti.mode_order, ti.widths);
   const TensorInfo& oi = run.info().tensors[static_cast<size_t>(owner)];
   Packed<Index, Value> view = run.packed(owner);  // copies the structure once, for writing
   view.vals = run.packed(t).vals;
-  const Coo in_owner_modes = unpack(view, oi.levels, oi.mode_order);
+  const Coo in_owner_modes = unpack(view, oi.levels, oi.mode_order, oi.widths);
   const std::vector<int> from = matching_modes(oi, ti);
   Coo out;
   out.dims = tensor_dims(ti, run.sizes());
@@ -1515,7 +1863,7 @@ std::vector<Value> values_on_structure(const Run<Index, Value>& run, int t, int 
   for (int64_t e = 0; e < initial.nnz(); ++e) {
     for (size_t m = 0; m < from.size(); ++m) c[m] = initial.coord(e, from[m]);
     const double v = initial.vals[static_cast<size_t>(e)];
-    const int64_t at = find_position(structure, oi.levels, oi.mode_order, c.data());
+    const int64_t at = find_position(structure, oi.levels, oi.mode_order, c.data(), oi.widths);
     if (at >= 0) vals[static_cast<size_t>(at)] += static_cast<Value>(v);
     else if (v != 0.0)
       throw std::runtime_error("initial " + ti.name + " has a nonzero outside the structure of " + oi.name);
@@ -1554,8 +1902,12 @@ class Driver {
   Driver(const KernelInfo& info, const Options& opts)
       : info_(info), opts_(opts), plan_(make_plan(info, opts)), coos_(info.tensors.size()) {}
 
-  template <class F>
-  int execute(F& invoke) {
+  // `hooks.assemble`, when set, builds the structure of an output the kernel assembles itself
+  // (dense levels, then one compressed level): it fills that level's pos array, after which crd
+  // and values are sized.
+  int execute(const Hooks<Index, Value>& hooks) {
+    hooks_ = &hooks;
+    const bool has_assemble = static_cast<bool>(hooks.assemble);
     set_threads(opts_.threads);
     IndexSizes sizes(info_);
     load_file_inputs(info_, plan_, coos_, sizes);
@@ -1567,8 +1919,13 @@ class Driver {
 
     Run<Index, Value> run(info_, sizes.all());
     prepare_inputs(run);
-    std::vector<std::vector<Value>> initial = prepare_outputs(run);
-    const Timings timings = time_runs(run, initial, invoke);
+    std::vector<std::vector<Value>> initial = prepare_outputs(run, has_assemble);
+    if (has_assemble) size_assembled_outputs(run, hooks.assemble);
+    auto both = [&](Run<Index, Value>& r) {
+      if (has_assemble) hooks.assemble(r);
+      hooks.invoke(r);
+    };
+    const Timings timings = time_runs(run, initial, both);
     if (!opts_.quiet) {
       std::printf("time_ms median=%.4f min=%.4f max=%.4f runs=%d\n", timings.median, timings.min, timings.max,
                   timings.runs);
@@ -1590,6 +1947,10 @@ class Driver {
             : all_dense(ti.levels)                ? random_dense(dims, seed)
                                                   : random_sparse(dims, opts_.density, seed);
     c.dims = dims;
+    // A random tensor may put more entries under a parent than a sparse-fixed (ELL) level's
+    // width holds: keep the first W coordinates of each parent and drop the rest, so any
+    // --density works (a file that overflows the width is an error from pack instead).
+    if (plan_.source[t] == Plan::Source::Random) c = fit_widths(c, ti.levels, ti.mode_order, ti.widths);
     // Round to Value now, so a saved input holds exactly what the kernel sees.
     for (double& v : c.vals) v = static_cast<double>(static_cast<Value>(v));
     return c;
@@ -1606,12 +1967,37 @@ class Driver {
       if (ti.is_output) continue;
       const Coo entries = make_entries(run, t);
       if (!plan_.save_path[t].empty()) write_tensor(plan_.save_path[t], entries, all_dense(ti.levels), precision());
-      run.packed(static_cast<int>(t)) = pack<Index, Value>(entries, ti.levels, ti.mode_order);
+      Packed<Index, Value>& packed = run.packed(static_cast<int>(t));
+      if (t < hooks_->pack.size() && hooks_->pack[t]) hooks_->pack[t](entries, packed);
+      else packed = pack<Index, Value>(entries, ti.levels, ti.mode_order, ti.widths);
+    }
+  }
+
+  // Dense levels then one compressed level: the shape the kernels can assemble.
+  static bool is_assembled_shape(const std::vector<Level>& levels) {
+    for (size_t l = 0; l + 1 < levels.size(); ++l)
+      if (levels[l] != Level::Dense) return false;
+    return !levels.empty() && levels.back() == Level::Compressed;
+  }
+
+  // Runs the assemble phase once to learn each assembled output's entry count, and sizes its
+  // coordinates and values (later runs rebuild the same structure in place).
+  void size_assembled_outputs(Run<Index, Value>& run, const std::function<void(Run<Index, Value>&)>& assemble) {
+    assemble(run);
+    for (size_t t = 0; t < info_.tensors.size(); ++t) {
+      const TensorInfo& ti = tensor(t);
+      Packed<Index, Value>& out = run.packed(static_cast<int>(t));
+      if (!ti.is_output || run.structure_owner(static_cast<int>(t)) != static_cast<int>(t) || all_dense(ti.levels)) continue;
+      const size_t last = ti.levels.size() - 1;
+      const int64_t entries = static_cast<int64_t>(out.pos[last].back());
+      if (entries < 0) throw std::runtime_error("output " + ti.name + ": the assemble phase produced a negative count");
+      out.crd[last].assign(static_cast<size_t>(entries), Index(0));
+      out.vals.assign(static_cast<size_t>(entries), Value(0));
     }
   }
 
   // Allocates each output and returns the values it starts every run from.
-  std::vector<std::vector<Value>> prepare_outputs(Run<Index, Value>& run) {
+  std::vector<std::vector<Value>> prepare_outputs(Run<Index, Value>& run, bool has_assemble) {
     std::vector<std::vector<Value>> initial(info_.tensors.size());
     for (size_t t = 0; t < info_.tensors.size(); ++t) {
       const TensorInfo& ti = tensor(t);
@@ -1622,12 +2008,22 @@ class Driver {
       if (all_dense(ti.levels)) {
         const Coo start = plan_.source[t] == Plan::Source::None ? Coo{tensor_dims(ti, run.sizes()), {}, {}}
                                                                 : make_entries(run, t);
-        out = pack<Index, Value>(start, ti.levels, ti.mode_order);
+        out = pack<Index, Value>(start, ti.levels, ti.mode_order, ti.widths);
       } else if (owner != id) {
         if (tensor(static_cast<size_t>(owner)).is_output)
           throw std::runtime_error("output " + ti.name + " shares the structure of another output");
         out.dims = tensor_dims(ti, run.sizes());
         out.vals = initial_shared_values(run, t, owner);
+      } else if (has_assemble && is_assembled_shape(ti.levels)) {
+        if (plan_.source[t] != Plan::Source::None)
+          throw std::runtime_error("output " + ti.name + " is built by the kernel; it takes no --input");
+        out.dims = tensor_dims(ti, run.sizes());
+        int64_t parents = 1;
+        for (size_t l = 0; l + 1 < ti.levels.size(); ++l) parents *= out.dims[static_cast<size_t>(ti.mode_order[l])];
+        out.pos.assign(ti.levels.size(), {});
+        out.crd.assign(ti.levels.size(), {});
+        out.pos.back().assign(static_cast<size_t>(parents + 1), Index(0));
+        continue;  // no initial values: every run rebuilds it
       } else {
         throw std::runtime_error("output format not supported by spgen run yet (output " + ti.name +
                                  " is sparse and shares no input's structure)");
@@ -1675,16 +2071,19 @@ class Driver {
   }
 
   void write_outputs(const Run<Index, Value>& run) const {
-    for (size_t t = 0; t < info_.tensors.size(); ++t)
-      if (!plan_.output_path[t].empty())
-        write_tensor(plan_.output_path[t], unpack_tensor(run, static_cast<int>(t)), all_dense(tensor(t).levels),
-                     precision());
+    for (size_t t = 0; t < info_.tensors.size(); ++t) {
+      if (plan_.output_path[t].empty()) continue;
+      const bool hooked = t < hooks_->unpack.size() && hooks_->unpack[t];
+      const Coo entries = hooked ? hooks_->unpack[t](run) : unpack_tensor(run, static_cast<int>(t));
+      write_tensor(plan_.output_path[t], entries, all_dense(tensor(t).levels), precision());
+    }
   }
 
   const KernelInfo& info_;
   const Options& opts_;
   const Plan plan_;
   std::vector<Coo> coos_;
+  const Hooks<Index, Value>* hooks_ = nullptr;
 };
 
 // Messages that already read `PATH:LINE: error: ...` are printed as they are.
@@ -1695,10 +2094,9 @@ inline void print_error(const char* message) {
 
 }  // namespace detail
 
-// The generated driver's main. `invoke` is any callable taking Run<Index, Value>&.
-// Returns 0 on success, 1 after printing an error to stderr.
-template <class Index, class Value, class F>
-int main(int argc, char** argv, const KernelInfo& info, F&& invoke) {
+// The generated driver's entry point. Returns 0 on success, 1 after printing an error to stderr.
+template <class Index, class Value>
+int run(int argc, char** argv, const KernelInfo& info, const Hooks<Index, Value>& hooks) {
   try {
     const detail::Options opts = detail::parse_options(argc, argv);
     if (opts.help) {
@@ -1707,13 +2105,31 @@ int main(int argc, char** argv, const KernelInfo& info, F&& invoke) {
     }
     detail::validate_kernel_info(info);
     detail::Driver<Index, Value> driver(info, opts);
-    return driver.execute(invoke);
+    return driver.execute(hooks);
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "error: out of memory (the tensors are too large for this machine)\n");
   } catch (const std::exception& e) {
     detail::print_error(e.what());
   }
   return 1;
+}
+
+// Shorthands: `invoke` (any callable taking Run<Index, Value>&) runs the kernel; `assemble`, for
+// kernels that build a sparse output, runs their assemble phase before each invoke.
+// The callables are referenced, not copied (a driver's may own device memory), and outlive the run.
+template <class Index, class Value, class F>
+int main(int argc, char** argv, const KernelInfo& info, F&& invoke) {
+  Hooks<Index, Value> hooks;
+  hooks.invoke = [&invoke](Run<Index, Value>& r) { invoke(r); };
+  return run<Index, Value>(argc, argv, info, hooks);
+}
+
+template <class Index, class Value, class F, class G>
+int main(int argc, char** argv, const KernelInfo& info, F&& invoke, G&& assemble) {
+  Hooks<Index, Value> hooks;
+  hooks.invoke = [&invoke](Run<Index, Value>& r) { invoke(r); };
+  hooks.assemble = [&assemble](Run<Index, Value>& r) { assemble(r); };
+  return run<Index, Value>(argc, argv, info, hooks);
 }
 
 }  // namespace spgen_run

@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   spgen::cli::GenOptions gen;
-  CLI::App* gen_cmd = app.add_subcommand("gen", "write NAME.h and NAME.cpp for a spec and config");
+  CLI::App* gen_cmd = app.add_subcommand("gen", "write NAME.h and NAME.cpp (NAME.cu for the cuda target) for a spec and config");
   gen_cmd->add_option("spec", gen.spec, "index-notation spec file (.spg)")->required();
   gen_cmd->add_option("--config,-c", gen.config, "JSON config")->required();
   gen_cmd->add_option("-o,--out-dir", gen.out_dir, "directory to write into (default .)");

@@ -22,10 +22,10 @@ static std::string pad_to(std::string text, size_t width) {
   return text;
 }
 
-GeneratedFile emit_abi_header(const loops::LoweredFunc& func, const GenerationContext& context,
-                              const std::string& return_type, const std::vector<std::string>& extra_params,
-                              const std::vector<std::string>& extra_docs, const std::string& target_types) {
-  CExprPrinter printer;
+// The ABI comment lines and the declaration of one kernel function.
+static std::pair<std::string, std::string> describe_function(const loops::LoweredFunc& func, const std::string& return_type,
+                                                             const std::vector<std::string>& extra_params,
+                                                             const std::vector<std::string>& extra_docs) {
   std::vector<std::string> declarations, types;
   size_t name_width = 0, type_width = 0;
   for (const loops::Param& p : func.params) {
@@ -49,6 +49,23 @@ GeneratedFile emit_abi_header(const loops::LoweredFunc& func, const GenerationCo
   std::string declaration = return_type + " " + func.name + "(";
   for (size_t i = 0; i < all.size(); ++i) declaration += (i ? ",\n    " : "\n    ") + all[i];
   declaration += ");";
+  return {abi, declaration};
+}
+
+GeneratedFile emit_abi_header(const loops::LoweredFunc& func, const GenerationContext& context,
+                              const std::string& return_type, const std::vector<std::string>& extra_params,
+                              const std::vector<std::string>& extra_docs, const std::string& target_types,
+                              const loops::LoweredFunc* assemble) {
+  CExprPrinter printer;
+  auto [abi, declaration] = describe_function(func, return_type, extra_params, extra_docs);
+  if (assemble) {
+    // The assemble phase comes first: it sizes the output that the kernel then fills.
+    auto [assemble_abi, assemble_declaration] = describe_function(*assemble, return_type, extra_params, extra_docs);
+    abi = "// First call " + assemble->name + "(...), which builds the output's positions:\n" + assemble_abi +
+          "// then allocate the output's coordinates and values (length: the last position) and call " + func.name +
+          "(...):\n" + abi;
+    declaration = assemble_declaration + "\n\n" + declaration;
+  }
 
   std::string guard = "SPGEN_";
   for (char c : func.name) guard += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -77,7 +94,9 @@ GeneratedFile emit_abi_header(const loops::LoweredFunc& func, const GenerationCo
                                  {"value_type", value_type},
                                  {"abi", abi},
                                  {"guard", guard},
-                                 {"declaration", declaration}});
+                                 {"declaration", declaration},
+                                 {"pack_docs", context.pack.header_docs},
+                                 {"pack_declarations", context.pack.header_declarations}});
   return file;
 }
 

@@ -15,7 +15,8 @@ GeneratedFile emit_abi_header(const loops::LoweredFunc& func, const GenerationCo
                               const std::string& return_type = "void",
                               const std::vector<std::string>& extra_params = {},
                               const std::vector<std::string>& extra_docs = {},
-                              const std::string& target_types = "");
+                              const std::string& target_types = "",
+                              const loops::LoweredFunc* assemble = nullptr);  // a sparse output's assemble phase
 
 std::string header_file_name(const loops::LoweredFunc& func);
 

@@ -43,6 +43,19 @@ std::string c_param(const Param& param, bool restrict_pointers) {
 
 std::string CStmtPrinter::loop_preamble(const For&, const std::string&) const { return ""; }
 
+std::string CStmtPrinter::workspace_declarations(const Allocate& node, const std::string& indent) const {
+  std::string out;
+  for (const Workspace& w : node.buffers)
+    out += indent + "std::vector<" + expr_.type_name(w.type) + "> " + w.name + "(" + expr_.print(w.size) + ", " +
+           expr_.print(w.init) + ");\n";
+  return out;
+}
+
+std::string CStmtPrinter::print_allocate(const Allocate& node, int depth) {
+  std::string pad(2 * depth, ' ');
+  return pad + "{\n" + workspace_declarations(node, pad + "  ") + print(node.body, depth + 1) + pad + "}\n";
+}
+
 std::string CStmtPrinter::print_for(const For& loop, int depth) {
   std::string pad(2 * depth, ' ');
   std::string out = loop_preamble(loop, pad);
@@ -88,6 +101,12 @@ std::string CStmtPrinter::print(const Stmt& stmt, int depth) {
     }
     case StmtKind::Store: return print_store(static_cast<const Store&>(*stmt), pad);
     case StmtKind::Comment: return pad + "// " + static_cast<const Comment&>(*stmt).text + "\n";
+    case StmtKind::Allocate: return print_allocate(static_cast<const Allocate&>(*stmt), depth);
+    case StmtKind::Sort: {
+      const auto& node = static_cast<const Sort&>(*stmt);
+      return pad + "std::sort(" + node.buffer + ".begin() + " + expr_.print(node.begin) + ", " + node.buffer +
+             ".begin() + " + expr_.print(node.end) + ");\n";
+    }
   }
   return "";
 }

@@ -23,7 +23,7 @@ class CpuStmtPrinter : public CStmtPrinter {
       out += indent + "#pragma omp ";
       if (a.parallel) {
         static const char* kinds[] = {"static", "dynamic", "guided"};
-        out += "parallel for ";
+        out += in_parallel_region_ ? "for " : "parallel for ";
         if (a.vectorized) out += "simd ";
         out += "schedule(" + std::string(kinds[static_cast<int>(a.schedule)]);
         if (a.chunk) out += ", " + std::to_string(a.chunk);
@@ -37,11 +37,63 @@ class CpuStmtPrinter : public CStmtPrinter {
     if (a.unroll) out += indent + "#pragma GCC unroll " + std::to_string(a.unroll) + "\n";
     return out;
   }
+
+  // Workspaces around a parallel loop are per thread: open the parallel region first, declare
+  // them inside it, and share the loop's iterations with `omp for`.
+  std::string print_allocate(const Allocate& node, int depth) override {
+    const For* loop = as_for(node.body);
+    if (!loop && node.body->kind == StmtKind::Block && static_cast<const Block&>(*node.body).stmts.size() == 1)
+      loop = as_for(static_cast<const Block&>(*node.body).stmts.front());
+    if (!loop || !loop->annotations.parallel) return CStmtPrinter::print_allocate(node, depth);
+    std::string pad(2 * depth, ' ');
+    std::string out = pad + "#pragma omp parallel\n" + pad + "{\n" + workspace_declarations(node, pad + "  ");
+    in_parallel_region_ = true;
+    out += print(node.body, depth + 1);
+    in_parallel_region_ = false;
+    return out + pad + "}\n";
+  }
+
+ private:
+  bool in_parallel_region_ = false;
 };
+
+// Array parameters are read through loads, sizes through variables; an assemble phase reads no
+// values, and sizes the sparse structure already bounds may go unread.
+bool param_is_used(const LoweredFunc& func, const Param& param) {
+  struct Uses : IRVisitor {
+    std::string name;
+    bool found = false;
+    void visit_load(const Load& node) override {
+      found |= node.buffer == name;
+      IRVisitor::visit_load(node);
+    }
+    void visit_store(const Store& node) override {
+      found |= node.buffer == name;
+      IRVisitor::visit_store(node);
+    }
+  } uses;
+  uses.name = param.name;
+  uses.visit(func.body);
+  return uses.found || stmt_reads_var(func.body, param.name);
+}
+
+std::string print_function(const LoweredFunc& func) {
+  std::string text = "extern \"C\" void " + func.name + "(";
+  for (size_t i = 0; i < func.params.size(); ++i)
+    text += (i ? ",\n    " : "\n    ") + c_param(func.params[i], true);
+  text += ") {\n";
+  for (const Param& p : func.params)
+    if (!param_is_used(func, p)) text += "  (void)" + p.name + ";\n";
+  CExprPrinter expr;
+  CpuStmtPrinter printer(expr);
+  text += printer.print(func.body, 1);
+  text += "}\n";
+  return text;
+}
 
 }  // namespace
 
-GeneratedFile emit_cpu_source(const LoweredFunc& func, const GenerationContext& context) {
+GeneratedFile emit_cpu_source(const LoweredFunc& func, const GenerationContext& context, const LoweredFunc* assemble) {
   GeneratedFile file;
   file.name = func.name + ".cpp";
   file.text = templates::render("cpu_kernel_preamble.cpp.in", {{"file", file.name},
@@ -50,17 +102,9 @@ GeneratedFile emit_cpu_source(const LoweredFunc& func, const GenerationContext& 
                                                                {"config_file", context.config_file},
                                                                {"spec", context.spec_text},
                                                                {"header", header_file_name(func)}});
-  file.text += "extern \"C\" void " + func.name + "(";
-  for (size_t i = 0; i < func.params.size(); ++i)
-    file.text += (i ? ",\n    " : "\n    ") + c_param(func.params[i], true);
-  file.text += ") {\n";
-  // Sizes the sparse structure already bounds are part of the ABI but may go unread.
-  for (const Param& p : func.params)
-    if (!stmt_reads_var(func.body, p.name) && p.kind == ParamKind::Dim) file.text += "  (void)" + p.name + ";\n";
-  CExprPrinter expr;
-  CpuStmtPrinter printer(expr);
-  file.text += printer.print(func.body, 1);
-  file.text += "}\n";
+  if (assemble) file.text += print_function(*assemble) + "\n";
+  file.text += print_function(func);
+  file.text += context.pack.source;  // the tensors' pack/unpack routines, if any
   return file;
 }
 

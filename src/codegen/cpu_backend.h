@@ -6,6 +6,8 @@
 
 namespace spgen {
 
-GeneratedFile emit_cpu_source(const loops::LoweredFunc& func, const GenerationContext& context);
+// `assemble`, when the output is a sparse one the kernels build, is printed first.
+GeneratedFile emit_cpu_source(const loops::LoweredFunc& func, const GenerationContext& context,
+                              const loops::LoweredFunc* assemble = nullptr);
 
 }  // namespace spgen

@@ -85,32 +85,32 @@ struct Kernel {
   std::vector<const Param*> params;         // those the body uses, in ABI order
 };
 
-// The zero fill (bound to the whole grid) is a kernel of its own, launched first; the rest of
-// the nest is the main kernel.
+// The zero fill (bound to the whole grid) is a kernel of its own; the rest of the nest is the
+// main kernel. They are launched in the nest's order: the zero fill first.
 std::vector<Kernel> split_into_kernels(const LoweredFunc& func) {
   std::vector<Stmt> top = func.body->kind == StmtKind::Block ? static_cast<const Block&>(*func.body).stmts
                                                              : std::vector<Stmt>{func.body};
   std::vector<Kernel> kernels;
-  std::vector<Stmt> rest, comments;
+  std::vector<Stmt> statements;  // of the kernel being collected, comments included
   for (const Stmt& s : top) {
     const For* loop = as_for(s);
-    if (s->kind == StmtKind::Comment) {
-      comments.push_back(s);
+    if (!loop || loop->annotations.bind != "grid") {
+      statements.push_back(s);
       continue;
     }
-    if (loop && loop->annotations.bind == "grid") {
-      std::string name = func.name + "_" + loop->label;
-      std::replace(name.begin(), name.end(), ' ', '_');
-      comments.push_back(s);
-      kernels.push_back({name, comments, {}, {}});
-    } else {
-      rest.insert(rest.end(), comments.begin(), comments.end());
-      rest.push_back(s);
+    std::vector<Stmt> comments;  // the ones just before the zero fill describe it
+    while (!statements.empty() && statements.back()->kind == StmtKind::Comment) {
+      comments.insert(comments.begin(), statements.back());
+      statements.pop_back();
     }
-    comments.clear();
+    if (!statements.empty()) kernels.push_back({func.name + "_main", std::move(statements), {}, {}});
+    std::string name = func.name + "_" + loop->label;
+    std::replace(name.begin(), name.end(), ' ', '_');
+    comments.push_back(s);
+    kernels.push_back({name, comments, {}, {}});
+    statements.clear();
   }
-  rest.insert(rest.end(), comments.begin(), comments.end());
-  if (!rest.empty()) kernels.push_back({func.name + "_main", rest, {}, {}});
+  if (!statements.empty()) kernels.push_back({func.name + "_main", statements, {}, {}});
 
   struct Uses : IRVisitor {
     std::set<std::string> names;

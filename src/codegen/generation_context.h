@@ -7,6 +7,14 @@
 
 namespace spgen {
 
+// A CPU kernel's conversion routines (codegen/pack_routines.h); empty for other targets and for
+// kernels whose tensors are all dense.
+struct PackRoutines {
+  std::string header_docs;          // NAME.h: comment lines documenting them, after the kernel's ABI
+  std::string header_declarations;  // NAME.h: the status codes and the extern "C" declarations
+  std::string source;               // NAME.cpp: appended after the kernel
+};
+
 struct GenerationContext {
   std::string version;         // spgen's version
   std::string spec_file;       // base name of the spec file
@@ -15,6 +23,7 @@ struct GenerationContext {
   std::vector<std::string> formats;   // one line per tensor
   std::vector<std::string> schedule;  // one line per applied schedule op
   bool auto_schedule = false;
+  PackRoutines pack;
 };
 
 struct GeneratedFile {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "codegen/abi_header.h"
+#include "codegen/pack_routines.h"
 #include "support/templates.h"
 
 namespace spgen {
@@ -25,17 +26,39 @@ std::string int_list(const std::vector<int>& values) {
   return out + "}";
 }
 
+// The runtime's spelling of a level kind (templates/spgen_run_runtime.hpp, enum Level).
+const char* runtime_level_name(LevelKind kind) {
+  switch (kind) {
+    case LevelKind::Dense: return "Dense";
+    case LevelKind::Compressed: return "Compressed";
+    case LevelKind::CompressedNonUnique: return "CompressedNonUnique";
+    case LevelKind::Singleton: return "Singleton";
+    case LevelKind::DenseVariable: return "DenseVariable";
+    case LevelKind::SparseFixed: return "SparseFixed";
+  }
+  return "?";
+}
+
 std::string tensor_entry(const sparse::Program& program, const sparse::SparseBuffer& buffer) {
   std::vector<int> modes;
   for (const std::string& var : buffer.indices) modes.push_back(index_of(program.index_vars, var));
   std::string levels = "{";
   for (size_t l = 0; l < buffer.format.levels.size(); ++l)
-    levels += std::string(l ? ", " : "") + (buffer.format.levels[l] == LevelKind::Dense ? "spgen_run::Level::Dense"
-                                                                                         : "spgen_run::Level::Compressed");
+    levels += std::string(l ? ", " : "") + "spgen_run::Level::" + runtime_level_name(buffer.format.levels[l]);
   levels += "}";
   int shares = buffer.shares_structure_with.empty() ? -1 : tensor_id(program, buffer.shares_structure_with);
-  return "        {\"" + buffer.tensor + "\", " + (buffer.is_output ? "true" : "false") + ", " + int_list(modes) + ", " +
-         levels + ", " + int_list(buffer.format.mode_order) + ", " + std::to_string(shares) + "},\n";
+  std::string entry = "        {\"" + buffer.tensor + "\", " + (buffer.is_output ? "true" : "false") + ", " +
+                      int_list(modes) + ", " + levels + ", " + int_list(buffer.format.mode_order) + ", " +
+                      std::to_string(shares);
+  bool has_width = false;
+  for (size_t l = 0; l < buffer.format.levels.size(); ++l) has_width |= buffer.format.width(l) > 0;
+  if (has_width) {
+    std::string widths = "{";
+    for (size_t l = 0; l < buffer.format.levels.size(); ++l)
+      widths += (l ? ", " : "") + std::to_string(buffer.format.width(l));
+    entry += ", " + widths + "}";
+  }
+  return entry + "},\n";
 }
 
 // `arrays` holds the packed arrays the kernel reads: `r` (the host's) or `device` (the GPU copies).
@@ -50,9 +73,66 @@ std::string call_argument(const sparse::Program& program, const loops::Param& pa
   return "";
 }
 
+// The CPU driver's use of the kernel's pack/unpack routines (templates/run_driver_pack.cpp.in):
+// a packing function per sparse input, an unpacking one per sparse output; empty when the kernel
+// has none.
+std::string pack_glue(const loops::LoweredFunc& func, const sparse::Program& program) {
+  const std::vector<PackTensor> tensors = pack_tensors(program, func.name);
+  if (tensors.empty()) return "";
+  std::vector<std::string> pack_table(program.buffers.size(), "nullptr"), unpack_table(program.buffers.size(), "nullptr");
+  std::string functions;
+  for (const PackTensor& p : tensors) {
+    const std::string name = "\"" + p.tensor + "\"";
+    const std::string count = std::to_string(p.arrays.size() + 1);
+    const std::string levels = std::to_string(program.buffer(p.structure).format.levels.size());
+    auto array = [](const PackArray& a) { return std::string(a.is_pos ? "pos[" : "crd[") + std::to_string(a.level) + "]"; };
+    if (!p.is_output) {
+      functions += "void pack_" + p.tensor + "(const spgen_run::Coo& c, spgen_run::Packed<Index, Value>& p) {\n";
+      functions += "  int64_t n[" + count + "];\n";
+      functions += "  check(\"packing\", " + name + ", " + p.sizes_function + "(c.nnz(), c.coords.data(), c.dims.data(), n));\n";
+      functions += "  p = spgen_run::Packed<Index, Value>();\n  p.dims = c.dims;\n";
+      functions += "  p.pos.resize(" + levels + ");\n  p.crd.resize(" + levels + ");\n";
+      std::string args;
+      for (size_t i = 0; i < p.arrays.size(); ++i) {
+        functions += "  p." + array(p.arrays[i]) + ".resize(to_size(n[" + std::to_string(i) + "]));\n";
+        args += "p." + array(p.arrays[i]) + ".data(), ";
+      }
+      functions += "  p.vals.resize(to_size(n[" + std::to_string(p.arrays.size()) + "]));\n";
+      functions += "  check(\"packing\", " + name + ", " + p.pack_function +
+                   "(c.nnz(), c.coords.data(), values_of(c).data(), c.dims.data(), " + args + "p.vals.data(), n));\n}\n\n";
+      pack_table[static_cast<size_t>(p.id)] = "pack_" + p.tensor;
+      continue;
+    }
+    functions += "spgen_run::Coo unpack_" + p.tensor + "(const spgen_run::Run<Index, Value>& r) {\n";
+    functions += "  const spgen_run::Packed<Index, Value>& s = r.packed(" + std::to_string(p.structure_id) + ");\n";
+    functions += "  const spgen_run::Packed<Index, Value>& v = r.packed(" + std::to_string(p.id) + ");\n";
+    std::string lengths, args;
+    for (const PackArray& a : p.arrays) {
+      lengths += "length(s." + array(a) + "), ";
+      args += "s." + array(a) + ".data(), ";
+    }
+    functions += "  const int64_t n[] = {" + lengths + "length(v.vals)};\n";
+    functions += "  return unpacked(" + name + ", v.dims, [&](int64_t* nnz, int64_t* coords, Value* vals) {\n";
+    functions += "    return " + p.unpack_function + "(v.dims.data(), " + args + "v.vals.data(), n, nnz, coords, vals);\n";
+    functions += "  });\n}\n\n";
+    unpack_table[static_cast<size_t>(p.id)] = "unpack_" + p.tensor;
+  }
+  auto join = [](const std::vector<std::string>& items) {
+    std::string out;
+    for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
+    return out;
+  };
+  return templates::render("run_driver_pack.cpp.in", {{"name", func.name},
+                                                      {"header", header_file_name(func)},
+                                                      {"functions", functions},
+                                                      {"pack_table", join(pack_table)},
+                                                      {"unpack_table", join(unpack_table)}});
+}
+
 }  // namespace
 
-GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Program& program, Target target) {
+GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Program& program, Target target,
+                              const loops::LoweredFunc* assemble) {
   bool cuda = target == Target::Cuda;
   std::string index_vars, tensors, call_args;
   for (size_t v = 0; v < program.index_vars.size(); ++v) index_vars += (v ? ", \"" : "\"") + program.index_vars[v] + "\"";
@@ -63,6 +143,20 @@ GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Prog
   }
   std::string value_type = program.value_type == ValueType::Float32 ? "float" : "double";
   std::string index_type = program.index_type == IndexType::Int32 ? "int32_t" : "int64_t";
+  // A kernel that builds its sparse output runs its assemble phase before each run.
+  std::string assemble_function, hooks;
+  if (assemble) {
+    std::string args;
+    for (size_t i = 0; i < assemble->params.size(); ++i)
+      args += (i ? ", " : "") + call_argument(program, assemble->params[i], "r");
+    assemble_function = "\nvoid assemble(spgen_run::Run<Index, Value>& r) {\n  " + assemble->name + "(" + args + ");\n}\n";
+    hooks += "  hooks.assemble = assemble;\n";
+  }
+  // The CPU driver packs through the kernel's own conversion routines.
+  std::string glue = cuda ? std::string() : pack_glue(func, program);
+  if (!glue.empty())
+    hooks += "  hooks.pack.assign(std::begin(kPack), std::end(kPack));\n"
+             "  hooks.unpack.assign(std::begin(kUnpack), std::end(kUnpack));\n";
   GeneratedFile file;
   file.name = cuda ? "run_driver.cu" : "run_driver.cpp";
   file.text = templates::render(cuda ? "run_driver_cuda.cu.in" : "run_driver.cpp.in",
@@ -73,7 +167,10 @@ GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Prog
                                  {"index_vars", index_vars},
                                  {"tensors", tensors},
                                  {"accumulate", program.iteration.accumulate ? "true" : "false"},
-                                 {"call_args", call_args}});
+                                 {"call_args", call_args},
+                                 {"assemble_function", assemble_function},
+                                 {"hooks", hooks},
+                                 {"pack_glue", glue}});
   return file;
 }
 

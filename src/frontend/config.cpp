@@ -16,8 +16,21 @@ const char* level_kind_name(LevelKind kind) {
   switch (kind) {
     case LevelKind::Dense: return "dense";
     case LevelKind::Compressed: return "compressed";
+    case LevelKind::CompressedNonUnique: return "compressed-nonunique";
+    case LevelKind::Singleton: return "singleton";
+    case LevelKind::DenseVariable: return "dense-variable";
+    case LevelKind::SparseFixed: return "sparse-fixed";
   }
   return "?";
+}
+
+bool level_has_pos(LevelKind kind) {
+  return kind == LevelKind::Compressed || kind == LevelKind::CompressedNonUnique || kind == LevelKind::DenseVariable;
+}
+
+bool level_has_crd(LevelKind kind) {
+  return kind == LevelKind::Compressed || kind == LevelKind::CompressedNonUnique || kind == LevelKind::Singleton ||
+         kind == LevelKind::SparseFixed;
 }
 
 const char* value_type_name(ValueType type) { return type == ValueType::Float32 ? "float32" : "float64"; }
@@ -190,19 +203,70 @@ class ConfigReader {
         fail(path, "tensor " + it.key() + " does not appear in the spec (its tensors are: " + known + ")");
       }
       expect_object(it.value(), path);
-      check_keys(it.value(), path, {"format"});
+      check_keys(it.value(), path, {"format", "width"});
       Format format = it.value().contains("format") ? read_format(it.value()["format"], path + "/format", *use)
                                                     : dense_format(use->order);
+      if (it.value().contains("width")) {
+        int64_t width = get_positive_int(it.value()["width"], path + "/width");
+        if (format.name != "ell") fail(path + "/width", "\"width\" belongs to the \"ell\" format");
+        format.widths = {0, width};
+      } else if (format.name == "ell") {
+        fail(path, "format \"ell\" needs \"width\": the number of entries stored per row");
+      }
       config.formats[it.key()] = format;
     }
     for (const ast::TensorUse& use : spec_.tensors)
       if (!config.formats.count(use.name)) config.formats[use.name] = dense_format(use.order);
   }
 
+  // TACO's and SparseTIR's names for the same kinds are both accepted.
   static std::optional<LevelKind> level_kind_from_name(const std::string& name) {
     if (name == "dense" || name == "dense-fixed") return LevelKind::Dense;
     if (name == "compressed" || name == "sparse-variable") return LevelKind::Compressed;
+    if (name == "compressed-nonunique") return LevelKind::CompressedNonUnique;
+    if (name == "singleton") return LevelKind::Singleton;
+    if (name == "dense-variable" || name == "ragged") return LevelKind::DenseVariable;
+    if (name == "sparse-fixed" || name == "ell") return LevelKind::SparseFixed;
     return std::nullopt;
+  }
+
+  // A level is a kind name, or {"kind": NAME, "width": N} (the width of a sparse-fixed level).
+  std::pair<LevelKind, int64_t> read_level(const json& level, const std::string& path) const {
+    std::string name;
+    int64_t width = 0;
+    if (level.is_object()) {
+      check_keys(level, path, {"kind", "width"});
+      if (!level.contains("kind")) fail(path, "missing \"kind\"");
+      name = get_string(level["kind"], path + "/kind");
+      if (level.contains("width")) width = get_positive_int(level["width"], path + "/width");
+    } else {
+      name = get_string(level, path);
+    }
+    std::optional<LevelKind> kind = level_kind_from_name(name);
+    if (!kind)
+      fail(path, "unknown level kind \"" + name + "\" (expected dense, compressed, compressed-nonunique, singleton, "
+                 "dense-variable or sparse-fixed, or the SparseTIR names dense-fixed and sparse-variable)");
+    if (*kind == LevelKind::SparseFixed && width == 0)
+      fail(path, "a sparse-fixed level needs a width: {\"kind\": \"sparse-fixed\", \"width\": N}");
+    if (*kind != LevelKind::SparseFixed && width != 0) fail(path + "/width", "only a sparse-fixed level has a width");
+    return {*kind, width};
+  }
+
+  // COO's shape: a non-unique level is followed by singletons, and singletons follow nothing else.
+  void check_level_sequence(const Format& format, const std::string& path) const {
+    for (size_t l = 0; l < format.levels.size(); ++l) {
+      LevelKind kind = format.levels[l];
+      LevelKind above = l ? format.levels[l - 1] : LevelKind::Dense;
+      bool below_coo = l > 0 && (above == LevelKind::CompressedNonUnique || above == LevelKind::Singleton);
+      std::string level_path = path + "/levels/" + std::to_string(l);
+      if (kind == LevelKind::Singleton && !below_coo)
+        fail(level_path, "a singleton level must follow a compressed-nonunique or singleton level");
+      if (above == LevelKind::CompressedNonUnique && kind != LevelKind::Singleton)
+        fail(level_path, "a compressed-nonunique level must be followed by a singleton level");
+    }
+    if (!format.levels.empty() && format.levels.back() == LevelKind::CompressedNonUnique)
+      fail(path + "/levels/" + std::to_string(format.levels.size() - 1),
+           "the last level cannot be compressed-nonunique (entries would repeat)");
   }
 
   Format read_format(const json& value, const std::string& path, const ast::TensorUse& use) const {
@@ -215,16 +279,9 @@ class ConfigReader {
     if (!levels.is_array()) fail(path + "/levels", "expected an array of level kinds, found " + type_name(levels));
     Format format{"custom", {}, {}};
     for (size_t l = 0; l < levels.size(); ++l) {
-      std::string level_path = path + "/levels/" + std::to_string(l);
-      std::string name = get_string(levels[l], level_path);
-      std::optional<LevelKind> kind = level_kind_from_name(name);
-      if (!kind) {
-        if (name == "singleton" || name == "dense-variable" || name == "sparse-fixed")
-          fail(level_path, "level kind \"" + name + "\" is not supported yet");
-        fail(level_path, "unknown level kind \"" + name +
-                             "\" (expected dense, compressed, dense-fixed or sparse-variable)");
-      }
-      format.levels.push_back(*kind);
+      auto [kind, width] = read_level(levels[l], path + "/levels/" + std::to_string(l));
+      format.levels.push_back(kind);
+      format.widths.push_back(width);
     }
     if (static_cast<int>(format.levels.size()) != use.order)
       fail(path + "/levels", "tensor " + use.name + " has order " + std::to_string(use.order) + " in the spec but " +
@@ -250,6 +307,7 @@ class ConfigReader {
     } else {
       for (int m = 0; m < use.order; ++m) format.mode_order.push_back(m);
     }
+    check_level_sequence(format, path);
     return format;
   }
 
@@ -273,10 +331,19 @@ class ConfigReader {
       for (int m = 0; m < use.order; ++m) format.mode_order.push_back(m);
       return format;
     }
-    if (name == "coo" || name == "ell" || name == "bsr" || name == "ragged")
-      fail(path, "format \"" + name + "\" is not supported yet");
-    fail(path, "unknown format \"" + name + "\" (expected dense, csr, csc, dcsr, dcsc, csf, sv, or "
-               "{\"levels\": [...], \"order\": [...]})");
+    if (name == "coo") {
+      if (use.order < 2) fail(path, "format \"coo\" needs a tensor of order 2 or more, but " + use.name +
+                                        " has order " + std::to_string(use.order));
+      Format format{name, std::vector<LevelKind>(use.order, LevelKind::Singleton), {}};
+      format.levels[0] = LevelKind::CompressedNonUnique;
+      for (int m = 0; m < use.order; ++m) format.mode_order.push_back(m);
+      return format;
+    }
+    if (name == "ell") return need_order(2), Format{name, {D, LevelKind::SparseFixed}, {0, 1}};  // width: see caller
+    if (name == "ragged") return need_order(2), Format{name, {D, LevelKind::DenseVariable}, {0, 1}};
+    if (name == "bsr") fail(path, "format \"bsr\" is not supported yet");
+    fail(path, "unknown format \"" + name + "\" (expected dense, csr, csc, dcsr, dcsc, csf, sv, coo, ell, ragged, "
+               "or {\"levels\": [...], \"order\": [...]})");
   }
 
   void read_schedule(const json& schedule, Config& config) const {

@@ -12,15 +12,22 @@
 namespace spgen {
 
 enum class LevelKind {
-  Dense,       // TACO dense / SparseTIR dense-fixed: every coordinate stored, no arrays
-  Compressed,  // TACO compressed / SparseTIR sparse-variable: pos + crd arrays
+  Dense,                // TACO dense / SparseTIR dense-fixed: every coordinate stored, no arrays
+  Compressed,           // TACO compressed / SparseTIR sparse-variable: pos + crd arrays
+  CompressedNonUnique,  // COO's top level: pos + crd with one position per entry, coordinates repeat
+  Singleton,            // COO's lower levels: crd only, one coordinate per parent position
+  DenseVariable,        // SparseTIR dense-variable (ragged): pos only, a prefix 0..n-1 under each parent
+  SparseFixed,          // SparseTIR sparse-fixed (ELL): crd only, `width` per parent, padded with -1
 };
+
+bool level_has_pos(LevelKind kind);
+bool level_has_crd(LevelKind kind);
 
 enum class ValueType { Float32, Float64 };
 enum class IndexType { Int32, Int64 };
 enum class Target { Cpu, Cuda };
 
-const char* level_kind_name(LevelKind kind);  // "dense", "compressed"
+const char* level_kind_name(LevelKind kind);  // "dense", "compressed", ...
 const char* value_type_name(ValueType type);  // "float32", ...
 const char* index_type_name(IndexType type);
 
@@ -28,7 +35,9 @@ struct Format {
   std::string name;  // shorthand it came from ("csr"), or "custom"
   std::vector<LevelKind> levels;  // outermost first
   std::vector<int> mode_order;    // levels[l] stores tensor mode mode_order[l]
+  std::vector<int64_t> widths = {};  // per level: the ELL width of a SparseFixed level, else 0
   bool all_dense() const;
+  int64_t width(size_t level) const { return level < widths.size() ? widths[level] : 0; }
   bool is_row_major_dense() const;  // all dense in the identity order
 };
 

@@ -63,7 +63,7 @@ struct Select : ExprNode {
 };
 
 // ---- statements ----
-enum class StmtKind { Block, For, While, If, Declare, Assign, Store, Comment };
+enum class StmtKind { Block, For, While, If, Declare, Assign, Store, Comment, Allocate, Sort };
 
 struct StmtNode {
   StmtKind kind;
@@ -156,6 +156,28 @@ struct Store : StmtNode {
   bool accumulate;
   Store(std::string b, Expr i, Expr v, bool acc)
       : StmtNode(StmtKind::Store), buffer(std::move(b)), index(std::move(i)), value(std::move(v)), accumulate(acc) {}
+};
+
+// Scratch arrays (workspaces) that live while `body` runs. When the body's outermost loop runs
+// in parallel, each thread gets its own copy.
+struct Workspace {
+  std::string name;
+  ScalarType type;
+  Expr size;
+  Expr init;  // every element starts as this
+};
+
+struct Allocate : StmtNode {
+  std::vector<Workspace> buffers;
+  Stmt body;
+  Allocate(std::vector<Workspace> b, Stmt s) : StmtNode(StmtKind::Allocate), buffers(std::move(b)), body(std::move(s)) {}
+};
+
+// Sorts buffer[begin, end) in increasing order (a workspace's list of touched coordinates).
+struct Sort : StmtNode {
+  std::string buffer;
+  Expr begin, end;
+  Sort(std::string b, Expr x, Expr y) : StmtNode(StmtKind::Sort), buffer(std::move(b)), begin(std::move(x)), end(std::move(y)) {}
 };
 
 struct Comment : StmtNode {

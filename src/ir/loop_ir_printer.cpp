@@ -154,6 +154,23 @@ class Stage2Dumper {
       case StmtKind::Comment:
         out += pad + "# " + static_cast<const Comment&>(*s).text + "\n";
         return;
+      case StmtKind::Allocate: {
+        const auto& node = static_cast<const Allocate&>(*s);
+        out += pad + "allocate";
+        for (size_t b = 0; b < node.buffers.size(); ++b) {
+          const Workspace& w = node.buffers[b];
+          out += std::string(b ? ", " : " ") + w.name + ": " + scalar_type_name(w.type) + "[" + printer.print(w.size) +
+                 "] = " + printer.print(w.init);
+        }
+        out += ":\n";
+        stmt(node.body, depth + 1);
+        return;
+      }
+      case StmtKind::Sort: {
+        const auto& node = static_cast<const Sort&>(*s);
+        out += pad + "sort " + node.buffer + "[" + printer.print(node.begin) + ", " + printer.print(node.end) + ")\n";
+        return;
+      }
     }
   }
 

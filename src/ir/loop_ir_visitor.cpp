@@ -27,6 +27,8 @@ void IRVisitor::visit(const Stmt& stmt) {
     case StmtKind::Assign: return visit_assign(static_cast<const Assign&>(*stmt));
     case StmtKind::Store: return visit_store(static_cast<const Store&>(*stmt));
     case StmtKind::Comment: return visit_comment(static_cast<const Comment&>(*stmt));
+    case StmtKind::Allocate: return visit_allocate(static_cast<const Allocate&>(*stmt));
+    case StmtKind::Sort: return visit_sort(static_cast<const Sort&>(*stmt));
   }
 }
 
@@ -54,7 +56,9 @@ Stmt IRMutator::mutate(const Stmt& stmt) {
     case StmtKind::Declare: return mutate_declare(static_cast<const Declare&>(*stmt), stmt);
     case StmtKind::Assign: return mutate_assign(static_cast<const Assign&>(*stmt), stmt);
     case StmtKind::Store: return mutate_store(static_cast<const Store&>(*stmt), stmt);
-    case StmtKind::Comment: return stmt;
+    case StmtKind::Comment:
+    case StmtKind::Sort: return stmt;
+    case StmtKind::Allocate: return mutate_allocate(static_cast<const Allocate&>(*stmt), stmt);
   }
   return stmt;
 }
@@ -122,6 +126,11 @@ Stmt IRMutator::mutate_declare(const Declare& node, const Stmt& self) {
 Stmt IRMutator::mutate_assign(const Assign& node, const Stmt& self) {
   Expr value = mutate(node.value);
   return value == node.value ? self : std::make_shared<Assign>(node.name, value, node.accumulate);
+}
+
+Stmt IRMutator::mutate_allocate(const Allocate& node, const Stmt& self) {
+  Stmt body = mutate(node.body);
+  return body == node.body ? self : std::make_shared<Allocate>(node.buffers, body);
 }
 
 Stmt IRMutator::mutate_store(const Store& node, const Stmt& self) {

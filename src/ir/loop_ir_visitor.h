@@ -29,6 +29,11 @@ class IRVisitor {
   virtual void visit_assign(const Assign& node) { visit(node.value); }
   virtual void visit_store(const Store& node) { visit(node.index); visit(node.value); }
   virtual void visit_comment(const Comment&) {}
+  virtual void visit_allocate(const Allocate& node) {
+    for (const Workspace& w : node.buffers) { visit(w.size); visit(w.init); }
+    visit(node.body);
+  }
+  virtual void visit_sort(const Sort& node) { visit(node.begin); visit(node.end); }
 };
 
 class IRMutator {
@@ -51,6 +56,7 @@ class IRMutator {
   virtual Stmt mutate_declare(const Declare& node, const Stmt& self);
   virtual Stmt mutate_assign(const Assign& node, const Stmt& self);
   virtual Stmt mutate_store(const Store& node, const Stmt& self);
+  virtual Stmt mutate_allocate(const Allocate& node, const Stmt& self);
 };
 
 // Names of all variables an expression reads.

@@ -6,7 +6,26 @@
 namespace spgen::sparse {
 
 const char* axis_kind_name(AxisKind kind) {
-  return kind == AxisKind::DenseFixed ? "dense_fixed" : "sparse_variable";
+  switch (kind) {
+    case AxisKind::DenseFixed: return "dense_fixed";
+    case AxisKind::DenseVariable: return "dense_variable";
+    case AxisKind::SparseFixed: return "sparse_fixed";
+    case AxisKind::SparseVariable: return "sparse_variable";
+    case AxisKind::Singleton: return "singleton";
+  }
+  return "?";
+}
+
+AxisKind axis_kind_of(LevelKind kind) {
+  switch (kind) {
+    case LevelKind::Dense: return AxisKind::DenseFixed;
+    case LevelKind::Compressed:
+    case LevelKind::CompressedNonUnique: return AxisKind::SparseVariable;
+    case LevelKind::Singleton: return AxisKind::Singleton;
+    case LevelKind::DenseVariable: return AxisKind::DenseVariable;
+    case LevelKind::SparseFixed: return AxisKind::SparseFixed;
+  }
+  return AxisKind::DenseFixed;
 }
 
 const SparseBuffer& Program::buffer(const std::string& tensor) const {
@@ -30,7 +49,7 @@ std::vector<OrderConstraint> hard_order_constraints(const Program& program) {
   for (const SparseBuffer& buffer : program.buffers) {
     if (!buffer.shares_structure_with.empty()) continue;  // its owner already contributes
     const std::vector<LevelKind>& levels = buffer.format.levels;
-    auto first_sparse = std::find(levels.begin(), levels.end(), LevelKind::Compressed);
+    auto first_sparse = std::find_if(levels.begin(), levels.end(), [](LevelKind k) { return k != LevelKind::Dense; });
     if (first_sparse == levels.end()) continue;  // all dense: random access in any order
     size_t f = static_cast<size_t>(first_sparse - levels.begin());
     for (size_t b = std::max<size_t>(f, 1); b < levels.size(); ++b)
@@ -56,7 +75,10 @@ std::string dump_stage1(const Program& program) {
     out += "  " + axis.name + " = " + axis_kind_name(axis.kind) + "(" + axis.index_var;
     if (axis.parent >= 0) out += ", parent=" + program.axes[axis.parent].name;
     out += ", length=" + axis.length;
-    if (axis.kind == AxisKind::SparseVariable) out += ", pos=" + axis.pos + ", crd=" + axis.crd;
+    if (!axis.pos.empty()) out += ", pos=" + axis.pos;
+    if (!axis.crd.empty()) out += ", crd=" + axis.crd;
+    if (axis.width) out += ", width=" + std::to_string(axis.width);
+    if (!axis.unique) out += ", nonunique";
     out += ")\n";
   }
   out += "buffers:\n";

@@ -14,9 +14,13 @@ namespace spgen::sparse {
 
 enum class AxisKind {
   DenseFixed,      // every coordinate in [0, length)
+  DenseVariable,   // ragged: a pos array; coordinates 0 .. n-1 under each parent
+  SparseFixed,     // ELL: `width` coordinates per parent in a crd array, padded with -1
   SparseVariable,  // a pos/crd pair: a variable number of stored coordinates per parent position
+  Singleton,       // COO's lower levels: one coordinate per parent position, crd only
 };
 const char* axis_kind_name(AxisKind kind);  // SparseTIR spelling: "dense_fixed", ...
+AxisKind axis_kind_of(LevelKind kind);
 
 struct Axis {
   std::string name;       // "A.1": tensor A, level 1
@@ -27,7 +31,9 @@ struct Axis {
   std::string index_var;  // index variable the level's coordinates bind in this spec
   int parent = -1;        // axis id of the level above, -1 at the root
   std::string length;     // the dimension parameter bounding its coordinates ("dim_j")
-  std::string pos, crd;   // SparseVariable: names of its position and coordinate arrays
+  std::string pos, crd;   // names of its position and coordinate arrays, where it has them
+  int64_t width = 0;      // SparseFixed: entries per parent
+  bool unique = true;     // false for COO's top level: one position per entry, coordinates repeat
 };
 
 struct SparseBuffer {

@@ -22,14 +22,24 @@ std::vector<const For*> loop_spine(const Stmt& body) {
   Stmt current = body;
   while (current) {
     const For* next = nullptr;
+    if (current->kind == StmtKind::Allocate) {  // workspaces around the nest
+      current = static_cast<const Allocate&>(*current).body;
+      continue;
+    }
     if (const For* loop = as_for(current)) {
       next = loop;
     } else if (current->kind == StmtKind::Block) {
-      for (const Stmt& s : static_cast<const Block&>(*current).stmts)
+      for (const Stmt& s : static_cast<const Block&>(*current).stmts) {
+        if (s->kind == StmtKind::Allocate) {
+          current = s;
+          break;
+        }
         if (const For* loop = as_for(s); loop && loop->label.rfind("zero ", 0) != 0) {
           next = loop;
           break;
         }
+      }
+      if (!next && current->kind == StmtKind::Allocate) continue;
     }
     if (!next) break;
     spine.push_back(next);
@@ -79,7 +89,7 @@ std::string unused_name(const LoweredFunc& func, const sparse::Program& program,
 // SpMV's row sum), each warp takes one outer iteration ("warp per row", 4 rows per block) and
 // its lanes share that inner loop; otherwise each thread takes one outer iteration, 128 threads
 // per block. Reduction loops spread over threads combine with a shuffle when they sum into a
-// scalar, else with atomics.
+// scalar, else with atomics; a nest that sums into one scalar output runs on one warp.
 std::vector<ScheduleOp> auto_schedule_cuda(const LoweredFunc& func, const sparse::Program& program,
                                            const std::vector<const For*>& spine) {
   const For* outer = spine.front();
@@ -89,6 +99,13 @@ std::vector<ScheduleOp> auto_schedule_cuda(const LoweredFunc& func, const sparse
     bool sums_into_scalar = !scalars_assigned_outside(loop.body).empty();
     return sums_into_scalar && !stores_into(loop.body, program.output().values) ? "shuffle" : "atomic";
   };
+  std::vector<ScheduleOp> ops;
+  auto add = [&](decltype(ScheduleOp::op) op) { ops.push_back(make_op(std::move(op), static_cast<int>(ops.size()))); };
+  std::string outer_strategy = strategy(*outer);
+  if (outer_strategy == "shuffle") {  // the whole nest sums into one scalar: one warp's lanes share it
+    add(BindOp{outer->label, "warp", "shuffle"});
+    return ops;
+  }
   const For* lanes = nullptr;
   if (spine.size() > 1 && !is_reduction(program, outer->label)) {
     const For* inner = spine.back();
@@ -97,10 +114,6 @@ std::vector<ScheduleOp> auto_schedule_cuda(const LoweredFunc& func, const sparse
   }
   std::string blocks = unused_name(func, program, outer->label + "0");
   std::string threads = unused_name(func, program, outer->label + "1");
-  std::string outer_strategy = strategy(*outer);
-  if (outer_strategy == "shuffle") return {};  // the whole nest sums into one scalar: one thread
-  std::vector<ScheduleOp> ops;
-  auto add = [&](decltype(ScheduleOp::op) op) { ops.push_back(make_op(std::move(op), static_cast<int>(ops.size()))); };
   add(SplitOp{outer->label, lanes ? 4 : 128, blocks, threads});
   add(BindOp{blocks, "blockIdx.x", outer_strategy});
   add(BindOp{threads, lanes ? "threadIdx.y" : "threadIdx.x", outer_strategy});

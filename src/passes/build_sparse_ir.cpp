@@ -58,6 +58,14 @@ std::string find_shared_structure(const ast::Spec& spec, const Config& config) {
   return "";
 }
 
+// Outputs whose structure the kernel builds itself (count, prefix sum, fill): dense levels then
+// one compressed level, whose entries can be appended row by row.
+bool is_assemblable(const Format& format) {
+  for (size_t l = 0; l + 1 < format.levels.size(); ++l)
+    if (format.levels[l] != LevelKind::Dense) return false;
+  return !format.levels.empty() && format.levels.back() == LevelKind::Compressed;
+}
+
 }  // namespace
 
 sparse::Program build_sparse_ir(const ast::Spec& spec, const Config& config) {
@@ -77,30 +85,33 @@ sparse::Program build_sparse_ir(const ast::Spec& spec, const Config& config) {
     buffer.values = access->tensor + "_vals";
     if (buffer.is_output && !buffer.format.all_dense()) {
       buffer.shares_structure_with = find_shared_structure(spec, config);
-      if (buffer.shares_structure_with.empty())
+      if (buffer.shares_structure_with.empty() && !is_assemblable(buffer.format))
         throw CompileError(format_config_error(
             config.file, "/tensors/" + buffer.tensor + "/format",
             "sparse output " + buffer.tensor + " (" + buffer.format.name +
-                ") must share the structure of an input with the same format and indices that multiplies the "
-                "whole right-hand side (as X does in SDDMM `Y(i,j) = X(i,j) * A(i,k) * B(j,k)`); assembling "
-                "other sparse outputs is not supported yet"));
+                ") cannot be assembled yet: an output is assembled when only its last level is compressed (csr, "
+                "sv, dense levels then one compressed level), or it shares the structure of an input with the "
+                "same format and indices that multiplies the whole right-hand side (as X does in SDDMM)"));
+      if (buffer.shares_structure_with.empty() && spec.accumulate)
+        throw CompileError(format_config_error(config.file, "/tensors/" + buffer.tensor + "/format",
+                                               "`+=` into an assembled sparse output is not supported; use `=`"));
     }
     if (buffer.shares_structure_with.empty()) {  // else its axes are filled in below
       for (size_t level = 0; level < buffer.format.levels.size(); ++level) {
         sparse::Axis axis;
         axis.name = buffer.tensor + "." + std::to_string(level);
-        axis.kind = buffer.format.levels[level] == LevelKind::Dense ? sparse::AxisKind::DenseFixed
-                                                                    : sparse::AxisKind::SparseVariable;
+        LevelKind kind = buffer.format.levels[level];
+        axis.kind = sparse::axis_kind_of(kind);
         axis.tensor = buffer.tensor;
         axis.level = static_cast<int>(level);
         axis.mode = buffer.format.mode_order[level];
         axis.index_var = access->indices[axis.mode];
         axis.parent = level == 0 ? -1 : static_cast<int>(program.axes.size()) - 1;
         axis.length = "dim_" + axis.index_var;
-        if (axis.kind == sparse::AxisKind::SparseVariable) {
-          axis.pos = buffer.tensor + "_pos" + std::to_string(level);
-          axis.crd = buffer.tensor + "_crd" + std::to_string(level);
-        }
+        if (level_has_pos(kind)) axis.pos = buffer.tensor + "_pos" + std::to_string(level);
+        if (level_has_crd(kind)) axis.crd = buffer.tensor + "_crd" + std::to_string(level);
+        axis.width = buffer.format.width(level);
+        axis.unique = kind != LevelKind::CompressedNonUnique;
         buffer.axes.push_back(static_cast<int>(program.axes.size()));
         program.axes.push_back(axis);
       }

@@ -4,6 +4,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace spgen {
 
@@ -39,21 +40,25 @@ struct LoopPlan {
 
 class Lowering {
  public:
-  Lowering(const sparse::Program& program, const Config& config)
+  Lowering(const sparse::Program& program, const Config& config, LoweringPhase phase)
       : program_(program), config_(config), value_type_(value_scalar_type(program.value_type)),
-        index_type_(index_scalar_type(program.index_type)) {}
+        index_type_(index_scalar_type(program.index_type)), assembled_(output_is_assembled(program)),
+        counting_(phase == LoweringPhase::Assemble) {}
 
   LoweredFunc run() {
     LoweredFunc func;
-    func.name = program_.kernel_name;
+    func.name = program_.kernel_name + (counting_ ? "_assemble" : "");
     reserve_names();
     func.params = make_params();
     plan_loops();
     plan_positions();
     plan_output();
     std::vector<Stmt> body;
+    if (counting_) body.push_back(clear_counts());
     if (needs_zero_fill_) body.push_back(zero_fill());
-    body.push_back(loop_nest(0));
+    Stmt nest = loop_nest(0);
+    body.push_back(workspaces_.empty() ? nest : std::make_shared<Allocate>(workspaces_, nest));
+    if (counting_) body.push_back(prefix_sum());
     func.body = block(std::move(body));
     return func;
   }
@@ -86,8 +91,14 @@ class Lowering {
     if (level < 0) return "1";
     const sparse::Axis& axis = program_.axes[buffer.axes[level]];
     std::string parent = level_size_prose(buffer, level - 1);
-    if (axis.kind == sparse::AxisKind::DenseFixed) return parent == "1" ? axis.length : parent + " * " + axis.length;
-    return axis.pos + "[" + parent + "]";
+    switch (axis.kind) {
+      case sparse::AxisKind::DenseFixed: return parent == "1" ? axis.length : parent + " * " + axis.length;
+      case sparse::AxisKind::SparseFixed: return (parent == "1" ? "" : parent + " * ") + std::to_string(axis.width);
+      case sparse::AxisKind::Singleton: return parent;
+      case sparse::AxisKind::DenseVariable:
+      case sparse::AxisKind::SparseVariable: return axis.pos + "[" + parent + "]";
+    }
+    return parent;
   }
 
   static Param make_param(std::string name, ParamKind kind, ScalarType type, std::string tensor, int level,
@@ -112,22 +123,13 @@ class Lowering {
     }
     for (const sparse::SparseBuffer& buffer : program_.buffers) {
       const sparse::SparseBuffer& structure = program_.structure_of(buffer);
+      if (buffer.is_output && assembled_) {
+        append_assembled_output_params(buffer, params);
+        continue;
+      }
       if (&structure == &buffer) {
-        for (size_t level = 0; level < buffer.axes.size(); ++level) {
-          const sparse::Axis& axis = program_.axes[buffer.axes[level]];
-          if (axis.kind != sparse::AxisKind::SparseVariable) continue;
-          std::string where = buffer.tensor + " level " + std::to_string(level) + " (compressed, index " +
-                              axis.index_var + ", mode " + std::to_string(axis.mode) + ")";
-          std::string parents = level_size_prose(buffer, static_cast<int>(level) - 1);
-          int l = static_cast<int>(level);
-          params.push_back(make_param(axis.pos, ParamKind::Pos, index_type_, buffer.tensor, l,
-                                      where + ": positions; the entries under parent position p are " + axis.pos +
-                                          "[p] .. " + axis.pos + "[p+1]-1",
-                                      parents == "1" ? "2" : parents + " + 1"));
-          params.push_back(make_param(axis.crd, ParamKind::Crd, index_type_, buffer.tensor, l,
-                                      where + ": coordinates, strictly increasing under each parent",
-                                      level_size_prose(buffer, l)));
-        }
+        for (size_t level = 0; level < buffer.axes.size(); ++level)
+          append_level_params(buffer, static_cast<int>(level), params);
       }
       std::string values_doc;
       if (buffer.is_output) {
@@ -148,6 +150,63 @@ class Lowering {
     return params;
   }
 
+  // An assembled output: NAME_assemble writes its pos array; NAME reads it and writes crd and
+  // values, whose length the caller takes from the last pos entry.
+  void append_assembled_output_params(const sparse::SparseBuffer& output, std::vector<Param>& params) const {
+    int last = static_cast<int>(output.axes.size()) - 1;
+    const sparse::Axis& axis = program_.axes[output.axes[last]];
+    std::string parents = level_size_prose(output, last - 1);
+    std::string where = "output " + output.tensor + " level " + std::to_string(last) + " (compressed, index " +
+                        axis.index_var + ")";
+    params.push_back(make_param(axis.pos, ParamKind::Pos, index_type_, output.tensor, last,
+                                where + (counting_ ? ": positions, written here (entries counted, then summed)"
+                                                   : ": positions, as written by " + program_.kernel_name + "_assemble"),
+                                parents == "1" ? "2" : parents + " + 1"));
+    params.back().is_const = !counting_;
+    if (counting_) return;
+    std::string entries = level_size_prose(output, last);
+    params.push_back(make_param(axis.crd, ParamKind::Crd, index_type_, output.tensor, last,
+                                where + ": coordinates, written here in increasing order under each parent", entries));
+    params.back().is_const = false;
+    params.push_back(make_param(output.values, ParamKind::Values, value_type_, output.tensor, -1,
+                                "output " + output.tensor + "(" + join(output.indices) + "), one value per entry", entries));
+    params.back().is_const = false;
+  }
+
+  // The pos and crd arrays of one level, with what they hold, for the ABI comment.
+  void append_level_params(const sparse::SparseBuffer& buffer, int level, std::vector<Param>& params) const {
+    const sparse::Axis& axis = program_.axes[buffer.axes[level]];
+    if (axis.pos.empty() && axis.crd.empty()) return;
+    std::string where = buffer.tensor + " level " + std::to_string(level) + " (" +
+                        level_kind_name(buffer.format.levels[level]) + ", index " + axis.index_var + ", mode " +
+                        std::to_string(axis.mode) + ")";
+    std::string parents = level_size_prose(buffer, level - 1);
+    std::string size = level_size_prose(buffer, level);
+    if (!axis.pos.empty()) {
+      std::string what = axis.kind == sparse::AxisKind::DenseVariable
+                             ? ": positions; parent position p stores coordinates 0 .. " + axis.pos + "[p+1]-" +
+                                   axis.pos + "[p]-1 at positions " + axis.pos + "[p] ..."
+                             : ": positions; the entries under parent position p are " + axis.pos + "[p] .. " +
+                                   axis.pos + "[p+1]-1";
+      params.push_back(make_param(axis.pos, ParamKind::Pos, index_type_, buffer.tensor, level, where + what,
+                                  parents == "1" ? "2" : parents + " + 1"));
+    }
+    if (!axis.crd.empty()) {
+      std::string what;
+      switch (axis.kind) {
+        case sparse::AxisKind::SparseFixed:
+          what = ": coordinates, " + std::to_string(axis.width) +
+                 " per parent position, increasing, then padding marked -1";
+          break;
+        case sparse::AxisKind::Singleton: what = ": the coordinate of each entry, one per parent position"; break;
+        default:
+          what = axis.unique ? ": coordinates, strictly increasing under each parent"
+                             : ": coordinates, non-decreasing; one position per entry (coordinates repeat)";
+      }
+      params.push_back(make_param(axis.crd, ParamKind::Crd, index_type_, buffer.tensor, level, where + what, size));
+    }
+  }
+
   static std::string join(const std::vector<std::string>& items) {
     std::string out;
     for (size_t i = 0; i < items.size(); ++i) out += (i ? "," : "") + items[i];
@@ -155,11 +214,11 @@ class Lowering {
   }
 
   // ---- which level drives each loop ----
-  // The compressed axis of `tensor` that binds `var`, or -1.
+  // The stored (non-dense) axis of `tensor` that binds `var`, or -1.
   int compressed_axis(const std::string& tensor, const std::string& var) const {
     const sparse::SparseBuffer& buffer = program_.structure_of(program_.buffer(tensor));
     for (int id : buffer.axes)
-      if (program_.axes[id].kind == sparse::AxisKind::SparseVariable && program_.axes[id].index_var == var) return id;
+      if (program_.axes[id].kind != sparse::AxisKind::DenseFixed && program_.axes[id].index_var == var) return id;
     return -1;
   }
 
@@ -220,6 +279,15 @@ class Lowering {
       if (sparse_tensors.empty()) plan.kind = LoopKind::Dense;
       else if (sparse_tensors.size() == 1 && !plan.dense_universe) plan.kind = LoopKind::Driven;
       else plan.kind = LoopKind::Merge;
+      if (plan.kind == LoopKind::Merge)
+        for (int id : plan.axes) {
+          const sparse::Axis& axis = program_.axes[id];
+          if (axis.kind != sparse::AxisKind::SparseVariable || !axis.unique)
+            throw_unsupported("index " + var + " must be co-iterated over several operands, but " + axis.tensor +
+                              " stores it in a " + sparse::axis_kind_name(axis.kind) + (axis.unique ? "" : " non-unique") +
+                              " level; co-iteration is supported over compressed levels only (store " + axis.tensor +
+                              " as csr, dcsr, csf or dense)");
+        }
     }
   }
 
@@ -237,6 +305,7 @@ class Lowering {
   // A level's position becomes known in the loop of the deepest variable among it and its
   // parents; dense levels are computed there, compressed levels are the loop's own variable.
   struct LevelPosition {
+    bool is_cursor = false;  // a mutable position that the body advances
     std::string name;
     int ready_depth = -1;
     Expr value;  // for dense levels: parent * length + coordinate
@@ -256,6 +325,14 @@ class Lowering {
         if (axis.kind == sparse::AxisKind::DenseFixed) {
           position.ready_depth = std::max(parent_depth, depth);
           position.value = add(mul(parent, var(axis.length)), var(axis.index_var));
+        } else if (axis.kind == sparse::AxisKind::Singleton) {
+          position.ready_depth = depth;  // one entry per parent position: the same position
+          position.value = parent;
+        } else if (buffer.is_output && assembled_) {
+          // A cursor, opened where the parent is known, advanced by each appended entry.
+          position.ready_depth = parent_depth;
+          position.value = counting_ ? parent : cast(ScalarType::Int64, load(axis.pos, parent, index_type_));
+          position.is_cursor = !counting_;
         } else {
           if (!iterates_axis(depth, buffer.axes[level]))
             throw std::logic_error("compressed level " + axis.name + " is not iterated by its loop");
@@ -285,11 +362,22 @@ class Lowering {
     for (int d = 0; d < output_depth_; ++d) reduction_outside |= program_.iteration.iterators[d].is_reduction;
     scalar_accumulator_ = output_depth_ < loops - 1;
     bool accumulate = program_.iteration.accumulate;
+    // A non-unique level visits an output coordinate once per entry: those visits must add up.
+    bool output_repeats = false;
+    for (const std::string& var : output.indices) {
+      const LoopPlan& plan = plans_[program_.depth_of(var)];
+      for (int id : plan.axes) output_repeats |= !program_.axes[id].unique;
+    }
+    reduction_outside |= output_repeats;
+    scattered_ = assembled_ && reduction_outside;
+    if (scattered_) plan_workspace(output);
     output_overwrites_ = !accumulate && !reduction_outside;
     bool some_entry_unvisited = false;
     if (output.shares_structure_with.empty())
       for (const std::string& var : output.indices) some_entry_unvisited |= !visits_every_coordinate(program_.depth_of(var));
-    needs_zero_fill_ = !accumulate && (reduction_outside || some_entry_unvisited);
+    // ELL padding positions of a shared structure are never visited but must hold zeros.
+    for (int id : program_.structure_of(output).axes) some_entry_unvisited |= program_.axes[id].kind == sparse::AxisKind::SparseFixed;
+    needs_zero_fill_ = !assembled_ && !accumulate && (reduction_outside || some_entry_unvisited);
     if (scalar_accumulator_) accumulator_ = fresh_name("acc");
     split_hoistable_factors();
   }
@@ -362,8 +450,13 @@ class Lowering {
     Expr size = int64(1);
     for (int id : buffer.axes) {
       const sparse::Axis& axis = program_.axes[id];
-      size = axis.kind == sparse::AxisKind::DenseFixed ? mul(size, var(axis.length))
-                                                       : cast(ScalarType::Int64, load(axis.pos, size, index_type_));
+      switch (axis.kind) {
+        case sparse::AxisKind::DenseFixed: size = mul(size, var(axis.length)); break;
+        case sparse::AxisKind::SparseFixed: size = mul(size, int64(axis.width)); break;
+        case sparse::AxisKind::Singleton: break;
+        case sparse::AxisKind::DenseVariable:
+        case sparse::AxisKind::SparseVariable: size = cast(ScalarType::Int64, load(axis.pos, size, index_type_)); break;
+      }
     }
     return size;
   }
@@ -379,7 +472,110 @@ class Lowering {
 
   Stmt write_output(Expr value) const {
     const sparse::SparseBuffer& output = program_.output();
-    return std::make_shared<Store>(output.values, value_position(output.tensor), std::move(value), !output_overwrites_);
+    if (!assembled_)
+      return std::make_shared<Store>(output.values, value_position(output.tensor), std::move(value), !output_overwrites_);
+    const sparse::Axis& axis = program_.axes[output.axes.back()];
+    if (scattered_) return scatter(std::move(value));
+    Expr cursor = value_position(output.tensor);
+    if (counting_)  // one more entry under this parent (counts sit one slot up, for the prefix sum)
+      return std::make_shared<Store>(axis.pos, add(cursor, int64(1)), cast(index_type_, int64(1)), true);
+    const std::string& name = positions_.at(output.tensor).back().name;
+    return block({std::make_shared<Store>(axis.crd, cursor, cast(index_type_, var(axis.index_var)), false),
+                  std::make_shared<Store>(output.values, cursor, std::move(value), false),
+                  std::make_shared<Assign>(name, int64(1), true)});
+  }
+
+  // A scattered sparse output (SpGEMM `C(i,j) = A(i,k) * B(k,j)`): a row's entries arrive in any
+  // order and repeatedly, so they are gathered per row (per parent position of the compressed
+  // level) in a dense workspace, with a marker of the row that last touched each coordinate and
+  // the list of touched coordinates, which is sorted and appended when the row is done.
+  void plan_workspace(const sparse::SparseBuffer& output) {
+    const std::vector<LevelPosition>& levels = positions_.at(output.tensor);
+    row_depth_ = levels.size() > 1 ? levels[levels.size() - 2].ready_depth : -1;
+    for (int d = 0; d <= row_depth_; ++d)
+      if (program_.iteration.iterators[d].is_reduction)
+        throw_unsupported("sparse output " + output.tensor + " is summed over " + program_.iteration.iterators[d].var +
+                          " outside its rows, so no row can be finished before the next begins; make " +
+                          output.tensor + " dense, or reorder so its row loops are outermost");
+    const sparse::Axis& axis = program_.axes[output.axes.back()];
+    row_ = levels.size() > 1 ? var(levels[levels.size() - 2].name) : int64(0);
+    workspace_values_ = fresh_name(output.tensor + "_row");
+    workspace_seen_ = fresh_name(output.tensor + "_seen");
+    workspace_list_ = fresh_name(output.tensor + "_touched");
+    workspace_count_ = fresh_name(output.tensor + "_ntouched");
+    Expr width = var(axis.length);
+    workspaces_.push_back({workspace_seen_, ScalarType::Int64, width, int64(-1)});
+    if (counting_) return;
+    workspaces_.push_back({workspace_list_, ScalarType::Int64, width, int64(0)});
+    workspaces_.push_back({workspace_values_, value_type_, width, std::make_shared<FloatImm>(0.0, "0", value_type_)});
+  }
+
+  // First touch of a coordinate in this row: mark it (and, computing, list it and clear its sum).
+  Stmt scatter(Expr value) const {
+    const sparse::SparseBuffer& output = program_.output();
+    const sparse::Axis& axis = program_.axes[output.axes.back()];
+    Expr j = var(axis.index_var);
+    Expr first_touch = binary(BinOp::Ne, load(workspace_seen_, j, ScalarType::Int64), row_);
+    std::vector<Stmt> mark = {std::make_shared<Store>(workspace_seen_, j, row_, false)};
+    if (counting_) {
+      mark.push_back(std::make_shared<Store>(axis.pos, add(row_, int64(1)), cast(index_type_, int64(1)), true));
+      return std::make_shared<If>(first_touch, block(std::move(mark)), nullptr);
+    }
+    mark.push_back(std::make_shared<Store>(workspace_list_, var(workspace_count_), j, false));
+    mark.push_back(std::make_shared<Assign>(workspace_count_, int64(1), true));
+    mark.push_back(std::make_shared<Store>(workspace_values_, j, std::make_shared<FloatImm>(0.0, "0", value_type_), false));
+    return block({std::make_shared<If>(first_touch, block(std::move(mark)), nullptr),
+                  std::make_shared<Store>(workspace_values_, j, std::move(value), true)});
+  }
+
+  // Around a row's loops: start an empty list; afterwards append the row in coordinate order.
+  Stmt around_row(Stmt row_loops) {
+    if (counting_) return row_loops;
+    const sparse::SparseBuffer& output = program_.output();
+    const sparse::Axis& axis = program_.axes[output.axes.back()];
+    const std::string& cursor = positions_.at(output.tensor).back().name;
+    std::string t = fresh_name("t"), j = fresh_name(axis.index_var + "_out");
+    Stmt append_entry = block({std::make_shared<Declare>(j, ScalarType::Int64, load(workspace_list_, var(t), ScalarType::Int64), false),
+                               std::make_shared<Store>(axis.crd, var(cursor), cast(index_type_, var(j)), false),
+                               std::make_shared<Store>(output.values, var(cursor), load(workspace_values_, var(j), value_type_), false),
+                               std::make_shared<Assign>(cursor, int64(1), true)});
+    return block({std::make_shared<Declare>(workspace_count_, ScalarType::Int64, int64(0), true), row_loops,
+                  std::make_shared<Sort>(workspace_list_, int64(0), var(workspace_count_)),
+                  std::make_shared<For>("append " + output.tensor, t, int64(0), var(workspace_count_), append_entry)});
+  }
+
+  // Loops inside a row share its workspace: they stay sequential.
+  LoopAnnotations loop_annotations(int depth) const {
+    LoopAnnotations annotations;
+    if (scattered_ && depth > row_depth_)
+      annotations.sequential_reason = "it adds into the row workspace of " + program_.output().tensor;
+    return annotations;
+  }
+
+  // Assemble phase: zero the counts, and turn them into positions after the loops.
+  Stmt clear_counts() {
+    const sparse::SparseBuffer& output = program_.output();
+    const sparse::Axis& axis = program_.axes[output.axes.back()];
+    std::string p = fresh_name("p");
+    Expr parents = parent_count(output);
+    return block({std::make_shared<Comment>("count the entries of " + output.tensor + " under each parent position"),
+                  std::make_shared<For>("zero " + output.tensor, p, int64(0), add(parents, int64(1)),
+                                        std::make_shared<Store>(axis.pos, var(p), cast(index_type_, int64(0)), false))});
+  }
+
+  Stmt prefix_sum() {
+    const sparse::SparseBuffer& output = program_.output();
+    const sparse::Axis& axis = program_.axes[output.axes.back()];
+    std::string p = fresh_name("p");
+    Stmt step = std::make_shared<Store>(axis.pos, add(var(p), int64(1)), load(axis.pos, var(p), index_type_), true);
+    return block({std::make_shared<Comment>("prefix sum: counts become positions"),
+                  std::make_shared<For>("prefix sum", p, int64(0), parent_count(output), step)});
+  }
+
+  Expr parent_count(const sparse::SparseBuffer& output) const {
+    Expr size = int64(1);
+    for (size_t l = 0; l + 1 < output.axes.size(); ++l) size = mul(size, var(program_.axes[output.axes[l]].length));
+    return size;
   }
 
   // Declarations of the positions that become known at `depth`.
@@ -390,12 +586,13 @@ class Lowering {
       if (found == positions_.end()) continue;
       for (const LevelPosition& position : found->second)
         if (position.value && position.ready_depth == depth)
-          declares.push_back(std::make_shared<Declare>(position.name, ScalarType::Int64, position.value, false));
+          declares.push_back(std::make_shared<Declare>(position.name, ScalarType::Int64, position.value, position.is_cursor));
     }
     return declares;
   }
 
   Stmt innermost_statement() const {
+    if (counting_) return write_output(nullptr);
     Expr inner = product(inner_factors_);
     if (scalar_accumulator_) return std::make_shared<Assign>(accumulator_, inner, true);
     return write_output(inner);
@@ -408,6 +605,14 @@ class Lowering {
     if (depth == 0) append(body, position_declares(-1));  // order-0 tensors, dense roots without loops
     if (depth == static_cast<int>(iterators.size())) {
       body.push_back(innermost_statement());
+      return block(std::move(body));
+    }
+    if (scattered_ && depth - 1 == row_depth_) {
+      body.push_back(around_row(loop(depth)));
+      return block(std::move(body));
+    }
+    if (depth - 1 == output_depth_ && scalar_accumulator_ && counting_) {
+      body.push_back(write_output(nullptr));  // the summed loops do not change which entries exist
       return block(std::move(body));
     }
     if (depth - 1 == output_depth_ && scalar_accumulator_) {
@@ -441,7 +646,8 @@ class Lowering {
     const std::string& index_var = program_.iteration.iterators[depth].var;
     std::vector<Stmt> body = position_declares(depth);
     body.push_back(loop_nest(depth + 1));
-    return std::make_shared<For>(index_var, index_var, int64(0), var(dim_name(index_var)), block(std::move(body)));
+    return std::make_shared<For>(index_var, index_var, int64(0), var(dim_name(index_var)), block(std::move(body)),
+                                 loop_annotations(depth));
   }
 
   // The bounds of a compressed level's positions under its parent: empty where the parent is
@@ -461,14 +667,38 @@ class Lowering {
   Stmt driven_loop(int depth) {
     const std::string& index_var = program_.iteration.iterators[depth].var;
     const sparse::Axis& axis = program_.axes[plans_[depth].axes.front()];
-    const std::string& position = positions_.at(axis.tensor)[axis.level].name;
+    const std::vector<LevelPosition>& levels = positions_.at(axis.tensor);
+    const std::string& position = levels[axis.level].name;
+    Expr parent = axis.level == 0 ? int64(0) : var(levels[axis.level - 1].name);
+    auto coordinate = [&](Expr at) { return cast(ScalarType::Int64, load(axis.crd, std::move(at), index_type_)); };
     std::vector<Stmt> body;
-    body.push_back(std::make_shared<Declare>(index_var, ScalarType::Int64,
-                                             cast(ScalarType::Int64, load(axis.crd, var(position), index_type_)), false));
+    if (axis.kind == sparse::AxisKind::Singleton) {
+      // No loop: the parent's entry has exactly one coordinate here.
+      body.push_back(std::make_shared<Declare>(index_var, ScalarType::Int64, coordinate(parent), false));
+      append(body, position_declares(depth));
+      body.push_back(loop_nest(depth + 1));
+      return block(std::move(body));
+    }
+    Expr begin, end;
+    if (axis.kind == sparse::AxisKind::SparseFixed) {
+      begin = mul(parent, int64(axis.width));
+      end = add(begin, int64(axis.width));
+    } else {
+      std::tie(begin, end) = level_range(axis);
+    }
+    Expr value = axis.kind == sparse::AxisKind::DenseVariable ? sub(var(position), begin) : coordinate(var(position));
+    body.push_back(std::make_shared<Declare>(index_var, ScalarType::Int64, value, false));
     append(body, position_declares(depth));
-    body.push_back(loop_nest(depth + 1));
-    auto [begin, end] = level_range(axis);
-    return std::make_shared<For>(index_var, position, begin, end, block(std::move(body)));
+    Stmt inner = loop_nest(depth + 1);
+    // ELL rows shorter than the width end in padding, marked by a negative coordinate.
+    if (axis.kind == sparse::AxisKind::SparseFixed)
+      inner = std::make_shared<If>(binary(BinOp::Le, int64(0), var(index_var)), inner, nullptr);
+    body.push_back(inner);
+    LoopAnnotations annotations = loop_annotations(depth);
+    if (!axis.unique && !program_.iteration.iterators[depth].is_reduction)
+      annotations.sequential_reason = "its coordinates repeat (a non-unique level of " + axis.tensor +
+                                      "), so iterations may write the same entry of " + program_.output().tensor;
+    return std::make_shared<For>(index_var, position, begin, end, block(std::move(body)), annotations);
   }
 
   // Co-iteration. With a dense term, a dense loop visits every coordinate and each compressed
@@ -582,6 +812,13 @@ class Lowering {
   const Config& config_;
   ScalarType value_type_, index_type_;
   std::set<std::string> used_names_;
+  bool assembled_;  // the output's structure is built here (see LoweringPhase)
+  bool scattered_ = false;  // ... and its rows are gathered in a workspace (see plan_workspace)
+  int row_depth_ = -1;      // the loop depth where a row (the output's parent position) is known
+  Expr row_;
+  std::string workspace_values_, workspace_seen_, workspace_list_, workspace_count_;
+  std::vector<Workspace> workspaces_;
+  bool counting_;   // this is the assemble phase
   std::vector<LoopPlan> plans_;  // per loop depth
   // Per tensor, the "present here" flags of the merge loops around the code being built: where
   // one is false the tensor stores nothing, so its value reads as zero and its children are empty.
@@ -595,8 +832,13 @@ class Lowering {
 
 }  // namespace
 
-LoweredFunc lower_to_loops(const sparse::Program& program, const Config& config) {
-  return Lowering(program, config).run();
+bool output_is_assembled(const sparse::Program& program) {
+  const sparse::SparseBuffer& output = program.output();
+  return !output.format.all_dense() && output.shares_structure_with.empty();
+}
+
+LoweredFunc lower_to_loops(const sparse::Program& program, const Config& config, LoweringPhase phase) {
+  return Lowering(program, config, phase).run();
 }
 
 }  // namespace spgen

@@ -102,13 +102,32 @@ class Scheduler {
       if (info.loop->var != info.loop->label) positional_.insert(info.loop->label);
   }
 
+  // Every loop the op names exists in the nest.
+  bool has_loops_named_by(const ScheduleOp& op) const {
+    std::vector<std::string> named;
+    std::visit([&](const auto& concrete) {
+      using T = std::decay_t<decltype(concrete)>;
+      if constexpr (std::is_same_v<T, ReorderOp>) named = concrete.order;
+      else if constexpr (std::is_same_v<T, SplitOp>) named = {concrete.var};
+      else named = {concrete.var};
+    }, op.op);
+    std::vector<LoopInfo> all = loops();
+    for (const std::string& label : named)
+      if (std::none_of(all.begin(), all.end(), [&](const LoopInfo& info) { return info.loop->label == label; }))
+        return false;
+    return true;
+  }
+
   void apply(const ScheduleOp& op) {
     op_ = &op;
     std::visit([this](const auto& concrete) { apply_op(concrete); }, op.op);
   }
 
   void finish() {
-    if (config_.target == Target::Cuda) return finish_gpu_bindings(func_, program_, config_, bindings_, {origin_, positional_});
+    if (config_.target == Target::Cuda) {
+      finish_gpu_bindings(func_, program_, config_, bindings_, {origin_, positional_});
+      return;
+    }
     if (!any_parallel_) return;
     // The zero fill runs before the loop nest; when the nest is parallel, so is the fill.
     for (const LoopInfo& info : loops())
@@ -335,6 +354,18 @@ class Scheduler {
   }
 
   // ---- parallel ----
+  bool has_workspace() const {
+    struct Finder : IRVisitor {
+      bool found = false;
+      void visit_allocate(const Allocate& node) override {
+        found = true;
+        IRVisitor::visit_allocate(node);
+      }
+    } finder;
+    finder.visit(func_.body);
+    return finder.found;
+  }
+
   void refuse_sequential(const LoopInfo& info, const char* action) const {
     if (!info.loop->annotations.sequential_reason.empty())
       fail("cannot " + std::string(action) + " " + info.loop->label + ": " + info.loop->annotations.sequential_reason);
@@ -344,6 +375,9 @@ class Scheduler {
     if (config_.target == Target::Cuda) fail("parallel is OpenMP's, for the cpu target: use bind on the cuda target");
     LoopInfo info = find(parallel.var);
     refuse_sequential(info, "parallelize");
+    if (has_workspace() && !info.enclosing.empty())
+      fail("cannot parallelize " + parallel.var + ": the kernel keeps a row workspace, which each thread owns for "
+           "the outermost loop only; parallelize " + loops().front().loop->label + " instead");
     if (is_reduction(parallel.var))
       fail("cannot parallelize " + parallel.var + ": it iterates the reduction index " + origin_.at(parallel.var) +
            ", so threads would race on the same entries of " + program_.output().tensor +
@@ -417,9 +451,10 @@ class Scheduler {
 }  // namespace
 
 void schedule_loops(LoweredFunc& func, const sparse::Program& program, const Config& config,
-                    const std::vector<ScheduleOp>& ops) {
+                    const std::vector<ScheduleOp>& ops, bool skip_ops_on_missing_loops) {
   Scheduler scheduler(func, program, config);
-  for (const ScheduleOp& op : ops) scheduler.apply(op);
+  for (const ScheduleOp& op : ops)
+    if (!skip_ops_on_missing_loops || scheduler.has_loops_named_by(op)) scheduler.apply(op);
   scheduler.finish();
 }
 

@@ -12,7 +12,9 @@
 
 namespace spgen {
 
+// With `skip_ops_on_missing_loops`, ops that name a loop the nest does not have are left out
+// (for an assemble phase, which lacks the summed loops).
 void schedule_loops(loops::LoweredFunc& func, const sparse::Program& program, const Config& config,
-                    const std::vector<ScheduleOp>& ops);
+                    const std::vector<ScheduleOp>& ops, bool skip_ops_on_missing_loops = false);
 
 }  // namespace spgen

@@ -1,6 +1,7 @@
 // The passes, observed through the IR dumps after each stage and through their errors.
 #include <doctest/doctest.h>
 
+#include "ir/loop_ir_printer.h"
 #include "lower.h"
 
 namespace {
@@ -90,8 +91,8 @@ TEST_CASE("lowering: SDDMM writes into the structure it shares and applies X onc
 TEST_CASE("lowering: unsupported combinations are errors, not wrong code") {
   CHECK(contains(error_of("C(i,j) = B(i,j) / A(i,j)", R"({"tensors": {"A": {"format": "csr"}}})"),
                  "dividing by A"));
-  CHECK(contains(error_of(kSpmm, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "csr"}}})"),
-                 "c.json: /tensors/C/format: error: sparse output C (csr) must share the structure"));
+  CHECK(contains(error_of(kSpmm, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "dcsr"}}})"),
+                 "c.json: /tensors/C/format: error: sparse output C (dcsr) cannot be assembled yet"));
   CHECK(contains(error_of("y(i) = A(i,j) * x(j) * A(j,i)", "{}"), "t.spg:1:24: error: tensor A is accessed as A(j,i)"));
 }
 
@@ -202,4 +203,100 @@ TEST_CASE("the C++ backend prints OpenMP pragmas, typed literals and the ABI") {
   CHECK(contains(header, "//   A_pos1  const int32_t*  A level 1 (compressed, index j, mode 1)"));
   CHECK(contains(header, "length dim_i + 1"));
   CHECK(contains(header, "y_vals  float*          output y(i), dense in storage order; overwritten; length dim_i"));
+}
+
+TEST_CASE("COO: one loop over entries, singleton coordinates, and adds into a zeroed output") {
+  std::string s2 = compile(kSpmv, R"({"tensors": {"A": {"format": "coo"}}})").stage2_dump;
+  CHECK(contains(s2, "for i at pA0 in [int64(A_pos0[0]), int64(A_pos0[1])) sequential:"));
+  CHECK(contains(s2, "let j: int64 = int64(A_crd1[pA0])"));  // no loop for the singleton level
+  CHECK(contains(s2, "for zero y"));
+  CHECK(contains(s2, "y_vals[i] += acc"));  // rows repeat, so their sums add up
+  CHECK(contains(error_of(kSpmv, R"({"tensors": {"A": {"format": "coo"}}, "schedule": [{"op": "parallel", "var": "i"}]})"),
+                 "/schedule/0: error: parallel: cannot parallelize i: its coordinates repeat (a non-unique level of A)"));
+  spgen::Compilation c = compile(kSpmv, R"({"tensors": {"A": {"format": "coo"}}})");
+  CHECK(contains(c.files[0].text, "A_crd1  const int32_t*  A level 1 (singleton, index j, mode 1): the coordinate of each entry, one per parent position; length A_pos0[1]"));
+}
+
+TEST_CASE("ELL: a fixed number of slots per row, padding skipped") {
+  spgen::Compilation c = compile(kSpmv, R"({"tensors": {"A": {"format": "ell", "width": 8}}})");
+  CHECK(contains(c.stage1_dump, "A.1 = sparse_fixed(j, parent=A.0, length=dim_j, crd=A_crd1, width=8)"));
+  CHECK(contains(c.stage2_dump, "for j at pA1 in [i * 8, i * 8 + 8):"));
+  CHECK(contains(c.stage2_dump, "if 0 <= j:"));
+  CHECK(contains(c.files[0].text, "increasing, then padding marked -1; length dim_i * 8"));
+  CHECK(!contains(c.files[0].text, "A_pos1"));  // ELL has no positions array
+}
+
+TEST_CASE("ragged: coordinates are positions within the row") {
+  spgen::Compilation c = compile(kSpmm, R"({"tensors": {"A": {"format": "ragged"}}})");
+  CHECK(contains(c.stage1_dump, "A.1 = dense_variable(j, parent=A.0, length=dim_j, pos=A_pos1)"));
+  CHECK(contains(c.stage2_dump, "let j: int64 = pA1 - int64(A_pos1[i])"));
+  CHECK(!contains(c.files[0].text, "A_crd1"));
+}
+
+TEST_CASE("co-iteration is refused over levels it does not support") {
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "ell", "width": 4}, "B": {"format": "csr"}}})"),
+                 "index j must be co-iterated over several operands, but A stores it in a sparse_fixed level"));
+}
+
+TEST_CASE("assembled sparse output: count and prefix sum, then fill through a cursor per row") {
+  spgen::Compilation c = compile("C(i,j) = A(i,j) + B(i,j)", R"({"name": "add", "tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}},
+      "schedule": [{"op": "parallel", "var": "i"}]})");
+  REQUIRE(c.assemble.has_value());
+  std::string assemble = spgen::loops::dump_stage2(*c.assemble);
+  CHECK(contains(assemble, "kernel add_assemble("));
+  CHECK(contains(assemble, "C_pos1: mut int32[]"));
+  CHECK(!contains(assemble, "C_crd1"));
+  CHECK(contains(assemble, "for i in [0, dim_i) parallel(static):"));  // the schedule applies here too
+  CHECK(contains(assemble, "C_pos1[i + 1] += 1"));
+  CHECK(contains(assemble, "C_pos1[p_2 + 1] += C_pos1[p_2]"));
+  CHECK(contains(c.stage2_dump, "var pC1: int64 = int64(C_pos1[i])"));
+  CHECK(contains(c.stage2_dump, "C_crd1[pC1] = int32(j)"));
+  CHECK(contains(c.stage2_dump, "pC1 += 1"));
+  const std::string& header = c.files[0].text;
+  CHECK(contains(header, "// First call add_assemble(...), which builds the output's positions:"));
+  CHECK(header.find("\nvoid add_assemble(") < header.find("\nvoid add("));
+  CHECK(contains(c.files[1].text, "(void)A_vals;"));  // counting reads no values
+}
+
+TEST_CASE("assembled sparse output: summed loops are skipped when counting, and their ops too") {
+  spgen::Compilation c = compile("A(i,j) = B(i,j,k) * c(k)", R"({"tensors": {"B": {"format": {"levels": ["dense", "compressed", "dense"]}}, "A": {"format": "csr"}},
+      "schedule": [{"op": "parallel", "var": "i"}, {"op": "vectorize", "var": "k"}]})");
+  REQUIRE(c.assemble.has_value());
+  std::string assemble = spgen::loops::dump_stage2(*c.assemble);
+  CHECK(!contains(assemble, "for k"));
+  CHECK(contains(c.stage2_dump, "for k in [0, dim_k) vectorized +acc:"));
+  CHECK(contains(c.stage2_dump, "A_vals[pA1] = acc"));
+}
+
+TEST_CASE("assembled sparse output: what cannot be appended is refused") {
+  CHECK(contains(error_of("C(i,j) = A(k,i) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}}})"),
+                 "sparse output C is summed over k outside its rows, so no row can be finished before the next begins"));
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "dcsr"}}})"),
+                 "/tensors/C/format: error: sparse output C (dcsr) cannot be assembled yet"));
+  CHECK(contains(error_of("C(i,j) += A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "dcsr"}, "C": {"format": "csr"}}})"),
+                 "`+=` into an assembled sparse output is not supported"));
+}
+
+TEST_CASE("SpGEMM: a scattered sparse output is gathered per row in a workspace") {
+  spgen::Compilation c = compile("C(i,j) = A(i,k) * B(k,j)", R"({"name": "spgemm", "tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}},
+      "schedule": [{"op": "parallel", "var": "i", "schedule": "dynamic", "chunk": 16}]})");
+  REQUIRE(c.assemble.has_value());
+  std::string assemble = spgen::loops::dump_stage2(*c.assemble);
+  CHECK(contains(assemble, "allocate C_seen: int64[dim_j] = -1:"));
+  CHECK(contains(assemble, "if C_seen[j] != i:"));
+  CHECK(contains(assemble, "C_pos1[i + 1] += 1"));
+  CHECK(contains(c.stage2_dump, "allocate C_seen: int64[dim_j] = -1, C_touched: int64[dim_j] = 0, C_row: float32[dim_j] = 0:"));
+  CHECK(contains(c.stage2_dump, "C_row[j] += A_vals[pA1] * B_vals[pB1]"));
+  CHECK(contains(c.stage2_dump, "sort C_touched[0, C_ntouched)"));
+  CHECK(contains(c.stage2_dump, "C_vals[pC1] = C_row[j_out]"));
+  // Each thread owns a workspace: the parallel loop opens the region that declares them.
+  const std::string& src = c.files[1].text;
+  CHECK(contains(src, "#pragma omp parallel\n  {\n    std::vector<int64_t> C_seen(dim_j, -1);"));
+  CHECK(contains(src, "#pragma omp for schedule(dynamic, 16)"));
+  CHECK(contains(src, "std::sort(C_touched.begin() + 0, C_touched.begin() + C_ntouched);"));
+  // Loops inside a row share its workspace.
+  CHECK(contains(error_of("C(i,j) = A(i,k) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}},
+      "schedule": [{"op": "parallel", "var": "j"}]})"), "cannot parallelize j: it adds into the row workspace of C"));
+  CHECK(contains(error_of("C(i,j) = A(i,k) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}},
+      "schedule": [{"op": "split", "var": "i", "factor": 4}, {"op": "parallel", "var": "i1"}]})"), "the kernel keeps a row workspace"));
 }

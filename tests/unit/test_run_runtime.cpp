@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -321,9 +322,10 @@ namespace {
 // Packs and unpacks; the nonzeros must survive, with duplicates summed.
 template <class I = int32_t>
 spgen_run::Packed<I, double> check_round_trip(const Coo& t, const std::vector<Level>& levels,
-                                               const std::vector<int>& mode_order) {
-  const auto packed = spgen_run::pack<I, double>(t, levels, mode_order);
-  const Coo back = spgen_run::unpack(packed, levels, mode_order);
+                                               const std::vector<int>& mode_order,
+                                               const std::vector<int64_t>& widths = {}) {
+  const auto packed = spgen_run::pack<I, double>(t, levels, mode_order, widths);
+  const Coo back = spgen_run::unpack(packed, levels, mode_order, widths);
   CHECK(back.dims == t.dims);
   CHECK(entries_of(back, true) == entries_of(t, true));
   return packed;
@@ -439,6 +441,319 @@ TEST_CASE("unpack: inconsistent arrays are an error") {
   p = spgen_run::pack<int32_t, double>(small_matrix(), {Level::Dense, Level::Compressed}, {0, 1});
   p.vals.pop_back();
   CHECK(error_of([&] { spgen_run::unpack(p, {Level::Dense, Level::Compressed}, {0, 1}); }).find("values") !=
+        std::string::npos);
+}
+
+// ------------------------------------------------------------------------------------
+// Packing: COO (compressed-nonunique + singleton), ELL (sparse-fixed), ragged
+// (dense-variable)
+// ------------------------------------------------------------------------------------
+
+namespace {
+
+constexpr Level kCnu = Level::CompressedNonUnique;
+constexpr Level kSingleton = Level::Singleton;
+constexpr Level kDenseVar = Level::DenseVariable;
+constexpr Level kFixed = Level::SparseFixed;
+
+// Every coordinate of a small tensor: a stored one is found at a position holding its
+// value; one not stored is not found, or found holding an explicit zero.
+void check_find_positions(const spgen_run::Packed<int32_t, double>& p, const Coo& t, const std::vector<Level>& levels,
+                          const std::vector<int>& mode_order, const std::vector<int64_t>& widths,
+                          bool check_values = true) {
+  const EntryMap stored = entries_of(t, true);
+  const int64_t total = spgen_run::detail::checked_product(t.dims, "test");
+  std::vector<int64_t> c(t.dims.size());
+  for (int64_t linear = 0; linear < total; ++linear) {
+    spgen_run::detail::unravel(linear, t.dims, c.data());
+    const int64_t at = spgen_run::detail::find_position(p, levels, mode_order, c.data(), widths);
+    CAPTURE(linear);
+    REQUIRE(at < static_cast<int64_t>(p.vals.size()));
+    const auto it = stored.find(c);
+    if (it != stored.end()) {
+      REQUIRE(at >= 0);
+      if (check_values) CHECK(p.vals[static_cast<size_t>(at)] == it->second);
+    } else if (check_values) {
+      CHECK((at < 0 || p.vals[static_cast<size_t>(at)] == 0.0));
+    }
+  }
+}
+
+// The most distinct coordinates of `mode` under one value of `parent_mode`.
+int64_t max_row_length(const Coo& t, int parent_mode, int mode) {
+  std::map<int64_t, std::set<int64_t>> rows;
+  for (int64_t e = 0; e < t.nnz(); ++e) rows[t.coord(e, parent_mode)].insert(t.coord(e, mode));
+  size_t most = 0;
+  for (const auto& row : rows) most = std::max(most, row.second.size());
+  return static_cast<int64_t>(most);
+}
+
+struct Format {
+  const char* name;
+  std::vector<Level> levels;
+  std::vector<int> mode_order;
+  std::vector<int64_t> widths;
+};
+
+}  // namespace
+
+TEST_CASE("pack: exact COO arrays, duplicates summed") {
+  const std::vector<Level> coo = {kCnu, kSingleton};
+  const auto p = check_round_trip(small_matrix(), coo, {0, 1});
+  CHECK(p.pos[0] == std::vector<int32_t>{0, 4});
+  CHECK(p.crd[0] == std::vector<int32_t>{0, 0, 2, 2});
+  CHECK(p.pos[1].empty());
+  CHECK(p.crd[1] == std::vector<int32_t>{1, 3, 0, 3});
+  CHECK(p.vals == std::vector<double>{1, 2, 3, 5});
+  CHECK(spgen_run::unpack(p, coo, {0, 1}).nnz() == 4);
+  check_find_positions(p, small_matrix(), coo, {0, 1}, {});
+
+  // By columns: sorted by (col, row).
+  const auto c = check_round_trip(small_matrix(), coo, {1, 0});
+  CHECK(c.pos[0] == std::vector<int32_t>{0, 4});
+  CHECK(c.crd[0] == std::vector<int32_t>{0, 1, 3, 3});
+  CHECK(c.crd[1] == std::vector<int32_t>{2, 0, 0, 2});
+  CHECK(c.vals == std::vector<double>{3, 1, 2, 5});
+
+  const auto empty = check_round_trip(make_coo({3, 4}, {}), coo, {0, 1});
+  CHECK(empty.pos[0] == std::vector<int32_t>{0, 0});
+  CHECK(empty.crd[0].empty());
+  CHECK(empty.crd[1].empty());
+  CHECK(empty.vals.empty());
+}
+
+TEST_CASE("pack: exact order-3 COO arrays") {
+  const Coo t = make_coo({3, 4, 2}, {{{2, 1, 0}, 1}, {{0, 3, 1}, 2}, {{0, 0, 0}, 3}, {{2, 1, 1}, 4}, {{0, 3, 1}, 5}});
+  const std::vector<Level> coo = {kCnu, kSingleton, kSingleton};
+  const auto p = check_round_trip(t, coo, {0, 1, 2});
+  CHECK(p.pos[0] == std::vector<int32_t>{0, 4});
+  CHECK(p.crd[0] == std::vector<int32_t>{0, 0, 2, 2});
+  CHECK(p.pos[1].empty());
+  CHECK(p.crd[1] == std::vector<int32_t>{0, 3, 1, 1});
+  CHECK(p.pos[2].empty());
+  CHECK(p.crd[2] == std::vector<int32_t>{0, 1, 0, 1});
+  CHECK(p.vals == std::vector<double>{3, 7, 1, 4});
+  check_find_positions(p, t, coo, {0, 1, 2}, {});
+
+  // A dense row level above a COO of (j, k) pairs.
+  const std::vector<Level> mixed = {Level::Dense, kCnu, kSingleton};
+  const auto m = check_round_trip(t, mixed, {0, 1, 2});
+  CHECK(m.pos[1] == std::vector<int32_t>{0, 2, 2, 4});
+  CHECK(m.crd[1] == std::vector<int32_t>{0, 3, 1, 1});
+  CHECK(m.crd[2] == std::vector<int32_t>{0, 1, 0, 1});
+  CHECK(m.vals == std::vector<double>{3, 7, 1, 4});
+  check_find_positions(m, t, mixed, {0, 1, 2}, {});
+}
+
+TEST_CASE("pack: exact ELL arrays, padding -1 with zero values, empty rows") {
+  const std::vector<Level> ell = {Level::Dense, kFixed};
+  // Rows: 0 -> {1, 3}, 1 -> {}, 2 -> {0, 3}.
+  const auto w3 = check_round_trip(small_matrix(), ell, {0, 1}, {0, 3});
+  CHECK(w3.pos[0].empty());
+  CHECK(w3.crd[0].empty());
+  CHECK(w3.pos[1].empty());
+  CHECK(w3.crd[1] == std::vector<int32_t>{1, 3, -1, -1, -1, -1, 0, 3, -1});
+  CHECK(w3.vals == std::vector<double>{1, 2, 0, 0, 0, 0, 3, 5, 0});
+  CHECK(spgen_run::unpack(w3, ell, {0, 1}, {0, 3}).nnz() == 4);  // no padding
+  check_find_positions(w3, small_matrix(), ell, {0, 1}, {0, 3});
+
+  // Width exactly the longest row.
+  const auto w2 = check_round_trip(small_matrix(), ell, {0, 1}, {0, 2});
+  CHECK(w2.crd[1] == std::vector<int32_t>{1, 3, -1, -1, 0, 3});
+  CHECK(w2.vals == std::vector<double>{1, 2, 0, 0, 3, 5});
+  CHECK(spgen_run::unpack(w2, ell, {0, 1}, {0, 2}).nnz() == 4);
+  check_find_positions(w2, small_matrix(), ell, {0, 1}, {0, 2});
+
+  // An explicit zero in the input is stored, not treated as padding.
+  const auto z = check_round_trip(make_coo({2, 3}, {{{0, 2}, 0.0}, {{1, 0}, 4}}), ell, {0, 1}, {0, 1});
+  CHECK(z.crd[1] == std::vector<int32_t>{2, 0});
+  CHECK(z.vals == std::vector<double>{0, 4});
+  CHECK(spgen_run::unpack(z, ell, {0, 1}, {0, 1}).nnz() == 2);
+
+  // int64 indices.
+  const auto wide = check_round_trip<int64_t>(small_matrix(), ell, {0, 1}, {0, 2});
+  CHECK(wide.crd[1] == std::vector<int64_t>{1, 3, -1, -1, 0, 3});
+}
+
+TEST_CASE("pack: exact ELL by columns ({dense, sparse-fixed}, mode_order {1, 0})") {
+  const std::vector<Level> ell = {Level::Dense, kFixed};
+  // Columns: 0 -> {2}, 1 -> {0}, 2 -> {}, 3 -> {0, 2}.
+  const auto p = check_round_trip(small_matrix(), ell, {1, 0}, {0, 2});
+  CHECK(p.crd[1] == std::vector<int32_t>{2, -1, 0, -1, -1, -1, 0, 2});
+  CHECK(p.vals == std::vector<double>{3, 0, 1, 0, 0, 0, 2, 5});
+  check_find_positions(p, small_matrix(), ell, {1, 0}, {0, 2});
+  CHECK(error_of([&] { spgen_run::pack<int32_t, double>(small_matrix(), ell, {1, 0}, {0, 1}); }) ==
+        "sparse-fixed level 1: row 3 has 2 entries but the ELL width is 1");
+}
+
+TEST_CASE("pack: exact ragged (dense-variable) arrays: prefixes, a gap filled by a zero, an empty row") {
+  // Row 0: cols 0, 1. Row 1: cols 0, 2 (col 1 a stored zero). Row 2: empty. Row 3: col 1.
+  const Coo t = make_coo({4, 5}, {{{0, 0}, 1}, {{0, 1}, 2}, {{1, 2}, 4}, {{1, 0}, 3}, {{3, 1}, 5}});
+  const std::vector<Level> ragged = {Level::Dense, kDenseVar};
+  const auto p = check_round_trip(t, ragged, {0, 1});
+  CHECK(p.pos[0].empty());
+  CHECK(p.crd[0].empty());
+  CHECK(p.pos[1] == std::vector<int32_t>{0, 2, 5, 5, 7});
+  CHECK(p.crd[1].empty());
+  CHECK(p.vals == std::vector<double>{1, 2, 3, 0, 4, 0, 5});
+  // Unpack enumerates each stored prefix, its explicit zeros included.
+  const Coo back = spgen_run::unpack(p, ragged, {0, 1});
+  CHECK(back.nnz() == 7);
+  CHECK(back.coords == std::vector<int64_t>{0, 0, 0, 1, 1, 0, 1, 1, 1, 2, 3, 0, 3, 1});
+  check_find_positions(p, t, ragged, {0, 1}, {});
+  CHECK(spgen_run::detail::find_position(p, ragged, {0, 1}, std::vector<int64_t>{0, 2}.data()) == -1);
+  CHECK(spgen_run::detail::find_position(p, ragged, {0, 1}, std::vector<int64_t>{2, 0}.data()) == -1);
+  CHECK(spgen_run::detail::find_position(p, ragged, {0, 1}, std::vector<int64_t>{1, 1}.data()) == 3);
+
+  // A ragged top level: one parent, the prefix up to the largest row.
+  const auto top = check_round_trip(t, {kDenseVar, Level::Compressed}, {0, 1});
+  CHECK(top.pos[0] == std::vector<int32_t>{0, 4});
+  CHECK(top.pos[1] == std::vector<int32_t>{0, 2, 4, 4, 5});
+  CHECK(top.crd[1] == std::vector<int32_t>{0, 1, 0, 2, 1});
+}
+
+TEST_CASE("pack/unpack round trips of random tensors in every level kind") {
+  const std::vector<Format> formats = {
+      {"COO", {kCnu, kSingleton}, {0, 1}, {}},
+      {"COO by columns", {kCnu, kSingleton}, {1, 0}, {}},
+      {"COO then dense", {kCnu, Level::Dense}, {0, 1}, {}},
+      {"ELL", {Level::Dense, kFixed}, {0, 1}, {0, 3}},
+      {"ELL by columns", {Level::Dense, kFixed}, {1, 0}, {0, 2}},
+      {"ELL of ELL", {kFixed, kFixed}, {0, 1}, {4, 2}},
+      {"sparse-fixed then dense", {kFixed, Level::Dense}, {0, 1}, {5, 0}},
+      {"compressed then sparse-fixed", {Level::Compressed, kFixed}, {0, 1}, {0, 1}},
+      {"ragged", {Level::Dense, kDenseVar}, {0, 1}, {}},
+      {"ragged by columns", {Level::Dense, kDenseVar}, {1, 0}, {}},
+      {"compressed then ragged", {Level::Compressed, kDenseVar}, {0, 1}, {}},
+      {"ragged then compressed", {kDenseVar, Level::Compressed}, {0, 1}, {}},
+      {"ragged then sparse-fixed", {kDenseVar, kFixed}, {0, 1}, {0, 2}},
+      {"3-order COO", {kCnu, kSingleton, kSingleton}, {0, 1, 2}, {}},
+      {"3-order COO permuted", {kCnu, kSingleton, kSingleton}, {2, 0, 1}, {}},
+      {"dense over COO", {Level::Dense, kCnu, kSingleton}, {0, 1, 2}, {}},
+      {"COO over dense", {kCnu, kSingleton, Level::Dense}, {0, 1, 2}, {}},
+      {"dense, dense, sparse-fixed", {Level::Dense, Level::Dense, kFixed}, {0, 1, 2}, {0, 0, 2}},
+      {"dense, sparse-fixed, dense", {Level::Dense, kFixed, Level::Dense}, {1, 0, 2}, {0, 2, 0}},
+      {"ragged, ragged", {Level::Dense, kDenseVar, kDenseVar}, {0, 1, 2}, {}},
+      {"sparse-fixed, ragged, compressed", {kFixed, kDenseVar, Level::Compressed}, {2, 1, 0}, {3, 0, 0}},
+      {"vector COO", {kCnu}, {0}, {}},
+      {"vector ragged", {kDenseVar}, {0}, {}},
+      {"vector sparse-fixed", {kFixed}, {0}, {3}},
+  };
+  for (const Format& f : formats) {
+    CAPTURE(f.name);
+    const std::vector<int64_t> dims = f.levels.size() == 1   ? std::vector<int64_t>{11}
+                                      : f.levels.size() == 2 ? std::vector<int64_t>{7, 9}
+                                                             : std::vector<int64_t>{4, 5, 6};
+    for (uint64_t seed = 1; seed <= 4; ++seed) {
+      CAPTURE(seed);
+      const Coo t = spgen_run::random_sparse(dims, 0.3, seed);
+      const Coo fitted = spgen_run::detail::fit_widths(t, f.levels, f.mode_order, f.widths);
+      // Fitting only drops entries.
+      const EntryMap all = entries_of(t), kept = entries_of(fitted);
+      for (const auto& entry : kept) CHECK(all.at(entry.first) == entry.second);
+      const auto p = check_round_trip(fitted, f.levels, f.mode_order, f.widths);
+      // Where COO's entries have dense subtrees, a coordinate is stored in several of them
+      // (all but one holding a zero), and find_position gives the first.
+      const bool unique = f.name != std::string("COO then dense") && f.name != std::string("COO over dense");
+      check_find_positions(p, fitted, f.levels, f.mode_order, f.widths, unique);
+    }
+  }
+}
+
+TEST_CASE("fit_widths: keeps the first W coordinates of each parent") {
+  const std::vector<Level> ell = {Level::Dense, kFixed};
+  const Coo t = spgen_run::random_sparse({10, 32}, 0.5, 3);
+  REQUIRE(max_row_length(t, 0, 1) > 4);
+  const Coo fitted = spgen_run::detail::fit_widths(t, ell, {0, 1}, {0, 4});
+  CHECK(max_row_length(fitted, 0, 1) == 4);
+  CHECK(fitted.nnz() == 40);
+  for (int64_t e = 0; e < fitted.nnz(); ++e) CHECK(fitted.coord(e, 1) < 16);  // the smallest columns, not others
+  // Wide enough: nothing dropped; with the exact longest row as width, it packs.
+  const int64_t longest = max_row_length(t, 0, 1);
+  CHECK(entries_of(spgen_run::detail::fit_widths(t, ell, {0, 1}, {0, longest})) == entries_of(t));
+  const auto p = check_round_trip(t, ell, {0, 1}, {0, longest});
+  CHECK(p.crd[1].size() == static_cast<size_t>(10 * longest));
+  // By columns, the parent is the column.
+  const Coo by_cols = spgen_run::detail::fit_widths(t, ell, {1, 0}, {0, 2});
+  CHECK(max_row_length(by_cols, 1, 0) == 2);
+  // No sparse-fixed level: unchanged.
+  CHECK(spgen_run::detail::fit_widths(t, {Level::Dense, Level::Compressed}, {0, 1}, {}).coords == t.coords);
+}
+
+TEST_CASE("pack: new level kinds' errors") {
+  const std::vector<Level> ell = {Level::Dense, kFixed};
+  // A row longer than the ELL width.
+  Coo long_row = make_coo({9, 20}, {});
+  for (int64_t j = 0; j < 12; ++j) long_row.add({7, j}, 1.0);
+  long_row.add({2, 0}, 1.0);
+  CHECK(error_of([&] { spgen_run::pack<int32_t, float>(long_row, ell, {0, 1}, {0, 8}); }) ==
+        "sparse-fixed level 1: row 7 has 12 entries but the ELL width is 8");
+  // Duplicates count once.
+  long_row.add({7, 0}, 1.0);
+  CHECK(spgen_run::pack<int32_t, float>(long_row, ell, {0, 1}, {0, 12}).crd[1].size() == 9 * 12);
+  // Widths: missing, zero, or of the wrong count.
+  CHECK(error_of([&] { spgen_run::pack<int32_t, float>(small_matrix(), ell, {0, 1}); }) ==
+        "sparse-fixed level 1 needs a width of at least 1 (got 0)");
+  CHECK(error_of([&] { spgen_run::pack<int32_t, float>(small_matrix(), ell, {0, 1}, {0, 0}); })
+            .find("width of at least 1") != std::string::npos);
+  CHECK(error_of([&] { spgen_run::pack<int32_t, float>(small_matrix(), ell, {0, 1}, {3}); }) ==
+        "format has 2 levels but 1 widths");
+  CHECK(error_of([&] { spgen_run::unpack(spgen_run::Packed<int32_t, float>{}, ell, {}, {0, 2}); }) != "");
+  // Padding needs a signed index type.
+  CHECK(error_of([&] { spgen_run::pack<uint32_t, float>(small_matrix(), ell, {0, 1}, {0, 2}); }).find("signed") !=
+        std::string::npos);
+  // Singleton only directly below compressed-nonunique or singleton.
+  CHECK(error_of([&] { spgen_run::pack<int32_t, float>(small_matrix(), {kSingleton, kSingleton}, {0, 1}); }) ==
+        "singleton level 0 must be directly below a compressed-nonunique or singleton level (it is the top level)");
+  CHECK(error_of([&] { spgen_run::pack<int32_t, float>(small_matrix(), {Level::Dense, kSingleton}, {0, 1}); }) ==
+        "singleton level 1 must be directly below a compressed-nonunique or singleton level (it is below a dense "
+        "level)");
+  CHECK(error_of([&] { spgen_run::pack<int32_t, float>(small_matrix(), {Level::Compressed, kSingleton}, {0, 1}); })
+            .find("below a compressed level") != std::string::npos);
+  CHECK(error_of([&] { spgen_run::unpack(spgen_run::Packed<int32_t, float>{}, {kSingleton}, {0}); })
+            .find("singleton level 0") != std::string::npos);
+  // Coordinates and position counts must fit the index type.
+  Coo many = make_coo({2, 200}, {});
+  for (int64_t j = 0; j < 100; ++j) {
+    many.add({0, j}, 1.0);
+    many.add({1, j}, 1.0);
+  }
+  CHECK(error_of([&] { spgen_run::pack<int8_t, float>(many, {kCnu, kSingleton}, {0, 1}); }).find("does not fit") !=
+        std::string::npos);
+  CHECK(error_of([&] { spgen_run::pack<int8_t, float>(many, {Level::Dense, kDenseVar}, {0, 1}); })
+            .find("does not fit") != std::string::npos);
+  CHECK(error_of([&] { spgen_run::pack<int8_t, float>(many, ell, {0, 1}, {0, 100}); }).find("does not fit") !=
+        std::string::npos);
+}
+
+TEST_CASE("unpack: inconsistent arrays of the new level kinds are an error") {
+  const std::vector<Level> coo = {kCnu, kSingleton}, ell = {Level::Dense, kFixed}, ragged = {Level::Dense, kDenseVar};
+  auto p = spgen_run::pack<int32_t, double>(small_matrix(), coo, {0, 1});
+  p.crd[1].pop_back();
+  CHECK(error_of([&] { spgen_run::unpack(p, coo, {0, 1}); }).find("crd array has 3 entries for 4") !=
+        std::string::npos);
+  p = spgen_run::pack<int32_t, double>(small_matrix(), coo, {0, 1});
+  p.crd[1][0] = 4;
+  CHECK(error_of([&] { spgen_run::unpack(p, coo, {0, 1}); }).find("out of range") != std::string::npos);
+
+  auto e = spgen_run::pack<int32_t, double>(small_matrix(), ell, {0, 1}, {0, 3});
+  CHECK(error_of([&] { spgen_run::unpack(e, ell, {0, 1}, {0, 2}); }).find("expected 6") != std::string::npos);
+  e.crd[1][2] = 2;  // row 0 fills its padding slot: unpack takes it (value 0)
+  CHECK(spgen_run::unpack(e, ell, {0, 1}, {0, 3}).nnz() == 5);
+  e.crd[1][4] = 1;  // row 1: -1, 1, -1
+  CHECK(error_of([&] { spgen_run::unpack(e, ell, {0, 1}, {0, 3}); }).find("follows padding") != std::string::npos);
+  e.crd[1][4] = -2;
+  CHECK(error_of([&] { spgen_run::unpack(e, ell, {0, 1}, {0, 3}); }).find("out of range") != std::string::npos);
+
+  auto r = spgen_run::pack<int32_t, double>(small_matrix(), ragged, {0, 1});
+  CHECK(r.pos[1] == std::vector<int32_t>{0, 4, 4, 8});
+  r.pos[1] = {0, 5, 5, 8};  // row 0 longer than the 4 columns
+  CHECK(error_of([&] { spgen_run::unpack(r, ragged, {0, 1}); }).find("longer than the dimension") !=
+        std::string::npos);
+  r.pos[1] = {0, 4, 3, 8};
+  CHECK(error_of([&] { spgen_run::unpack(r, ragged, {0, 1}); }).find("decreases") != std::string::npos);
+  r.pos[1] = {0, 4, 4, 7};
+  CHECK(error_of([&] { spgen_run::unpack(r, ragged, {0, 1}); }).find("values for 7 positions") !=
         std::string::npos);
 }
 
@@ -737,4 +1052,185 @@ TEST_CASE("main: a .tns input only bounds its sizes from below") {
       run_main(dir, spmv_info(false), spmv_assign, {"--input", "A=" + a, "--input", "x=" + x, "--dim", "i=1"});
   CHECK(small.rc == 1);
   CHECK(small.err.find("size of index i: A has coordinates up to 2 (mode 1) but --dim sets 1") != std::string::npos);
+}
+
+// ------------------------------------------------------------------------------------
+// The driver's main with COO, ELL and ragged inputs
+// ------------------------------------------------------------------------------------
+
+namespace {
+
+// y = A x with A in the given format (y and x dense).
+spgen_run::KernelInfo spmv_info_in(const std::string& name, std::vector<Level> levels, std::vector<int64_t> widths) {
+  return {
+      name,
+      {"i", "j"},
+      {
+          {"y", true, {0}, {Level::Dense}, {0}, -1},
+          {"A", false, {0, 1}, std::move(levels), {0, 1}, -1, std::move(widths)},
+          {"x", false, {1}, {Level::Dense}, {0}, -1, {}},
+      },
+      false,
+  };
+}
+
+// COO: y[crd0[p]] += vals[p] * x[crd1[p]], y zeroed first.
+void coo_spmv(Run& r) {
+  REQUIRE(r.pos(1, 1) == nullptr);
+  const int32_t* pos = r.pos(1, 0);
+  const int32_t* rows = r.crd(1, 0);
+  const int32_t* cols = r.crd(1, 1);
+  float* y = r.values(0);
+  const float* a = r.values(1);
+  const float* x = r.values(2);
+  for (int64_t i = 0; i < r.dim(0); ++i) y[i] = 0;
+  for (int32_t p = pos[0]; p < pos[1]; ++p) y[rows[p]] += a[p] * x[cols[p]];
+}
+
+// ELL: row i owns positions i*W .. i*W+W-1, padding crd -1.
+void ell_spmv(Run& r) {
+  REQUIRE(r.pos(1, 1) == nullptr);
+  const int64_t w = r.width(1, 1);
+  REQUIRE(w >= 1);
+  const int32_t* crd = r.crd(1, 1);
+  const float* a = r.values(1);
+  const float* x = r.values(2);
+  for (int64_t i = 0; i < r.dim(0); ++i) {
+    float sum = 0;
+    for (int64_t p = i * w; p < (i + 1) * w && crd[p] >= 0; ++p) sum += a[p] * x[crd[p]];
+    r.values(0)[i] = sum;
+  }
+}
+
+// Ragged: row i stores columns 0 .. pos[i+1]-pos[i]-1.
+void ragged_spmv(Run& r) {
+  REQUIRE(r.crd(1, 1) == nullptr);
+  const int32_t* pos = r.pos(1, 1);
+  const float* a = r.values(1);
+  const float* x = r.values(2);
+  for (int64_t i = 0; i < r.dim(0); ++i) {
+    float sum = 0;
+    for (int32_t p = pos[i]; p < pos[i + 1]; ++p) sum += a[p] * x[p - pos[i]];
+    r.values(0)[i] = sum;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("main: COO SpMV from files, duplicates summed") {
+  TempDir dir;
+  const std::string a = dir.write("A.mtx",
+                                  "%%MatrixMarket matrix coordinate real general\n3 4 5\n3 4 4\n1 1 1\n1 3 2\n"
+                                  "3 2 3\n1 1 0.5\n");
+  const std::string x = dir.write("x.mtx", kVectorX), y = dir.file("y.mtx");
+  const auto info = spmv_info_in("coo_spmv", {Level::CompressedNonUnique, Level::Singleton}, {});
+  const Result r = run_main(dir, info, coo_spmv,
+                            {"--input", "A=" + a, "--input", "x=" + x, "--output", "y=" + y, "--repeat", "2"});
+  CHECK(r.rc == 0);
+  CHECK(r.err == "");
+  CHECK(r.out.find("runs=2\n") != std::string::npos);
+  CHECK(read_text(y) == "%%MatrixMarket matrix array real general\n3 1\n7.5\n0\n22\n");
+}
+
+TEST_CASE("main: random COO, ELL and ragged inputs give the CSR result on the saved input") {
+  struct Case {
+    const char* name;
+    std::vector<Level> levels;
+    std::vector<int64_t> widths;
+    void (*kernel)(Run&);
+  };
+  const std::vector<Case> cases = {
+      {"coo", {Level::CompressedNonUnique, Level::Singleton}, {}, coo_spmv},
+      {"ell", {Level::Dense, Level::SparseFixed}, {0, 4}, ell_spmv},
+      {"ragged", {Level::Dense, Level::DenseVariable}, {}, ragged_spmv},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    TempDir dir;
+    const std::string a = dir.file("A.mtx"), x = dir.file("x.mtx"), y1 = dir.file("y1.mtx"), y2 = dir.file("y2.mtx");
+    const Result r = run_main(dir, spmv_info_in(c.name, c.levels, c.widths), c.kernel,
+                              {"--input", "A=random", "--input", "x=random", "--dim", "i=10", "--dim", "j=32",
+                               "--density", "0.5", "--seed", "9", "--save-input", "A=" + a, "--save-input", "x=" + x,
+                               "--output", "y=" + y1, "--quiet"});
+    CHECK(r.rc == 0);
+    CHECK(r.err == "");
+    const Coo saved = spgen_run::read_tensor(a);
+    CHECK(saved.dims == std::vector<int64_t>{10, 32});
+    if (c.widths.empty()) {
+      CHECK(saved.nnz() > 100);  // about 160
+    } else {
+      CHECK(max_row_length(saved, 0, 1) == 4);  // rows of about 16 cut to the ELL width
+      CHECK(saved.nnz() == 40);
+    }
+    const Result csr = run_main(dir, spmv_info(false), spmv_assign,
+                                {"--input", "A=" + a, "--input", "x=" + x, "--output", "y=" + y2, "--quiet"});
+    CHECK(csr.rc == 0);
+    CHECK(read_text(y1) == read_text(y2));
+  }
+}
+
+TEST_CASE("main: an ELL or COO output sharing its input's structure, with initial values") {
+  // B(i,j) += 2 A(i,j), B sharing A's pos/crd; B starts from a file.
+  struct Case {
+    const char* name;
+    std::vector<Level> levels;
+    std::vector<int64_t> widths;
+  };
+  const std::vector<Case> cases = {
+      {"ell", {Level::Dense, Level::SparseFixed}, {0, 3}},
+      {"coo", {Level::CompressedNonUnique, Level::Singleton}, {}},
+      {"ragged", {Level::Dense, Level::DenseVariable}, {}},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    TempDir dir;
+    const spgen_run::KernelInfo info = {
+        "scale_add",
+        {"i", "j"},
+        {
+            {"B", true, {0, 1}, c.levels, {0, 1}, 1, c.widths},
+            {"A", false, {0, 1}, c.levels, {0, 1}, -1, c.widths},
+        },
+        true,
+    };
+    const auto scale_add = [](Run& r) {
+      CHECK(r.crd(0, 1) == r.crd(1, 1));
+      CHECK(r.width(0, 1) == r.width(1, 1));
+      const size_t n = r.packed(1).vals.size();
+      for (size_t p = 0; p < n; ++p) r.values(0)[p] += 2 * r.values(1)[p];
+    };
+    const std::string a = dir.write("A.mtx", kMatrixA), b = dir.file("B.mtx");
+    const std::string b0 = dir.write("B0.mtx", "%%MatrixMarket matrix coordinate real general\n3 4 1\n1 3 10\n");
+    const Result r = run_main(dir, info, scale_add, {"--input", "A=" + a, "--input", "B=" + b0, "--output", "B=" + b});
+    CHECK(r.rc == 0);
+    CHECK(r.err == "");
+    const EntryMap expected = {{{0, 0}, 2}, {{0, 2}, 14}, {{2, 1}, 6}, {{2, 3}, 8}};
+    CHECK(entries_of(spgen_run::read_tensor(b), true) == expected);
+    // A nonzero where A stores nothing: (2,1) in the file, in A's empty row (ELL: padding only).
+    const std::string outside =
+        dir.write("out.mtx", "%%MatrixMarket matrix coordinate real general\n3 4 1\n2 1 1\n");
+    const Result bad = run_main(dir, info, scale_add, {"--input", "A=" + a, "--input", "B=" + outside});
+    CHECK(bad.rc == 1);
+    CHECK(bad.err.find("nonzero outside the structure of A") != std::string::npos);
+  }
+}
+
+TEST_CASE("main: a singleton level that is not below a compressed-nonunique one is an error") {
+  TempDir dir;
+  const std::string a = dir.write("A.mtx", kMatrixA), x = dir.write("x.mtx", kVectorX);
+  const Result top = run_main(dir, spmv_info_in("bad", {Level::Singleton, Level::Singleton}, {}), coo_spmv,
+                              {"--input", "A=" + a, "--input", "x=" + x});
+  CHECK(top.rc == 1);
+  CHECK(top.err ==
+        "error: kernel description: tensor A: singleton level 0 must be directly below a compressed-nonunique or "
+        "singleton level (it is the top level)\n");
+  const Result no_width = run_main(dir, spmv_info_in("bad", {Level::Dense, Level::SparseFixed}, {}), ell_spmv,
+                                   {"--input", "A=" + a, "--input", "x=" + x});
+  CHECK(no_width.rc == 1);
+  CHECK(no_width.err.find("sparse-fixed level 1 needs a width of at least 1") != std::string::npos);
+  // A file whose rows are longer than the ELL width.
+  const Result overflow = run_main(dir, spmv_info_in("ell", {Level::Dense, Level::SparseFixed}, {0, 1}), ell_spmv,
+                                   {"--input", "A=" + a, "--input", "x=" + x});
+  CHECK(overflow.rc == 1);
+  CHECK(overflow.err == "error: sparse-fixed level 1: row 0 has 2 entries but the ELL width is 1\n");
 }

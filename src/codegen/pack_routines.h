@@ -1,0 +1,43 @@
+// The conversion routines of a CPU kernel: for each tensor that is not dense row-major,
+// NAME_pack_T_sizes, NAME_pack_T (COO in, storage levels out) and NAME_unpack_T (the reverse),
+// declared in NAME.h and defined in NAME.cpp. The algorithm is fixed text
+// (templates/cpu_pack_routines.cpp.in); this file prints the per-tensor level tables, the
+// extern "C" wrappers and the header's documentation. `spgen run`'s CPU driver calls them too.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "codegen/generation_context.h"
+#include "ir/sparse_ir.h"
+
+namespace spgen {
+
+// One index array a tensor's routines take (a pos or crd array of one storage level).
+struct PackArray {
+  std::string name;  // the kernel's name for it: A_pos1, A_crd1
+  bool is_pos = false;
+  int level = 0;
+};
+
+// The routines of one tensor, and the arrays they take, in order: `arrays`, then the values.
+struct PackTensor {
+  std::string tensor;          // as in the spec
+  int id = 0;                  // index in Program::buffers
+  bool is_output = false;
+  std::string structure;       // the tensor whose levels store it: itself, or the input it shares
+  int structure_id = 0;
+  std::vector<PackArray> arrays;  // `structure`'s pos/crd arrays
+  std::string values;             // its own values array
+  std::string sizes_function;     // empty for an output sharing an input's structure
+  std::string pack_function;
+  std::string unpack_function;
+};
+
+// The tensors that get routines, in Program::buffers order (output first).
+std::vector<PackTensor> pack_tensors(const sparse::Program& program, const std::string& kernel_name);
+
+// The routines of the CPU kernel `kernel_name`: header documentation, declarations and source.
+PackRoutines emit_pack_routines(const sparse::Program& program, const std::string& kernel_name);
+
+}  // namespace spgen
