@@ -73,7 +73,7 @@ GeneratedFile emit_abi_header(const loops::LoweredFunc& func, const GenerationCo
   std::string value_type, index_type;
   for (const loops::Param& p : func.params) {
     if (p.kind == loops::ParamKind::Values) value_type = printer.type_name(p.type);
-    if (p.kind == loops::ParamKind::Pos) index_type = printer.type_name(p.type);
+    if (p.kind == loops::ParamKind::Pos || p.kind == loops::ParamKind::Crd) index_type = printer.type_name(p.type);
   }
   std::vector<std::string> schedule = context.schedule;
   if (context.auto_schedule) schedule.insert(schedule.begin(), "auto, chose:");

@@ -2,28 +2,12 @@
 // it leaves, and what the CUDA backend prints for them (launch geometry, shuffles, atomics).
 #include <doctest/doctest.h>
 
+#include "compile_helpers.h"
 #include "lower.h"
 
+using namespace spgen_test;
+
 namespace {
-
-spgen::Compilation compile(const std::string& spec, const std::string& config) {
-  return spgen::compile({"t.spg", spec, "c.json", config});
-}
-
-std::string error_of(const std::string& spec, const std::string& config) {
-  try {
-    compile(spec, config);
-  } catch (const spgen::CompileError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-const char* kSpmv = "y(i) = A(i,j) * x(j)";
-const char* kSpmm = "C(i,k) = A(i,j) * B(j,k)";
-const char* kSddmm = "Y(i,j) = X(i,j) * A(i,k) * B(j,k)";
 
 // A cuda config: CSR (or `format`) A, and these schedule ops.
 std::string cuda(const std::string& ops, const std::string& format = "csr") {

@@ -1,32 +1,11 @@
 // The passes, observed through the IR dumps after each stage and through their errors.
 #include <doctest/doctest.h>
 
+#include "compile_helpers.h"
 #include "ir/loop_ir_printer.h"
 #include "lower.h"
 
-namespace {
-
-spgen::Compilation compile(const std::string& spec, const std::string& config) {
-  return spgen::compile({"t.spg", spec, "c.json", config});
-}
-
-std::string error_of(const std::string& spec, const std::string& config) {
-  try {
-    compile(spec, config);
-  } catch (const spgen::CompileError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-const char* kSpmv = "y(i) = A(i,j) * x(j)";
-const char* kSpmm = "C(i,k) = A(i,j) * B(j,k)";
-const char* kSddmm = "Y(i,j) = X(i,j) * A(i,k) * B(j,k)";
-const char* kMttkrp = "A(i,j) = B(i,k,l) * C(k,j) * D(l,j)";
-
-}  // namespace
+using namespace spgen_test;
 
 TEST_CASE("default loop order follows storage order (concordant traversal)") {
   CHECK(contains(compile(kSpmm, R"({"tensors": {"A": {"format": "csr"}}})").stage1_dump,
