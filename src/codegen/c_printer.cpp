@@ -104,8 +104,10 @@ std::string CStmtPrinter::print(const Stmt& stmt, int depth) {
     case StmtKind::Allocate: return print_allocate(static_cast<const Allocate&>(*stmt), depth);
     case StmtKind::Sort: {
       const auto& node = static_cast<const Sort&>(*stmt);
-      return pad + "std::sort(" + node.buffer + ".begin() + " + expr_.print(node.begin) + ", " + node.buffer +
-             ".begin() + " + expr_.print(node.end) + ");\n";
+      auto at = [&](const Expr& offset) {
+        return node.buffer + ".begin()" + (is_const_int(offset, 0) ? "" : " + " + expr_.print(offset));
+      };
+      return pad + "std::sort(" + at(node.begin) + ", " + at(node.end) + ");\n";
     }
   }
   return "";
