@@ -388,6 +388,7 @@ class Scheduler {
     inner.visit(info.loop->body);
     for (const LoopInfo& i : inner.found)
       if (i.loop->annotations.parallel) fail("loop " + parallel.var + " contains parallel loop " + i.loop->label + "; nested parallel loops are not supported");
+    if (info.loop->annotations.unroll) refuse_unroll_beside_openmp(parallel.var, "parallel");
     set_annotations(parallel.var, [&](LoopAnnotations& a) {
       a.parallel = true;
       a.schedule = static_cast<ParallelSchedule>(static_cast<int>(parallel.schedule));
@@ -406,6 +407,7 @@ class Scheduler {
     if (is_reduction(vectorize.var) && writes_output(*info.loop))
       fail("cannot vectorize " + vectorize.var + ": it iterates the reduction index " + origin_.at(vectorize.var) +
            " and every iteration adds into the same entry of " + program_.output().tensor);
+    if (info.loop->annotations.unroll) refuse_unroll_beside_openmp(vectorize.var, "vectorized");
     set_annotations(vectorize.var, [&](LoopAnnotations& a) {
       a.vectorized = true;
       a.simd_reductions = reductions;
@@ -418,9 +420,17 @@ class Scheduler {
   static std::vector<std::string> accumulated_scalars(const For& loop) { return scalars_assigned_outside(loop.body); }
 
   // ---- unroll ----
+  // On the CPU an OpenMP loop cannot also carry GCC's unroll pragma (compilers reject the pair).
+  void refuse_unroll_beside_openmp(const std::string& label, const char* openmp_kind) const {
+    if (config_.target == Target::Cpu)
+      fail("loop " + label + " cannot be both unrolled and " + openmp_kind +
+           ": compilers reject an unroll pragma beside an OpenMP one; split it and unroll the inner loop");
+  }
+
   void apply_op(const UnrollOp& unroll) {
-    find(unroll.var);
-    set_annotations(unroll.var, [&](LoopAnnotations& a) { a.unroll = unroll.factor; });
+    const LoopAnnotations& a = find(unroll.var).loop->annotations;
+    if (a.parallel || a.vectorized) refuse_unroll_beside_openmp(unroll.var, a.parallel ? "parallel" : "vectorized");
+    set_annotations(unroll.var, [&](LoopAnnotations& annotations) { annotations.unroll = unroll.factor; });
   }
 
   // ---- bind (cuda) ----

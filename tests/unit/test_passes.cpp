@@ -168,13 +168,15 @@ TEST_CASE("auto schedule parallelizes a spatial outer loop and vectorizes a dens
 
 TEST_CASE("the C++ backend prints OpenMP pragmas, typed literals and the ABI") {
   spgen::Compilation c = compile("y(i) = 2 * A(i,j) * x(j)", R"({"name": "k", "tensors": {"A": {"format": "csr"}},
-      "schedule": [{"op": "parallel", "var": "i", "schedule": "dynamic", "chunk": 8}, {"op": "vectorize", "var": "j"}, {"op": "unroll", "var": "j", "factor": 4}]})");
+      "schedule": [{"op": "parallel", "var": "i", "schedule": "dynamic", "chunk": 8}, {"op": "split", "var": "j", "factor": 8},
+                   {"op": "vectorize", "var": "j1"}, {"op": "unroll", "var": "j0", "factor": 4}]})");
   REQUIRE(c.files.size() == 2);
   CHECK(c.files[0].name == "k.h");
   CHECK(c.files[1].name == "k.cpp");
   const std::string& src = c.files[1].text;
   CHECK(contains(src, "#pragma omp parallel for schedule(dynamic, 8)\n  for (int64_t i = 0; i < dim_i; i++) {"));
-  CHECK(contains(src, "#pragma omp simd reduction(+:acc)\n    #pragma GCC unroll 4\n"));
+  CHECK(contains(src, "#pragma GCC unroll 4\n    for (int64_t j0 = 0;"));
+  CHECK(contains(src, "#pragma omp simd reduction(+:acc)\n      for (int64_t j1 = 0;"));
   CHECK(contains(src, "y_vals[i] = 2.0f * acc;"));  // the literal is applied once, after the sum
   CHECK(contains(src, "extern \"C\" void k("));
   const std::string& header = c.files[0].text;
@@ -278,4 +280,11 @@ TEST_CASE("SpGEMM: a scattered sparse output is gathered per row in a workspace"
       "schedule": [{"op": "parallel", "var": "j"}]})"), "cannot parallelize j: it adds into the row workspace of C"));
   CHECK(contains(error_of("C(i,j) = A(i,k) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}},
       "schedule": [{"op": "split", "var": "i", "factor": 4}, {"op": "parallel", "var": "i1"}]})"), "the kernel keeps a row workspace"));
+}
+
+TEST_CASE("unroll is refused beside an OpenMP pragma on the same loop (compilers reject the pair)") {
+  CHECK(contains(error_of(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "vectorize", "var": "j"}, {"op": "unroll", "var": "j", "factor": 4}]})"),
+                 "/schedule/1: error: unroll: loop j cannot be both unrolled and vectorized"));
+  CHECK(contains(error_of(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "unroll", "var": "i", "factor": 2}, {"op": "parallel", "var": "i"}]})"),
+                 "/schedule/1: error: parallel: loop i cannot be both unrolled and parallel"));
 }
