@@ -206,4 +206,36 @@ bool stores_into(const Stmt& stmt, const std::string& buffer) {
   return finder.found;
 }
 
+bool contains_loop(const Stmt& stmt) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void visit_for(const For&) override { found = true; }
+    void visit_while(const While&) override { found = true; }
+  } finder;
+  finder.visit(stmt);
+  return finder.found;
+}
+
+std::set<std::string> names_bound_in(const Stmt& stmt) {
+  struct Names : IRVisitor {
+    std::set<std::string> bound;
+    void visit_for(const For& node) override {
+      bound.insert({node.var, node.label});
+      IRVisitor::visit_for(node);
+    }
+    void visit_declare(const Declare& node) override {
+      bound.insert(node.name);
+      IRVisitor::visit_declare(node);
+    }
+  } names;
+  names.visit(stmt);
+  return names.bound;
+}
+
+std::set<std::string> names_bound_in(const LoweredFunc& func) {
+  std::set<std::string> bound = names_bound_in(func.body);
+  for (const Param& p : func.params) bound.insert(p.name);
+  return bound;
+}
+
 }  // namespace spgen::loops

@@ -2,6 +2,8 @@
 // to keep walking); IRMutator rebuilds only the nodes whose children changed.
 #pragma once
 
+#include <set>
+
 #include "ir/loop_ir.h"
 
 namespace spgen::loops {
@@ -67,5 +69,11 @@ bool stmt_reads_var(const Stmt& stmt, const std::string& name);
 // the sums a loop body keeps in variables declared outside it.
 std::vector<std::string> scalars_assigned_outside(const Stmt& stmt);
 bool stores_into(const Stmt& stmt, const std::string& buffer);
+// True if the statement holds any loop (for or while).
+bool contains_loop(const Stmt& stmt);
+// Every name the statement binds: loop variables and labels, and declarations.
+std::set<std::string> names_bound_in(const Stmt& stmt);
+// Every name a kernel binds: names_bound_in(body) and its parameters.
+std::set<std::string> names_bound_in(const LoweredFunc& func);
 
 }  // namespace spgen::loops

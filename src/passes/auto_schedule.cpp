@@ -48,16 +48,6 @@ std::vector<const For*> loop_spine(const Stmt& body) {
   return spine;
 }
 
-bool contains_any_loop(const Stmt& body) {
-  struct Finder : IRVisitor {
-    bool found = false;
-    void visit_for(const For&) override { found = true; }
-    void visit_while(const While&) override { found = true; }
-  } finder;
-  finder.visit(body);
-  return finder.found;
-}
-
 ScheduleOp make_op(decltype(ScheduleOp::op) op, int index) {
   ScheduleOp result;
   result.op = std::move(op);
@@ -68,19 +58,10 @@ ScheduleOp make_op(decltype(ScheduleOp::op) op, int index) {
 
 // `wanted`, or `wanted_2`, ...: a name no loop, declaration, parameter or index variable has.
 std::string unused_name(const LoweredFunc& func, const sparse::Program& program, const std::string& wanted) {
-  struct Names : IRVisitor {
-    std::set<std::string> used;
-    void visit_for(const For& node) override {
-      used.insert({node.label, node.var});
-      IRVisitor::visit_for(node);
-    }
-    void visit_declare(const Declare& node) override { used.insert(node.name); }
-  } names;
-  names.visit(func.body);
-  for (const Param& p : func.params) names.used.insert(p.name);
-  names.used.insert(program.index_vars.begin(), program.index_vars.end());
+  std::set<std::string> used = names_bound_in(func);
+  used.insert(program.index_vars.begin(), program.index_vars.end());
   std::string name = wanted;
-  for (int k = 2; names.used.count(name); ++k) name = wanted + "_" + std::to_string(k);
+  for (int k = 2; used.count(name); ++k) name = wanted + "_" + std::to_string(k);
   return name;
 }
 
@@ -136,7 +117,7 @@ std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Pro
   const For* inner = spine.back();
   bool dense_loop = inner->var == inner->label;
   bool sums_into_output = is_reduction(program, inner->label) && stores_into(inner->body, program.output().values);
-  bool innermost = !contains_any_loop(inner->body) && inner->annotations.sequential_reason.empty();
+  bool innermost = !contains_loop(inner->body) && inner->annotations.sequential_reason.empty();
   if (inner != outer && dense_loop && innermost && !sums_into_output)
     ops.push_back(make_op(VectorizeOp{inner->label}, static_cast<int>(ops.size())));
   return ops;

@@ -14,24 +14,6 @@ using namespace loops;
 
 namespace {
 
-// Every name bound in the kernel (parameters, loop variables, declarations, loop labels), so a
-// schedule never introduces a clash.
-class BoundNames : public IRVisitor {
- public:
-  std::set<std::string> names;
-
- protected:
-  void visit_for(const For& node) override {
-    names.insert(node.var);
-    names.insert(node.label);
-    IRVisitor::visit_for(node);
-  }
-  void visit_declare(const Declare& node) override {
-    names.insert(node.name);
-    IRVisitor::visit_declare(node);
-  }
-};
-
 // Replaces the loop labelled `label` with what `rewrite` makes of it.
 class RewriteLoop : public IRMutator {
  public:
@@ -69,16 +51,6 @@ class FindLoops : public IRVisitor {
  private:
   std::vector<const For*> stack_;
 };
-
-bool contains_loop(const Stmt& stmt) {
-  struct Finder : IRVisitor {
-    bool found = false;
-    void visit_for(const For&) override { found = true; }
-    void visit_while(const While&) override { found = true; }
-  } finder;
-  finder.visit(stmt);
-  return finder.found;
-}
 
 // Labels of co-iteration (while) loops, which no schedule op can transform.
 std::vector<std::string> merge_loop_labels(const Stmt& stmt) {
@@ -174,20 +146,15 @@ class Scheduler {
   }
 
   std::string fresh(const std::string& wanted) {
-    BoundNames bound;
-    bound.visit(func_.body);
-    for (const Param& p : func_.params) bound.names.insert(p.name);
+    std::set<std::string> bound = names_bound_in(func_);
     std::string name = wanted;
-    for (int k = 2; bound.names.count(name) || origin_.count(name); ++k) name = wanted + "_" + std::to_string(k);
+    for (int k = 2; bound.count(name) || origin_.count(name); ++k) name = wanted + "_" + std::to_string(k);
     return name;
   }
 
   void check_new_name(const std::string& name) const {
-    BoundNames bound;
-    bound.visit(func_.body);
-    for (const Param& p : func_.params) bound.names.insert(p.name);
     bool index_var = std::find(program_.index_vars.begin(), program_.index_vars.end(), name) != program_.index_vars.end();
-    if (bound.names.count(name) || index_var || origin_.count(name))
+    if (names_bound_in(func_).count(name) || index_var || origin_.count(name))
       fail("the name " + name + " is already in use; choose another");
   }
 
@@ -268,13 +235,10 @@ class Scheduler {
       if (named.count(slot->label)) slot = find(reorder.order[next_named++]).loop;
     // Rebuild inside out, then place declarations where their inputs are bound.
     // Bound outside the chain: everything except what the chain's loops bind (names are unique).
-    BoundNames everywhere, inside;
-    everywhere.visit(func_.body);
-    inside.visit(Stmt(outermost_stmt(chain.front())));
+    std::set<std::string> inside = names_bound_in(outermost_stmt(chain.front()));
     std::set<std::string> bound;
-    for (const std::string& name : everywhere.names)
-      if (!inside.names.count(name)) bound.insert(name);
-    for (const Param& p : func_.params) bound.insert(p.name);
+    for (const std::string& name : names_bound_in(func_))
+      if (!inside.count(name)) bound.insert(name);
     std::vector<std::vector<Stmt>> placed(reordered.size() + 1);  // before loop k; last: innermost
     std::vector<bool> done(declares.size(), false);
     for (size_t k = 0; k <= reordered.size(); ++k) {
