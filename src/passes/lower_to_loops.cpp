@@ -1,6 +1,7 @@
 #include "passes/lower_to_loops.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <set>
@@ -446,10 +447,11 @@ class Lowering {
     return all;
   }
 
-  Expr structure_size(const sparse::SparseBuffer& buffer) const {
+  // The number of positions of the buffer's first `levels` levels (all of them by default).
+  Expr structure_size(const sparse::SparseBuffer& buffer, size_t levels = SIZE_MAX) const {
     Expr size = int64(1);
-    for (int id : buffer.axes) {
-      const sparse::Axis& axis = program_.axes[id];
+    for (size_t l = 0; l < std::min(levels, buffer.axes.size()); ++l) {
+      const sparse::Axis& axis = program_.axes[buffer.axes[l]];
       switch (axis.kind) {
         case sparse::AxisKind::DenseFixed: size = mul(size, var(axis.length)); break;
         case sparse::AxisKind::SparseFixed: size = mul(size, int64(axis.width)); break;
@@ -572,10 +574,9 @@ class Lowering {
                   std::make_shared<For>("prefix sum", p, int64(0), parent_count(output), step)});
   }
 
+  // Parent positions of an assembled output's compressed (last) level.
   Expr parent_count(const sparse::SparseBuffer& output) const {
-    Expr size = int64(1);
-    for (size_t l = 0; l + 1 < output.axes.size(); ++l) size = mul(size, var(program_.axes[output.axes[l]].length));
-    return size;
+    return structure_size(output, output.axes.size() - 1);
   }
 
   // Declarations of the positions that become known at `depth`.
