@@ -46,8 +46,11 @@ std::string CStmtPrinter::loop_preamble(const For&, const std::string&) const { 
 std::string CStmtPrinter::workspace_declarations(const Allocate& node, const std::string& indent) const {
   std::string out;
   for (const Workspace& w : node.buffers)
-    out += indent + "std::vector<" + expr_.type_name(w.type) + "> " + w.name + "(" + expr_.print(w.size) + ", " +
-           expr_.print(w.init) + ");\n";
+    if (w.local)  // zero-initialised
+      out += indent + expr_.type_name(w.type) + " " + w.name + "[" + expr_.print(w.size) + "] = {};\n";
+    else
+      out += indent + "std::vector<" + expr_.type_name(w.type) + "> " + w.name + "(" + expr_.print(w.size) + ", " +
+             expr_.print(w.init) + ");\n";
   return out;
 }
 

@@ -72,7 +72,9 @@ std::string describe_schedule_op(const ScheduleOp& op) {
       return "parallel(" + p.var + ", " + kinds[static_cast<int>(p.schedule)] +
              (p.chunk ? ", " + std::to_string(p.chunk) : "") + ")";
     }
-    std::string operator()(const VectorizeOp& v) const { return "vectorize(" + v.var + ")"; }
+    std::string operator()(const VectorizeOp& v) const {
+      return "vectorize(" + v.var + (v.lanes ? ", " + std::to_string(v.lanes) + " lanes" : "") + ")";
+    }
     std::string operator()(const UnrollOp& u) const { return "unroll(" + u.var + ", " + std::to_string(u.factor) + ")"; }
     std::string operator()(const BindOp& b) const {
       return "bind(" + b.var + ", " + b.to + (b.reduction.empty() ? "" : ", " + b.reduction) + ")";
@@ -415,8 +417,15 @@ class ConfigReader {
       if (op.contains("chunk")) parallel.chunk = get_positive_int(op["chunk"], path + "/chunk");
       result.op = parallel;
     } else if (kind == "vectorize") {
-      check_keys(op, path, {"op", "var"});
-      result.op = VectorizeOp{get_var(op, path)};
+      check_keys(op, path, {"op", "var", "lanes"});
+      VectorizeOp vectorize{get_var(op, path)};
+      if (op.contains("lanes")) {
+        vectorize.lanes = get_positive_int(op["lanes"], path + "/lanes");
+        if (vectorize.lanes < 2 || (vectorize.lanes & (vectorize.lanes - 1)) != 0)
+          fail(path + "/lanes", "lanes must be a power of two, at least 2 (the vector width in elements: 16 floats "
+                                "for AVX-512)");
+      }
+      result.op = vectorize;
     } else if (kind == "unroll") {
       check_keys(op, path, {"op", "var", "factor"});
       UnrollOp unroll;

@@ -49,7 +49,9 @@ struct ReorderOp { std::vector<std::string> order; };
 struct SplitOp { std::string var; int64_t factor = 0; std::string outer, inner; };
 enum class OmpSchedule { Static, Dynamic, Guided };
 struct ParallelOp { std::string var; OmpSchedule schedule = OmpSchedule::Static; int64_t chunk = 0; };
-struct VectorizeOp { std::string var; };
+// `lanes` (0: none): a loop that sums into scalars keeps that many partial sums per scalar,
+// added up as a tree after the loop, instead of OpenMP's simd reduction.
+struct VectorizeOp { std::string var; int64_t lanes = 0; };
 struct UnrollOp { std::string var; int64_t factor = 0; };
 // cuda: spread a loop's iterations over a GPU index. `to`: blockIdx.x, blockIdx.y, threadIdx.x,
 // threadIdx.y or warp (the 32 lanes of a warp); `reduction`: "shuffle", "atomic" or empty.

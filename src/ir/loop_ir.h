@@ -165,6 +165,9 @@ struct Workspace {
   ScalarType type;
   Expr size;
   Expr init;  // every element starts as this
+  // A small array of constant size in the function's frame, which the compiler can keep in
+  // registers (vector lanes); its init is zero. Otherwise a heap array.
+  bool local = false;
 };
 
 struct Allocate : StmtNode {

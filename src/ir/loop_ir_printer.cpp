@@ -159,8 +159,8 @@ class Stage2Dumper {
         out += pad + "allocate";
         for (size_t b = 0; b < node.buffers.size(); ++b) {
           const Workspace& w = node.buffers[b];
-          out += std::string(b ? ", " : " ") + w.name + ": " + scalar_type_name(w.type) + "[" + printer.print(w.size) +
-                 "] = " + printer.print(w.init);
+          out += std::string(b ? ", " : " ") + (w.local ? "local " : "") + w.name + ": " + scalar_type_name(w.type) +
+                 "[" + printer.print(w.size) + "] = " + printer.print(w.init);
         }
         out += ":\n";
         stmt(node.body, depth + 1);

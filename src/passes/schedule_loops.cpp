@@ -322,7 +322,7 @@ class Scheduler {
     struct Finder : IRVisitor {
       bool found = false;
       void visit_allocate(const Allocate& node) override {
-        found = true;
+        for (const Workspace& w : node.buffers) found |= !w.local;
         IRVisitor::visit_allocate(node);
       }
     } finder;
@@ -372,11 +372,119 @@ class Scheduler {
       fail("cannot vectorize " + vectorize.var + ": it iterates the reduction index " + origin_.at(vectorize.var) +
            " and every iteration adds into the same entry of " + program_.output().tensor);
     if (info.loop->annotations.unroll) refuse_unroll_beside_openmp(vectorize.var, "vectorized");
+    if (vectorize.lanes) {
+      if (reductions.empty())
+        fail("lanes keep partial sums of a reduction, and loop " + vectorize.var + " sums into no scalar");
+      vectorize_in_lanes(*info.loop, vectorize.lanes, reductions);
+      return;
+    }
     set_annotations(vectorize.var, [&](LoopAnnotations& a) {
       a.vectorized = true;
       a.simd_reductions = reductions;
     });
   }
+
+  // The loop's sums go into `lanes` partial sums per scalar: a main loop over whole groups of
+  // lanes, whose vectorized inner loop adds lane l into partial sum l; the leftover iterations
+  // run serially into the scalar; then the partial sums are added pairwise (a tree) into it.
+  // This reassociates the float sum, as any vectorized reduction does, but leaves the compiler
+  // no serial lane-by-lane epilogue.
+  void vectorize_in_lanes(const For& loop, int64_t lanes, const std::vector<std::string>& scalars) {
+    std::map<std::string, std::string> lane_arrays;
+    std::vector<Workspace> arrays;
+    for (const std::string& scalar : scalars) {
+      const Declare* declared = find_declare(scalar);
+      if (!declared) fail("cannot keep lanes for " + scalar + ": it is not declared in the kernel");
+      if (!only_accumulates(loop.body, scalar))
+        fail("cannot keep lanes for " + scalar + ": the loop body does more than add into it");
+      lane_arrays[scalar] = fresh(scalar + "_lanes");
+      arrays.push_back({lane_arrays[scalar], declared->type, int64(lanes), zero_of(declared->type), true});
+    }
+    std::vector<Stmt> stmts;
+    Expr begin = loop.begin, extent = sub(loop.end, loop.begin);
+    if (!is_const_int(loop.begin, 0)) {  // bounds that read memory are computed once
+      std::string b = fresh(loop.var + "_begin"), e = fresh(loop.var + "_end");
+      stmts.push_back(std::make_shared<Declare>(b, ScalarType::Int64, loop.begin, false));
+      stmts.push_back(std::make_shared<Declare>(e, ScalarType::Int64, loop.end, false));
+      begin = var(b);
+      extent = sub(var(e), var(b));
+    }
+    std::string groups = fresh(loop.label + "_groups"), group = fresh(loop.label + "_group");
+    std::string lane = fresh(loop.label + "_lane"), rest = fresh(loop.label + "_rest");
+    stmts.push_back(std::make_shared<Declare>(groups, ScalarType::Int64,
+                                              binary(BinOp::Div, extent, int64(lanes)), false));
+    // Main part: lane `lane` of group `group` is iteration begin + group * lanes + lane.
+    struct IntoLanes : IRMutator {
+      const std::map<std::string, std::string>* arrays;
+      std::string lane;
+      Stmt mutate_assign(const Assign& node, const Stmt& self) override {
+        auto it = arrays->find(node.name);
+        if (it == arrays->end()) return self;
+        return std::make_shared<Store>(it->second, var(lane), node.value, true);
+      }
+    } into_lanes;
+    into_lanes.arrays = &lane_arrays;
+    into_lanes.lane = lane;
+    Stmt lane_body = block({std::make_shared<Declare>(loop.var, ScalarType::Int64,
+                                                      add(add(begin, mul(var(group), int64(lanes))), var(lane)), false),
+                            into_lanes.mutate(loop.body)});
+    LoopAnnotations vectorized;
+    vectorized.vectorized = true;
+    Stmt lane_loop = std::make_shared<For>(lane, lane, int64(0), int64(lanes), lane_body, vectorized);
+    stmts.push_back(std::make_shared<For>(group, group, int64(0), var(groups), lane_loop));
+    // The leftover iterations, serial.
+    stmts.push_back(std::make_shared<For>(rest, loop.var, add(begin, mul(var(groups), int64(lanes))),
+                                          add(begin, extent), loop.body));
+    // The tree: halve the live partial sums until one is left, then add it into the scalar.
+    for (int64_t half = lanes / 2; half >= 2; half /= 2) {
+      std::string h = fresh(loop.label + "_sum" + std::to_string(half));
+      std::vector<Stmt> adds;
+      for (const auto& [scalar, array] : lane_arrays) {
+        ScalarType type = find_declare(scalar)->type;
+        adds.push_back(std::make_shared<Store>(array, var(h), load(array, add(var(h), int64(half)), type), true));
+      }
+      stmts.push_back(std::make_shared<For>(h, h, int64(0), int64(half), block(std::move(adds)), vectorized));
+    }
+    for (const auto& [scalar, array] : lane_arrays) {
+      ScalarType type = find_declare(scalar)->type;
+      stmts.push_back(std::make_shared<Assign>(scalar, add(load(array, int64(0), type), load(array, int64(1), type)), true));
+    }
+    Stmt replacement = std::make_shared<Allocate>(std::move(arrays), block(std::move(stmts)));
+    func_.body = RewriteLoop(loop.label, [&](const For&) { return replacement; }).mutate(func_.body);
+    origin_[group] = origin_[lane] = origin_[rest] = origin_.at(loop.label);
+  }
+
+  const Declare* find_declare(const std::string& name) const {
+    struct Finder : IRVisitor {
+      std::string name;
+      const Declare* found = nullptr;
+      void visit_declare(const Declare& node) override {
+        if (node.name == name) found = &node;
+        IRVisitor::visit_declare(node);
+      }
+    } finder;
+    finder.name = name;
+    finder.visit(func_.body);
+    return finder.found;
+  }
+
+  // The body only adds into the scalar (`+=`) and never reads it otherwise.
+  static bool only_accumulates(const Stmt& body, const std::string& scalar) {
+    struct Check : IRVisitor {
+      std::string name;
+      bool ok = true;
+      void visit_var(const Var& node) override { ok &= node.name != name; }
+      void visit_assign(const Assign& node) override {
+        ok &= node.name != name || node.accumulate;
+        IRVisitor::visit_assign(node);
+      }
+    } check;
+    check.name = scalar;
+    check.visit(body);
+    return check.ok;
+  }
+
+  static Expr zero_of(ScalarType type) { return std::make_shared<FloatImm>(0.0, "0", type); }
 
   bool writes_output(const For& loop) const { return stores_into(loop.body, program_.output().values); }
 

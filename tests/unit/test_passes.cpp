@@ -288,3 +288,39 @@ TEST_CASE("unroll is refused beside an OpenMP pragma on the same loop (compilers
   CHECK(contains(error_of(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "unroll", "var": "i", "factor": 2}, {"op": "parallel", "var": "i"}]})"),
                  "/schedule/1: error: parallel: loop i cannot be both unrolled and parallel"));
 }
+
+TEST_CASE("vectorize with lanes: partial sums in a local array, a serial remainder, a tree sum") {
+  spgen::Compilation c = compile(kSddmm, R"({"name": "k", "tensors": {"X": {"format": "csr"}, "Y": {"format": "csr"}},
+      "schedule": [{"op": "vectorize", "var": "k", "lanes": 8}]})");
+  CHECK(contains(c.stage2_dump,
+                 "      allocate local acc_lanes: float32[8] = 0:\n"
+                 "        let k_groups: int64 = dim_k / 8\n"
+                 "        for k_group in [0, k_groups):\n"
+                 "          for k_lane in [0, 8) vectorized:\n"
+                 "            let k: int64 = k_group * 8 + k_lane\n"));
+  CHECK(contains(c.stage2_dump, "            acc_lanes[k_lane] += A_vals[pA1] * B_vals[pB1]\n"
+                                "        for k_rest at k in [k_groups * 8, dim_k):\n"));
+  CHECK(contains(c.stage2_dump, "          acc += A_vals[pA1] * B_vals[pB1]\n"
+                                "        for k_sum4 in [0, 4) vectorized:\n"
+                                "          acc_lanes[k_sum4] += acc_lanes[k_sum4 + 4]\n"
+                                "        for k_sum2 in [0, 2) vectorized:\n"
+                                "          acc_lanes[k_sum2] += acc_lanes[k_sum2 + 2]\n"
+                                "        acc += acc_lanes[0] + acc_lanes[1]\n"));
+  const std::string& src = c.files[1].text;
+  CHECK(contains(src, "float acc_lanes[8] = {};"));
+  CHECK(contains(src, "#pragma omp simd\n          for (int64_t k_lane = 0; k_lane < 8; k_lane++) {"));
+  CHECK(!contains(src, "reduction(+:"));
+  // A position loop: its bounds are read once.
+  std::string spmv = compile(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "vectorize", "var": "j", "lanes": 4}]})").stage2_dump;
+  CHECK(contains(spmv, "let pA1_begin: int64 = int64(A_pos1[i])"));
+  CHECK(contains(spmv, "let j_groups: int64 = (pA1_end - pA1_begin) / 4"));
+  CHECK(contains(spmv, "for j_rest at pA1 in [pA1_begin + j_groups * 4, pA1_begin + (pA1_end - pA1_begin)):"));
+}
+
+TEST_CASE("vectorize with lanes is refused where there is no sum to keep in lanes") {
+  CHECK(contains(error_of(kSpmm, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "vectorize", "var": "k", "lanes": 16}]})"),
+                 "/schedule/0: error: vectorize: lanes keep partial sums of a reduction, and loop k sums into no scalar"));
+  // The loop is gone once it is in lanes: its parts have new names.
+  CHECK(contains(error_of(kSddmm, R"({"tensors": {"X": {"format": "csr"}, "Y": {"format": "csr"}}, "schedule": [{"op": "vectorize", "var": "k", "lanes": 16}, {"op": "unroll", "var": "k", "factor": 2}]})"),
+                 "/schedule/1: error: unroll: no loop named k (the loops are: i, j, k_group, k_lane, k_rest, k_sum8, k_sum4, k_sum2)"));
+}
