@@ -45,12 +45,15 @@ extern "C" {
 #include "sddmm_b_dyn64.h"
 #include "sddmm_b_dyn2.h"
 #include "sddmm_b_guided.h"
+#include "sddmm_b_lanes16.h"
 #include "sddmm_b_static.h"
 #include "spmm_b_dyn128.h"
 #include "spmm_b_dyn16.h"
 #include "spmm_b_dyn16_novec.h"
 #include "spmm_b_dyn16_unroll4.h"
 #include "spmm_b_guided.h"
+#include "spmm_b_pre16.h"
+#include "spmm_b_pre32.h"
 #include "spmm_b_split32.h"
 #include "spmm_b_static.h"
 #include "spmm_b_tile16.h"
@@ -61,6 +64,7 @@ extern "C" {
 #include "spmv_b_dyn64.h"
 #include "spmv_b_guided.h"
 #include "spmv_b_static.h"
+#include "spmv_b_static_lanes8.h"
 #include "spmv_b_static_vec.h"
 
 namespace {
@@ -89,6 +93,7 @@ const std::vector<Variant<SpmvFn>> kSpmv = {
     {"spmv_b_dyn512_vec", spmv_b_dyn512_vec},
     {"spmv_b_static_vec", spmv_b_static_vec},
     {"spmv_b_dyn512_unroll4", spmv_b_dyn512_unroll4},
+    {"spmv_b_static_lanes8", spmv_b_static_lanes8},
 };
 const std::vector<Variant<SpmmFn>> kSpmm = {
     {"spmm_b_guided", spmm_b_guided},
@@ -100,6 +105,8 @@ const std::vector<Variant<SpmmFn>> kSpmm = {
     {"spmm_b_dyn16_unroll4", spmm_b_dyn16_unroll4},
     {"spmm_b_tile16", spmm_b_tile16},
     {"spmm_b_tile32", spmm_b_tile32},
+    {"spmm_b_pre16", spmm_b_pre16},
+    {"spmm_b_pre32", spmm_b_pre32},
 };
 const std::vector<Variant<SddmmFn>> kSddmm = {
     {"sddmm_b_guided", sddmm_b_guided},
@@ -109,6 +116,7 @@ const std::vector<Variant<SddmmFn>> kSddmm = {
     {"sddmm_b_static", sddmm_b_static},
     {"sddmm_b_dyn16_novec", sddmm_b_dyn16_novec},
     {"sddmm_b_dyn64", sddmm_b_dyn64},
+    {"sddmm_b_lanes16", sddmm_b_lanes16},
 };
 
 template <class F>

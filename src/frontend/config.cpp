@@ -53,7 +53,7 @@ Format dense_format(int order) {
 }
 
 std::string ScheduleOp::name() const {
-  static const char* names[] = {"reorder", "split", "parallel", "vectorize", "unroll", "bind"};
+  static const char* names[] = {"reorder", "split", "parallel", "vectorize", "unroll", "bind", "tile", "precompute"};
   return names[op.index()];
 }
 
@@ -67,6 +67,10 @@ std::string describe_schedule_op(const ScheduleOp& op) {
     std::string operator()(const SplitOp& s) const {
       return "split(" + s.var + ", " + std::to_string(s.factor) + " -> " + s.outer + ", " + s.inner + ")";
     }
+    std::string operator()(const TileOp& t) const {
+      return "tile(" + t.var + ", " + std::to_string(t.factor) + " -> " + t.outer + ", " + t.inner + ")";
+    }
+    std::string operator()(const PrecomputeOp& p) const { return "precompute(" + p.var + ")"; }
     std::string operator()(const ParallelOp& p) const {
       static const char* kinds[] = {"static", "dynamic", "guided"};
       return "parallel(" + p.var + ", " + kinds[static_cast<int>(p.schedule)] +
@@ -369,7 +373,7 @@ class ConfigReader {
   ScheduleOp read_op(const json& op, int index) const {
     std::string path = "/schedule/" + std::to_string(index);
     expect_object(op, path);
-    if (!op.contains("op")) fail(path, "missing \"op\" (reorder, split, parallel, vectorize, unroll or bind)");
+    if (!op.contains("op")) fail(path, "missing \"op\" (reorder, split, tile, parallel, vectorize, unroll, precompute or bind)");
     std::string kind = get_string(op["op"], path + "/op");
     ScheduleOp result;
     result.index = index;
@@ -382,7 +386,7 @@ class ConfigReader {
       for (size_t i = 0; i < op["order"].size(); ++i)
         reorder.order.push_back(get_string(op["order"][i], path + "/order/" + std::to_string(i)));
       result.op = reorder;
-    } else if (kind == "split") {
+    } else if (kind == "split" || kind == "tile") {
       check_keys(op, path, {"op", "var", "factor", "into"});
       SplitOp split;
       split.var = get_var(op, path);
@@ -402,7 +406,11 @@ class ConfigReader {
         split.outer = split.var + "0";
         split.inner = split.var + "1";
       }
-      result.op = split;
+      if (kind == "split") result.op = split;
+      else result.op = TileOp{split.var, split.factor, split.outer, split.inner};
+    } else if (kind == "precompute") {
+      check_keys(op, path, {"op", "var"});
+      result.op = PrecomputeOp{get_var(op, path)};
     } else if (kind == "parallel") {
       check_keys(op, path, {"op", "var", "schedule", "chunk"});
       ParallelOp parallel;
@@ -450,7 +458,7 @@ class ConfigReader {
       }
       result.op = bind;
     } else {
-      fail(path + "/op", "unknown schedule op \"" + kind + "\" (expected reorder, split, parallel, vectorize, unroll or bind)");
+      fail(path + "/op", "unknown schedule op \"" + kind + "\" (expected reorder, split, tile, parallel, vectorize, unroll, precompute or bind)");
     }
     return result;
   }

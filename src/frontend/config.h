@@ -47,6 +47,11 @@ Format dense_format(int order);
 // (e.g. "/schedule/2"), used in every error about it.
 struct ReorderOp { std::vector<std::string> order; };
 struct SplitOp { std::string var; int64_t factor = 0; std::string outer, inner; };
+// A split whose inner loop runs exactly `factor` times: whole groups, then a remainder loop.
+struct TileOp { std::string var; int64_t factor = 0; std::string outer, inner; };
+// The sum that each iteration of `var` computes (over a loop inside it) goes into a workspace
+// indexed by `var`, and `var` moves inside that loop.
+struct PrecomputeOp { std::string var; };
 enum class OmpSchedule { Static, Dynamic, Guided };
 struct ParallelOp { std::string var; OmpSchedule schedule = OmpSchedule::Static; int64_t chunk = 0; };
 // `lanes` (0: none): a loop that sums into scalars keeps that many partial sums per scalar,
@@ -58,7 +63,7 @@ struct UnrollOp { std::string var; int64_t factor = 0; };
 struct BindOp { std::string var, to, reduction; };
 
 struct ScheduleOp {
-  std::variant<ReorderOp, SplitOp, ParallelOp, VectorizeOp, UnrollOp, BindOp> op;
+  std::variant<ReorderOp, SplitOp, ParallelOp, VectorizeOp, UnrollOp, BindOp, TileOp, PrecomputeOp> op;
   int index = 0;     // position in the list
   std::string path;  // "/schedule/<index>"
   std::string name() const;  // "reorder", "split", ...

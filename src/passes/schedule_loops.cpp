@@ -193,6 +193,160 @@ class Scheduler {
     if (positional_.count(split.var)) positional_.insert({split.outer, split.inner});
   }
 
+  // ---- tile ----
+  // The loop as whole groups of `factor` iterations (an inner loop with a constant trip count)
+  // and a remainder loop for the iterations left over, which keeps the original body.
+  std::vector<Stmt> tile_loop(const For& loop, int64_t factor, const std::string& outer, const std::string& inner,
+                              const std::string& rest, const Stmt& main_body, const LoopAnnotations& inner_annotations) {
+    std::vector<Stmt> stmts;
+    Expr begin = loop.begin, extent = sub(loop.end, loop.begin);
+    if (!is_const_int(loop.begin, 0)) {  // bounds that read memory are computed once
+      std::string b = fresh(loop.var + "_begin"), e = fresh(loop.var + "_end");
+      stmts.push_back(std::make_shared<Declare>(b, ScalarType::Int64, loop.begin, false));
+      stmts.push_back(std::make_shared<Declare>(e, ScalarType::Int64, loop.end, false));
+      begin = var(b);
+      extent = sub(var(e), var(b));
+    } else {
+      extent = loop.end;
+    }
+    std::string groups = fresh(loop.label + "_groups");
+    stmts.push_back(std::make_shared<Declare>(groups, ScalarType::Int64, binary(BinOp::Div, extent, int64(factor)), false));
+    Expr first = is_const_int(begin, 0) ? mul(var(outer), int64(factor)) : add(begin, mul(var(outer), int64(factor)));
+    Stmt body = block({std::make_shared<Declare>(loop.var, ScalarType::Int64, add(first, var(inner)), false), main_body});
+    Stmt inner_loop = std::make_shared<For>(inner, inner, int64(0), int64(factor), body, inner_annotations);
+    stmts.push_back(std::make_shared<For>(outer, outer, int64(0), var(groups), inner_loop));
+    Expr rest_begin = is_const_int(begin, 0) ? mul(var(groups), int64(factor)) : add(begin, mul(var(groups), int64(factor)));
+    stmts.push_back(std::make_shared<For>(rest, loop.var, rest_begin, is_const_int(loop.begin, 0) ? loop.end : add(begin, extent), loop.body));
+    return stmts;
+  }
+
+  void apply_op(const TileOp& tile) {
+    LoopInfo info = find(tile.var);
+    check_new_name(tile.outer);
+    check_new_name(tile.inner);
+    const For& loop = *info.loop;
+    if (loop.annotations.parallel || loop.annotations.vectorized)
+      fail("tile " + tile.var + " before making it parallel or vectorized");
+    if (!loop.annotations.bind.empty()) fail("tile " + tile.var + " before binding it");
+    std::string rest = fresh(tile.var + "_rest");
+    Stmt replacement = block(tile_loop(loop, tile.factor, tile.outer, tile.inner, rest, loop.body, {}));
+    func_.body = RewriteLoop(tile.var, [&](const For&) { return replacement; }).mutate(func_.body);
+    for (const std::string& part : {tile.outer, tile.inner, rest}) {
+      origin_[part] = origin_.at(tile.var);
+      if (positional_.count(tile.var)) positional_.insert(part);
+    }
+  }
+
+  // ---- precompute ----
+  // for v in [0, T): { lets; var acc = 0; for r: acc += x; after(acc) }   becomes
+  // allocate local acc_tile[T]: { for r: for v: { lets; acc_tile[v] += x }; for v_store at v: { lets; after(acc_tile[v]) } }
+  // so the T sums stay in one small array across the loop r (a register tile when v is vectorized).
+  void apply_op(const PrecomputeOp& precompute) {
+    LoopInfo info = find(precompute.var);
+    const For& loop = *info.loop;
+    if (config_.target == Target::Cuda)
+      fail("precompute keeps a local array per thread, which the cuda backend does not support");
+    if (!is_const_int(loop.begin, 0) || loop.end->kind != ExprKind::IntImm)
+      fail("loop " + precompute.var + " needs a constant trip count, so that its sums fit a local array: tile it first");
+    int64_t trips = static_cast<const IntImm&>(*loop.end).value;
+    if (trips > 1024) fail("loop " + precompute.var + " runs " + std::to_string(trips) + " times; a local array holds at most 1024 sums");
+    if (is_reduction(precompute.var))
+      fail("cannot precompute over " + precompute.var + ": it iterates the reduction index " + origin_.at(precompute.var));
+    if (loop.annotations.parallel || loop.annotations.vectorized || !loop.annotations.bind.empty() || loop.annotations.unroll)
+      fail("precompute " + precompute.var + " before scheduling it further");
+    // The body: declarations, the sum's declaration, the loop that sums, what uses the sum.
+    std::vector<Stmt> stmts = loop.body->kind == StmtKind::Block ? static_cast<const Block&>(*loop.body).stmts
+                                                                 : std::vector<Stmt>{loop.body};
+    std::vector<Stmt> lets, after;
+    const Declare* sum = nullptr;
+    const For* summing = nullptr;
+    std::set<std::string> depends_on_loop = {loop.var};
+    for (const Stmt& s : stmts) {
+      if (!sum && s->kind == StmtKind::Declare && !static_cast<const Declare&>(*s).is_mutable) {
+        lets.push_back(s);
+        depends_on_loop.insert(static_cast<const Declare&>(*s).name);
+      } else if (!sum && s->kind == StmtKind::Declare) {
+        sum = static_cast<const Declare*>(s.get());
+      } else if (sum && !summing && s->kind == StmtKind::For) {
+        summing = static_cast<const For*>(s.get());
+      } else if (summing) {
+        after.push_back(s);
+      } else if (s->kind != StmtKind::Comment) {
+        break;
+      }
+    }
+    if (!sum || !summing || scalars_assigned_outside(summing->body) != std::vector<std::string>{sum->name} ||
+        !only_accumulates(summing->body, sum->name) || !is_zero(sum->init))
+      fail("loop " + precompute.var + " does not hold a sum over an inner loop into one scalar (its body must be: "
+           "declarations, the sum starting at zero, the loop that adds into it, then what uses it)");
+    for (const Expr& bound : {summing->begin, summing->end})
+      for (const std::string& name : vars_read(bound))
+        if (depends_on_loop.count(name))
+          fail("loop " + summing->label + " cannot move outside " + precompute.var + ": its bounds depend on it");
+    if (summing->annotations.parallel || summing->annotations.vectorized)
+      fail("precompute " + precompute.var + " before scheduling loop " + summing->label);
+    std::string tile = fresh(sum->name + "_tile");
+    std::string store_label = fresh(precompute.var + "_store");
+    struct IntoTile : IRMutator {
+      std::string sum, tile, index;
+      ScalarType type;
+      Stmt mutate_assign(const Assign& node, const Stmt& self) override {
+        if (node.name != sum) return self;
+        return std::make_shared<Store>(tile, var(index), node.value, true);
+      }
+      Expr mutate_var(const Var& node, const Expr& self) override {
+        return node.name == sum ? load(tile, var(index), type) : self;
+      }
+    } into_tile;
+    into_tile.sum = sum->name;
+    into_tile.tile = tile;
+    into_tile.index = loop.var;
+    into_tile.type = sum->type;
+    std::vector<Stmt> inner = lets_read_by(lets, {summing->body});
+    inner.push_back(into_tile.mutate(summing->body));
+    Stmt moved = std::make_shared<For>(loop.label, loop.var, loop.begin, loop.end, block(std::move(inner)), loop.annotations);
+    Stmt summing_outside = std::make_shared<For>(summing->label, summing->var, summing->begin, summing->end, moved,
+                                                 summing->annotations);
+    std::vector<Stmt> uses = lets_read_by(lets, after);
+    for (const Stmt& s : after) uses.push_back(into_tile.mutate(s));
+    // Each iteration writes its own entries (the loop is spatial), so the stores vectorize.
+    LoopAnnotations vectorized;
+    vectorized.vectorized = true;
+    Stmt store_loop = std::make_shared<For>(store_label, loop.var, loop.begin, loop.end, block(std::move(uses)), vectorized);
+    Workspace array{tile, sum->type, int64(trips), zero_of(sum->type), true};
+    Stmt replacement = std::make_shared<Allocate>(std::vector<Workspace>{array}, block({summing_outside, store_loop}));
+    func_.body = RewriteLoop(precompute.var, [&](const For&) { return replacement; }).mutate(func_.body);
+    origin_[store_label] = origin_.at(precompute.var);
+  }
+
+  // The declarations among `lets` that `stmts` read, directly or through later declarations.
+  static std::vector<Stmt> lets_read_by(const std::vector<Stmt>& lets, const std::vector<Stmt>& stmts) {
+    std::set<std::string> read;
+    for (const Stmt& s : stmts)
+      for (const std::string& name : names_read(s)) read.insert(name);
+    std::vector<Stmt> kept;
+    for (size_t k = lets.size(); k-- > 0;) {
+      const auto& let = static_cast<const Declare&>(*lets[k]);
+      if (!read.count(let.name)) continue;
+      kept.insert(kept.begin(), lets[k]);
+      for (const std::string& name : vars_read(let.init)) read.insert(name);
+    }
+    return kept;
+  }
+
+  static std::set<std::string> names_read(const Stmt& stmt) {
+    struct Reader : IRVisitor {
+      std::set<std::string> names;
+      void visit_var(const Var& node) override { names.insert(node.name); }
+    } reader;
+    reader.visit(stmt);
+    return reader.names;
+  }
+
+  static bool is_zero(const Expr& expr) {
+    return (expr->kind == ExprKind::FloatImm && static_cast<const FloatImm&>(*expr).value == 0) || is_const_int(expr, 0);
+  }
+
   // ---- reorder of loops (stage II) ----
   // The named loops must lie on one chain of nested loops with only declarations between them;
   // declarations are re-placed as early as their inputs allow.
@@ -400,20 +554,8 @@ class Scheduler {
       lane_arrays[scalar] = fresh(scalar + "_lanes");
       arrays.push_back({lane_arrays[scalar], declared->type, int64(lanes), zero_of(declared->type), true});
     }
-    std::vector<Stmt> stmts;
-    Expr begin = loop.begin, extent = sub(loop.end, loop.begin);
-    if (!is_const_int(loop.begin, 0)) {  // bounds that read memory are computed once
-      std::string b = fresh(loop.var + "_begin"), e = fresh(loop.var + "_end");
-      stmts.push_back(std::make_shared<Declare>(b, ScalarType::Int64, loop.begin, false));
-      stmts.push_back(std::make_shared<Declare>(e, ScalarType::Int64, loop.end, false));
-      begin = var(b);
-      extent = sub(var(e), var(b));
-    }
-    std::string groups = fresh(loop.label + "_groups"), group = fresh(loop.label + "_group");
-    std::string lane = fresh(loop.label + "_lane"), rest = fresh(loop.label + "_rest");
-    stmts.push_back(std::make_shared<Declare>(groups, ScalarType::Int64,
-                                              binary(BinOp::Div, extent, int64(lanes)), false));
-    // Main part: lane `lane` of group `group` is iteration begin + group * lanes + lane.
+    std::string group = fresh(loop.label + "_group"), lane = fresh(loop.label + "_lane");
+    std::string rest = fresh(loop.label + "_rest");
     struct IntoLanes : IRMutator {
       const std::map<std::string, std::string>* arrays;
       std::string lane;
@@ -425,16 +567,9 @@ class Scheduler {
     } into_lanes;
     into_lanes.arrays = &lane_arrays;
     into_lanes.lane = lane;
-    Stmt lane_body = block({std::make_shared<Declare>(loop.var, ScalarType::Int64,
-                                                      add(add(begin, mul(var(group), int64(lanes))), var(lane)), false),
-                            into_lanes.mutate(loop.body)});
     LoopAnnotations vectorized;
     vectorized.vectorized = true;
-    Stmt lane_loop = std::make_shared<For>(lane, lane, int64(0), int64(lanes), lane_body, vectorized);
-    stmts.push_back(std::make_shared<For>(group, group, int64(0), var(groups), lane_loop));
-    // The leftover iterations, serial.
-    stmts.push_back(std::make_shared<For>(rest, loop.var, add(begin, mul(var(groups), int64(lanes))),
-                                          add(begin, extent), loop.body));
+    std::vector<Stmt> stmts = tile_loop(loop, lanes, group, lane, rest, into_lanes.mutate(loop.body), vectorized);
     // The tree: halve the live partial sums until one is left, then add it into the scalar.
     for (int64_t half = lanes / 2; half >= 2; half /= 2) {
       std::string h = fresh(loop.label + "_sum" + std::to_string(half));

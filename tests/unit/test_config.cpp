@@ -544,17 +544,41 @@ TEST_CASE("config error: schedule not a list") {
 }
 
 TEST_CASE("config error: op missing, not a string, unknown") {
-  CHECK(op_error(R"({"var": "i"})") ==
-        config_error("/schedule/0", "missing \"op\" (reorder, split, parallel, vectorize, unroll or bind)"));
+  const char* ops = "reorder, split, tile, parallel, vectorize, unroll, precompute or bind";
+  CHECK(op_error(R"({"var": "i"})") == config_error("/schedule/0", "missing \"op\" (" + std::string(ops) + ")"));
   CHECK(error_of(R"({"schedule": [{"op": "vectorize", "var": "k"}, {}]})") ==
-        config_error("/schedule/1", "missing \"op\" (reorder, split, parallel, vectorize, unroll or bind)"));
+        config_error("/schedule/1", "missing \"op\" (" + std::string(ops) + ")"));
   CHECK(op_error(R"({"op": 3})") == config_error("/schedule/0/op", "expected a string, found number"));
-  CHECK(op_error(R"({"op": "tile", "var": "i"})") ==
-        config_error("/schedule/0/op",
-                     "unknown schedule op \"tile\" (expected reorder, split, parallel, vectorize, unroll or bind)"));
+  CHECK(op_error(R"({"op": "tiles", "var": "i"})") ==
+        config_error("/schedule/0/op", "unknown schedule op \"tiles\" (expected " + std::string(ops) + ")"));
   CHECK(error_of(R"({"schedule": [{"op": "vectorize", "var": "k"}, {"op": "fuse"}]})") ==
-        config_error("/schedule/1/op",
-                     "unknown schedule op \"fuse\" (expected reorder, split, parallel, vectorize, unroll or bind)"));
+        config_error("/schedule/1/op", "unknown schedule op \"fuse\" (expected " + std::string(ops) + ")"));
+}
+
+TEST_CASE("config: tile and precompute") {
+  Config config = read(R"({"schedule": [
+    {"op": "tile", "var": "k", "factor": 16, "into": ["ko", "ki"]},
+    {"op": "precompute", "var": "ki"},
+    {"op": "tile", "var": "i", "factor": 4}
+  ]})");
+  const auto& tile = op_at<spgen::TileOp>(config, 0);
+  CHECK(tile.var == "k");
+  CHECK(tile.factor == 16);
+  CHECK(tile.outer == "ko");
+  CHECK(tile.inner == "ki");
+  CHECK(op_at<spgen::PrecomputeOp>(config, 1).var == "ki");
+  CHECK(op_at<spgen::TileOp>(config, 2).outer == "i0");
+  CHECK(spgen::describe_schedule_op(config.schedule[0]) == "tile(k, 16 -> ko, ki)");
+  CHECK(spgen::describe_schedule_op(config.schedule[1]) == "precompute(ki)");
+  CHECK(config.schedule[1].name() == "precompute");
+  CHECK(op_error(R"({"op": "tile", "var": "k", "factor": 0})") ==
+        config_error("/schedule/0/factor", "expected a positive integer, found 0"));
+  CHECK(op_error(R"({"op": "tile", "var": "k"})") == config_error("/schedule/0", "missing \"factor\""));
+  CHECK(op_error(R"({"op": "tile", "var": "k", "factor": 4, "into": ["a", "a"]})") ==
+        config_error("/schedule/0/into", "outer and inner loops need different names"));
+  CHECK(op_error(R"({"op": "precompute"})") == config_error("/schedule/0", "missing \"var\""));
+  CHECK(op_error(R"({"op": "precompute", "var": "k", "tensor": "C"})") ==
+        config_error("/schedule/0/tensor", "unknown key \"tensor\" (expected one of: op, var)"));
 }
 
 TEST_CASE("config error: reorder fields") {

@@ -324,3 +324,70 @@ TEST_CASE("vectorize with lanes is refused where there is no sum to keep in lane
   CHECK(contains(error_of(kSddmm, R"({"tensors": {"X": {"format": "csr"}, "Y": {"format": "csr"}}, "schedule": [{"op": "vectorize", "var": "k", "lanes": 16}, {"op": "unroll", "var": "k", "factor": 2}]})"),
                  "/schedule/1: error: unroll: no loop named k (the loops are: i, j, k_group, k_lane, k_rest, k_sum8, k_sum4, k_sum2)"));
 }
+
+TEST_CASE("tile: whole groups with a constant inner trip count, then a remainder") {
+  std::string s2 = compile(kSpmm, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "tile", "var": "k", "factor": 8, "into": ["k0", "k1"]}]})").stage2_dump;
+  CHECK(contains(s2, "      let k_groups: int64 = dim_k / 8\n"
+                     "      for k0 in [0, k_groups):\n"
+                     "        for k1 in [0, 8):\n"
+                     "          let k: int64 = k0 * 8 + k1\n"));
+  CHECK(contains(s2, "      for k_rest at k in [k_groups * 8, dim_k):\n"));
+  // A position loop: its bounds are read once; the remainder is a loop over positions too.
+  std::string spmv = compile(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "tile", "var": "j", "factor": 4}]})").stage2_dump;
+  CHECK(contains(spmv, "let j_groups: int64 = (pA1_end - pA1_begin) / 4"));
+  CHECK(contains(spmv, "let pA1: int64 = pA1_begin + j0 * 4 + j1"));
+  CHECK(contains(spmv, "for j_rest at pA1 in [pA1_begin + j_groups * 4, pA1_begin + (pA1_end - pA1_begin)):"));
+  // The parts are loops like any other: later ops name them.
+  CHECK(contains(compile(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "tile", "var": "j", "factor": 4}, {"op": "unroll", "var": "j1", "factor": 4}, {"op": "parallel", "var": "i"}]})").stage2_dump,
+                 "for j1 in [0, 4) unroll(4):"));
+}
+
+TEST_CASE("tile errors") {
+  const char* csr = R"("tensors": {"A": {"format": "csr"}})";
+  CHECK(contains(error_of(kSpmv, std::string("{") + csr + R"(, "schedule": [{"op": "tile", "var": "q", "factor": 4}]})"),
+                 "/schedule/0: error: tile: no loop named q (the loops are: i, j)"));
+  CHECK(contains(error_of(kSpmv, std::string("{") + csr + R"(, "schedule": [{"op": "tile", "var": "j", "factor": 4, "into": ["i", "j1"]}]})"),
+                 "/schedule/0: error: tile: the name i is already in use; choose another"));
+  CHECK(contains(error_of(kSpmv, std::string("{") + csr + R"(, "schedule": [{"op": "parallel", "var": "i"}, {"op": "tile", "var": "i", "factor": 4}]})"),
+                 "/schedule/1: error: tile: tile i before making it parallel or vectorized"));
+}
+
+TEST_CASE("precompute: the sums of a tile in a local array across the summing loop, written once") {
+  spgen::Compilation c = compile(kSpmm, R"({"name": "k", "tensors": {"A": {"format": "csr"}}, "schedule": [
+      {"op": "reorder", "order": ["i", "k", "j"]}, {"op": "tile", "var": "k", "factor": 16, "into": ["k0", "k1"]},
+      {"op": "precompute", "var": "k1"}, {"op": "vectorize", "var": "k1"}]})");
+  CHECK(contains(c.stage2_dump, "    for k0 in [0, k_groups):\n"
+                                "      allocate local acc_tile: float32[16] = 0:\n"
+                                "        for j at pA1 in [int64(A_pos1[i]), int64(A_pos1[i + 1])):\n"
+                                "          for k1 in [0, 16) vectorized:\n"
+                                "            let k: int64 = k0 * 16 + k1\n"
+                                "            let j: int64 = int64(A_crd1[pA1])\n"
+                                "            let pB1: int64 = j * dim_k + k\n"
+                                "            acc_tile[k1] += A_vals[pA1] * B_vals[pB1]\n"
+                                "        for k1_store at k1 in [0, 16) vectorized:\n"
+                                "          let k: int64 = k0 * 16 + k1\n"
+                                "          let pC1: int64 = i * dim_k + k\n"
+                                "          C_vals[pC1] = acc_tile[k1]\n"));
+  CHECK(!contains(c.stage2_dump, "zero C"));  // every entry is written once
+  const std::string& src = c.files[1].text;
+  CHECK(contains(src, "        float acc_tile[16] = {};\n"));
+}
+
+TEST_CASE("precompute errors") {
+  const char* csr = R"({"tensors": {"A": {"format": "csr"}}, "schedule": [)";
+  // Not a constant trip count.
+  CHECK(contains(error_of(kSpmm, std::string(csr) + R"({"op": "reorder", "order": ["i", "k", "j"]}, {"op": "precompute", "var": "k"}]})"),
+                 "/schedule/1: error: precompute: loop k needs a constant trip count, so that its sums fit a local array: tile it first"));
+  // The default order adds into C inside k: there is no sum over an inner loop.
+  CHECK(contains(error_of(kSpmm, std::string(csr) + R"({"op": "tile", "var": "k", "factor": 8}, {"op": "precompute", "var": "k1"}]})"),
+                 "/schedule/1: error: precompute: loop k1 does not hold a sum over an inner loop into one scalar"));
+  // A reduction loop.
+  CHECK(contains(error_of(kSpmv, R"({"schedule": [{"op": "tile", "var": "j", "factor": 8}, {"op": "precompute", "var": "j1"}]})"),
+                 "/schedule/1: error: precompute: cannot precompute over j1: it iterates the reduction index j"));
+  CHECK(contains(error_of(kSpmm, std::string(csr) + R"({"op": "reorder", "order": ["i", "k", "j"]}, {"op": "tile", "var": "k", "factor": 2048}, {"op": "precompute", "var": "k1"}]})"),
+                 "/schedule/2: error: precompute: loop k1 runs 2048 times; a local array holds at most 1024 sums"));
+  CHECK(contains(error_of(kSpmm, std::string(csr) + R"({"op": "reorder", "order": ["i", "k", "j"]}, {"op": "tile", "var": "k", "factor": 8}, {"op": "unroll", "var": "k1", "factor": 2}, {"op": "precompute", "var": "k1"}]})"),
+                 "/schedule/3: error: precompute: precompute k1 before scheduling it further"));
+  CHECK(contains(error_of(kSpmm, R"({"target": "cuda", "tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "reorder", "order": ["i", "k", "j"]}, {"op": "tile", "var": "k", "factor": 8}, {"op": "precompute", "var": "k1"}]})"),
+                 "/schedule/2: error: precompute: precompute keeps a local array per thread, which the cuda backend does not support"));
+}
