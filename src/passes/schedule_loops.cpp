@@ -279,6 +279,14 @@ class Scheduler {
         !only_accumulates(summing->body, sum->name) || !is_zero(sum->init))
       fail("loop " + precompute.var + " does not hold a sum over an inner loop into one scalar (its body must be: "
            "declarations, the sum starting at zero, the loop that adds into it, then what uses it)");
+    if (has_store(summing->body))
+      fail("loop " + summing->label + " stores into memory besides the sum, so " + precompute.var +
+           " cannot move inside it");
+    for (const Stmt& s : after) {
+      if (contains_loop(s) || !scalars_assigned_outside(s).empty())
+        fail("after its sum, loop " + precompute.var + " holds loops or updates scalars; its sums can only be "
+             "written out by a plain loop of stores");
+    }
     for (const Expr& bound : {summing->begin, summing->end})
       for (const std::string& name : vars_read(bound))
         if (depends_on_loop.count(name))
@@ -302,11 +310,26 @@ class Scheduler {
     into_tile.tile = tile;
     into_tile.index = loop.var;
     into_tile.type = sum->type;
-    std::vector<Stmt> inner = lets_read_by(lets, {summing->body});
-    inner.push_back(into_tile.mutate(summing->body));
-    Stmt moved = std::make_shared<For>(loop.label, loop.var, loop.begin, loop.end, block(std::move(inner)), loop.annotations);
-    Stmt summing_outside = std::make_shared<For>(summing->label, summing->var, summing->begin, summing->end, moved,
-                                                 summing->annotations);
+    // The summing loop's leading declarations that do not depend on `var` stay outside it (a
+    // coordinate read inside a vectorized loop would become a gather).
+    std::vector<Stmt> summed = summing->body->kind == StmtKind::Block ? static_cast<const Block&>(*summing->body).stmts
+                                                                      : std::vector<Stmt>{summing->body};
+    std::vector<Stmt> hoisted;
+    size_t first_kept = 0;
+    for (; first_kept < summed.size() && summed[first_kept]->kind == StmtKind::Declare; ++first_kept) {
+      const auto& let = static_cast<const Declare&>(*summed[first_kept]);
+      bool invariant = std::none_of(depends_on_loop.begin(), depends_on_loop.end(),
+                                    [&](const std::string& name) { return reads_var(let.init, name); });
+      if (!invariant || let.is_mutable) break;
+      hoisted.push_back(summed[first_kept]);
+    }
+    Stmt rest_of_body = block(std::vector<Stmt>(summed.begin() + static_cast<std::ptrdiff_t>(first_kept), summed.end()));
+    std::vector<Stmt> inner = lets_read_by(lets, {rest_of_body});
+    inner.push_back(into_tile.mutate(rest_of_body));
+    hoisted.push_back(
+        std::make_shared<For>(loop.label, loop.var, loop.begin, loop.end, block(std::move(inner)), loop.annotations));
+    Stmt summing_outside = std::make_shared<For>(summing->label, summing->var, summing->begin, summing->end,
+                                                 block(std::move(hoisted)), summing->annotations);
     std::vector<Stmt> uses = lets_read_by(lets, after);
     for (const Stmt& s : after) uses.push_back(into_tile.mutate(s));
     // Each iteration writes its own entries (the loop is spatial), so the stores vectorize.
@@ -332,6 +355,18 @@ class Scheduler {
       for (const std::string& name : vars_read(let.init)) read.insert(name);
     }
     return kept;
+  }
+
+  static bool has_store(const Stmt& stmt) {
+    struct Finder : IRVisitor {
+      bool found = false;
+      void visit_store(const Store& node) override {
+        found = true;
+        IRVisitor::visit_store(node);
+      }
+    } finder;
+    finder.visit(stmt);
+    return finder.found;
   }
 
   static std::set<std::string> names_read(const Stmt& stmt) {
