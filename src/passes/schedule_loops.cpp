@@ -240,7 +240,7 @@ class Scheduler {
   // ---- precompute ----
   // for v in [0, T): { lets; var acc = 0; for r: acc += x; after(acc) }   becomes
   // allocate local acc_tile[T]: { for r: for v: { lets; acc_tile[v] += x }; for v_store at v: { lets; after(acc_tile[v]) } }
-  // so the T sums stay in one small array across the loop r (a register tile when v is vectorized).
+  // so the T sums stay in one small array across the loop r, which a compiler may keep in registers.
   void apply_op(const PrecomputeOp& precompute) {
     LoopInfo info = find(precompute.var);
     const For& loop = *info.loop;
