@@ -294,10 +294,10 @@ class ConfigReader {
 
   // Block maps: a blocked mode has a floordiv level and, below it, a mod level of the same
   // size; the in-block levels come after every other level (the blocks are dense and whole),
-  // and some block level is compressed (all-dense blocked storage is just dense).
+  // and some level is compressed (all-dense blocked storage is just dense).
   void check_block_maps(const Format& format, const std::string& path, const ast::TensorUse& use) const {
     std::vector<int> block_level(use.order, -1), in_block_level(use.order, -1), plain_level(use.order, -1);
-    bool compressed_block = false;
+    bool compressed_level = false;
     for (size_t l = 0; l < format.levels.size(); ++l) {
       int mode = format.mode_order[l];
       LevelBlock block = format.block(l);
@@ -323,7 +323,7 @@ class ConfigReader {
           if (in_block_level[m] >= 0)
             fail(level_path, "in-block (mod) levels must come after every other level: blocks are stored whole");
       }
-      compressed_block |= block.part == BlockPart::Block && format.levels[l] == LevelKind::Compressed;
+      compressed_level |= format.levels[l] == LevelKind::Compressed;
     }
     for (int m = 0; m < use.order; ++m) {
       if (block_level[m] >= 0 && in_block_level[m] < 0)
@@ -332,9 +332,9 @@ class ConfigReader {
       if (block_level[m] < 0 && plain_level[m] < 0)
         fail(path + "/order", "mode " + std::to_string(m) + " of " + use.name + " is stored by no level");
     }
-    if (!compressed_block)
-      fail(path + "/levels", "a blocked format needs a compressed floordiv (block) level; all-dense blocked "
-                             "storage is not supported (use dense)");
+    if (!compressed_level)
+      fail(path + "/levels", "a blocked format needs a compressed level; all-dense blocked storage is not "
+                             "supported (use dense)");
   }
 
   // COO's shape: a non-unique level is followed by singletons, and singletons follow nothing else.
