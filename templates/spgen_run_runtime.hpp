@@ -1840,11 +1840,20 @@ inline Coo fit_widths(const Coo& t, const std::vector<Level>& levels, const std:
   return out;
 }
 
+// The runtime's own unpack and position search do not know block maps: a CPU driver packs and
+// unpacks blocked tensors (BSR) with the kernel's routines, and refuses what needs these.
+inline void require_unblocked(const TensorInfo& t, const std::string& what) {
+  if (!t.blocks.empty())
+    throw std::runtime_error(what + ": tensor " + t.name + " has a blocked format, which spgen run supports only "
+                             "for inputs and for outputs written with --output");
+}
+
 // Tensor t's current values as entries, through the shared structure if it has one.
 template <class Index, class Value>
 Coo unpack_tensor(const Run<Index, Value>& run, int t) {
   const TensorInfo& ti = run.info().tensors[static_cast<size_t>(t)];
   const int owner = run.structure_owner(t);
+  require_unblocked(run.info().tensors[static_cast<size_t>(owner)], "reading " + ti.name + " back");
   if (owner == t) return unpack(run.packed(t), ti.levels, ti.mode_order, ti.widths);
   const TensorInfo& oi = run.info().tensors[static_cast<size_t>(owner)];
   Packed<Index, Value> view = run.packed(owner);  // copies the structure once, for writing
@@ -1867,6 +1876,7 @@ template <class Index, class Value>
 std::vector<Value> values_on_structure(const Run<Index, Value>& run, int t, int owner, const Coo& initial) {
   const TensorInfo& ti = run.info().tensors[static_cast<size_t>(t)];
   const TensorInfo& oi = run.info().tensors[static_cast<size_t>(owner)];
+  require_unblocked(oi, "initial values of " + ti.name);
   const Packed<Index, Value>& structure = run.packed(owner);
   const std::vector<int> from = matching_modes(ti, oi);  // owner mode -> t mode
   std::vector<Value> vals(structure.vals.size(), Value(0));
