@@ -66,6 +66,11 @@ bool is_assemblable(const Format& format) {
   return !format.levels.empty() && format.levels.back() == LevelKind::Compressed;
 }
 
+// The loops of a blocked index variable `i`: over blocks, and inside one (docs/config.md).
+std::string block_loop_name(const std::string& var, BlockPart part) {
+  return var + (part == BlockPart::Block ? "_blk" : "_in");
+}
+
 [[noreturn]] void fail_blocked(const Config& config, const std::string& tensor, const std::string& message) {
   throw CompileError(format_config_error(config.file, "/tensors/" + tensor + "/format", message));
 }
@@ -84,7 +89,8 @@ void plan_blocked_vars(const ast::Spec& spec, const Config& config, sparse::Prog
         fail_blocked(config, buffer.tensor,
                      "index " + var + " is blocked by both " + other->tensor + " and " + buffer.tensor +
                          "; co-iterating two blocked operands is not supported (store one of them as csr or dense)");
-      sparse::BlockedVar blocked{var, var + "_blk", var + "_in", block.size, buffer.tensor};
+      sparse::BlockedVar blocked{var, block_loop_name(var, BlockPart::Block), block_loop_name(var, BlockPart::InBlock),
+                                 block.size, buffer.tensor};
       for (const std::string& name : {blocked.outer, blocked.inner})
         if (std::find(spec.index_vars.begin(), spec.index_vars.end(), name) != spec.index_vars.end())
           fail_blocked(config, buffer.tensor, "the block loops of index " + var + " are named " + blocked.outer +
@@ -162,8 +168,7 @@ sparse::Program build_sparse_ir(const ast::Spec& spec, const Config& config) {
         LevelBlock block = buffer.format.block(level);
         axis.block_part = block.part;
         axis.block = block.size;
-        if (block.part != BlockPart::None)  // its loop: see plan_blocked_vars
-          axis.index_var = axis.mode_var + (block.part == BlockPart::Block ? "_blk" : "_in");
+        if (block.part != BlockPart::None) axis.index_var = block_loop_name(axis.mode_var, block.part);
         if (level_has_pos(kind)) axis.pos = buffer.tensor + "_pos" + std::to_string(level);
         if (level_has_crd(kind)) axis.crd = buffer.tensor + "_crd" + std::to_string(level);
         axis.width = buffer.format.width(level);
