@@ -35,9 +35,13 @@ GenerationContext make_context(const Compilation& c, const CompileInput& input) 
   context.spec_text = c.program.spec_text;
   for (const sparse::SparseBuffer& buffer : c.program.buffers) {
     std::string line = buffer.tensor + ": " + buffer.format.name + " (levels";
-    for (size_t l = 0; l < buffer.format.levels.size(); ++l)
+    for (size_t l = 0; l < buffer.format.levels.size(); ++l) {
       line += std::string(l ? ", " : " ") + level_kind_name(buffer.format.levels[l]) + " " +
               buffer.indices[buffer.format.mode_order[l]];
+      LevelBlock block = buffer.format.block(l);
+      if (block.part != BlockPart::None)
+        line += (block.part == BlockPart::Block ? " floordiv " : " mod ") + std::to_string(block.size);
+    }
     if (buffer.format.levels.empty()) line += " none: a scalar";
     line += ")";
     if (!buffer.shares_structure_with.empty()) line += ", sharing the structure of " + buffer.shares_structure_with;

@@ -76,6 +76,10 @@ struct TensorInfo {
   std::vector<int> mode_order;   // levels[l] stores mode mode_order[l]
   int shares_structure_with;     // tensor id whose pos/crd this tensor uses, or -1
   std::vector<int64_t> widths = {};  // per level: the width W of a SparseFixed level; empty: none
+  // per level: the block size B of a blocked format's level (BSR), which stores its mode
+  // floordiv B (the mode's first level) or mod B (its second); empty: none. The runtime's own
+  // pack and unpack do not handle blocked formats: the kernel's routines (Hooks) do.
+  std::vector<int64_t> blocks = {};
 };
 
 struct KernelInfo {
@@ -1605,16 +1609,23 @@ inline void validate_kernel_info(const KernelInfo& info) {
   const int tensors = static_cast<int>(info.tensors.size());
   for (const TensorInfo& t : info.tensors) {
     const std::string bad = "kernel description: tensor " + t.name + ": ";
-    if (t.levels.size() != t.modes.size() || t.mode_order.size() != t.modes.size())
+    const bool blocked = !t.blocks.empty();
+    if ((blocked ? t.levels.size() < t.modes.size() || t.blocks.size() != t.levels.size()
+                 : t.levels.size() != t.modes.size()) ||
+        t.mode_order.size() != t.levels.size())
       throw std::runtime_error(bad + "modes, levels and mode_order differ in length");
     for (int v : t.modes)
       if (v < 0 || v >= vars) throw std::runtime_error(bad + "index variable id out of range");
-    std::vector<bool> seen(t.modes.size(), false);
-    for (int m : t.mode_order) {
-      if (m < 0 || static_cast<size_t>(m) >= t.modes.size() || seen[static_cast<size_t>(m)])
+    std::vector<int> seen(t.modes.size(), 0);
+    for (size_t l = 0; l < t.mode_order.size(); ++l) {
+      const int m = t.mode_order[l];
+      // A blocked mode is stored twice (floordiv, then mod), every other mode once.
+      const int times = blocked && t.blocks[l] > 0 ? 2 : 1;
+      if (m < 0 || static_cast<size_t>(m) >= t.modes.size() || ++seen[static_cast<size_t>(m)] > times)
         throw std::runtime_error(bad + "mode_order is not a permutation");
-      seen[static_cast<size_t>(m)] = true;
     }
+    for (int count : seen)
+      if (count == 0) throw std::runtime_error(bad + "mode_order is not a permutation");
     if (t.shares_structure_with >= tensors) throw std::runtime_error(bad + "shares_structure_with out of range");
     try {
       check_levels(t.levels, t.widths);
@@ -1829,11 +1840,20 @@ inline Coo fit_widths(const Coo& t, const std::vector<Level>& levels, const std:
   return out;
 }
 
+// The runtime's own unpack and position search do not know block maps: a CPU driver packs and
+// unpacks blocked tensors (BSR) with the kernel's routines, and refuses what needs these.
+inline void require_unblocked(const TensorInfo& t, const std::string& what) {
+  if (!t.blocks.empty())
+    throw std::runtime_error(what + ": tensor " + t.name + " has a blocked format, which spgen run supports only "
+                             "for inputs and for outputs written with --output");
+}
+
 // Tensor t's current values as entries, through the shared structure if it has one.
 template <class Index, class Value>
 Coo unpack_tensor(const Run<Index, Value>& run, int t) {
   const TensorInfo& ti = run.info().tensors[static_cast<size_t>(t)];
   const int owner = run.structure_owner(t);
+  require_unblocked(run.info().tensors[static_cast<size_t>(owner)], "reading " + ti.name + " back");
   if (owner == t) return unpack(run.packed(t), ti.levels, ti.mode_order, ti.widths);
   const TensorInfo& oi = run.info().tensors[static_cast<size_t>(owner)];
   Packed<Index, Value> view = run.packed(owner);  // copies the structure once, for writing
@@ -1856,6 +1876,7 @@ template <class Index, class Value>
 std::vector<Value> values_on_structure(const Run<Index, Value>& run, int t, int owner, const Coo& initial) {
   const TensorInfo& ti = run.info().tensors[static_cast<size_t>(t)];
   const TensorInfo& oi = run.info().tensors[static_cast<size_t>(owner)];
+  require_unblocked(oi, "initial values of " + ti.name);
   const Packed<Index, Value>& structure = run.packed(owner);
   const std::vector<int> from = matching_modes(ti, oi);  // owner mode -> t mode
   std::vector<Value> vals(structure.vals.size(), Value(0));

@@ -104,14 +104,20 @@ PackRoutines emit_pack_routines(const sparse::Program& program, const std::strin
 
     // The level table.
     std::string levels;
-    for (size_t l = 0; l < structure.format.levels.size(); ++l)
+    for (size_t l = 0; l < structure.format.levels.size(); ++l) {
+      LevelBlock block = structure.format.block(l);
+      std::string block_map = block.part == BlockPart::None ? ""
+                              : std::string(block.part == BlockPart::Block ? ", kBlock, " : ", kInBlock, ") +
+                                    std::to_string(block.size);
       levels += std::string(l ? ", " : "") + "{" + kind_constant(structure.format.levels[l]) + ", " +
-                std::to_string(modes[l]) + ", " + std::to_string(structure.format.width(l)) + "}";
+                std::to_string(modes[l]) + ", " + std::to_string(structure.format.width(l)) + block_map + "}";
+    }
     tables += "// " + access(buffer) + ": " + buffer.format.name +
               (shared ? ", stored in the structure of " + p.structure : "") + "\n";
     tables += "const Level levels_" + p.tensor + "[] = {" + levels + "};\n";
     tables += "const Format format_" + p.tensor + " = {" + std::to_string(structure.format.levels.size()) +
-              ", levels_" + p.tensor + "};\n";
+              ", levels_" + p.tensor +
+              (structure.format.is_blocked() ? ", " + std::to_string(buffer.indices.size()) : std::string()) + "};\n";
 
     // The extern "C" functions.
     std::vector<std::string> array_params, const_array_params, array_names, lengths_doc;

@@ -52,11 +52,17 @@ std::string tensor_entry(const sparse::Program& program, const sparse::SparseBuf
                       std::to_string(shares);
   bool has_width = false;
   for (size_t l = 0; l < buffer.format.levels.size(); ++l) has_width |= buffer.format.width(l) > 0;
-  if (has_width) {
+  if (has_width || buffer.format.is_blocked()) {
     std::string widths = "{";
-    for (size_t l = 0; l < buffer.format.levels.size(); ++l)
+    for (size_t l = 0; l < buffer.format.levels.size() && has_width; ++l)
       widths += (l ? ", " : "") + std::to_string(buffer.format.width(l));
     entry += ", " + widths + "}";
+  }
+  if (buffer.format.is_blocked()) {
+    std::string blocks = "{";
+    for (size_t l = 0; l < buffer.format.levels.size(); ++l)
+      blocks += (l ? ", " : "") + std::to_string(buffer.format.block(l).size);
+    entry += ", " + blocks + "}";
   }
   return entry + "},\n";
 }

@@ -40,6 +40,10 @@ bool Format::all_dense() const {
   return std::all_of(levels.begin(), levels.end(), [](LevelKind k) { return k == LevelKind::Dense; });
 }
 
+bool Format::is_blocked() const {
+  return std::any_of(blocks.begin(), blocks.end(), [](const LevelBlock& b) { return b.part != BlockPart::None; });
+}
+
 bool Format::is_row_major_dense() const {
   for (size_t l = 0; l < mode_order.size(); ++l)
     if (mode_order[l] != static_cast<int>(l)) return false;
@@ -209,7 +213,7 @@ class ConfigReader {
         fail(path, "tensor " + it.key() + " does not appear in the spec (its tensors are: " + known + ")");
       }
       expect_object(it.value(), path);
-      check_keys(it.value(), path, {"format", "width"});
+      check_keys(it.value(), path, {"format", "width", "block"});
       Format format = it.value().contains("format") ? read_format(it.value()["format"], path + "/format", *use)
                                                     : dense_format(use->order);
       if (it.value().contains("width")) {
@@ -219,6 +223,15 @@ class ConfigReader {
       } else if (format.name == "ell") {
         fail(path, "format \"ell\" needs \"width\": the number of entries stored per row");
       }
+      if (it.value().contains("block")) {
+        if (format.name != "bsr") fail(path + "/block", "\"block\" belongs to the \"bsr\" format");
+        format = bsr_format(it.value()["block"], path + "/block");
+      } else if (format.name == "bsr") {
+        fail(path, "format \"bsr\" needs \"block\": [rows, columns], the size of each block");
+      }
+      if (format.is_blocked() && config.target == Target::Cuda)
+        fail(path + "/format", "blocked formats (" + format.name + ") are not supported on the cuda target yet; "
+                               "use \"target\": \"cpu\"");
       config.formats[it.key()] = format;
     }
     for (const ast::TensorUse& use : spec_.tensors)
@@ -236,15 +249,38 @@ class ConfigReader {
     return std::nullopt;
   }
 
-  // A level is a kind name, or {"kind": NAME, "width": N} (the width of a sparse-fixed level).
-  std::pair<LevelKind, int64_t> read_level(const json& level, const std::string& path) const {
+  // BSR of a matrix with r x c blocks: block rows (dense), block columns (compressed), then
+  // the dense block, row-major.
+  Format bsr_format(const json& block, const std::string& path) const {
+    if (!block.is_array() || block.size() != 2)
+      fail(path, "expected [rows, columns]: the size of each block, found " + block.dump());
+    int64_t rows = get_positive_int(block[0], path + "/0"), columns = get_positive_int(block[1], path + "/1");
+    const LevelKind D = LevelKind::Dense, C = LevelKind::Compressed;
+    return Format{"bsr", {D, C, D, D}, {0, 1, 0, 1}, {}, {{BlockPart::Block, rows}, {BlockPart::Block, columns},
+                                                          {BlockPart::InBlock, rows}, {BlockPart::InBlock, columns}}};
+  }
+
+  struct LevelSpec {
+    LevelKind kind;
+    int64_t width = 0;
+    LevelBlock block;
+  };
+
+  // A level is a kind name, or {"kind": NAME, "width": N} (the width of a sparse-fixed level),
+  // or {"kind": NAME, "floordiv": B} / {"kind": NAME, "mod": B} (a block map of its mode).
+  LevelSpec read_level(const json& level, const std::string& path) const {
     std::string name;
     int64_t width = 0;
+    LevelBlock block;
     if (level.is_object()) {
-      check_keys(level, path, {"kind", "width"});
+      check_keys(level, path, {"kind", "width", "floordiv", "mod"});
       if (!level.contains("kind")) fail(path, "missing \"kind\"");
       name = get_string(level["kind"], path + "/kind");
       if (level.contains("width")) width = get_positive_int(level["width"], path + "/width");
+      if (level.contains("floordiv") && level.contains("mod"))
+        fail(path, "a level stores its mode floordiv B or mod B, not both");
+      if (level.contains("floordiv")) block = {BlockPart::Block, get_positive_int(level["floordiv"], path + "/floordiv")};
+      if (level.contains("mod")) block = {BlockPart::InBlock, get_positive_int(level["mod"], path + "/mod")};
     } else {
       name = get_string(level, path);
     }
@@ -255,7 +291,56 @@ class ConfigReader {
     if (*kind == LevelKind::SparseFixed && width == 0)
       fail(path, "a sparse-fixed level needs a width: {\"kind\": \"sparse-fixed\", \"width\": N}");
     if (*kind != LevelKind::SparseFixed && width != 0) fail(path + "/width", "only a sparse-fixed level has a width");
-    return {*kind, width};
+    if (block.part == BlockPart::Block && *kind != LevelKind::Dense && *kind != LevelKind::Compressed)
+      fail(path + "/kind", "a floordiv (block) level must be dense or compressed, not " + name);
+    if (block.part == BlockPart::InBlock && *kind != LevelKind::Dense)
+      fail(path + "/kind", "a mod (in-block) level must be dense: blocks are stored whole");
+    return {*kind, width, block};
+  }
+
+  // Block maps: a blocked mode has a floordiv level and, below it, a mod level of the same
+  // size; the in-block levels come after every other level (the blocks are dense and whole),
+  // and some level is compressed (all-dense blocked storage is just dense).
+  void check_block_maps(const Format& format, const std::string& path, const ast::TensorUse& use) const {
+    std::vector<int> block_level(use.order, -1), in_block_level(use.order, -1), plain_level(use.order, -1);
+    bool compressed_level = false;
+    for (size_t l = 0; l < format.levels.size(); ++l) {
+      int mode = format.mode_order[l];
+      LevelBlock block = format.block(l);
+      std::string level_path = path + "/levels/" + std::to_string(l);
+      std::vector<int>& slot = block.part == BlockPart::Block     ? block_level
+                               : block.part == BlockPart::InBlock ? in_block_level
+                                                                  : plain_level;
+      if (slot[mode] >= 0 || (block.part == BlockPart::None && (block_level[mode] >= 0 || in_block_level[mode] >= 0)) ||
+          (block.part != BlockPart::None && plain_level[mode] >= 0))
+        fail(level_path, "mode " + std::to_string(mode) + " is stored by more than one level that is not its "
+                         "floordiv/mod pair");
+      slot[mode] = static_cast<int>(l);
+      if (block.part == BlockPart::InBlock) {
+        if (block_level[mode] < 0)
+          fail(level_path, "the mod " + std::to_string(block.size) + " level of mode " + std::to_string(mode) +
+                               " must come below a floordiv " + std::to_string(block.size) + " level of the same mode");
+        if (format.block(block_level[mode]).size != block.size)
+          fail(level_path + "/mod", "mode " + std::to_string(mode) + " is split with floordiv " +
+                                        std::to_string(format.block(block_level[mode]).size) + " but mod " +
+                                        std::to_string(block.size) + "; they must match");
+      } else {
+        for (int m = 0; m < use.order; ++m)
+          if (in_block_level[m] >= 0)
+            fail(level_path, "in-block (mod) levels must come after every other level: blocks are stored whole");
+      }
+      compressed_level |= format.levels[l] == LevelKind::Compressed;
+    }
+    for (int m = 0; m < use.order; ++m) {
+      if (block_level[m] >= 0 && in_block_level[m] < 0)
+        fail(path + "/levels/" + std::to_string(block_level[m]),
+             "mode " + std::to_string(m) + " has a floordiv level but no mod level of the same size");
+      if (block_level[m] < 0 && plain_level[m] < 0)
+        fail(path + "/order", "mode " + std::to_string(m) + " of " + use.name + " is stored by no level");
+    }
+    if (!compressed_level)
+      fail(path + "/levels", "a blocked format needs a compressed level; all-dense blocked storage is not "
+                             "supported (use dense)");
   }
 
   // COO's shape: a non-unique level is followed by singletons, and singletons follow nothing else.
@@ -285,10 +370,13 @@ class ConfigReader {
     if (!levels.is_array()) fail(path + "/levels", "expected an array of level kinds, found " + type_name(levels));
     Format format{"custom", {}, {}};
     for (size_t l = 0; l < levels.size(); ++l) {
-      auto [kind, width] = read_level(levels[l], path + "/levels/" + std::to_string(l));
-      format.levels.push_back(kind);
-      format.widths.push_back(width);
+      LevelSpec level = read_level(levels[l], path + "/levels/" + std::to_string(l));
+      format.levels.push_back(level.kind);
+      format.widths.push_back(level.width);
+      format.blocks.push_back(level.block);
     }
+    if (format.is_blocked()) return read_blocked_order(value, path, use, format);
+    format.blocks.clear();
     if (static_cast<int>(format.levels.size()) != use.order)
       fail(path + "/levels", "tensor " + use.name + " has order " + std::to_string(use.order) + " in the spec but " +
                                  std::to_string(format.levels.size()) + " levels here");
@@ -314,6 +402,28 @@ class ConfigReader {
       for (int m = 0; m < use.order; ++m) format.mode_order.push_back(m);
     }
     check_level_sequence(format, path);
+    return format;
+  }
+
+  // A blocked format lists, in "order", the mode of each level: a blocked mode twice.
+  Format read_blocked_order(const json& value, const std::string& path, const ast::TensorUse& use, Format format) const {
+    if (!value.contains("order"))
+      fail(path, "a format with floordiv/mod levels needs \"order\": the mode each level stores");
+    const json& order = value["order"];
+    if (!order.is_array()) fail(path + "/order", "expected an array of mode numbers, found " + type_name(order));
+    if (order.size() != format.levels.size())
+      fail(path + "/order", "expected one mode per level (" + std::to_string(format.levels.size()) + "), found " +
+                                std::to_string(order.size()));
+    for (size_t l = 0; l < order.size(); ++l) {
+      std::string mode_path = path + "/order/" + std::to_string(l);
+      if (!order[l].is_number_integer()) fail(mode_path, "expected a mode number, found " + type_name(order[l]));
+      int64_t mode = order[l].get<int64_t>();
+      if (mode < 0 || mode >= use.order)
+        fail(mode_path, "mode " + order[l].dump() + " is out of range for order-" + std::to_string(use.order) +
+                            " tensor " + use.name);
+      format.mode_order.push_back(static_cast<int>(mode));
+    }
+    check_block_maps(format, path, use);
     return format;
   }
 
@@ -347,8 +457,8 @@ class ConfigReader {
     }
     if (name == "ell") return need_order(2), Format{name, {D, LevelKind::SparseFixed}, {0, 1}};  // width: see caller
     if (name == "ragged") return need_order(2), Format{name, {D, LevelKind::DenseVariable}, {0, 1}};
-    if (name == "bsr") fail(path, "format \"bsr\" is not supported yet");
-    fail(path, "unknown format \"" + name + "\" (expected dense, csr, csc, dcsr, dcsc, csf, sv, coo, ell, ragged, "
+    if (name == "bsr") return need_order(2), Format{name, {}, {}};  // levels: see caller (they need "block")
+    fail(path, "unknown format \"" + name + "\" (expected dense, csr, csc, dcsr, dcsc, csf, sv, coo, ell, ragged, bsr, "
                "or {\"levels\": [...], \"order\": [...]})");
   }
 

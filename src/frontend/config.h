@@ -31,13 +31,26 @@ const char* level_kind_name(LevelKind kind);  // "dense", "compressed", ...
 const char* value_type_name(ValueType type);  // "float32", ...
 const char* index_type_name(IndexType type);
 
+// A level of a blocked format (BSR) stores a block map of its mode, as MLIR's `floordiv` and
+// `mod` do: the block coordinate (mode floordiv size) or the coordinate inside the block
+// (mode mod size). A blocked mode has both levels, the block level above the in-block one.
+enum class BlockPart { None, Block, InBlock };
+struct LevelBlock {
+  BlockPart part = BlockPart::None;
+  int64_t size = 0;  // the block's extent along the mode (0 when part is None)
+  bool operator==(const LevelBlock&) const = default;
+};
+
 struct Format {
   std::string name;  // shorthand it came from ("csr"), or "custom"
   std::vector<LevelKind> levels;  // outermost first
-  std::vector<int> mode_order;    // levels[l] stores tensor mode mode_order[l]
+  std::vector<int> mode_order;    // levels[l] stores tensor mode mode_order[l] (twice for a blocked mode)
   std::vector<int64_t> widths = {};  // per level: the ELL width of a SparseFixed level, else 0
+  std::vector<LevelBlock> blocks = {};  // per level: its block map; empty when no level has one
   bool all_dense() const;
   int64_t width(size_t level) const { return level < widths.size() ? widths[level] : 0; }
+  LevelBlock block(size_t level) const { return level < blocks.size() ? blocks[level] : LevelBlock{}; }
+  bool is_blocked() const;
   bool is_row_major_dense() const;  // all dense in the identity order
 };
 

@@ -39,9 +39,22 @@ const SparseBuffer& Program::structure_of(const SparseBuffer& b) const {
 }
 
 int Program::depth_of(const std::string& var) const {
+  const std::string& loop = blocked(var) ? blocked(var)->inner : var;
   for (size_t d = 0; d < iteration.iterators.size(); ++d)
-    if (iteration.iterators[d].var == var) return static_cast<int>(d);
+    if (iteration.iterators[d].var == loop) return static_cast<int>(d);
   return -1;
+}
+
+const BlockedVar* Program::blocked(const std::string& var) const {
+  for (const BlockedVar& b : blocked_vars)
+    if (b.var == var) return &b;
+  return nullptr;
+}
+
+const BlockedVar* Program::blocked_loop(const std::string& loop) const {
+  for (const BlockedVar& b : blocked_vars)
+    if (b.outer == loop || b.inner == loop) return &b;
+  return nullptr;
 }
 
 std::vector<OrderConstraint> hard_order_constraints(const Program& program) {
@@ -78,6 +91,9 @@ std::string dump_stage1(const Program& program) {
     if (!axis.pos.empty()) out += ", pos=" + axis.pos;
     if (!axis.crd.empty()) out += ", crd=" + axis.crd;
     if (axis.width) out += ", width=" + std::to_string(axis.width);
+    if (axis.block_part != BlockPart::None)
+      out += ", " + axis.mode_var +
+             (axis.block_part == BlockPart::Block ? " floordiv " : " mod ") + std::to_string(axis.block);
     if (!axis.unique) out += ", nonunique";
     out += ")\n";
   }

@@ -34,6 +34,20 @@ struct Axis {
   std::string pos, crd;   // names of its position and coordinate arrays, where it has them
   int64_t width = 0;      // SparseFixed: entries per parent
   bool unique = true;     // false for COO's top level: one position per entry, coordinates repeat
+  // A level of a blocked format (BSR): it stores `mode_var` floordiv `block` (its index_var is
+  // the block loop, "i_blk") or mode_var mod `block` (the in-block loop, "i_in"). `length`
+  // stays the logical dimension of mode_var.
+  BlockPart block_part = BlockPart::None;
+  int64_t block = 0;
+  std::string mode_var;  // the spec's index variable of the level's mode
+};
+
+// An index variable that a blocked operand splits into two loops: `outer` over blocks and
+// `inner` inside one, with var = outer * size + inner (the last block may be partial).
+struct BlockedVar {
+  std::string var, outer, inner;
+  int64_t size = 0;
+  std::string tensor;  // the operand whose format blocks it
 };
 
 struct SparseBuffer {
@@ -66,6 +80,7 @@ struct Program {
   IndexType index_type = IndexType::Int32;
   std::vector<std::string> index_vars;  // first-appearance order: dimension parameters follow it
   std::vector<Axis> axes;
+  std::vector<BlockedVar> blocked_vars;
   std::vector<SparseBuffer> buffers;  // output first, then inputs in order of appearance
   SparseIteration iteration;
 
@@ -73,7 +88,10 @@ struct Program {
   const SparseBuffer& output() const { return buffers.front(); }
   // The buffer whose axes (and arrays) store `buffer`'s structure: itself, or the input it shares.
   const SparseBuffer& structure_of(const SparseBuffer& buffer) const;
-  int depth_of(const std::string& var) const;  // position in the loop order, -1 if absent
+  // Position in the loop order, -1 if absent. A blocked variable is known in its inner loop.
+  int depth_of(const std::string& var) const;
+  const BlockedVar* blocked(const std::string& var) const;  // the split of a spec variable, or null
+  const BlockedVar* blocked_loop(const std::string& loop) const;  // the split whose outer or inner loop it is
 };
 
 // A loop-order constraint from a tensor's storage: `before` must be iterated outside `after`.

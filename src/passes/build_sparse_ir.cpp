@@ -52,7 +52,7 @@ std::string find_shared_structure(const ast::Spec& spec, const Config& config) {
     const ast::Access& access = factor->access;
     const Format& format = config.format_of(access.tensor);
     if (access.indices == spec.output.indices && format.levels == out_format.levels &&
-        format.mode_order == out_format.mode_order)
+        format.mode_order == out_format.mode_order && format.blocks == out_format.blocks)
       return access.tensor;
   }
   return "";
@@ -64,6 +64,62 @@ bool is_assemblable(const Format& format) {
   for (size_t l = 0; l + 1 < format.levels.size(); ++l)
     if (format.levels[l] != LevelKind::Dense) return false;
   return !format.levels.empty() && format.levels.back() == LevelKind::Compressed;
+}
+
+// The loops of a blocked index variable `i`: over blocks, and inside one (docs/config.md).
+std::string block_loop_name(const std::string& var, BlockPart part) {
+  return var + (part == BlockPart::Block ? "_blk" : "_in");
+}
+
+[[noreturn]] void fail_blocked(const Config& config, const std::string& tensor, const std::string& message) {
+  throw CompileError(format_config_error(config.file, "/tensors/" + tensor + "/format", message));
+}
+
+// The index variables that blocked operands split into block and in-block loops (`i_blk`,
+// `i_in`). One operand blocks a variable; other operands may only reach it through dense
+// levels (direct access at the combined coordinate), or share the blocking operand's structure.
+void plan_blocked_vars(const ast::Spec& spec, const Config& config, sparse::Program& program) {
+  for (const sparse::SparseBuffer& buffer : program.buffers) {
+    if (!buffer.shares_structure_with.empty() || !buffer.format.is_blocked()) continue;
+    for (size_t l = 0; l < buffer.format.levels.size(); ++l) {
+      LevelBlock block = buffer.format.block(l);
+      if (block.part != BlockPart::Block) continue;
+      const std::string& var = buffer.indices[buffer.format.mode_order[l]];
+      if (const sparse::BlockedVar* other = program.blocked(var))
+        fail_blocked(config, buffer.tensor,
+                     "index " + var + " is blocked by both " + other->tensor + " and " + buffer.tensor +
+                         "; co-iterating two blocked operands is not supported (store one of them as csr or dense)");
+      sparse::BlockedVar blocked{var, block_loop_name(var, BlockPart::Block), block_loop_name(var, BlockPart::InBlock),
+                                 block.size, buffer.tensor};
+      for (const std::string& name : {blocked.outer, blocked.inner})
+        if (std::find(spec.index_vars.begin(), spec.index_vars.end(), name) != spec.index_vars.end())
+          fail_blocked(config, buffer.tensor, "the block loops of index " + var + " are named " + blocked.outer +
+                                                  " and " + blocked.inner + ", but the spec already uses " + name +
+                                                  " as an index variable; rename it");
+      program.blocked_vars.push_back(blocked);
+    }
+  }
+  if (program.blocked_vars.empty()) return;
+  const sparse::SparseBuffer& output = program.output();
+  if (!output.format.all_dense() && output.shares_structure_with.empty())
+    fail_blocked(config, output.tensor,
+                 "sparse output " + output.tensor + " (" + output.format.name + ") beside a blocked operand (" +
+                     program.blocked_vars.front().tensor +
+                     ") is not supported: make the output dense, or give it the blocked operand's format and "
+                     "indices so that it shares its structure (as SDDMM's Y does)");
+  for (const sparse::SparseBuffer& buffer : program.buffers) {
+    if (!buffer.shares_structure_with.empty()) continue;
+    for (size_t l = 0; l < buffer.format.levels.size(); ++l) {
+      const std::string& var = buffer.indices[buffer.format.mode_order[l]];
+      const sparse::BlockedVar* blocked = program.blocked(var);
+      if (!blocked || blocked->tensor == buffer.tensor || buffer.format.levels[l] == LevelKind::Dense) continue;
+      fail_blocked(config, buffer.tensor,
+                   buffer.tensor + " stores index " + var + " in a " + level_kind_name(buffer.format.levels[l]) +
+                       " level, but " + blocked->tensor + " (" + program.buffer(blocked->tensor).format.name +
+                       ") splits " + var + " into blocks; co-iterating a blocked operand with another sparse "
+                       "level of the same index is not supported (other operands may be dense in " + var + ")");
+    }
+  }
 }
 
 }  // namespace
@@ -106,8 +162,13 @@ sparse::Program build_sparse_ir(const ast::Spec& spec, const Config& config) {
         axis.level = static_cast<int>(level);
         axis.mode = buffer.format.mode_order[level];
         axis.index_var = access->indices[axis.mode];
+        axis.mode_var = axis.index_var;
         axis.parent = level == 0 ? -1 : static_cast<int>(program.axes.size()) - 1;
         axis.length = "dim_" + axis.index_var;
+        LevelBlock block = buffer.format.block(level);
+        axis.block_part = block.part;
+        axis.block = block.size;
+        if (block.part != BlockPart::None) axis.index_var = block_loop_name(axis.mode_var, block.part);
         if (level_has_pos(kind)) axis.pos = buffer.tensor + "_pos" + std::to_string(level);
         if (level_has_crd(kind)) axis.crd = buffer.tensor + "_crd" + std::to_string(level);
         axis.width = buffer.format.width(level);
@@ -122,12 +183,21 @@ sparse::Program build_sparse_ir(const ast::Spec& spec, const Config& config) {
   sparse::SparseBuffer& output = program.buffers.front();
   if (!output.shares_structure_with.empty()) output.axes = program.buffer(output.shares_structure_with).axes;
 
+  plan_blocked_vars(spec, config, program);
+
   program.iteration.name = config.name;
   program.iteration.output = spec.output;
   program.iteration.accumulate = spec.accumulate;
   program.iteration.body = spec.rhs;
-  for (const std::string& var : spec.index_vars)
-    program.iteration.iterators.push_back({var, !spec.is_output_var(var)});
+  for (const std::string& var : spec.index_vars) {
+    bool reduction = !spec.is_output_var(var);
+    if (const sparse::BlockedVar* blocked = program.blocked(var)) {
+      program.iteration.iterators.push_back({blocked->outer, reduction});
+      program.iteration.iterators.push_back({blocked->inner, reduction});
+    } else {
+      program.iteration.iterators.push_back({var, reduction});
+    }
+  }
   return program;
 }
 

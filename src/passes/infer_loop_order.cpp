@@ -8,14 +8,21 @@ namespace spgen {
 
 namespace {
 
+// The loop where an axis's coordinate is known: a variable a blocked operand splits is known
+// in its in-block loop.
+std::string loop_of(const sparse::Program& program, const std::string& var) {
+  const sparse::BlockedVar* blocked = program.blocked(var);
+  return blocked ? blocked->inner : var;
+}
+
 // Soft preferences: each dense tensor (output included) would like its modes in storage order.
 std::vector<sparse::OrderConstraint> soft_order_preferences(const sparse::Program& program) {
   std::vector<sparse::OrderConstraint> preferences;
   for (const sparse::SparseBuffer& buffer : program.buffers) {
     for (size_t b = 1; b < buffer.axes.size(); ++b)
       for (size_t a = 0; a < b; ++a)
-        preferences.push_back({program.axes[buffer.axes[a]].index_var, program.axes[buffer.axes[b]].index_var,
-                               buffer.tensor});
+        preferences.push_back({loop_of(program, program.axes[buffer.axes[a]].index_var),
+                               loop_of(program, program.axes[buffer.axes[b]].index_var), buffer.tensor});
   }
   return preferences;
 }

@@ -76,6 +76,7 @@ class Lowering {
       if (!axis.crd.empty()) used_names_.insert(axis.crd);
     }
     for (const sparse::SparseBuffer& b : program_.buffers) used_names_.insert(b.values);
+    for (const sparse::BlockedVar& b : program_.blocked_vars) used_names_.insert({b.outer, b.inner});
   }
 
   std::string fresh_name(const std::string& wanted) {
@@ -93,13 +94,40 @@ class Lowering {
     const sparse::Axis& axis = program_.axes[buffer.axes[level]];
     std::string parent = level_size_prose(buffer, level - 1);
     switch (axis.kind) {
-      case sparse::AxisKind::DenseFixed: return parent == "1" ? axis.length : parent + " * " + axis.length;
+      case sparse::AxisKind::DenseFixed: {
+        std::string length = axis_length_prose(axis);
+        return parent == "1" ? length : parent + " * " + length;
+      }
       case sparse::AxisKind::SparseFixed: return (parent == "1" ? "" : parent + " * ") + std::to_string(axis.width);
       case sparse::AxisKind::Singleton: return parent;
       case sparse::AxisKind::DenseVariable:
       case sparse::AxisKind::SparseVariable: return axis.pos + "[" + parent + "]";
     }
     return parent;
+  }
+
+  // A dense level's extent: its dimension, or for a blocked level the number of blocks (the
+  // last one padded) or the block size.
+  static std::string axis_length_prose(const sparse::Axis& axis) {
+    switch (axis.block_part) {
+      case BlockPart::Block: return "ceil(" + axis.length + " / " + std::to_string(axis.block) + ")";
+      case BlockPart::InBlock: return std::to_string(axis.block);
+      case BlockPart::None: break;
+    }
+    return axis.length;
+  }
+
+  static Expr axis_length(const sparse::Axis& axis) {
+    switch (axis.block_part) {
+      case BlockPart::Block: return block_count(axis.length, axis.block);
+      case BlockPart::InBlock: return int64(axis.block);
+      case BlockPart::None: break;
+    }
+    return var(axis.length);
+  }
+
+  static Expr block_count(const std::string& dim, int64_t block) {
+    return block == 1 ? var(dim) : binary(BinOp::Div, add(var(dim), int64(block - 1)), int64(block));
   }
 
   static Param make_param(std::string name, ParamKind kind, ScalarType type, std::string tensor, int level,
@@ -325,7 +353,7 @@ class Lowering {
         position.name = fresh_name("p" + buffer.tensor + std::to_string(level));
         if (axis.kind == sparse::AxisKind::DenseFixed) {
           position.ready_depth = std::max(parent_depth, depth);
-          position.value = add(mul(parent, var(axis.length)), var(axis.index_var));
+          position.value = add(mul(parent, axis_length(axis)), var(axis.index_var));
         } else if (axis.kind == sparse::AxisKind::Singleton) {
           position.ready_depth = depth;  // one entry per parent position: the same position
           position.value = parent;
@@ -375,7 +403,11 @@ class Lowering {
     output_overwrites_ = !accumulate && !reduction_outside;
     bool some_entry_unvisited = false;
     if (output.shares_structure_with.empty())
-      for (const std::string& var : output.indices) some_entry_unvisited |= !visits_every_coordinate(program_.depth_of(var));
+      for (const std::string& var : output.indices) {
+        some_entry_unvisited |= !visits_every_coordinate(program_.depth_of(var));
+        if (const sparse::BlockedVar* blocked = program_.blocked(var))
+          some_entry_unvisited |= !visits_every_coordinate(program_.depth_of(blocked->outer));
+      }
     // ELL padding positions of a shared structure are never visited but must hold zeros.
     for (int id : program_.structure_of(output).axes) some_entry_unvisited |= program_.axes[id].kind == sparse::AxisKind::SparseFixed;
     needs_zero_fill_ = !assembled_ && !accumulate && (reduction_outside || some_entry_unvisited);
@@ -453,7 +485,7 @@ class Lowering {
     for (size_t l = 0; l < std::min(levels, buffer.axes.size()); ++l) {
       const sparse::Axis& axis = program_.axes[buffer.axes[l]];
       switch (axis.kind) {
-        case sparse::AxisKind::DenseFixed: size = mul(size, var(axis.length)); break;
+        case sparse::AxisKind::DenseFixed: size = mul(size, axis_length(axis)); break;
         case sparse::AxisKind::SparseFixed: size = mul(size, int64(axis.width)); break;
         case sparse::AxisKind::Singleton: break;
         case sparse::AxisKind::DenseVariable:
@@ -645,10 +677,21 @@ class Lowering {
 
   Stmt dense_loop(int depth) {
     const std::string& index_var = program_.iteration.iterators[depth].var;
-    std::vector<Stmt> body = position_declares(depth);
+    std::vector<Stmt> body;
+    Expr end = var(dim_name(index_var));
+    if (const sparse::BlockedVar* blocked = program_.blocked_loop(index_var)) {
+      if (index_var == blocked->outer) {
+        end = block_count(dim_name(blocked->var), blocked->size);
+      } else {
+        // The last block may stick out of the dimension: its padding is never visited.
+        Expr start = mul(var(blocked->outer), int64(blocked->size));
+        end = min(int64(blocked->size), sub(var(dim_name(blocked->var)), start));
+        body.push_back(std::make_shared<Declare>(blocked->var, ScalarType::Int64, add(start, var(index_var)), false));
+      }
+    }
+    append(body, position_declares(depth));
     body.push_back(loop_nest(depth + 1));
-    return std::make_shared<For>(index_var, index_var, int64(0), var(dim_name(index_var)), block(std::move(body)),
-                                 loop_annotations(depth));
+    return std::make_shared<For>(index_var, index_var, int64(0), end, block(std::move(body)), loop_annotations(depth));
   }
 
   // The bounds of a compressed level's positions under its parent: empty where the parent is

@@ -18,6 +18,10 @@ void apply_sparse_reorder(sparse::Program& program, const Config& config, const 
   std::set<std::string> seen;
   std::vector<size_t> slots;  // the positions the named loops occupy now, outermost first
   for (const std::string& var : reorder.order) {
+    if (const sparse::BlockedVar* blocked = program.blocked(var))
+      fail_schedule_op(config, op, "index " + var + " is split into the loops " + blocked->outer + " and " +
+                                       blocked->inner + " by the blocked format of " + blocked->tensor +
+                                       "; reorder those instead");
     if (!seen.insert(var).second) fail_schedule_op(config, op, "loop " + var + " is named twice");
     slots.push_back(static_cast<size_t>(program.depth_of(var)));
   }

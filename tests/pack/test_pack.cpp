@@ -1,5 +1,5 @@
 // The pack/unpack routines spgen writes into every CPU kernel, tested by compiling them: kernels
-// for CSR, CSC, DCSR, COO, ELL, ragged, CSF, order-3 COO, a dense-suffix format, a column-major
+// for CSR, CSC, DCSR, COO, ELL, ragged, CSF, order-3 COO, BSR, a dense-suffix format, a column-major
 // dense tensor, SDDMM (an output sharing an input's structure) and an assembled CSR output are
 // generated, compiled warning-free into one shared library (which also checks that they link
 // together) and loaded with dlopen. Their routines are called through their exact C types:
@@ -56,6 +56,7 @@ struct Case {
   bool index64 = false, value64 = false;
   std::vector<int64_t> dims;  // of the random inputs
   std::string shares;         // output case: the input whose structure it shares, or ""
+  std::vector<int64_t> block = {};  // bsr: the block's rows and columns (levels: see bsr_case)
 };
 
 const char* const kSpmv = "y(i) = A(i,j) * x(j)\n";
@@ -82,6 +83,11 @@ const std::vector<Case>& cases() {
        false, {7, 9}, ""},
       {"pk_add_out", kAdd, R"({"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}})", "C", {D, C},
        {0, 1}, 0, false, false, {7, 9}, ""},
+      // Blocks that do not divide the dimensions (the last block row and column are padded).
+      {"pk_bsr", kSpmv, R"({"A": {"format": "bsr", "block": [2, 3]}})", "A", {D, C, D, D}, {0, 1, 0, 1}, 0, false,
+       false, {7, 8}, "", {2, 3}},
+      {"pk_bsr_int64", kSpmm, R"({"A": {"format": "bsr", "block": [4, 1]}})", "A", {D, C, D, D}, {0, 1, 0, 1}, 0, true,
+       true, {8, 5}, "", {4, 1}},
   };
   return all;
 }
@@ -514,14 +520,84 @@ void round_trip(const Routines<I, V>& r, const Case& c, const Input& in) {
   CHECK(u.vals == ref_entries.vals);
 }
 
+// BSR, independently: block (bi, bj) = (i / r, j / c) is stored when an entry falls in it;
+// pos over block rows, crd the block columns, and each block's r x c values row-major with
+// zeros where nothing (or the padding past the dimensions) is.
+template <class I>
+struct BsrArrays {
+  std::vector<I> pos, crd;
+  std::vector<double> vals;
+};
+
+template <class I>
+BsrArrays<I> bsr_reference(const Case& c, const Input& in) {
+  const int64_t r = c.block[0], cb = c.block[1];
+  const int64_t block_rows = (in.dims[0] + r - 1) / r;
+  std::map<std::pair<int64_t, int64_t>, std::vector<double>> blocks;
+  for (size_t e = 0; e < in.vals.size(); ++e) {
+    const int64_t i = in.coords[2 * e], j = in.coords[2 * e + 1];
+    std::vector<double>& b = blocks[{i / r, j / cb}];
+    b.resize(static_cast<size_t>(r * cb), 0.0);
+    b[static_cast<size_t>((i % r) * cb + j % cb)] += in.vals[e];
+  }
+  BsrArrays<I> out;
+  out.pos.assign(static_cast<size_t>(block_rows) + 1, I(0));
+  for (const auto& [at, values] : blocks) {
+    out.pos[static_cast<size_t>(at.first) + 1] += 1;
+    out.crd.push_back(static_cast<I>(at.second));
+    out.vals.insert(out.vals.end(), values.begin(), values.end());
+  }
+  for (size_t p = 1; p < out.pos.size(); ++p) out.pos[p] += out.pos[p - 1];
+  return out;
+}
+
 template <class I, class V>
 Routines<I, V> routines_of(const Case& c) {
   return Routines<I, V>(c.kernel, c.tensor, index_arrays(c), !c.shares.empty());
 }
 
+// pack -> the reference's BSR arrays -> unpack -> every stored entry inside the dimensions, in
+// storage order (block by block, each row-major), with the padding left out.
+template <class I, class V>
+void bsr_round_trip(const Routines<I, V>& r, const Case& c, const Input& in) {
+  CAPTURE(in.nnz());
+  Packed<I, V> p = pack(r, c, in);
+  const BsrArrays<I> want = bsr_reference<I>(c, in);
+  REQUIRE(p.arrays.size() == 2);
+  CHECK(p.arrays[0]->copy() == want.pos);
+  CHECK(p.arrays[1]->copy() == want.crd);
+  std::vector<double> vals;
+  for (V v : p.vals->copy()) vals.push_back(static_cast<double>(v));
+  CHECK(vals == want.vals);
+
+  Unpacked u;
+  REQUIRE(unpack(r, in.dims, p, u) == kOk);
+  std::vector<int64_t> coords;
+  std::vector<double> entries;
+  const int64_t rows = c.block[0], cols = c.block[1];
+  for (size_t bi = 0; bi + 1 < want.pos.size(); ++bi)
+    for (I q = want.pos[bi]; q < want.pos[bi + 1]; ++q)
+      for (int64_t ii = 0; ii < rows; ++ii)
+        for (int64_t jj = 0; jj < cols; ++jj) {
+          const int64_t i = static_cast<int64_t>(bi) * rows + ii, j = static_cast<int64_t>(want.crd[q]) * cols + jj;
+          if (i >= in.dims[0] || j >= in.dims[1]) continue;
+          coords.insert(coords.end(), {i, j});
+          entries.push_back(want.vals[static_cast<size_t>(q * rows * cols + ii * cols + jj)]);
+        }
+  CHECK(u.coords == coords);
+  CHECK(u.vals == entries);
+}
+
 template <class I, class V>
 void check_round_trips(const Case& c) {
   const Routines<I, V> r = routines_of<I, V>(c);
+  if (!c.block.empty()) {
+    for (const Input& in : edge_inputs(c)) bsr_round_trip(r, c, in);
+    std::mt19937_64 rng(0x5eed + c.kernel.size());
+    for (int trial = 0; trial < 40; ++trial)
+      bsr_round_trip(r, c, random_input(c, rng, trial < 20 ? c.dims[0] * c.dims[1] / 4 : 3 * c.dims[0] * c.dims[1]));
+    return;
+  }
   for (const Input& in : edge_inputs(c)) round_trip(r, c, in);
   std::mt19937_64 rng(0x5eed + c.kernel.size());
   int64_t cells = 1;
@@ -605,7 +681,9 @@ void check_pack_errors(const Case& c) {
       for (size_t l = 0; l < c.levels.size(); ++l)
         if (spgen_run::level_has_crd(c.levels[l])) {
           dims = in.dims;
-          dims[static_cast<size_t>(c.mode_order[l])] = (int64_t(1) << 31) + 1;
+          // A block level's extent is the dimension divided by the block size.
+          const int64_t block = c.block.empty() ? 1 : c.block[static_cast<size_t>(c.mode_order[l])];
+          dims[static_cast<size_t>(c.mode_order[l])] = ((int64_t(1) << 31) + 1) * block;
           CHECK(r.sizes(0, nullptr, dims.data(), scratch) == kDim);
         }
     }
@@ -822,6 +900,8 @@ TEST_CASE("dense, compressed, dense: a dense suffix of explicit zeros") { check_
 TEST_CASE("column-major dense") { check_case("pk_dense_cm"); }
 TEST_CASE("sddmm's sparse input") { check_case("pk_sddmm"); }
 TEST_CASE("an output the kernel assembles has its own routines") { check_case("pk_add_out"); }
+TEST_CASE("bsr 2x3 on 7x8: partial blocks padded with zeros, the padding left out by unpack") { check_case("pk_bsr"); }
+TEST_CASE("bsr 4x1: int64 indices, float64 values") { check_case("pk_bsr_int64"); }
 
 TEST_CASE("ell: a row with more coordinates than the width fails to pack") {
   const Case& c = case_named("pk_ell");

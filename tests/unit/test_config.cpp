@@ -359,7 +359,7 @@ TEST_CASE("config error: wrong types") {
   CHECK(error_of(R"({"tensors": ["A"]})") == config_error("/tensors", "expected an object, found array"));
   CHECK(error_of(R"({"tensors": {"A": "csr"}})") == config_error("/tensors/A", "expected an object, found string"));
   CHECK(error_of(R"({"tensors": {"A": {"fmt": "csr"}}})") ==
-        config_error("/tensors/A/fmt", "unknown key \"fmt\" (expected one of: format, width)"));
+        config_error("/tensors/A/fmt", "unknown key \"fmt\" (expected one of: format, width, block)"));
 }
 
 TEST_CASE("config error: unknown target, value type, index type") {
@@ -411,10 +411,9 @@ TEST_CASE("config error: unknown format") {
   CHECK(starts_with(message, "config.json: /tensors/A/format: error: unknown format \"cssr\""));
   CHECK(message == config_error("/tensors/A/format",
                                 "unknown format \"cssr\" (expected dense, csr, csc, dcsr, dcsc, csf, sv, coo, ell, "
-                                "ragged, or {\"levels\": [...], \"order\": [...]})"));
+                                "ragged, bsr, or {\"levels\": [...], \"order\": [...]})"));
   CHECK(starts_with(format_error("A", "\"CSR\""), "config.json: /tensors/A/format: error: unknown format \"CSR\""));
   CHECK(starts_with(format_error("A", "\"\""), "config.json: /tensors/A/format: error: unknown format \"\""));
-  CHECK(format_error("A", "\"bsr\"") == config_error("/tensors/A/format", "format \"bsr\" is not supported yet"));
   CHECK(format_error("A", "7") ==
         config_error("/tensors/A/format",
                      "expected a format name or {\"levels\": [...], \"order\": [...]}, found number"));
@@ -668,4 +667,69 @@ TEST_CASE("config error: unknown keys inside an op") {
         config_error("/schedule/0/into", "unknown key \"into\" (expected one of: op, var, factor)"));
   CHECK(op_error(R"({"op": "reorder", "order": ["i"], "var": "i"})") ==
         config_error("/schedule/0/var", "unknown key \"var\" (expected one of: op, order)"));
+}
+
+TEST_CASE("BSR: the shorthand and the explicit block maps") {
+  using L = spgen::LevelKind;
+  using P = spgen::BlockPart;
+  spgen::Format bsr = read(R"({"tensors": {"A": {"format": "bsr", "block": [2, 3]}}})").format_of("A");
+  CHECK(bsr.levels == std::vector<L>{L::Dense, L::Compressed, L::Dense, L::Dense});
+  CHECK(bsr.mode_order == std::vector<int>{0, 1, 0, 1});
+  CHECK(bsr.is_blocked());
+  CHECK((bsr.block(0) == spgen::LevelBlock{P::Block, 2}));
+  CHECK((bsr.block(1) == spgen::LevelBlock{P::Block, 3}));
+  CHECK((bsr.block(2) == spgen::LevelBlock{P::InBlock, 2}));
+  CHECK((bsr.block(3) == spgen::LevelBlock{P::InBlock, 3}));
+  spgen::Format explicit_levels = format_of("A", R"({"levels": [{"kind": "dense", "floordiv": 2}, {"kind": "compressed", "floordiv": 3},
+      {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 3}], "order": [0, 1, 0, 1]})");
+  CHECK(explicit_levels.levels == bsr.levels);
+  CHECK(explicit_levels.mode_order == bsr.mode_order);
+  CHECK(explicit_levels.blocks == bsr.blocks);
+  spgen::Format rows = format_of("A", R"({"levels": [{"kind": "dense", "floordiv": 4}, "compressed", {"kind": "dense", "mod": 4}], "order": [0, 1, 0]})");
+  CHECK(rows.mode_order == std::vector<int>{0, 1, 0});
+  CHECK(!read(R"({"tensors": {"A": {"format": "csr"}}})").format_of("A").is_blocked());
+}
+
+TEST_CASE("config error: BSR and block maps") {
+  CHECK(error_of(R"({"tensors": {"A": {"format": "bsr"}}})") ==
+        config_error("/tensors/A", "format \"bsr\" needs \"block\": [rows, columns], the size of each block"));
+  CHECK(error_of(R"({"tensors": {"A": {"format": "csr", "block": [2, 2]}}})") ==
+        config_error("/tensors/A/block", "\"block\" belongs to the \"bsr\" format"));
+  CHECK(error_of(R"({"tensors": {"A": {"format": "bsr", "block": [2]}}})") ==
+        config_error("/tensors/A/block", "expected [rows, columns]: the size of each block, found [2]"));
+  CHECK(error_of(R"({"tensors": {"A": {"format": "bsr", "block": [2, 0]}}})") ==
+        config_error("/tensors/A/block/1", "expected a positive integer, found 0"));
+  CHECK(format_error("c", "\"bsr\"", kTtv) ==
+        config_error("/tensors/c/format", "format \"bsr\" needs an order-2 tensor, but c has order 1 in the spec"));
+  CHECK(error_of(R"({"target": "cuda", "tensors": {"A": {"format": "bsr", "block": [4, 4]}}})") ==
+        config_error("/tensors/A/format",
+                     "blocked formats (bsr) are not supported on the cuda target yet; use \"target\": \"cpu\""));
+  const std::string d4 = R"({"kind": "dense", "floordiv": 4})", c4 = R"({"kind": "compressed", "floordiv": 4})";
+  const std::string m4 = R"({"kind": "dense", "mod": 4})";
+  CHECK(format_error("A", R"({"levels": [)" + d4 + ", " + c4 + ", " + m4 + ", " + m4 + "]}") ==
+        config_error("/tensors/A/format", "a format with floordiv/mod levels needs \"order\": the mode each level stores"));
+  CHECK(format_error("A", R"({"levels": [)" + d4 + ", " + c4 + ", " + m4 + ", " + m4 + R"(], "order": [0, 1]})") ==
+        config_error("/tensors/A/format/order", "expected one mode per level (4), found 2"));
+  CHECK(format_error("A", R"({"levels": [{"kind": "dense", "floordiv": 4, "mod": 4}, "compressed"]})") ==
+        config_error("/tensors/A/format/levels/0", "a level stores its mode floordiv B or mod B, not both"));
+  CHECK(format_error("A", R"({"levels": [)" + d4 + R"(, "compressed", {"kind": "compressed", "mod": 4}], "order": [0, 1, 0]})") ==
+        config_error("/tensors/A/format/levels/2/kind", "a mod (in-block) level must be dense: blocks are stored whole"));
+  CHECK(format_error("A", R"({"levels": [{"kind": "singleton", "floordiv": 4}, "compressed", )" + m4 + R"(], "order": [0, 1, 0]})") ==
+        config_error("/tensors/A/format/levels/0/kind", "a floordiv (block) level must be dense or compressed, not singleton"));
+  CHECK(format_error("A", R"({"levels": [)" + d4 + R"(, "compressed", {"kind": "dense", "mod": 2}], "order": [0, 1, 0]})") ==
+        config_error("/tensors/A/format/levels/2/mod", "mode 0 is split with floordiv 4 but mod 2; they must match"));
+  CHECK(format_error("A", R"({"levels": [)" + m4 + R"(, "compressed", )" + d4 + R"(], "order": [0, 1, 0]})") ==
+        config_error("/tensors/A/format/levels/0", "the mod 4 level of mode 0 must come below a floordiv 4 level of the same mode"));
+  CHECK(format_error("A", R"({"levels": [)" + d4 + ", " + m4 + R"(, "compressed"], "order": [0, 0, 1]})") ==
+        config_error("/tensors/A/format/levels/2", "in-block (mod) levels must come after every other level: blocks are stored whole"));
+  CHECK(format_error("A", R"({"levels": [)" + d4 + R"(, "compressed"], "order": [0, 1]})") ==
+        config_error("/tensors/A/format/levels/0", "mode 0 has a floordiv level but no mod level of the same size"));
+  CHECK(format_error("A", R"({"levels": [)" + d4 + R"(, "compressed", "dense"], "order": [0, 1, 0]})") ==
+        config_error("/tensors/A/format/levels/2", "mode 0 is stored by more than one level that is not its floordiv/mod pair"));
+  CHECK(format_error("A", R"({"levels": [)" + d4 + ", " + c4 + ", " + m4 + R"(], "order": [0, 0, 0]})") ==
+        config_error("/tensors/A/format/levels/1", "mode 0 is stored by more than one level that is not its floordiv/mod pair"));
+  CHECK(format_error("A", R"({"levels": [)" + d4 + R"(, "dense", )" + m4 + R"(], "order": [0, 1, 0]})") ==
+        config_error("/tensors/A/format/levels", "a blocked format needs a compressed level; all-dense blocked storage is not supported (use dense)"));
+  CHECK(format_error("A", R"({"levels": [)" + d4 + ", " + m4 + R"(], "order": [0, 0]})") ==
+        config_error("/tensors/A/format/order", "mode 1 of A is stored by no level"));
 }

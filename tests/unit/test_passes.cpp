@@ -390,4 +390,31 @@ TEST_CASE("precompute errors") {
                  "/schedule/3: error: precompute: precompute k1 before scheduling it further"));
   CHECK(contains(error_of(kSpmm, R"({"target": "cuda", "tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "reorder", "order": ["i", "k", "j"]}, {"op": "tile", "var": "k", "factor": 8}, {"op": "precompute", "var": "k1"}]})"),
                  "/schedule/2: error: precompute: precompute keeps a local array per thread, which the cuda backend does not support"));
+
+TEST_CASE("bsr: block loops i_blk, j_blk, i_in, j_in, with dense operands at the combined coordinate") {
+  spgen::Compilation c = compile(kSpmv, R"({"tensors": {"A": {"format": "bsr", "block": [2, 3]}},
+      "schedule": [{"op": "parallel", "var": "i_blk"}, {"op": "vectorize", "var": "j_in"}]})");
+  CHECK(contains(c.stage1_dump, "A.1 = sparse_variable(j_blk, parent=A.0, length=dim_j, pos=A_pos1, crd=A_crd1, j floordiv 3)"));
+  CHECK(contains(c.stage1_dump, "A.2 = dense_fixed(i_in, parent=A.1, length=dim_i, i mod 2)"));
+  CHECK(contains(c.stage1_dump, "over [i_blk: spatial, j_blk: reduction, i_in: spatial, j_in: reduction]"));
+  CHECK(contains(c.stage2_dump, "for i_blk in [0, (dim_i + 1) / 2) parallel(static):"));
+  CHECK(contains(c.stage2_dump, "let i: int64 = i_blk * 2 + i_in"));
+  CHECK(contains(c.stage2_dump, "acc += A_vals[pA3] * x_vals[j]"));
+  CHECK(contains(c.stage2_dump, "y_vals[i] += acc"));  // the block columns add into y
+  CHECK(contains(c.files[0].text, "ceil(dim_i / 2) + 1"));  // A_pos1's documented length
+}
+
+TEST_CASE("bsr: what is refused, with what works") {
+  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}}})"),
+                 "c.json: /tensors/B/format: error: B stores index j in a compressed level, but A (bsr) splits j into blocks"));
+  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [2, 2]}}})"),
+                 "index i is blocked by both A and B; co-iterating two blocked operands is not supported"));
+  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "C": {"format": "csr"}}})"),
+                 "c.json: /tensors/C/format: error: sparse output C (csr) beside a blocked operand (A) is not supported"));
+  CHECK(contains(error_of(kSpmv, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}}, "schedule": [{"op": "reorder", "order": ["j", "i"]}]})"),
+                 "c.json: /schedule/0: error: reorder: index j is split into the loops j_blk and j_in by the blocked format of A"));
+  CHECK(contains(error_of(kSpmv, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}}, "schedule": [{"op": "reorder", "order": ["i_in", "i_blk"]}]})"),
+                 "this order puts j_blk outside i_blk, but A (bsr) stores j_blk in a level below i_blk"));
+  CHECK(contains(error_of("y(i) = A(i,i_blk) * x(i_blk)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}}})"),
+                 "the block loops of index i are named i_blk and i_in, but the spec already uses i_blk as an index variable"));
 }
