@@ -545,16 +545,16 @@ TEST_CASE("config error: schedule not a list") {
 
 TEST_CASE("config error: op missing, not a string, unknown") {
   CHECK(op_error(R"({"var": "i"})") ==
-        config_error("/schedule/0", "missing \"op\" (reorder, split, parallel, vectorize, unroll or bind)"));
+        config_error("/schedule/0", "missing \"op\" (reorder, split, fuse, parallel, vectorize, unroll or bind)"));
   CHECK(error_of(R"({"schedule": [{"op": "vectorize", "var": "k"}, {}]})") ==
-        config_error("/schedule/1", "missing \"op\" (reorder, split, parallel, vectorize, unroll or bind)"));
+        config_error("/schedule/1", "missing \"op\" (reorder, split, fuse, parallel, vectorize, unroll or bind)"));
   CHECK(op_error(R"({"op": 3})") == config_error("/schedule/0/op", "expected a string, found number"));
   CHECK(op_error(R"({"op": "tile", "var": "i"})") ==
         config_error("/schedule/0/op",
-                     "unknown schedule op \"tile\" (expected reorder, split, parallel, vectorize, unroll or bind)"));
-  CHECK(error_of(R"({"schedule": [{"op": "vectorize", "var": "k"}, {"op": "fuse"}]})") ==
+                     "unknown schedule op \"tile\" (expected reorder, split, fuse, parallel, vectorize, unroll or bind)"));
+  CHECK(error_of(R"({"schedule": [{"op": "vectorize", "var": "k"}, {"op": "interchange"}]})") ==
         config_error("/schedule/1/op",
-                     "unknown schedule op \"fuse\" (expected reorder, split, parallel, vectorize, unroll or bind)"));
+                     "unknown schedule op \"interchange\" (expected reorder, split, fuse, parallel, vectorize, unroll or bind)"));
 }
 
 TEST_CASE("config error: reorder fields") {
