@@ -70,6 +70,8 @@ class Scheduler {
   Scheduler(LoweredFunc& func, const sparse::Program& program, const Config& config)
       : func_(func), program_(program), config_(config) {
     for (const sparse::Iterator& it : program.iteration.iterators) origin_[it.var] = it.var;
+    // A fused loop races when either of its variables is summed: it stands for that one.
+    for (const sparse::Fusion& f : program.iteration.fusions) origin_[f.into] = is_reduction(f.outer) ? f.outer : f.inner;
     for (const LoopInfo& info : loops())
       if (info.loop->var != info.loop->label) positional_.insert(info.loop->label);
   }
@@ -322,11 +324,24 @@ class Scheduler {
   // for a, for b  →  for ab in [0, extent_a * extent_b) with a = ab / extent_b, b = ab % extent_b,
   // so a parallel loop gets more iterations. Fusing sparse levels happens in stage I.
   void apply_op(const FuseOp& fuse) {
+    if (config_.target == Target::Cuda) fail("fusing loops is supported on the cpu target only for now");
     LoopInfo outer_info = find(fuse.vars[0]);
     LoopInfo inner_info = find(fuse.vars[1]);
     check_new_name(fuse.into);
     const For& outer = *outer_info.loop;
     const For& inner = *inner_info.loop;
+    for (const For* loop : {&outer, &inner})
+      if (positional_.count(loop->label))
+        fail("loop " + loop->label + " iterates the positions of a sparse level; fuse sparse levels by their index "
+             "variables, before any other op (stage I)");
+    for (const For* loop : {&outer, &inner}) {
+      if (!loop->annotations.sequential_reason.empty())
+        fail("cannot fuse " + loop->label + ": " + loop->annotations.sequential_reason);
+      const LoopAnnotations& a = loop->annotations;
+      if (a.parallel || a.vectorized || a.unroll || !a.bind.empty())
+        fail("fuse " + outer.label + " and " + inner.label + " before making them parallel, vectorized, unrolled or bound");
+      if (!is_const_int(loop->begin, 0)) fail("loop " + loop->label + " does not start at 0, which fuse needs");
+    }
     std::vector<Stmt> stmts = outer.body->kind == StmtKind::Block ? static_cast<const Block&>(*outer.body).stmts
                                                                    : std::vector<Stmt>{outer.body};
     std::vector<Stmt> declares;
@@ -343,17 +358,6 @@ class Scheduler {
              " holds statements besides the loop inside it");
     }
     if (!found) fail("loop " + inner.label + " is not directly inside loop " + outer.label + " (fuse a loop with the loop just inside it)");
-    for (const For* loop : {&outer, &inner}) {
-      if (positional_.count(loop->label))
-        fail("loop " + loop->label + " iterates the positions of a sparse level; fuse sparse levels by their index "
-             "variables, before any other op (stage I)");
-      if (!loop->annotations.sequential_reason.empty())
-        fail("cannot fuse " + loop->label + ": " + loop->annotations.sequential_reason);
-      const LoopAnnotations& a = loop->annotations;
-      if (a.parallel || a.vectorized || a.unroll || !a.bind.empty())
-        fail("fuse " + outer.label + " and " + inner.label + " before making them parallel, vectorized, unrolled or bound");
-      if (!is_const_int(loop->begin, 0)) fail("loop " + loop->label + " does not start at 0, which fuse needs");
-    }
     std::set<std::string> inside = names_bound_in(outer.body);
     inside.insert(outer.var);
     for (const std::string& name : vars_read(inner.end))

@@ -629,7 +629,7 @@ TEST_CASE("config error: unknown keys inside an op") {
   CHECK(op_error(R"({"op": "split", "var": "i", "by": 4})") ==
         config_error("/schedule/0/by", "unknown key \"by\" (expected one of: op, var, factor, into)"));
   CHECK(op_error(R"({"op": "parallel", "var": "i", "threads": 8})") ==
-        config_error("/schedule/0/threads", "unknown key \"threads\" (expected one of: op, var, schedule, chunk)"));
+        config_error("/schedule/0/threads", "unknown key \"threads\" (expected one of: op, var, schedule, chunk, reduction, balance, parts)"));
   CHECK(op_error(R"({"op": "vectorize", "var": "k", "factor": 8})") ==
         config_error("/schedule/0/factor", "unknown key \"factor\" (expected one of: op, var)"));
   CHECK(op_error(R"({"op": "unroll", "var": "j", "factor": 2, "into": ["a", "b"]})") ==

@@ -93,3 +93,96 @@ TEST_CASE("parallel balance errors") {
   CHECK(contains(error_of(kSpmv, with(kCsr, R"({"op": "parallel", "var": "i", "balance": "nonzeros", "chunk": 4})")),
                  "/schedule/0/chunk: error: a balanced loop's parts are its chunks: set \"parts\" instead of \"chunk\""));
 }
+
+TEST_CASE("stage I fuse of a csr operand: one loop over its entries, rows by binary search") {
+  spgen::Compilation c = compile(kSddmm, R"({"tensors": {"X": {"format": "csr"}, "Y": {"format": "csr"}},
+      "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "parallel", "var": "e"}]})");
+  CHECK(contains(c.stage1_dump, "  fuse i, j -> e: one loop over the stored entries of X\n"));
+  CHECK(contains(c.stage2_dump, "  # fuse i, j: one loop over the entries of X\n"
+                                "  for e at pX1 in [int64(X_pos1[0]), int64(X_pos1[dim_i])) parallel(static):\n"));
+  CHECK(contains(c.stage2_dump, "    while search e_row (e_row < e_row_high):\n"
+                                "      let e_row_mid: int64 = (e_row + e_row_high) / 2\n"
+                                "      if int64(X_pos1[e_row_mid]) <= pX1:\n"));
+  CHECK(contains(c.stage2_dump, "    let i: int64 = e_row - 1\n    let j: int64 = int64(X_crd1[pX1])\n"));
+  CHECK(contains(c.stage2_dump, "Y_vals[pX1] = X_vals[pX1] * acc"));
+  // SpMV: the row sum is no longer a scalar; y is zeroed and added into, so parallel needs a reduction.
+  std::string spmv = compile(kSpmv, with(kCsr, R"({"op": "fuse", "vars": ["i", "j"], "into": "e"})")).stage2_dump;
+  CHECK(contains(spmv, "for zero y at p in [0, dim_i):"));
+  CHECK(contains(spmv, "y_vals[i] += A_vals[pA1] * x_vals[j]"));
+  CHECK(contains(error_of(kSpmm, with(kCsr, R"({"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "parallel", "var": "e"})")),
+                 "/schedule/1: error: parallel: cannot parallelize e: it iterates the reduction index j, so threads would race on the same entries of C"));
+  CHECK(contains(compile(kSpmm, with(kCsr, R"({"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "parallel", "var": "e", "reduction": "atomic"})")).stage2_dump,
+                 "atomic C_vals[pC1] += A_vals[pA1] * B_vals[pB1]"));
+}
+
+TEST_CASE("stage I fuse of coo levels names the loop over its entries") {
+  std::string s2 = compile(kSpmv, R"({"tensors": {"A": {"format": "coo"}}, "schedule": [
+      {"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "parallel", "var": "e", "reduction": "atomic"}]})").stage2_dump;
+  CHECK(contains(s2, "for e at pA0 in [int64(A_pos0[0]), int64(A_pos0[1])) parallel(static):\n"
+                     "    # fuse i, j: one loop over the entries of A\n"));
+  CHECK(contains(s2, "atomic y_vals[i] += acc"));
+}
+
+TEST_CASE("stage I fuse errors") {
+  CHECK(contains(error_of(kSpmm, with(kCsr, R"({"op": "fuse", "vars": ["j", "i"], "into": "e"})")),
+                 "/schedule/0: error: fuse: loop i is not directly inside loop j (the loop order is i, j, k); fuse a "
+                 "sparse level's variable with its parent's, in that order"));
+  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}},
+                          "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}]})"),
+                 "/schedule/0: error: fuse: both A and B store j sparsely; fuse iterates the entries of one tensor "
+                 "(fusing levels of several tensors is not supported)"));
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}},
+                          "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}]})"),
+                 "/schedule/0: error: fuse: index j is co-iterated with other operands (a term without A visits every "
+                 "coordinate), but a fused loop visits only the stored entries of A"));
+  CHECK(contains(error_of(kSpmv, with(R"("tensors": {"A": {"format": "dcsr"}})", R"({"op": "fuse", "vars": ["i", "j"], "into": "e"})")),
+                 "/schedule/0: error: fuse: A (dcsr) stores i, j in sparse_variable, sparse_variable levels; fuse supports "
+                 "a dense level over a compressed one (csr, csc) and COO's two top levels"));
+  CHECK(contains(error_of(kMttkrp, R"({"tensors": {"B": {"format": "csf"}}, "schedule": [{"op": "fuse", "vars": ["k", "l"], "into": "e"}]})"),
+                 "/schedule/0: error: fuse: B (csf) stores k below its root level; fuse supports the two top levels of a tensor"));
+  CHECK(contains(error_of(kSpmv, with(kCsr, R"({"op": "fuse", "vars": ["i", "j"], "into": "i"})")),
+                 "/schedule/0: error: fuse: the name i is already in use; choose another"));
+  CHECK(contains(error_of(kSpmv, with(kCsr, R"({"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "reorder", "order": ["i", "j"]})")),
+                 "/schedule/1: error: reorder: reorder the index variables before fusing them"));
+  CHECK(contains(error_of(kSpmv, R"({"target": "cuda", "tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}]})"),
+                 "/schedule/0: error: fuse: fusing sparse levels is supported on the cpu target only for now"));
+  CHECK(contains(error_of("y(i) = A(i,j) * x(j)", R"({"tensors": {"A": {"format": "csr"}, "y": {"format": "sv"}},
+                          "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}]})"),
+                 "/schedule/0: error: fuse: fusing loops of a kernel that assembles its sparse output y is not supported"));
+  // After a loop op, the loops are stage II: a position loop cannot be fused there.
+  CHECK(contains(error_of(kSpmv, with(kCsr, R"({"op": "parallel", "var": "i"}, {"op": "fuse", "vars": ["i", "j"], "into": "e"})")),
+                 "/schedule/1: error: fuse: loop j iterates the positions of a sparse level; fuse sparse levels by their "
+                 "index variables, before any other op (stage I)"));
+}
+
+TEST_CASE("stage II fuse of dense loops") {
+  std::string s2 = compile(kSpmm, R"({"schedule": [{"op": "reorder", "order": ["i", "k", "j"]},
+      {"op": "fuse", "vars": ["i", "k"], "into": "ik"}, {"op": "parallel", "var": "ik"}]})").stage2_dump;
+  CHECK(contains(s2, "  for ik in [0, dim_i * dim_k) parallel(static):\n"
+                     "    let i: int64 = ik / dim_k\n"
+                     "    let k: int64 = ik % dim_k\n"));
+  // Fusing a summed loop makes the fused loop sum too.
+  CHECK(contains(error_of(kSpmm, R"({"schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "ij"}, {"op": "parallel", "var": "ij"}]})"),
+                 "/schedule/1: error: parallel: cannot parallelize ij: it iterates the reduction index j"));
+  CHECK(contains(error_of(kSpmm, R"({"schedule": [{"op": "fuse", "vars": ["i", "k"], "into": "ik"}]})"),
+                 "/schedule/0: error: fuse: loop k is not directly inside loop i (fuse a loop with the loop just inside it)"));
+  CHECK(contains(error_of(kSpmm, R"({"schedule": [{"op": "split", "var": "i", "factor": 4}, {"op": "fuse", "vars": ["i0", "i1"], "into": "ii"}]})"),
+                 "/schedule/1: error: fuse: the extent of loop i1 depends on loop i0, so they cannot be fused"));
+  CHECK(contains(error_of(kSpmm, R"({"schedule": [{"op": "parallel", "var": "i"}, {"op": "fuse", "vars": ["i", "j"], "into": "ij"}]})"),
+                 "/schedule/1: error: fuse: fuse i and j before making them parallel, vectorized, unrolled or bound"));
+  CHECK(contains(error_of(kSpmm, R"({"schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "k"}]})"),
+                 "/schedule/0: error: fuse: the name k is already in use; choose another"));
+  CHECK(contains(error_of(kSpmm, R"({"target": "cuda", "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "ij"}]})"),
+                 "/schedule/0: error: fuse: fusing loops is supported on the cpu target only for now"));
+}
+
+TEST_CASE("config errors of fuse") {
+  CHECK(contains(error_of(kSpmm, R"({"schedule": [{"op": "fuse", "vars": ["i"], "into": "e"}]})"),
+                 "/schedule/0/vars: error: fuse needs \"vars\": two loop names [outer, inner]"));
+  CHECK(contains(error_of(kSpmm, R"({"schedule": [{"op": "fuse", "vars": ["i", "i"], "into": "e"}]})"),
+                 "/schedule/0/vars: error: fuse needs two different loops"));
+  CHECK(contains(error_of(kSpmm, R"({"schedule": [{"op": "fuse", "vars": ["i", "j"]}]})"),
+                 "/schedule/0: error: missing \"into\" (the fused loop's name)"));
+  CHECK(contains(error_of(kSpmm, R"({"schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e f"}]})"),
+                 "/schedule/0/into: error: \"e f\" is not a valid loop variable name"));
+}
