@@ -32,6 +32,11 @@ class CpuStmtPrinter : public CStmtPrinter {
         out += "simd";
       }
       for (const std::string& r : a.simd_reductions) out += " reduction(+:" + r + ")";
+      if (a.parallel && !a.private_scalars.empty()) {
+        out += " firstprivate(";
+        for (size_t k = 0; k < a.private_scalars.size(); ++k) out += (k ? ", " : "") + a.private_scalars[k];
+        out += ")";
+      }
       out += "\n";
     }
     if (a.unroll) out += indent + "#pragma GCC unroll " + std::to_string(a.unroll) + "\n";

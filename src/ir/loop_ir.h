@@ -89,6 +89,9 @@ struct LoopAnnotations {
   // Why the loop must stay sequential and scalar (it advances co-iteration cursors), or empty.
   std::string sequential_reason;
   std::vector<std::string> simd_reductions;  // scalars a vectorized (or reduced parallel) loop sums into
+  // Scalars declared before a parallel loop that its body sets (a cursor): each thread keeps its
+  // own copy, starting from the value before the loop (OpenMP's firstprivate).
+  std::vector<std::string> private_scalars;
   // cuda (`bind`): the GPU index the iterations are spread over: blockIdx.x, blockIdx.y,
   // threadIdx.x, threadIdx.y, warp (the 32 lanes of a warp) or grid (every thread of the grid:
   // the output's zero fill); empty: every thread runs the loop in full. A bound loop starts at

@@ -185,6 +185,7 @@ class Stage2Dumper {
       text += ")";
       if (!a.vectorized)
         for (const std::string& r : a.simd_reductions) text += " +" + r;
+      for (const std::string& r : a.private_scalars) text += " private " + r;
     }
     if (a.vectorized) {
       text += " vectorized";

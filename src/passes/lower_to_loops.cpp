@@ -333,32 +333,42 @@ class Lowering {
 
   int axis_id(const sparse::Axis& axis) const { return static_cast<int>(&axis - program_.axes.data()); }
 
-  // for e over the positions of the compressed level: its row is found by binary search in
-  // pos (the last row starting at or before the position). A search per entry keeps the loop
-  // free of state, so any split or parallel schedule of it stays correct.
+  // for e over the positions of the compressed level. Each entry's row comes from a cursor: the
+  // row of the previous entry, kept while the entry lies in it, else found by binary search in
+  // pos (the last row starting at or before the entry). So a row costs one search, not each
+  // entry, and a cursor that is stale (a thread's next chunk, an empty row) is only slower. A
+  // parallel loop gives each thread its own cursor (see `private_scalars`).
   Stmt fused_rows_loop(int depth, const sparse::Fusion& f) {
     auto [upper, lower] = fused_axes(f);
     const std::string& position = positions_.at(f.tensor)[1].name;
     auto pos_at = [&](Expr at) { return cast(ScalarType::Int64, load(lower->pos, std::move(at), index_type_)); };
     Expr rows = var(upper->length);
-    std::string row = fresh_name(f.into + "_row"), high = fresh_name(f.into + "_row_high"), middle = fresh_name(f.into + "_row_mid");
-    std::vector<Stmt> body = {
-        std::make_shared<Comment>("the row of entry " + position + ": the last one starting at or before it"),
-        std::make_shared<Declare>(row, ScalarType::Int64, int64(0), true),
+    std::string row = fresh_name(f.into + "_row"), low = fresh_name(f.into + "_row_low"),
+                high = fresh_name(f.into + "_row_high"), middle = fresh_name(f.into + "_row_mid");
+    Expr p = var(position);
+    Expr outside_row = logical_or(binary(BinOp::Lt, p, pos_at(var(row))),
+                                  binary(BinOp::Le, pos_at(add(var(row), int64(1))), p));
+    Stmt search = block({
+        std::make_shared<Declare>(low, ScalarType::Int64, int64(0), true),
         std::make_shared<Declare>(high, ScalarType::Int64, rows, true),
         std::make_shared<While>(
-            "search " + row, binary(BinOp::Lt, var(row), var(high)),
-            block({std::make_shared<Declare>(middle, ScalarType::Int64, binary(BinOp::Div, add(var(row), var(high)), int64(2)), false),
-                   std::make_shared<If>(binary(BinOp::Le, pos_at(var(middle)), var(position)),
-                                        std::make_shared<Assign>(row, add(var(middle), int64(1)), false),
+            "search " + row, binary(BinOp::Lt, var(low), var(high)),
+            block({std::make_shared<Declare>(middle, ScalarType::Int64, binary(BinOp::Div, add(var(low), var(high)), int64(2)), false),
+                   std::make_shared<If>(binary(BinOp::Le, pos_at(var(middle)), p),
+                                        std::make_shared<Assign>(low, add(var(middle), int64(1)), false),
                                         std::make_shared<Assign>(high, var(middle), false))})),
-        std::make_shared<Declare>(f.outer, ScalarType::Int64, sub(var(row), int64(1)), false)};
+        std::make_shared<Assign>(row, sub(var(low), int64(1)), false)});
+    std::vector<Stmt> body = {
+        std::make_shared<Comment>("the row of entry " + position + ": the cursor's, or the last row starting at or before it"),
+        std::make_shared<If>(outside_row, search, nullptr),
+        std::make_shared<Declare>(f.outer, ScalarType::Int64, var(row), false)};
     append(body, position_declares(depth));
     body.push_back(std::make_shared<Declare>(f.inner, ScalarType::Int64,
                                              cast(ScalarType::Int64, load(lower->crd, var(position), index_type_)), false));
     append(body, position_declares(depth + 1));
     body.push_back(loop_nest(depth + 2));
     return block({std::make_shared<Comment>("fuse " + f.outer + ", " + f.inner + ": one loop over the entries of " + f.tensor),
+                  std::make_shared<Declare>(row, ScalarType::Int64, int64(0), true),
                   std::make_shared<For>(f.into, position, pos_at(int64(0)), pos_at(rows), block(std::move(body)),
                                         loop_annotations(depth + 1))});
   }

@@ -98,21 +98,31 @@ TEST_CASE("stage I fuse of a csr operand: one loop over its entries, rows by bin
   spgen::Compilation c = compile(kSddmm, R"({"tensors": {"X": {"format": "csr"}, "Y": {"format": "csr"}},
       "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "parallel", "var": "e"}]})");
   CHECK(contains(c.stage1_dump, "  fuse i, j -> e: one loop over the stored entries of X\n"));
+  // Each thread keeps its own row cursor, searched for only when an entry lies outside its row.
   CHECK(contains(c.stage2_dump, "  # fuse i, j: one loop over the entries of X\n"
-                                "  for e at pX1 in [int64(X_pos1[0]), int64(X_pos1[dim_i])) parallel(static):\n"));
-  CHECK(contains(c.stage2_dump, "    while search e_row (e_row < e_row_high):\n"
-                                "      let e_row_mid: int64 = (e_row + e_row_high) / 2\n"
-                                "      if int64(X_pos1[e_row_mid]) <= pX1:\n"));
-  CHECK(contains(c.stage2_dump, "    let i: int64 = e_row - 1\n    let j: int64 = int64(X_crd1[pX1])\n"));
+                                "  var e_row: int64 = 0\n"
+                                "  for e at pX1 in [int64(X_pos1[0]), int64(X_pos1[dim_i])) parallel(static) private e_row:\n"));
+  CHECK(contains(c.stage2_dump, "    if pX1 < int64(X_pos1[e_row]) || int64(X_pos1[e_row + 1]) <= pX1:\n"
+                                "      var e_row_low: int64 = 0\n"
+                                "      var e_row_high: int64 = dim_i\n"
+                                "      while search e_row (e_row_low < e_row_high):\n"
+                                "        let e_row_mid: int64 = (e_row_low + e_row_high) / 2\n"
+                                "        if int64(X_pos1[e_row_mid]) <= pX1:\n"));
+  CHECK(contains(c.stage2_dump, "      e_row = e_row_low - 1\n    let j: int64 = int64(X_crd1[pX1])\n"));
+  CHECK(contains(c.stage2_dump, "let pA1: int64 = e_row * dim_k + k"));
   CHECK(contains(c.stage2_dump, "Y_vals[pX1] = X_vals[pX1] * acc"));
+  CHECK(contains(c.files[1].text, "#pragma omp parallel for schedule(static) firstprivate(e_row)"));
   // SpMV: the row sum is no longer a scalar; y is zeroed and added into, so parallel needs a reduction.
   std::string spmv = compile(kSpmv, with(kCsr, R"({"op": "fuse", "vars": ["i", "j"], "into": "e"})")).stage2_dump;
   CHECK(contains(spmv, "for zero y at p in [0, dim_i):"));
-  CHECK(contains(spmv, "y_vals[i] += A_vals[pA1] * x_vals[j]"));
+  CHECK(contains(spmv, "y_vals[e_row] += A_vals[pA1] * x_vals[j]"));
   CHECK(contains(error_of(kSpmm, with(kCsr, R"({"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "parallel", "var": "e"})")),
                  "/schedule/1: error: parallel: cannot parallelize e: it iterates the reduction index j, so threads would race on the same entries of C"));
   CHECK(contains(compile(kSpmm, with(kCsr, R"({"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "parallel", "var": "e", "reduction": "atomic"})")).stage2_dump,
                  "atomic C_vals[pC1] += A_vals[pA1] * B_vals[pB1]"));
+  // The cursor is per-thread state, not a sum: no reduction clause for it.
+  CHECK(!contains(compile(kSpmm, with(kCsr, R"({"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "parallel", "var": "e", "reduction": "atomic"})")).stage2_dump,
+                  "+e_row"));
 }
 
 TEST_CASE("stage I fuse of coo levels names the loop over its entries") {
