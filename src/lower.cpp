@@ -16,6 +16,7 @@
 #include "passes/lower_to_loops.h"
 #include "passes/simplify_declares.h"
 #include "passes/schedule_loops.h"
+#include "passes/sparse_fuse.h"
 #include "passes/sparse_reorder.h"
 
 namespace spgen {
@@ -64,11 +65,17 @@ Compilation compile(const CompileInput& input) {
   c.program = build_sparse_ir(c.spec, c.config);
   infer_loop_order(c.program, c.config);
 
-  // 3. Stage I schedule: reorders of index variables, up to the first loop-level op.
+  // 3. Stage I schedule: reorders of index variables and fuses of sparse levels, up to the
+  // first loop-level op.
   std::vector<ScheduleOp> loop_ops;
   for (const ScheduleOp& op : c.config.schedule) {
     if (loop_ops.empty() && is_sparse_reorder(op, c.program)) {
+      if (!c.program.iteration.fusions.empty())
+        fail_schedule_op(c.config, op, "reorder the index variables before fusing them");
       apply_sparse_reorder(c.program, c.config, op);
+      c.schedule.push_back(op);
+    } else if (loop_ops.empty() && is_sparse_fuse(op, c.program)) {
+      apply_sparse_fuse(c.program, c.config, op);
       c.schedule.push_back(op);
     } else {
       loop_ops.push_back(op);

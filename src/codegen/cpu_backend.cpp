@@ -32,17 +32,28 @@ class CpuStmtPrinter : public CStmtPrinter {
         out += "simd";
       }
       for (const std::string& r : a.simd_reductions) out += " reduction(+:" + r + ")";
+      if (a.parallel && !a.private_scalars.empty()) {
+        out += " firstprivate(";
+        for (size_t k = 0; k < a.private_scalars.size(); ++k) out += (k ? ", " : "") + a.private_scalars[k];
+        out += ")";
+      }
       out += "\n";
     }
     if (a.unroll) out += indent + "#pragma GCC unroll " + std::to_string(a.unroll) + "\n";
     return out;
   }
 
+  std::string print_store(const Store& store, const std::string& indent) override {
+    std::string text = CStmtPrinter::print_store(store, indent);
+    return store.atomic ? indent + "#pragma omp atomic\n" + text : text;
+  }
+
   // Workspaces around a parallel loop are per thread: open the parallel region first, declare
-  // them inside it, and share the loop's iterations with `omp for`.
+  // them inside it, and share the loop's iterations with `omp for`. Statements after the loop
+  // (a private copy's combine) run in every thread.
   std::string print_allocate(const Allocate& node, int depth) override {
     const For* loop = as_for(node.body);
-    if (!loop && node.body->kind == StmtKind::Block && static_cast<const Block&>(*node.body).stmts.size() == 1)
+    if (!loop && node.body->kind == StmtKind::Block && !static_cast<const Block&>(*node.body).stmts.empty())
       loop = as_for(static_cast<const Block&>(*node.body).stmts.front());
     if (!loop || !loop->annotations.parallel) return CStmtPrinter::print_allocate(node, depth);
     std::string pad(2 * depth, ' ');

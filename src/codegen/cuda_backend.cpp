@@ -68,7 +68,7 @@ class CudaStmtPrinter : public CStmtPrinter {
   }
 
   std::string print_store(const Store& store, const std::string& indent) override {
-    if (!atomic_loops_ || store.buffer != output_) return CStmtPrinter::print_store(store, indent);
+    if (!store.atomic && (!atomic_loops_ || store.buffer != output_)) return CStmtPrinter::print_store(store, indent);
     return indent + "atomicAdd(&" + store.buffer + "[" + expr_.print(store.index) + "], " + expr_.print(store.value) + ");\n";
   }
 

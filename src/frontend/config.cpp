@@ -57,7 +57,7 @@ Format dense_format(int order) {
 }
 
 std::string ScheduleOp::name() const {
-  static const char* names[] = {"reorder", "split", "parallel", "vectorize", "unroll", "bind", "tile", "precompute"};
+  static const char* names[] = {"reorder", "split", "parallel", "vectorize", "unroll", "bind", "tile", "precompute", "fuse"};
   return names[op.index()];
 }
 
@@ -78,7 +78,8 @@ std::string describe_schedule_op(const ScheduleOp& op) {
     std::string operator()(const ParallelOp& p) const {
       static const char* kinds[] = {"static", "dynamic", "guided"};
       return "parallel(" + p.var + ", " + kinds[static_cast<int>(p.schedule)] +
-             (p.chunk ? ", " + std::to_string(p.chunk) : "") + ")";
+             (p.chunk ? ", " + std::to_string(p.chunk) : "") + (p.reduction.empty() ? "" : ", reduction " + p.reduction) +
+             (p.balance.empty() ? "" : ", balance " + p.balance + (p.parts ? " " + std::to_string(p.parts) : "")) + ")";
     }
     std::string operator()(const VectorizeOp& v) const {
       return "vectorize(" + v.var + (v.lanes ? ", " + std::to_string(v.lanes) + " lanes" : "") + ")";
@@ -87,6 +88,7 @@ std::string describe_schedule_op(const ScheduleOp& op) {
     std::string operator()(const BindOp& b) const {
       return "bind(" + b.var + ", " + b.to + (b.reduction.empty() ? "" : ", " + b.reduction) + ")";
     }
+    std::string operator()(const FuseOp& f) const { return "fuse(" + f.vars[0] + ", " + f.vars[1] + " -> " + f.into + ")"; }
   };
   return std::visit(Describe{}, op.op);
 }
@@ -483,7 +485,7 @@ class ConfigReader {
   ScheduleOp read_op(const json& op, int index) const {
     std::string path = "/schedule/" + std::to_string(index);
     expect_object(op, path);
-    if (!op.contains("op")) fail(path, "missing \"op\" (reorder, split, tile, parallel, vectorize, unroll, precompute or bind)");
+    if (!op.contains("op")) fail(path, "missing \"op\" (reorder, split, tile, fuse, parallel, vectorize, unroll, precompute or bind)");
     std::string kind = get_string(op["op"], path + "/op");
     ScheduleOp result;
     result.index = index;
@@ -522,7 +524,7 @@ class ConfigReader {
       check_keys(op, path, {"op", "var"});
       result.op = PrecomputeOp{get_var(op, path)};
     } else if (kind == "parallel") {
-      check_keys(op, path, {"op", "var", "schedule", "chunk"});
+      check_keys(op, path, {"op", "var", "schedule", "chunk", "reduction", "balance", "parts"});
       ParallelOp parallel;
       parallel.var = get_var(op, path);
       if (op.contains("schedule")) {
@@ -533,6 +535,22 @@ class ConfigReader {
         else fail(path + "/schedule", "unknown OpenMP schedule \"" + name + "\" (expected static, dynamic or guided)");
       }
       if (op.contains("chunk")) parallel.chunk = get_positive_int(op["chunk"], path + "/chunk");
+      if (op.contains("reduction")) {
+        parallel.reduction = get_string(op["reduction"], path + "/reduction");
+        if (parallel.reduction != "atomic" && parallel.reduction != "privatize")
+          fail(path + "/reduction", "unknown reduction strategy \"" + parallel.reduction + "\" (expected atomic or privatize)");
+      }
+      if (op.contains("balance")) {
+        parallel.balance = get_string(op["balance"], path + "/balance");
+        if (parallel.balance != "nonzeros")
+          fail(path + "/balance", "unknown balance \"" + parallel.balance + "\" (expected nonzeros)");
+      }
+      if (op.contains("parts")) {
+        if (parallel.balance.empty()) fail(path + "/parts", "\"parts\" needs \"balance\": \"nonzeros\"");
+        parallel.parts = get_positive_int(op["parts"], path + "/parts");
+      }
+      if (!parallel.balance.empty() && op.contains("chunk"))
+        fail(path + "/chunk", "a balanced loop's parts are its chunks: set \"parts\" instead of \"chunk\"");
       result.op = parallel;
     } else if (kind == "vectorize") {
       check_keys(op, path, {"op", "var", "lanes"});
@@ -567,8 +585,23 @@ class ConfigReader {
           fail(path + "/reduction", "unknown reduction strategy \"" + bind.reduction + "\" (expected shuffle or atomic)");
       }
       result.op = bind;
+    } else if (kind == "fuse") {
+      check_keys(op, path, {"op", "vars", "into"});
+      if (!op.contains("vars") || !op["vars"].is_array() || op["vars"].size() != 2)
+        fail(path + (op.contains("vars") ? "/vars" : ""), "fuse needs \"vars\": two loop names [outer, inner]");
+      FuseOp fuse;
+      for (size_t k = 0; k < 2; ++k) {
+        std::string at = path + "/vars/" + std::to_string(k);
+        fuse.vars.push_back(get_string(op["vars"][k], at));
+        if (!is_c_identifier(fuse.vars.back())) fail(at, "\"" + fuse.vars.back() + "\" is not a valid loop variable name");
+      }
+      if (fuse.vars[0] == fuse.vars[1]) fail(path + "/vars", "fuse needs two different loops");
+      if (!op.contains("into")) fail(path, "missing \"into\" (the fused loop's name)");
+      fuse.into = get_string(op["into"], path + "/into");
+      if (!is_c_identifier(fuse.into)) fail(path + "/into", "\"" + fuse.into + "\" is not a valid loop variable name");
+      result.op = fuse;
     } else {
-      fail(path + "/op", "unknown schedule op \"" + kind + "\" (expected reorder, split, tile, parallel, vectorize, unroll, precompute or bind)");
+      fail(path + "/op", "unknown schedule op \"" + kind + "\" (expected reorder, split, tile, fuse, parallel, vectorize, unroll, precompute or bind)");
     }
     return result;
   }

@@ -66,7 +66,18 @@ struct TileOp { std::string var; int64_t factor = 0; std::string outer, inner; }
 // indexed by `var`, and `var` moves inside that loop.
 struct PrecomputeOp { std::string var; };
 enum class OmpSchedule { Static, Dynamic, Guided };
-struct ParallelOp { std::string var; OmpSchedule schedule = OmpSchedule::Static; int64_t chunk = 0; };
+// `reduction`: how iterations that add into the same output entries combine: "atomic" (atomic
+// adds) or "privatize" (per-thread copies of the output, added up after the loop); empty: none
+// may race. `balance`: "nonzeros" cuts a loop over rows into `parts` ranges of equal nonzero
+// counts (see docs/config.md); empty: iterations are shared by count.
+struct ParallelOp {
+  std::string var;
+  OmpSchedule schedule = OmpSchedule::Static;
+  int64_t chunk = 0;
+  std::string reduction;
+  std::string balance;
+  int64_t parts = 0;  // with balance: how many ranges (0: the default)
+};
 // `lanes` (0: none): a loop that sums into scalars keeps that many partial sums per scalar,
 // added up as a tree after the loop, instead of OpenMP's simd reduction.
 struct VectorizeOp { std::string var; int64_t lanes = 0; };
@@ -74,9 +85,13 @@ struct UnrollOp { std::string var; int64_t factor = 0; };
 // cuda: spread a loop's iterations over a GPU index. `to`: blockIdx.x, blockIdx.y, threadIdx.x,
 // threadIdx.y or warp (the 32 lanes of a warp); `reduction`: "shuffle", "atomic" or empty.
 struct BindOp { std::string var, to, reduction; };
+// Two nested loops become one loop named `into`: over the stored entries of a sparse level and
+// its parent (stage I, when `vars` are index variables that one operand stores that way), or
+// over the product of two dense loops (stage II).
+struct FuseOp { std::vector<std::string> vars; std::string into; };
 
 struct ScheduleOp {
-  std::variant<ReorderOp, SplitOp, ParallelOp, VectorizeOp, UnrollOp, BindOp, TileOp, PrecomputeOp> op;
+  std::variant<ReorderOp, SplitOp, ParallelOp, VectorizeOp, UnrollOp, BindOp, TileOp, PrecomputeOp, FuseOp> op;
   int index = 0;     // position in the list
   std::string path;  // "/schedule/<index>"
   std::string name() const;  // "reorder", "split", ...

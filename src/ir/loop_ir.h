@@ -88,7 +88,10 @@ struct LoopAnnotations {
   int64_t unroll = 0;  // 0: no unroll request
   // Why the loop must stay sequential and scalar (it advances co-iteration cursors), or empty.
   std::string sequential_reason;
-  std::vector<std::string> simd_reductions;  // scalars a vectorized loop sums into
+  std::vector<std::string> simd_reductions;  // scalars a vectorized (or reduced parallel) loop sums into
+  // Scalars declared before a parallel loop that its body sets (a cursor): each thread keeps its
+  // own copy, starting from the value before the loop (OpenMP's firstprivate).
+  std::vector<std::string> private_scalars;
   // cuda (`bind`): the GPU index the iterations are spread over: blockIdx.x, blockIdx.y,
   // threadIdx.x, threadIdx.y, warp (the 32 lanes of a warp) or grid (every thread of the grid:
   // the output's zero fill); empty: every thread runs the loop in full. A bound loop starts at
@@ -149,13 +152,16 @@ struct Assign : StmtNode {
   Assign(std::string n, Expr v, bool acc) : StmtNode(StmtKind::Assign), name(std::move(n)), value(std::move(v)), accumulate(acc) {}
 };
 
-// buffer[index] = value, or += when `accumulate`.
+// buffer[index] = value, or += when `accumulate`. An `atomic` store is an addition that other
+// threads may make to the same entry at the same time (a parallel loop's reduction).
 struct Store : StmtNode {
   std::string buffer;
   Expr index, value;
   bool accumulate;
-  Store(std::string b, Expr i, Expr v, bool acc)
-      : StmtNode(StmtKind::Store), buffer(std::move(b)), index(std::move(i)), value(std::move(v)), accumulate(acc) {}
+  bool atomic;
+  Store(std::string b, Expr i, Expr v, bool acc, bool at = false)
+      : StmtNode(StmtKind::Store), buffer(std::move(b)), index(std::move(i)), value(std::move(v)), accumulate(acc),
+        atomic(at) {}
 };
 
 // Scratch arrays (workspaces) that live while `body` runs. When the body's outermost loop runs

@@ -147,7 +147,8 @@ class Stage2Dumper {
       }
       case StmtKind::Store: {
         const auto& node = static_cast<const Store&>(*s);
-        out += pad + node.buffer + "[" + printer.print(node.index) + "]" + (node.accumulate ? " += " : " = ") +
+        out += pad + (node.atomic ? "atomic " : "") + node.buffer + "[" + printer.print(node.index) + "]" +
+               (node.accumulate ? " += " : " = ") +
                printer.print(node.value) + "\n";
         return;
       }
@@ -182,6 +183,9 @@ class Stage2Dumper {
       text += " parallel(" + std::string(kinds[static_cast<int>(a.schedule)]);
       if (a.chunk) text += ", " + std::to_string(a.chunk);
       text += ")";
+      if (!a.vectorized)
+        for (const std::string& r : a.simd_reductions) text += " +" + r;
+      for (const std::string& r : a.private_scalars) text += " private " + r;
     }
     if (a.vectorized) {
       text += " vectorized";

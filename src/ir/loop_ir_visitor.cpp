@@ -136,7 +136,7 @@ Stmt IRMutator::mutate_allocate(const Allocate& node, const Stmt& self) {
 Stmt IRMutator::mutate_store(const Store& node, const Stmt& self) {
   Expr index = mutate(node.index), value = mutate(node.value);
   if (index == node.index && value == node.value) return self;
-  return std::make_shared<Store>(node.buffer, index, value, node.accumulate);
+  return std::make_shared<Store>(node.buffer, index, value, node.accumulate, node.atomic);
 }
 
 namespace {

@@ -114,6 +114,8 @@ std::string dump_stage1(const Program& program) {
   for (const Iterator& it : program.iteration.iterators)
     iterators.push_back(it.var + (it.is_reduction ? ": reduction" : ": spatial"));
   out += "sparse_iteration " + program.iteration.name + " over [" + join(iterators, ", ") + "]:\n";
+  for (const Fusion& f : program.iteration.fusions)
+    out += "  fuse " + f.outer + ", " + f.inner + " -> " + f.into + ": one loop over the stored entries of " + f.tensor + "\n";
   out += "  " + program.spec_text + "\n";
   return out;
 }

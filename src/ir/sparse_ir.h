@@ -65,9 +65,18 @@ struct Iterator {
   bool is_reduction = false;  // summed: absent from the output
 };
 
+// Stage I `fuse`: the loops of `outer` and `inner` (adjacent, in that order) become one loop
+// named `into` over the stored entries of `tensor`'s levels that store them.
+struct Fusion {
+  std::string outer, inner, into;
+  std::string tensor;
+  std::string op_path;  // the fuse op's JSON pointer, for errors found while lowering
+};
+
 struct SparseIteration {
   std::string name;
   std::vector<Iterator> iterators;  // loop order, outermost first
+  std::vector<Fusion> fusions;
   ast::Access output;
   bool accumulate = false;
   ast::ExprPtr body;

@@ -112,7 +112,7 @@ std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Pro
   const For* outer = spine.front();
   bool outer_parallel_ok = !is_reduction(program, outer->label) && outer->annotations.sequential_reason.empty();
   if (outer_parallel_ok)
-    ops.push_back(make_op(ParallelOp{outer->label, OmpSchedule::Dynamic, 16}, static_cast<int>(ops.size())));
+    ops.push_back(make_op(ParallelOp{outer->label, OmpSchedule::Dynamic, 16, {}, {}, 0}, static_cast<int>(ops.size())));
   // Vectorize an innermost dense loop (contiguous accesses) unless it sums into one output entry.
   const For* inner = spine.back();
   bool dense_loop = inner->var == inner->label;

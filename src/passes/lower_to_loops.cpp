@@ -52,6 +52,7 @@ class Lowering {
     reserve_names();
     func.params = make_params();
     plan_loops();
+    check_fusions();
     plan_positions();
     plan_output();
     std::vector<Stmt> body;
@@ -320,6 +321,86 @@ class Lowering {
     }
   }
 
+  // ---- stage I fuse ----
+  const sparse::Fusion* fusion_at(int depth) const {
+    for (const sparse::Fusion& f : program_.iteration.fusions)
+      if (program_.depth_of(f.outer) == depth) return &f;
+    return nullptr;
+  }
+
+  // The fused tensor's two levels (its root and the level below).
+  std::pair<const sparse::Axis*, const sparse::Axis*> fused_axes(const sparse::Fusion& f) const {
+    const sparse::SparseBuffer& buffer = program_.buffer(f.tensor);
+    return {&program_.axes[buffer.axes[0]], &program_.axes[buffer.axes[1]]};
+  }
+
+  // A dense root over a compressed level (csr), rather than COO's levels.
+  bool fuses_rows(const sparse::Fusion& f) const { return fused_axes(f).first->kind == sparse::AxisKind::DenseFixed; }
+
+  // The fused loops must visit the entries of the fused tensor alone: no other operand may be
+  // co-iterated with it on either variable.
+  void check_fusions() const {
+    for (const sparse::Fusion& f : program_.iteration.fusions) {
+      int depth = program_.depth_of(f.outer);
+      auto [upper, lower] = fused_axes(f);
+      for (int d : {depth, depth + 1}) {
+        const LoopPlan& plan = plans_[d];
+        const sparse::Axis* mine = d == depth ? upper : lower;
+        bool alone = mine->kind == sparse::AxisKind::DenseFixed
+                         ? plan.kind == LoopKind::Dense
+                         : plan.kind == LoopKind::Driven && plan.axes.front() == axis_id(*mine);
+        if (!alone)
+          throw CompileError(format_config_error(
+              config_.file, f.op_path,
+              "fuse: index " + program_.iteration.iterators[d].var + " is co-iterated with other operands (" +
+                  (plan.dense_universe ? "a term without " + f.tensor + " visits every coordinate" : "a merge") +
+                  "), but a fused loop visits only the stored entries of " + f.tensor));
+      }
+    }
+  }
+
+  int axis_id(const sparse::Axis& axis) const { return static_cast<int>(&axis - program_.axes.data()); }
+
+  // for e over the positions of the compressed level. Each entry's row comes from a cursor: the
+  // row of the previous entry, kept while the entry lies in it, else found by binary search in
+  // pos (the last row starting at or before the entry). So a row costs one search, not each
+  // entry, and a cursor that is stale (a thread's next chunk, an empty row) is only slower. A
+  // parallel loop gives each thread its own cursor (see `private_scalars`).
+  Stmt fused_rows_loop(int depth, const sparse::Fusion& f) {
+    auto [upper, lower] = fused_axes(f);
+    const std::string& position = positions_.at(f.tensor)[1].name;
+    auto pos_at = [&](Expr at) { return cast(ScalarType::Int64, load(lower->pos, std::move(at), index_type_)); };
+    Expr rows = var(upper->length);
+    std::string row = fresh_name(f.into + "_row"), low = fresh_name(f.into + "_row_low"),
+                high = fresh_name(f.into + "_row_high"), middle = fresh_name(f.into + "_row_mid");
+    Expr p = var(position);
+    Expr outside_row = logical_or(binary(BinOp::Lt, p, pos_at(var(row))),
+                                  binary(BinOp::Le, pos_at(add(var(row), int64(1))), p));
+    Stmt search = block({
+        std::make_shared<Declare>(low, ScalarType::Int64, int64(0), true),
+        std::make_shared<Declare>(high, ScalarType::Int64, rows, true),
+        std::make_shared<While>(
+            "search " + row, binary(BinOp::Lt, var(low), var(high)),
+            block({std::make_shared<Declare>(middle, ScalarType::Int64, binary(BinOp::Div, add(var(low), var(high)), int64(2)), false),
+                   std::make_shared<If>(binary(BinOp::Le, pos_at(var(middle)), p),
+                                        std::make_shared<Assign>(low, add(var(middle), int64(1)), false),
+                                        std::make_shared<Assign>(high, var(middle), false))})),
+        std::make_shared<Assign>(row, sub(var(low), int64(1)), false)});
+    std::vector<Stmt> body = {
+        std::make_shared<Comment>("the row of entry " + position + ": the cursor's, or the last row starting at or before it"),
+        std::make_shared<If>(outside_row, search, nullptr),
+        std::make_shared<Declare>(f.outer, ScalarType::Int64, var(row), false)};
+    append(body, position_declares(depth));
+    body.push_back(std::make_shared<Declare>(f.inner, ScalarType::Int64,
+                                             cast(ScalarType::Int64, load(lower->crd, var(position), index_type_)), false));
+    append(body, position_declares(depth + 1));
+    body.push_back(loop_nest(depth + 2));
+    return block({std::make_shared<Comment>("fuse " + f.outer + ", " + f.inner + ": one loop over the entries of " + f.tensor),
+                  std::make_shared<Declare>(row, ScalarType::Int64, int64(0), true),
+                  std::make_shared<For>(f.into, position, pos_at(int64(0)), pos_at(rows), block(std::move(body)),
+                                        loop_annotations(depth + 1))});
+  }
+
   // The loop at `depth` visits every coordinate of its variable (so no output entry is skipped).
   bool visits_every_coordinate(int depth) const {
     return plans_[depth].kind == LoopKind::Dense || (plans_[depth].kind == LoopKind::Merge && plans_[depth].dense_universe);
@@ -389,6 +470,15 @@ class Lowering {
     for (const std::string& var : output.indices) output_depth_ = std::max(output_depth_, program_.depth_of(var));
     bool reduction_outside = false;
     for (int d = 0; d < output_depth_; ++d) reduction_outside |= program_.iteration.iterators[d].is_reduction;
+    // A fused row loop holds both variables: the output's entries are complete only after it.
+    bool fused_output_index = false;
+    for (const sparse::Fusion& f : program_.iteration.fusions) {
+      int d = program_.depth_of(f.outer);
+      if (!fuses_rows(f) || output_depth_ < d) continue;
+      if (output_depth_ == d) output_depth_ = d + 1;
+      reduction_outside |= program_.iteration.iterators[d].is_reduction || program_.iteration.iterators[d + 1].is_reduction;
+      for (const std::string& var : output.indices) fused_output_index |= var == f.outer || var == f.inner;
+    }
     scalar_accumulator_ = output_depth_ < loops - 1;
     bool accumulate = program_.iteration.accumulate;
     // A non-unique level visits an output coordinate once per entry: those visits must add up.
@@ -408,6 +498,7 @@ class Lowering {
         if (const sparse::BlockedVar* blocked = program_.blocked(var))
           some_entry_unvisited |= !visits_every_coordinate(program_.depth_of(blocked->outer));
       }
+    some_entry_unvisited |= fused_output_index && output.shares_structure_with.empty();  // rows without entries
     // ELL padding positions of a shared structure are never visited but must hold zeros.
     for (int id : program_.structure_of(output).axes) some_entry_unvisited |= program_.axes[id].kind == sparse::AxisKind::SparseFixed;
     needs_zero_fill_ = !assembled_ && !accumulate && (reduction_outside || some_entry_unvisited);
@@ -667,6 +758,7 @@ class Lowering {
   }
 
   Stmt loop(int depth) {
+    if (const sparse::Fusion* f = fusion_at(depth); f && fuses_rows(*f)) return fused_rows_loop(depth, *f);
     switch (plans_[depth].kind) {
       case LoopKind::Dense: return dense_loop(depth);
       case LoopKind::Driven: return driven_loop(depth);
@@ -739,10 +831,18 @@ class Lowering {
       inner = std::make_shared<If>(binary(BinOp::Le, int64(0), var(index_var)), inner, nullptr);
     body.push_back(inner);
     LoopAnnotations annotations = loop_annotations(depth);
-    if (!axis.unique && !program_.iteration.iterators[depth].is_reduction)
+    // COO's top level fused with the singleton below: already one loop over the entries, now
+    // named by the fuse; its iterations are distinct entries (parallel asks for a reduction
+    // where several entries meet in one output entry).
+    const sparse::Fusion* fused = fusion_at(depth);
+    if (fused) {
+      body.insert(body.begin(), std::make_shared<Comment>("fuse " + fused->outer + ", " + fused->inner +
+                                                          ": one loop over the entries of " + fused->tensor));
+    } else if (!axis.unique && !program_.iteration.iterators[depth].is_reduction) {
       annotations.sequential_reason = "its coordinates repeat (a non-unique level of " + axis.tensor +
                                       "), so iterations may write the same entry of " + program_.output().tensor;
-    return std::make_shared<For>(index_var, position, begin, end, block(std::move(body)), annotations);
+    }
+    return std::make_shared<For>(fused ? fused->into : index_var, position, begin, end, block(std::move(body)), annotations);
   }
 
   // Co-iteration. With a dense term, a dense loop visits every coordinate and each compressed

@@ -70,6 +70,8 @@ class Scheduler {
   Scheduler(LoweredFunc& func, const sparse::Program& program, const Config& config)
       : func_(func), program_(program), config_(config) {
     for (const sparse::Iterator& it : program.iteration.iterators) origin_[it.var] = it.var;
+    // A fused loop races when either of its variables is summed: it stands for that one.
+    for (const sparse::Fusion& f : program.iteration.fusions) origin_[f.into] = is_reduction(f.outer) ? f.outer : f.inner;
     for (const LoopInfo& info : loops())
       if (info.loop->var != info.loop->label) positional_.insert(info.loop->label);
   }
@@ -81,6 +83,7 @@ class Scheduler {
       using T = std::decay_t<decltype(concrete)>;
       if constexpr (std::is_same_v<T, ReorderOp>) named = concrete.order;
       else if constexpr (std::is_same_v<T, SplitOp>) named = {concrete.var};
+      else if constexpr (std::is_same_v<T, FuseOp>) named = concrete.vars;
       else named = {concrete.var};
     }, op.op);
     std::vector<LoopInfo> all = loops();
@@ -506,6 +509,60 @@ class Scheduler {
     return out;
   }
 
+  // ---- fuse (stage II: dense loops) ----
+  // for a, for b  →  for ab in [0, extent_a * extent_b) with a = ab / extent_b, b = ab % extent_b,
+  // so a parallel loop gets more iterations. Fusing sparse levels happens in stage I.
+  void apply_op(const FuseOp& fuse) {
+    if (config_.target == Target::Cuda) fail("fusing loops is supported on the cpu target only for now");
+    LoopInfo outer_info = find(fuse.vars[0]);
+    LoopInfo inner_info = find(fuse.vars[1]);
+    check_new_name(fuse.into);
+    const For& outer = *outer_info.loop;
+    const For& inner = *inner_info.loop;
+    for (const For* loop : {&outer, &inner})
+      if (positional_.count(loop->label))
+        fail("loop " + loop->label + " iterates the positions of a sparse level; fuse sparse levels by their index "
+             "variables, before any other op (stage I)");
+    for (const For* loop : {&outer, &inner}) {
+      if (!loop->annotations.sequential_reason.empty())
+        fail("cannot fuse " + loop->label + ": " + loop->annotations.sequential_reason);
+      const LoopAnnotations& a = loop->annotations;
+      if (a.parallel || a.vectorized || a.unroll || !a.bind.empty())
+        fail("fuse " + outer.label + " and " + inner.label + " before making them parallel, vectorized, unrolled or bound");
+      if (!is_const_int(loop->begin, 0)) fail("loop " + loop->label + " does not start at 0, which fuse needs");
+    }
+    std::vector<Stmt> stmts = outer.body->kind == StmtKind::Block ? static_cast<const Block&>(*outer.body).stmts
+                                                                   : std::vector<Stmt>{outer.body};
+    std::vector<Stmt> declares;
+    bool found = false;
+    for (const Stmt& s : stmts) {
+      if (s->kind == StmtKind::Comment) continue;
+      if (!found && s->kind == StmtKind::Declare) declares.push_back(s);
+      else if (!found && s.get() == &inner) found = true;
+      else if (!found && as_for(s))
+        fail("loop " + inner.label + " is not directly inside loop " + outer.label +
+             " (fuse a loop with the loop just inside it)");
+      else
+        fail("the loops " + outer.label + ", " + inner.label + " are not perfectly nested: " + outer.label +
+             " holds statements besides the loop inside it");
+    }
+    if (!found) fail("loop " + inner.label + " is not directly inside loop " + outer.label + " (fuse a loop with the loop just inside it)");
+    std::set<std::string> inside = names_bound_in(outer.body);
+    inside.insert(outer.var);
+    for (const std::string& name : vars_read(inner.end))
+      if (inside.count(name))
+        fail("the extent of loop " + inner.label + " depends on loop " + outer.label + ", so they cannot be fused");
+    std::vector<Stmt> body = {
+        std::make_shared<Declare>(outer.var, ScalarType::Int64, binary(BinOp::Div, var(fuse.into), inner.end), false),
+        std::make_shared<Declare>(inner.var, ScalarType::Int64, binary(BinOp::Mod, var(fuse.into), inner.end), false)};
+    body.insert(body.end(), declares.begin(), declares.end());
+    body.push_back(inner.body);
+    Stmt fused = std::make_shared<For>(fuse.into, fuse.into, int64(0), mul(outer.end, inner.end), block(std::move(body)));
+    func_.body = RewriteLoop(outer.label, [&](const For&) { return fused; }).mutate(func_.body);
+    // The fused loop races when either loop sums (parallel asks for a reduction then).
+    origin_[fuse.into] = origin_.at(is_reduction(inner.label) ? inner.label : outer.label);
+  }
+
   // ---- parallel ----
   bool has_workspace() const {
     struct Finder : IRVisitor {
@@ -531,10 +588,20 @@ class Scheduler {
     if (has_workspace() && !info.enclosing.empty())
       fail("cannot parallelize " + parallel.var + ": the kernel keeps a row workspace, which each thread owns for "
            "the outermost loop only; parallelize " + loops().front().loop->label + " instead");
-    if (is_reduction(parallel.var))
+    const std::string& output = program_.output().tensor;
+    bool reduction = is_reduction(parallel.var);
+    if (reduction && parallel.reduction.empty())
       fail("cannot parallelize " + parallel.var + ": it iterates the reduction index " + origin_.at(parallel.var) +
-           ", so threads would race on the same entries of " + program_.output().tensor +
-           " (reorder so a spatial loop is outermost, or parallelize a spatial loop)");
+           ", so threads would race on the same entries of " + output +
+           " (add \"reduction\": \"atomic\" or \"privatize\", reorder so a spatial loop is outermost, or "
+           "parallelize a spatial loop)");
+    if (!reduction && !parallel.reduction.empty())
+      fail("loop " + parallel.var + " iterates the spatial index " + origin_.at(parallel.var) +
+           ": its iterations write different entries of " + output + ", so there is nothing to combine (drop \"reduction\")");
+    bool stores_output = stores_into(info.loop->body, program_.output().values);
+    if (!parallel.reduction.empty() && stores_output && !program_.output().format.all_dense())
+      fail("a reduction combines additions into a dense output, but " + output + " is sparse (" +
+           program_.output().format.name + "); make " + output + " dense, or parallelize a spatial loop");
     for (const For* e : info.enclosing)
       if (e->annotations.parallel) fail("loop " + parallel.var + " is inside parallel loop " + e->label + "; nested parallel loops are not supported");
     FindLoops inner;
@@ -542,12 +609,187 @@ class Scheduler {
     for (const LoopInfo& i : inner.found)
       if (i.loop->annotations.parallel) fail("loop " + parallel.var + " contains parallel loop " + i.loop->label + "; nested parallel loops are not supported");
     if (info.loop->annotations.unroll) refuse_unroll_beside_openmp(parallel.var, "parallel");
-    set_annotations(parallel.var, [&](LoopAnnotations& a) {
-      a.parallel = true;
-      a.schedule = static_cast<ParallelSchedule>(static_cast<int>(parallel.schedule));
-      a.chunk = parallel.chunk;
-    });
+
+    const For& loop = *info.loop;
+    LoopAnnotations annotations = loop.annotations;
+    annotations.parallel = true;
+    annotations.schedule = static_cast<ParallelSchedule>(static_cast<int>(parallel.schedule));
+    annotations.chunk = parallel.chunk;
+    Stmt body = loop.body;
+    std::string private_copy;
+    std::vector<std::string> state = scalars_set_outside(loop.body);
+    annotations.private_scalars = state;
+    if (!parallel.reduction.empty()) {
+      refuse_overwrites(loop);
+      // Sums kept in scalars declared outside the loop: OpenMP's reduction clause gives each
+      // thread its own and adds them up once, which is what either strategy asks for.
+      std::vector<std::string> scalars = scalars_assigned_outside(loop.body);
+      for (const std::string& scalar : scalars) {
+        bool is_state = std::find(state.begin(), state.end(), scalar) != state.end();
+        bool listed = std::find(annotations.simd_reductions.begin(), annotations.simd_reductions.end(), scalar) !=
+                      annotations.simd_reductions.end();
+        if (!is_state && !listed) annotations.simd_reductions.push_back(scalar);
+      }
+      if (parallel.reduction == "atomic") {
+        body = RedirectOutputStores(program_.output().values, "", true).mutate(body);
+      } else if (stores_output) {
+        private_copy = fresh(output + "_private");
+        body = RedirectOutputStores(program_.output().values, private_copy, false).mutate(body);
+      }
+    }
+    Stmt replacement;
+    if (parallel.balance.empty()) {
+      replacement = std::make_shared<For>(loop.label, loop.var, loop.begin, loop.end, body, annotations);
+    } else {
+      replacement = balance_by_nonzeros(loop, body, annotations, parallel.parts ? parallel.parts : kDefaultParts);
+    }
+    if (!private_copy.empty()) replacement = privatized(replacement, private_copy);
+    func_.body = RewriteLoop(parallel.var, [&](const For&) { return replacement; }).mutate(func_.body);
     any_parallel_ = true;
+  }
+
+  // Scalars declared outside the loop that its body sets with `=` (not sums): per-loop state
+  // such as a fused loop's row cursor, which each thread must own.
+  static std::vector<std::string> scalars_set_outside(const Stmt& body) {
+    struct Finder : IRVisitor {
+      std::vector<std::string> set;
+      std::set<std::string> declared;
+      void visit_assign(const Assign& node) override {
+        if (!node.accumulate && std::find(set.begin(), set.end(), node.name) == set.end()) set.push_back(node.name);
+        IRVisitor::visit_assign(node);
+      }
+      void visit_declare(const Declare& node) override {
+        declared.insert(node.name);
+        IRVisitor::visit_declare(node);
+      }
+    } finder;
+    finder.visit(body);
+    std::vector<std::string> outside;
+    for (const std::string& name : finder.set)
+      if (!finder.declared.count(name)) outside.push_back(name);
+    return outside;
+  }
+
+  // Atomics and private copies only add: a loop that overwrites output entries cannot combine.
+  void refuse_overwrites(const For& loop) const {
+    struct Finder : IRVisitor {
+      const std::string* buffer;
+      bool overwrites = false;
+      void visit_store(const Store& node) override { overwrites |= node.buffer == *buffer && !node.accumulate; }
+    } finder;
+    finder.buffer = &program_.output().values;
+    finder.visit(loop.body);
+    if (finder.overwrites)
+      fail("loop " + loop.label + " overwrites entries of " + program_.output().tensor +
+           " rather than adding into them, so no reduction can combine its iterations");
+  }
+
+  // The output's stores inside a reduced loop: atomic adds, or adds into a per-thread copy.
+  class RedirectOutputStores : public IRMutator {
+   public:
+    RedirectOutputStores(std::string output, std::string target, bool atomic)
+        : output_(std::move(output)), target_(std::move(target)), atomic_(atomic) {}
+
+   protected:
+    Stmt mutate_store(const Store& node, const Stmt& self) override {
+      if (node.buffer != output_) return IRMutator::mutate_store(node, self);
+      return std::make_shared<Store>(target_.empty() ? node.buffer : target_, node.index, node.value, true, atomic_);
+    }
+
+   private:
+    std::string output_, target_;
+    bool atomic_;
+  };
+
+  // Each thread adds into its own zeroed copy of the (dense) output; when its share of the
+  // loop is done, it adds the copy into the output with atomic adds, all threads at once.
+  Stmt privatized(const Stmt& loop, const std::string& copy) {
+    const sparse::SparseBuffer& output = program_.output();
+    Expr size = int64(1);
+    for (const std::string& index : output.indices) size = is_const_int(size, 1) ? var("dim_" + index) : mul(size, var("dim_" + index));
+    ScalarType value_type = config_.value_type == ValueType::Float32 ? ScalarType::Float32 : ScalarType::Float64;
+    std::string p = fresh("p");
+    Stmt combine = std::make_shared<For>("combine " + output.tensor, p, int64(0), size,
+                                         std::make_shared<Store>(output.values, var(p), load(copy, var(p), value_type),
+                                                                 true, true));
+    Workspace workspace{copy, value_type, size, std::make_shared<FloatImm>(0.0, "0", value_type)};
+    return std::make_shared<Allocate>(std::vector<Workspace>{workspace},
+                                      block({loop, std::make_shared<Comment>("add this thread's copy into " + output.tensor),
+                                             combine}));
+  }
+
+  // ---- balance by nonzeros ----
+  static constexpr int64_t kDefaultParts = 256;
+
+  // A loop over the rows of a compressed level (its body reads pos[row]) becomes a loop over
+  // `parts` ranges of rows holding equal numbers of nonzeros, found by binary search in pos, as
+  // merge-based SpMV does. A static schedule then gives each thread a contiguous run of parts,
+  // so equal shares of nonzeros, without knowing the thread count. Rows are not cut: a row
+  // longer than a part lands in one part whole (exact, if less balanced).
+  Stmt balance_by_nonzeros(const For& loop, const Stmt& body, LoopAnnotations annotations, int64_t parts) {
+    if (loop.var != loop.label || !is_const_int(loop.begin, 0))
+      fail("balance nonzeros needs a loop over rows: " + loop.label +
+           " is a loop over positions or a split loop; balance the dense loop whose rows a compressed level stores");
+    std::string pos = row_positions(loop);
+    if (pos.empty())
+      fail("balance nonzeros needs a loop over the rows of a compressed level, but no compressed level stores its "
+           "entries under the rows of " + loop.label + " (for csr A(i,j), balance i)");
+    ScalarType index_type = config_.index_type == IndexType::Int32 ? ScalarType::Int32 : ScalarType::Int64;
+    auto pos_at = [&](Expr row) { return cast(ScalarType::Int64, load(pos, std::move(row), index_type)); };
+    const std::string& row = loop.var;
+    std::string part = fresh(row + "_part");
+    Expr rows = loop.end;
+    Expr first = pos_at(int64(0));
+    Expr total = sub(pos_at(rows), first);
+    std::vector<Stmt> stmts;
+    // The first row whose entries start at or after nonzero `target`, in [0, rows].
+    auto search = [&](const std::string& result, Expr target) {
+      std::string high = fresh(result + "_high"), middle = fresh(result + "_mid");
+      stmts.push_back(std::make_shared<Declare>(result, ScalarType::Int64, int64(0), true));
+      stmts.push_back(std::make_shared<Declare>(high, ScalarType::Int64, rows, true));
+      Stmt step = block({std::make_shared<Declare>(middle, ScalarType::Int64,
+                                                   binary(BinOp::Div, add(var(result), var(high)), int64(2)), false),
+                         std::make_shared<If>(binary(BinOp::Lt, pos_at(var(middle)), target),
+                                              std::make_shared<Assign>(result, add(var(middle), int64(1)), false),
+                                              std::make_shared<Assign>(high, var(middle), false))});
+      stmts.push_back(std::make_shared<While>("search " + result, binary(BinOp::Lt, var(result), var(high)), step));
+    };
+    auto target = [&](Expr k) { return add(first, binary(BinOp::Div, mul(total, k), int64(parts))); };
+    std::string begin = fresh(row + "_begin"), end = fresh(row + "_end");
+    stmts.push_back(std::make_shared<Comment>("iterations [" + begin + ", " + end + ") hold share " + part + " of " +
+                                              std::to_string(parts) + " equal shares of the nonzeros in " + pos));
+    search(begin, target(var(part)));
+    Expr next = add(var(part), int64(1));
+    search(end, target(next));
+    // The last part also takes the empty rows after the last nonzero.
+    stmts.push_back(std::make_shared<If>(binary(BinOp::Eq, next, int64(parts)),
+                                         std::make_shared<Assign>(end, rows, false), nullptr));
+    LoopAnnotations serial = loop.annotations;
+    stmts.push_back(std::make_shared<For>(loop.label, loop.var, var(begin), var(end), body, serial));
+    origin_[part] = origin_.at(loop.label);
+    return std::make_shared<For>(part, part, int64(0), int64(parts), block(std::move(stmts)), annotations);
+  }
+
+  // The pos array of a compressed level whose parent position is the loop's variable itself.
+  std::string row_positions(const For& loop) const {
+    std::set<std::string> pos_arrays;
+    for (const Param& p : func_.params)
+      if (p.kind == ParamKind::Pos && p.is_const) pos_arrays.insert(p.name);
+    struct Finder : IRVisitor {
+      const std::set<std::string>* pos;
+      const std::string* row;
+      std::string found;
+      void visit_load(const Load& node) override {
+        if (found.empty() && pos->count(node.buffer) && node.index->kind == ExprKind::Var &&
+            static_cast<const Var&>(*node.index).name == *row)
+          found = node.buffer;
+        IRVisitor::visit_load(node);
+      }
+    } finder;
+    finder.pos = &pos_arrays;
+    finder.row = &loop.var;
+    finder.visit(loop.body);
+    return finder.found;
   }
 
   // ---- vectorize ----

@@ -543,15 +543,15 @@ TEST_CASE("config error: schedule not a list") {
 }
 
 TEST_CASE("config error: op missing, not a string, unknown") {
-  const char* ops = "reorder, split, tile, parallel, vectorize, unroll, precompute or bind";
+  const char* ops = "reorder, split, tile, fuse, parallel, vectorize, unroll, precompute or bind";
   CHECK(op_error(R"({"var": "i"})") == config_error("/schedule/0", "missing \"op\" (" + std::string(ops) + ")"));
   CHECK(error_of(R"({"schedule": [{"op": "vectorize", "var": "k"}, {}]})") ==
         config_error("/schedule/1", "missing \"op\" (" + std::string(ops) + ")"));
   CHECK(op_error(R"({"op": 3})") == config_error("/schedule/0/op", "expected a string, found number"));
   CHECK(op_error(R"({"op": "tiles", "var": "i"})") ==
         config_error("/schedule/0/op", "unknown schedule op \"tiles\" (expected " + std::string(ops) + ")"));
-  CHECK(error_of(R"({"schedule": [{"op": "vectorize", "var": "k"}, {"op": "fuse"}]})") ==
-        config_error("/schedule/1/op", "unknown schedule op \"fuse\" (expected " + std::string(ops) + ")"));
+  CHECK(error_of(R"({"schedule": [{"op": "vectorize", "var": "k"}, {"op": "interchange"}]})") ==
+        config_error("/schedule/1/op", "unknown schedule op \"interchange\" (expected " + std::string(ops) + ")"));
 }
 
 TEST_CASE("config: tile and precompute") {
@@ -660,7 +660,7 @@ TEST_CASE("config error: unknown keys inside an op") {
   CHECK(op_error(R"({"op": "split", "var": "i", "by": 4})") ==
         config_error("/schedule/0/by", "unknown key \"by\" (expected one of: op, var, factor, into)"));
   CHECK(op_error(R"({"op": "parallel", "var": "i", "threads": 8})") ==
-        config_error("/schedule/0/threads", "unknown key \"threads\" (expected one of: op, var, schedule, chunk)"));
+        config_error("/schedule/0/threads", "unknown key \"threads\" (expected one of: op, var, schedule, chunk, reduction, balance, parts)"));
   CHECK(op_error(R"({"op": "vectorize", "var": "k", "factor": 8})") ==
         config_error("/schedule/0/factor", "unknown key \"factor\" (expected one of: op, var, lanes)"));
   CHECK(op_error(R"({"op": "unroll", "var": "j", "factor": 2, "into": ["a", "b"]})") ==

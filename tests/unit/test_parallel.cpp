@@ -1,0 +1,198 @@
+// Parallel loops that combine sums (reductions), balance rows by nonzeros, and fuse: the
+// stage II dumps they produce and every error they give.
+#include <doctest/doctest.h>
+
+#include "compile_helpers.h"
+#include "lower.h"
+
+using namespace spgen_test;
+
+namespace {
+
+const char* const kCsc = R"("tensors": {"A": {"format": "csc"}})";
+const char* const kCsr = R"("tensors": {"A": {"format": "csr"}})";
+
+std::string with(const char* tensors, const std::string& schedule) {
+  return std::string("{") + tensors + R"(, "schedule": [)" + schedule + "]}";
+}
+
+}  // namespace
+
+TEST_CASE("parallel reduction atomic: the racing stores become atomic adds") {
+  std::string s2 = compile(kSpmv, with(kCsc, R"({"op": "parallel", "var": "j", "reduction": "atomic"})")).stage2_dump;
+  CHECK(contains(s2, "for j in [0, dim_j) parallel(static):"));
+  CHECK(contains(s2, "atomic y_vals[i] += A_vals[pA1] * x_vals[j]"));
+  std::string source = compile(kSpmv, with(kCsc, R"({"op": "parallel", "var": "j", "reduction": "atomic"})")).files[1].text;
+  CHECK(contains(source, "      #pragma omp atomic\n      y_vals[i] += A_vals[pA1] * x_vals[j];"));
+  // A sum kept in a scalar gets OpenMP's reduction clause instead.
+  std::string inner = compile(kSpmv, with(kCsr, R"({"op": "parallel", "var": "j", "reduction": "atomic"})")).stage2_dump;
+  CHECK(contains(inner, "parallel(static) +acc:"));
+  CHECK(contains(compile(kSpmv, with(kCsr, R"({"op": "parallel", "var": "j", "reduction": "privatize"})")).files[1].text,
+                 "#pragma omp parallel for schedule(static) reduction(+:acc)"));
+}
+
+TEST_CASE("parallel reduction privatize: per-thread copies, added into the output after the loop") {
+  spgen::Compilation c = compile(kSpmv, with(kCsc, R"({"op": "parallel", "var": "j", "reduction": "privatize"})"));
+  CHECK(contains(c.stage2_dump, "allocate y_private: float32[dim_i] = 0:\n"
+                                "    for j in [0, dim_j) parallel(static):"));
+  CHECK(contains(c.stage2_dump, "y_private[i] += A_vals[pA1] * x_vals[j]"));
+  CHECK(contains(c.stage2_dump, "    for combine y at p_2 in [0, dim_i):\n      atomic y_vals[p_2] += y_private[p_2]"));
+  CHECK(contains(c.files[1].text, "  #pragma omp parallel\n  {\n    std::vector<float> y_private(dim_i, 0.0f);\n"
+                                  "    #pragma omp for schedule(static)\n"));
+}
+
+TEST_CASE("parallel reduction errors") {
+  std::string races = error_of(kSpmv, with(kCsc, R"({"op": "parallel", "var": "j"})"));
+  CHECK(contains(races, "/schedule/0: error: parallel: cannot parallelize j: it iterates the reduction index j, so "
+                        "threads would race on the same entries of y (add \"reduction\": \"atomic\" or \"privatize\""));
+  CHECK(contains(error_of(kSpmv, with(kCsr, R"({"op": "parallel", "var": "i", "reduction": "atomic"})")),
+                 "/schedule/0: error: parallel: loop i iterates the spatial index i: its iterations write different "
+                 "entries of y, so there is nothing to combine (drop \"reduction\")"));
+  CHECK(contains(error_of(kSddmm, R"({"tensors": {"X": {"format": "csr"}, "Y": {"format": "csr"}},
+                          "schedule": [{"op": "reorder", "order": ["k", "j"]}, {"op": "parallel", "var": "k", "reduction": "atomic"}]})"),
+                 "/schedule/1: error: parallel: a reduction combines additions into a dense output, but Y is sparse (csr); "
+                 "make Y dense, or parallelize a spatial loop"));
+  // A sum kept in a scalar needs no copy of the output, whatever its format.
+  std::string sddmm = compile(kSddmm, R"({"tensors": {"X": {"format": "csr"}, "Y": {"format": "csr"}},
+                              "schedule": [{"op": "parallel", "var": "k", "reduction": "privatize"}]})").stage2_dump;
+  CHECK(contains(sddmm, "for k in [0, dim_k) parallel(static) +acc:"));
+  CHECK(!contains(sddmm, "allocate"));
+  CHECK(contains(error_of(kSpmv, with(kCsc, R"({"op": "parallel", "var": "j", "reduction": "sum"})")),
+                 "/schedule/0/reduction: error: unknown reduction strategy \"sum\" (expected atomic or privatize)"));
+  CHECK(contains(error_of(kSpmv, R"({"target": "cuda", "tensors": {"A": {"format": "csc"}},
+                          "schedule": [{"op": "parallel", "var": "j", "reduction": "atomic"}]})"),
+                 "error: parallel: parallel is OpenMP's, for the cpu target: use bind on the cuda target"));
+}
+
+TEST_CASE("parallel balance nonzeros: parts of equal nonzero counts, found by binary search in pos") {
+  std::string s2 = compile(kSpmv, with(kCsr, R"({"op": "parallel", "var": "i", "balance": "nonzeros", "parts": 8})")).stage2_dump;
+  CHECK(contains(s2, "for i_part in [0, 8) parallel(static):"));
+  CHECK(contains(s2, "while search i_begin (i_begin < i_begin_high):"));
+  CHECK(contains(s2, "if int64(A_pos1[i_begin_mid]) < int64(A_pos1[0]) + (int64(A_pos1[dim_i]) - int64(A_pos1[0])) * i_part / 8:"));
+  CHECK(contains(s2, "if i_part + 1 == 8:\n      i_end = dim_i\n    for i in [i_begin, i_end):"));
+  // The default number of parts, and a balanced loop that also reduces (CSC columns).
+  CHECK(contains(compile(kSpmm, with(kCsr, R"({"op": "parallel", "var": "i", "balance": "nonzeros"})")).stage2_dump,
+                 "for i_part in [0, 256) parallel(static):"));
+  std::string csc = compile(kSpmv, with(kCsc, R"({"op": "parallel", "var": "j", "balance": "nonzeros", "reduction": "atomic"})")).stage2_dump;
+  CHECK(contains(csc, "for j_part in [0, 256) parallel(static):"));
+  CHECK(contains(csc, "atomic y_vals[i] +="));
+}
+
+TEST_CASE("parallel balance errors") {
+  CHECK(contains(error_of(kSpmm, with(kCsr, R"({"op": "parallel", "var": "k", "balance": "nonzeros"})")),
+                 "/schedule/0: error: parallel: balance nonzeros needs a loop over the rows of a compressed level, but no "
+                 "compressed level stores its entries under the rows of k (for csr A(i,j), balance i)"));
+  CHECK(contains(error_of(kSpmm, with(kCsr, R"({"op": "split", "var": "i", "factor": 4}, {"op": "parallel", "var": "i1", "balance": "nonzeros"})")),
+                 "/schedule/1: error: parallel: balance nonzeros needs a loop over the rows of a compressed level"));
+  CHECK(contains(error_of(kSpmv, with(kCsc, R"({"op": "parallel", "var": "i", "balance": "nonzeros", "reduction": "atomic"})")),
+                 "/schedule/0: error: parallel: loop i iterates the spatial index i"));
+  CHECK(contains(error_of(kSpmv, with(kCsr, R"({"op": "parallel", "var": "i", "balance": "rows"})")),
+                 "/schedule/0/balance: error: unknown balance \"rows\" (expected nonzeros)"));
+  CHECK(contains(error_of(kSpmv, with(kCsr, R"({"op": "parallel", "var": "i", "parts": 4})")),
+                 "/schedule/0/parts: error: \"parts\" needs \"balance\": \"nonzeros\""));
+  CHECK(contains(error_of(kSpmv, with(kCsr, R"({"op": "parallel", "var": "i", "balance": "nonzeros", "chunk": 4})")),
+                 "/schedule/0/chunk: error: a balanced loop's parts are its chunks: set \"parts\" instead of \"chunk\""));
+}
+
+TEST_CASE("stage I fuse of a csr operand: one loop over its entries, rows by binary search") {
+  spgen::Compilation c = compile(kSddmm, R"({"tensors": {"X": {"format": "csr"}, "Y": {"format": "csr"}},
+      "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "parallel", "var": "e"}]})");
+  CHECK(contains(c.stage1_dump, "  fuse i, j -> e: one loop over the stored entries of X\n"));
+  // Each thread keeps its own row cursor, searched for only when an entry lies outside its row.
+  CHECK(contains(c.stage2_dump, "  # fuse i, j: one loop over the entries of X\n"
+                                "  var e_row: int64 = 0\n"
+                                "  for e at pX1 in [int64(X_pos1[0]), int64(X_pos1[dim_i])) parallel(static) private e_row:\n"));
+  CHECK(contains(c.stage2_dump, "    if pX1 < int64(X_pos1[e_row]) || int64(X_pos1[e_row + 1]) <= pX1:\n"
+                                "      var e_row_low: int64 = 0\n"
+                                "      var e_row_high: int64 = dim_i\n"
+                                "      while search e_row (e_row_low < e_row_high):\n"
+                                "        let e_row_mid: int64 = (e_row_low + e_row_high) / 2\n"
+                                "        if int64(X_pos1[e_row_mid]) <= pX1:\n"));
+  CHECK(contains(c.stage2_dump, "      e_row = e_row_low - 1\n    let j: int64 = int64(X_crd1[pX1])\n"));
+  CHECK(contains(c.stage2_dump, "let pA1: int64 = e_row * dim_k + k"));
+  CHECK(contains(c.stage2_dump, "Y_vals[pX1] = X_vals[pX1] * acc"));
+  CHECK(contains(c.files[1].text, "#pragma omp parallel for schedule(static) firstprivate(e_row)"));
+  // SpMV: the row sum is no longer a scalar; y is zeroed and added into, so parallel needs a reduction.
+  std::string spmv = compile(kSpmv, with(kCsr, R"({"op": "fuse", "vars": ["i", "j"], "into": "e"})")).stage2_dump;
+  CHECK(contains(spmv, "for zero y at p in [0, dim_i):"));
+  CHECK(contains(spmv, "y_vals[e_row] += A_vals[pA1] * x_vals[j]"));
+  CHECK(contains(error_of(kSpmm, with(kCsr, R"({"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "parallel", "var": "e"})")),
+                 "/schedule/1: error: parallel: cannot parallelize e: it iterates the reduction index j, so threads would race on the same entries of C"));
+  CHECK(contains(compile(kSpmm, with(kCsr, R"({"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "parallel", "var": "e", "reduction": "atomic"})")).stage2_dump,
+                 "atomic C_vals[pC1] += A_vals[pA1] * B_vals[pB1]"));
+  // The cursor is per-thread state, not a sum: no reduction clause for it.
+  CHECK(!contains(compile(kSpmm, with(kCsr, R"({"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "parallel", "var": "e", "reduction": "atomic"})")).stage2_dump,
+                  "+e_row"));
+}
+
+TEST_CASE("stage I fuse of coo levels names the loop over its entries") {
+  std::string s2 = compile(kSpmv, R"({"tensors": {"A": {"format": "coo"}}, "schedule": [
+      {"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "parallel", "var": "e", "reduction": "atomic"}]})").stage2_dump;
+  CHECK(contains(s2, "for e at pA0 in [int64(A_pos0[0]), int64(A_pos0[1])) parallel(static):\n"
+                     "    # fuse i, j: one loop over the entries of A\n"));
+  CHECK(contains(s2, "atomic y_vals[i] += acc"));
+}
+
+TEST_CASE("stage I fuse errors") {
+  CHECK(contains(error_of(kSpmm, with(kCsr, R"({"op": "fuse", "vars": ["j", "i"], "into": "e"})")),
+                 "/schedule/0: error: fuse: loop i is not directly inside loop j (the loop order is i, j, k); fuse a "
+                 "sparse level's variable with its parent's, in that order"));
+  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}},
+                          "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}]})"),
+                 "/schedule/0: error: fuse: both A and B store j sparsely; fuse iterates the entries of one tensor "
+                 "(fusing levels of several tensors is not supported)"));
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}},
+                          "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}]})"),
+                 "/schedule/0: error: fuse: index j is co-iterated with other operands (a term without A visits every "
+                 "coordinate), but a fused loop visits only the stored entries of A"));
+  CHECK(contains(error_of(kSpmv, with(R"("tensors": {"A": {"format": "dcsr"}})", R"({"op": "fuse", "vars": ["i", "j"], "into": "e"})")),
+                 "/schedule/0: error: fuse: A (dcsr) stores i, j in sparse_variable, sparse_variable levels; fuse supports "
+                 "a dense level over a compressed one (csr, csc) and COO's two top levels"));
+  CHECK(contains(error_of(kMttkrp, R"({"tensors": {"B": {"format": "csf"}}, "schedule": [{"op": "fuse", "vars": ["k", "l"], "into": "e"}]})"),
+                 "/schedule/0: error: fuse: B (csf) stores k below its root level; fuse supports the two top levels of a tensor"));
+  CHECK(contains(error_of(kSpmv, with(kCsr, R"({"op": "fuse", "vars": ["i", "j"], "into": "i"})")),
+                 "/schedule/0: error: fuse: the name i is already in use; choose another"));
+  CHECK(contains(error_of(kSpmv, with(kCsr, R"({"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "reorder", "order": ["i", "j"]})")),
+                 "/schedule/1: error: reorder: reorder the index variables before fusing them"));
+  CHECK(contains(error_of(kSpmv, R"({"target": "cuda", "tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}]})"),
+                 "/schedule/0: error: fuse: fusing sparse levels is supported on the cpu target only for now"));
+  CHECK(contains(error_of("y(i) = A(i,j) * x(j)", R"({"tensors": {"A": {"format": "csr"}, "y": {"format": "sv"}},
+                          "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}]})"),
+                 "/schedule/0: error: fuse: fusing loops of a kernel that assembles its sparse output y is not supported"));
+  // After a loop op, the loops are stage II: a position loop cannot be fused there.
+  CHECK(contains(error_of(kSpmv, with(kCsr, R"({"op": "parallel", "var": "i"}, {"op": "fuse", "vars": ["i", "j"], "into": "e"})")),
+                 "/schedule/1: error: fuse: loop j iterates the positions of a sparse level; fuse sparse levels by their "
+                 "index variables, before any other op (stage I)"));
+}
+
+TEST_CASE("stage II fuse of dense loops") {
+  std::string s2 = compile(kSpmm, R"({"schedule": [{"op": "reorder", "order": ["i", "k", "j"]},
+      {"op": "fuse", "vars": ["i", "k"], "into": "ik"}, {"op": "parallel", "var": "ik"}]})").stage2_dump;
+  CHECK(contains(s2, "  for ik in [0, dim_i * dim_k) parallel(static):\n"
+                     "    let i: int64 = ik / dim_k\n"
+                     "    let k: int64 = ik % dim_k\n"));
+  // Fusing a summed loop makes the fused loop sum too.
+  CHECK(contains(error_of(kSpmm, R"({"schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "ij"}, {"op": "parallel", "var": "ij"}]})"),
+                 "/schedule/1: error: parallel: cannot parallelize ij: it iterates the reduction index j"));
+  CHECK(contains(error_of(kSpmm, R"({"schedule": [{"op": "fuse", "vars": ["i", "k"], "into": "ik"}]})"),
+                 "/schedule/0: error: fuse: loop k is not directly inside loop i (fuse a loop with the loop just inside it)"));
+  CHECK(contains(error_of(kSpmm, R"({"schedule": [{"op": "split", "var": "i", "factor": 4}, {"op": "fuse", "vars": ["i0", "i1"], "into": "ii"}]})"),
+                 "/schedule/1: error: fuse: the extent of loop i1 depends on loop i0, so they cannot be fused"));
+  CHECK(contains(error_of(kSpmm, R"({"schedule": [{"op": "parallel", "var": "i"}, {"op": "fuse", "vars": ["i", "j"], "into": "ij"}]})"),
+                 "/schedule/1: error: fuse: fuse i and j before making them parallel, vectorized, unrolled or bound"));
+  CHECK(contains(error_of(kSpmm, R"({"schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "k"}]})"),
+                 "/schedule/0: error: fuse: the name k is already in use; choose another"));
+  CHECK(contains(error_of(kSpmm, R"({"target": "cuda", "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "ij"}]})"),
+                 "/schedule/0: error: fuse: fusing loops is supported on the cpu target only for now"));
+}
+
+TEST_CASE("config errors of fuse") {
+  CHECK(contains(error_of(kSpmm, R"({"schedule": [{"op": "fuse", "vars": ["i"], "into": "e"}]})"),
+                 "/schedule/0/vars: error: fuse needs \"vars\": two loop names [outer, inner]"));
+  CHECK(contains(error_of(kSpmm, R"({"schedule": [{"op": "fuse", "vars": ["i", "i"], "into": "e"}]})"),
+                 "/schedule/0/vars: error: fuse needs two different loops"));
+  CHECK(contains(error_of(kSpmm, R"({"schedule": [{"op": "fuse", "vars": ["i", "j"]}]})"),
+                 "/schedule/0: error: missing \"into\" (the fused loop's name)"));
+  CHECK(contains(error_of(kSpmm, R"({"schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e f"}]})"),
+                 "/schedule/0/into: error: \"e f\" is not a valid loop variable name"));
+}
