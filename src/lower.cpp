@@ -12,6 +12,7 @@
 #include "ir/loop_ir_printer.h"
 #include "passes/auto_schedule.h"
 #include "passes/build_sparse_ir.h"
+#include "passes/explicit_vectors.h"
 #include "passes/infer_loop_order.h"
 #include "passes/lower_to_loops.h"
 #include "passes/simplify_declares.h"
@@ -92,6 +93,7 @@ Compilation compile(const CompileInput& input) {
   schedule_loops(c.func, c.program, c.config, loop_ops);
   c.schedule.insert(c.schedule.end(), loop_ops.begin(), loop_ops.end());
   simplify_declares(c.func);
+  if (c.config.target == Target::Cpu) use_explicit_vectors(c.func);  // register tiles
   c.stage2_dump = loops::dump_stage2(c.func);
 
   // 4b/5b. A sparse output the kernel builds gets an assemble phase, scheduled by the same ops

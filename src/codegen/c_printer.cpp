@@ -34,6 +34,13 @@ std::string CExprPrinter::print_float(const FloatImm& node) const {
   return text;
 }
 
+std::string CExprPrinter::vector_suffix(ScalarType type) { return type == ScalarType::Float64 ? "f64" : "f32"; }
+std::string CExprPrinter::vector_type_name(ScalarType type) { return "spgen_v" + vector_suffix(type); }
+
+std::string CExprPrinter::print_vector_load(const Load& node, const std::string& index) const {
+  return "spgen_load_" + vector_suffix(node.type) + "(&" + node.buffer + "[" + index + "])";
+}
+
 std::string c_param(const Param& param, bool restrict_pointers) {
   CExprPrinter printer;
   std::string type = printer.type_name(param.type);
@@ -46,7 +53,9 @@ std::string CStmtPrinter::loop_preamble(const For&, const std::string&) const { 
 std::string CStmtPrinter::workspace_declarations(const Allocate& node, const std::string& indent) const {
   std::string out;
   for (const Workspace& w : node.buffers)
-    if (w.local)  // zero-initialised
+    if (w.vector)  // zero-initialised registers
+      out += indent + CExprPrinter::vector_type_name(w.type) + " " + w.name + "[" + expr_.print(w.size) + "] = {};\n";
+    else if (w.local)  // zero-initialised
       out += indent + expr_.type_name(w.type) + " " + w.name + "[" + expr_.print(w.size) + "] = {};\n";
     else
       out += indent + "std::vector<" + expr_.type_name(w.type) + "> " + w.name + "(" + expr_.print(w.size) + ", " +
@@ -70,6 +79,13 @@ std::string CStmtPrinter::print_for(const For& loop, int depth) {
 }
 
 std::string CStmtPrinter::print_store(const Store& store, const std::string& indent) {
+  if (store.vector) {
+    std::string at = "&" + store.buffer + "[" + expr_.print(store.index) + "]";
+    std::string suffix = CExprPrinter::vector_suffix(store.value->type);
+    std::string value = store.accumulate ? "spgen_load_" + suffix + "(" + at + ") + " + expr_.print(store.value)
+                                         : expr_.print(store.value);
+    return indent + "spgen_store_" + suffix + "(" + at + ", " + value + ");\n";
+  }
   return indent + store.buffer + "[" + expr_.print(store.index) + "]" + (store.accumulate ? " += " : " = ") +
          expr_.print(store.value) + ";\n";
 }

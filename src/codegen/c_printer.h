@@ -19,6 +19,12 @@ class CExprPrinter : public loops::ExprPrinter {
   std::string print_min_max(loops::BinOp op, const std::string& a, const std::string& b,
                             loops::ScalarType type) const override;
   std::string print_float(const loops::FloatImm& node) const override;
+  std::string print_vector_load(const loops::Load& node, const std::string& index) const override;
+
+ public:
+  // spgen_vf32 / spgen_vf64 and their load/store helpers (templates/cpu_vector_helpers.cpp.in).
+  static std::string vector_type_name(loops::ScalarType type);
+  static std::string vector_suffix(loops::ScalarType type);  // "f32", "f64"
 };
 
 class CStmtPrinter {

@@ -88,6 +88,27 @@ bool param_is_used(const LoweredFunc& func, const Param& param) {
   return uses.found || stmt_reads_var(func.body, param.name);
 }
 
+// Register tiles (passes/explicit_vectors) need the vector types and helpers.
+bool uses_vectors(const LoweredFunc& func) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void visit_load(const Load& node) override {
+      found |= node.vector;
+      IRVisitor::visit_load(node);
+    }
+    void visit_store(const Store& node) override {
+      found |= node.vector;
+      IRVisitor::visit_store(node);
+    }
+    void visit_allocate(const Allocate& node) override {
+      for (const Workspace& w : node.buffers) found |= w.vector;
+      IRVisitor::visit_allocate(node);
+    }
+  } finder;
+  finder.visit(func.body);
+  return finder.found;
+}
+
 std::string print_function(const LoweredFunc& func) {
   std::string text = "extern \"C\" void " + func.name + "(";
   for (size_t i = 0; i < func.params.size(); ++i)
@@ -113,6 +134,7 @@ GeneratedFile emit_cpu_source(const LoweredFunc& func, const GenerationContext& 
                                                                {"config_file", context.config_file},
                                                                {"spec", context.spec_text},
                                                                {"header", header_file_name(func)}});
+  if (uses_vectors(func)) file.text += std::string(*templates::lookup("cpu_vector_helpers.cpp.in")) + "\n";
   if (assemble) file.text += print_function(*assemble) + "\n";
   file.text += print_function(func);
   file.text += context.pack.source;  // the tensors' pack/unpack routines, if any

@@ -17,6 +17,10 @@ Neg::Neg(Expr x) : ExprNode(ExprKind::Neg, x->type), a(std::move(x)) {}
 
 Expr int64(int64_t value) { return std::make_shared<IntImm>(value, ScalarType::Int64); }
 Expr var(const std::string& name, ScalarType type) { return std::make_shared<Var>(name, type); }
+Expr vector_lanes(ScalarType type) {
+  return var(type == ScalarType::Float64 ? "SPGEN_LANES_F64" : "SPGEN_LANES_F32", ScalarType::Int64);
+}
+
 Expr load(const std::string& buffer, Expr index, ScalarType type) {
   return std::make_shared<Load>(buffer, std::move(index), type);
 }
@@ -99,7 +103,7 @@ bool same_expr(const Expr& a, const Expr& b) {
     case ExprKind::Var: return static_cast<const Var&>(*a).name == static_cast<const Var&>(*b).name;
     case ExprKind::Load: {
       auto &x = static_cast<const Load&>(*a), &y = static_cast<const Load&>(*b);
-      return x.buffer == y.buffer && same_expr(x.index, y.index);
+      return x.buffer == y.buffer && x.vector == y.vector && same_expr(x.index, y.index);
     }
     case ExprKind::Binary: {
       auto &x = static_cast<const Binary&>(*a), &y = static_cast<const Binary&>(*b);

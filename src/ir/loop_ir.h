@@ -37,10 +37,14 @@ struct Var : ExprNode {
   std::string name;
   Var(std::string n, ScalarType t) : ExprNode(ExprKind::Var, t), name(std::move(n)) {}
 };
+// buffer[index]. A `vector` load reads the native SIMD vector of consecutive elements starting at
+// `index` (see passes/explicit_vectors.h); `type` is then the element type.
 struct Load : ExprNode {
   std::string buffer;
   Expr index;
-  Load(std::string b, Expr i, ScalarType t) : ExprNode(ExprKind::Load, t), buffer(std::move(b)), index(std::move(i)) {}
+  bool vector;
+  Load(std::string b, Expr i, ScalarType t, bool v = false)
+      : ExprNode(ExprKind::Load, t), buffer(std::move(b)), index(std::move(i)), vector(v) {}
 };
 struct Binary : ExprNode {
   BinOp op;
@@ -153,15 +157,17 @@ struct Assign : StmtNode {
 };
 
 // buffer[index] = value, or += when `accumulate`. An `atomic` store is an addition that other
-// threads may make to the same entry at the same time (a parallel loop's reduction).
+// threads may make to the same entry at the same time (a parallel loop's reduction). A `vector`
+// store writes a native SIMD vector to the consecutive elements starting at `index`.
 struct Store : StmtNode {
   std::string buffer;
   Expr index, value;
   bool accumulate;
   bool atomic;
-  Store(std::string b, Expr i, Expr v, bool acc, bool at = false)
+  bool vector;
+  Store(std::string b, Expr i, Expr v, bool acc, bool at = false, bool vec = false)
       : StmtNode(StmtKind::Store), buffer(std::move(b)), index(std::move(i)), value(std::move(v)), accumulate(acc),
-        atomic(at) {}
+        atomic(at), vector(vec) {}
 };
 
 // Scratch arrays (workspaces) that live while `body` runs. When the body's outermost loop runs
@@ -174,6 +180,9 @@ struct Workspace {
   // A small array of constant size in the function's frame, which the compiler can keep in
   // registers (vector lanes); its init is zero. Otherwise a heap array.
   bool local = false;
+  // A local array whose elements are native SIMD vectors of `type` (a register tile); `size`
+  // counts vectors.
+  bool vector = false;
 };
 
 struct Allocate : StmtNode {
@@ -227,6 +236,9 @@ Expr mul(Expr a, Expr b);
 Expr min(Expr a, Expr b);
 Expr cast(ScalarType type, Expr a);  // no-op when already of that type
 Expr select(Expr cond, Expr a, Expr b);
+// The number of elements of `type` in one native SIMD vector: a compile-time constant of the
+// generated file (SPGEN_LANES_F32, SPGEN_LANES_F64), known to the IR only by name.
+Expr vector_lanes(ScalarType type);
 Expr logical_and(Expr a, Expr b);  // null operands are "true"
 Expr logical_or(Expr a, Expr b);   // null operands are "false"
 Stmt block(std::vector<Stmt> stmts);  // flattens nested blocks, drops nulls

@@ -60,6 +60,10 @@ std::string ExprPrinter::print_float(const FloatImm& node) const {
   return buffer;
 }
 
+std::string ExprPrinter::print_vector_load(const Load& node, const std::string& index) const {
+  return node.buffer + "[" + index + " +: lanes]";
+}
+
 std::string ExprPrinter::print(const Expr& expr, int parent_precedence) const {
   switch (expr->kind) {
     case ExprKind::IntImm: return std::to_string(static_cast<const IntImm&>(*expr).value);
@@ -67,6 +71,7 @@ std::string ExprPrinter::print(const Expr& expr, int parent_precedence) const {
     case ExprKind::Var: return static_cast<const Var&>(*expr).name;
     case ExprKind::Load: {
       const auto& node = static_cast<const Load&>(*expr);
+      if (node.vector) return print_vector_load(node, print(node.index, 0));
       return node.buffer + "[" + print(node.index, 0) + "]";
     }
     case ExprKind::Neg: {
@@ -147,7 +152,8 @@ class Stage2Dumper {
       }
       case StmtKind::Store: {
         const auto& node = static_cast<const Store&>(*s);
-        out += pad + (node.atomic ? "atomic " : "") + node.buffer + "[" + printer.print(node.index) + "]" +
+        out += pad + (node.atomic ? "atomic " : "") + node.buffer + "[" + printer.print(node.index) +
+               (node.vector ? " +: lanes]" : "]") +
                (node.accumulate ? " += " : " = ") +
                printer.print(node.value) + "\n";
         return;
@@ -161,6 +167,7 @@ class Stage2Dumper {
         for (size_t b = 0; b < node.buffers.size(); ++b) {
           const Workspace& w = node.buffers[b];
           out += std::string(b ? ", " : " ") + (w.local ? "local " : "") + w.name + ": " + scalar_type_name(w.type) +
+                 (w.vector ? " vectors" : "") +
                  "[" + printer.print(w.size) + "] = " + printer.print(w.init);
         }
         out += ":\n";

@@ -18,6 +18,8 @@ class ExprPrinter {
   virtual std::string print_cast(ScalarType type, const std::string& operand, bool operand_is_primary) const;
   virtual std::string print_min_max(BinOp op, const std::string& a, const std::string& b, ScalarType type) const;
   virtual std::string print_float(const FloatImm& node) const;
+  // A vector load of the elements from `index` on: `B_vals[pB1 +: lanes]` in the dump.
+  virtual std::string print_vector_load(const Load& node, const std::string& index) const;
   std::string print(const Expr& expr, int parent_precedence) const;
 };
 

@@ -65,7 +65,7 @@ Stmt IRMutator::mutate(const Stmt& stmt) {
 
 Expr IRMutator::mutate_load(const Load& node, const Expr& self) {
   Expr index = mutate(node.index);
-  return index == node.index ? self : std::make_shared<Load>(node.buffer, index, node.type);
+  return index == node.index ? self : std::make_shared<Load>(node.buffer, index, node.type, node.vector);
 }
 
 Expr IRMutator::mutate_binary(const Binary& node, const Expr& self) {
@@ -136,7 +136,7 @@ Stmt IRMutator::mutate_allocate(const Allocate& node, const Stmt& self) {
 Stmt IRMutator::mutate_store(const Store& node, const Stmt& self) {
   Expr index = mutate(node.index), value = mutate(node.value);
   if (index == node.index && value == node.value) return self;
-  return std::make_shared<Store>(node.buffer, index, value, node.accumulate, node.atomic);
+  return std::make_shared<Store>(node.buffer, index, value, node.accumulate, node.atomic, node.vector);
 }
 
 namespace {

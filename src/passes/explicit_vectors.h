@@ -1,0 +1,15 @@
+// Stage II: register tiles. A local workspace whose every use is a vectorized loop of constant
+// trip count (the tile `precompute` makes, and the loop that writes it out) becomes an array of
+// native SIMD vectors, and those loops step one vector at a time with explicit vector loads and
+// stores. GCC keeps such arrays in registers; it keeps `float acc[32]` on the stack.
+#pragma once
+
+#include "ir/loop_ir.h"
+
+namespace spgen {
+
+// CPU only. Workspaces or loops that do not fit (a trip count that is not a multiple of the
+// widest vector, strided accesses, a use outside such a loop) are left as they are.
+void use_explicit_vectors(loops::LoweredFunc& func);
+
+}  // namespace spgen
