@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 
@@ -32,8 +33,12 @@ std::vector<Kernel> all_kernels() {
   std::vector<SpecConfigPair> pairs = spec_config_pairs({root + "/specs"}, root + "/specs");
   std::vector<SpecConfigPair> extra = spec_config_pairs({root + "/specs", root + "/tests/e2e/cases"}, root + "/tests/e2e/cases");
   pairs.insert(pairs.end(), extra.begin(), extra.end());
+  // SPGEN_E2E_CASES="a,b" runs only the configs with those stems (for working on a few cases).
+  const char* only = std::getenv("SPGEN_E2E_CASES");
+  std::string wanted = only ? "," + std::string(only) + "," : "";
   std::vector<Kernel> kernels;
   for (const SpecConfigPair& pair : pairs) {
+    if (only && wanted.find("," + std::filesystem::path(pair.config).stem().string() + ",") == std::string::npos) continue;
     Kernel k{pair, spgen::parse_spec(pair.spec, spgen::read_file(pair.spec)), {}};
     k.config = spgen::read_config(pair.config, spgen::read_file(pair.config), k.spec, pair.name);
     // GPU kernels need a GPU to run; here they are only compiled (tests/cuda).
