@@ -70,8 +70,8 @@ TEST_CASE("lowering: SDDMM writes into the structure it shares and applies X onc
 TEST_CASE("lowering: unsupported combinations are errors, not wrong code") {
   CHECK(contains(error_of("C(i,j) = B(i,j) / A(i,j)", R"({"tensors": {"A": {"format": "csr"}}})"),
                  "dividing by A"));
-  CHECK(contains(error_of(kSpmm, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "dcsr"}}})"),
-                 "c.json: /tensors/C/format: error: sparse output C (dcsr) cannot be assembled yet"));
+  CHECK(contains(error_of(kSpmm, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "coo"}}})"),
+                 "c.json: /tensors/C/format: error: sparse output C (coo) cannot be assembled"));
   CHECK(contains(error_of("y(i) = A(i,j) * x(j) * A(j,i)", "{}"), "t.spg:1:24: error: tensor A is accessed as A(j,i)"));
 }
 
@@ -222,8 +222,8 @@ TEST_CASE("co-iteration is refused over levels it does not support") {
 TEST_CASE("assembled sparse output: count and prefix sum, then fill through a cursor per row") {
   spgen::Compilation c = compile("C(i,j) = A(i,j) + B(i,j)", R"({"name": "add", "tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}},
       "schedule": [{"op": "parallel", "var": "i"}]})");
-  REQUIRE(c.assemble.has_value());
-  std::string assemble = spgen::loops::dump_stage2(*c.assemble);
+  REQUIRE(c.assemble.size() == 1);
+  std::string assemble = spgen::loops::dump_stage2(c.assemble.front());
   CHECK(contains(assemble, "kernel add_assemble("));
   CHECK(contains(assemble, "C_pos1: mut int32[]"));
   CHECK(!contains(assemble, "C_crd1"));
@@ -242,8 +242,8 @@ TEST_CASE("assembled sparse output: count and prefix sum, then fill through a cu
 TEST_CASE("assembled sparse output: summed loops are skipped when counting, and their ops too") {
   spgen::Compilation c = compile("A(i,j) = B(i,j,k) * c(k)", R"({"tensors": {"B": {"format": {"levels": ["dense", "compressed", "dense"]}}, "A": {"format": "csr"}},
       "schedule": [{"op": "parallel", "var": "i"}, {"op": "vectorize", "var": "k"}]})");
-  REQUIRE(c.assemble.has_value());
-  std::string assemble = spgen::loops::dump_stage2(*c.assemble);
+  REQUIRE(c.assemble.size() == 1);
+  std::string assemble = spgen::loops::dump_stage2(c.assemble.front());
   CHECK(!contains(assemble, "for k"));
   CHECK(contains(c.stage2_dump, "for k in [0, dim_k) vectorized +acc:"));
   CHECK(contains(c.stage2_dump, "A_vals[pA1] = acc"));
@@ -252,17 +252,60 @@ TEST_CASE("assembled sparse output: summed loops are skipped when counting, and 
 TEST_CASE("assembled sparse output: what cannot be appended is refused") {
   CHECK(contains(error_of("C(i,j) = A(k,i) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}}})"),
                  "sparse output C is summed over k outside its rows, so no row can be finished before the next begins"));
-  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "dcsr"}}})"),
-                 "/tensors/C/format: error: sparse output C (dcsr) cannot be assembled yet"));
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "ell", "width": 4}}})"),
+                 "/tensors/C/format: error: sparse output C (ell) cannot be assembled: an output is assembled when its "
+                 "levels are dense and compressed ones"));
+  // A workspace gathers one row of one compressed level.
+  CHECK(contains(error_of(kSpmm, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "dcsr"}}})"),
+                 "c.json: /tensors: error: sparse output C (dcsr) is summed over a loop outside its last level, so its "
+                 "rows are gathered in a workspace, which supports one compressed level only; store C as csr"));
+  // A level stored against the loop order cannot be appended to.
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "dcsc"}}})"),
+                 "no loop order can iterate both C (which stores i inside j) and A (which stores j inside i)"));
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"C": {"format": "dcsr"}}, "schedule": [{"op": "reorder", "order": ["j", "i"]}]})"),
+                 "c.json: /schedule/0: error: reorder: this order puts j outside i, but C (dcsr) stores j in a level below i"));
   CHECK(contains(error_of("C(i,j) += A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "dcsr"}, "C": {"format": "csr"}}})"),
                  "`+=` into an assembled sparse output is not supported"));
+}
+
+TEST_CASE("assembled sparse output with several compressed levels: one assemble phase per level, top down") {
+  spgen::Compilation c = compile("C(i,j) = A(i,j) * B(i,j)", R"({"name": "mul", "tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "dcsr"}}})");
+  REQUIRE(c.assemble.size() == 2);
+  std::string level0 = spgen::loops::dump_stage2(c.assemble[0]), level1 = spgen::loops::dump_stage2(c.assemble[1]);
+  CHECK(contains(level0, "kernel mul_assemble_level0("));
+  CHECK(!contains(level0, "C_pos1"));
+  // A row is counted once, and only where the loops below it produce an entry.
+  CHECK(contains(level0, "var C0_nonempty: bool = false"));
+  CHECK(contains(level0, "C0_nonempty = true"));
+  CHECK(contains(level0, "C_pos0[pC0 + 1] += int32(int64(C0_nonempty))"));
+  CHECK(contains(level1, "kernel mul_assemble_level1("));
+  CHECK(contains(level1, "C_pos0: int32[]"));
+  CHECK(contains(level1, "C_pos1: mut int32[]"));
+  CHECK(contains(level1, "C_pos1[pC0 + 1] += 1"));
+  CHECK(contains(level1, "pC0 += int64(C0_nonempty)"));
+  CHECK(contains(c.stage2_dump, "C_crd0[pC0] = int32(i)"));
+  CHECK(contains(c.stage2_dump, "C_crd1[pC1] = int32(j)"));
+  const std::string& header = c.files[0].text;
+  CHECK(contains(header, "// First call mul_assemble_level0(...), which builds the positions of one compressed level:"));
+  CHECK(contains(header, "and call mul_assemble_level1(...)"));
+  // The row cursor is shared by every row: i stays sequential.
+  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "dcsr"}},
+      "schedule": [{"op": "parallel", "var": "i"}]})"), "cannot parallelize i: it appends the entries of C under one parent position"));
+}
+
+TEST_CASE("assembled sparse output with a dense level below a compressed one: zeroed, then added into") {
+  spgen::Compilation c = compile(kMttkrp, R"({"tensors": {"B": {"format": "csf"}, "A": {"format": {"levels": ["compressed", "dense"]}}}})");
+  REQUIRE(c.assemble.size() == 1);
+  CHECK(contains(c.stage2_dump, "A_vals[p] = 0"));
+  CHECK(contains(c.stage2_dump, "A_vals[pA1] += "));
+  CHECK(contains(spgen::loops::dump_stage2(c.assemble[0]), "A_pos0[pA0 + 1] += int32(int64(A0_nonempty))"));
 }
 
 TEST_CASE("SpGEMM: a scattered sparse output is gathered per row in a workspace") {
   spgen::Compilation c = compile("C(i,j) = A(i,k) * B(k,j)", R"({"name": "spgemm", "tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}},
       "schedule": [{"op": "parallel", "var": "i", "schedule": "dynamic", "chunk": 16}]})");
-  REQUIRE(c.assemble.has_value());
-  std::string assemble = spgen::loops::dump_stage2(*c.assemble);
+  REQUIRE(c.assemble.size() == 1);
+  std::string assemble = spgen::loops::dump_stage2(c.assemble.front());
   CHECK(contains(assemble, "allocate C_seen: int64[dim_j] = -1:"));
   CHECK(contains(assemble, "if C_seen[j] != i:"));
   CHECK(contains(assemble, "C_pos1[i + 1] += 1"));
