@@ -13,6 +13,7 @@
 #include "passes/auto_schedule.h"
 #include "passes/build_sparse_ir.h"
 #include "passes/infer_loop_order.h"
+#include "passes/infer_output_format.h"
 #include "passes/lower_to_loops.h"
 #include "passes/simplify_declares.h"
 #include "passes/schedule_loops.h"
@@ -40,6 +41,7 @@ GenerationContext make_context(const Compilation& c, const CompileInput& input) 
               buffer.indices[buffer.format.mode_order[l]];
     if (buffer.format.levels.empty()) line += " none: a scalar";
     line += ")";
+    if (buffer.format_inferred) line += ", inferred from the operands";
     if (!buffer.shares_structure_with.empty()) line += ", sharing the structure of " + buffer.shares_structure_with;
     context.formats.push_back(line);
   }
@@ -70,6 +72,8 @@ Compilation compile(const CompileInput& input) {
       loop_ops.push_back(op);
     }
   }
+  // The output's format, when the config leaves it to the operands, follows this loop order.
+  if (c.config.infer_output_format) infer_output_format(c.program, c.config, c.spec);
   c.stage1_dump = sparse::dump_stage1(c.program);
 
   // 4. Lower to stage II: loop nests over position space.

@@ -440,6 +440,13 @@ class Lowering {
                             std::to_string(level) + " (index " + axis.index_var +
                             "), whose coordinates would then arrive out of order; reorder so the output's loops "
                             "are outermost, or store " + output.tensor + " with dense levels above its last one");
+      for (int id : plans_[depth].axes)
+        if (!program_.axes[id].unique)
+          throw_unsupported("sparse output " + output.tensor + " (" + output.format.name + ") stores " + axis.index_var +
+                            " in compressed level " + std::to_string(level) + ", but the loop over " + axis.index_var +
+                            " visits each coordinate once per entry of " + program_.axes[id].tensor +
+                            " (a non-unique level), so it cannot be appended to; make that level of " + output.tensor +
+                            " dense");
       OpenLevel open;
       open.level = static_cast<int>(level);
       open.depth = depth;

@@ -43,10 +43,10 @@ TEST_CASE("lowering: a reduction inside all output loops sums into a scalar and 
 }
 
 TEST_CASE("lowering: outputs that some loop skips or adds into are zeroed first") {
-  std::string dcsr = compile(kSpmv, R"({"tensors": {"A": {"format": "dcsr"}}})").stage2_dump;
+  std::string dcsr = compile(kSpmv, R"({"tensors": {"y": {"format": "dense"}, "A": {"format": "dcsr"}}})").stage2_dump;
   CHECK(contains(dcsr, "for zero y at p in [0, dim_i):"));
   CHECK(contains(dcsr, "for i at pA0 in [int64(A_pos0[0]), int64(A_pos0[1])):"));
-  std::string csc = compile(kSpmv, R"({"types": {"index": "int64"}, "tensors": {"A": {"format": "csc"}}})").stage2_dump;
+  std::string csc = compile(kSpmv, R"({"types": {"index": "int64"}, "tensors": {"y": {"format": "dense"}, "A": {"format": "csc"}}})").stage2_dump;
   CHECK(contains(csc, "zero y"));
   CHECK(contains(csc, "y_vals[i] += A_vals[pA1] * x_vals[j]"));
   std::string spmm = compile(kSpmm, R"({"tensors": {"A": {"format": "csr"}}})").stage2_dump;
@@ -76,7 +76,7 @@ TEST_CASE("lowering: unsupported combinations are errors, not wrong code") {
 }
 
 TEST_CASE("co-iteration: an intersection is a two-finger merge guarded by both operands") {
-  std::string s2 = compile("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}}})").stage2_dump;
+  std::string s2 = compile("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"C": {"format": "dense"}, "A": {"format": "csr"}, "B": {"format": "csr"}}})").stage2_dump;
   CHECK(contains(s2, "# co-iterate j: two-finger merge of A, B"));
   CHECK(contains(s2, "while j (pA1 < pA1_end && pB1 < pB1_end):"));
   CHECK(contains(s2, "let j: int64 = min(jA, jB)"));
@@ -95,12 +95,12 @@ TEST_CASE("co-iteration: a union visits every stored coordinate and reads absent
 }
 
 TEST_CASE("co-iteration: a sparse operand beside a dense term gets a cursor in a dense loop") {
-  spgen::Compilation c = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}}})");
+  spgen::Compilation c = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"C": {"format": "dense"}, "A": {"format": "csr"}}})");
   CHECK(contains(c.stage2_dump, "# co-iterate j: every coordinate, with cursors into A"));
   CHECK(contains(c.stage2_dump, "for j in [0, dim_j) sequential:"));
   CHECK(contains(c.stage2_dump, "let inA: bool = pA1 < pA1_end && int64(A_crd1[pA1]) == j"));
   CHECK(!contains(c.stage2_dump, "zero C"));  // every entry is written
-  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "parallel", "var": "j"}]})"),
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"C": {"format": "dense"}, "A": {"format": "csr"}}, "schedule": [{"op": "parallel", "var": "j"}]})"),
                  "/schedule/0: error: parallel: cannot parallelize j: it advances co-iteration cursors into A"));
   CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}}, "schedule": [{"op": "split", "var": "j", "factor": 4}]})"),
                  "/schedule/0: error: split: loop j co-iterates several sparse operands (a two-finger merge)"));
@@ -138,7 +138,7 @@ TEST_CASE("stage II reorder moves loops whose bounds allow it") {
 }
 
 TEST_CASE("parallel refuses races and nesting; names unknown loops") {
-  CHECK(contains(error_of(kSpmv, R"({"tensors": {"A": {"format": "csc"}}, "schedule": [{"op": "parallel", "var": "j"}]})"),
+  CHECK(contains(error_of(kSpmv, R"({"tensors": {"y": {"format": "dense"}, "A": {"format": "csc"}}, "schedule": [{"op": "parallel", "var": "j"}]})"),
                  "/schedule/0: error: parallel: cannot parallelize j: it iterates the reduction index j, so threads would race on the same entries of y"));
   CHECK(contains(error_of(kSpmm, R"({"schedule": [{"op": "parallel", "var": "i"}, {"op": "parallel", "var": "k"}]})"),
                  "/schedule/1: error: parallel: loop k is inside parallel loop i"));
@@ -187,14 +187,14 @@ TEST_CASE("the C++ backend prints OpenMP pragmas, typed literals and the ABI") {
 }
 
 TEST_CASE("COO: one loop over entries, singleton coordinates, and adds into a zeroed output") {
-  std::string s2 = compile(kSpmv, R"({"tensors": {"A": {"format": "coo"}}})").stage2_dump;
+  std::string s2 = compile(kSpmv, R"({"tensors": {"y": {"format": "dense"}, "A": {"format": "coo"}}})").stage2_dump;
   CHECK(contains(s2, "for i at pA0 in [int64(A_pos0[0]), int64(A_pos0[1])) sequential:"));
   CHECK(contains(s2, "let j: int64 = int64(A_crd1[pA0])"));  // no loop for the singleton level
   CHECK(contains(s2, "for zero y"));
   CHECK(contains(s2, "y_vals[i] += acc"));  // rows repeat, so their sums add up
-  CHECK(contains(error_of(kSpmv, R"({"tensors": {"A": {"format": "coo"}}, "schedule": [{"op": "parallel", "var": "i"}]})"),
+  CHECK(contains(error_of(kSpmv, R"({"tensors": {"y": {"format": "dense"}, "A": {"format": "coo"}}, "schedule": [{"op": "parallel", "var": "i"}]})"),
                  "/schedule/0: error: parallel: cannot parallelize i: its coordinates repeat (a non-unique level of A)"));
-  spgen::Compilation c = compile(kSpmv, R"({"tensors": {"A": {"format": "coo"}}})");
+  spgen::Compilation c = compile(kSpmv, R"({"tensors": {"y": {"format": "dense"}, "A": {"format": "coo"}}})");
   CHECK(contains(c.files[0].text, "A_crd1  const int32_t*  A level 1 (singleton, index j, mode 1): the coordinate of each entry, one per parent position; length A_pos0[1]"));
 }
 
