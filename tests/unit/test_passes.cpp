@@ -301,6 +301,55 @@ TEST_CASE("assembled sparse output with a dense level below a compressed one: ze
   CHECK(contains(spgen::loops::dump_stage2(c.assemble[0]), "A_pos0[pA0 + 1] += int32(int64(A0_nonempty))"));
 }
 
+namespace {
+// The output's line of --emit=stage1.
+std::string output_line(const std::string& spec, const std::string& config) {
+  std::string dump = compile(spec, config).stage1_dump;
+  size_t end = dump.find(", output");
+  REQUIRE(end != std::string::npos);
+  size_t begin = dump.rfind('\n', end) + 1;
+  return dump.substr(begin, dump.find('\n', end) - begin);
+}
+}  // namespace
+
+TEST_CASE("output format inference: compressed where an operand stores the index sparsely, levels in loop order") {
+  // csr + csr: i is dense in both, j compressed.
+  CHECK(contains(output_line("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}}})"),
+                 "C(i,j): float32[C.0, C.1] format csr (inferred from the operands: dense i, compressed j), mode order (0,1)"));
+  CHECK(contains(output_line("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "dcsr"}, "B": {"format": "dcsr"}, "C": {"format": "auto"}}})"),
+                 "format dcsr (inferred from the operands: compressed i, compressed j)"));
+  // The levels follow the loop order: CSC operands make a CSC output.
+  CHECK(contains(output_line("C(i,j) = A(i,j) - B(i,j)", R"({"tensors": {"A": {"format": "csc"}, "B": {"format": "csc"}}})"),
+                 "format csc (inferred from the operands: dense j, compressed i), mode order (1,0)"));
+  CHECK(contains(output_line("A(i,j) = B(i,j,k) * c(k)", R"({"tensors": {"B": {"format": "csf"}}})"),
+                 "format dcsr (inferred from the operands: compressed i, compressed j)"));
+  CHECK(contains(output_line(kMttkrp, R"({"tensors": {"B": {"format": "csf"}}})"),
+                 "format custom (inferred from the operands: compressed i, dense j)"));
+  CHECK(contains(output_line(kSpmv, R"({"tensors": {"A": {"format": "csr"}}})"), "format dense (inferred from the operands: dense i)"));
+  CHECK(contains(output_line(kSpmm, R"({"tensors": {"A": {"format": "csr"}}})"), "format dense (inferred from the operands: dense i, dense k)"));
+  CHECK(contains(output_line("C(i,j) = A(i,k) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}}})"),
+                 "format csr (inferred from the operands: dense i, compressed j)"));
+  // An inferred output equal to a factor's format shares its structure (SDDMM).
+  CHECK(contains(output_line(kSddmm, R"({"tensors": {"X": {"format": "csr"}}})"), "format csr (inferred from the operands: dense i, compressed j)"));
+  CHECK(contains(output_line(kSddmm, R"({"tensors": {"X": {"format": "csr"}}})"), "shares the structure of X"));
+  // A stage I reorder comes first: the output follows the reordered loops.
+  CHECK(contains(output_line("C(i,j) = A(i,j) + B(i,j)", R"({"schedule": [{"op": "reorder", "order": ["j", "i"]}]})"),
+                 "format custom (inferred from the operands: dense j, dense i), mode order (1,0)"));
+  // Given formats and `+=` outputs are not inferred.
+  CHECK(!contains(output_line(kSpmv, R"({"tensors": {"A": {"format": "csc"}, "y": {"format": "dense"}}})"), "inferred"));
+  CHECK(!contains(output_line("y(i) += A(i,j) * x(j)", R"({"tensors": {"A": {"format": "csc"}}})"), "inferred"));
+  // The header lists it too.
+  CHECK(contains(compile(kSpmv, R"({"tensors": {"A": {"format": "csr"}}})").files[0].text, "y: dense (levels dense i), inferred from the operands"));
+}
+
+TEST_CASE("output format inference: an inferred format that cannot be assembled is refused, naming what works") {
+  // A COO operand repeats i once per entry: a compressed i level cannot be appended to.
+  CHECK(contains(error_of(kMttkrp, R"({"tensors": {"B": {"format": "coo"}}})"),
+                 "c.json: /tensors: error: sparse output A (custom) stores i in compressed level 0, but the loop over i "
+                 "visits each coordinate once per entry of B (a non-unique level), so it cannot be appended to; make "
+                 "that level of A dense"));
+}
+
 TEST_CASE("SpGEMM: a scattered sparse output is gathered per row in a workspace") {
   spgen::Compilation c = compile("C(i,j) = A(i,k) * B(k,j)", R"({"name": "spgemm", "tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}},
       "schedule": [{"op": "parallel", "var": "i", "schedule": "dynamic", "chunk": 16}]})");
