@@ -246,5 +246,5 @@ TEST_CASE("real matrices: matrix kernels match the reference on GNN graphs") {
       ++runs;
     }
   }
-  CHECK(runs >= 5);
+  if (!std::getenv("SPGEN_E2E_CASES")) CHECK(runs >= 5);  // (a selection may hold no matrix kernel)
 }
