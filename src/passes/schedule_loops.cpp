@@ -219,6 +219,11 @@ class Scheduler {
                                     ? static_cast<const Block&>(*current->body).stmts
                                     : std::vector<Stmt>{current->body};
       for (const Stmt& s : stmts) {
+        // A mutable declaration (a cursor, an accumulator) carries state through the loops below it:
+        // a loop moved above it would restart that state on each of its iterations.
+        if (s->kind == StmtKind::Declare && !next && static_cast<const Declare&>(*s).is_mutable)
+          fail("the loops " + join(reorder.order) + " cannot be reordered: " + current->label + " declares " +
+               static_cast<const Declare&>(*s).name + ", which the loops inside it advance");
         if (s->kind == StmtKind::Declare && !next) declares.push_back(s);
         else if (s->kind == StmtKind::For && !next) next = static_cast<const For*>(s.get());
         else if (s->kind != StmtKind::Comment)

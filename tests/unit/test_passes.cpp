@@ -259,6 +259,10 @@ TEST_CASE("assembled sparse output: what cannot be appended is refused") {
   CHECK(contains(error_of(kSpmm, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "dcsr"}}})"),
                  "c.json: /tensors: error: sparse output C (dcsr) is summed over a loop outside its last level, so its "
                  "rows are gathered in a workspace, which supports one compressed level only; store C as csr"));
+  // A loop moved above the output's cursor would restart it (stage II reorder after a split).
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"C": {"format": "csr"}},
+      "schedule": [{"op": "split", "var": "j", "factor": 4}, {"op": "reorder", "order": ["j0", "i"]}]})"),
+                 "c.json: /schedule/1: error: reorder: the loops j0, i cannot be reordered: i declares pC1, which the loops inside it advance"));
   // A level stored against the loop order cannot be appended to.
   CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "dcsc"}}})"),
                  "no loop order can iterate both C (which stores i inside j) and A (which stores j inside i)"));
