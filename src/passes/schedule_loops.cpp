@@ -183,8 +183,11 @@ class Scheduler {
     Stmt body = block({std::make_shared<Declare>(loop.var, ScalarType::Int64,
                                                  add(add(begin, mul(var(split.outer), factor)), var(split.inner)), false),
                        loop.body});
-    Stmt inner = std::make_shared<For>(split.inner, split.inner, int64(0), inner_extent, body);
-    Stmt outer = std::make_shared<For>(split.outer, split.outer, int64(0), outer_extent, inner);
+    // What kept the loop sequential (cursors it advances) holds for both halves.
+    LoopAnnotations sequential;
+    sequential.sequential_reason = loop.annotations.sequential_reason;
+    Stmt inner = std::make_shared<For>(split.inner, split.inner, int64(0), inner_extent, body, sequential);
+    Stmt outer = std::make_shared<For>(split.outer, split.outer, int64(0), outer_extent, inner, sequential);
     prologue.push_back(outer);
     Stmt replacement = block(std::move(prologue));
     func_.body = RewriteLoop(split.var, [&](const For&) { return replacement; }).mutate(func_.body);

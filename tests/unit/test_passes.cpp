@@ -295,6 +295,10 @@ TEST_CASE("assembled sparse output with several compressed levels: one assemble 
   // The row cursor is shared by every row: i stays sequential.
   CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "dcsr"}},
       "schedule": [{"op": "parallel", "var": "i"}]})"), "cannot parallelize i: it appends the entries of C under one parent position"));
+  // ... and so do the halves of a split.
+  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "dcsr"}},
+      "schedule": [{"op": "split", "var": "i", "factor": 4}, {"op": "parallel", "var": "i0"}]})"),
+                 "/schedule/1: error: parallel: cannot parallelize i0: it appends the entries of C under one parent position"));
 }
 
 TEST_CASE("assembled sparse output with a dense level below a compressed one: zeroed, then added into") {
