@@ -14,6 +14,7 @@
 #include "passes/build_sparse_ir.h"
 #include "passes/explicit_vectors.h"
 #include "passes/infer_loop_order.h"
+#include "passes/infer_output_format.h"
 #include "passes/lower_to_loops.h"
 #include "passes/simplify_declares.h"
 #include "passes/schedule_loops.h"
@@ -46,6 +47,7 @@ GenerationContext make_context(const Compilation& c, const CompileInput& input) 
     }
     if (buffer.format.levels.empty()) line += " none: a scalar";
     line += ")";
+    if (buffer.format_inferred) line += ", inferred from the operands";
     if (!buffer.shares_structure_with.empty()) line += ", sharing the structure of " + buffer.shares_structure_with;
     context.formats.push_back(line);
   }
@@ -82,6 +84,8 @@ Compilation compile(const CompileInput& input) {
       loop_ops.push_back(op);
     }
   }
+  // The output's format, when the config leaves it to the operands, follows this loop order.
+  if (c.config.infer_output_format) infer_output_format(c.program, c.config, c.spec);
   c.stage1_dump = sparse::dump_stage1(c.program);
 
   // 4. Lower to stage II: loop nests over position space.
@@ -96,18 +100,21 @@ Compilation compile(const CompileInput& input) {
   if (c.config.target == Target::Cpu) use_explicit_vectors(c.func);  // register tiles
   c.stage2_dump = loops::dump_stage2(c.func);
 
-  // 4b/5b. A sparse output the kernel builds gets an assemble phase, scheduled by the same ops
-  // where they name its loops (it has no summed loops to schedule).
-  if (output_is_assembled(c.program)) {
-    if (c.config.target == Target::Cuda)
-      throw CompileError(format_config_error(input.config_path, "/target",
-                                             "assembling a sparse output is not supported on the cuda target yet"));
-    c.assemble = lower_to_loops(c.program, c.config, LoweringPhase::Assemble);
-    simplify_declares(*c.assemble);
-    schedule_loops(*c.assemble, c.program, c.config, loop_ops, /*skip_ops_on_missing_loops=*/true);
-    simplify_declares(*c.assemble);
-    c.stage2_dump = loops::dump_stage2(*c.assemble) + c.stage2_dump;
+  // 4b/5b. A sparse output the kernel builds gets an assemble phase per compressed level,
+  // scheduled by the same ops where they name its loops (it has no summed loops to schedule).
+  if (output_is_assembled(c.program) && c.config.target == Target::Cuda)
+    throw CompileError(format_config_error(input.config_path, "/target",
+                                           "assembling a sparse output is not supported on the cuda target yet"));
+  std::string assemble_dumps;
+  for (int level : assembled_levels(c.program)) {
+    loops::LoweredFunc assemble = lower_to_loops(c.program, c.config, LoweringPhase::Assemble, level);
+    simplify_declares(assemble);
+    schedule_loops(assemble, c.program, c.config, loop_ops, /*skip_ops_on_missing_loops=*/true);
+    simplify_declares(assemble);
+    assemble_dumps += loops::dump_stage2(assemble);
+    c.assemble.push_back(std::move(assemble));
   }
+  c.stage2_dump = assemble_dumps + c.stage2_dump;
 
   // 6. Emit the header and the source: C++ with OpenMP, or CUDA.
   GenerationContext context = make_context(c, input);
@@ -115,10 +122,9 @@ Compilation compile(const CompileInput& input) {
     c.files.push_back(emit_cuda_header(c.func, context));
     c.files.push_back(emit_cuda_source(c.func, context));
   } else {
-    const loops::LoweredFunc* assemble = c.assemble ? &*c.assemble : nullptr;
     context.pack = emit_pack_routines(c.program, c.func.name);  // NAME_pack_T / NAME_unpack_T (cuda: none yet)
-    c.files.push_back(emit_abi_header(c.func, context, "void", {}, {}, "", assemble));
-    c.files.push_back(emit_cpu_source(c.func, context, assemble));
+    c.files.push_back(emit_abi_header(c.func, context, "void", {}, {}, "", c.assemble));
+    c.files.push_back(emit_cpu_source(c.func, context, c.assemble));
   }
   return c;
 }

@@ -25,7 +25,7 @@ struct Compilation {
   Config config;
   sparse::Program program;               // stage I, after its schedule
   loops::LoweredFunc func;               // stage II, after its schedule
-  std::optional<loops::LoweredFunc> assemble;  // a sparse output's assemble phase, if it has one
+  std::vector<loops::LoweredFunc> assemble;  // a sparse output's assemble phases, one per compressed level
   std::vector<ScheduleOp> schedule;      // what was applied (`auto` expanded)
   std::string stage1_dump, stage2_dump;  // --emit=stage1 / --emit=stage2
   std::vector<GeneratedFile> files;      // NAME.h, then NAME.cpp or NAME.cu

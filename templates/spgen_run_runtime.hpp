@@ -1472,6 +1472,28 @@ class Run {
   std::vector<Packed<Index, Value>> tensors_;
 };
 
+// The positions of the first `levels` levels of an output the kernel assembles (dense and
+// compressed levels, the pos arrays above filled in).
+template <class Index, class Value>
+int64_t assembled_positions(const TensorInfo& ti, const Packed<Index, Value>& p, size_t levels) {
+  int64_t n = 1;
+  for (size_t l = 0; l < levels; ++l)
+    n = ti.levels[l] == Level::Dense ? n * p.dims.at(static_cast<size_t>(ti.mode_order[l]))
+                                     : static_cast<int64_t>(p.pos.at(l).back());
+  return n;
+}
+
+// Before the assemble phase of level l of output t: its pos array, one count per parent
+// position (and a leading 0), zeroed.
+template <class Index, class Value>
+void size_assembled_level(Run<Index, Value>& run, int t, int l) {
+  const TensorInfo& ti = run.info().tensors.at(static_cast<size_t>(t));
+  Packed<Index, Value>& p = run.packed(t);
+  const int64_t parents = assembled_positions(ti, p, static_cast<size_t>(l));
+  if (parents < 0) throw std::runtime_error("output " + ti.name + ": the assemble phase produced a negative count");
+  p.pos.at(static_cast<size_t>(l)).assign(static_cast<size_t>(parents + 1), Index(0));
+}
+
 // How a generated driver plugs its kernel into the runtime.
 template <class Index, class Value>
 struct Hooks {
@@ -1924,8 +1946,8 @@ class Driver {
       : info_(info), opts_(opts), plan_(make_plan(info, opts)), coos_(info.tensors.size()) {}
 
   // `hooks.assemble`, when set, builds the structure of an output the kernel assembles itself
-  // (dense levels, then one compressed level): it fills that level's pos array, after which crd
-  // and values are sized.
+  // (dense and compressed levels): it sizes and fills each compressed level's pos array, top
+  // down, after which the crd arrays and values are sized.
   int execute(const Hooks<Index, Value>& hooks) {
     hooks_ = &hooks;
     const bool has_assemble = static_cast<bool>(hooks.assemble);
@@ -1994,11 +2016,11 @@ class Driver {
     }
   }
 
-  // Dense levels then one compressed level: the shape the kernels can assemble.
+  // Dense and compressed levels, at least one compressed: the shapes the kernels can assemble.
   static bool is_assembled_shape(const std::vector<Level>& levels) {
-    for (size_t l = 0; l + 1 < levels.size(); ++l)
-      if (levels[l] != Level::Dense) return false;
-    return !levels.empty() && levels.back() == Level::Compressed;
+    for (Level level : levels)
+      if (level != Level::Dense && level != Level::Compressed) return false;
+    return std::find(levels.begin(), levels.end(), Level::Compressed) != levels.end();
   }
 
   // Runs the assemble phase once to learn each assembled output's entry count, and sizes its
@@ -2009,11 +2031,13 @@ class Driver {
       const TensorInfo& ti = tensor(t);
       Packed<Index, Value>& out = run.packed(static_cast<int>(t));
       if (!ti.is_output || run.structure_owner(static_cast<int>(t)) != static_cast<int>(t) || all_dense(ti.levels)) continue;
-      const size_t last = ti.levels.size() - 1;
-      const int64_t entries = static_cast<int64_t>(out.pos[last].back());
-      if (entries < 0) throw std::runtime_error("output " + ti.name + ": the assemble phase produced a negative count");
-      out.crd[last].assign(static_cast<size_t>(entries), Index(0));
-      out.vals.assign(static_cast<size_t>(entries), Value(0));
+      for (size_t l = 0; l < ti.levels.size(); ++l) {
+        if (ti.levels[l] != Level::Compressed) continue;
+        const int64_t entries = static_cast<int64_t>(out.pos[l].back());
+        if (entries < 0) throw std::runtime_error("output " + ti.name + ": the assemble phase produced a negative count");
+        out.crd[l].assign(static_cast<size_t>(entries), Index(0));
+      }
+      out.vals.assign(static_cast<size_t>(assembled_positions(ti, out, ti.levels.size())), Value(0));
     }
   }
 
@@ -2039,11 +2063,8 @@ class Driver {
         if (plan_.source[t] != Plan::Source::None)
           throw std::runtime_error("output " + ti.name + " is built by the kernel; it takes no --input");
         out.dims = tensor_dims(ti, run.sizes());
-        int64_t parents = 1;
-        for (size_t l = 0; l + 1 < ti.levels.size(); ++l) parents *= out.dims[static_cast<size_t>(ti.mode_order[l])];
-        out.pos.assign(ti.levels.size(), {});
+        out.pos.assign(ti.levels.size(), {});  // sized by the assemble hook, level by level
         out.crd.assign(ti.levels.size(), {});
-        out.pos.back().assign(static_cast<size_t>(parents + 1), Index(0));
         continue;  // no initial values: every run rebuilds it
       } else {
         throw std::runtime_error("output format not supported by spgen run yet (output " + ti.name +

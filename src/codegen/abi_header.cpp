@@ -55,16 +55,29 @@ static std::pair<std::string, std::string> describe_function(const loops::Lowere
 GeneratedFile emit_abi_header(const loops::LoweredFunc& func, const GenerationContext& context,
                               const std::string& return_type, const std::vector<std::string>& extra_params,
                               const std::vector<std::string>& extra_docs, const std::string& target_types,
-                              const loops::LoweredFunc* assemble) {
+                              const std::vector<loops::LoweredFunc>& assemble) {
   CExprPrinter printer;
   auto [abi, declaration] = describe_function(func, return_type, extra_params, extra_docs);
-  if (assemble) {
+  if (assemble.size() == 1) {
     // The assemble phase comes first: it sizes the output that the kernel then fills.
-    auto [assemble_abi, assemble_declaration] = describe_function(*assemble, return_type, extra_params, extra_docs);
-    abi = "// First call " + assemble->name + "(...), which builds the output's positions:\n" + assemble_abi +
+    auto [assemble_abi, assemble_declaration] = describe_function(assemble.front(), return_type, extra_params, extra_docs);
+    abi = "// First call " + assemble.front().name + "(...), which builds the output's positions:\n" + assemble_abi +
           "// then allocate the output's coordinates and values (length: the last position) and call " + func.name +
           "(...):\n" + abi;
     declaration = assemble_declaration + "\n\n" + declaration;
+  } else if (!assemble.empty()) {
+    // One phase per compressed level, top down: each sizes the next level's pos array.
+    std::string phases, declarations;
+    for (size_t i = 0; i < assemble.size(); ++i) {
+      auto [phase_abi, phase_declaration] = describe_function(assemble[i], return_type, extra_params, extra_docs);
+      phases += std::string(i == 0 ? "// First call " : "// then allocate the next pos array (length: the entries "
+                                                        "of the levels above, plus 1) and call ") +
+                assemble[i].name + "(...), which builds the positions of one compressed level:\n" + phase_abi;
+      declarations += phase_declaration + "\n\n";
+    }
+    abi = phases + "// then allocate each compressed level's coordinates and the values (lengths: the entries of the "
+          "levels so far) and call " + func.name + "(...):\n" + abi;
+    declaration = declarations + declaration;
   }
 
   std::string guard = "SPGEN_";

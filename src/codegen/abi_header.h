@@ -16,7 +16,7 @@ GeneratedFile emit_abi_header(const loops::LoweredFunc& func, const GenerationCo
                               const std::vector<std::string>& extra_params = {},
                               const std::vector<std::string>& extra_docs = {},
                               const std::string& target_types = "",
-                              const loops::LoweredFunc* assemble = nullptr);  // a sparse output's assemble phase
+                              const std::vector<loops::LoweredFunc>& assemble = {});  // a sparse output's assemble phases
 
 std::string header_file_name(const loops::LoweredFunc& func);
 

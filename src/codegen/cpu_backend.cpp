@@ -125,7 +125,7 @@ std::string print_function(const LoweredFunc& func) {
 
 }  // namespace
 
-GeneratedFile emit_cpu_source(const LoweredFunc& func, const GenerationContext& context, const LoweredFunc* assemble) {
+GeneratedFile emit_cpu_source(const LoweredFunc& func, const GenerationContext& context, const std::vector<LoweredFunc>& assemble) {
   GeneratedFile file;
   file.name = func.name + ".cpp";
   file.text = templates::render("cpu_kernel_preamble.cpp.in", {{"file", file.name},
@@ -135,7 +135,7 @@ GeneratedFile emit_cpu_source(const LoweredFunc& func, const GenerationContext& 
                                                                {"spec", context.spec_text},
                                                                {"header", header_file_name(func)}});
   if (uses_vectors(func)) file.text += std::string(*templates::lookup("cpu_vector_helpers.cpp.in")) + "\n";
-  if (assemble) file.text += print_function(*assemble) + "\n";
+  for (const LoweredFunc& phase : assemble) file.text += print_function(phase) + "\n";
   file.text += print_function(func);
   file.text += context.pack.source;  // the tensors' pack/unpack routines, if any
   return file;

@@ -8,6 +8,6 @@ namespace spgen {
 
 // `assemble`, when the output is a sparse one the kernels build, is printed first.
 GeneratedFile emit_cpu_source(const loops::LoweredFunc& func, const GenerationContext& context,
-                              const loops::LoweredFunc* assemble = nullptr);
+                              const std::vector<loops::LoweredFunc>& assemble = {});
 
 }  // namespace spgen

@@ -4,6 +4,7 @@
 
 #include "codegen/abi_header.h"
 #include "codegen/pack_routines.h"
+#include "passes/lower_to_loops.h"
 #include "support/templates.h"
 
 namespace spgen {
@@ -138,7 +139,7 @@ std::string pack_glue(const loops::LoweredFunc& func, const sparse::Program& pro
 }  // namespace
 
 GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Program& program, Target target,
-                              const loops::LoweredFunc* assemble) {
+                              const std::vector<loops::LoweredFunc>& assemble) {
   bool cuda = target == Target::Cuda;
   std::string index_vars, tensors, call_args;
   for (size_t v = 0; v < program.index_vars.size(); ++v) index_vars += (v ? ", \"" : "\"") + program.index_vars[v] + "\"";
@@ -149,13 +150,20 @@ GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Prog
   }
   std::string value_type = program.value_type == ValueType::Float32 ? "float" : "double";
   std::string index_type = program.index_type == IndexType::Int32 ? "int32_t" : "int64_t";
-  // A kernel that builds its sparse output runs its assemble phase before each run.
+  // A kernel that builds its sparse output runs its assemble phases before each run, each after
+  // sizing the pos array it fills.
   std::string assemble_function, hooks;
-  if (assemble) {
-    std::string args;
-    for (size_t i = 0; i < assemble->params.size(); ++i)
-      args += (i ? ", " : "") + call_argument(program, assemble->params[i], "r");
-    assemble_function = "\nvoid assemble(spgen_run::Run<Index, Value>& r) {\n  " + assemble->name + "(" + args + ");\n}\n";
+  if (!assemble.empty()) {
+    std::string calls, output = std::to_string(tensor_id(program, program.output().tensor));
+    std::vector<int> levels = assembled_levels(program);
+    for (size_t phase = 0; phase < assemble.size(); ++phase) {
+      std::string args;
+      for (size_t i = 0; i < assemble[phase].params.size(); ++i)
+        args += (i ? ", " : "") + call_argument(program, assemble[phase].params[i], "r");
+      calls += "  spgen_run::size_assembled_level(r, " + output + ", " + std::to_string(levels[phase]) + ");\n";
+      calls += "  " + assemble[phase].name + "(" + args + ");\n";
+    }
+    assemble_function = "\nvoid assemble(spgen_run::Run<Index, Value>& r) {\n" + calls + "}\n";
     hooks += "  hooks.assemble = assemble;\n";
   }
   // The CPU driver packs through the kernel's own conversion routines.

@@ -12,6 +12,6 @@ namespace spgen {
 // On the cuda target, the driver (run_driver.cu) copies the packed arrays to the GPU and times
 // the kernel with CUDA events.
 GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Program& program, Target target,
-                              const loops::LoweredFunc* assemble = nullptr);
+                              const std::vector<loops::LoweredFunc>& assemble = {});
 
 }  // namespace spgen

@@ -216,8 +216,14 @@ class ConfigReader {
       }
       expect_object(it.value(), path);
       check_keys(it.value(), path, {"format", "width", "block"});
-      Format format = it.value().contains("format") ? read_format(it.value()["format"], path + "/format", *use)
-                                                    : dense_format(use->order);
+      const bool is_auto = it.value().contains("format") && it.value()["format"] == "auto";
+      if (is_auto && !use->is_output)
+        fail(path + "/format", "\"auto\" infers the output's format from its operands; an input's format must be "
+                               "given (an omitted one means dense)");
+      if (is_auto || !it.value().contains("format")) config.infer_output_format |= use->is_output;
+      Format format = it.value().contains("format") && !is_auto
+                          ? read_format(it.value()["format"], path + "/format", *use)
+                          : dense_format(use->order);
       if (it.value().contains("width")) {
         int64_t width = get_positive_int(it.value()["width"], path + "/width");
         if (format.name != "ell") fail(path + "/width", "\"width\" belongs to the \"ell\" format");
@@ -237,7 +243,12 @@ class ConfigReader {
       config.formats[it.key()] = format;
     }
     for (const ast::TensorUse& use : spec_.tensors)
-      if (!config.formats.count(use.name)) config.formats[use.name] = dense_format(use.order);
+      if (!config.formats.count(use.name)) {
+        config.formats[use.name] = dense_format(use.order);
+        config.infer_output_format |= use.is_output;
+      }
+    // `+=` reads the output too: its structure cannot come from the operands alone.
+    if (spec_.accumulate) config.infer_output_format = false;
   }
 
   // TACO's and SparseTIR's names for the same kinds are both accepted.

@@ -104,6 +104,8 @@ struct Config {
   ValueType value_type = ValueType::Float32;
   IndexType index_type = IndexType::Int32;
   std::map<std::string, Format> formats;  // every tensor of the spec, defaults filled in
+  // The output's format is omitted or "auto": infer_output_format replaces its dense placeholder.
+  bool infer_output_format = false;
   bool auto_schedule = false;             // "schedule": "auto"
   std::vector<ScheduleOp> schedule;
 

@@ -66,7 +66,11 @@ std::string ExprPrinter::print_vector_load(const Load& node, const std::string& 
 
 std::string ExprPrinter::print(const Expr& expr, int parent_precedence) const {
   switch (expr->kind) {
-    case ExprKind::IntImm: return std::to_string(static_cast<const IntImm&>(*expr).value);
+    case ExprKind::IntImm: {
+      const IntImm& imm = static_cast<const IntImm&>(*expr);
+      if (imm.type == ScalarType::Bool) return imm.value ? "true" : "false";
+      return std::to_string(imm.value);
+    }
     case ExprKind::FloatImm: return print_float(static_cast<const FloatImm&>(*expr));
     case ExprKind::Var: return static_cast<const Var&>(*expr).name;
     case ExprKind::Load: {

@@ -79,6 +79,15 @@ static std::string join(const std::vector<std::string>& items, const char* separ
   return out;
 }
 
+// "compressed i, dense j": each level's kind and index variable.
+static std::string level_list(const SparseBuffer& buffer) {
+  std::vector<std::string> levels;
+  for (size_t l = 0; l < buffer.format.levels.size(); ++l)
+    levels.push_back(std::string(level_kind_name(buffer.format.levels[l])) + " " +
+                     buffer.indices[static_cast<size_t>(buffer.format.mode_order[l])]);
+  return levels.empty() ? "no levels" : join(levels, ", ");
+}
+
 std::string dump_stage1(const Program& program) {
   std::string out = "# stage I: " + program.kernel_name + "\n";
   out += "types: value " + std::string(value_type_name(program.value_type)) + ", index " +
@@ -104,7 +113,9 @@ std::string dump_stage1(const Program& program) {
     std::vector<std::string> modes;
     for (int m : buffer.format.mode_order) modes.push_back(std::to_string(m));
     out += "  " + buffer.tensor + "(" + join(buffer.indices, ",") + "): " + value_type_name(program.value_type) +
-           "[" + join(axis_names, ", ") + "] format " + buffer.format.name + ", mode order (" + join(modes, ",") +
+           "[" + join(axis_names, ", ") + "] format " + buffer.format.name +
+           (buffer.format_inferred ? " (inferred from the operands: " + level_list(buffer) + ")" : "") +
+           ", mode order (" + join(modes, ",") +
            "), values " + buffer.values;
     if (buffer.is_output) out += ", output";
     if (!buffer.shares_structure_with.empty()) out += ", shares the structure of " + buffer.shares_structure_with;

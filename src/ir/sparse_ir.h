@@ -57,6 +57,7 @@ struct SparseBuffer {
   Format format;
   bool is_output = false;
   std::string shares_structure_with;  // tensor whose axes this output reuses, or empty
+  bool format_inferred = false;       // the output's format came from its operands (infer_output_format)
   std::string values;                 // name of the values array
 };
 

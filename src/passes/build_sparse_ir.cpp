@@ -58,12 +58,12 @@ std::string find_shared_structure(const ast::Spec& spec, const Config& config) {
   return "";
 }
 
-// Outputs whose structure the kernel builds itself (count, prefix sum, fill): dense levels then
-// one compressed level, whose entries can be appended row by row.
+// Outputs whose structure the kernel builds itself (count, prefix sum, fill, level by level):
+// dense and compressed levels, whose entries can be appended in loop order.
 bool is_assemblable(const Format& format) {
-  for (size_t l = 0; l + 1 < format.levels.size(); ++l)
-    if (format.levels[l] != LevelKind::Dense) return false;
-  return !format.levels.empty() && format.levels.back() == LevelKind::Compressed;
+  for (LevelKind kind : format.levels)
+    if (kind != LevelKind::Dense && kind != LevelKind::Compressed) return false;
+  return !format.all_dense();
 }
 
 // The loops of a blocked index variable `i`: over blocks, and inside one (docs/config.md).
@@ -145,9 +145,9 @@ sparse::Program build_sparse_ir(const ast::Spec& spec, const Config& config) {
         throw CompileError(format_config_error(
             config.file, "/tensors/" + buffer.tensor + "/format",
             "sparse output " + buffer.tensor + " (" + buffer.format.name +
-                ") cannot be assembled yet: an output is assembled when only its last level is compressed (csr, "
-                "sv, dense levels then one compressed level), or it shares the structure of an input with the "
-                "same format and indices that multiplies the whole right-hand side (as X does in SDDMM)"));
+                ") cannot be assembled: an output is assembled when its levels are dense and compressed ones "
+                "(csr, dcsr, csf, sv, ...), or it shares the structure of an input with the same format and indices "
+                "that multiplies the whole right-hand side (as X does in SDDMM)"));
       if (buffer.shares_structure_with.empty() && spec.accumulate)
         throw CompileError(format_config_error(config.file, "/tensors/" + buffer.tensor + "/format",
                                                "`+=` into an assembled sparse output is not supported; use `=`"));

@@ -41,14 +41,16 @@ struct LoopPlan {
 
 class Lowering {
  public:
-  Lowering(const sparse::Program& program, const Config& config, LoweringPhase phase)
+  Lowering(const sparse::Program& program, const Config& config, LoweringPhase phase, int counted_level)
       : program_(program), config_(config), value_type_(value_scalar_type(program.value_type)),
         index_type_(index_scalar_type(program.index_type)), assembled_(output_is_assembled(program)),
-        counting_(phase == LoweringPhase::Assemble) {}
+        counting_(phase == LoweringPhase::Assemble), counted_level_(counted_level) {
+    if (counting_ && counted_level_ < 0) counted_level_ = assembled_levels(program).back();
+  }
 
   LoweredFunc run() {
     LoweredFunc func;
-    func.name = program_.kernel_name + (counting_ ? "_assemble" : "");
+    func.name = counting_ ? assemble_function_name(program_, counted_level_) : program_.kernel_name;
     reserve_names();
     func.params = make_params();
     plan_loops();
@@ -180,24 +182,32 @@ class Lowering {
     return params;
   }
 
-  // An assembled output: NAME_assemble writes its pos array; NAME reads it and writes crd and
-  // values, whose length the caller takes from the last pos entry.
+  // An assembled output: each assemble phase writes the pos array of one compressed level (the
+  // levels above it are already built); NAME reads them all and writes crd and values, whose
+  // lengths the caller takes from the last pos entries.
   void append_assembled_output_params(const sparse::SparseBuffer& output, std::vector<Param>& params) const {
-    int last = static_cast<int>(output.axes.size()) - 1;
-    const sparse::Axis& axis = program_.axes[output.axes[last]];
-    std::string parents = level_size_prose(output, last - 1);
-    std::string where = "output " + output.tensor + " level " + std::to_string(last) + " (compressed, index " +
-                        axis.index_var + ")";
-    params.push_back(make_param(axis.pos, ParamKind::Pos, index_type_, output.tensor, last,
-                                where + (counting_ ? ": positions, written here (entries counted, then summed)"
-                                                   : ": positions, as written by " + program_.kernel_name + "_assemble"),
-                                parents == "1" ? "2" : parents + " + 1"));
-    params.back().is_const = !counting_;
+    for (size_t level = 0; level < output.axes.size(); ++level) {
+      const sparse::Axis& axis = program_.axes[output.axes[level]];
+      if (counting_ && static_cast<int>(level) > counted_level_) break;
+      if (axis.kind != sparse::AxisKind::SparseVariable) continue;
+      bool counted_here = counting_ && static_cast<int>(level) == counted_level_;
+      std::string parents = level_size_prose(output, static_cast<int>(level) - 1);
+      std::string where = "output " + output.tensor + " level " + std::to_string(level) + " (compressed, index " +
+                          axis.index_var + ")";
+      std::string written_by = assemble_function_name(program_, static_cast<int>(level));
+      params.push_back(make_param(axis.pos, ParamKind::Pos, index_type_, output.tensor, static_cast<int>(level),
+                                  where + (counted_here ? ": positions, written here (entries counted, then summed)"
+                                                        : ": positions, as written by " + written_by),
+                                  parents == "1" ? "2" : parents + " + 1"));
+      params.back().is_const = !counted_here;
+      if (counting_) continue;
+      params.push_back(make_param(axis.crd, ParamKind::Crd, index_type_, output.tensor, static_cast<int>(level),
+                                  where + ": coordinates, written here in increasing order under each parent",
+                                  level_size_prose(output, static_cast<int>(level))));
+      params.back().is_const = false;
+    }
     if (counting_) return;
-    std::string entries = level_size_prose(output, last);
-    params.push_back(make_param(axis.crd, ParamKind::Crd, index_type_, output.tensor, last,
-                                where + ": coordinates, written here in increasing order under each parent", entries));
-    params.back().is_const = false;
+    std::string entries = level_size_prose(output, static_cast<int>(output.axes.size()) - 1);
     params.push_back(make_param(output.values, ParamKind::Values, value_type_, output.tensor, -1,
                                 "output " + output.tensor + "(" + join(output.indices) + "), one value per entry", entries));
     params.back().is_const = false;
@@ -418,6 +428,7 @@ class Lowering {
     bool is_cursor = false;  // a mutable position that the body advances
     std::string name;
     int ready_depth = -1;
+    int declare_depth = -1;  // where it is declared: ready_depth, or above it for an output cursor
     Expr value;  // for dense levels: parent * length + coordinate
   };
 
@@ -428,6 +439,8 @@ class Lowering {
       Expr parent = int64(0);
       int parent_depth = -1;
       for (size_t level = 0; level < buffer.axes.size(); ++level) {
+        // Levels below the one an assemble phase counts play no part in it.
+        if (buffer.is_output && assembled_ && counting_ && static_cast<int>(level) > counted_level_) break;
         const sparse::Axis& axis = program_.axes[buffer.axes[level]];
         int depth = program_.depth_of(axis.index_var);
         LevelPosition position;
@@ -438,16 +451,25 @@ class Lowering {
         } else if (axis.kind == sparse::AxisKind::Singleton) {
           position.ready_depth = depth;  // one entry per parent position: the same position
           position.value = parent;
-        } else if (buffer.is_output && assembled_) {
-          // A cursor, opened where the parent is known, advanced by each appended entry.
+        } else if (buffer.is_output && assembled_ && counting_ && static_cast<int>(level) == counted_level_) {
+          // The counted level: its counts are indexed by the parent position.
           position.ready_depth = parent_depth;
-          position.value = counting_ ? parent : cast(ScalarType::Int64, load(axis.pos, parent, index_type_));
-          position.is_cursor = !counting_;
+          position.value = parent;
+        } else if (buffer.is_output && assembled_) {
+          // A cursor, opened where the parent is known. The last level's is advanced by each
+          // appended entry; a level above it is the next free position, and moves past the current
+          // coordinate once that coordinate turns out to hold entries (see open_levels_).
+          bool last = level + 1 == buffer.axes.size();
+          position.declare_depth = parent_depth;
+          position.ready_depth = last ? parent_depth : depth;
+          position.value = cast(ScalarType::Int64, load(axis.pos, parent, index_type_));
+          position.is_cursor = true;
         } else {
           if (!iterates_axis(depth, buffer.axes[level]))
             throw std::logic_error("compressed level " + axis.name + " is not iterated by its loop");
           position.ready_depth = depth;
         }
+        if (!(buffer.is_output && assembled_ && position.is_cursor)) position.declare_depth = position.ready_depth;
         parent = var(position.name);
         parent_depth = position.ready_depth;
         levels.push_back(position);
@@ -488,7 +510,10 @@ class Lowering {
       for (int id : plan.axes) output_repeats |= !program_.axes[id].unique;
     }
     reduction_outside |= output_repeats;
-    scattered_ = assembled_ && reduction_outside;
+    // Reductions outside the last compressed level scatter into a row workspace; below a dense
+    // last level they just add into its entries.
+    scattered_ = assembled_ && reduction_outside && output.format.levels.back() == LevelKind::Compressed;
+    if (assembled_) plan_open_levels(output);
     if (scattered_) plan_workspace(output);
     output_overwrites_ = !accumulate && !reduction_outside;
     bool some_entry_unvisited = false;
@@ -502,8 +527,100 @@ class Lowering {
     // ELL padding positions of a shared structure are never visited but must hold zeros.
     for (int id : program_.structure_of(output).axes) some_entry_unvisited |= program_.axes[id].kind == sparse::AxisKind::SparseFixed;
     needs_zero_fill_ = !assembled_ && !accumulate && (reduction_outside || some_entry_unvisited);
+    // Dense levels below a compressed one store every coordinate under an entry, written or not.
+    if (assembled_ && !counting_) needs_zero_fill_ = dense_below_compressed(output.format);
     if (scalar_accumulator_) accumulator_ = fresh_name("acc");
     split_hoistable_factors();
+  }
+
+  static bool dense_below_compressed(const Format& format) {
+    auto first = std::find(format.levels.begin(), format.levels.end(), LevelKind::Compressed);
+    return std::find(first, format.levels.end(), LevelKind::Dense) != format.levels.end();
+  }
+
+  // An assembled output's compressed levels above its last one hold a coordinate only where the
+  // loops below it produce an entry (the iteration space, so a computed zero stays stored). Each
+  // such level gets a flag, declared in its coordinate's loop body and raised by every entry
+  // written below; after the body the flag advances the level's cursor (or, counting that level,
+  // its count).
+  void plan_open_levels(const sparse::SparseBuffer& output) {
+    const std::vector<LevelPosition>& levels = positions_.at(output.tensor);
+    int compressed_levels = 0;
+    for (LevelKind kind : output.format.levels) compressed_levels += kind == LevelKind::Compressed;
+    if (scattered_ && compressed_levels > 1)
+      throw_unsupported("sparse output " + output.tensor + " (" + output.format.name + ") is summed over a loop outside "
+                        "its last level, so its rows are gathered in a workspace, which supports one compressed level "
+                        "only; store " + output.tensor + " as csr (dense levels, then one compressed level)");
+    for (size_t level = 0; level + 1 < output.axes.size(); ++level) {
+      const sparse::Axis& axis = program_.axes[output.axes[level]];
+      if (axis.kind != sparse::AxisKind::SparseVariable) continue;
+      if (counting_ && static_cast<int>(level) > counted_level_) break;
+      int depth = program_.depth_of(axis.index_var);
+      for (int d = 0; d < depth; ++d)
+        if (program_.iteration.iterators[d].is_reduction)
+          throw_unsupported("sparse output " + output.tensor + " (" + output.format.name + ") is summed over " +
+                            program_.iteration.iterators[d].var + " outside its compressed level " +
+                            std::to_string(level) + " (index " + axis.index_var +
+                            "), whose coordinates would then arrive out of order; reorder so the output's loops "
+                            "are outermost, or store " + output.tensor + " with dense levels above its last one");
+      for (int id : plans_[depth].axes)
+        if (!program_.axes[id].unique)
+          throw_unsupported("sparse output " + output.tensor + " (" + output.format.name + ") stores " + axis.index_var +
+                            " in compressed level " + std::to_string(level) + ", but the loop over " + axis.index_var +
+                            " visits each coordinate once per entry of " + program_.axes[id].tensor +
+                            " (a non-unique level), so it cannot be appended to; make that level of " + output.tensor +
+                            " dense");
+      OpenLevel open;
+      open.level = static_cast<int>(level);
+      open.depth = depth;
+      open.flag = fresh_name(output.tensor + std::to_string(level) + "_nonempty");
+      open.counted = counting_ && open.level == counted_level_;
+      if (!open.counted) open.cursor = levels[level].name;
+      open_levels_.push_back(open);
+    }
+    // Cursors and counts are shared by the loops inside the first compressed level's parent.
+    for (size_t level = 0; level < output.axes.size(); ++level)
+      if (program_.axes[output.axes[level]].kind == sparse::AxisKind::SparseVariable) {
+        append_depth_ = level == 0 ? -1 : levels[level - 1].ready_depth;
+        break;
+      }
+  }
+
+  // The flags of the levels whose coordinate the loop at `depth` binds, around that loop's body.
+  Stmt with_open_flags(int depth, Stmt body) const {
+    std::vector<Stmt> stmts;
+    for (const OpenLevel& open : open_levels_)
+      if (open.depth == depth)
+        stmts.push_back(std::make_shared<Declare>(open.flag, ScalarType::Bool, std::make_shared<IntImm>(0, ScalarType::Bool), true));
+    if (stmts.empty()) return body;
+    stmts.push_back(body);
+    for (const OpenLevel& open : open_levels_) {
+      if (open.depth != depth) continue;
+      Expr entries = cast(ScalarType::Int64, var(open.flag, ScalarType::Bool));
+      if (!open.counted) {
+        stmts.push_back(std::make_shared<Assign>(open.cursor, entries, true));
+      } else {
+        const sparse::Axis& axis = program_.axes[program_.output().axes[open.level]];
+        stmts.push_back(std::make_shared<Store>(axis.pos, add(value_position(program_.output().tensor), int64(1)),
+                                                cast(index_type_, entries), true));
+      }
+    }
+    return block(std::move(stmts));
+  }
+
+  // An entry is written below: raise the flag of every level above it, and (filling) store their
+  // coordinates at their cursors, which is the same store for every entry under one coordinate.
+  std::vector<Stmt> open_levels() const {
+    std::vector<Stmt> stmts;
+    const sparse::SparseBuffer& output = program_.output();
+    for (const OpenLevel& open : open_levels_) {
+      if (!counting_) {
+        const sparse::Axis& axis = program_.axes[output.axes[open.level]];
+        stmts.push_back(std::make_shared<Store>(axis.crd, var(open.cursor), cast(index_type_, var(axis.index_var)), false));
+      }
+      stmts.push_back(std::make_shared<Assign>(open.flag, std::make_shared<IntImm>(1, ScalarType::Bool), false));
+    }
+    return stmts;
   }
 
   // With a scalar accumulator, factors of the top-level product that do not depend on the
@@ -599,15 +716,25 @@ class Lowering {
     const sparse::SparseBuffer& output = program_.output();
     if (!assembled_)
       return std::make_shared<Store>(output.values, value_position(output.tensor), std::move(value), !output_overwrites_);
-    const sparse::Axis& axis = program_.axes[output.axes.back()];
     if (scattered_) return scatter(std::move(value));
+    std::vector<Stmt> stmts = open_levels();
     Expr cursor = value_position(output.tensor);
-    if (counting_)  // one more entry under this parent (counts sit one slot up, for the prefix sum)
-      return std::make_shared<Store>(axis.pos, add(cursor, int64(1)), cast(index_type_, int64(1)), true);
-    const std::string& name = positions_.at(output.tensor).back().name;
-    return block({std::make_shared<Store>(axis.crd, cursor, cast(index_type_, var(axis.index_var)), false),
-                  std::make_shared<Store>(output.values, cursor, std::move(value), false),
-                  std::make_shared<Assign>(name, int64(1), true)});
+    int last = static_cast<int>(output.axes.size()) - 1;
+    const sparse::Axis& axis = program_.axes[output.axes.back()];
+    if (counting_) {
+      // One more entry under this parent (counts sit one slot up, for the prefix sum); a level
+      // above the last one counts its flag instead, after its coordinate's loop.
+      if (counted_level_ == last)
+        stmts.push_back(std::make_shared<Store>(axis.pos, add(cursor, int64(1)), cast(index_type_, int64(1)), true));
+    } else if (axis.kind == sparse::AxisKind::SparseVariable) {
+      const std::string& name = positions_.at(output.tensor).back().name;
+      stmts.push_back(std::make_shared<Store>(axis.crd, cursor, cast(index_type_, var(axis.index_var)), false));
+      stmts.push_back(std::make_shared<Store>(output.values, cursor, std::move(value), false));
+      stmts.push_back(std::make_shared<Assign>(name, int64(1), true));
+    } else {  // a dense last level, zeroed first
+      stmts.push_back(std::make_shared<Store>(output.values, cursor, std::move(value), !output_overwrites_));
+    }
+    return stmts.size() == 1 ? stmts.front() : block(std::move(stmts));
   }
 
   // A scattered sparse output (SpGEMM `C(i,j) = A(i,k) * B(k,j)`): a row's entries arrive in any
@@ -672,6 +799,9 @@ class Lowering {
   // Loops inside a row share its workspace: they stay sequential.
   LoopAnnotations loop_annotations(int depth) const {
     LoopAnnotations annotations;
+    if (assembled_ && depth > append_depth_ && depth <= output_depth_)  // (summed loops inside touch neither)
+      annotations.sequential_reason = std::string(counting_ ? "it counts" : "it appends") + " the entries of " +
+                                      program_.output().tensor + " under one parent position";
     if (scattered_ && depth > row_depth_)
       annotations.sequential_reason = "it adds into the row workspace of " + program_.output().tensor;
     return annotations;
@@ -680,7 +810,7 @@ class Lowering {
   // Assemble phase: zero the counts, and turn them into positions after the loops.
   Stmt clear_counts() {
     const sparse::SparseBuffer& output = program_.output();
-    const sparse::Axis& axis = program_.axes[output.axes.back()];
+    const sparse::Axis& axis = program_.axes[output.axes[counted_level_]];
     std::string p = fresh_name("p");
     Expr parents = parent_count(output);
     return block({std::make_shared<Comment>("count the entries of " + output.tensor + " under each parent position"),
@@ -690,16 +820,16 @@ class Lowering {
 
   Stmt prefix_sum() {
     const sparse::SparseBuffer& output = program_.output();
-    const sparse::Axis& axis = program_.axes[output.axes.back()];
+    const sparse::Axis& axis = program_.axes[output.axes[counted_level_]];
     std::string p = fresh_name("p");
     Stmt step = std::make_shared<Store>(axis.pos, add(var(p), int64(1)), load(axis.pos, var(p), index_type_), true);
     return block({std::make_shared<Comment>("prefix sum: counts become positions"),
                   std::make_shared<For>("prefix sum", p, int64(0), parent_count(output), step)});
   }
 
-  // Parent positions of an assembled output's compressed (last) level.
+  // Parent positions of the counted level of an assembled output.
   Expr parent_count(const sparse::SparseBuffer& output) const {
-    return structure_size(output, output.axes.size() - 1);
+    return structure_size(output, static_cast<size_t>(counted_level_));
   }
 
   // Declarations of the positions that become known at `depth`.
@@ -709,7 +839,7 @@ class Lowering {
       auto found = positions_.find(buffer.tensor);
       if (found == positions_.end()) continue;
       for (const LevelPosition& position : found->second)
-        if (position.value && position.ready_depth == depth)
+        if (position.value && position.declare_depth == depth)
           declares.push_back(std::make_shared<Declare>(position.name, ScalarType::Int64, position.value, position.is_cursor));
     }
     return declares;
@@ -722,8 +852,10 @@ class Lowering {
     return write_output(inner);
   }
 
-  // The loops at `depth` and below.
-  Stmt loop_nest(int depth) {
+  // The loops at `depth` and below, with the flags of the output levels the enclosing loop binds.
+  Stmt loop_nest(int depth) { return with_open_flags(depth - 1, loops_from(depth)); }
+
+  Stmt loops_from(int depth) {
     const auto& iterators = program_.iteration.iterators;
     std::vector<Stmt> body;
     if (depth == 0) append(body, position_declares(-1));  // order-0 tensors, dense roots without loops
@@ -963,6 +1095,14 @@ class Lowering {
   std::string workspace_values_, workspace_seen_, workspace_list_, workspace_count_;
   std::vector<Workspace> workspaces_;
   bool counting_;   // this is the assemble phase
+  int counted_level_ = -1;  // ... which counts this compressed level of the output
+  struct OpenLevel {
+    int level = 0, depth = 0;  // output level and the loop depth that binds its coordinate
+    std::string flag, cursor;  // cursor empty when this level is the one counted
+    bool counted = false;
+  };
+  std::vector<OpenLevel> open_levels_;  // compressed output levels above the last (plan_open_levels)
+  int append_depth_ = -1;  // loops deeper than this share the output's cursors or counts
   std::vector<LoopPlan> plans_;  // per loop depth
   // Per tensor, the "present here" flags of the merge loops around the code being built: where
   // one is false the tensor stores nothing, so its value reads as zero and its children are empty.
@@ -981,8 +1121,22 @@ bool output_is_assembled(const sparse::Program& program) {
   return !output.format.all_dense() && output.shares_structure_with.empty();
 }
 
-LoweredFunc lower_to_loops(const sparse::Program& program, const Config& config, LoweringPhase phase) {
-  return Lowering(program, config, phase).run();
+std::vector<int> assembled_levels(const sparse::Program& program) {
+  std::vector<int> levels;
+  if (!output_is_assembled(program)) return levels;
+  const Format& format = program.output().format;
+  for (size_t l = 0; l < format.levels.size(); ++l)
+    if (format.levels[l] == LevelKind::Compressed) levels.push_back(static_cast<int>(l));
+  return levels;
+}
+
+std::string assemble_function_name(const sparse::Program& program, int level) {
+  std::string name = program.kernel_name + "_assemble";
+  return assembled_levels(program).size() > 1 ? name + "_level" + std::to_string(level) : name;
+}
+
+LoweredFunc lower_to_loops(const sparse::Program& program, const Config& config, LoweringPhase phase, int level) {
+  return Lowering(program, config, phase, level).run();
 }
 
 }  // namespace spgen

@@ -10,16 +10,22 @@
 
 namespace spgen {
 
-// A sparse output that does not share an input's structure is built in two phases: `Assemble`
-// counts the entries under each parent position and prefix-sums them into the output's pos
-// array; `Compute` then appends coordinates and values through a cursor per parent.
+// A sparse output that does not share an input's structure is built in phases: one `Assemble`
+// phase per compressed level, top down, counts the entries under each parent position and
+// prefix-sums them into that level's pos array; `Compute` then appends coordinates and values
+// through a cursor per level.
 enum class LoweringPhase { Compute, Assemble };
 
 // True when the output's structure is built by the kernels (an assemble phase is needed).
 bool output_is_assembled(const sparse::Program& program);
+// The output levels that have an assemble phase (its compressed levels), or none.
+std::vector<int> assembled_levels(const sparse::Program& program);
+// NAME_assemble for one compressed level, NAME_assemble_levelL for each of several.
+std::string assemble_function_name(const sparse::Program& program, int level);
 
+// `level`: the compressed output level an Assemble phase counts (default: the last).
 loops::LoweredFunc lower_to_loops(const sparse::Program& program, const Config& config,
-                                  LoweringPhase phase = LoweringPhase::Compute);
+                                  LoweringPhase phase = LoweringPhase::Compute, int level = -1);
 
 loops::ScalarType value_scalar_type(ValueType type);
 loops::ScalarType index_scalar_type(IndexType type);

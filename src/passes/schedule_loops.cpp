@@ -186,8 +186,11 @@ class Scheduler {
     Stmt body = block({std::make_shared<Declare>(loop.var, ScalarType::Int64,
                                                  add(add(begin, mul(var(split.outer), factor)), var(split.inner)), false),
                        loop.body});
-    Stmt inner = std::make_shared<For>(split.inner, split.inner, int64(0), inner_extent, body);
-    Stmt outer = std::make_shared<For>(split.outer, split.outer, int64(0), outer_extent, inner);
+    // What kept the loop sequential (cursors it advances) holds for both halves.
+    LoopAnnotations sequential;
+    sequential.sequential_reason = loop.annotations.sequential_reason;
+    Stmt inner = std::make_shared<For>(split.inner, split.inner, int64(0), inner_extent, body, sequential);
+    Stmt outer = std::make_shared<For>(split.outer, split.outer, int64(0), outer_extent, inner, sequential);
     prologue.push_back(outer);
     Stmt replacement = block(std::move(prologue));
     func_.body = RewriteLoop(split.var, [&](const For&) { return replacement; }).mutate(func_.body);
@@ -411,6 +414,11 @@ class Scheduler {
                                     ? static_cast<const Block&>(*current->body).stmts
                                     : std::vector<Stmt>{current->body};
       for (const Stmt& s : stmts) {
+        // A mutable declaration (a cursor, an accumulator) carries state through the loops below it:
+        // a loop moved above it would restart that state on each of its iterations.
+        if (s->kind == StmtKind::Declare && !next && static_cast<const Declare&>(*s).is_mutable)
+          fail("the loops " + join(reorder.order) + " cannot be reordered: " + current->label + " declares " +
+               static_cast<const Declare&>(*s).name + ", which the loops inside it advance");
         if (s->kind == StmtKind::Declare && !next) declares.push_back(s);
         else if (s->kind == StmtKind::For && !next) next = static_cast<const For*>(s.get());
         else if (s->kind != StmtKind::Comment)

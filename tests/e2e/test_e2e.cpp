@@ -254,5 +254,5 @@ TEST_CASE("real matrices: matrix kernels match the reference on GNN graphs") {
       ++runs;
     }
   }
-  if (!std::getenv("SPGEN_E2E_ONLY")) CHECK(runs >= 5);
+  if (!std::getenv("SPGEN_E2E_ONLY")) CHECK(runs >= 5);  // (a selection may hold no matrix kernel)
 }

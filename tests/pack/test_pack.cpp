@@ -67,17 +67,17 @@ const char* const kAdd = "C(i,j) = A(i,j) + B(i,j)\n";
 
 const std::vector<Case>& cases() {
   static const std::vector<Case> all = {
-      {"pk_csr", kSpmv, R"({"A": {"format": "csr"}})", "A", {D, C}, {0, 1}, 0, false, false, {7, 9}, ""},
-      {"pk_csc", kSpmv, R"({"A": {"format": "csc"}})", "A", {D, C}, {1, 0}, 0, true, true, {7, 9}, ""},
-      {"pk_dcsr", kSpmv, R"({"A": {"format": "dcsr"}})", "A", {C, C}, {0, 1}, 0, false, true, {8, 6}, ""},
-      {"pk_coo", kSpmv, R"({"A": {"format": "coo"}})", "A", {NU, S}, {0, 1}, 0, true, false, {7, 9}, ""},
-      {"pk_ell", kSpmv, R"({"A": {"format": "ell", "width": 3}})", "A", {D, SF}, {0, 1}, 3, false, false, {7, 9}, ""},
-      {"pk_ragged", kSpmm, R"({"A": {"format": "ragged"}})", "A", {D, DV}, {0, 1}, 0, false, true, {7, 9}, ""},
-      {"pk_csf", kTtv, R"({"B": {"format": "csf"}})", "B", {C, C, C}, {0, 1, 2}, 0, true, false, {5, 6, 4}, ""},
-      {"pk_coo3", kTtv, R"({"B": {"format": "coo"}})", "B", {NU, S, S}, {0, 1, 2}, 0, false, false, {5, 6, 4}, ""},
-      {"pk_dense_suffix", kTtv, R"({"B": {"format": {"levels": ["dense", "compressed", "dense"]}}})", "B", {D, C, D},
+      {"pk_csr", kSpmv, R"({"y": {"format": "dense"}, "A": {"format": "csr"}})", "A", {D, C}, {0, 1}, 0, false, false, {7, 9}, ""},
+      {"pk_csc", kSpmv, R"({"y": {"format": "dense"}, "A": {"format": "csc"}})", "A", {D, C}, {1, 0}, 0, true, true, {7, 9}, ""},
+      {"pk_dcsr", kSpmv, R"({"y": {"format": "dense"}, "A": {"format": "dcsr"}})", "A", {C, C}, {0, 1}, 0, false, true, {8, 6}, ""},
+      {"pk_coo", kSpmv, R"({"y": {"format": "dense"}, "A": {"format": "coo"}})", "A", {NU, S}, {0, 1}, 0, true, false, {7, 9}, ""},
+      {"pk_ell", kSpmv, R"({"y": {"format": "dense"}, "A": {"format": "ell", "width": 3}})", "A", {D, SF}, {0, 1}, 3, false, false, {7, 9}, ""},
+      {"pk_ragged", kSpmm, R"({"C": {"format": "dense"}, "A": {"format": "ragged"}})", "A", {D, DV}, {0, 1}, 0, false, true, {7, 9}, ""},
+      {"pk_csf", kTtv, R"({"A": {"format": "dense"}, "B": {"format": "csf"}})", "B", {C, C, C}, {0, 1, 2}, 0, true, false, {5, 6, 4}, ""},
+      {"pk_coo3", kTtv, R"({"A": {"format": "dense"}, "B": {"format": "coo"}})", "B", {NU, S, S}, {0, 1, 2}, 0, false, false, {5, 6, 4}, ""},
+      {"pk_dense_suffix", kTtv, R"({"A": {"format": "dense"}, "B": {"format": {"levels": ["dense", "compressed", "dense"]}}})", "B", {D, C, D},
        {0, 1, 2}, 0, false, true, {4, 6, 3}, ""},
-      {"pk_dense_cm", kSpmv, R"({"A": {"format": {"levels": ["dense", "dense"], "order": [1, 0]}}})", "A", {D, D},
+      {"pk_dense_cm", kSpmv, R"({"y": {"format": "dense"}, "A": {"format": {"levels": ["dense", "dense"], "order": [1, 0]}}})", "A", {D, D},
        {1, 0}, 0, false, false, {4, 5}, ""},
       {"pk_sddmm", kSddmm, R"({"X": {"format": "csr"}, "Y": {"format": "csr"}})", "X", {D, C}, {0, 1}, 0, false,
        false, {7, 9}, ""},
@@ -88,6 +88,8 @@ const std::vector<Case>& cases() {
        false, {7, 8}, "", {2, 3}},
       {"pk_bsr_int64", kSpmm, R"({"A": {"format": "bsr", "block": [4, 1]}})", "A", {D, C, D, D}, {0, 1, 0, 1}, 0, true,
        true, {8, 5}, "", {4, 1}},
+      {"pk_add_dcsr_out", kAdd, R"({"A": {"format": "dcsr"}, "B": {"format": "dcsr"}, "C": {"format": "dcsr"}})", "C",
+       {C, C}, {0, 1}, 0, true, false, {8, 6}, ""},
   };
   return all;
 }
@@ -902,6 +904,7 @@ TEST_CASE("sddmm's sparse input") { check_case("pk_sddmm"); }
 TEST_CASE("an output the kernel assembles has its own routines") { check_case("pk_add_out"); }
 TEST_CASE("bsr 2x3 on 7x8: partial blocks padded with zeros, the padding left out by unpack") { check_case("pk_bsr"); }
 TEST_CASE("bsr 4x1: int64 indices, float64 values") { check_case("pk_bsr_int64"); }
+TEST_CASE("an assembled output of several compressed levels has its own routines") { check_case("pk_add_dcsr_out"); }
 
 TEST_CASE("ell: a row with more coordinates than the width fails to pack") {
   const Case& c = case_named("pk_ell");

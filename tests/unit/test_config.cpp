@@ -119,6 +119,18 @@ TEST_CASE("config: every tensor of the spec gets a format, scalars and vectors i
   check_format(config.format_of("z"), "dense", {D}, {0});
 }
 
+TEST_CASE("config: an output format omitted or \"auto\" is left to inference; inputs default to dense") {
+  CHECK(read("{}").infer_output_format);
+  CHECK(read(R"({"tensors": {"C": {"format": "auto"}}})").infer_output_format);
+  Config given = read(R"({"tensors": {"C": {"format": "dense"}}})");
+  CHECK_FALSE(given.infer_output_format);
+  CHECK_FALSE(read("{}", "C(i,j) += A(i,j) * B(i,j)").infer_output_format);  // `+=` reads its output
+  check_format(read(R"({"tensors": {"C": {"format": "auto"}}})").format_of("C"), "dense", {D, D}, {0, 1});  // until inferred
+  CHECK(format_error("A", "\"auto\"") ==
+        config_error("/tensors/A/format", "\"auto\" infers the output's format from its operands; an input's format "
+                                          "must be given (an omitted one means dense)"));
+}
+
 TEST_CASE("config: a full config, as in specs/spmm_csr.json") {
   const char* json = R"({
   "name": "spmm_csr",

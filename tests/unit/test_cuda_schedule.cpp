@@ -9,9 +9,11 @@ using namespace spgen_test;
 
 namespace {
 
-// A cuda config: CSR (or `format`) A, and these schedule ops.
+// A cuda config: CSR (or `format`) A, a dense output y for the formats that would make it
+// sparse, and these schedule ops.
 std::string cuda(const std::string& ops, const std::string& format = "csr") {
-  return R"({"target": "cuda", "tensors": {"A": {"format": ")" + format + R"("}}, "schedule": [)" + ops + "]}";
+  std::string output = format == "csr" ? "" : R"("y": {"format": "dense"}, )";
+  return R"({"target": "cuda", "tensors": {)" + output + R"("A": {"format": ")" + format + R"("}}, "schedule": [)" + ops + "]}";
 }
 
 const char* kWarpPerRow = R"({"op": "split", "var": "i", "factor": 4, "into": ["i0", "i1"]},
@@ -117,7 +119,7 @@ TEST_CASE("cuda: auto binds the outer loop to blocks, with a warp per row when a
   spgen::Compilation sddmm = compile(kSddmm, R"({"target": "cuda", "tensors": {"X": {"format": "csr"}, "Y": {"format": "csr"}},
                                                "schedule": "auto"})");
   CHECK(contains(sddmm.stage2_dump, "for k in [0, dim_k) bind(warp, 32 threads, shuffle +acc):"));
-  spgen::Compilation csc = compile(kSpmv, R"({"target": "cuda", "tensors": {"A": {"format": "csc"}}, "schedule": "auto"})");
+  spgen::Compilation csc = compile(kSpmv, R"({"target": "cuda", "tensors": {"y": {"format": "dense"}, "A": {"format": "csc"}}, "schedule": "auto"})");
   CHECK(contains(csc.files[0].text, "//   split(j, 128 -> j0, j1)\n//   bind(j0, blockIdx.x, atomic)\n//   bind(j1, threadIdx.x, atomic)\n"));
   // A sum of everything into a scalar output runs on one warp.
   spgen::Compilation dot = compile("s = A(i,j) * B(i,j)", R"({"target": "cuda", "tensors": {"A": {"format": "csr"}}, "schedule": "auto"})");

@@ -43,10 +43,10 @@ TEST_CASE("lowering: a reduction inside all output loops sums into a scalar and 
 }
 
 TEST_CASE("lowering: outputs that some loop skips or adds into are zeroed first") {
-  std::string dcsr = compile(kSpmv, R"({"tensors": {"A": {"format": "dcsr"}}})").stage2_dump;
+  std::string dcsr = compile(kSpmv, R"({"tensors": {"y": {"format": "dense"}, "A": {"format": "dcsr"}}})").stage2_dump;
   CHECK(contains(dcsr, "for zero y at p in [0, dim_i):"));
   CHECK(contains(dcsr, "for i at pA0 in [int64(A_pos0[0]), int64(A_pos0[1])):"));
-  std::string csc = compile(kSpmv, R"({"types": {"index": "int64"}, "tensors": {"A": {"format": "csc"}}})").stage2_dump;
+  std::string csc = compile(kSpmv, R"({"types": {"index": "int64"}, "tensors": {"y": {"format": "dense"}, "A": {"format": "csc"}}})").stage2_dump;
   CHECK(contains(csc, "zero y"));
   CHECK(contains(csc, "y_vals[i] += A_vals[pA1] * x_vals[j]"));
   std::string spmm = compile(kSpmm, R"({"tensors": {"A": {"format": "csr"}}})").stage2_dump;
@@ -70,13 +70,13 @@ TEST_CASE("lowering: SDDMM writes into the structure it shares and applies X onc
 TEST_CASE("lowering: unsupported combinations are errors, not wrong code") {
   CHECK(contains(error_of("C(i,j) = B(i,j) / A(i,j)", R"({"tensors": {"A": {"format": "csr"}}})"),
                  "dividing by A"));
-  CHECK(contains(error_of(kSpmm, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "dcsr"}}})"),
-                 "c.json: /tensors/C/format: error: sparse output C (dcsr) cannot be assembled yet"));
+  CHECK(contains(error_of(kSpmm, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "coo"}}})"),
+                 "c.json: /tensors/C/format: error: sparse output C (coo) cannot be assembled"));
   CHECK(contains(error_of("y(i) = A(i,j) * x(j) * A(j,i)", "{}"), "t.spg:1:24: error: tensor A is accessed as A(j,i)"));
 }
 
 TEST_CASE("co-iteration: an intersection is a two-finger merge guarded by both operands") {
-  std::string s2 = compile("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}}})").stage2_dump;
+  std::string s2 = compile("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"C": {"format": "dense"}, "A": {"format": "csr"}, "B": {"format": "csr"}}})").stage2_dump;
   CHECK(contains(s2, "# co-iterate j: two-finger merge of A, B"));
   CHECK(contains(s2, "while j (pA1 < pA1_end && pB1 < pB1_end):"));
   CHECK(contains(s2, "let j: int64 = min(jA, jB)"));
@@ -95,12 +95,12 @@ TEST_CASE("co-iteration: a union visits every stored coordinate and reads absent
 }
 
 TEST_CASE("co-iteration: a sparse operand beside a dense term gets a cursor in a dense loop") {
-  spgen::Compilation c = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}}})");
+  spgen::Compilation c = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"C": {"format": "dense"}, "A": {"format": "csr"}}})");
   CHECK(contains(c.stage2_dump, "# co-iterate j: every coordinate, with cursors into A"));
   CHECK(contains(c.stage2_dump, "for j in [0, dim_j) sequential:"));
   CHECK(contains(c.stage2_dump, "let inA: bool = pA1 < pA1_end && int64(A_crd1[pA1]) == j"));
   CHECK(!contains(c.stage2_dump, "zero C"));  // every entry is written
-  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "parallel", "var": "j"}]})"),
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"C": {"format": "dense"}, "A": {"format": "csr"}}, "schedule": [{"op": "parallel", "var": "j"}]})"),
                  "/schedule/0: error: parallel: cannot parallelize j: it advances co-iteration cursors into A"));
   CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}}, "schedule": [{"op": "split", "var": "j", "factor": 4}]})"),
                  "/schedule/0: error: split: loop j co-iterates several sparse operands (a two-finger merge)"));
@@ -138,7 +138,7 @@ TEST_CASE("stage II reorder moves loops whose bounds allow it") {
 }
 
 TEST_CASE("parallel refuses races and nesting; names unknown loops") {
-  CHECK(contains(error_of(kSpmv, R"({"tensors": {"A": {"format": "csc"}}, "schedule": [{"op": "parallel", "var": "j"}]})"),
+  CHECK(contains(error_of(kSpmv, R"({"tensors": {"y": {"format": "dense"}, "A": {"format": "csc"}}, "schedule": [{"op": "parallel", "var": "j"}]})"),
                  "/schedule/0: error: parallel: cannot parallelize j: it iterates the reduction index j, so threads would race on the same entries of y"));
   CHECK(contains(error_of(kSpmm, R"({"schedule": [{"op": "parallel", "var": "i"}, {"op": "parallel", "var": "k"}]})"),
                  "/schedule/1: error: parallel: loop k is inside parallel loop i"));
@@ -187,14 +187,14 @@ TEST_CASE("the C++ backend prints OpenMP pragmas, typed literals and the ABI") {
 }
 
 TEST_CASE("COO: one loop over entries, singleton coordinates, and adds into a zeroed output") {
-  std::string s2 = compile(kSpmv, R"({"tensors": {"A": {"format": "coo"}}})").stage2_dump;
+  std::string s2 = compile(kSpmv, R"({"tensors": {"y": {"format": "dense"}, "A": {"format": "coo"}}})").stage2_dump;
   CHECK(contains(s2, "for i at pA0 in [int64(A_pos0[0]), int64(A_pos0[1])) sequential:"));
   CHECK(contains(s2, "let j: int64 = int64(A_crd1[pA0])"));  // no loop for the singleton level
   CHECK(contains(s2, "for zero y"));
   CHECK(contains(s2, "y_vals[i] += acc"));  // rows repeat, so their sums add up
-  CHECK(contains(error_of(kSpmv, R"({"tensors": {"A": {"format": "coo"}}, "schedule": [{"op": "parallel", "var": "i"}]})"),
+  CHECK(contains(error_of(kSpmv, R"({"tensors": {"y": {"format": "dense"}, "A": {"format": "coo"}}, "schedule": [{"op": "parallel", "var": "i"}]})"),
                  "/schedule/0: error: parallel: cannot parallelize i: its coordinates repeat (a non-unique level of A)"));
-  spgen::Compilation c = compile(kSpmv, R"({"tensors": {"A": {"format": "coo"}}})");
+  spgen::Compilation c = compile(kSpmv, R"({"tensors": {"y": {"format": "dense"}, "A": {"format": "coo"}}})");
   CHECK(contains(c.files[0].text, "A_crd1  const int32_t*  A level 1 (singleton, index j, mode 1): the coordinate of each entry, one per parent position; length A_pos0[1]"));
 }
 
@@ -222,8 +222,8 @@ TEST_CASE("co-iteration is refused over levels it does not support") {
 TEST_CASE("assembled sparse output: count and prefix sum, then fill through a cursor per row") {
   spgen::Compilation c = compile("C(i,j) = A(i,j) + B(i,j)", R"({"name": "add", "tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}},
       "schedule": [{"op": "parallel", "var": "i"}]})");
-  REQUIRE(c.assemble.has_value());
-  std::string assemble = spgen::loops::dump_stage2(*c.assemble);
+  REQUIRE(c.assemble.size() == 1);
+  std::string assemble = spgen::loops::dump_stage2(c.assemble.front());
   CHECK(contains(assemble, "kernel add_assemble("));
   CHECK(contains(assemble, "C_pos1: mut int32[]"));
   CHECK(!contains(assemble, "C_crd1"));
@@ -242,8 +242,8 @@ TEST_CASE("assembled sparse output: count and prefix sum, then fill through a cu
 TEST_CASE("assembled sparse output: summed loops are skipped when counting, and their ops too") {
   spgen::Compilation c = compile("A(i,j) = B(i,j,k) * c(k)", R"({"tensors": {"B": {"format": {"levels": ["dense", "compressed", "dense"]}}, "A": {"format": "csr"}},
       "schedule": [{"op": "parallel", "var": "i"}, {"op": "vectorize", "var": "k"}]})");
-  REQUIRE(c.assemble.has_value());
-  std::string assemble = spgen::loops::dump_stage2(*c.assemble);
+  REQUIRE(c.assemble.size() == 1);
+  std::string assemble = spgen::loops::dump_stage2(c.assemble.front());
   CHECK(!contains(assemble, "for k"));
   CHECK(contains(c.stage2_dump, "for k in [0, dim_k) vectorized +acc:"));
   CHECK(contains(c.stage2_dump, "A_vals[pA1] = acc"));
@@ -252,17 +252,117 @@ TEST_CASE("assembled sparse output: summed loops are skipped when counting, and 
 TEST_CASE("assembled sparse output: what cannot be appended is refused") {
   CHECK(contains(error_of("C(i,j) = A(k,i) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}}})"),
                  "sparse output C is summed over k outside its rows, so no row can be finished before the next begins"));
-  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "dcsr"}}})"),
-                 "/tensors/C/format: error: sparse output C (dcsr) cannot be assembled yet"));
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "ell", "width": 4}}})"),
+                 "/tensors/C/format: error: sparse output C (ell) cannot be assembled: an output is assembled when its "
+                 "levels are dense and compressed ones"));
+  // A workspace gathers one row of one compressed level.
+  CHECK(contains(error_of(kSpmm, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "dcsr"}}})"),
+                 "c.json: /tensors: error: sparse output C (dcsr) is summed over a loop outside its last level, so its "
+                 "rows are gathered in a workspace, which supports one compressed level only; store C as csr"));
+  // A loop moved above the output's cursor would restart it (stage II reorder after a split).
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"C": {"format": "csr"}},
+      "schedule": [{"op": "split", "var": "j", "factor": 4}, {"op": "reorder", "order": ["j0", "i"]}]})"),
+                 "c.json: /schedule/1: error: reorder: the loops j0, i cannot be reordered: i declares pC1, which the loops inside it advance"));
+  // A level stored against the loop order cannot be appended to.
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "dcsc"}}})"),
+                 "no loop order can iterate both C (which stores i inside j) and A (which stores j inside i)"));
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"C": {"format": "dcsr"}}, "schedule": [{"op": "reorder", "order": ["j", "i"]}]})"),
+                 "c.json: /schedule/0: error: reorder: this order puts j outside i, but C (dcsr) stores j in a level below i"));
   CHECK(contains(error_of("C(i,j) += A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "dcsr"}, "C": {"format": "csr"}}})"),
                  "`+=` into an assembled sparse output is not supported"));
+}
+
+TEST_CASE("assembled sparse output with several compressed levels: one assemble phase per level, top down") {
+  spgen::Compilation c = compile("C(i,j) = A(i,j) * B(i,j)", R"({"name": "mul", "tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "dcsr"}}})");
+  REQUIRE(c.assemble.size() == 2);
+  std::string level0 = spgen::loops::dump_stage2(c.assemble[0]), level1 = spgen::loops::dump_stage2(c.assemble[1]);
+  CHECK(contains(level0, "kernel mul_assemble_level0("));
+  CHECK(!contains(level0, "C_pos1"));
+  // A row is counted once, and only where the loops below it produce an entry.
+  CHECK(contains(level0, "var C0_nonempty: bool = false"));
+  CHECK(contains(level0, "C0_nonempty = true"));
+  CHECK(contains(level0, "C_pos0[pC0 + 1] += int32(int64(C0_nonempty))"));
+  CHECK(contains(level1, "kernel mul_assemble_level1("));
+  CHECK(contains(level1, "C_pos0: int32[]"));
+  CHECK(contains(level1, "C_pos1: mut int32[]"));
+  CHECK(contains(level1, "C_pos1[pC0 + 1] += 1"));
+  CHECK(contains(level1, "pC0 += int64(C0_nonempty)"));
+  CHECK(contains(c.stage2_dump, "C_crd0[pC0] = int32(i)"));
+  CHECK(contains(c.stage2_dump, "C_crd1[pC1] = int32(j)"));
+  const std::string& header = c.files[0].text;
+  CHECK(contains(header, "// First call mul_assemble_level0(...), which builds the positions of one compressed level:"));
+  CHECK(contains(header, "and call mul_assemble_level1(...)"));
+  // The row cursor is shared by every row: i stays sequential.
+  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "dcsr"}},
+      "schedule": [{"op": "parallel", "var": "i"}]})"), "cannot parallelize i: it appends the entries of C under one parent position"));
+  // ... and so do the halves of a split.
+  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "dcsr"}},
+      "schedule": [{"op": "split", "var": "i", "factor": 4}, {"op": "parallel", "var": "i0"}]})"),
+                 "/schedule/1: error: parallel: cannot parallelize i0: it appends the entries of C under one parent position"));
+}
+
+TEST_CASE("assembled sparse output with a dense level below a compressed one: zeroed, then added into") {
+  spgen::Compilation c = compile(kMttkrp, R"({"tensors": {"B": {"format": "csf"}, "A": {"format": {"levels": ["compressed", "dense"]}}}})");
+  REQUIRE(c.assemble.size() == 1);
+  CHECK(contains(c.stage2_dump, "A_vals[p] = 0"));
+  CHECK(contains(c.stage2_dump, "A_vals[pA1] += "));
+  CHECK(contains(spgen::loops::dump_stage2(c.assemble[0]), "A_pos0[pA0 + 1] += int32(int64(A0_nonempty))"));
+}
+
+namespace {
+// The output's line of --emit=stage1.
+std::string output_line(const std::string& spec, const std::string& config) {
+  std::string dump = compile(spec, config).stage1_dump;
+  size_t end = dump.find(", output");
+  REQUIRE(end != std::string::npos);
+  size_t begin = dump.rfind('\n', end) + 1;
+  return dump.substr(begin, dump.find('\n', end) - begin);
+}
+}  // namespace
+
+TEST_CASE("output format inference: compressed where an operand stores the index sparsely, levels in loop order") {
+  // csr + csr: i is dense in both, j compressed.
+  CHECK(contains(output_line("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}}})"),
+                 "C(i,j): float32[C.0, C.1] format csr (inferred from the operands: dense i, compressed j), mode order (0,1)"));
+  CHECK(contains(output_line("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "dcsr"}, "B": {"format": "dcsr"}, "C": {"format": "auto"}}})"),
+                 "format dcsr (inferred from the operands: compressed i, compressed j)"));
+  // The levels follow the loop order: CSC operands make a CSC output.
+  CHECK(contains(output_line("C(i,j) = A(i,j) - B(i,j)", R"({"tensors": {"A": {"format": "csc"}, "B": {"format": "csc"}}})"),
+                 "format csc (inferred from the operands: dense j, compressed i), mode order (1,0)"));
+  CHECK(contains(output_line("A(i,j) = B(i,j,k) * c(k)", R"({"tensors": {"B": {"format": "csf"}}})"),
+                 "format dcsr (inferred from the operands: compressed i, compressed j)"));
+  CHECK(contains(output_line(kMttkrp, R"({"tensors": {"B": {"format": "csf"}}})"),
+                 "format custom (inferred from the operands: compressed i, dense j)"));
+  CHECK(contains(output_line(kSpmv, R"({"tensors": {"A": {"format": "csr"}}})"), "format dense (inferred from the operands: dense i)"));
+  CHECK(contains(output_line(kSpmm, R"({"tensors": {"A": {"format": "csr"}}})"), "format dense (inferred from the operands: dense i, dense k)"));
+  CHECK(contains(output_line("C(i,j) = A(i,k) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}}})"),
+                 "format csr (inferred from the operands: dense i, compressed j)"));
+  // An inferred output equal to a factor's format shares its structure (SDDMM).
+  CHECK(contains(output_line(kSddmm, R"({"tensors": {"X": {"format": "csr"}}})"), "format csr (inferred from the operands: dense i, compressed j)"));
+  CHECK(contains(output_line(kSddmm, R"({"tensors": {"X": {"format": "csr"}}})"), "shares the structure of X"));
+  // A stage I reorder comes first: the output follows the reordered loops.
+  CHECK(contains(output_line("C(i,j) = A(i,j) + B(i,j)", R"({"schedule": [{"op": "reorder", "order": ["j", "i"]}]})"),
+                 "format custom (inferred from the operands: dense j, dense i), mode order (1,0)"));
+  // Given formats and `+=` outputs are not inferred.
+  CHECK(!contains(output_line(kSpmv, R"({"tensors": {"A": {"format": "csc"}, "y": {"format": "dense"}}})"), "inferred"));
+  CHECK(!contains(output_line("y(i) += A(i,j) * x(j)", R"({"tensors": {"A": {"format": "csc"}}})"), "inferred"));
+  // The header lists it too.
+  CHECK(contains(compile(kSpmv, R"({"tensors": {"A": {"format": "csr"}}})").files[0].text, "y: dense (levels dense i), inferred from the operands"));
+}
+
+TEST_CASE("output format inference: an inferred format that cannot be assembled is refused, naming what works") {
+  // A COO operand repeats i once per entry: a compressed i level cannot be appended to.
+  CHECK(contains(error_of(kMttkrp, R"({"tensors": {"B": {"format": "coo"}}})"),
+                 "c.json: /tensors: error: sparse output A (custom) stores i in compressed level 0, but the loop over i "
+                 "visits each coordinate once per entry of B (a non-unique level), so it cannot be appended to; make "
+                 "that level of A dense"));
 }
 
 TEST_CASE("SpGEMM: a scattered sparse output is gathered per row in a workspace") {
   spgen::Compilation c = compile("C(i,j) = A(i,k) * B(k,j)", R"({"name": "spgemm", "tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}},
       "schedule": [{"op": "parallel", "var": "i", "schedule": "dynamic", "chunk": 16}]})");
-  REQUIRE(c.assemble.has_value());
-  std::string assemble = spgen::loops::dump_stage2(*c.assemble);
+  REQUIRE(c.assemble.size() == 1);
+  std::string assemble = spgen::loops::dump_stage2(c.assemble.front());
   CHECK(contains(assemble, "allocate C_seen: int64[dim_j] = -1:"));
   CHECK(contains(assemble, "if C_seen[j] != i:"));
   CHECK(contains(assemble, "C_pos1[i + 1] += 1"));

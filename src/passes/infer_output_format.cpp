@@ -1,0 +1,64 @@
+#include "passes/infer_output_format.h"
+
+#include <algorithm>
+
+#include "passes/build_sparse_ir.h"
+
+namespace spgen {
+namespace {
+
+// Some operand stores `var` in a level that is not dense, so the output need not hold every
+// coordinate of it.
+bool stored_sparsely(const sparse::Program& program, const std::string& var) {
+  for (const sparse::SparseBuffer& buffer : program.buffers) {
+    if (buffer.is_output) continue;
+    for (size_t level = 0; level < buffer.format.levels.size(); ++level)
+      if (buffer.format.levels[level] != LevelKind::Dense &&
+          buffer.indices[static_cast<size_t>(buffer.format.mode_order[level])] == var)
+        return true;
+  }
+  return false;
+}
+
+// The shorthand that spells `format`, or "custom".
+std::string shorthand_name(const Format& format) {
+  const LevelKind D = LevelKind::Dense, C = LevelKind::Compressed;
+  const std::vector<LevelKind>& levels = format.levels;
+  bool identity = true;
+  for (size_t l = 0; l < format.mode_order.size(); ++l) identity &= format.mode_order[l] == static_cast<int>(l);
+  if (format.all_dense() && identity) return "dense";
+  if (levels == std::vector<LevelKind>{C}) return "sv";
+  if (levels == std::vector<LevelKind>{D, C}) return identity ? "csr" : "csc";
+  if (levels == std::vector<LevelKind>{C, C}) return identity ? "dcsr" : "dcsc";
+  if (identity && std::all_of(levels.begin(), levels.end(), [&](LevelKind k) { return k == C; })) return "csf";
+  return "custom";
+}
+
+}  // namespace
+
+void infer_output_format(sparse::Program& program, Config& config, const ast::Spec& spec) {
+  const sparse::SparseBuffer& output = program.output();
+  // Levels follow the loop order, so the output is appended to as the loops run.
+  std::vector<int> modes(output.indices.size());
+  for (size_t m = 0; m < modes.size(); ++m) modes[m] = static_cast<int>(m);
+  std::stable_sort(modes.begin(), modes.end(), [&](int a, int b) {
+    return program.depth_of(output.indices[static_cast<size_t>(a)]) < program.depth_of(output.indices[static_cast<size_t>(b)]);
+  });
+  Format format;
+  format.mode_order = modes;
+  for (int mode : modes)
+    format.levels.push_back(stored_sparsely(program, output.indices[static_cast<size_t>(mode)]) ? LevelKind::Compressed
+                                                                                                 : LevelKind::Dense);
+  format.name = shorthand_name(format);
+  config.formats[output.tensor] = format;
+
+  // Keep what the stage I schedule made of the iteration: its loop order and fusions.
+  std::vector<sparse::Iterator> loop_order = program.iteration.iterators;
+  std::vector<sparse::Fusion> fusions = program.iteration.fusions;
+  program = build_sparse_ir(spec, config);
+  program.iteration.iterators = loop_order;
+  program.iteration.fusions = fusions;
+  program.buffers.front().format_inferred = true;
+}
+
+}  // namespace spgen

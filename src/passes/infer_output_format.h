@@ -1,0 +1,16 @@
+// Pass 4b: the output's format, when the config omits it (or says "auto"), inferred from the
+// operands by Scorch's rule: a level is compressed if some operand stores its index variable in
+// a level that is not dense, else dense; the levels follow the loop order.
+#pragma once
+
+#include "frontend/ast.h"
+#include "frontend/config.h"
+#include "ir/sparse_ir.h"
+
+namespace spgen {
+
+// `program` was built with the output dense, and its loop order is final (stage I scheduled).
+// Sets the output's format in `config` and rebuilds `program` with it, keeping the loop order.
+void infer_output_format(sparse::Program& program, Config& config, const ast::Spec& spec);
+
+}  // namespace spgen
