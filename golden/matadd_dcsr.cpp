@@ -210,21 +210,43 @@ using Value = float;
 
 enum Kind { kDense, kCompressed, kCompressedNonUnique, kSingleton, kDenseVariable, kSparseFixed };
 
-// One storage level: its kind, the tensor mode whose coordinates it stores, and its width
-// (kSparseFixed: slots per parent position; 0 otherwise).
+// Which part of its mode's coordinate c a level stores: all of it, or for a blocked format
+// (BSR) the block c / block or the place in the block c % block.
+enum Part { kWhole, kBlock, kInBlock };
+
+// One storage level: its kind, the tensor mode whose coordinates it stores, its width
+// (kSparseFixed: slots per parent position; 0 otherwise), and its block map.
 struct Level {
   Kind kind;
   int mode;
   int64_t width;
+  Part part = kWhole;
+  int64_t block = 0;
 };
 
 // A tensor's storage, outermost level first. The arrays of a tensor, in the order the routines
 // take them: for each level its pos array (if it has one), then its crd array (if it has one);
 // `lengths` lists their lengths in that order and then the length of the values.
 struct Format {
-  int order;
+  int order;  // levels
   const Level* levels;
+  int modes = 0;  // the tensor's order where blocked modes make it differ from `order`
 };
+
+int tensor_order(const Format& f) { return f.modes > 0 ? f.modes : f.order; }
+
+// The coordinate a level stores for its mode's coordinate c.
+int64_t level_coord(const Level& level, int64_t c) {
+  return level.part == kBlock ? c / level.block : level.part == kInBlock ? c % level.block : c;
+}
+
+// A level's extent: its mode's dimension, or the number of blocks (the last one padded), or
+// the block size.
+int64_t level_dim(const Level& level, const int64_t* dims) {
+  const int64_t dim = dims[level.mode];
+  if (level.part == kBlock) return dim / level.block + (dim % level.block != 0);
+  return level.part == kInBlock ? level.block : dim;
+}
 
 const int64_t kIndexMax = static_cast<int64_t>(std::numeric_limits<Index>::max());
 
@@ -253,10 +275,10 @@ struct Slots {
 // Dimensions must be >= 0, and every coordinate a crd array holds must fit the index type.
 int check_dims(const Format& f, const int64_t* dims) {
   if (f.order > 0 && !dims) return SPGEN_ERR_NULL;
-  for (int m = 0; m < f.order; ++m)
+  for (int m = 0; m < tensor_order(f); ++m)
     if (dims[m] < 0) return SPGEN_ERR_DIM;
   for (int l = 0; l < f.order; ++l)
-    if (has_crd(f.levels[l].kind) && dims[f.levels[l].mode] - 1 > kIndexMax) return SPGEN_ERR_DIM;
+    if (has_crd(f.levels[l].kind) && level_dim(f.levels[l], dims) - 1 > kIndexMax) return SPGEN_ERR_DIM;
   return SPGEN_OK;
 }
 
@@ -265,7 +287,7 @@ int check_entries(const Format& f, int64_t nnz, const int64_t* coords, const int
   if (nnz < 0) return SPGEN_ERR_LENGTH;
   if (nnz > 0 && f.order > 0 && !coords) return SPGEN_ERR_NULL;
   if (int status = check_dims(f, dims)) return status;
-  const size_t order = static_cast<size_t>(f.order);
+  const size_t order = static_cast<size_t>(tensor_order(f));
   for (size_t e = 0; e < static_cast<size_t>(nnz); ++e)
     for (size_t m = 0; m < order; ++m) {
       const int64_t c = coords[e * order + m];
@@ -298,11 +320,13 @@ bool key_equal(const int64_t* a, const int64_t* b, size_t order) {
 // Level-order keys of COO entries (coordinates in the tensor's mode order).
 std::vector<int64_t> level_keys(const Format& f, int64_t nnz, const int64_t* coords) {
   const size_t order = static_cast<size_t>(f.order), n = static_cast<size_t>(nnz);
+  const size_t modes = static_cast<size_t>(tensor_order(f));
   std::vector<int64_t> keys;
   if (order > 0 && n > keys.max_size() / order) throw std::bad_alloc();
   keys.resize(n * order);
   for (size_t e = 0; e < n; ++e)
-    for (size_t l = 0; l < order; ++l) keys[e * order + l] = coords[e * order + static_cast<size_t>(f.levels[l].mode)];
+    for (size_t l = 0; l < order; ++l)
+      keys[e * order + l] = level_coord(f.levels[l], coords[e * modes + static_cast<size_t>(f.levels[l].mode)]);
   return keys;
 }
 
@@ -363,7 +387,7 @@ struct Layout {
 int build_level(const Format& f, const Entries& en, const int64_t* dims, int l, const Bounds& parent, Bounds& child,
                 std::vector<Index>* pos, std::vector<Index>* crd) {
   const Level& level = f.levels[l];
-  const int64_t dim = dims[level.mode];
+  const int64_t dim = level_dim(level, dims);
   const int64_t parents = static_cast<int64_t>(parent.size()) - 1;
   child.clear();
   switch (level.kind) {
@@ -478,22 +502,24 @@ int build_layout(const Format& f, const Entries& en, const int64_t* dims, Layout
   }
   out.block = 1;
   for (int l = out.suffix; l < f.order; ++l)
-    if (!mul_fits(out.block, dims[f.levels[l].mode], out.block)) return SPGEN_ERR_DIM;
+    if (!mul_fits(out.block, level_dim(f.levels[l], dims), out.block)) return SPGEN_ERR_DIM;
   if (!mul_fits(static_cast<int64_t>(out.bounds.size()) - 1, out.block, out.values)) return SPGEN_ERR_DIM;
   return SPGEN_OK;
 }
 
 // Every stored position in storage order, as (value position, coordinates in mode order);
-// sparse-fixed padding and everything below it left out. The arrays must have been checked.
+// sparse-fixed padding and everything below it left out, and so is the padding of partial
+// blocks. The arrays must have been checked.
 struct Walker {
   const Format& f;
   const int64_t* dims;
   std::vector<const Index*> pos, crd;  // per level
+  std::vector<int64_t> at;             // per level: the coordinate it stores
   std::vector<int64_t> coord;          // per mode
 
   Walker(const Format& format, const int64_t* d, const Index* const* arrays)
       : f(format), dims(d), pos(static_cast<size_t>(format.order)), crd(static_cast<size_t>(format.order)),
-        coord(static_cast<size_t>(format.order)) {
+        at(static_cast<size_t>(format.order)), coord(static_cast<size_t>(tensor_order(format))) {
     const Slots slots(f);
     for (size_t l = 0; l < static_cast<size_t>(f.order); ++l) {
       if (slots.pos[l] >= 0) pos[l] = arrays[slots.pos[l]];
@@ -504,15 +530,22 @@ struct Walker {
   template <class Visit>
   void walk(int l, int64_t parent, Visit& visit) {
     if (l == f.order) {
+      std::fill(coord.begin(), coord.end(), 0);
+      for (size_t k = 0; k < at.size(); ++k) {
+        const Level& level = f.levels[k];
+        coord[static_cast<size_t>(level.mode)] += level.part == kBlock ? at[k] * level.block : at[k];
+      }
+      for (size_t m = 0; m < coord.size(); ++m)
+        if (coord[m] >= dims[m]) return;  // the padding of a partial block
       visit(parent, coord.data());
       return;
     }
     const Level& level = f.levels[l];
     const size_t ul = static_cast<size_t>(l);
-    int64_t& c = coord[static_cast<size_t>(level.mode)];
+    int64_t& c = at[ul];
     switch (level.kind) {
       case kDense: {
-        const int64_t dim = dims[level.mode];
+        const int64_t dim = level_dim(level, dims);
         for (int64_t x = 0; x < dim; ++x) {
           c = x;
           walk(l + 1, parent * dim + x, visit);
@@ -553,7 +586,7 @@ int check_arrays(const Format& f, const int64_t* dims, const Index* const* array
                  const int64_t* lengths, int64_t& positions) {
   if (!lengths) return SPGEN_ERR_NULL;
   if (f.order > 0 && !dims) return SPGEN_ERR_NULL;
-  for (int m = 0; m < f.order; ++m)
+  for (int m = 0; m < tensor_order(f); ++m)
     if (dims[m] < 0) return SPGEN_ERR_DIM;
   const Slots slots(f);
   for (int k = 0; k <= slots.arrays; ++k)
@@ -563,7 +596,7 @@ int check_arrays(const Format& f, const int64_t* dims, const Index* const* array
   positions = 1;  // of the level above: the root
   for (int l = 0; l < f.order; ++l) {
     const Level& level = f.levels[l];
-    const int64_t dim = dims[level.mode];
+    const int64_t dim = level_dim(level, dims);
     const int ps = slots.pos[static_cast<size_t>(l)], cs = slots.crd[static_cast<size_t>(l)];
     const Index* pos = ps >= 0 ? arrays[ps] : nullptr;
     const Index* crd = cs >= 0 ? arrays[cs] : nullptr;
@@ -661,7 +694,7 @@ int pack(const Format& f, int64_t nnz, const int64_t* coords, const Value* vals,
     for (int64_t p = 0; p < parents; ++p)
       for (int64_t e = layout.bounds[static_cast<size_t>(p)]; e < layout.bounds[static_cast<size_t>(p) + 1]; ++e) {
         int64_t linear = 0;  // row-major within the dense suffix
-        for (int l = layout.suffix; l < f.order; ++l) linear = linear * dims[f.levels[l].mode] + en.key(e, l);
+        for (int l = layout.suffix; l < f.order; ++l) linear = linear * level_dim(f.levels[l], dims) + en.key(e, l);
         out_vals[p * layout.block + linear] = static_cast<Value>(en.vals[static_cast<size_t>(e)]);
       }
     return SPGEN_OK;
@@ -691,7 +724,7 @@ int unpack(const Format& f, const int64_t* dims, const Index* const* arrays, con
       return SPGEN_ERR_LENGTH;
     }
     if (count > 0 && !vals_out) return SPGEN_ERR_NULL;
-    const size_t order = static_cast<size_t>(f.order);
+    const size_t order = static_cast<size_t>(tensor_order(f));
     size_t at = 0;
     auto write_entry = [&](int64_t q, const int64_t* c) {
       std::copy(c, c + order, coords_out + at * order);
@@ -717,11 +750,11 @@ int pack_on_structure(const Format& f, int64_t nnz, const int64_t* coords, const
     int64_t positions = 0;
     if (int status = check_arrays(f, dims, arrays, out_vals, lengths, positions)) return status;
     // The stored positions, sorted by their level-order coordinates (first position first).
-    const size_t order = static_cast<size_t>(f.order);
+    const size_t order = static_cast<size_t>(f.order), modes = static_cast<size_t>(tensor_order(f));
     std::vector<int64_t> stored_keys, stored_at;
     Walker walker(f, dims, arrays);
     auto collect = [&](int64_t q, const int64_t* c) {
-      for (size_t l = 0; l < order; ++l) stored_keys.push_back(c[f.levels[l].mode]);
+      for (size_t l = 0; l < order; ++l) stored_keys.push_back(level_coord(f.levels[l], c[f.levels[l].mode]));
       stored_at.push_back(q);
     };
     walker.walk(0, 0, collect);
@@ -730,7 +763,8 @@ int pack_on_structure(const Format& f, int64_t nnz, const int64_t* coords, const
     // Where each entry goes, before anything is written.
     std::vector<int64_t> target(static_cast<size_t>(nnz), -1), key(order);
     for (size_t e = 0; e < static_cast<size_t>(nnz); ++e) {
-      for (size_t l = 0; l < order; ++l) key[l] = coords[e * order + static_cast<size_t>(f.levels[l].mode)];
+      for (size_t l = 0; l < order; ++l)
+        key[l] = level_coord(f.levels[l], coords[e * modes + static_cast<size_t>(f.levels[l].mode)]);
       size_t lo = 0, hi = stored_at.size();
       while (lo < hi) {
         const size_t mid = lo + (hi - lo) / 2;

@@ -49,6 +49,14 @@ void infer_output_format(sparse::Program& program, Config& config, const ast::Sp
   for (int mode : modes)
     format.levels.push_back(stored_sparsely(program, output.indices[static_cast<size_t>(mode)]) ? LevelKind::Compressed
                                                                                                  : LevelKind::Dense);
+  // No compressed level above a dense one: a dense level holds every coordinate under each
+  // parent, so the levels above it gain nothing from being compressed (and a compressed level
+  // above a dense one would need per-parent assembly of a dense block for a few entries).
+  bool dense_below = false;
+  for (size_t l = format.levels.size(); l-- > 0;) {
+    if (dense_below) format.levels[l] = LevelKind::Dense;
+    dense_below |= format.levels[l] == LevelKind::Dense;
+  }
   format.name = shorthand_name(format);
   config.formats[output.tensor] = format;
 

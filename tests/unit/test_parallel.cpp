@@ -9,7 +9,8 @@ using namespace spgen_test;
 
 namespace {
 
-const char* const kCsc = R"("tensors": {"A": {"format": "csc"}})";
+// With SpMV (kSpmv) only: a CSC operand would make an omitted y a sparse vector (inferred).
+const char* const kCsc = R"("tensors": {"A": {"format": "csc"}, "y": {"format": "dense"}})";
 const char* const kCsr = R"("tensors": {"A": {"format": "csr"}})";
 
 std::string with(const char* tensors, const std::string& schedule) {
@@ -126,7 +127,7 @@ TEST_CASE("stage I fuse of a csr operand: one loop over its entries, rows by bin
 }
 
 TEST_CASE("stage I fuse of coo levels names the loop over its entries") {
-  std::string s2 = compile(kSpmv, R"({"tensors": {"A": {"format": "coo"}}, "schedule": [
+  std::string s2 = compile(kSpmv, R"({"tensors": {"A": {"format": "coo"}, "y": {"format": "dense"}}, "schedule": [
       {"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "parallel", "var": "e", "reduction": "atomic"}]})").stage2_dump;
   CHECK(contains(s2, "for e at pA0 in [int64(A_pos0[0]), int64(A_pos0[1])) parallel(static):\n"
                      "    # fuse i, j: one loop over the entries of A\n"));
