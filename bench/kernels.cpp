@@ -96,6 +96,7 @@ const std::vector<Variant<SpmvFn>> kSpmv = {
     {"spmv_b_static_lanes8", spmv_b_static_lanes8},
 };
 const std::vector<Variant<SpmmFn>> kSpmm = {
+    {"spmm_b_pre32", spmm_b_pre32},
     {"spmm_b_guided", spmm_b_guided},
     {"spmm_b_dyn16", spmm_b_dyn16},
     {"spmm_b_split32", spmm_b_split32},
@@ -106,9 +107,9 @@ const std::vector<Variant<SpmmFn>> kSpmm = {
     {"spmm_b_tile16", spmm_b_tile16},
     {"spmm_b_tile32", spmm_b_tile32},
     {"spmm_b_pre16", spmm_b_pre16},
-    {"spmm_b_pre32", spmm_b_pre32},
 };
 const std::vector<Variant<SddmmFn>> kSddmm = {
+    {"sddmm_b_lanes16", sddmm_b_lanes16},
     {"sddmm_b_guided", sddmm_b_guided},
     {"sddmm_b_dyn16", sddmm_b_dyn16},
     {"sddmm_b_dyn2", sddmm_b_dyn2},
@@ -116,7 +117,6 @@ const std::vector<Variant<SddmmFn>> kSddmm = {
     {"sddmm_b_static", sddmm_b_static},
     {"sddmm_b_dyn16_novec", sddmm_b_dyn16_novec},
     {"sddmm_b_dyn64", sddmm_b_dyn64},
-    {"sddmm_b_lanes16", sddmm_b_lanes16},
 };
 
 template <class F>

@@ -399,11 +399,7 @@ class ConfigReader {
       std::vector<bool> seen(use.order, false);
       for (size_t l = 0; l < order.size(); ++l) {
         std::string mode_path = path + "/order/" + std::to_string(l);
-        if (!order[l].is_number_integer()) fail(mode_path, "expected a mode number, found " + type_name(order[l]));
-        int64_t mode = order[l].get<int64_t>();
-        if (mode < 0 || mode >= use.order)
-          fail(mode_path, "mode " + order[l].dump() + " is out of range for order-" + std::to_string(use.order) +
-                              " tensor " + use.name);
+        int mode = read_mode(order[l], mode_path, use);
         if (seen[mode]) fail(mode_path, "mode " + std::to_string(mode) + " is listed twice");
         seen[mode] = true;
         format.mode_order.push_back(static_cast<int>(mode));
@@ -418,6 +414,16 @@ class ConfigReader {
     return format;
   }
 
+  // One entry of a format's "order": a mode number of `use`.
+  int read_mode(const json& entry, const std::string& path, const ast::TensorUse& use) const {
+    if (!entry.is_number_integer()) fail(path, "expected a mode number, found " + type_name(entry));
+    int64_t mode = entry.get<int64_t>();
+    if (mode < 0 || mode >= use.order)
+      fail(path, "mode " + entry.dump() + " is out of range for order-" + std::to_string(use.order) + " tensor " +
+                     use.name);
+    return static_cast<int>(mode);
+  }
+
   // A blocked format lists, in "order", the mode of each level: a blocked mode twice.
   Format read_blocked_order(const json& value, const std::string& path, const ast::TensorUse& use, Format format) const {
     if (!value.contains("order"))
@@ -428,13 +434,7 @@ class ConfigReader {
       fail(path + "/order", "expected one mode per level (" + std::to_string(format.levels.size()) + "), found " +
                                 std::to_string(order.size()));
     for (size_t l = 0; l < order.size(); ++l) {
-      std::string mode_path = path + "/order/" + std::to_string(l);
-      if (!order[l].is_number_integer()) fail(mode_path, "expected a mode number, found " + type_name(order[l]));
-      int64_t mode = order[l].get<int64_t>();
-      if (mode < 0 || mode >= use.order)
-        fail(mode_path, "mode " + order[l].dump() + " is out of range for order-" + std::to_string(use.order) +
-                            " tensor " + use.name);
-      format.mode_order.push_back(static_cast<int>(mode));
+      format.mode_order.push_back(read_mode(order[l], path + "/order/" + std::to_string(l), use));
     }
     check_block_maps(format, path, use);
     return format;

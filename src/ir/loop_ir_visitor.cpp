@@ -172,12 +172,15 @@ bool stmt_reads_var(const Stmt& stmt, const std::string& name) {
   return std::find(collector.names.begin(), collector.names.end(), name) != collector.names.end();
 }
 
-std::vector<std::string> scalars_assigned_outside(const Stmt& stmt) {
+std::vector<std::string> scalars_assigned_outside(const Stmt& stmt, bool overwrites_only) {
   struct Finder : IRVisitor {
+    bool overwrites_only = false;
     std::vector<std::string> assigned;
     std::vector<std::string> declared;
     void visit_assign(const Assign& node) override {
-      if (std::find(assigned.begin(), assigned.end(), node.name) == assigned.end()) assigned.push_back(node.name);
+      if (!(overwrites_only && node.accumulate) &&
+          std::find(assigned.begin(), assigned.end(), node.name) == assigned.end())
+        assigned.push_back(node.name);
       IRVisitor::visit_assign(node);
     }
     void visit_declare(const Declare& node) override {
@@ -185,6 +188,7 @@ std::vector<std::string> scalars_assigned_outside(const Stmt& stmt) {
       IRVisitor::visit_declare(node);
     }
   } finder;
+  finder.overwrites_only = overwrites_only;
   finder.visit(stmt);
   std::vector<std::string> outside;
   for (const std::string& name : finder.assigned)

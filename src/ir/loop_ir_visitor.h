@@ -67,7 +67,8 @@ bool reads_var(const Expr& expr, const std::string& name);
 bool stmt_reads_var(const Stmt& stmt, const std::string& name);
 // Scalars a statement assigns (`=` or `+=`) but does not declare, in first-assignment order:
 // the sums a loop body keeps in variables declared outside it.
-std::vector<std::string> scalars_assigned_outside(const Stmt& stmt);
+// With `overwrites_only`, only those it sets with `=` (state such as a cursor, not sums).
+std::vector<std::string> scalars_assigned_outside(const Stmt& stmt, bool overwrites_only = false);
 bool stores_into(const Stmt& stmt, const std::string& buffer);
 // True if the statement holds any loop (for or while).
 bool contains_loop(const Stmt& stmt);

@@ -625,7 +625,8 @@ class Scheduler {
     annotations.chunk = parallel.chunk;
     Stmt body = loop.body;
     std::string private_copy;
-    std::vector<std::string> state = scalars_set_outside(loop.body);
+    // Per-loop state such as a fused loop's row cursor, set with `=`, which each thread must own.
+    std::vector<std::string> state = scalars_assigned_outside(loop.body, /*overwrites_only=*/true);
     annotations.private_scalars = state;
     if (!parallel.reduction.empty()) {
       refuse_overwrites(loop);
@@ -654,28 +655,6 @@ class Scheduler {
     if (!private_copy.empty()) replacement = privatized(replacement, private_copy);
     func_.body = RewriteLoop(parallel.var, [&](const For&) { return replacement; }).mutate(func_.body);
     any_parallel_ = true;
-  }
-
-  // Scalars declared outside the loop that its body sets with `=` (not sums): per-loop state
-  // such as a fused loop's row cursor, which each thread must own.
-  static std::vector<std::string> scalars_set_outside(const Stmt& body) {
-    struct Finder : IRVisitor {
-      std::vector<std::string> set;
-      std::set<std::string> declared;
-      void visit_assign(const Assign& node) override {
-        if (!node.accumulate && std::find(set.begin(), set.end(), node.name) == set.end()) set.push_back(node.name);
-        IRVisitor::visit_assign(node);
-      }
-      void visit_declare(const Declare& node) override {
-        declared.insert(node.name);
-        IRVisitor::visit_declare(node);
-      }
-    } finder;
-    finder.visit(body);
-    std::vector<std::string> outside;
-    for (const std::string& name : finder.set)
-      if (!finder.declared.count(name)) outside.push_back(name);
-    return outside;
   }
 
   // Atomics and private copies only add: a loop that overwrites output entries cannot combine.

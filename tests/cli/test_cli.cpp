@@ -76,6 +76,21 @@ TEST_CASE("two generated kernels link into one program") {
   CHECK(run_process({dir.file("prog")}).exit_code == 0);
 }
 
+TEST_CASE("examples/gnn_aggregate: its Makefile generates the kernel, builds the program, and the program checks itself") {
+  TempDir dir;
+  std::string example = source_root() + "/examples/gnn_aggregate";
+  ProcessResult make = run_process({"make", "-C", example, "SPGEN=" + spgen_binary(), "SPEC=" + spec("spmm.spg"),
+                                    "OUT=" + dir.path(), "CXXFLAGS=-O1", "run"});
+  INFO(make.out);
+  INFO(make.err);
+  REQUIRE(make.exit_code == 0);
+  CHECK(make.out.find("max relative error") != std::string::npos);
+  CHECK(make.out.find(": ok") != std::string::npos);
+  // The register tile is in the kernel the Makefile generated.
+  CHECK(read_text(dir.file("gnn_aggregate.cpp")).find("spgen_vf32 acc_tile[32 / SPGEN_LANES_F32] = {};") !=
+        std::string::npos);
+}
+
 TEST_CASE("a malformed spec is reported as file:line:col with a caret, exit 1, and nothing is written") {
   TempDir dir;
   write_text(dir.file("bad.spg"), "# comment\ny(i) = A(i,j) *\n");
