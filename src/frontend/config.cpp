@@ -262,12 +262,23 @@ class ConfigReader {
     return std::nullopt;
   }
 
+  // A block is stored whole and dense: keep its size (and a block's entry count) far from
+  // overflowing the index arithmetic.
+  int64_t get_block_size(const json& value, const std::string& path) const {
+    int64_t size = get_positive_int(value, path);
+    if (size > kMaxBlockSize)
+      fail(path, "a block size of " + std::to_string(size) + " is too large (at most " + std::to_string(kMaxBlockSize) +
+                     ")");
+    return size;
+  }
+  static constexpr int64_t kMaxBlockSize = 65536;
+
   // BSR of a matrix with r x c blocks: block rows (dense), block columns (compressed), then
   // the dense block, row-major.
   Format bsr_format(const json& block, const std::string& path) const {
     if (!block.is_array() || block.size() != 2)
       fail(path, "expected [rows, columns]: the size of each block, found " + block.dump());
-    int64_t rows = get_positive_int(block[0], path + "/0"), columns = get_positive_int(block[1], path + "/1");
+    int64_t rows = get_block_size(block[0], path + "/0"), columns = get_block_size(block[1], path + "/1");
     const LevelKind D = LevelKind::Dense, C = LevelKind::Compressed;
     return Format{"bsr", {D, C, D, D}, {0, 1, 0, 1}, {}, {{BlockPart::Block, rows}, {BlockPart::Block, columns},
                                                           {BlockPart::InBlock, rows}, {BlockPart::InBlock, columns}}};
@@ -292,8 +303,8 @@ class ConfigReader {
       if (level.contains("width")) width = get_positive_int(level["width"], path + "/width");
       if (level.contains("floordiv") && level.contains("mod"))
         fail(path, "a level stores its mode floordiv B or mod B, not both");
-      if (level.contains("floordiv")) block = {BlockPart::Block, get_positive_int(level["floordiv"], path + "/floordiv")};
-      if (level.contains("mod")) block = {BlockPart::InBlock, get_positive_int(level["mod"], path + "/mod")};
+      if (level.contains("floordiv")) block = {BlockPart::Block, get_block_size(level["floordiv"], path + "/floordiv")};
+      if (level.contains("mod")) block = {BlockPart::InBlock, get_block_size(level["mod"], path + "/mod")};
     } else {
       name = get_string(level, path);
     }

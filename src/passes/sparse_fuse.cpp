@@ -53,6 +53,11 @@ void apply_sparse_fuse(sparse::Program& program, const Config& config, const Sch
          "); fuse a sparse level's variable with its parent's, in that order");
   if (output_is_assembled(program))
     fail("fusing loops of a kernel that assembles its sparse output " + program.output().tensor + " is not supported");
+  for (const sparse::BlockedVar& blocked : program.blocked_vars)
+    for (const std::string& var : {outer, inner})
+      if (var == blocked.outer || var == blocked.inner)
+        fail("loop " + var + " is a block loop of " + blocked.tensor + " (" + program.buffer(blocked.tensor).format.name +
+             "); fusing the levels of a blocked format is not supported");
   std::vector<const sparse::SparseBuffer*> holders = sparse_holders(program, inner);
   if (holders.empty()) fail("no operand stores " + inner + " in a sparse level");
   if (holders.size() > 1)

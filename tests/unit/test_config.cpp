@@ -711,6 +711,11 @@ TEST_CASE("config error: BSR and block maps") {
         config_error("/tensors/A/block", "expected [rows, columns]: the size of each block, found [2]"));
   CHECK(error_of(R"({"tensors": {"A": {"format": "bsr", "block": [2, 0]}}})") ==
         config_error("/tensors/A/block/1", "expected a positive integer, found 0"));
+  CHECK(error_of(R"({"tensors": {"A": {"format": "bsr", "block": [4000000000, 2]}}})") ==
+        config_error("/tensors/A/block/0", "a block size of 4000000000 is too large (at most 65536)"));
+  CHECK(error_of(R"({"tensors": {"A": {"format": {"levels": [{"kind": "dense", "floordiv": 70000}, "compressed",
+        {"kind": "dense", "mod": 70000}], "order": [0, 1, 0]}}}})") ==
+        config_error("/tensors/A/format/levels/0/floordiv", "a block size of 70000 is too large (at most 65536)"));
   CHECK(format_error("c", "\"bsr\"", kTtv) ==
         config_error("/tensors/c/format", "format \"bsr\" needs an order-2 tensor, but c has order 1 in the spec"));
   CHECK(error_of(R"({"target": "cuda", "tensors": {"A": {"format": "bsr", "block": [4, 4]}}})") ==

@@ -146,6 +146,10 @@ TEST_CASE("stage I fuse errors") {
                           "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}]})"),
                  "/schedule/0: error: fuse: index j is co-iterated with other operands (a term without A visits every "
                  "coordinate), but a fused loop visits only the stored entries of A"));
+  // Block loops of BSR (found generating wrong sums before it was refused).
+  CHECK(contains(error_of(kSpmm, with(R"("tensors": {"A": {"format": "bsr", "block": [2, 2]}})", R"({"op": "fuse", "vars": ["i_blk", "j_blk"], "into": "e"})")),
+                 "/schedule/0: error: fuse: loop i_blk is a block loop of A (bsr); fusing the levels of a blocked format "
+                 "is not supported"));
   CHECK(contains(error_of(kSpmv, with(R"("tensors": {"A": {"format": "dcsr"}})", R"({"op": "fuse", "vars": ["i", "j"], "into": "e"})")),
                  "/schedule/0: error: fuse: A (dcsr) stores i, j in sparse_variable, sparse_variable levels; fuse supports "
                  "a dense level over a compressed one (csr, csc) and COO's two top levels"));
