@@ -395,7 +395,7 @@ struct Contender {
 };
 
 // Times the contenders interleaved: every round calls each one once, each call timed alone, so
-// a burst of other load on the machine hits them all alike. Warm-up first (one call for slow
+// a burst of other load on the machine hits them all alike; the order rotates from round to round. Warm-up first (one call for slow
 // kernels, a few for fast ones); then rounds until there are >= o.runs of them and the fastest
 // contender has run for >= o.min_time seconds (or o.max_runs rounds). Median per contender.
 std::vector<Stats> time_interleaved_once(const Options& o, const std::vector<Contender>& cs);
@@ -431,7 +431,11 @@ std::vector<Stats> time_interleaved_once(const Options& o, const std::vector<Con
     double min_total = *std::min_element(total.begin(), total.end());
     double max_total = *std::max_element(total.begin(), total.end());
     if (r >= o.max_runs || (r >= o.runs && (min_total >= o.min_time * 1e3 || max_total >= 4 * o.min_time * 1e3))) break;
-    for (size_t c = 0; c < k; ++c) {
+    // Each round starts with the next contender, so that each runs after each other one equally
+    // often: a contender that always ran right after another one's pass over the same arrays
+    // would find them in cache, and one that always followed GraphBLAS would not.
+    for (size_t step = 0; step < k; ++step) {
+      const size_t c = (static_cast<size_t>(r) + step) % k;
       auto t0 = Clock::now();
       cs[c].call();
       double t = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
