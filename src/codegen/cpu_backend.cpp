@@ -52,9 +52,8 @@ class CpuStmtPrinter : public CStmtPrinter {
   // them inside it, and share the loop's iterations with `omp for`. Statements after the loop
   // (a private copy's combine) run in every thread.
   std::string print_allocate(const Allocate& node, int depth) override {
-    const For* loop = as_for(node.body);
-    if (!loop && node.body->kind == StmtKind::Block && !static_cast<const Block&>(*node.body).stmts.empty())
-      loop = as_for(static_cast<const Block&>(*node.body).stmts.front());
+    std::vector<Stmt> stmts = statements_of(node.body);
+    const For* loop = stmts.empty() ? nullptr : as_for(stmts.front());
     if (!loop || !loop->annotations.parallel) return CStmtPrinter::print_allocate(node, depth);
     std::string pad(2 * depth, ' ');
     std::string out = pad + "#pragma omp parallel\n" + pad + "{\n" + workspace_declarations(node, pad + "  ");

@@ -88,8 +88,7 @@ struct Kernel {
 // The zero fill (bound to the whole grid) is a kernel of its own; the rest of the nest is the
 // main kernel. They are launched in the nest's order: the zero fill first.
 std::vector<Kernel> split_into_kernels(const LoweredFunc& func) {
-  std::vector<Stmt> top = func.body->kind == StmtKind::Block ? static_cast<const Block&>(*func.body).stmts
-                                                             : std::vector<Stmt>{func.body};
+  std::vector<Stmt> top = statements_of(func.body);
   std::vector<Kernel> kernels;
   std::vector<Stmt> statements;  // of the kernel being collected, comments included
   for (const Stmt& s : top) {

@@ -90,6 +90,10 @@ const For* as_for(const Stmt& stmt) {
   return stmt && stmt->kind == StmtKind::For ? static_cast<const For*>(stmt.get()) : nullptr;
 }
 
+std::vector<Stmt> statements_of(const Stmt& stmt) {
+  return stmt->kind == StmtKind::Block ? static_cast<const Block&>(*stmt).stmts : std::vector<Stmt>{stmt};
+}
+
 bool is_const_int(const Expr& expr, int64_t value) {
   return expr->kind == ExprKind::IntImm && static_cast<const IntImm&>(*expr).value == value;
 }

@@ -245,6 +245,8 @@ Stmt block(std::vector<Stmt> stmts);  // flattens nested blocks, drops nulls
 
 // Helpers for passes that look at shapes.
 const For* as_for(const Stmt& stmt);
+// A statement as a list: a block's statements, or the statement itself.
+std::vector<Stmt> statements_of(const Stmt& stmt);
 bool is_const_int(const Expr& expr, int64_t value);
 bool same_expr(const Expr& a, const Expr& b);  // structural equality
 

@@ -33,9 +33,7 @@ class LoopVectorizer {
 
   Stmt run() {
     std::vector<Stmt> body;
-    std::vector<Stmt> stmts = loop_.body->kind == StmtKind::Block ? static_cast<const Block&>(*loop_.body).stmts
-                                                                  : std::vector<Stmt>{loop_.body};
-    for (const Stmt& s : stmts) {
+    for (const Stmt& s : statements_of(loop_.body)) {
       Stmt converted = convert(s);
       if (!converted) return nullptr;
       body.push_back(converted);
@@ -232,6 +230,7 @@ class ExplicitVectors : public IRMutator {
   Stmt mutate_allocate(const Allocate& node, const Stmt& self) override {
     Stmt body = mutate(node.body);
     std::vector<Workspace> buffers = node.buffers;
+    bool tiled = false;
     for (Workspace& w : buffers) {
       if (!w.local || w.vector || (w.type != ScalarType::Float32 && w.type != ScalarType::Float64)) continue;
       auto size = const_int(w.size);
@@ -241,11 +240,9 @@ class ExplicitVectors : public IRMutator {
       body = *rewritten;
       w.vector = true;
       w.size = binary(BinOp::Div, w.size, vector_lanes(w.type));
+      tiled = true;
     }
-    if (body == node.body && buffers.size() == node.buffers.size() &&
-        std::equal(buffers.begin(), buffers.end(), node.buffers.begin(),
-                   [](const Workspace& a, const Workspace& b) { return a.vector == b.vector; }))
-      return self;
+    if (body == node.body && !tiled) return self;
     return std::make_shared<Allocate>(std::move(buffers), body);
   }
 

@@ -261,8 +261,7 @@ class Scheduler {
     if (loop.annotations.parallel || loop.annotations.vectorized || !loop.annotations.bind.empty() || loop.annotations.unroll)
       fail("precompute " + precompute.var + " before scheduling it further");
     // The body: declarations, the sum's declaration, the loop that sums, what uses the sum.
-    std::vector<Stmt> stmts = loop.body->kind == StmtKind::Block ? static_cast<const Block&>(*loop.body).stmts
-                                                                 : std::vector<Stmt>{loop.body};
+    std::vector<Stmt> stmts = statements_of(loop.body);
     std::vector<Stmt> lets, after;
     const Declare* sum = nullptr;
     const For* summing = nullptr;
@@ -318,8 +317,7 @@ class Scheduler {
     into_tile.type = sum->type;
     // The summing loop's leading declarations that do not depend on `var` stay outside it (a
     // coordinate read inside a vectorized loop would become a gather).
-    std::vector<Stmt> summed = summing->body->kind == StmtKind::Block ? static_cast<const Block&>(*summing->body).stmts
-                                                                      : std::vector<Stmt>{summing->body};
+    std::vector<Stmt> summed = statements_of(summing->body);
     std::vector<Stmt> hoisted;
     size_t first_kept = 0;
     for (; first_kept < summed.size() && summed[first_kept]->kind == StmtKind::Declare; ++first_kept) {
@@ -539,8 +537,7 @@ class Scheduler {
         fail("fuse " + outer.label + " and " + inner.label + " before making them parallel, vectorized, unrolled or bound");
       if (!is_const_int(loop->begin, 0)) fail("loop " + loop->label + " does not start at 0, which fuse needs");
     }
-    std::vector<Stmt> stmts = outer.body->kind == StmtKind::Block ? static_cast<const Block&>(*outer.body).stmts
-                                                                   : std::vector<Stmt>{outer.body};
+    std::vector<Stmt> stmts = statements_of(outer.body);
     std::vector<Stmt> declares;
     bool found = false;
     for (const Stmt& s : stmts) {
