@@ -7,11 +7,14 @@
 #include "codegen/abi_header.h"
 #include "codegen/cpu_backend.h"
 #include "codegen/cuda_backend.h"
+#include "codegen/decompose_routines.h"
 #include "codegen/pack_routines.h"
 #include "frontend/parser.h"
 #include "ir/loop_ir_printer.h"
 #include "passes/auto_schedule.h"
+#include "passes/build_executor.h"
 #include "passes/build_sparse_ir.h"
+#include "passes/decompose_operand.h"
 #include "passes/explicit_vectors.h"
 #include "passes/infer_loop_order.h"
 #include "passes/infer_output_format.h"
@@ -51,9 +54,135 @@ GenerationContext make_context(const Compilation& c, const CompileInput& input) 
     if (!buffer.shares_structure_with.empty()) line += ", sharing the structure of " + buffer.shares_structure_with;
     context.formats.push_back(line);
   }
+  if (c.decomposition)
+    for (size_t k = 0; k < c.decomposition->parts.size(); ++k) {
+      const DecomposedPart& part = c.decomposition->parts[k];
+      const Format& format = part.config.format_of(part.tensor);
+      std::string line = (k ? "  " : c.decomposition->op.tensor + " is decomposed into ") + part.tensor + ": " + format.name + " (levels";
+      for (size_t l = 0; l < format.levels.size(); ++l) line += std::string(l ? ", " : " ") + level_kind_name(format.levels[l]);
+      context.formats.push_back(line + ")");
+    }
   for (const ScheduleOp& op : c.schedule) context.schedule.push_back(describe_schedule_op(op));
   context.auto_schedule = c.config.auto_schedule;
   return context;
+}
+
+// Stages I and II of one sparse iteration: the whole kernel, or one part of a decomposition.
+struct LoweredIteration {
+  sparse::Program program;
+  loops::LoweredFunc func;
+  std::vector<loops::LoweredFunc> assemble;
+  std::vector<ScheduleOp> schedule;  // what applied (`auto` expanded)
+  std::vector<bool> applied;         // per op of the config's schedule
+  std::string stage1_dump, stage2_dump;
+};
+
+// `config` gains the output's format where it is inferred.
+LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingLoops missing) {
+  LoweredIteration it;
+  it.applied.assign(config.schedule.size(), false);
+  // 2. Stage I: sparse axes, buffers and the sparse iteration, in storage-concordant order.
+  it.program = build_sparse_ir(spec, config);
+  infer_loop_order(it.program, config);
+
+  // 3. Stage I schedule: reorders of index variables and fuses of sparse levels, up to the
+  // first loop-level op.
+  std::vector<ScheduleOp> loop_ops;
+  std::vector<size_t> loop_op_index;
+  for (size_t k = 0; k < config.schedule.size(); ++k) {
+    const ScheduleOp& op = config.schedule[k];
+    if (loop_ops.empty() && is_sparse_reorder(op, it.program)) {
+      if (!it.program.iteration.fusions.empty())
+        fail_schedule_op(config, op, "reorder the index variables before fusing them");
+      apply_sparse_reorder(it.program, config, op);
+    } else if (loop_ops.empty() && is_sparse_fuse(op, it.program)) {
+      apply_sparse_fuse(it.program, config, op);
+    } else {
+      loop_ops.push_back(op);
+      loop_op_index.push_back(k);
+      continue;
+    }
+    it.schedule.push_back(op);
+    it.applied[k] = true;
+  }
+  // The output's format, when the config leaves it to the operands, follows this loop order.
+  if (config.infer_output_format) infer_output_format(it.program, config, spec);
+  it.stage1_dump = sparse::dump_stage1(it.program);
+
+  // 4. Lower to stage II: loop nests over position space.
+  it.func = lower_to_loops(it.program, config);
+  simplify_declares(it.func);
+
+  // 5. Stage II schedule: split, reorder, parallel, vectorize, unroll, bind (or `auto`'s choice).
+  if (config.auto_schedule) {
+    loop_ops = auto_schedule(it.func, it.program, config.target);
+    loop_op_index.clear();
+  }
+  std::vector<bool> applied = schedule_loops(it.func, it.program, config, loop_ops, missing);
+  for (size_t k = 0; k < loop_ops.size(); ++k) {
+    if (!applied[k]) continue;
+    it.schedule.push_back(loop_ops[k]);
+    if (k < loop_op_index.size()) it.applied[loop_op_index[k]] = true;
+  }
+  simplify_declares(it.func);
+  if (config.target == Target::Cpu) use_explicit_vectors(it.func);  // register tiles
+  it.stage2_dump = loops::dump_stage2(it.func);
+
+  // 4b/5b. A sparse output the kernel builds gets an assemble phase per compressed level,
+  // scheduled by the same ops where they name its loops (it has no summed loops to schedule).
+  if (output_is_assembled(it.program) && config.target == Target::Cuda)
+    throw CompileError(format_config_error(config.file, "/target",
+                                           "assembling a sparse output is not supported on the cuda target yet"));
+  std::string assemble_dumps;
+  for (int level : assembled_levels(it.program)) {
+    loops::LoweredFunc assemble = lower_to_loops(it.program, config, LoweringPhase::Assemble, level);
+    simplify_declares(assemble);
+    schedule_loops(assemble, it.program, config, loop_ops, MissingLoops::Skip);
+    simplify_declares(assemble);
+    assemble_dumps += loops::dump_stage2(assemble);
+    it.assemble.push_back(std::move(assemble));
+  }
+  it.stage2_dump = assemble_dumps + it.stage2_dump;
+  return it;
+}
+
+// 2'-5'. Stage I decompose: the kernel becomes one iteration per part, each lowered and
+// scheduled on its own, and an executor that calls them in turn.
+void lower_decomposition(Compilation& c) {
+  c.decomposition = decompose_operand(c.spec, c.config);
+  const Decomposition& d = *c.decomposition;
+  c.program = build_sparse_ir(c.spec, c.config);  // the declared formats: the inspector's input
+  std::vector<bool> applied(c.config.schedule.size(), false);
+  applied[0] = true;
+  for (const DecomposedPart& part : d.parts) {
+    LoweredIteration it;
+    Config config = part.config;
+    try {
+      it = lower_iteration(part.spec, config, MissingLoops::SkipUnlessPartNamed);
+    } catch (const CompileError& e) {
+      throw CompileError(std::string(e.what()) + c.config.file + ": " + d.op_path + ": note: in part " + part.name +
+                         " of the decomposition (" + part.tensor + ", stored as " + part.config.format_of(part.tensor).name +
+                         ")\n");
+    }
+    // Part ops are listed without the decompose op, which the part's config leaves out.
+    size_t k = 0;
+    // An op for every part that a part's own op replaces there counts as used.
+    for (size_t i = 1; i < c.config.schedule.size(); ++i) {
+      const ScheduleOp& op = c.config.schedule[i];
+      if (schedules_part(c.config, op, part.name)) applied[i] = it.applied[k++] || applied[i];
+      else if (op.part.empty()) applied[i] = true;
+    }
+    std::string heading = "// part " + part.name + " of " + describe_schedule_op(c.config.schedule.front()) + "\n";
+    c.stage1_dump += heading + it.stage1_dump;
+    c.stage2_dump += heading + it.stage2_dump;
+    c.parts.push_back(std::move(it.func));
+  }
+  for (size_t i = 1; i < c.config.schedule.size(); ++i)
+    if (!applied[i])
+      fail_schedule_op(c.config, c.config.schedule[i], "no part of the decomposition has the loops it names");
+  c.schedule = c.config.schedule;
+  c.func = build_executor(c.config.name, d, c.parts);
+  c.stage2_dump += "// executor\n" + loops::dump_stage2(c.func);
 }
 
 }  // namespace
@@ -64,57 +193,19 @@ Compilation compile(const CompileInput& input) {
   c.spec = parse_spec(input.spec_path, input.spec_text);
   c.config = read_config(input.config_path, input.config_text, c.spec, stem(input.spec_path));
 
-  // 2. Stage I: sparse axes, buffers and the sparse iteration, in storage-concordant order.
-  c.program = build_sparse_ir(c.spec, c.config);
-  infer_loop_order(c.program, c.config);
-
-  // 3. Stage I schedule: reorders of index variables and fuses of sparse levels, up to the
-  // first loop-level op.
-  std::vector<ScheduleOp> loop_ops;
-  for (const ScheduleOp& op : c.config.schedule) {
-    if (loop_ops.empty() && is_sparse_reorder(op, c.program)) {
-      if (!c.program.iteration.fusions.empty())
-        fail_schedule_op(c.config, op, "reorder the index variables before fusing them");
-      apply_sparse_reorder(c.program, c.config, op);
-      c.schedule.push_back(op);
-    } else if (loop_ops.empty() && is_sparse_fuse(op, c.program)) {
-      apply_sparse_fuse(c.program, c.config, op);
-      c.schedule.push_back(op);
-    } else {
-      loop_ops.push_back(op);
-    }
+  // 2-5. Stage I, its schedule, stage II and its schedule: for the kernel, or for each part of a
+  // decomposed operand.
+  if (has_decomposition(c.config)) {
+    lower_decomposition(c);
+  } else {
+    LoweredIteration it = lower_iteration(c.spec, c.config, MissingLoops::Error);
+    c.program = std::move(it.program);
+    c.func = std::move(it.func);
+    c.assemble = std::move(it.assemble);
+    c.schedule = std::move(it.schedule);
+    c.stage1_dump = std::move(it.stage1_dump);
+    c.stage2_dump = std::move(it.stage2_dump);
   }
-  // The output's format, when the config leaves it to the operands, follows this loop order.
-  if (c.config.infer_output_format) infer_output_format(c.program, c.config, c.spec);
-  c.stage1_dump = sparse::dump_stage1(c.program);
-
-  // 4. Lower to stage II: loop nests over position space.
-  c.func = lower_to_loops(c.program, c.config);
-  simplify_declares(c.func);
-
-  // 5. Stage II schedule: split, reorder, parallel, vectorize, unroll, bind (or `auto`'s choice).
-  if (c.config.auto_schedule) loop_ops = auto_schedule(c.func, c.program, c.config.target);
-  schedule_loops(c.func, c.program, c.config, loop_ops);
-  c.schedule.insert(c.schedule.end(), loop_ops.begin(), loop_ops.end());
-  simplify_declares(c.func);
-  if (c.config.target == Target::Cpu) use_explicit_vectors(c.func);  // register tiles
-  c.stage2_dump = loops::dump_stage2(c.func);
-
-  // 4b/5b. A sparse output the kernel builds gets an assemble phase per compressed level,
-  // scheduled by the same ops where they name its loops (it has no summed loops to schedule).
-  if (output_is_assembled(c.program) && c.config.target == Target::Cuda)
-    throw CompileError(format_config_error(input.config_path, "/target",
-                                           "assembling a sparse output is not supported on the cuda target yet"));
-  std::string assemble_dumps;
-  for (int level : assembled_levels(c.program)) {
-    loops::LoweredFunc assemble = lower_to_loops(c.program, c.config, LoweringPhase::Assemble, level);
-    simplify_declares(assemble);
-    schedule_loops(assemble, c.program, c.config, loop_ops, /*skip_ops_on_missing_loops=*/true);
-    simplify_declares(assemble);
-    assemble_dumps += loops::dump_stage2(assemble);
-    c.assemble.push_back(std::move(assemble));
-  }
-  c.stage2_dump = assemble_dumps + c.stage2_dump;
 
   // 6. Emit the header and the source: C++ with OpenMP, or CUDA.
   GenerationContext context = make_context(c, input);
@@ -123,8 +214,14 @@ Compilation compile(const CompileInput& input) {
     c.files.push_back(emit_cuda_source(c.func, context));
   } else {
     context.pack = emit_pack_routines(c.program, c.func.name);  // NAME_pack_T / NAME_unpack_T (cuda: none yet)
+    if (c.decomposition) {
+      PackRoutines inspector = emit_decompose_routines(*c.decomposition, c.program, c.func);  // NAME_decompose_T
+      context.pack.header_docs += inspector.header_docs;
+      context.pack.header_declarations += inspector.header_declarations;
+      context.pack.source += inspector.source;
+    }
     c.files.push_back(emit_abi_header(c.func, context, "void", {}, {}, "", c.assemble));
-    c.files.push_back(emit_cpu_source(c.func, context, c.assemble));
+    c.files.push_back(emit_cpu_source(c.func, context, c.assemble, c.parts));
   }
   return c;
 }

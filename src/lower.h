@@ -10,6 +10,7 @@
 #include "frontend/config.h"
 #include "ir/loop_ir.h"
 #include "ir/sparse_ir.h"
+#include "passes/decompose_operand.h"
 
 namespace spgen {
 
@@ -23,8 +24,10 @@ struct CompileInput {
 struct Compilation {
   ast::Spec spec;
   Config config;
-  sparse::Program program;               // stage I, after its schedule
-  loops::LoweredFunc func;               // stage II, after its schedule
+  sparse::Program program;               // stage I, after its schedule (decomposed: as declared)
+  loops::LoweredFunc func;               // stage II, after its schedule (decomposed: the executor)
+  std::optional<Decomposition> decomposition;  // a `decompose` op's parts
+  std::vector<loops::LoweredFunc> parts;       // their kernels, which the executor calls
   std::vector<loops::LoweredFunc> assemble;  // a sparse output's assemble phases, one per compressed level
   std::vector<ScheduleOp> schedule;      // what was applied (`auto` expanded)
   std::string stage1_dump, stage2_dump;  // --emit=stage1 / --emit=stage2

@@ -1499,6 +1499,7 @@ template <class Index, class Value>
 struct Hooks {
   std::function<void(Run<Index, Value>&)> invoke;    // runs the kernel
   std::function<void(Run<Index, Value>&)> assemble;  // empty unless the kernel builds a sparse output
+  std::function<void(Run<Index, Value>&)> prepare;   // once, after packing: a decomposition's inspector
   // By tensor id, the kernel's own conversion routines; a missing or null entry uses the runtime's.
   std::vector<void (*)(const Coo&, Packed<Index, Value>&)> pack;
   std::vector<Coo (*)(const Run<Index, Value>&)> unpack;
@@ -1962,6 +1963,7 @@ class Driver {
 
     Run<Index, Value> run(info_, sizes.all());
     prepare_inputs(run);
+    if (hooks.prepare) hooks.prepare(run);
     std::vector<std::vector<Value>> initial = prepare_outputs(run, has_assemble);
     if (has_assemble) size_assembled_outputs(run, hooks.assemble);
     auto both = [&](Run<Index, Value>& r) {

@@ -96,7 +96,8 @@ int run_run(const RunOptions& options) {
   ScratchDir dir(options.keep_dir);
   std::vector<std::pair<std::string, std::string>> files;
   for (const GeneratedFile& file : c.files) files.emplace_back((dir.path() / file.name).string(), file.text);
-  GeneratedFile driver = emit_run_driver(c.func, c.program, c.config.target, c.assemble);
+  GeneratedFile driver = emit_run_driver(c.func, c.program, c.config.target, c.assemble,
+                                         c.decomposition ? &*c.decomposition : nullptr);
   files.emplace_back((dir.path() / driver.name).string(), driver.text);
   files.emplace_back((dir.path() / "spgen_run_runtime.hpp").string(),
                      std::string(*templates::lookup("spgen_run_runtime.hpp")));

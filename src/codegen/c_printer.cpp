@@ -128,6 +128,12 @@ std::string CStmtPrinter::print(const Stmt& stmt, int depth) {
       };
       return pad + "std::sort(" + at(node.begin) + ", " + at(node.end) + ");\n";
     }
+    case StmtKind::Call: {
+      const auto& node = static_cast<const Call&>(*stmt);
+      std::string out = pad + node.callee + "(";
+      for (size_t a = 0; a < node.args.size(); ++a) out += (a ? ",\n" : "\n") + pad + "    " + expr_.print(node.args[a]);
+      return out + ");\n";
+    }
   }
   return "";
 }

@@ -1,5 +1,7 @@
 #include "codegen/cpu_backend.h"
 
+#include <algorithm>
+
 #include "codegen/abi_header.h"
 #include "codegen/c_printer.h"
 #include "ir/loop_ir_visitor.h"
@@ -108,8 +110,9 @@ bool uses_vectors(const LoweredFunc& func) {
   return finder.found;
 }
 
-std::string print_function(const LoweredFunc& func) {
-  std::string text = "extern \"C\" void " + func.name + "(";
+// `linkage`: "extern \"C\"" for what the header declares, "static" for a decomposition's parts.
+std::string print_function(const LoweredFunc& func, const std::string& linkage = "extern \"C\"") {
+  std::string text = linkage + " void " + func.name + "(";
   for (size_t i = 0; i < func.params.size(); ++i)
     text += (i ? ",\n    " : "\n    ") + c_param(func.params[i], true);
   text += ") {\n";
@@ -124,7 +127,8 @@ std::string print_function(const LoweredFunc& func) {
 
 }  // namespace
 
-GeneratedFile emit_cpu_source(const LoweredFunc& func, const GenerationContext& context, const std::vector<LoweredFunc>& assemble) {
+GeneratedFile emit_cpu_source(const LoweredFunc& func, const GenerationContext& context, const std::vector<LoweredFunc>& assemble,
+                              const std::vector<LoweredFunc>& parts) {
   GeneratedFile file;
   file.name = func.name + ".cpp";
   file.text = templates::render("cpu_kernel_preamble.cpp.in", {{"file", file.name},
@@ -133,8 +137,10 @@ GeneratedFile emit_cpu_source(const LoweredFunc& func, const GenerationContext& 
                                                                {"config_file", context.config_file},
                                                                {"spec", context.spec_text},
                                                                {"header", header_file_name(func)}});
-  if (uses_vectors(func)) file.text += std::string(*templates::lookup("cpu_vector_helpers.cpp.in")) + "\n";
+  if (uses_vectors(func) || std::any_of(parts.begin(), parts.end(), uses_vectors))
+    file.text += std::string(*templates::lookup("cpu_vector_helpers.cpp.in")) + "\n";
   for (const LoweredFunc& phase : assemble) file.text += print_function(phase) + "\n";
+  for (const LoweredFunc& part : parts) file.text += print_function(part, "static") + "\n";
   file.text += print_function(func);
   file.text += context.pack.source;  // the tensors' pack/unpack routines, if any
   return file;

@@ -6,8 +6,10 @@
 
 namespace spgen {
 
-// `assemble`, when the output is a sparse one the kernels build, is printed first.
+// `assemble`, when the output is a sparse one the kernels build, is printed first; `parts`, the
+// kernels a decomposition's executor `func` calls, are printed before it as static functions.
 GeneratedFile emit_cpu_source(const loops::LoweredFunc& func, const GenerationContext& context,
-                              const std::vector<loops::LoweredFunc>& assemble = {});
+                              const std::vector<loops::LoweredFunc>& assemble = {},
+                              const std::vector<loops::LoweredFunc>& parts = {});
 
 }  // namespace spgen

@@ -136,17 +136,60 @@ std::string pack_glue(const loops::LoweredFunc& func, const sparse::Program& pro
                                                       {"unpack_table", join(unpack_table)}});
 }
 
+// Index of a part array among the executor's part arrays, or -1 for any other parameter.
+int part_array_index(const loops::LoweredFunc& func, const Decomposition* d, const std::string& name) {
+  if (!d) return -1;
+  int k = 0;
+  for (const loops::Param& p : func.params) {
+    bool is_part = std::any_of(d->parts.begin(), d->parts.end(), [&](const DecomposedPart& part) { return part.tensor == p.tensor; });
+    if (!is_part) continue;
+    if (p.name == name) return k;
+    ++k;
+  }
+  return -1;
+}
+
+// The driver's call of the inspector (templates/run_driver_decompose.cpp.in).
+std::string decompose_glue(const loops::LoweredFunc& func, const sparse::Program& program, const Decomposition& d) {
+  const std::string& tensor = d.op.tensor;
+  const sparse::SparseBuffer& csr = program.buffer(tensor);
+  const int t = tensor_id(program, tensor);
+  auto dim = [&](const std::string& var) { return "r.dim(" + std::to_string(index_of(program.index_vars, var)) + ")"; };
+  const std::string arrays = dim(csr.indices[0]) + ", " + dim(csr.indices[1]) + ", r.pos(" + std::to_string(t) + ", 1), r.crd(" +
+                             std::to_string(t) + ", 1)";
+  std::string resize, fill_args = arrays + ", r.values(" + std::to_string(t) + ")";
+  int count = 0;
+  for (const loops::Param& p : func.params) {
+    int k = part_array_index(func, &d, p.name);
+    if (k < 0) continue;
+    const std::string store = p.kind == loops::ParamKind::Values ? "part_values" : "part_index";
+    const std::string at = std::to_string(k);
+    resize += "  " + store + "[" + at + "].resize(static_cast<size_t>(n[" + at + "]) + 1);  // + 1: never null\n";
+    fill_args += ", " + store + "[" + at + "].data()";
+    ++count;
+  }
+  return templates::render("run_driver_decompose.cpp.in", {{"name", func.name},
+                                                            {"tensor", tensor},
+                                                            {"count", std::to_string(count)},
+                                                            {"size_args", arrays},
+                                                            {"fill_args", fill_args},
+                                                            {"resize", resize}});
+}
+
 }  // namespace
 
 GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Program& program, Target target,
-                              const std::vector<loops::LoweredFunc>& assemble) {
+                              const std::vector<loops::LoweredFunc>& assemble, const Decomposition* decomposition) {
   bool cuda = target == Target::Cuda;
   std::string index_vars, tensors, call_args;
   for (size_t v = 0; v < program.index_vars.size(); ++v) index_vars += (v ? ", \"" : "\"") + program.index_vars[v] + "\"";
   for (const sparse::SparseBuffer& buffer : program.buffers) tensors += tensor_entry(program, buffer);
   for (size_t i = 0; i < func.params.size(); ++i) {
     const loops::Param& p = func.params[i];
-    call_args += (i ? ", " : "") + call_argument(program, p, cuda ? "device" : "r");
+    int part = part_array_index(func, decomposition, p.name);
+    std::string part_array = std::string(p.kind == loops::ParamKind::Values ? "part_values[" : "part_index[") +
+                             std::to_string(part) + "].data()";
+    call_args += (i ? ", " : "") + (part >= 0 ? part_array : call_argument(program, p, cuda ? "device" : "r"));
   }
   std::string value_type = program.value_type == ValueType::Float32 ? "float" : "double";
   std::string index_type = program.index_type == IndexType::Int32 ? "int32_t" : "int64_t";
@@ -168,6 +211,8 @@ GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Prog
   }
   // The CPU driver packs through the kernel's own conversion routines.
   std::string glue = cuda ? std::string() : pack_glue(func, program);
+  std::string inspector = decomposition ? decompose_glue(func, program, *decomposition) : "";
+  if (decomposition) hooks += "  hooks.prepare = decompose;\n";
   if (!glue.empty())
     hooks += "  hooks.pack.assign(std::begin(kPack), std::end(kPack));\n"
              "  hooks.unpack.assign(std::begin(kUnpack), std::end(kUnpack));\n";
@@ -183,6 +228,7 @@ GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Prog
                                  {"accumulate", program.iteration.accumulate ? "true" : "false"},
                                  {"call_args", call_args},
                                  {"assemble_function", assemble_function},
+                                 {"decompose_glue", inspector},
                                  {"hooks", hooks},
                                  {"pack_glue", glue}});
   return file;

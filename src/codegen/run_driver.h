@@ -6,12 +6,15 @@
 #include "codegen/generation_context.h"
 #include "ir/loop_ir.h"
 #include "ir/sparse_ir.h"
+#include "passes/decompose_operand.h"
 
 namespace spgen {
 
 // On the cuda target, the driver (run_driver.cu) copies the packed arrays to the GPU and times
 // the kernel with CUDA events.
+// With a `decomposition`, `func` is its executor and the driver runs the inspector first.
 GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Program& program, Target target,
-                              const std::vector<loops::LoweredFunc>& assemble = {});
+                              const std::vector<loops::LoweredFunc>& assemble = {},
+                              const Decomposition* decomposition = nullptr);
 
 }  // namespace spgen

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -57,7 +59,7 @@ Format dense_format(int order) {
 }
 
 std::string ScheduleOp::name() const {
-  static const char* names[] = {"reorder", "split", "parallel", "vectorize", "unroll", "bind", "tile", "precompute", "fuse"};
+  static const char* names[] = {"reorder", "split", "parallel", "vectorize", "unroll", "bind", "tile", "precompute", "fuse", "decompose"};
   return names[op.index()];
 }
 
@@ -89,8 +91,23 @@ std::string describe_schedule_op(const ScheduleOp& op) {
       return "bind(" + b.var + ", " + b.to + (b.reduction.empty() ? "" : ", " + b.reduction) + ")";
     }
     std::string operator()(const FuseOp& f) const { return "fuse(" + f.vars[0] + ", " + f.vars[1] + " -> " + f.into + ")"; }
+    std::string operator()(const DecomposeOp& d) const {
+      std::string out = "decompose(" + d.tensor + ", " + d.format;
+      if (d.format == "hyb") {
+        out += ", partitions " + std::to_string(d.partitions) + ", buckets";
+        for (int64_t b : d.buckets) out += " " + std::to_string(b);
+      }
+      if (d.format == "ell+coo") out += ", width " + std::to_string(d.width);
+      if (d.format == "bsr+csr") {
+        char fill[32];
+        std::snprintf(fill, sizeof fill, "%g", d.fill);
+        out += ", block " + std::to_string(d.block_rows) + "x" + std::to_string(d.block_cols) + ", fill " + fill;
+      }
+      return out + ")";
+    }
   };
-  return std::visit(Describe{}, op.op);
+  std::string text = std::visit(Describe{}, op.op);
+  return op.part.empty() ? text : text + " on part " + op.part;
 }
 
 void fail_schedule_op(const Config& config, const ScheduleOp& op, const std::string& message) {
@@ -495,6 +512,16 @@ class ConfigReader {
     }
     if (!schedule.is_array()) fail("/schedule", "expected a list of schedule ops or \"auto\", found " + type_name(schedule));
     for (size_t i = 0; i < schedule.size(); ++i) config.schedule.push_back(read_op(schedule[i], static_cast<int>(i)));
+    // A decomposition changes which loops exist, so it comes first; the ops after it may name a part.
+    bool decomposed = false;
+    for (const ScheduleOp& op : config.schedule) {
+      if (std::holds_alternative<DecomposeOp>(op.op)) {
+        if (op.index != 0) fail(op.path, "decompose: must be the first schedule op (the ops after it schedule its parts)");
+        decomposed = true;
+      } else if (!op.part.empty() && !decomposed) {
+        fail(op.path + "/part", "\"part\" names a part of a decomposition, but no decompose op comes first");
+      }
+    }
   }
 
   std::string get_var(const json& op, const std::string& path) const {
@@ -504,15 +531,25 @@ class ConfigReader {
     return var;
   }
 
-  ScheduleOp read_op(const json& op, int index) const {
+  ScheduleOp read_op(const json& given, int index) const {
     std::string path = "/schedule/" + std::to_string(index);
-    expect_object(op, path);
-    if (!op.contains("op")) fail(path, "missing \"op\" (reorder, split, tile, fuse, parallel, vectorize, unroll, precompute or bind)");
-    std::string kind = get_string(op["op"], path + "/op");
+    expect_object(given, path);
+    if (!given.contains("op"))
+      fail(path, "missing \"op\" (reorder, split, tile, fuse, parallel, vectorize, unroll, precompute, bind or decompose)");
+    std::string kind = get_string(given["op"], path + "/op");
     ScheduleOp result;
     result.index = index;
     result.path = path;
-    if (kind == "reorder") {
+    // Any op but decompose itself may be limited to one part of a decomposition.
+    json op = given;
+    if (op.contains("part") && kind != "decompose") {
+      result.part = get_string(op["part"], path + "/part");
+      if (!is_c_identifier(result.part)) fail(path + "/part", "\"" + result.part + "\" is not a part name");
+      op.erase("part");
+    }
+    if (kind == "decompose") {
+      result.op = read_decompose(op, path);
+    } else if (kind == "reorder") {
       check_keys(op, path, {"op", "order"});
       if (!op.contains("order") || !op["order"].is_array() || op["order"].empty())
         fail(path + "/order", "reorder needs \"order\": a non-empty list of loop variables");
@@ -623,9 +660,70 @@ class ConfigReader {
       if (!is_c_identifier(fuse.into)) fail(path + "/into", "\"" + fuse.into + "\" is not a valid loop variable name");
       result.op = fuse;
     } else {
-      fail(path + "/op", "unknown schedule op \"" + kind + "\" (expected reorder, split, tile, fuse, parallel, vectorize, unroll, precompute or bind)");
+      fail(path + "/op", "unknown schedule op \"" + kind + "\" (expected reorder, split, tile, fuse, parallel, vectorize, unroll, "
+                         "precompute, bind or decompose)");
     }
     return result;
+  }
+
+  DecomposeOp read_decompose(const json& op, const std::string& path) const {
+    check_keys(op, path, {"op", "tensor", "format", "partitions", "buckets", "width", "block", "fill"});
+    DecomposeOp d;
+    if (!op.contains("tensor")) fail(path, "decompose: missing \"tensor\" (the sparse input to decompose)");
+    d.tensor = get_string(op["tensor"], path + "/tensor");
+    const ast::TensorUse* use = spec_.find_tensor(d.tensor);
+    if (!use) fail(path + "/tensor", "decompose: the spec has no tensor \"" + d.tensor + "\"");
+    if (use->is_output) fail(path + "/tensor", "decompose: " + d.tensor + " is the output; only an input can be decomposed");
+    if (use->order != 2)
+      fail(path + "/tensor", "decompose: " + d.tensor + " has order " + std::to_string(use->order) + "; only matrices are decomposed");
+    if (!op.contains("format")) fail(path, "decompose: missing \"format\" (hyb, ell+coo or bsr+csr)");
+    d.format = get_string(op["format"], path + "/format");
+    // Each format's parameters, and only those.
+    auto only = [&](std::initializer_list<const char*> keys) {
+      for (const char* key : {"partitions", "buckets", "width", "block", "fill"})
+        if (op.contains(key) && std::find_if(keys.begin(), keys.end(), [&](const char* k) { return std::string(k) == key; }) == keys.end())
+          fail(path + "/" + key, std::string("decompose: \"") + key + "\" does not apply to format \"" + d.format + "\"");
+    };
+    if (d.format == "hyb") {
+      only({"partitions", "buckets"});
+      if (op.contains("partitions")) d.partitions = get_positive_int(op["partitions"], path + "/partitions");
+      if (d.partitions > 64) fail(path + "/partitions", "decompose: at most 64 partitions");
+      if (op.contains("buckets")) {
+        const json& buckets = op["buckets"];
+        if (!buckets.is_array() || buckets.empty() || buckets.size() > 16)
+          fail(path + "/buckets", "decompose: \"buckets\" must be a list of 1 to 16 ELL widths, e.g. [1, 2, 4, 8]");
+        for (size_t b = 0; b < buckets.size(); ++b) {
+          std::string at = path + "/buckets/" + std::to_string(b);
+          int64_t width = get_positive_int(buckets[b], at);
+          if ((width & (width - 1)) != 0 || width > 4096) fail(at, "decompose: a bucket width must be a power of two up to 4096");
+          if (!d.buckets.empty() && width <= d.buckets.back()) fail(at, "decompose: bucket widths must increase");
+          d.buckets.push_back(width);
+        }
+      } else {
+        d.buckets = {1, 2, 4, 8, 16, 32};
+      }
+    } else if (d.format == "ell+coo") {
+      only({"width"});
+      if (!op.contains("width")) fail(path, "decompose: format \"ell+coo\" needs \"width\": the ELL part's entries per row");
+      d.width = get_positive_int(op["width"], path + "/width");
+      if (d.width > 4096) fail(path + "/width", "decompose: the ELL width must be at most 4096");
+    } else if (d.format == "bsr+csr") {
+      only({"block", "fill"});
+      const json* block = op.contains("block") ? &op["block"] : nullptr;
+      if (!block || !block->is_array() || block->size() != 2)
+        fail(path + (block ? "/block" : ""), "decompose: format \"bsr+csr\" needs \"block\": [rows, cols]");
+      d.block_rows = get_positive_int((*block)[0], path + "/block/0");
+      d.block_cols = get_positive_int((*block)[1], path + "/block/1");
+      if (d.block_rows * d.block_cols > 4096) fail(path + "/block", "decompose: a block may hold at most 4096 entries");
+      if (op.contains("fill")) {
+        if (!op["fill"].is_number()) fail(path + "/fill", "expected a number, found " + type_name(op["fill"]));
+        d.fill = op["fill"].get<double>();
+        if (!(d.fill > 0 && d.fill <= 1)) fail(path + "/fill", "decompose: \"fill\" must be in (0, 1]: the share of a block's entries that must be stored for it to go to the BSR part");
+      }
+    } else {
+      fail(path + "/format", "decompose: unknown format \"" + d.format + "\" (expected hyb, ell+coo or bsr+csr)");
+    }
+    return d;
   }
 
   const std::string& file_;

@@ -89,11 +89,27 @@ struct BindOp { std::string var, to, reduction; };
 // its parent (stage I, when `vars` are index variables that one operand stores that way), or
 // over the product of two dense loops (stage II).
 struct FuseOp { std::vector<std::string> vars; std::string into; };
+// Stage I: store `tensor` (an order-2 csr input) as a composition of formats, each part with its
+// own loop nest and schedule (passes/decompose_operand.h). `format` is "hyb" (`partitions`
+// column parts x ELL `buckets`), "ell+coo" (ELL of `width`, the rest of each row in COO) or
+// "bsr+csr" (`block` rows x cols blocks holding at least `fill` of their entries, the rest CSR).
+struct DecomposeOp {
+  std::string tensor;
+  std::string format;
+  int64_t partitions = 1;
+  std::vector<int64_t> buckets;
+  int64_t width = 0;
+  int64_t block_rows = 0, block_cols = 0;
+  double fill = 0.5;
+};
 
 struct ScheduleOp {
-  std::variant<ReorderOp, SplitOp, ParallelOp, VectorizeOp, UnrollOp, BindOp, TileOp, PrecomputeOp, FuseOp> op;
+  std::variant<ReorderOp, SplitOp, ParallelOp, VectorizeOp, UnrollOp, BindOp, TileOp, PrecomputeOp, FuseOp, DecomposeOp> op;
   int index = 0;     // position in the list
   std::string path;  // "/schedule/<index>"
+  // After a decompose: the part the op schedules ("coo", "p0_b4"), or empty for every part whose
+  // loops it names.
+  std::string part;
   std::string name() const;  // "reorder", "split", ...
 };
 

@@ -67,7 +67,7 @@ struct Select : ExprNode {
 };
 
 // ---- statements ----
-enum class StmtKind { Block, For, While, If, Declare, Assign, Store, Comment, Allocate, Sort };
+enum class StmtKind { Block, For, While, If, Declare, Assign, Store, Comment, Allocate, Sort, Call };
 
 struct StmtNode {
   StmtKind kind;
@@ -92,6 +92,9 @@ struct LoopAnnotations {
   int64_t unroll = 0;  // 0: no unroll request
   // Why the loop must stay sequential and scalar (it advances co-iteration cursors), or empty.
   std::string sequential_reason;
+  // The loop walks a non-unique level (COO rows): iterations may add into one output entry, so
+  // it may run in parallel only with a reduction (atomic adds or private copies).
+  bool repeats_coordinates = false;
   std::vector<std::string> simd_reductions;  // scalars a vectorized (or reduced parallel) loop sums into
   // Scalars declared before a parallel loop that its body sets (a cursor): each thread keeps its
   // own copy, starting from the value before the loop (OpenMP's firstprivate).
@@ -196,6 +199,13 @@ struct Sort : StmtNode {
   std::string buffer;
   Expr begin, end;
   Sort(std::string b, Expr x, Expr y) : StmtNode(StmtKind::Sort), buffer(std::move(b)), begin(std::move(x)), end(std::move(y)) {}
+};
+
+// callee(args...): a decomposition's executor running one part's kernel (passes/build_executor.h).
+struct Call : StmtNode {
+  std::string callee;
+  std::vector<Expr> args;
+  Call(std::string c, std::vector<Expr> a) : StmtNode(StmtKind::Call), callee(std::move(c)), args(std::move(a)) {}
 };
 
 struct Comment : StmtNode {

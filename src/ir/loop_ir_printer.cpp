@@ -183,6 +183,13 @@ class Stage2Dumper {
         out += pad + "sort " + node.buffer + "[" + printer.print(node.begin) + ", " + printer.print(node.end) + ")\n";
         return;
       }
+      case StmtKind::Call: {
+        const auto& node = static_cast<const Call&>(*s);
+        out += pad + "call " + node.callee + "(";
+        for (size_t a = 0; a < node.args.size(); ++a) out += (a ? ", " : "") + printer.print(node.args[a]);
+        out += ")\n";
+        return;
+      }
     }
   }
 

@@ -29,6 +29,7 @@ void IRVisitor::visit(const Stmt& stmt) {
     case StmtKind::Comment: return visit_comment(static_cast<const Comment&>(*stmt));
     case StmtKind::Allocate: return visit_allocate(static_cast<const Allocate&>(*stmt));
     case StmtKind::Sort: return visit_sort(static_cast<const Sort&>(*stmt));
+    case StmtKind::Call: return visit_call(static_cast<const Call&>(*stmt));
   }
 }
 
@@ -57,7 +58,8 @@ Stmt IRMutator::mutate(const Stmt& stmt) {
     case StmtKind::Assign: return mutate_assign(static_cast<const Assign&>(*stmt), stmt);
     case StmtKind::Store: return mutate_store(static_cast<const Store&>(*stmt), stmt);
     case StmtKind::Comment:
-    case StmtKind::Sort: return stmt;
+    case StmtKind::Sort:
+    case StmtKind::Call: return stmt;  // arguments are the caller's parameters: nothing to rewrite
     case StmtKind::Allocate: return mutate_allocate(static_cast<const Allocate&>(*stmt), stmt);
   }
   return stmt;

@@ -36,6 +36,7 @@ class IRVisitor {
     visit(node.body);
   }
   virtual void visit_sort(const Sort& node) { visit(node.begin); visit(node.end); }
+  virtual void visit_call(const Call& node) { for (const Expr& a : node.args) visit(a); }
 };
 
 class IRMutator {

@@ -973,6 +973,7 @@ class Lowering {
     } else if (!axis.unique && !program_.iteration.iterators[depth].is_reduction) {
       annotations.sequential_reason = "its coordinates repeat (a non-unique level of " + axis.tensor +
                                       "), so iterations may write the same entry of " + program_.output().tensor;
+      annotations.repeats_coordinates = true;
     }
     return std::make_shared<For>(fused ? fused->into : index_var, position, begin, end, block(std::move(body)), annotations);
   }

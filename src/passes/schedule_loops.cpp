@@ -84,6 +84,7 @@ class Scheduler {
       if constexpr (std::is_same_v<T, ReorderOp>) named = concrete.order;
       else if constexpr (std::is_same_v<T, SplitOp>) named = {concrete.var};
       else if constexpr (std::is_same_v<T, FuseOp>) named = concrete.vars;
+      else if constexpr (std::is_same_v<T, DecomposeOp>) named = {};
       else named = {concrete.var};
     }, op.op);
     std::vector<LoopInfo> all = loops();
@@ -161,6 +162,9 @@ class Scheduler {
       fail("the name " + name + " is already in use; choose another");
   }
 
+  // A decomposition splits the kernel into parts before any loop exists (lower.cpp).
+  void apply_op(const DecomposeOp&) { fail("must be the first schedule op"); }
+
   // ---- split ----
   void apply_op(const SplitOp& split) {
     LoopInfo info = find(split.var);
@@ -189,6 +193,7 @@ class Scheduler {
     // What kept the loop sequential (cursors it advances) holds for both halves.
     LoopAnnotations sequential;
     sequential.sequential_reason = loop.annotations.sequential_reason;
+    sequential.repeats_coordinates = loop.annotations.repeats_coordinates;
     Stmt inner = std::make_shared<For>(split.inner, split.inner, int64(0), inner_extent, body, sequential);
     Stmt outer = std::make_shared<For>(split.outer, split.outer, int64(0), outer_extent, inner, sequential);
     prologue.push_back(outer);
@@ -589,12 +594,17 @@ class Scheduler {
   void apply_op(const ParallelOp& parallel) {
     if (config_.target == Target::Cuda) fail("parallel is OpenMP's, for the cpu target: use bind on the cuda target");
     LoopInfo info = find(parallel.var);
-    refuse_sequential(info, "parallelize");
+    // Repeated coordinates race like a summed index: a reduction makes the loop parallel.
+    const bool repeats = info.loop->annotations.repeats_coordinates;
+    if (repeats && parallel.reduction.empty())
+      fail("cannot parallelize " + parallel.var + ": " + info.loop->annotations.sequential_reason +
+           " (add \"reduction\": \"atomic\" or \"privatize\")");
+    if (!repeats) refuse_sequential(info, "parallelize");
     if (has_workspace() && !info.enclosing.empty())
       fail("cannot parallelize " + parallel.var + ": the kernel keeps a row workspace, which each thread owns for "
            "the outermost loop only; parallelize " + loops().front().loop->label + " instead");
     const std::string& output = program_.output().tensor;
-    bool reduction = is_reduction(parallel.var);
+    bool reduction = is_reduction(parallel.var) || repeats;
     if (reduction && parallel.reduction.empty())
       fail("cannot parallelize " + parallel.var + ": it iterates the reduction index " + origin_.at(parallel.var) +
            ", so threads would race on the same entries of " + output +
@@ -928,12 +938,17 @@ class Scheduler {
 
 }  // namespace
 
-void schedule_loops(LoweredFunc& func, const sparse::Program& program, const Config& config,
-                    const std::vector<ScheduleOp>& ops, bool skip_ops_on_missing_loops) {
+std::vector<bool> schedule_loops(LoweredFunc& func, const sparse::Program& program, const Config& config,
+                                 const std::vector<ScheduleOp>& ops, MissingLoops missing) {
   Scheduler scheduler(func, program, config);
-  for (const ScheduleOp& op : ops)
-    if (!skip_ops_on_missing_loops || scheduler.has_loops_named_by(op)) scheduler.apply(op);
+  std::vector<bool> applied;
+  for (const ScheduleOp& op : ops) {
+    bool may_skip = missing == MissingLoops::Skip || (missing == MissingLoops::SkipUnlessPartNamed && op.part.empty());
+    applied.push_back(!may_skip || scheduler.has_loops_named_by(op));
+    if (applied.back()) scheduler.apply(op);
+  }
   scheduler.finish();
+  return applied;
 }
 
 }  // namespace spgen

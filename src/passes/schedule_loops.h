@@ -12,9 +12,15 @@
 
 namespace spgen {
 
-// With `skip_ops_on_missing_loops`, ops that name a loop the nest does not have are left out
-// (for an assemble phase, which lacks the summed loops).
-void schedule_loops(loops::LoweredFunc& func, const sparse::Program& program, const Config& config,
-                    const std::vector<ScheduleOp>& ops, bool skip_ops_on_missing_loops = false);
+// What to do with an op that names a loop the nest does not have.
+enum class MissingLoops {
+  Error,
+  Skip,                 // leave it out: an assemble phase, which lacks the summed loops
+  SkipUnlessPartNamed,  // a decomposition's part: leave out the ops meant for every part
+};
+
+// Returns, per op, whether it applied.
+std::vector<bool> schedule_loops(loops::LoweredFunc& func, const sparse::Program& program, const Config& config,
+                                 const std::vector<ScheduleOp>& ops, MissingLoops missing = MissingLoops::Error);
 
 }  // namespace spgen

@@ -1,0 +1,111 @@
+#include "codegen/decompose_routines.h"
+
+#include <algorithm>
+
+#include "codegen/c_printer.h"
+#include "support/templates.h"
+
+namespace spgen {
+
+namespace {
+
+const char* kind_constant(PartKind kind) {
+  switch (kind) {
+    case PartKind::Ell: return "kEll";
+    case PartKind::Coo: return "kCoo";
+    case PartKind::Bucket: return "kBucket";
+    case PartKind::Bsr: return "kBsr";
+    case PartKind::Csr: return "kCsr";
+  }
+  return "kCsr";
+}
+
+bool is_part_array(const Decomposition& d, const loops::Param& p) {
+  return std::any_of(d.parts.begin(), d.parts.end(), [&](const DecomposedPart& part) { return part.tensor == p.tensor; });
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& separator) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? separator : "") + items[i];
+  return out;
+}
+
+std::string signature(const std::string& name, const std::vector<std::string>& params) {
+  return "int " + name + "(\n    " + join(params, ",\n    ") + ")";
+}
+
+}  // namespace
+
+PackRoutines emit_decompose_routines(const Decomposition& d, const sparse::Program& program, const loops::LoweredFunc& executor) {
+  const std::string& name = executor.name;
+  const std::string& tensor = d.op.tensor;
+  const sparse::SparseBuffer& csr = program.buffer(tensor);
+  const std::string index_type = program.index_type == IndexType::Int32 ? "int32_t" : "int64_t";
+  const std::string value_type = program.value_type == ValueType::Float32 ? "float" : "double";
+  const std::string ns = name + "_decompose";
+  const std::string rows = "dim_" + csr.indices[0], cols = "dim_" + csr.indices[1];
+  const std::string pos = tensor + "_pos1", crd = tensor + "_crd1", vals = csr.values;
+
+  // The plan: the parts in the executor's order.
+  std::string parts;
+  for (const DecomposedPart& part : d.parts)
+    parts += std::string(parts.empty() ? "" : ", ") + "{" + kind_constant(part.kind) + ", " + std::to_string(part.width) +
+             ", " + std::to_string(part.partition) + "}";
+  int64_t min_fill = 0;
+  if (d.op.format == "bsr+csr") {
+    // At least one entry, so that an empty block never goes to the BSR part.
+    double need = d.op.fill * static_cast<double>(d.op.block_rows * d.op.block_cols);
+    min_fill = std::max<int64_t>(1, static_cast<int64_t>(need));
+    if (static_cast<double>(min_fill) < need) ++min_fill;
+  }
+  std::string table = "// " + describe_schedule_op(ScheduleOp{d.op, 0, d.op_path, ""}) + "\n";
+  table += "const Part kParts[] = {" + parts + "};\n";
+  table += "const Plan kPlan = {" + std::to_string(d.parts.size()) + ", kParts, " + std::to_string(d.op.partitions) + ", " +
+           std::to_string(d.op.block_rows) + ", " + std::to_string(d.op.block_cols) + ", " + std::to_string(min_fill) + "};\n";
+
+  // The extern "C" wrappers.
+  std::vector<loops::Param> part_params;
+  for (const loops::Param& p : executor.params)
+    if (is_part_array(d, p)) part_params.push_back(p);
+  std::vector<std::string> size_params = {"int64_t " + rows, "int64_t " + cols, "const " + index_type + "* " + pos,
+                                          "const " + index_type + "* " + crd, "int64_t* lengths"};
+  std::vector<std::string> fill_params = {"int64_t " + rows, "int64_t " + cols, "const " + index_type + "* " + pos,
+                                          "const " + index_type + "* " + crd, "const " + value_type + "* " + vals};
+  std::vector<std::string> array_names, array_docs;
+  for (loops::Param p : part_params) {
+    p.is_const = false;
+    fill_params.push_back(c_param(p, false));
+    array_names.push_back(p.name);
+    array_docs.push_back("//     " + p.name + "\n");
+  }
+  fill_params.push_back("const int64_t* lengths");
+  const std::string sizes_name = name + "_decompose_" + tensor + "_sizes", fill_name = name + "_decompose_" + tensor;
+  const std::string csr_value = ns + "::Csr{" + rows + ", " + cols + ", " + pos + ", " + crd + ", ";
+  std::string wrappers = "extern \"C\" " + signature(sizes_name, size_params) + " {\n  return " + ns + "::sizes(" + ns +
+                         "::kPlan, " + csr_value + "nullptr}, lengths);\n}\n\n";
+  wrappers += "extern \"C\" " + signature(fill_name, fill_params) + " {\n  void* const arrays[] = {" + join(array_names, ", ") +
+              "};\n  return " + ns + "::fill(" + ns + "::kPlan, " + csr_value + vals + "}, arrays, lengths);\n}\n";
+
+  PackRoutines routines;
+  std::string format = describe_schedule_op(ScheduleOp{d.op, 0, d.op_path, ""});
+  routines.source = templates::render("cpu_decompose_routines.cpp.in", {{"name", name},
+                                                                       {"tensor", tensor},
+                                                                       {"format", format},
+                                                                       {"header", name + ".h"},
+                                                                       {"index_type", index_type},
+                                                                       {"value_type", value_type},
+                                                                       {"table", table},
+                                                                       {"wrappers", wrappers}});
+  routines.header_docs = templates::render("cpu_decompose_docs.h.in", {{"name", name},
+                                                                       {"tensor", tensor},
+                                                                       {"format", format},
+                                                                       {"dims", rows + ", " + cols},
+                                                                       {"csr_index_arrays", pos + ", " + crd},
+                                                                       {"csr_arrays", pos + ", " + crd + ", " + vals},
+                                                                       {"count", std::to_string(array_names.size())},
+                                                                       {"part_arrays", join(array_docs, "")}});
+  routines.header_declarations = "\n" + signature(sizes_name, size_params) + ";\n\n" + signature(fill_name, fill_params) + ";\n";
+  return routines;
+}
+
+}  // namespace spgen

@@ -1,0 +1,158 @@
+#include "passes/decompose_operand.h"
+
+#include <algorithm>
+#include <type_traits>
+#include <variant>
+
+namespace spgen {
+
+namespace {
+
+// The spec's right-hand side with every access of `from` reading `to` instead.
+ast::ExprPtr renamed(const ast::ExprPtr& expr, const std::string& from, const std::string& to) {
+  if (!expr) return expr;
+  auto copy = std::make_shared<ast::Expr>(*expr);
+  if (copy->kind == ast::ExprKind::Access && copy->access.tensor == from) copy->access.tensor = to;
+  copy->lhs = renamed(expr->lhs, from, to);
+  copy->rhs = renamed(expr->rhs, from, to);
+  return copy;
+}
+
+// The sum over parts is the whole only when every term of the right-hand side is a multiple of
+// `tensor`: it is a factor of the product (or the dividend of a quotient) at the top.
+bool is_linear_factor(const ast::Expr& expr, const std::string& tensor) {
+  switch (expr.kind) {
+    case ast::ExprKind::Access: return expr.access.tensor == tensor;
+    case ast::ExprKind::Mul: return is_linear_factor(*expr.lhs, tensor) || is_linear_factor(*expr.rhs, tensor);
+    case ast::ExprKind::Div:
+    case ast::ExprKind::Neg: return is_linear_factor(*expr.lhs, tensor);
+    default: return false;
+  }
+}
+
+Format part_format(const DecomposedPart& part, const DecomposeOp& op) {
+  using L = LevelKind;
+  switch (part.kind) {
+    case PartKind::Ell: return Format{"ell", {L::Dense, L::SparseFixed}, {0, 1}, {0, part.width}};
+    case PartKind::Coo: return Format{"coo", {L::CompressedNonUnique, L::Singleton}, {0, 1}};
+    case PartKind::Bucket:
+      return Format{"hyb bucket", {part.unique_rows ? L::Compressed : L::CompressedNonUnique, L::SparseFixed}, {0, 1}, {0, part.width}};
+    case PartKind::Bsr:
+      return Format{"bsr", {L::Dense, L::Compressed, L::Dense, L::Dense}, {0, 1, 0, 1}, {},
+                    {{BlockPart::Block, op.block_rows}, {BlockPart::Block, op.block_cols},
+                     {BlockPart::InBlock, op.block_rows}, {BlockPart::InBlock, op.block_cols}}};
+    case PartKind::Csr: return Format{"csr", {L::Dense, L::Compressed}, {0, 1}};
+  }
+  return {};
+}
+
+std::vector<DecomposedPart> part_list(const DecomposeOp& op) {
+  std::vector<DecomposedPart> parts;
+  auto add = [&](std::string name, PartKind kind, int64_t width = 0, int64_t partition = 0, bool unique = true) {
+    DecomposedPart part;
+    part.name = std::move(name);
+    part.kind = kind;
+    part.width = width;
+    part.partition = partition;
+    part.unique_rows = unique;
+    parts.push_back(std::move(part));
+  };
+  if (op.format == "ell+coo") {
+    add("ell", PartKind::Ell, op.width);
+    add("coo", PartKind::Coo, 0, 0, false);
+  } else if (op.format == "bsr+csr") {
+    add("bsr", PartKind::Bsr);
+    add("csr", PartKind::Csr);
+  } else {
+    // Only the widest bucket holds the pieces of rows longer than it, so only its rows repeat.
+    for (int64_t p = 0; p < op.partitions; ++p)
+      for (size_t b = 0; b < op.buckets.size(); ++b)
+        add("p" + std::to_string(p) + "_b" + std::to_string(op.buckets[b]), PartKind::Bucket, op.buckets[b], p,
+            b + 1 < op.buckets.size());
+  }
+  return parts;
+}
+
+// What an op does and to which loop: an op for one part replaces the ops for every part that
+// have the same key ("parallel i" for part coo replaces "parallel i" for the coo part).
+std::string op_key(const ScheduleOp& op) {
+  std::string target = std::visit([](const auto& o) -> std::string {
+    using T = std::decay_t<decltype(o)>;
+    if constexpr (std::is_same_v<T, ReorderOp> || std::is_same_v<T, DecomposeOp>) return "";
+    else if constexpr (std::is_same_v<T, FuseOp>) return o.vars[0];
+    else return o.var;
+  }, op.op);
+  return op.name() + " " + target;
+}
+
+bool overridden_for_part(const Config& config, const ScheduleOp& op, const std::string& part) {
+  return op.part.empty() && std::any_of(config.schedule.begin(), config.schedule.end(), [&](const ScheduleOp& other) {
+           return other.part == part && op_key(other) == op_key(op);
+         });
+}
+
+}  // namespace
+
+bool schedules_part(const Config& config, const ScheduleOp& op, const std::string& part) {
+  return (op.part.empty() || op.part == part) && !overridden_for_part(config, op, part);
+}
+
+bool has_decomposition(const Config& config) {
+  return !config.schedule.empty() && std::holds_alternative<DecomposeOp>(config.schedule.front().op);
+}
+
+Decomposition decompose_operand(const ast::Spec& spec, const Config& config) {
+  const ScheduleOp& source = config.schedule.front();
+  Decomposition d;
+  d.op = std::get<DecomposeOp>(source.op);
+  d.op_path = source.path;
+  const std::string& tensor = d.op.tensor;
+  auto fail = [&](const std::string& message) { fail_schedule_op(config, source, message); };
+  if (config.target != Target::Cpu) fail("decomposed formats are not supported on the cuda target yet");
+  const Format& declared = config.format_of(tensor);
+  if (declared.levels != std::vector<LevelKind>{LevelKind::Dense, LevelKind::Compressed} ||
+      declared.mode_order != std::vector<int>{0, 1})
+    fail("the inspector reads " + tensor + " as csr, but its format is " + declared.name + "; give " + tensor +
+         " the format \"csr\"");
+  const std::string& output = spec.output.tensor;
+  if (config.infer_output_format || !config.format_of(output).all_dense())
+    fail("the parts add into the output, which must be dense: give " + output + " the format \"dense\"");
+  const auto accesses = ast::collect_accesses(*spec.rhs);
+  long uses = std::count_if(accesses.begin(), accesses.end(), [&](const ast::Access* a) { return a->tensor == tensor; });
+  if (uses != 1 || !is_linear_factor(*spec.rhs, tensor))
+    fail("the kernel must be a sum of the parts' kernels: " + tensor +
+         " must appear once, as a factor of the whole right-hand side (as in A(i,j) * B(j,k))");
+
+  d.parts = part_list(d.op);
+  // Ops name parts that exist.
+  std::string names;
+  for (const DecomposedPart& part : d.parts) names += (names.empty() ? "" : ", ") + part.name;
+  for (const ScheduleOp& op : config.schedule)
+    if (!op.part.empty() && std::none_of(d.parts.begin(), d.parts.end(), [&](const DecomposedPart& p) { return p.name == op.part; }))
+      throw CompileError(format_config_error(config.file, op.path + "/part",
+                                             op.name() + ": the decomposition of " + tensor + " has no part \"" + op.part +
+                                                 "\" (its parts: " + names + ")"));
+
+  for (size_t k = 0; k < d.parts.size(); ++k) {
+    DecomposedPart& part = d.parts[k];
+    part.tensor = tensor + "_" + part.name;
+    if (spec.find_tensor(part.tensor))
+      fail("the part " + part.name + " would be named " + part.tensor + ", which the spec already uses; rename that tensor");
+    part.spec = spec;
+    part.spec.rhs = renamed(spec.rhs, tensor, part.tensor);
+    for (ast::TensorUse& use : part.spec.tensors)
+      if (use.name == tensor) use.name = part.tensor;
+    // The first part writes the output as the spec says; the others add into it.
+    if (k > 0) part.spec.accumulate = true;
+    part.config = config;
+    part.config.name = config.name + "_" + part.name;
+    part.config.formats.erase(tensor);
+    part.config.formats[part.tensor] = part_format(part, d.op);
+    part.config.schedule.clear();
+    for (size_t i = 1; i < config.schedule.size(); ++i)
+      if (schedules_part(config, config.schedule[i], part.name)) part.config.schedule.push_back(config.schedule[i]);
+  }
+  return d;
+}
+
+}  // namespace spgen
