@@ -1,0 +1,127 @@
+// Tests of the `decompose` op (passes/decompose_operand.cpp, passes/build_executor.cpp and their
+// place in lower.cpp): the config it accepts, every refusal by its message, which ops schedule
+// which part, and the stage I/II dumps. The parts' numbers are checked by the e2e cases
+// (tests/e2e/cases/*_decompose_*) and the inspector by tests/pack/test_inspector.cpp.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "compile_helpers.h"
+
+using namespace spgen_test;
+
+namespace {
+
+std::string config_with(const std::string& schedule, const std::string& tensors = R"("A": {"format": "csr"}, "C": {"format": "dense"})",
+                        const std::string& extra = "") {
+  return "{\"name\": \"k\", " + extra + "\"tensors\": {" + tensors + "}, \"schedule\": [" + schedule + "]}";
+}
+
+const char* const kEllCoo = R"({"op": "decompose", "tensor": "A", "format": "ell+coo", "width": 4})";
+const char* const kHyb = R"({"op": "decompose", "tensor": "A", "format": "hyb", "partitions": 2, "buckets": [1, 4]})";
+
+}  // namespace
+
+TEST_CASE("decompose: the config's parameters") {
+  struct Bad {
+    std::string op, path, message;
+  };
+  const Bad bad[] = {
+      {R"({"op": "decompose", "format": "hyb"})", "/schedule/0", "decompose: missing \"tensor\" (the sparse input to decompose)"},
+      {R"({"op": "decompose", "tensor": "Z", "format": "hyb"})", "/schedule/0/tensor", "decompose: the spec has no tensor \"Z\""},
+      {R"({"op": "decompose", "tensor": "C", "format": "hyb"})", "/schedule/0/tensor",
+       "decompose: C is the output; only an input can be decomposed"},
+      {R"({"op": "decompose", "tensor": "A"})", "/schedule/0", "decompose: missing \"format\" (hyb, ell+coo or bsr+csr)"},
+      {R"({"op": "decompose", "tensor": "A", "format": "sell"})", "/schedule/0/format",
+       "decompose: unknown format \"sell\" (expected hyb, ell+coo or bsr+csr)"},
+      {R"({"op": "decompose", "tensor": "A", "format": "ell+coo"})", "/schedule/0",
+       "decompose: format \"ell+coo\" needs \"width\": the ELL part's entries per row"},
+      {R"({"op": "decompose", "tensor": "A", "format": "ell+coo", "width": 4, "buckets": [1]})", "/schedule/0/buckets",
+       "decompose: \"buckets\" does not apply to format \"ell+coo\""},
+      {R"({"op": "decompose", "tensor": "A", "format": "hyb", "buckets": [1, 3]})", "/schedule/0/buckets/1",
+       "decompose: a bucket width must be a power of two up to 4096"},
+      {R"({"op": "decompose", "tensor": "A", "format": "hyb", "buckets": [4, 2]})", "/schedule/0/buckets/1",
+       "decompose: bucket widths must increase"},
+      {R"({"op": "decompose", "tensor": "A", "format": "hyb", "buckets": []})", "/schedule/0/buckets",
+       "decompose: \"buckets\" must be a list of 1 to 16 ELL widths, e.g. [1, 2, 4, 8]"},
+      {R"({"op": "decompose", "tensor": "A", "format": "hyb", "partitions": 65})", "/schedule/0/partitions",
+       "decompose: at most 64 partitions"},
+      {R"({"op": "decompose", "tensor": "A", "format": "bsr+csr"})", "/schedule/0",
+       "decompose: format \"bsr+csr\" needs \"block\": [rows, cols]"},
+      {R"({"op": "decompose", "tensor": "A", "format": "bsr+csr", "block": [2, 2], "fill": 1.5})", "/schedule/0/fill",
+       "decompose: \"fill\" must be in (0, 1]: the share of a block's entries that must be stored for it to go to the BSR part"},
+  };
+  for (const Bad& b : bad) {
+    CAPTURE(b.op);
+    CHECK(error_of(kSpmm, config_with(b.op)) == "c.json: " + b.path + ": error: " + b.message + "\n");
+  }
+  CHECK(error_of(kSpmm, config_with(std::string(R"({"op": "parallel", "var": "i"}, )") + kEllCoo)) ==
+        "c.json: /schedule/1: error: decompose: must be the first schedule op (the ops after it schedule its parts)\n");
+  CHECK(error_of(kSpmm, config_with(R"({"op": "parallel", "var": "i", "part": "ell"})")) ==
+        "c.json: /schedule/0/part: error: \"part\" names a part of a decomposition, but no decompose op comes first\n");
+}
+
+TEST_CASE("decompose: refused where the sum of the parts is not the kernel") {
+  CHECK(error_of(kSpmm, config_with(kEllCoo, R"("A": {"format": "csc"}, "C": {"format": "dense"})")) ==
+        "c.json: /schedule/0: error: decompose: the inspector reads A as csr, but its format is csc; give A the format \"csr\"\n");
+  CHECK(error_of(kSpmm, config_with(kEllCoo, R"("A": {"format": "csr"}, "C": {"format": "csr"})")) ==
+        "c.json: /schedule/0: error: decompose: the parts add into the output, which must be dense: give C the format \"dense\"\n");
+  CHECK(error_of(kSpmm, config_with(kEllCoo, R"("A": {"format": "csr"})")) ==
+        "c.json: /schedule/0: error: decompose: the parts add into the output, which must be dense: give C the format \"dense\"\n");
+  const std::string sum = "C(i,j) = A(i,j) + B(i,j)";
+  CHECK(error_of(sum, config_with(kEllCoo, R"("A": {"format": "csr"}, "B": {"format": "dense"}, "C": {"format": "dense"})")) ==
+        "c.json: /schedule/0: error: decompose: the kernel must be a sum of the parts' kernels: A must appear once, as a factor "
+        "of the whole right-hand side (as in A(i,j) * B(j,k))\n");
+  CHECK(error_of(kSpmm, config_with(kEllCoo, R"("A": {"format": "csr"}, "C": {"format": "dense"})", R"("target": "cuda", )")) ==
+        "c.json: /schedule/0: error: decompose: decomposed formats are not supported on the cuda target yet\n");
+  CHECK(error_of("C(i,k) = A_ell(i,j) * A(j,k)", config_with(kEllCoo, R"("A": {"format": "csr"}, "A_ell": {"format": "dense"}, "C": {"format": "dense"})")) ==
+        "c.json: /schedule/0: error: decompose: the part ell would be named A_ell, which the spec already uses; rename that tensor\n");
+}
+
+TEST_CASE("decompose: ops name parts, and an op for a part replaces the same op for every part there") {
+  CHECK(error_of(kSpmm, config_with(std::string(kEllCoo) + R"(, {"op": "parallel", "var": "i", "part": "csr"})")) ==
+        "c.json: /schedule/1/part: error: parallel: the decomposition of A has no part \"csr\" (its parts: ell, coo)\n");
+  // An op for every part that no part has the loops of.
+  CHECK(error_of(kSpmm, config_with(std::string(kEllCoo) + R"(, {"op": "vectorize", "var": "q"})")) ==
+        "c.json: /schedule/1: error: vectorize: no part of the decomposition has the loops it names\n");
+  // A part's refusal says which part.
+  std::string race = error_of(kSpmm, config_with(std::string(kEllCoo) + R"(, {"op": "parallel", "var": "i"})"));
+  CHECK(race ==
+        "c.json: /schedule/1: error: parallel: cannot parallelize i: its coordinates repeat (a non-unique level of A_coo), so "
+        "iterations may write the same entry of C (add \"reduction\": \"atomic\" or \"privatize\")\n"
+        "c.json: /schedule/0: note: in part coo of the decomposition (A_coo, stored as coo)\n");
+  // With the coo part's own parallel op, the op for every part schedules only the ell part.
+  spgen::Compilation c = compile(kSpmm, config_with(std::string(kEllCoo) +
+                                                    R"(, {"op": "parallel", "var": "i"},
+                                                         {"op": "parallel", "var": "i", "part": "coo", "reduction": "atomic"})"));
+  REQUIRE(c.parts.size() == 2);
+  CHECK(contains(c.stage2_dump, "for i in [0, dim_i) parallel(static)"));
+  CHECK(contains(c.stage2_dump, "for i at pA_coo0 in [int64(A_coo_pos0[0]), int64(A_coo_pos0[1])) parallel(static)"));
+  CHECK(contains(c.stage2_dump, "atomic C_vals[pC1] +="));
+  // A bsr part's block loops exist only there: an op for every part that names them schedules it alone.
+  spgen::Compilation bsr = compile(kSpmm, config_with(R"({"op": "decompose", "tensor": "A", "format": "bsr+csr", "block": [2, 2]},
+                                                         {"op": "parallel", "var": "i_blk"})"));
+  CHECK(contains(bsr.stage2_dump, "for i_blk in [0, (dim_i + 1) / 2) parallel(static)"));
+}
+
+TEST_CASE("decompose: the dumps show every part, and the executor calls them in turn") {
+  spgen::Compilation c = compile(kSpmv, config_with(kHyb, R"("A": {"format": "csr"}, "y": {"format": "dense"})"));
+  REQUIRE(c.parts.size() == 4);
+  for (const char* part : {"p0_b1", "p0_b4", "p1_b1", "p1_b4"}) {
+    CAPTURE(part);
+    CHECK(contains(c.stage1_dump, std::string("// part ") + part + " of decompose(A, hyb, partitions 2, buckets 1 4)"));
+    CHECK(contains(c.stage2_dump, std::string("call k_") + part + "(dim_i, dim_j, y_vals, A_" + part + "_pos0, A_" + part +
+                                      "_crd0, A_" + part + "_crd1, A_" + part + "_vals, x_vals)"));
+  }
+  // The widest bucket's rows repeat (a long row is cut into pieces); the others' do not.
+  CHECK(contains(c.stage1_dump, "A_p0_b1.0 = sparse_variable(i, length=dim_i, pos=A_p0_b1_pos0, crd=A_p0_b1_crd0)\n"));
+  CHECK(contains(c.stage1_dump, "A_p0_b4.0 = sparse_variable(i, length=dim_i, pos=A_p0_b4_pos0, crd=A_p0_b4_crd0, nonunique)\n"));
+  CHECK(contains(c.stage2_dump, "// executor"));
+  // Only the first part writes y; the others add into it.
+  CHECK(contains(c.stage1_dump, "y(i) = A_p0_b1(i,j) * x(j)"));
+  CHECK(contains(c.stage1_dump, "y(i) += A_p0_b4(i,j) * x(j)"));
+  const std::string& header = c.files[0].text;
+  CHECK(contains(header, "int k_decompose_A_sizes("));
+  CHECK(contains(header, "//   A is decomposed into A_p0_b1: hyb bucket (levels compressed, sparse-fixed)"));
+  CHECK(contains(c.files[1].text, "static void k_p0_b1("));
+}
