@@ -75,9 +75,12 @@ PackRoutines emit_decompose_routines(const Decomposition& d, const sparse::Progr
   for (loops::Param p : part_params) {
     p.is_const = false;
     fill_params.push_back(c_param(p, false));
+    // One line per part.
+    if (array_names.empty() || p.tensor != part_params[array_names.size() - 1].tensor) array_docs.push_back("//    ");
+    array_docs.back() += std::string(array_docs.back().size() > 6 ? ", " : " ") + p.name;
     array_names.push_back(p.name);
-    array_docs.push_back("//     " + p.name + "\n");
   }
+  for (std::string& line : array_docs) line += "\n";
   fill_params.push_back("const int64_t* lengths");
   const std::string sizes_name = name + "_decompose_" + tensor + "_sizes", fill_name = name + "_decompose_" + tensor;
   const std::string csr_value = ns + "::Csr{" + rows + ", " + cols + ", " + pos + ", " + crd + ", ";
