@@ -23,6 +23,7 @@
 #include "passes/schedule_loops.h"
 #include "passes/sparse_fuse.h"
 #include "passes/sparse_reorder.h"
+#include "passes/unswitch_loops.h"
 
 namespace spgen {
 
@@ -125,7 +126,10 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
     if (k < loop_op_index.size()) it.applied[loop_op_index[k]] = true;
   }
   simplify_declares(it.func);
-  if (config.target == Target::Cpu) use_explicit_vectors(it.func);  // register tiles
+  if (config.target == Target::Cpu) {
+    unswitch_loops(it.func);        // loop-invariant tests (ELL padding) out of inner loops
+    use_explicit_vectors(it.func);  // register tiles
+  }
   it.stage2_dump = loops::dump_stage2(it.func);
 
   // 4b/5b. A sparse output the kernel builds gets an assemble phase per compressed level,

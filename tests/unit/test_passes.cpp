@@ -544,3 +544,14 @@ TEST_CASE("bsr: what is refused, with what works") {
   CHECK(contains(error_of("y(i) = A(i,i_blk) * x(i_blk)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}}})"),
                  "the block loops of index i are named i_blk and i_in, but the spec already uses i_blk as an index variable"));
 }
+
+TEST_CASE("unswitch: an ELL slot's padding test moves out of a register tile's loop, which becomes vectors") {
+  spgen::Compilation c = compile(kSpmm, R"({"tensors": {"A": {"format": "ell", "width": 4}, "C": {"format": "dense"}},
+    "schedule": [{"op": "reorder", "order": ["i", "k", "j"]}, {"op": "tile", "var": "k", "factor": 16, "into": ["k0", "k1"]},
+                 {"op": "precompute", "var": "k1"}, {"op": "vectorize", "var": "k1"}]})");
+  CHECK(contains(c.stage2_dump, "          if 0 <= j:\n"
+                                "            for k1 at k1_vec in [0, 16 / SPGEN_LANES_F32):\n"));
+  CHECK(contains(c.stage2_dump, "allocate local acc_tile: float32 vectors[16 / SPGEN_LANES_F32] = 0:"));
+  // A test that reads the loop's own variables stays inside it.
+  CHECK(contains(c.stage2_dump, "        let pB1: int64 = j * dim_k + k\n        if 0 <= j:\n"));
+}
