@@ -1240,24 +1240,11 @@ class Lowering {
       loop = std::make_shared<For>(index_var, index_var, int64(0), var(dim_name(index_var)), block(std::move(body)), annotations);
     } else {
       // Keep going while some conjunction of the iteration space can still hold: while all its
-      // streamed operands have coordinates left (a conjunction whose streams include another's
-      // adds nothing).
-      std::vector<std::vector<const Operand*>> needed;
-      for (const Conjunction& conjunction : plan.space) {
-        std::vector<const Operand*> streams;
-        for (const Operand& c : cursors)
-          if (conjunction.count(c.axis->tensor)) streams.push_back(&c);
-        needed.push_back(streams);
-      }
+      // streamed operands have coordinates left.
       Expr more;
-      for (size_t a = 0; a < needed.size(); ++a) {
-        bool absorbed = false;
-        for (size_t b = 0; b < needed.size() && !absorbed; ++b)
-          absorbed = b != a && std::includes(needed[a].begin(), needed[a].end(), needed[b].begin(), needed[b].end()) &&
-                     (needed[a] != needed[b] || b < a);
-        if (absorbed) continue;
+      for (const std::vector<const Operand*>& streams : minimal_conjunctions(plan, cursors, [](const Operand&) { return true; })) {
         Expr all;
-        for (const Operand* c : needed[a]) all = logical_and(all, not_done(*c));
+        for (const Operand* c : streams) all = logical_and(all, not_done(*c));
         more = logical_or(more, all);
       }
       std::string how = cursors.size() == 1 ? "a cursor over " + streamed : "two-finger merge of " + streamed;
@@ -1273,6 +1260,29 @@ class Lowering {
     return std::all_of(space.begin(), space.end(), [&](const Conjunction& c) { return c.count(tensor) > 0; });
   }
 
+  // Per conjunction of the iteration space, its operands that `counts`, leaving out those whose
+  // operands include another's (A || A && B is A).
+  template <class Counts>
+  static std::vector<std::vector<const Operand*>> minimal_conjunctions(const LoopPlan& plan, const std::vector<Operand>& operands,
+                                                                      Counts counts) {
+    std::vector<std::vector<const Operand*>> all;
+    for (const Conjunction& conjunction : plan.space) {
+      std::vector<const Operand*> members;
+      for (const Operand& o : operands)
+        if (conjunction.count(o.axis->tensor) && counts(o)) members.push_back(&o);
+      all.push_back(members);
+    }
+    std::vector<std::vector<const Operand*>> minimal;
+    for (size_t a = 0; a < all.size(); ++a) {
+      bool absorbed = false;
+      for (size_t b = 0; b < all.size() && !absorbed; ++b)
+        absorbed = b != a && std::includes(all[a].begin(), all[a].end(), all[b].begin(), all[b].end()) &&
+                   (all[a] != all[b] || b < a);
+      if (!absorbed) minimal.push_back(all[a]);
+    }
+    return minimal;
+  }
+
   // Runs `inner` only where the iteration space holds; a pure union needs no test (the least
   // coordinate is present in some operand by construction), nor does a conjunction that holds
   // wherever the loop goes (the driving level alone).
@@ -1281,11 +1291,10 @@ class Lowering {
     bool pure_union = std::all_of(plan.space.begin(), plan.space.end(), [](const Conjunction& c) { return c.size() == 1; });
     if (pure_union) return inner;
     Expr holds;
-    for (const Conjunction& conjunction : plan.space) {
+    for (const std::vector<const Operand*>& present : minimal_conjunctions(plan, operands, [](const Operand& o) { return !o.present.empty(); })) {
+      if (present.empty()) return inner;
       Expr all;
-      for (const Operand& o : operands)
-        if (conjunction.count(o.axis->tensor) && !o.present.empty()) all = logical_and(all, var(o.present, ScalarType::Bool));
-      if (!all) return inner;
+      for (const Operand* o : present) all = logical_and(all, var(o->present, ScalarType::Bool));
       holds = logical_or(holds, all);
     }
     return std::make_shared<If>(holds, inner, nullptr);
