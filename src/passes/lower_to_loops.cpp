@@ -28,15 +28,24 @@ using IterationSpace = std::vector<Conjunction>;
 
 enum class LoopKind {
   Dense,   // for v in [0, dim_v)
-  Driven,  // for p over the one compressed level that stores v
-  Merge,   // co-iteration of several compressed levels (or of one within a dense term)
+  Driven,  // for p over the one streamed level that stores v (the others, if any, are located)
+  Merge,   // co-iteration of several streamed levels (or of some within a dense term)
 };
 
 struct LoopPlan {
   LoopKind kind = LoopKind::Dense;
-  std::vector<int> axes;        // the compressed axes it iterates
+  std::vector<int> axes;        // the stored (non-dense) axes on its variable, by tensor name
+  std::vector<int> located;     // ... those reached by direct lookup from the coordinate, not a cursor
   bool dense_universe = false;  // some term has no compressed factor on v: visit every coordinate
   IterationSpace space;
+
+  bool locates(int axis) const { return std::find(located.begin(), located.end(), axis) != located.end(); }
+  // The first streamed axis: a Driven loop's only one.
+  int stream() const {
+    for (int id : axes)
+      if (!locates(id)) return id;
+    return -1;
+  }
 };
 
 class Lowering {
@@ -52,8 +61,8 @@ class Lowering {
     LoweredFunc func;
     func.name = counting_ ? assemble_function_name(program_, counted_level_) : program_.kernel_name;
     reserve_names();
-    func.params = make_params();
     plan_loops();
+    func.params = make_params();
     check_fusions();
     plan_positions();
     plan_output();
@@ -238,7 +247,13 @@ class Lowering {
           what = ": coordinates, " + std::to_string(axis.width) +
                  " per parent position, increasing, then padding marked -1";
           break;
-        case sparse::AxisKind::Singleton: what = ": the coordinate of each entry, one per parent position"; break;
+        case sparse::AxisKind::Singleton:
+          what = ": the coordinate of each entry, one per parent position";
+          // Merged run by run: a run's coordinates must come in order (pack sorts them so).
+          if (iterates_run(axis))
+            what += is_last_level(axis) ? "; strictly increasing among entries that agree on the levels above"
+                                        : "; non-decreasing among entries that agree on the levels above";
+          break;
         default:
           what = axis.unique ? ": coordinates, strictly increasing under each parent"
                              : ": coordinates, non-decreasing; one position per entry (coordinates repeat)";
@@ -302,7 +317,11 @@ class Lowering {
     throw CompileError(format_config_error(config_.file, "/tensors", message));
   }
 
-  // How each loop visits its index variable.
+  // How each loop visits its index variable. Every stored level on it is either streamed (a
+  // cursor over its coordinates in increasing order) or, where it allows random access (a
+  // ragged prefix), located: its position is computed from the coordinate that the streams (or
+  // a dense loop) produce. A level is located only where every conjunction that needs it has
+  // another operand to stream, as TACO iterates the sparsest operands and locates into the rest.
   void plan_loops() {
     const auto& iterators = program_.iteration.iterators;
     plans_.assign(iterators.size(), LoopPlan{});
@@ -316,19 +335,61 @@ class Lowering {
         plan.dense_universe |= c.empty();
       }
       for (const std::string& t : sparse_tensors) plan.axes.push_back(compressed_axis(t, var));
+      for (int id : plan.axes)
+        if (program_.axes[id].kind == sparse::AxisKind::DenseVariable) plan.located.push_back(id);
+      if (!plan.dense_universe)
+        for (const Conjunction& conjunction : plan.space)
+          if (std::all_of(conjunction.begin(), conjunction.end(), [&](const std::string& t) { return plan.locates(compressed_axis(t, var)); }))
+            plan.located.erase(std::find(plan.located.begin(), plan.located.end(), compressed_axis(*conjunction.begin(), var)));
+      size_t streams = plan.axes.size() - plan.located.size();
       if (sparse_tensors.empty()) plan.kind = LoopKind::Dense;
-      else if (sparse_tensors.size() == 1 && !plan.dense_universe) plan.kind = LoopKind::Driven;
+      else if (streams == 1 && !plan.dense_universe) plan.kind = LoopKind::Driven;
       else plan.kind = LoopKind::Merge;
-      if (plan.kind == LoopKind::Merge)
-        for (int id : plan.axes) {
-          const sparse::Axis& axis = program_.axes[id];
-          if (axis.kind != sparse::AxisKind::SparseVariable || !axis.unique)
-            throw_unsupported("index " + var + " must be co-iterated over several operands, but " + axis.tensor +
-                              " stores it in a " + sparse::axis_kind_name(axis.kind) + (axis.unique ? "" : " non-unique") +
-                              " level; co-iteration is supported over compressed levels only (store " + axis.tensor +
-                              " as csr, dcsr, csf or dense)");
-        }
     }
+    plan_runs();
+  }
+
+  // COO's levels (a compressed-nonunique level, then singletons) store one position per entry.
+  // Merged with other operands, a level must be visited once per coordinate: its merge unit is
+  // the run of positions with equal coordinates, and the level below iterates that run (as a
+  // compressed level iterates pos[p] .. pos[p+1]). So a COO level that a merge streams, and every
+  // COO level above it, goes by runs; a loop that a run-wise level drives alone becomes a merge
+  // of one operand (it advances a run at a time).
+  void plan_runs() {
+    for (const LoopPlan& plan : plans_) {
+      if (plan.kind != LoopKind::Merge) continue;
+      for (int id : plan.axes) {
+        if (plan.locates(id)) continue;
+        const sparse::Axis* axis = &program_.axes[id];
+        if (is_coo_level(*axis) && !is_last_level(*axis)) by_runs_.insert(id);
+        while (axis->parent >= 0 && is_coo_level(*axis)) {
+          axis = &program_.axes[axis->parent];
+          if (is_coo_level(*axis)) by_runs_.insert(axis_id(*axis));
+        }
+      }
+    }
+    for (LoopPlan& plan : plans_)
+      if (plan.kind == LoopKind::Driven && by_runs_.count(plan.stream())) plan.kind = LoopKind::Merge;
+  }
+
+  static bool is_coo_level(const sparse::Axis& axis) {
+    return axis.kind == sparse::AxisKind::Singleton || (axis.kind == sparse::AxisKind::SparseVariable && !axis.unique);
+  }
+
+  bool is_last_level(const sparse::Axis& axis) const {
+    return axis.level + 1 == static_cast<int>(program_.buffer(axis.tensor).axes.size());
+  }
+
+  // A singleton level iterates the run of its parent (a loop), rather than binding the one
+  // coordinate of its parent's entry.
+  bool iterates_run(const sparse::Axis& axis) const {
+    return axis.kind == sparse::AxisKind::Singleton && by_runs_.count(axis.parent) > 0;
+  }
+
+  // The loop visits a coordinate once per entry of this level (outputs must add up the visits).
+  bool repeats(const sparse::Axis& axis) const {
+    if (by_runs_.count(axis_id(axis))) return false;
+    return !axis.unique || (axis.kind == sparse::AxisKind::Singleton && !is_last_level(axis) && iterates_run(axis));
   }
 
   // ---- stage I fuse ----
@@ -358,7 +419,7 @@ class Lowering {
         const sparse::Axis* mine = d == depth ? upper : lower;
         bool alone = mine->kind == sparse::AxisKind::DenseFixed
                          ? plan.kind == LoopKind::Dense
-                         : plan.kind == LoopKind::Driven && plan.axes.front() == axis_id(*mine);
+                         : plan.kind == LoopKind::Driven && plan.axes.size() == 1 && plan.axes.front() == axis_id(*mine);
         if (!alone)
           throw CompileError(format_config_error(
               config_.file, f.op_path,
@@ -427,6 +488,7 @@ class Lowering {
   struct LevelPosition {
     bool is_cursor = false;  // a mutable position that the body advances
     std::string name;
+    std::string run_end;  // a COO level visited by runs: the end of the current run (the loop sets it)
     int ready_depth = -1;
     int declare_depth = -1;  // where it is declared: ready_depth, or above it for an output cursor
     Expr value;  // for dense levels: parent * length + coordinate
@@ -448,7 +510,7 @@ class Lowering {
         if (axis.kind == sparse::AxisKind::DenseFixed) {
           position.ready_depth = std::max(parent_depth, depth);
           position.value = add(mul(parent, axis_length(axis)), var(axis.index_var));
-        } else if (axis.kind == sparse::AxisKind::Singleton) {
+        } else if (axis.kind == sparse::AxisKind::Singleton && !iterates_run(axis)) {
           position.ready_depth = depth;  // one entry per parent position: the same position
           position.value = parent;
         } else if (buffer.is_output && assembled_ && counting_ && static_cast<int>(level) == counted_level_) {
@@ -470,6 +532,7 @@ class Lowering {
           position.ready_depth = depth;
         }
         if (!(buffer.is_output && assembled_ && position.is_cursor)) position.declare_depth = position.ready_depth;
+        if (by_runs_.count(buffer.axes[level])) position.run_end = fresh_name(position.name + "_run_end");
         parent = var(position.name);
         parent_depth = position.ready_depth;
         levels.push_back(position);
@@ -507,7 +570,7 @@ class Lowering {
     bool output_repeats = false;
     for (const std::string& var : output.indices) {
       const LoopPlan& plan = plans_[program_.depth_of(var)];
-      for (int id : plan.axes) output_repeats |= !program_.axes[id].unique;
+      for (int id : plan.axes) output_repeats |= repeats(program_.axes[id]);
     }
     reduction_outside |= output_repeats;
     // Reductions outside the last compressed level scatter into a row workspace; below a dense
@@ -564,7 +627,7 @@ class Lowering {
                             "), whose coordinates would then arrive out of order; reorder so the output's loops "
                             "are outermost, or store " + output.tensor + " with dense levels above its last one");
       for (int id : plans_[depth].axes)
-        if (!program_.axes[id].unique)
+        if (repeats(program_.axes[id]))
           throw_unsupported("sparse output " + output.tensor + " (" + output.format.name + ") stores " + axis.index_var +
                             " in compressed level " + std::to_string(level) + ", but the loop over " + axis.index_var +
                             " visits each coordinate once per entry of " + program_.axes[id].tensor +
@@ -918,13 +981,23 @@ class Lowering {
     return std::make_shared<For>(index_var, index_var, int64(0), end, block(std::move(body)), loop_annotations(depth));
   }
 
-  // The bounds of a compressed level's positions under its parent: empty where the parent is
-  // absent in an enclosing merge.
+  // The range of a stored level's positions under its parent: pos[p] .. pos[p+1], an ELL row's
+  // slots, or (a singleton below a run-wise COO level) the parent's run. Empty where the parent
+  // is absent in an enclosing merge.
   std::pair<Expr, Expr> level_range(const sparse::Axis& axis) const {
     const std::vector<LevelPosition>& levels = positions_.at(axis.tensor);
     Expr parent = axis.level == 0 ? int64(0) : var(levels[axis.level - 1].name);
-    Expr begin = cast(ScalarType::Int64, load(axis.pos, parent, index_type_));
-    Expr end = cast(ScalarType::Int64, load(axis.pos, add(parent, int64(1)), index_type_));
+    Expr begin, end;
+    if (axis.kind == sparse::AxisKind::SparseFixed) {
+      begin = mul(parent, int64(axis.width));
+      end = add(begin, int64(axis.width));
+    } else if (axis.kind == sparse::AxisKind::Singleton) {
+      begin = parent;
+      end = var(levels[axis.level - 1].run_end);
+    } else {
+      begin = cast(ScalarType::Int64, load(axis.pos, parent, index_type_));
+      end = cast(ScalarType::Int64, load(axis.pos, add(parent, int64(1)), index_type_));
+    }
     if (Expr present = presence(axis.tensor)) {
       begin = select(present, begin, int64(0));
       end = select(present, end, int64(0));
@@ -932,32 +1005,128 @@ class Lowering {
     return {begin, end};
   }
 
+  // One stored level in a co-iterated loop, and how the loop reaches it: a cursor that streams
+  // its coordinates in increasing order, or a direct lookup of the loop's coordinate.
+  struct Operand {
+    const sparse::Axis* axis = nullptr;
+    bool located = false;
+    std::string position;  // its position variable (a cursor, or the looked-up position)
+    std::string begin;     // a ragged level's first position under the parent (its coordinate 0)
+    std::string end;       // the end of its positions under the parent
+    std::string coordinate;  // a two-finger merge: the coordinate under the cursor
+    std::string present;     // it stores the loop's current coordinate (empty: a driving loop's own level)
+    std::string run_end;     // a run-wise COO level: the end of the current run
+  };
+
+  Expr coordinate_at(const Operand& o) const {
+    if (o.axis->kind == sparse::AxisKind::DenseVariable) return sub(var(o.position), var(o.begin));
+    return cast(ScalarType::Int64, load(o.axis->crd, var(o.position), index_type_));
+  }
+
+  // The cursor has coordinates left: before the end, and (ELL) before the padding.
+  Expr not_done(const Operand& o) const {
+    Expr before_end = binary(BinOp::Lt, var(o.position), var(o.end));
+    if (o.axis->kind != sparse::AxisKind::SparseFixed) return before_end;
+    return logical_and(before_end, binary(BinOp::Le, int64(0), coordinate_at(o)));
+  }
+
+  // For the stage II comment: the operand, and what its cursor visits where that is not plain.
+  std::string describe(const Operand& o) const {
+    const sparse::Axis& axis = *o.axis;
+    if (o.located) return axis.tensor + " (ragged: position " + axis.pos + "[parent] + coordinate)";
+    switch (axis.kind) {
+      case sparse::AxisKind::SparseFixed: return axis.tensor + " (ELL slots, up to the padding)";
+      case sparse::AxisKind::DenseVariable: return axis.tensor + " (ragged: coordinates 0 .. n-1)";
+      case sparse::AxisKind::Singleton:
+        return axis.tensor + (by_runs_.count(axis_id(axis)) ? " (runs of equal coordinates within the run above)"
+                                                              : iterates_run(axis) ? " (the entries of the run above)" : "");
+      case sparse::AxisKind::SparseVariable:
+        return axis.tensor + (by_runs_.count(axis_id(axis)) ? " (runs of equal coordinates)" : "");
+      case sparse::AxisKind::DenseFixed: break;
+    }
+    return axis.tensor;
+  }
+
+  std::string describe_all(const std::vector<Operand>& operands) const {
+    std::string names;
+    for (const Operand& o : operands) names += (names.empty() ? "" : ", ") + describe(o);
+    return names;
+  }
+
+  // The located levels of the loop at `depth`: their ranges, declared before the loop.
+  std::vector<Operand> locate_setup(int depth, std::vector<Stmt>& setup) {
+    std::vector<Operand> lookups;
+    for (int id : plans_[depth].located) {
+      Operand o;
+      o.axis = &program_.axes[id];
+      o.located = true;
+      o.position = positions_.at(o.axis->tensor)[o.axis->level].name;
+      o.begin = fresh_name(o.position + "_begin");
+      o.end = fresh_name(o.position + "_end");
+      o.present = fresh_name("in" + o.axis->tensor);
+      auto [begin, end] = level_range(*o.axis);
+      setup.push_back(std::make_shared<Declare>(o.begin, ScalarType::Int64, begin, false));
+      setup.push_back(std::make_shared<Declare>(o.end, ScalarType::Int64, end, false));
+      lookups.push_back(o);
+    }
+    return lookups;
+  }
+
+  // Once the loop's coordinate is known: each located level's position, and whether it is stored.
+  static void locate(const std::vector<Operand>& lookups, const std::string& index_var, std::vector<Stmt>& body) {
+    for (const Operand& o : lookups) {
+      body.push_back(std::make_shared<Declare>(o.position, ScalarType::Int64, add(var(o.begin), var(index_var)), false));
+      body.push_back(std::make_shared<Declare>(o.present, ScalarType::Bool, binary(BinOp::Lt, var(o.position), var(o.end)), false));
+    }
+  }
+
+  // The loops below, run where the iteration space holds. Inside, an operand that some
+  // conjunction can do without reads through its presence flag (absent: zero, no children).
+  Stmt guarded_nest(int depth, const std::vector<Operand>& operands) {
+    const LoopPlan& plan = plans_[depth];
+    std::vector<const Operand*> maybe_absent;
+    for (const Operand& o : operands)
+      if (!o.present.empty() && (plan.dense_universe || !in_every_conjunction(plan.space, o.axis->tensor)))
+        maybe_absent.push_back(&o);
+    for (const Operand* o : maybe_absent) presence_[o->axis->tensor].push_back(o->present);
+    Stmt inner = loop_nest(depth + 1);
+    for (const Operand* o : maybe_absent) presence_[o->axis->tensor].pop_back();
+    return guarded(plan, operands, inner);
+  }
+
   Stmt driven_loop(int depth) {
+    const LoopPlan& plan = plans_[depth];
     const std::string& index_var = program_.iteration.iterators[depth].var;
-    const sparse::Axis& axis = program_.axes[plans_[depth].axes.front()];
+    const sparse::Axis& axis = program_.axes[plan.stream()];
     const std::vector<LevelPosition>& levels = positions_.at(axis.tensor);
     const std::string& position = levels[axis.level].name;
     Expr parent = axis.level == 0 ? int64(0) : var(levels[axis.level - 1].name);
     auto coordinate = [&](Expr at) { return cast(ScalarType::Int64, load(axis.crd, std::move(at), index_type_)); };
+    std::vector<Stmt> setup;
+    std::vector<Operand> operands = locate_setup(depth, setup);
+    Operand driver;
+    driver.axis = &axis;
+    operands.insert(operands.begin(), driver);
+    if (!plan.located.empty())
+      setup.insert(setup.begin(), std::make_shared<Comment>("co-iterate " + index_var + ": the entries of " + describe(driver) +
+                                                            ", with direct lookup into " +
+                                                            describe_all({operands.begin() + 1, operands.end()})));
     std::vector<Stmt> body;
-    if (axis.kind == sparse::AxisKind::Singleton) {
+    if (axis.kind == sparse::AxisKind::Singleton && !iterates_run(axis)) {
       // No loop: the parent's entry has exactly one coordinate here.
       body.push_back(std::make_shared<Declare>(index_var, ScalarType::Int64, coordinate(parent), false));
+      locate({operands.begin() + 1, operands.end()}, index_var, body);
       append(body, position_declares(depth));
-      body.push_back(loop_nest(depth + 1));
-      return block(std::move(body));
+      body.push_back(guarded_nest(depth, operands));
+      append(setup, std::move(body));
+      return block(std::move(setup));
     }
-    Expr begin, end;
-    if (axis.kind == sparse::AxisKind::SparseFixed) {
-      begin = mul(parent, int64(axis.width));
-      end = add(begin, int64(axis.width));
-    } else {
-      std::tie(begin, end) = level_range(axis);
-    }
+    auto [begin, end] = level_range(axis);
     Expr value = axis.kind == sparse::AxisKind::DenseVariable ? sub(var(position), begin) : coordinate(var(position));
     body.push_back(std::make_shared<Declare>(index_var, ScalarType::Int64, value, false));
+    locate({operands.begin() + 1, operands.end()}, index_var, body);
     append(body, position_declares(depth));
-    Stmt inner = loop_nest(depth + 1);
+    Stmt inner = guarded_nest(depth, operands);
     // ELL rows shorter than the width end in padding, marked by a negative coordinate.
     if (axis.kind == sparse::AxisKind::SparseFixed)
       inner = std::make_shared<If>(binary(BinOp::Le, int64(0), var(index_var)), inner, nullptr);
@@ -970,94 +1139,118 @@ class Lowering {
     if (fused) {
       body.insert(body.begin(), std::make_shared<Comment>("fuse " + fused->outer + ", " + fused->inner +
                                                           ": one loop over the entries of " + fused->tensor));
-    } else if (!axis.unique && !program_.iteration.iterators[depth].is_reduction) {
+    } else if (repeats(axis) && !program_.iteration.iterators[depth].is_reduction) {
       annotations.sequential_reason = "its coordinates repeat (a non-unique level of " + axis.tensor +
                                       "), so iterations may write the same entry of " + program_.output().tensor;
       annotations.repeats_coordinates = true;
     }
-    return std::make_shared<For>(fused ? fused->into : index_var, position, begin, end, block(std::move(body)), annotations);
+    setup.push_back(std::make_shared<For>(fused ? fused->into : index_var, position, begin, end, block(std::move(body)), annotations));
+    return setup.size() == 1 ? setup.front() : block(std::move(setup));
   }
 
-  // Co-iteration. With a dense term, a dense loop visits every coordinate and each compressed
+  // Co-iteration. With a dense term, a dense loop visits every coordinate and each streamed
   // level keeps a cursor that advances when its coordinate comes up. Otherwise a two-finger
-  // merge visits the coordinates of the compressed levels in increasing order, runs the body
+  // merge visits the coordinates of the streamed levels in increasing order, runs the body
   // where the iteration space holds (A and B for a product, A or B for a sum), and advances
-  // every cursor that sat on the coordinate.
+  // every cursor that sat on the coordinate (a run-wise COO level past the whole run). Located
+  // levels are looked up at each coordinate.
   Stmt merge_loop(int depth) {
     const LoopPlan& plan = plans_[depth];
     const std::string& index_var = program_.iteration.iterators[depth].var;
-    struct Cursor {
-      const sparse::Axis* axis;
-      std::string position, end, coordinate, present;
-    };
-    std::vector<Cursor> cursors;
+    std::vector<Operand> cursors;
     std::vector<Stmt> setup;
-    std::string names;
     for (int id : plan.axes) {
-      const sparse::Axis& axis = program_.axes[id];
-      Cursor c{&axis, positions_.at(axis.tensor)[axis.level].name, "", "", ""};
+      if (plan.locates(id)) continue;
+      Operand c;
+      c.axis = &program_.axes[id];
+      const LevelPosition& level = positions_.at(c.axis->tensor)[c.axis->level];
+      c.position = level.name;
+      c.run_end = level.run_end;
       c.end = fresh_name(c.position + "_end");
-      c.coordinate = fresh_name(index_var + axis.tensor);
-      c.present = fresh_name("in" + axis.tensor);
-      auto [begin, end] = level_range(axis);
+      c.coordinate = fresh_name(index_var + c.axis->tensor);
+      c.present = fresh_name("in" + c.axis->tensor);
+      auto [begin, end] = level_range(*c.axis);
+      if (c.axis->kind == sparse::AxisKind::DenseVariable) {
+        c.begin = fresh_name(c.position + "_begin");
+        setup.push_back(std::make_shared<Declare>(c.begin, ScalarType::Int64, begin, false));
+        begin = var(c.begin);
+      }
       setup.push_back(std::make_shared<Declare>(c.position, ScalarType::Int64, begin, true));
       setup.push_back(std::make_shared<Declare>(c.end, ScalarType::Int64, end, false));
-      names += (names.empty() ? "" : ", ") + axis.tensor;
       cursors.push_back(c);
     }
-    auto coordinate_at = [&](const Cursor& c) {
-      return cast(ScalarType::Int64, load(c.axis->crd, var(c.position), index_type_));
-    };
-    auto not_done = [&](const Cursor& c) { return binary(BinOp::Lt, var(c.position), var(c.end)); };
+    std::vector<Operand> lookups = locate_setup(depth, setup);
 
     std::vector<Stmt> body;
-    if (!plan.dense_universe) {
+    if (!plan.dense_universe && cursors.size() == 1) {
+      // One cursor (a run-wise COO level): its coordinate is the loop's, and always present.
+      cursors.front().present.clear();
+      body.push_back(std::make_shared<Declare>(index_var, ScalarType::Int64, coordinate_at(cursors.front()), false));
+    } else if (!plan.dense_universe) {
       // The next coordinate: the least one under any cursor (exhausted cursors never win).
       Expr least;
-      for (const Cursor& c : cursors) {
+      for (const Operand& c : cursors) {
         body.push_back(std::make_shared<Declare>(
             c.coordinate, ScalarType::Int64,
             select(not_done(c), coordinate_at(c), int64(std::numeric_limits<int64_t>::max())), false));
         least = least ? min(least, var(c.coordinate)) : var(c.coordinate);
       }
       body.push_back(std::make_shared<Declare>(index_var, ScalarType::Int64, least, false));
-      for (const Cursor& c : cursors)
+      for (const Operand& c : cursors)
         body.push_back(std::make_shared<Declare>(c.present, ScalarType::Bool,
                                                  binary(BinOp::Eq, var(c.coordinate), var(index_var)), false));
     } else {
-      for (const Cursor& c : cursors)
+      for (const Operand& c : cursors)
         body.push_back(std::make_shared<Declare>(
             c.present, ScalarType::Bool,
             logical_and(not_done(c), binary(BinOp::Eq, coordinate_at(c), var(index_var))), false));
     }
+    // A run-wise COO level on the coordinate: its run is every position that repeats it.
+    for (const Operand& c : cursors) {
+      if (c.run_end.empty()) continue;
+      Operand next = c;
+      next.position = c.run_end;
+      Expr present = c.present.empty() ? nullptr : var(c.present, ScalarType::Bool);
+      Expr repeats = logical_and(logical_and(present, not_done(next)), binary(BinOp::Eq, coordinate_at(next), var(index_var)));
+      body.push_back(std::make_shared<Declare>(c.run_end, ScalarType::Int64, var(c.position), true));
+      body.push_back(std::make_shared<While>("run of " + c.position, repeats, std::make_shared<Assign>(c.run_end, int64(1), true)));
+    }
+    locate(lookups, index_var, body);
     append(body, position_declares(depth));
-    // Inside the guard, a tensor that every conjunction needs is known to be present.
-    std::vector<const Cursor*> maybe_absent;
-    for (const Cursor& c : cursors)
-      if (plan.dense_universe || !in_every_conjunction(plan.space, c.axis->tensor)) maybe_absent.push_back(&c);
-    for (const Cursor* c : maybe_absent) presence_[c->axis->tensor].push_back(c->present);
-    Stmt inner = loop_nest(depth + 1);
-    for (const Cursor* c : maybe_absent) presence_[c->axis->tensor].pop_back();
-    body.push_back(guarded(plan, cursors, inner));
-    for (const Cursor& c : cursors)
-      body.push_back(std::make_shared<Assign>(c.position, cast(ScalarType::Int64, var(c.present, ScalarType::Bool)), true));
+    std::vector<Operand> operands = cursors;
+    operands.insert(operands.end(), lookups.begin(), lookups.end());
+    body.push_back(guarded_nest(depth, operands));
+    for (const Operand& c : cursors)
+      body.push_back(c.run_end.empty() && !c.present.empty()
+                         ? std::make_shared<Assign>(c.position, cast(ScalarType::Int64, var(c.present, ScalarType::Bool)), true)
+                         : std::make_shared<Assign>(c.position, var(c.run_end), false));
 
+    std::string streamed = describe_all(cursors);
+    std::string looked_up = lookups.empty() ? "" : "direct lookup into " + describe_all(lookups);
     Stmt loop;
     if (plan.dense_universe) {
-      setup.insert(setup.begin(), std::make_shared<Comment>("co-iterate " + index_var + ": every coordinate, with cursors into " + names));
-      LoopAnnotations sequential;
-      sequential.sequential_reason = "it advances co-iteration cursors into " + names;
-      loop = std::make_shared<For>(index_var, index_var, int64(0), var(dim_name(index_var)), block(std::move(body)), sequential);
+      std::string how = cursors.empty() ? "with " + looked_up
+                                        : "with cursors into " + streamed + (lookups.empty() ? "" : "; " + looked_up);
+      setup.insert(setup.begin(), std::make_shared<Comment>("co-iterate " + index_var + ": every coordinate, " + how));
+      LoopAnnotations annotations;
+      if (!cursors.empty()) {
+        std::string names;
+        for (const Operand& c : cursors) names += (names.empty() ? "" : ", ") + c.axis->tensor;
+        annotations.sequential_reason = "it advances co-iteration cursors into " + names;
+      }
+      loop = std::make_shared<For>(index_var, index_var, int64(0), var(dim_name(index_var)), block(std::move(body)), annotations);
     } else {
-      // Keep going while some conjunction of the iteration space can still hold.
+      // Keep going while some conjunction of the iteration space can still hold: while all its
+      // streamed operands have coordinates left.
       Expr more;
-      for (const Conjunction& conjunction : plan.space) {
+      for (const std::vector<const Operand*>& streams : minimal_conjunctions(plan, cursors, [](const Operand&) { return true; })) {
         Expr all;
-        for (const Cursor& c : cursors)
-          if (conjunction.count(c.axis->tensor)) all = logical_and(all, not_done(c));
+        for (const Operand* c : streams) all = logical_and(all, not_done(*c));
         more = logical_or(more, all);
       }
-      setup.insert(setup.begin(), std::make_shared<Comment>("co-iterate " + index_var + ": two-finger merge of " + names));
+      std::string how = cursors.size() == 1 ? "a cursor over " + streamed : "two-finger merge of " + streamed;
+      setup.insert(setup.begin(), std::make_shared<Comment>("co-iterate " + index_var + ": " + how +
+                                                            (lookups.empty() ? "" : "; " + looked_up)));
       loop = std::make_shared<While>(index_var, more, block(std::move(body)));
     }
     setup.push_back(loop);
@@ -1068,18 +1261,41 @@ class Lowering {
     return std::all_of(space.begin(), space.end(), [&](const Conjunction& c) { return c.count(tensor) > 0; });
   }
 
+  // Per conjunction of the iteration space, its operands that `counts`, leaving out those whose
+  // operands include another's (A || A && B is A).
+  template <class Counts>
+  static std::vector<std::vector<const Operand*>> minimal_conjunctions(const LoopPlan& plan, const std::vector<Operand>& operands,
+                                                                      Counts counts) {
+    std::vector<std::vector<const Operand*>> all;
+    for (const Conjunction& conjunction : plan.space) {
+      std::vector<const Operand*> members;
+      for (const Operand& o : operands)
+        if (conjunction.count(o.axis->tensor) && counts(o)) members.push_back(&o);
+      all.push_back(members);
+    }
+    std::vector<std::vector<const Operand*>> minimal;
+    for (size_t a = 0; a < all.size(); ++a) {
+      bool absorbed = false;
+      for (size_t b = 0; b < all.size() && !absorbed; ++b)
+        absorbed = b != a && std::includes(all[a].begin(), all[a].end(), all[b].begin(), all[b].end()) &&
+                   (all[a] != all[b] || b < a);
+      if (!absorbed) minimal.push_back(all[a]);
+    }
+    return minimal;
+  }
+
   // Runs `inner` only where the iteration space holds; a pure union needs no test (the least
-  // coordinate is present in some operand by construction).
-  template <class Cursors>
-  Stmt guarded(const LoopPlan& plan, const Cursors& cursors, Stmt inner) const {
+  // coordinate is present in some operand by construction), nor does a conjunction that holds
+  // wherever the loop goes (the driving level alone).
+  Stmt guarded(const LoopPlan& plan, const std::vector<Operand>& operands, Stmt inner) const {
     if (plan.dense_universe) return inner;
     bool pure_union = std::all_of(plan.space.begin(), plan.space.end(), [](const Conjunction& c) { return c.size() == 1; });
     if (pure_union) return inner;
     Expr holds;
-    for (const Conjunction& conjunction : plan.space) {
+    for (const std::vector<const Operand*>& present : minimal_conjunctions(plan, operands, [](const Operand& o) { return !o.present.empty(); })) {
+      if (present.empty()) return inner;
       Expr all;
-      for (const auto& c : cursors)
-        if (conjunction.count(c.axis->tensor)) all = logical_and(all, var(c.present, ScalarType::Bool));
+      for (const Operand* o : present) all = logical_and(all, var(o->present, ScalarType::Bool));
       holds = logical_or(holds, all);
     }
     return std::make_shared<If>(holds, inner, nullptr);
@@ -1105,6 +1321,7 @@ class Lowering {
   std::vector<OpenLevel> open_levels_;  // compressed output levels above the last (plan_open_levels)
   int append_depth_ = -1;  // loops deeper than this share the output's cursors or counts
   std::vector<LoopPlan> plans_;  // per loop depth
+  std::set<int> by_runs_;        // COO levels visited once per run of equal coordinates (plan_runs)
   // Per tensor, the "present here" flags of the merge loops around the code being built: where
   // one is false the tensor stores nothing, so its value reads as zero and its children are empty.
   std::map<std::string, std::vector<std::string>> presence_;

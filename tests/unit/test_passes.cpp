@@ -214,9 +214,54 @@ TEST_CASE("ragged: coordinates are positions within the row") {
   CHECK(!contains(c.files[0].text, "A_crd1"));
 }
 
-TEST_CASE("co-iteration is refused over levels it does not support") {
-  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "ell", "width": 4}, "B": {"format": "csr"}}})"),
-                 "index j must be co-iterated over several operands, but A stores it in a sparse_fixed level"));
+TEST_CASE("co-iteration: an ELL row is a merge cursor that stops at the padding") {
+  std::string s2 = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"C": {"format": "dense"}, "A": {"format": "ell", "width": 4}, "B": {"format": "csr"}}})").stage2_dump;
+  CHECK(contains(s2, "# co-iterate j: two-finger merge of A (ELL slots, up to the padding), B"));
+  CHECK(contains(s2, "var pA1: int64 = i * 4"));
+  CHECK(contains(s2, "let jA: int64 = pA1 < pA1_end && 0 <= int64(A_crd1[pA1]) ? int64(A_crd1[pA1]) : 9223372036854775807"));
+  CHECK(contains(s2, "while j ((pA1 < pA1_end && 0 <= int64(A_crd1[pA1])) || pB1 < pB1_end):"));
+}
+
+TEST_CASE("co-iteration: a ragged level is looked up directly where another operand drives, streamed in a union") {
+  const char* config = R"({"tensors": {"C": {"format": "dense"}, "A": {"format": "ragged"}, "B": {"format": "csr"}}, "schedule": [{"op": "parallel", "var": "i"}]})";
+  std::string product = compile("C(i,j) = A(i,j) * B(i,j)", config).stage2_dump;
+  CHECK(contains(product, "# co-iterate j: the entries of B, with direct lookup into A (ragged: position A_pos1[parent] + coordinate)"));
+  CHECK(contains(product, "for j at pB1 in [int64(B_pos1[i]), int64(B_pos1[i + 1])):"));
+  CHECK(contains(product, "let pA1: int64 = pA1_begin + j"));
+  CHECK(contains(product, "let inA: bool = pA1 < pA1_end"));
+  CHECK(contains(product, "if inA:"));
+  CHECK(!contains(product, "while"));
+  std::string sum = compile("C(i,j) = A(i,j) + B(i,j)", config).stage2_dump;
+  CHECK(contains(sum, "# co-iterate j: two-finger merge of A (ragged: coordinates 0 .. n-1), B"));
+  CHECK(contains(sum, "let jA: int64 = pA1 < pA1_end ? pA1 - pA1_begin : 9223372036854775807"));
+  // Two ragged operands: one of them has to stream.
+  CHECK(contains(compile("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "ragged"}, "B": {"format": "ragged"}}})").stage2_dump,
+                 "# co-iterate j: the entries of A (ragged: coordinates 0 .. n-1), with direct lookup into B"));
+  // Beside a dense term: every coordinate, and no cursor, so the loop may run in parallel.
+  std::string dense = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"C": {"format": "dense"}, "A": {"format": "ragged"}}, "schedule": [{"op": "parallel", "var": "j"}]})").stage2_dump;
+  CHECK(contains(dense, "# co-iterate j: every coordinate, with direct lookup into A"));
+  CHECK(contains(dense, "for j in [0, dim_j) parallel(static):"));
+}
+
+TEST_CASE("co-iteration: a COO level merges a run of equal coordinates at a time") {
+  spgen::Compilation c = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"C": {"format": "dense"}, "A": {"format": "coo"}, "B": {"format": "csr"}}})");
+  CHECK(contains(c.stage2_dump, "# co-iterate i: every coordinate, with cursors into A (runs of equal coordinates)"));
+  CHECK(contains(c.stage2_dump, "while run of pA0 (inA && pA0_run_end < pA0_end && int64(A_crd0[pA0_run_end]) == i):"));
+  CHECK(contains(c.stage2_dump, "pA0 = pA0_run_end"));
+  CHECK(contains(c.stage2_dump, "# co-iterate j: two-finger merge of A (the entries of the run above), B"));
+  CHECK(contains(c.stage2_dump, "var pA1: int64 = inA ? pA0 : 0"));
+  CHECK(contains(c.stage2_dump, "C_vals[pC1] = (inA && inA_2 ? A_vals[pA1] : 0) + (inB ? B_vals[pB1] : 0)"));  // once per entry
+  CHECK(contains(c.files[0].text, "strictly increasing among entries that agree on the levels above"));
+  // Driving alone, the rows still go by runs when the level below is merged.
+  std::string product = compile("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"C": {"format": "dense"}, "A": {"format": "coo"}, "B": {"format": "csr"}}})").stage2_dump;
+  CHECK(contains(product, "# co-iterate i: a cursor over A (runs of equal coordinates)"));
+  CHECK(contains(product, "while i (pA0 < pA0_end):"));
+  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "coo"}, "B": {"format": "csr"}}, "schedule": [{"op": "parallel", "var": "i"}]})"),
+                 "/schedule/0: error: parallel: loop i co-iterates several sparse operands (a two-finger merge)"));
+  // Alone, COO is still one loop over its entries, adding into the output.
+  std::string spmv = compile(kSpmv, R"({"tensors": {"A": {"format": "coo"}, "y": {"format": "dense"}}})").stage2_dump;
+  CHECK(!contains(spmv, "run of"));
+  CHECK(contains(spmv, "y_vals[i] += "));
 }
 
 TEST_CASE("assembled sparse output: count and prefix sum, then fill through a cursor per row") {
