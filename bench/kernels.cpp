@@ -37,6 +37,7 @@ extern "C" {
 #endif
 
 #include "spgen_run_runtime.hpp"
+#include "hyb_adapters.h"
 
 // The generated kernels (bench/configs/*.json, generated at build time by bench/meson.build).
 #include "sddmm_b_dyn128.h"
@@ -94,6 +95,7 @@ const std::vector<Variant<SpmvFn>> kSpmv = {
     {"spmv_b_static_vec", spmv_b_static_vec},
     {"spmv_b_dyn512_unroll4", spmv_b_dyn512_unroll4},
     {"spmv_b_static_lanes8", spmv_b_static_lanes8},
+    {"spmv_b_hyb", spmv_b_hyb_csr},
 };
 const std::vector<Variant<SpmmFn>> kSpmm = {
     {"spmm_b_pre32", spmm_b_pre32},
@@ -107,6 +109,7 @@ const std::vector<Variant<SpmmFn>> kSpmm = {
     {"spmm_b_tile16", spmm_b_tile16},
     {"spmm_b_tile32", spmm_b_tile32},
     {"spmm_b_pre16", spmm_b_pre16},
+    {"spmm_b_hyb", spmm_b_hyb_csr},
 };
 const std::vector<Variant<SddmmFn>> kSddmm = {
     {"sddmm_b_lanes16", sddmm_b_lanes16},

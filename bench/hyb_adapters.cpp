@@ -1,0 +1,73 @@
+#include "hyb_adapters.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "spmm_b_hyb.h"
+#include "spmv_b_hyb.h"
+
+namespace {
+
+constexpr int kParts = 12;  // buckets 1 .. 2048 (bench/configs/spmm_b_hyb.json, spmv_b_hyb.json)
+constexpr int kArrays = 4 * kParts;
+
+// The parts of the last matrix seen, by its arrays and sizes.
+struct Parts {
+  const int32_t *pos = nullptr, *crd = nullptr;
+  const float* vals = nullptr;
+  int64_t rows = -1, cols = -1;
+  std::vector<std::vector<int32_t>> index = std::vector<std::vector<int32_t>>(kArrays);
+  std::vector<std::vector<float>> values = std::vector<std::vector<float>>(kArrays);
+  int64_t lengths[kArrays] = {};
+
+  bool holds(const int32_t* p, const int32_t* c, const float* v, int64_t r, int64_t n) const {
+    return p == pos && c == crd && v == vals && r == rows && n == cols;
+  }
+  // Array k of part k / 4: pos, rows, columns, values.
+  int32_t* i(int k) { return index[static_cast<size_t>(k)].data(); }
+  float* v(int k) { return values[static_cast<size_t>(k)].data(); }
+  void allocate() {
+    for (int k = 0; k < kArrays; ++k) {
+      if (k % 4 == 3) values[static_cast<size_t>(k)].assign(static_cast<size_t>(lengths[k]) + 1, 0.0f);
+      else index[static_cast<size_t>(k)].assign(static_cast<size_t>(lengths[k]) + 1, 0);
+    }
+  }
+};
+
+void check(int status, const char* what) {
+  if (status == SPGEN_OK) return;
+  std::fprintf(stderr, "bench_kernels: %s: %s\n", what, spmm_b_hyb_pack_strerror(status));
+  std::exit(4);
+}
+
+#define SPGEN_PART(k) p.i(4 * (k)), p.i(4 * (k) + 1), p.i(4 * (k) + 2), p.v(4 * (k) + 3)
+#define SPGEN_PARTS                                                                                              \
+  SPGEN_PART(0), SPGEN_PART(1), SPGEN_PART(2), SPGEN_PART(3), SPGEN_PART(4), SPGEN_PART(5), SPGEN_PART(6), \
+      SPGEN_PART(7), SPGEN_PART(8), SPGEN_PART(9), SPGEN_PART(10), SPGEN_PART(11)
+
+}  // namespace
+
+void spmm_b_hyb_csr(int64_t dim_i, int64_t dim_k, int64_t dim_j, float* C, const int32_t* pos, const int32_t* crd,
+                    const float* vals, const float* B) {
+  static Parts p;
+  if (!p.holds(pos, crd, vals, dim_i, dim_j)) {
+    p.pos = pos, p.crd = crd, p.vals = vals, p.rows = dim_i, p.cols = dim_j;
+    check(spmm_b_hyb_decompose_A_sizes(dim_i, dim_j, pos, crd, p.lengths), "hyb sizes");
+    p.allocate();
+    check(spmm_b_hyb_decompose_A(dim_i, dim_j, pos, crd, vals, SPGEN_PARTS, p.lengths), "hyb inspector");
+  }
+  spmm_b_hyb(dim_i, dim_k, dim_j, C, SPGEN_PARTS, B);
+}
+
+void spmv_b_hyb_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* pos, const int32_t* crd, const float* vals,
+                    const float* x) {
+  static Parts p;
+  if (!p.holds(pos, crd, vals, dim_i, dim_j)) {
+    p.pos = pos, p.crd = crd, p.vals = vals, p.rows = dim_i, p.cols = dim_j;
+    check(spmv_b_hyb_decompose_A_sizes(dim_i, dim_j, pos, crd, p.lengths), "hyb sizes");
+    p.allocate();
+    check(spmv_b_hyb_decompose_A(dim_i, dim_j, pos, crd, vals, SPGEN_PARTS, p.lengths), "hyb inspector");
+  }
+  spmv_b_hyb(dim_i, dim_j, y, SPGEN_PARTS, x);
+}
