@@ -48,26 +48,35 @@ void check(int status, const char* what) {
 
 }  // namespace
 
+namespace {
+
+// Runs the inspector (`sizes`, then `fill`) unless `p` holds this matrix's parts already.
+template <class Sizes, class Fill>
+void prepare(Parts& p, const int32_t* pos, const int32_t* crd, const float* vals, int64_t rows, int64_t cols, Sizes sizes,
+             Fill fill) {
+  if (p.holds(pos, crd, vals, rows, cols)) return;
+  p.pos = pos, p.crd = crd, p.vals = vals, p.rows = rows, p.cols = cols;
+  check(sizes(p.lengths), "hyb sizes");
+  p.allocate();
+  check(fill(), "hyb inspector");
+}
+
+}  // namespace
+
 void spmm_b_hyb_csr(int64_t dim_i, int64_t dim_k, int64_t dim_j, float* C, const int32_t* pos, const int32_t* crd,
                     const float* vals, const float* B) {
   static Parts p;
-  if (!p.holds(pos, crd, vals, dim_i, dim_j)) {
-    p.pos = pos, p.crd = crd, p.vals = vals, p.rows = dim_i, p.cols = dim_j;
-    check(spmm_b_hyb_decompose_A_sizes(dim_i, dim_j, pos, crd, p.lengths), "hyb sizes");
-    p.allocate();
-    check(spmm_b_hyb_decompose_A(dim_i, dim_j, pos, crd, vals, SPGEN_PARTS, p.lengths), "hyb inspector");
-  }
+  prepare(
+      p, pos, crd, vals, dim_i, dim_j, [&](int64_t* n) { return spmm_b_hyb_decompose_A_sizes(dim_i, dim_j, pos, crd, n); },
+      [&] { return spmm_b_hyb_decompose_A(dim_i, dim_j, pos, crd, vals, SPGEN_PARTS, p.lengths); });
   spmm_b_hyb(dim_i, dim_k, dim_j, C, SPGEN_PARTS, B);
 }
 
 void spmv_b_hyb_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* pos, const int32_t* crd, const float* vals,
                     const float* x) {
   static Parts p;
-  if (!p.holds(pos, crd, vals, dim_i, dim_j)) {
-    p.pos = pos, p.crd = crd, p.vals = vals, p.rows = dim_i, p.cols = dim_j;
-    check(spmv_b_hyb_decompose_A_sizes(dim_i, dim_j, pos, crd, p.lengths), "hyb sizes");
-    p.allocate();
-    check(spmv_b_hyb_decompose_A(dim_i, dim_j, pos, crd, vals, SPGEN_PARTS, p.lengths), "hyb inspector");
-  }
+  prepare(
+      p, pos, crd, vals, dim_i, dim_j, [&](int64_t* n) { return spmv_b_hyb_decompose_A_sizes(dim_i, dim_j, pos, crd, n); },
+      [&] { return spmv_b_hyb_decompose_A(dim_i, dim_j, pos, crd, vals, SPGEN_PARTS, p.lengths); });
   spmv_b_hyb(dim_i, dim_j, y, SPGEN_PARTS, x);
 }
