@@ -89,39 +89,36 @@ std::string pack_glue(const loops::LoweredFunc& func, const sparse::Program& pro
   std::vector<std::string> pack_table(program.buffers.size(), "nullptr"), unpack_table(program.buffers.size(), "nullptr");
   std::string functions;
   for (const PackTensor& p : tensors) {
-    const std::string name = "\"" + p.tensor + "\"";
-    const std::string count = std::to_string(p.arrays.size() + 1);
-    const std::string levels = std::to_string(program.buffer(p.structure).format.levels.size());
     auto array = [](const PackArray& a) { return std::string(a.is_pos ? "pos[" : "crd[") + std::to_string(a.level) + "]"; };
     if (!p.is_output) {
-      functions += "void pack_" + p.tensor + "(const spgen_run::Coo& c, spgen_run::Packed<Index, Value>& p) {\n";
-      functions += "  int64_t n[" + count + "];\n";
-      functions += "  check(\"packing\", " + name + ", " + p.sizes_function + "(c.nnz(), c.coords.data(), c.dims.data(), n));\n";
-      functions += "  p = spgen_run::Packed<Index, Value>();\n  p.dims = c.dims;\n";
-      functions += "  p.pos.resize(" + levels + ");\n  p.crd.resize(" + levels + ");\n";
-      std::string args;
+      std::string resize, arrays;
       for (size_t i = 0; i < p.arrays.size(); ++i) {
-        functions += "  p." + array(p.arrays[i]) + ".resize(to_size(n[" + std::to_string(i) + "]));\n";
-        args += "p." + array(p.arrays[i]) + ".data(), ";
+        resize += "  p." + array(p.arrays[i]) + ".resize(to_size(n[" + std::to_string(i) + "]));\n";
+        arrays += "p." + array(p.arrays[i]) + ".data(), ";
       }
-      functions += "  p.vals.resize(to_size(n[" + std::to_string(p.arrays.size()) + "]));\n";
-      functions += "  check(\"packing\", " + name + ", " + p.pack_function +
-                   "(c.nnz(), c.coords.data(), values_of(c).data(), c.dims.data(), " + args + "p.vals.data(), n));\n}\n\n";
+      functions += templates::render("run_driver_pack_function.cpp.in",
+                                     {{"tensor", p.tensor},
+                                      {"count", std::to_string(p.arrays.size() + 1)},
+                                      {"levels", std::to_string(program.buffer(p.structure).format.levels.size())},
+                                      {"sizes_function", p.sizes_function},
+                                      {"pack_function", p.pack_function},
+                                      {"resize", resize},
+                                      {"values_length", std::to_string(p.arrays.size())},
+                                      {"arrays", arrays}});
       pack_table[static_cast<size_t>(p.id)] = "pack_" + p.tensor;
       continue;
     }
-    functions += "spgen_run::Coo unpack_" + p.tensor + "(const spgen_run::Run<Index, Value>& r) {\n";
-    functions += "  const spgen_run::Packed<Index, Value>& s = r.packed(" + std::to_string(p.structure_id) + ");\n";
-    functions += "  const spgen_run::Packed<Index, Value>& v = r.packed(" + std::to_string(p.id) + ");\n";
-    std::string lengths, args;
+    std::string lengths, arrays;
     for (const PackArray& a : p.arrays) {
       lengths += "length(s." + array(a) + "), ";
-      args += "s." + array(a) + ".data(), ";
+      arrays += "s." + array(a) + ".data(), ";
     }
-    functions += "  const int64_t n[] = {" + lengths + "length(v.vals)};\n";
-    functions += "  return unpacked(" + name + ", v.dims, [&](int64_t* nnz, int64_t* coords, Value* vals) {\n";
-    functions += "    return " + p.unpack_function + "(v.dims.data(), " + args + "v.vals.data(), n, nnz, coords, vals);\n";
-    functions += "  });\n}\n\n";
+    functions += templates::render("run_driver_unpack_function.cpp.in", {{"tensor", p.tensor},
+                                                                          {"structure_id", std::to_string(p.structure_id)},
+                                                                          {"id", std::to_string(p.id)},
+                                                                          {"lengths", lengths},
+                                                                          {"unpack_function", p.unpack_function},
+                                                                          {"arrays", arrays}});
     unpack_table[static_cast<size_t>(p.id)] = "unpack_" + p.tensor;
   }
   auto join = [](const std::vector<std::string>& items) {
