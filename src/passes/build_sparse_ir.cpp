@@ -113,11 +113,14 @@ void plan_blocked_vars(const ast::Spec& spec, const Config& config, sparse::Prog
       const std::string& var = buffer.indices[buffer.format.mode_order[l]];
       const sparse::BlockedVar* blocked = program.blocked(var);
       if (!blocked || blocked->tensor == buffer.tensor || buffer.format.levels[l] == LevelKind::Dense) continue;
+      // A compressed level is found by binary search inside the blocks (passes/lower_to_loops.cpp).
+      if (buffer.format.levels[l] == LevelKind::Compressed && !buffer.is_output) continue;
       fail_blocked(config, buffer.tensor,
                    buffer.tensor + " stores index " + var + " in a " + level_kind_name(buffer.format.levels[l]) +
                        " level, but " + blocked->tensor + " (" + program.buffer(blocked->tensor).format.name +
-                       ") splits " + var + " into blocks; co-iterating a blocked operand with another sparse "
-                       "level of the same index is not supported (other operands may be dense in " + var + ")");
+                       ") splits " + var + " into blocks; beside a blocked operand, other operands may store its "
+                       "index dense or compressed (found by binary search), not " +
+                       level_kind_name(buffer.format.levels[l]));
     }
   }
 }

@@ -347,6 +347,64 @@ class Lowering {
       else plan.kind = LoopKind::Merge;
     }
     plan_runs();
+    check_searched_terms();
+  }
+
+  // Every access's tensor, as a union of intersections (a tensor in a divisor counts as none).
+  static IterationSpace tensor_terms(const ast::Expr& expr) {
+    switch (expr.kind) {
+      case ast::ExprKind::Access: return {{expr.access.tensor}};
+      case ast::ExprKind::Literal: return {{}};
+      case ast::ExprKind::Neg:
+      case ast::ExprKind::Div: return tensor_terms(*expr.lhs);
+      case ast::ExprKind::Mul: {
+        IterationSpace product;
+        for (const Conjunction& a : tensor_terms(*expr.lhs))
+          for (const Conjunction& b : tensor_terms(*expr.rhs)) {
+            Conjunction both = a;
+            both.insert(b.begin(), b.end());
+            product.push_back(both);
+          }
+        return product;
+      }
+      case ast::ExprKind::Add:
+      case ast::ExprKind::Sub: {
+        IterationSpace sum = tensor_terms(*expr.lhs);
+        IterationSpace right = tensor_terms(*expr.rhs);
+        sum.insert(sum.end(), right.begin(), right.end());
+        return sum;
+      }
+    }
+    return {{}};
+  }
+
+  // A level found by binary search is only looked at where the blocked operand has an entry, so
+  // every term that reads its tensor must be a product with the blocked operand.
+  void check_searched_terms() const {
+    const IterationSpace terms = tensor_terms(*program_.iteration.body);
+    for (const sparse::Axis& axis : program_.axes) {
+      if (!is_searched(axis) || program_.buffer(axis.tensor).is_output) continue;
+      const std::string& blocker = program_.blocked(axis.index_var)->tensor;
+      for (const Conjunction& term : terms)
+        if (term.count(axis.tensor) && !term.count(blocker))
+          throw_unsupported(axis.tensor + " stores index " + axis.index_var + " compressed, and " + blocker +
+                            " splits it into blocks: " + axis.tensor + " is then found by binary search inside " +
+                            blocker + "'s blocks, which serves only terms that multiply it by " + blocker +
+                            " (an entry of " + axis.tensor + " outside them would be missed); store " + axis.tensor +
+                            " dense, or " + blocker + " unblocked (csr)");
+      for (const ast::Access* access : ast::collect_accesses(*program_.iteration.body))
+        if (access->tensor == axis.tensor && divides_by(*program_.iteration.body, axis.tensor))
+          throw_unsupported("dividing by " + axis.tensor + ", which stores index " + axis.index_var +
+                            " compressed, is not supported: its implicit zeros would divide by zero");
+    }
+  }
+
+  static bool divides_by(const ast::Expr& expr, const std::string& tensor) {
+    if (expr.kind == ast::ExprKind::Access) return false;
+    if (expr.kind == ast::ExprKind::Div)
+      for (const ast::Access* a : ast::collect_accesses(*expr.rhs))
+        if (a->tensor == tensor) return true;
+    return (expr.lhs && divides_by(*expr.lhs, tensor)) || (expr.rhs && divides_by(*expr.rhs, tensor));
   }
 
   // COO's levels (a compressed-nonunique level, then singletons) store one position per entry.
@@ -487,6 +545,12 @@ class Lowering {
   // parents; dense levels are computed there, compressed levels are the loop's own variable.
   struct LevelPosition {
     bool is_cursor = false;  // a mutable position that the body advances
+    // A compressed level whose index another operand splits into blocks: no loop iterates it, so
+    // once the coordinate is known it is found by binary search under `value` (the parent
+    // position); `found` says whether it is stored, `parent_found` whether the parent was.
+    const sparse::Axis* searched = nullptr;
+    std::string found, parent_found;
+    std::string end, high, middle;  // the search's range end and bounds
     std::string name;
     std::string run_end;  // a COO level visited by runs: the end of the current run (the loop sets it)
     int ready_depth = -1;
@@ -513,6 +577,16 @@ class Lowering {
         } else if (axis.kind == sparse::AxisKind::Singleton && !iterates_run(axis)) {
           position.ready_depth = depth;  // one entry per parent position: the same position
           position.value = parent;
+        } else if (is_searched(axis)) {
+          position.searched = &axis;
+          position.ready_depth = std::max(parent_depth, depth);
+          position.value = parent;
+          position.found = fresh_name(position.name + "_found");
+          position.end = fresh_name(position.name + "_end");
+          position.high = fresh_name(position.name + "_high");
+          position.middle = fresh_name(position.name + "_mid");
+          if (level > 0 && levels.back().searched) position.parent_found = levels.back().found;
+          searched_flags_[buffer.tensor].push_back(position.found);
         } else if (buffer.is_output && assembled_ && counting_ && static_cast<int>(level) == counted_level_) {
           // The counted level: its counts are indexed by the parent position.
           position.ready_depth = parent_depth;
@@ -741,12 +815,14 @@ class Lowering {
     return binary(op, lower_expr(*expr.lhs), lower_expr(*expr.rhs));
   }
 
-  // The tensor is stored at the current point (null: always, no merge loop around here involves it).
+  // The tensor is stored at the current point (null: always, no merge loop around here involves
+  // it, and no level of it is found by binary search).
   Expr presence(const std::string& tensor) const {
-    auto found = presence_.find(program_.structure_of(program_.buffer(tensor)).tensor);
-    if (found == presence_.end()) return nullptr;
+    const std::string& structure = program_.structure_of(program_.buffer(tensor)).tensor;
     Expr all;
-    for (const std::string& flag : found->second) all = logical_and(all, var(flag, ScalarType::Bool));
+    for (const auto* flags : {&presence_, &searched_flags_})
+      if (auto found = flags->find(structure); found != flags->end())
+        for (const std::string& flag : found->second) all = logical_and(all, var(flag, ScalarType::Bool));
     return all;
   }
 
@@ -902,10 +978,53 @@ class Lowering {
       auto found = positions_.find(buffer.tensor);
       if (found == positions_.end()) continue;
       for (const LevelPosition& position : found->second)
-        if (position.value && position.declare_depth == depth)
+        if (position.searched && position.declare_depth == depth)
+          append(declares, binary_search(position));
+        else if (position.value && position.declare_depth == depth)
           declares.push_back(std::make_shared<Declare>(position.name, ScalarType::Int64, position.value, position.is_cursor));
     }
     return declares;
+  }
+
+  // ---- binary search (locate) ----
+  // A compressed level of another operand on an index that a blocked operand splits
+  // (A bsr .* B csr): the block loops produce coordinates one at a time and no cursor can follow
+  // them across blocks, so each is looked up by binary search in the parent's crd range.
+  bool is_searched(const sparse::Axis& axis) const {
+    const sparse::BlockedVar* blocked = program_.blocked(axis.index_var);
+    return blocked && blocked->tensor != axis.tensor && axis.kind == sparse::AxisKind::SparseVariable && axis.unique &&
+           axis.block_part == BlockPart::None;
+  }
+
+  std::vector<Stmt> binary_search(const LevelPosition& position) const {
+    const sparse::Axis& axis = *position.searched;
+    const std::string& p = position.name;
+    const std::string &end = position.end, &high = position.high, &middle = position.middle;
+    auto pos_at = [&](Expr at) { return cast(ScalarType::Int64, load(axis.pos, std::move(at), index_type_)); };
+    auto crd_at = [&](Expr at) { return cast(ScalarType::Int64, load(axis.crd, std::move(at), index_type_)); };
+    Expr begin = pos_at(position.value), last = pos_at(add(position.value, int64(1)));
+    if (!position.parent_found.empty()) {  // an absent parent has no entries
+      Expr parent_found = var(position.parent_found, ScalarType::Bool);
+      begin = select(parent_found, begin, int64(0));
+      last = select(parent_found, last, int64(0));
+    }
+    const Expr coordinate = var(axis.index_var);
+    return {
+        std::make_shared<Comment>("locate " + axis.index_var + " in " + axis.tensor + " by binary search (" +
+                                  program_.blocked(axis.index_var)->tensor + " splits " + axis.index_var +
+                                  " into blocks, so no cursor can follow it)"),
+        std::make_shared<Declare>(p, ScalarType::Int64, begin, true),
+        std::make_shared<Declare>(end, ScalarType::Int64, last, false),
+        std::make_shared<Declare>(high, ScalarType::Int64, var(end), true),
+        std::make_shared<While>(
+            "search " + axis.index_var + " in " + axis.tensor, binary(BinOp::Lt, var(p), var(high)),
+            block({std::make_shared<Declare>(middle, ScalarType::Int64, binary(BinOp::Div, add(var(p), var(high)), int64(2)), false),
+                   std::make_shared<If>(binary(BinOp::Lt, crd_at(var(middle)), coordinate),
+                                        std::make_shared<Assign>(p, add(var(middle), int64(1)), false),
+                                        std::make_shared<Assign>(high, var(middle), false))})),
+        std::make_shared<Declare>(position.found, ScalarType::Bool,
+                                  logical_and(binary(BinOp::Lt, var(p), var(end)), binary(BinOp::Eq, crd_at(var(p)), coordinate)),
+                                  false)};
   }
 
   Stmt innermost_statement() const {
@@ -1325,6 +1444,7 @@ class Lowering {
   // Per tensor, the "present here" flags of the merge loops around the code being built: where
   // one is false the tensor stores nothing, so its value reads as zero and its children are empty.
   std::map<std::string, std::vector<std::string>> presence_;
+  std::map<std::string, std::vector<std::string>> searched_flags_;  // by tensor: its searched levels' flags
   std::map<std::string, std::vector<LevelPosition>> positions_;
   int output_depth_ = -1;
   bool scalar_accumulator_ = false, output_overwrites_ = false, needs_zero_fill_ = false;

@@ -576,8 +576,21 @@ TEST_CASE("bsr: block loops i_blk, j_blk, i_in, j_in, with dense operands at the
 }
 
 TEST_CASE("bsr: what is refused, with what works") {
-  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}}})"),
-                 "c.json: /tensors/B/format: error: B stores index j in a compressed level, but A (bsr) splits j into blocks"));
+  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "coo"}}})"),
+                 "c.json: /tensors/B/format: error: B stores index i in a compressed-nonunique level, but A (bsr) splits i into "
+                 "blocks; beside a blocked operand, other operands may store its index dense or compressed (found by binary "
+                 "search), not compressed-nonunique"));
+  // A compressed B is found by binary search inside A's blocks: only where a term multiplies it by A.
+  CHECK(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "dense"}}})") ==
+        "c.json: /tensors: error: B stores index j compressed, and A splits it into blocks: B is then found by binary search "
+        "inside A's blocks, which serves only terms that multiply it by A (an entry of B outside them would be missed); store B "
+        "dense, or A unblocked (csr)\n");
+  CHECK(contains(error_of("C(i,j) = A(i,j) / B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "dense"}}})"),
+                 "dividing by B, which stores index j compressed, is not supported"));
+  spgen::Compilation located = compile("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "dense"}}})");
+  CHECK(contains(located.stage2_dump, "# locate j in B by binary search (A splits j into blocks, so no cursor can follow it)\n"));
+  CHECK(contains(located.stage2_dump, "let pB1_found: bool = pB1 < pB1_end && int64(B_crd1[pB1]) == j\n"));
+  CHECK(contains(located.stage2_dump, "C_vals[pC1] = A_vals[pA3] * (pB1_found ? B_vals[pB1] : 0)"));
   CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [2, 2]}}})"),
                  "index i is blocked by both A and B; co-iterating two blocked operands is not supported"));
   CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "C": {"format": "csr"}}})"),
