@@ -79,16 +79,28 @@ std::string block_loop_name(const std::string& var, BlockPart part) {
 // `i_in`). One operand blocks a variable; other operands may only reach it through dense
 // levels (direct access at the combined coordinate), or share the blocking operand's structure.
 void plan_blocked_vars(const ast::Spec& spec, const Config& config, sparse::Program& program) {
+  const sparse::SparseBuffer& result = program.output();
+  if (result.format.is_blocked() && result.shares_structure_with.empty())
+    fail_blocked(config, result.tensor,
+                 "the kernels do not assemble blocks: a blocked output (" + result.tensor + ", " + result.format.name +
+                     ") must share the structure of a blocked input (as SDDMM's Y shares X's); make " + result.tensor +
+                     " dense, or give it that input's format and indices");
   for (const sparse::SparseBuffer& buffer : program.buffers) {
-    if (!buffer.shares_structure_with.empty() || !buffer.format.is_blocked()) continue;
+    // An output blocks nothing: it shares an input's structure, or is refused below.
+    if (buffer.is_output || !buffer.format.is_blocked()) continue;
     for (size_t l = 0; l < buffer.format.levels.size(); ++l) {
       LevelBlock block = buffer.format.block(l);
       if (block.part != BlockPart::Block) continue;
       const std::string& var = buffer.indices[buffer.format.mode_order[l]];
-      if (const sparse::BlockedVar* other = program.blocked(var))
+      // Operands blocked alike share the block loops: their block levels merge like any
+      // compressed levels, and the in-block levels are dense.
+      if (const sparse::BlockedVar* other = program.blocked(var)) {
+        if (other->size == block.size) continue;
         fail_blocked(config, buffer.tensor,
-                     "index " + var + " is blocked by both " + other->tensor + " and " + buffer.tensor +
-                         "; co-iterating two blocked operands is not supported (store one of them as csr or dense)");
+                     "index " + var + " is blocked by both " + other->tensor + " (" + std::to_string(other->size) +
+                         ") and " + buffer.tensor + " (" + std::to_string(block.size) +
+                         "); operands blocked alike can be combined, but these blocks differ (give them the same block)");
+      }
       sparse::BlockedVar blocked{var, block_loop_name(var, BlockPart::Block), block_loop_name(var, BlockPart::InBlock),
                                  block.size, buffer.tensor};
       for (const std::string& name : {blocked.outer, blocked.inner})

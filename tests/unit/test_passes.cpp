@@ -591,8 +591,16 @@ TEST_CASE("bsr: what is refused, with what works") {
   CHECK(contains(located.stage2_dump, "# locate j in B by binary search (A splits j into blocks, so no cursor can follow it)\n"));
   CHECK(contains(located.stage2_dump, "let pB1_found: bool = pB1 < pB1_end && int64(B_crd1[pB1]) == j\n"));
   CHECK(contains(located.stage2_dump, "C_vals[pC1] = A_vals[pA3] * (pB1_found ? B_vals[pB1] : 0)"));
-  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [2, 2]}}})"),
-                 "index i is blocked by both A and B; co-iterating two blocked operands is not supported"));
+  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [2, 3]}}})"),
+                 "c.json: /tensors/B/format: error: index j is blocked by both A (2) and B (3); operands blocked alike can be "
+                 "combined, but these blocks differ (give them the same block)"));
+  CHECK(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})") ==
+        "c.json: /tensors/C/format: error: the kernels do not assemble blocks: a blocked output (C, bsr) must share the "
+        "structure of a blocked input (as SDDMM's Y shares X's); make C dense, or give it that input's format and indices\n");
+  // Blocked alike: the block levels merge.
+  spgen::Compilation alike = compile("C(i,j) = A(i,j) + B(i,j)",
+                                     R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [2, 2]}, "C": {"format": "dense"}}})");
+  CHECK(contains(alike.stage2_dump, "# co-iterate j_blk: two-finger merge of A, B\n"));
   CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "C": {"format": "csr"}}})"),
                  "c.json: /tensors/C/format: error: sparse output C (csr) beside a blocked operand (A) is not supported"));
   CHECK(contains(error_of(kSpmv, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}}, "schedule": [{"op": "reorder", "order": ["j", "i"]}]})"),
