@@ -33,6 +33,12 @@ std::vector<Kernel> all_kernels() {
   std::vector<SpecConfigPair> pairs = spec_config_pairs({root + "/specs"}, root + "/specs");
   std::vector<SpecConfigPair> extra = spec_config_pairs({root + "/specs", root + "/tests/e2e/cases"}, root + "/tests/e2e/cases");
   pairs.insert(pairs.end(), extra.begin(), extra.end());
+  // SPGEN_E2E_EXTRA=DIR adds the configs of DIR (with the specs of specs/ and tests/e2e/cases/):
+  // for trying many configs at once, e.g. generated ones, without adding them to the suite.
+  if (const char* dir = std::getenv("SPGEN_E2E_EXTRA")) {
+    std::vector<SpecConfigPair> more = spec_config_pairs({root + "/specs", root + "/tests/e2e/cases"}, dir);
+    pairs.insert(pairs.end(), more.begin(), more.end());
+  }
   // SPGEN_E2E_ONLY=name1,name2 runs only the configs whose names contain one of these.
   std::vector<std::string> only;
   if (const char* filter = std::getenv("SPGEN_E2E_ONLY"))
