@@ -1,6 +1,7 @@
 #include "passes/lower_to_loops.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -586,7 +587,7 @@ class Lowering {
           position.high = fresh_name(position.name + "_high");
           position.middle = fresh_name(position.name + "_mid");
           if (level > 0 && levels.back().searched) position.parent_found = levels.back().found;
-          searched_flags_[buffer.tensor].push_back(position.found);
+          searched_flags_[buffer.tensor].push_back({static_cast<int>(level), position.found});
         } else if (buffer.is_output && assembled_ && counting_ && static_cast<int>(level) == counted_level_) {
           // The counted level: its counts are indexed by the parent position.
           position.ready_depth = parent_depth;
@@ -816,13 +817,15 @@ class Lowering {
   }
 
   // The tensor is stored at the current point (null: always, no merge loop around here involves
-  // it, and no level of it is found by binary search).
-  Expr presence(const std::string& tensor) const {
+  // it, and none of its levels above `above_level` is found by binary search).
+  Expr presence(const std::string& tensor, int above_level = INT_MAX) const {
     const std::string& structure = program_.structure_of(program_.buffer(tensor)).tensor;
     Expr all;
-    for (const auto* flags : {&presence_, &searched_flags_})
-      if (auto found = flags->find(structure); found != flags->end())
-        for (const std::string& flag : found->second) all = logical_and(all, var(flag, ScalarType::Bool));
+    if (auto found = presence_.find(structure); found != presence_.end())
+      for (const std::string& flag : found->second) all = logical_and(all, var(flag, ScalarType::Bool));
+    if (auto found = searched_flags_.find(structure); found != searched_flags_.end())
+      for (const auto& [level, flag] : found->second)
+        if (level < above_level) all = logical_and(all, var(flag, ScalarType::Bool));
     return all;
   }
 
@@ -1117,7 +1120,7 @@ class Lowering {
       begin = cast(ScalarType::Int64, load(axis.pos, parent, index_type_));
       end = cast(ScalarType::Int64, load(axis.pos, add(parent, int64(1)), index_type_));
     }
-    if (Expr present = presence(axis.tensor)) {
+    if (Expr present = presence(axis.tensor, axis.level)) {
       begin = select(present, begin, int64(0));
       end = select(present, end, int64(0));
     }
@@ -1444,7 +1447,7 @@ class Lowering {
   // Per tensor, the "present here" flags of the merge loops around the code being built: where
   // one is false the tensor stores nothing, so its value reads as zero and its children are empty.
   std::map<std::string, std::vector<std::string>> presence_;
-  std::map<std::string, std::vector<std::string>> searched_flags_;  // by tensor: its searched levels' flags
+  std::map<std::string, std::vector<std::pair<int, std::string>>> searched_flags_;  // by tensor: (level, flag) of its searched levels
   std::map<std::string, std::vector<LevelPosition>> positions_;
   int output_depth_ = -1;
   bool scalar_accumulator_ = false, output_overwrites_ = false, needs_zero_fill_ = false;

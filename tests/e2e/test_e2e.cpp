@@ -154,7 +154,8 @@ void check_run(const std::vector<std::string>& command_prefix, const Kernel& k,
   command.push_back(k.spec.output.tensor + "=" + out_path);
   ProcessResult run = run_process(command);
   INFO("stderr: " << run.err);
-  REQUIRE(run.exit_code == 0);
+  CHECK(run.exit_code == 0);  // not fatal: the other kernels still run, and every failure is listed
+  if (run.exit_code != 0) return;
   std::map<std::string, spgen_ref::Tensor> operands = inputs;
   const spgen_ref::Tensor* initial = nullptr;
   if (k.spec.accumulate) {
@@ -251,7 +252,8 @@ TEST_CASE("real matrices: matrix kernels match the reference on GNN graphs") {
       command.insert(command.end(), {"--output", k.spec.output.tensor + "=" + out_path, "--repeat", "3"});
       ProcessResult run = run_process(command);
       INFO("stderr: " << run.err);
-      REQUIRE(run.exit_code == 0);
+      CHECK(run.exit_code == 0);
+      if (run.exit_code != 0) continue;
       CHECK(run.out.find("time_ms median=") != std::string::npos);
       for (const auto& [name, path] : saved) inputs[name] = spgen_ref::read_tensor(path);
       spgen_ref::Tensor want = spgen_ref::evaluate(read_text(k.pair.spec), inputs);
