@@ -168,9 +168,9 @@ void lower_decomposition(Compilation& c) {
                          " of the decomposition (" + part.tensor + ", stored as " + part.config.format_of(part.tensor).name +
                          ")\n");
     }
-    // Part ops are listed without the decompose op, which the part's config leaves out.
+    // The part's config lists, in order, the ops that schedule it (schedules_part). An op for
+    // every part that a part's own op replaces there counts as used.
     size_t k = 0;
-    // An op for every part that a part's own op replaces there counts as used.
     for (size_t i = 1; i < c.config.schedule.size(); ++i) {
       const ScheduleOp& op = c.config.schedule[i];
       if (schedules_part(c.config, op, part.name)) applied[i] = it.applied[k++] || applied[i];
