@@ -1084,14 +1084,20 @@ class Lowering {
     return nullptr;
   }
 
+  // How many coordinates a loop over every coordinate visits: the dimension, or the blocks of a
+  // blocked index (the in-block loop's extent depends on its block: see dense_loop).
+  Expr coordinate_count(const std::string& index_var) const {
+    const sparse::BlockedVar* blocked = program_.blocked_loop(index_var);
+    if (blocked && index_var == blocked->outer) return block_count(dim_name(blocked->var), blocked->size);
+    return var(dim_name(index_var));
+  }
+
   Stmt dense_loop(int depth) {
     const std::string& index_var = program_.iteration.iterators[depth].var;
     std::vector<Stmt> body;
-    Expr end = var(dim_name(index_var));
+    Expr end = coordinate_count(index_var);
     if (const sparse::BlockedVar* blocked = program_.blocked_loop(index_var)) {
-      if (index_var == blocked->outer) {
-        end = block_count(dim_name(blocked->var), blocked->size);
-      } else {
+      if (index_var != blocked->outer) {
         // The last block may stick out of the dimension: its padding is never visited.
         Expr start = mul(var(blocked->outer), int64(blocked->size));
         end = min(int64(blocked->size), sub(var(dim_name(blocked->var)), start));
@@ -1360,7 +1366,7 @@ class Lowering {
         for (const Operand& c : cursors) names += (names.empty() ? "" : ", ") + c.axis->tensor;
         annotations.sequential_reason = "it advances co-iteration cursors into " + names;
       }
-      loop = std::make_shared<For>(index_var, index_var, int64(0), var(dim_name(index_var)), block(std::move(body)), annotations);
+      loop = std::make_shared<For>(index_var, index_var, int64(0), coordinate_count(index_var), block(std::move(body)), annotations);
     } else {
       // Keep going while some conjunction of the iteration space can still hold: while all its
       // streamed operands have coordinates left.
