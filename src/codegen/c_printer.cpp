@@ -41,6 +41,10 @@ std::string CExprPrinter::print_vector_load(const Load& node, const std::string&
   return "spgen_load_" + vector_suffix(node.type) + "(&" + node.buffer + "[" + index + "])";
 }
 
+std::string CExprPrinter::print_lane_sum(const LaneSum& node) const {
+  return "spgen_sum_lanes_" + vector_suffix(node.type) + "(" + node.buffer + ", " + std::to_string(node.lanes) + ")";
+}
+
 std::string c_param(const Param& param, bool restrict_pointers) {
   CExprPrinter printer;
   std::string type = printer.type_name(param.type);

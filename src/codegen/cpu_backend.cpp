@@ -105,6 +105,7 @@ bool uses_vectors(const LoweredFunc& func) {
       for (const Workspace& w : node.buffers) found |= w.vector;
       IRVisitor::visit_allocate(node);
     }
+    void visit_lane_sum(const LaneSum&) override { found = true; }
   } finder;
   finder.visit(func.body);
   return finder.found;

@@ -119,6 +119,10 @@ bool same_expr(const Expr& a, const Expr& b) {
       auto &x = static_cast<const Select&>(*a), &y = static_cast<const Select&>(*b);
       return same_expr(x.cond, y.cond) && same_expr(x.a, y.a) && same_expr(x.b, y.b);
     }
+    case ExprKind::LaneSum: {
+      auto &x = static_cast<const LaneSum&>(*a), &y = static_cast<const LaneSum&>(*b);
+      return x.buffer == y.buffer && x.lanes == y.lanes;
+    }
   }
   return false;
 }

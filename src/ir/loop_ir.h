@@ -13,7 +13,7 @@ enum class ScalarType { Bool, Int32, Int64, Float32, Float64 };
 const char* scalar_type_name(ScalarType type);  // "int64", ...
 
 // ---- expressions ----
-enum class ExprKind { IntImm, FloatImm, Var, Load, Binary, Neg, Cast, Select };
+enum class ExprKind { IntImm, FloatImm, Var, Load, Binary, Neg, Cast, Select, LaneSum };
 enum class BinOp { Add, Sub, Mul, Div, Mod, Min, Max, Lt, Le, Eq, Ne, And, Or };
 
 struct ExprNode {
@@ -64,6 +64,15 @@ struct Cast : ExprNode {
 struct Select : ExprNode {
   Expr cond, a, b;
   Select(Expr c, Expr x, Expr y) : ExprNode(ExprKind::Select, x->type), cond(std::move(c)), a(std::move(x)), b(std::move(y)) {}
+};
+
+// The sum of buffer[0 .. lanes): the partial sums of a reduction kept in lanes (`vectorize` with
+// `lanes`), added in vector registers rather than through the array (which would reload parts of
+// a vector just stored, stalling on store forwarding).
+struct LaneSum : ExprNode {
+  std::string buffer;
+  int64_t lanes;
+  LaneSum(std::string b, int64_t n, ScalarType t) : ExprNode(ExprKind::LaneSum, t), buffer(std::move(b)), lanes(n) {}
 };
 
 // ---- statements ----

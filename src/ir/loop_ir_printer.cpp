@@ -64,6 +64,10 @@ std::string ExprPrinter::print_vector_load(const Load& node, const std::string& 
   return node.buffer + "[" + index + " +: lanes]";
 }
 
+std::string ExprPrinter::print_lane_sum(const LaneSum& node) const {
+  return "sum(" + node.buffer + "[0:" + std::to_string(node.lanes) + "])";
+}
+
 std::string ExprPrinter::print(const Expr& expr, int parent_precedence) const {
   switch (expr->kind) {
     case ExprKind::IntImm: {
@@ -87,6 +91,7 @@ std::string ExprPrinter::print(const Expr& expr, int parent_precedence) const {
       bool primary = operand->kind == ExprKind::Var || operand->kind == ExprKind::Load || operand->kind == ExprKind::IntImm;
       return print_cast(expr->type, print(operand, 0), primary);
     }
+    case ExprKind::LaneSum: return print_lane_sum(static_cast<const LaneSum&>(*expr));
     case ExprKind::Select: {
       const auto& node = static_cast<const Select&>(*expr);
       std::string text = print(node.cond, 1) + " ? " + print(node.a, 1) + " : " + print(node.b, 1);

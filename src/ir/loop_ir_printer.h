@@ -20,6 +20,8 @@ class ExprPrinter {
   virtual std::string print_float(const FloatImm& node) const;
   // A vector load of the elements from `index` on: `B_vals[pB1 +: lanes]` in the dump.
   virtual std::string print_vector_load(const Load& node, const std::string& index) const;
+  // The sum of a lane array: `sum(acc_lanes[0:16])` in the dump.
+  virtual std::string print_lane_sum(const LaneSum& node) const;
   std::string print(const Expr& expr, int parent_precedence) const;
 };
 

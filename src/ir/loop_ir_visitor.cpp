@@ -14,6 +14,7 @@ void IRVisitor::visit(const Expr& expr) {
     case ExprKind::Neg: return visit_neg(static_cast<const Neg&>(*expr));
     case ExprKind::Cast: return visit_cast(static_cast<const Cast&>(*expr));
     case ExprKind::Select: return visit_select(static_cast<const Select&>(*expr));
+    case ExprKind::LaneSum: return visit_lane_sum(static_cast<const LaneSum&>(*expr));
   }
 }
 
@@ -43,6 +44,7 @@ Expr IRMutator::mutate(const Expr& expr) {
     case ExprKind::Neg: return mutate_neg(static_cast<const Neg&>(*expr), expr);
     case ExprKind::Cast: return mutate_cast(static_cast<const Cast&>(*expr), expr);
     case ExprKind::Select: return mutate_select(static_cast<const Select&>(*expr), expr);
+    case ExprKind::LaneSum: return expr;  // names an array: nothing to rewrite
   }
   return expr;
 }

@@ -78,6 +78,7 @@ class LoopVectorizer {
         }
         return std::nullopt;
       }
+      case ExprKind::LaneSum: return std::nullopt;
       case ExprKind::Select: {
         const auto& s = static_cast<const Select&>(*e);
         auto sc = stride(s.cond), sa = stride(s.a), sb = stride(s.b);

@@ -841,20 +841,9 @@ class Scheduler {
     LoopAnnotations vectorized;
     vectorized.vectorized = true;
     std::vector<Stmt> stmts = tile_loop(loop, lanes, group, lane, rest, into_lanes.mutate(loop.body), vectorized);
-    // The tree: halve the live partial sums until one is left, then add it into the scalar.
-    for (int64_t half = lanes / 2; half >= 2; half /= 2) {
-      std::string h = fresh(loop.label + "_sum" + std::to_string(half));
-      std::vector<Stmt> adds;
-      for (const auto& [scalar, array] : lane_arrays) {
-        ScalarType type = find_declare(scalar)->type;
-        adds.push_back(std::make_shared<Store>(array, var(h), load(array, add(var(h), int64(half)), type), true));
-      }
-      stmts.push_back(std::make_shared<For>(h, h, int64(0), int64(half), block(std::move(adds)), vectorized));
-    }
-    for (const auto& [scalar, array] : lane_arrays) {
-      ScalarType type = find_declare(scalar)->type;
-      stmts.push_back(std::make_shared<Assign>(scalar, add(load(array, int64(0), type), load(array, int64(1), type)), true));
-    }
+    // Then the partial sums are added into the scalar, pairwise (a tree, in vector registers).
+    for (const auto& [scalar, array] : lane_arrays)
+      stmts.push_back(std::make_shared<Assign>(scalar, std::make_shared<LaneSum>(array, lanes, find_declare(scalar)->type), true));
     Stmt replacement = std::make_shared<Allocate>(std::move(arrays), block(std::move(stmts)));
     func_.body = RewriteLoop(loop.label, [&](const For&) { return replacement; }).mutate(func_.body);
     origin_[group] = origin_[lane] = origin_[rest] = origin_.at(loop.label);
