@@ -574,8 +574,11 @@ class Lowering {
     }
     reduction_outside |= output_repeats;
     // Reductions outside the last compressed level scatter into a row workspace; below a dense
-    // last level they just add into its entries.
-    scattered_ = assembled_ && reduction_outside && output.format.levels.back() == LevelKind::Compressed;
+    // last level they just add into its entries. Counting a level above the last needs no
+    // workspace: a row holds an entry as soon as anything is written under it.
+    int last_level = static_cast<int>(output.axes.size()) - 1;
+    scattered_ = assembled_ && reduction_outside && output.format.levels.back() == LevelKind::Compressed &&
+                 (!counting_ || counted_level_ == last_level);
     if (assembled_) plan_open_levels(output);
     if (scattered_) plan_workspace(output);
     output_overwrites_ = !accumulate && !reduction_outside;
@@ -608,12 +611,6 @@ class Lowering {
   // its count).
   void plan_open_levels(const sparse::SparseBuffer& output) {
     const std::vector<LevelPosition>& levels = positions_.at(output.tensor);
-    int compressed_levels = 0;
-    for (LevelKind kind : output.format.levels) compressed_levels += kind == LevelKind::Compressed;
-    if (scattered_ && compressed_levels > 1)
-      throw_unsupported("sparse output " + output.tensor + " (" + output.format.name + ") is summed over a loop outside "
-                        "its last level, so its rows are gathered in a workspace, which supports one compressed level "
-                        "only; store " + output.tensor + " as csr (dense levels, then one compressed level)");
     for (size_t level = 0; level + 1 < output.axes.size(); ++level) {
       const sparse::Axis& axis = program_.axes[output.axes[level]];
       if (axis.kind != sparse::AxisKind::SparseVariable) continue;
@@ -826,12 +823,16 @@ class Lowering {
   }
 
   // First touch of a coordinate in this row: mark it (and, computing, list it and clear its sum).
+  // The row then holds an entry, so the compressed levels above it open (see open_levels): the
+  // row's marker is its parent position, a cursor there, which a row that stays empty does not
+  // advance, and so shares with the next row without having marked anything.
   Stmt scatter(Expr value) const {
     const sparse::SparseBuffer& output = program_.output();
     const sparse::Axis& axis = program_.axes[output.axes.back()];
     Expr j = var(axis.index_var);
     Expr first_touch = binary(BinOp::Ne, load(workspace_seen_, j, ScalarType::Int64), row_);
     std::vector<Stmt> mark = {std::make_shared<Store>(workspace_seen_, j, row_, false)};
+    append(mark, open_levels());
     if (counting_) {
       mark.push_back(std::make_shared<Store>(axis.pos, add(row_, int64(1)), cast(index_type_, int64(1)), true));
       return std::make_shared<If>(first_touch, block(std::move(mark)), nullptr);

@@ -294,16 +294,33 @@ TEST_CASE("assembled sparse output: summed loops are skipped when counting, and 
   CHECK(contains(c.stage2_dump, "A_vals[pA1] = acc"));
 }
 
+TEST_CASE("assembled sparse output: a scattered row under a compressed level (SpGEMM into dcsr)") {
+  spgen::Compilation c = compile("C(i,j) = A(i,k) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "dcsr"}}})");
+  REQUIRE(c.assemble.size() == 2);
+  // Counting rows needs no workspace: a row holds an entry once anything is written under it.
+  std::string rows = spgen::loops::dump_stage2(c.assemble[0]);
+  CHECK(!contains(rows, "allocate"));
+  CHECK(contains(rows, "C0_nonempty = true"));
+  CHECK(contains(rows, "C_pos0[pC0 + 1] += int32(int64(C0_nonempty))"));
+  // Counting a row's entries: the row's marker is the cursor of its compressed level.
+  std::string entries = spgen::loops::dump_stage2(c.assemble[1]);
+  CHECK(contains(entries, "if C_seen[j] != pC0:"));
+  CHECK(contains(entries, "C_pos1[pC0 + 1] += 1"));
+  CHECK(contains(entries, "pC0 += int64(C0_nonempty)"));
+  // Filling: the first touch of a coordinate stores the row's coordinate and opens the row.
+  CHECK(contains(c.stage2_dump, "          if C_seen[j] != pC0:\n"
+                                "            C_seen[j] = pC0\n"
+                                "            C_crd0[pC0] = int32(i)\n"
+                                "            C0_nonempty = true\n"));
+  CHECK(contains(c.stage2_dump, "for append C at t in [0, C_ntouched):"));
+}
+
 TEST_CASE("assembled sparse output: what cannot be appended is refused") {
   CHECK(contains(error_of("C(i,j) = A(k,i) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}}})"),
                  "sparse output C is summed over k outside its rows, so no row can be finished before the next begins"));
   CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "ell", "width": 4}}})"),
                  "/tensors/C/format: error: sparse output C (ell) cannot be assembled: an output is assembled when its "
                  "levels are dense and compressed ones"));
-  // A workspace gathers one row of one compressed level.
-  CHECK(contains(error_of(kSpmm, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "dcsr"}}})"),
-                 "c.json: /tensors: error: sparse output C (dcsr) is summed over a loop outside its last level, so its "
-                 "rows are gathered in a workspace, which supports one compressed level only; store C as csr"));
   // A loop moved above the output's cursor would restart it (stage II reorder after a split).
   CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"C": {"format": "csr"}},
       "schedule": [{"op": "split", "var": "j", "factor": 4}, {"op": "reorder", "order": ["j0", "i"]}]})"),
@@ -397,10 +414,10 @@ TEST_CASE("output format inference: compressed where an operand stores the index
 }
 
 TEST_CASE("output format inference: an inferred format that cannot be assembled is refused, naming what works") {
-  // TTV of a COO tensor infers dcsr, but its k loop sits outside j's level: a workspace row.
+  // TTV of a COO tensor infers dcsr, but B visits i once per entry: A's compressed i cannot be appended to.
   CHECK(contains(error_of("A(i,j) = B(i,j,k) * c(k)", R"({"tensors": {"B": {"format": "coo"}}})"),
-                 "c.json: /tensors: error: sparse output A (dcsr) is summed over a loop outside its last level, so its "
-                 "rows are gathered in a workspace, which supports one compressed level only; store A as csr"));
+                 "c.json: /tensors: error: sparse output A (dcsr) stores i in compressed level 0, but the loop over i "
+                 "visits each coordinate once per entry of B (a non-unique level), so it cannot be appended to"));
   // MTTKRP infers dense (j is dense, so i is too); given (compressed, dense), a COO operand
   // repeats i once per entry, and a compressed i level cannot be appended to.
   CHECK(contains(output_line(kMttkrp, R"({"tensors": {"B": {"format": "coo"}}})"), "format dense (inferred"));
