@@ -48,6 +48,13 @@ struct LoopPlan {
   }
 };
 
+// The output level whose positions are its entries: a COO segment's compressed-nonunique level
+// (the singletons below it share its positions), else the last level.
+int entry_level(const Format& format) {
+  auto coo = std::find(format.levels.begin(), format.levels.end(), LevelKind::CompressedNonUnique);
+  return coo != format.levels.end() ? static_cast<int>(coo - format.levels.begin()) : static_cast<int>(format.levels.size()) - 1;
+}
+
 class Lowering {
  public:
   Lowering(const sparse::Program& program, const Config& config, LoweringPhase phase, int counted_level)
@@ -198,11 +205,17 @@ class Lowering {
     for (size_t level = 0; level < output.axes.size(); ++level) {
       const sparse::Axis& axis = program_.axes[output.axes[level]];
       if (counting_ && static_cast<int>(level) > counted_level_) break;
+      std::string where = "output " + output.tensor + " level " + std::to_string(level) + " (" +
+                          level_kind_name(output.format.levels[level]) + ", index " + axis.index_var + ")";
+      if (axis.kind == sparse::AxisKind::Singleton && !counting_) {
+        params.push_back(make_param(axis.crd, ParamKind::Crd, index_type_, output.tensor, static_cast<int>(level),
+                                    where + ": the coordinate of each entry, written here",
+                                    level_size_prose(output, static_cast<int>(level))));
+        params.back().is_const = false;
+      }
       if (axis.kind != sparse::AxisKind::SparseVariable) continue;
       bool counted_here = counting_ && static_cast<int>(level) == counted_level_;
       std::string parents = level_size_prose(output, static_cast<int>(level) - 1);
-      std::string where = "output " + output.tensor + " level " + std::to_string(level) + " (compressed, index " +
-                          axis.index_var + ")";
       std::string written_by = assemble_function_name(program_, static_cast<int>(level));
       params.push_back(make_param(axis.pos, ParamKind::Pos, index_type_, output.tensor, static_cast<int>(level),
                                   where + (counted_here ? ": positions, written here (entries counted, then summed)"
@@ -211,7 +224,8 @@ class Lowering {
       params.back().is_const = !counted_here;
       if (counting_) continue;
       params.push_back(make_param(axis.crd, ParamKind::Crd, index_type_, output.tensor, static_cast<int>(level),
-                                  where + ": coordinates, written here in increasing order under each parent",
+                                  where + (axis.unique ? ": coordinates, written here in increasing order under each parent"
+                                                       : ": the coordinate of each entry, written here in non-decreasing order"),
                                   level_size_prose(output, static_cast<int>(level))));
       params.back().is_const = false;
     }
@@ -521,7 +535,7 @@ class Lowering {
           // A cursor, opened where the parent is known. The last level's is advanced by each
           // appended entry; a level above it is the next free position, and moves past the current
           // coordinate once that coordinate turns out to hold entries (see open_levels_).
-          bool last = level + 1 == buffer.axes.size();
+          bool last = static_cast<int>(level) == entry_level(buffer.format);
           position.declare_depth = parent_depth;
           position.ready_depth = last ? parent_depth : depth;
           position.value = cast(ScalarType::Int64, load(axis.pos, parent, index_type_));
@@ -579,6 +593,13 @@ class Lowering {
     int last_level = static_cast<int>(output.axes.size()) - 1;
     scattered_ = assembled_ && reduction_outside && output.format.levels.back() == LevelKind::Compressed &&
                  (!counting_ || counted_level_ == last_level);
+    bool coo_segment = std::count(output.format.levels.begin(), output.format.levels.end(), LevelKind::CompressedNonUnique) > 0;
+    if (assembled_ && reduction_outside && coo_segment)
+      throw_unsupported("sparse output " + output.tensor + " (" + output.format.name + ") stores one position per entry, "
+                        "appended in order, but " + (output_repeats ? "a loop over its indices visits a coordinate more than once"
+                                                                   : "it is summed over a loop outside its last index") +
+                        ", so its entries would repeat; store " + output.tensor + " with compressed levels (csr, dcsr), "
+                        "whose rows a workspace gathers");
     if (assembled_) plan_open_levels(output);
     if (scattered_) plan_workspace(output);
     output_overwrites_ = !accumulate && !reduction_outside;
@@ -611,10 +632,10 @@ class Lowering {
   // its count).
   void plan_open_levels(const sparse::SparseBuffer& output) {
     const std::vector<LevelPosition>& levels = positions_.at(output.tensor);
-    for (size_t level = 0; level + 1 < output.axes.size(); ++level) {
+    for (int level = 0; level < entry_level(output.format); ++level) {
       const sparse::Axis& axis = program_.axes[output.axes[level]];
       if (axis.kind != sparse::AxisKind::SparseVariable) continue;
-      if (counting_ && static_cast<int>(level) > counted_level_) break;
+      if (counting_ && level > counted_level_) break;
       int depth = program_.depth_of(axis.index_var);
       for (int d = 0; d < depth; ++d)
         if (program_.iteration.iterators[d].is_reduction)
@@ -631,7 +652,7 @@ class Lowering {
                             " (a non-unique level), so it cannot be appended to; make that level of " + output.tensor +
                             " dense");
       OpenLevel open;
-      open.level = static_cast<int>(level);
+      open.level = level;
       open.depth = depth;
       open.flag = fresh_name(output.tensor + std::to_string(level) + "_nonempty");
       open.counted = counting_ && open.level == counted_level_;
@@ -779,17 +800,21 @@ class Lowering {
     if (scattered_) return scatter(std::move(value));
     std::vector<Stmt> stmts = open_levels();
     Expr cursor = value_position(output.tensor);
-    int last = static_cast<int>(output.axes.size()) - 1;
-    const sparse::Axis& axis = program_.axes[output.axes.back()];
+    int entries = entry_level(output.format);
+    const sparse::Axis& axis = program_.axes[output.axes[entries]];
     if (counting_) {
       // One more entry under this parent (counts sit one slot up, for the prefix sum); a level
       // above the last one counts its flag instead, after its coordinate's loop.
-      if (counted_level_ == last)
+      if (counted_level_ == entries)
         stmts.push_back(std::make_shared<Store>(axis.pos, add(cursor, int64(1)), cast(index_type_, int64(1)), true));
     } else if (axis.kind == sparse::AxisKind::SparseVariable) {
-      const std::string& name = positions_.at(output.tensor).back().name;
-      stmts.push_back(std::make_shared<Store>(axis.crd, cursor, cast(index_type_, var(axis.index_var)), false));
-      stmts.push_back(std::make_shared<Store>(output.values, cursor, std::move(value), false));
+      // The entry's coordinates: the level's own, and those of the singletons below it (COO).
+      const std::string& name = positions_.at(output.tensor)[entries].name;
+      for (size_t level = entries; level < output.axes.size(); ++level) {
+        const sparse::Axis& stored = program_.axes[output.axes[level]];
+        stmts.push_back(std::make_shared<Store>(stored.crd, var(name), cast(index_type_, var(stored.index_var)), false));
+      }
+      stmts.push_back(std::make_shared<Store>(output.values, var(name), std::move(value), false));
       stmts.push_back(std::make_shared<Assign>(name, int64(1), true));
     } else {  // a dense last level, zeroed first
       stmts.push_back(std::make_shared<Store>(output.values, cursor, std::move(value), !output_overwrites_));
@@ -1345,7 +1370,8 @@ std::vector<int> assembled_levels(const sparse::Program& program) {
   if (!output_is_assembled(program)) return levels;
   const Format& format = program.output().format;
   for (size_t l = 0; l < format.levels.size(); ++l)
-    if (format.levels[l] == LevelKind::Compressed) levels.push_back(static_cast<int>(l));
+    if (format.levels[l] == LevelKind::Compressed || format.levels[l] == LevelKind::CompressedNonUnique)
+      levels.push_back(static_cast<int>(l));
   return levels;
 }
 

@@ -70,8 +70,8 @@ TEST_CASE("lowering: SDDMM writes into the structure it shares and applies X onc
 TEST_CASE("lowering: unsupported combinations are errors, not wrong code") {
   CHECK(contains(error_of("C(i,j) = B(i,j) / A(i,j)", R"({"tensors": {"A": {"format": "csr"}}})"),
                  "dividing by A"));
-  CHECK(contains(error_of(kSpmm, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "coo"}}})"),
-                 "c.json: /tensors/C/format: error: sparse output C (coo) cannot be assembled"));
+  CHECK(contains(error_of(kSpmm, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "ell", "width": 2}}})"),
+                 "c.json: /tensors/C/format: error: sparse output C (ell) cannot be assembled"));
   CHECK(contains(error_of("y(i) = A(i,j) * x(j) * A(j,i)", "{}"), "t.spg:1:24: error: tensor A is accessed as A(j,i)"));
 }
 
@@ -313,6 +313,30 @@ TEST_CASE("assembled sparse output: a scattered row under a compressed level (Sp
                                 "            C_crd0[pC0] = int32(i)\n"
                                 "            C0_nonempty = true\n"));
   CHECK(contains(c.stage2_dump, "for append C at t in [0, C_ntouched):"));
+}
+
+TEST_CASE("assembled sparse output: a COO output appends each entry's coordinates at one cursor") {
+  spgen::Compilation c = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "coo"}}})");
+  REQUIRE(c.assemble.size() == 1);
+  CHECK(c.assemble[0].name == "t_assemble");
+  std::string count = spgen::loops::dump_stage2(c.assemble[0]);
+  CHECK(contains(count, "C_pos0[pC0 + 1] += 1"));
+  CHECK(!contains(count, "C_crd"));
+  CHECK(contains(c.stage2_dump, "      C_crd0[pC0] = int32(i)\n"
+                                "      C_crd1[pC0] = int32(j)\n"
+                                "      C_vals[pC0] = (inA ? A_vals[pA1] : 0) + (inB ? B_vals[pB1] : 0)\n"
+                                "      pC0 += 1\n"));
+  // A summed loop outside its last index, or repeated visits, would repeat its entries.
+  CHECK(contains(error_of("C(i,j) = A(i,k) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "coo"}}})"),
+                 "c.json: /tensors: error: sparse output C (coo) stores one position per entry, appended in order, but it is "
+                 "summed over a loop outside its last index, so its entries would repeat; store C with compressed levels"));
+  // A dense level above the COO segment: entries are counted per row, which may be parallel.
+  spgen::Compilation rows = compile("C(i,j,k) = A(i,j,k) + B(i,j,k)",
+                                    R"({"tensors": {"A": {"format": {"levels": ["dense", "compressed", "compressed"]}}, "B": {"format": {"levels": ["dense", "compressed", "compressed"]}},
+                                        "C": {"format": {"levels": ["dense", "compressed-nonunique", "singleton"]}}},
+                                        "schedule": [{"op": "parallel", "var": "i"}]})");
+  CHECK(contains(rows.stage2_dump, "for i in [0, dim_i) parallel(static):\n    var pC1: int64 = int64(C_pos1[i])"));
+  CHECK(contains(rows.stage2_dump, "C_crd2[pC1] = int32(k)"));
 }
 
 TEST_CASE("assembled sparse output: what cannot be appended is refused") {
