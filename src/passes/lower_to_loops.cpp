@@ -369,19 +369,27 @@ class Lowering {
   // compressed level iterates pos[p] .. pos[p+1]). So a COO level that a merge streams, and every
   // COO level above it, goes by runs; a loop that a run-wise level drives alone becomes a merge
   // of one operand (it advances a run at a time).
+  //
+  // An assembled output is written once per coordinate of its indices (its cursors, and the rows
+  // of its workspace, move on when a coordinate is done), so a COO level that drives one of its
+  // loops alone goes by runs too.
   void plan_runs() {
+    auto go_by_runs = [&](int id) {
+      const sparse::Axis* axis = &program_.axes[id];
+      if (is_coo_level(*axis) && !is_last_level(*axis)) by_runs_.insert(id);
+      while (axis->parent >= 0 && is_coo_level(*axis)) {
+        axis = &program_.axes[axis->parent];
+        if (is_coo_level(*axis)) by_runs_.insert(axis_id(*axis));
+      }
+    };
     for (const LoopPlan& plan : plans_) {
       if (plan.kind != LoopKind::Merge) continue;
-      for (int id : plan.axes) {
-        if (plan.locates(id)) continue;
-        const sparse::Axis* axis = &program_.axes[id];
-        if (is_coo_level(*axis) && !is_last_level(*axis)) by_runs_.insert(id);
-        while (axis->parent >= 0 && is_coo_level(*axis)) {
-          axis = &program_.axes[axis->parent];
-          if (is_coo_level(*axis)) by_runs_.insert(axis_id(*axis));
-        }
-      }
+      for (int id : plan.axes)
+        if (!plan.locates(id)) go_by_runs(id);
     }
+    if (assembled_)
+      for (const std::string& var : program_.output().indices)
+        if (const LoopPlan& plan = plans_[program_.depth_of(var)]; plan.kind == LoopKind::Driven) go_by_runs(plan.stream());
     for (LoopPlan& plan : plans_)
       if (plan.kind == LoopKind::Driven && by_runs_.count(plan.stream())) plan.kind = LoopKind::Merge;
   }

@@ -437,18 +437,15 @@ TEST_CASE("output format inference: compressed where an operand stores the index
   CHECK(contains(compile(kSpmv, R"({"tensors": {"A": {"format": "csr"}}})").files[0].text, "y: dense (levels dense i), inferred from the operands"));
 }
 
-TEST_CASE("output format inference: an inferred format that cannot be assembled is refused, naming what works") {
-  // TTV of a COO tensor infers dcsr, but B visits i once per entry: A's compressed i cannot be appended to.
-  CHECK(contains(error_of("A(i,j) = B(i,j,k) * c(k)", R"({"tensors": {"B": {"format": "coo"}}})"),
-                 "c.json: /tensors: error: sparse output A (dcsr) stores i in compressed level 0, but the loop over i "
-                 "visits each coordinate once per entry of B (a non-unique level), so it cannot be appended to"));
-  // MTTKRP infers dense (j is dense, so i is too); given (compressed, dense), a COO operand
-  // repeats i once per entry, and a compressed i level cannot be appended to.
+TEST_CASE("output format inference: a COO operand's rows go by runs into an inferred or given compressed row level") {
+  // TTV of a COO tensor infers dcsr: B's rows go by runs, so A's compressed i is appended once per row.
+  spgen::Compilation ttv = compile("A(i,j) = B(i,j,k) * c(k)", R"({"tensors": {"B": {"format": "coo"}}})");
+  CHECK(contains(ttv.stage2_dump, "# co-iterate i: a cursor over B (runs of equal coordinates)"));
+  CHECK(contains(ttv.stage2_dump, "A_crd0[pA0] = int32(i)"));
+  // MTTKRP infers dense (j is dense, so i is too); given (compressed, dense), B's rows go by runs too.
   CHECK(contains(output_line(kMttkrp, R"({"tensors": {"B": {"format": "coo"}}})"), "format dense (inferred"));
-  CHECK(contains(error_of(kMttkrp, R"({"tensors": {"B": {"format": "coo"}, "A": {"format": {"levels": ["compressed", "dense"]}}}})"),
-                 "c.json: /tensors: error: sparse output A (custom) stores i in compressed level 0, but the loop over i "
-                 "visits each coordinate once per entry of B (a non-unique level), so it cannot be appended to; make "
-                 "that level of A dense"));
+  spgen::Compilation mttkrp = compile(kMttkrp, R"({"tensors": {"B": {"format": "coo"}, "A": {"format": {"levels": ["compressed", "dense"]}}}})");
+  CHECK(contains(mttkrp.stage2_dump, "# co-iterate i: a cursor over B (runs of equal coordinates)"));
 }
 
 TEST_CASE("SpGEMM: a scattered sparse output is gathered per row in a workspace") {
