@@ -213,16 +213,18 @@ class Lowering {
                                     level_size_prose(output, static_cast<int>(level))));
         params.back().is_const = false;
       }
-      if (axis.kind != sparse::AxisKind::SparseVariable) continue;
+      if (axis.kind != sparse::AxisKind::SparseVariable && axis.kind != sparse::AxisKind::DenseVariable) continue;
       bool counted_here = counting_ && static_cast<int>(level) == counted_level_;
       std::string parents = level_size_prose(output, static_cast<int>(level) - 1);
+      std::string counted = axis.kind == sparse::AxisKind::DenseVariable
+                                ? ": positions, written here (each row's largest coordinate + 1, then summed)"
+                                : ": positions, written here (entries counted, then summed)";
       std::string written_by = assemble_function_name(program_, static_cast<int>(level));
       params.push_back(make_param(axis.pos, ParamKind::Pos, index_type_, output.tensor, static_cast<int>(level),
-                                  where + (counted_here ? ": positions, written here (entries counted, then summed)"
-                                                        : ": positions, as written by " + written_by),
+                                  where + (counted_here ? counted : ": positions, as written by " + written_by),
                                   parents == "1" ? "2" : parents + " + 1"));
       params.back().is_const = !counted_here;
-      if (counting_) continue;
+      if (counting_ || axis.kind == sparse::AxisKind::DenseVariable) continue;
       params.push_back(make_param(axis.crd, ParamKind::Crd, index_type_, output.tensor, static_cast<int>(level),
                                   where + (axis.unique ? ": coordinates, written here in increasing order under each parent"
                                                        : ": the coordinate of each entry, written here in non-decreasing order"),
@@ -539,6 +541,10 @@ class Lowering {
           // The counted level: its counts are indexed by the parent position.
           position.ready_depth = parent_depth;
           position.value = parent;
+        } else if (buffer.is_output && assembled_ && axis.kind == sparse::AxisKind::DenseVariable) {
+          // A ragged row holds 0 .. its largest coordinate: the entry is located, not appended.
+          position.ready_depth = std::max(parent_depth, depth);
+          position.value = add(cast(ScalarType::Int64, load(axis.pos, parent, index_type_)), var(axis.index_var));
         } else if (buffer.is_output && assembled_) {
           // A cursor, opened where the parent is known. The last level's is advanced by each
           // appended entry; a level above it is the next free position, and moves past the current
@@ -623,7 +629,9 @@ class Lowering {
     for (int id : program_.structure_of(output).axes) some_entry_unvisited |= program_.axes[id].kind == sparse::AxisKind::SparseFixed;
     needs_zero_fill_ = !assembled_ && !accumulate && (reduction_outside || some_entry_unvisited);
     // Dense levels below a compressed one store every coordinate under an entry, written or not.
-    if (assembled_ && !counting_) needs_zero_fill_ = dense_below_compressed(output.format);
+    // So do the gaps of a ragged row.
+    if (assembled_ && !counting_)
+      needs_zero_fill_ = dense_below_compressed(output.format) || output.format.levels.back() == LevelKind::DenseVariable;
     if (scalar_accumulator_) accumulator_ = fresh_name("acc");
     split_hoistable_factors();
   }
@@ -667,9 +675,10 @@ class Lowering {
       if (!open.counted) open.cursor = levels[level].name;
       open_levels_.push_back(open);
     }
-    // Cursors and counts are shared by the loops inside the first compressed level's parent.
+    // Cursors and counts are shared by the loops inside the first compressed (or ragged) level's parent.
     for (size_t level = 0; level < output.axes.size(); ++level)
-      if (program_.axes[output.axes[level]].kind == sparse::AxisKind::SparseVariable) {
+      if (program_.axes[output.axes[level]].kind == sparse::AxisKind::SparseVariable ||
+          program_.axes[output.axes[level]].kind == sparse::AxisKind::DenseVariable) {
         append_depth_ = level == 0 ? -1 : levels[level - 1].ready_depth;
         break;
       }
@@ -813,8 +822,14 @@ class Lowering {
     if (counting_) {
       // One more entry under this parent (counts sit one slot up, for the prefix sum); a level
       // above the last one counts its flag instead, after its coordinate's loop.
-      if (counted_level_ == entries)
+      if (counted_level_ == entries && axis.kind == sparse::AxisKind::DenseVariable) {
+        // A ragged row's length is its largest coordinate + 1, whatever order the entries come in.
+        Expr slot = add(cursor, int64(1));
+        Expr length = binary(BinOp::Max, load(axis.pos, slot, index_type_), cast(index_type_, add(var(axis.index_var), int64(1))));
+        stmts.push_back(std::make_shared<Store>(axis.pos, slot, length, false));
+      } else if (counted_level_ == entries) {
         stmts.push_back(std::make_shared<Store>(axis.pos, add(cursor, int64(1)), cast(index_type_, int64(1)), true));
+      }
     } else if (axis.kind == sparse::AxisKind::SparseVariable) {
       // The entry's coordinates: the level's own, and those of the singletons below it (COO).
       const std::string& name = positions_.at(output.tensor)[entries].name;
@@ -824,7 +839,7 @@ class Lowering {
       }
       stmts.push_back(std::make_shared<Store>(output.values, var(name), std::move(value), false));
       stmts.push_back(std::make_shared<Assign>(name, int64(1), true));
-    } else {  // a dense last level, zeroed first
+    } else {  // a dense or ragged last level, zeroed first
       stmts.push_back(std::make_shared<Store>(output.values, cursor, std::move(value), !output_overwrites_));
     }
     return stmts.size() == 1 ? stmts.front() : block(std::move(stmts));
@@ -901,6 +916,10 @@ class Lowering {
                                       program_.output().tensor + " under one parent position";
     if (scattered_ && depth > row_depth_)
       annotations.sequential_reason = "it adds into the row workspace of " + program_.output().tensor;
+    // A summed loop above a ragged output's rows: its lengths and values have no private copies.
+    if (assembled_ && depth <= append_depth_ && program_.iteration.iterators[depth].is_reduction)
+      annotations.sequential_reason = std::string(counting_ ? "it counts" : "it adds into") + " the rows of " +
+                                      program_.output().tensor + ", which are assembled, not privatized";
     return annotations;
   }
 
@@ -1378,7 +1397,8 @@ std::vector<int> assembled_levels(const sparse::Program& program) {
   if (!output_is_assembled(program)) return levels;
   const Format& format = program.output().format;
   for (size_t l = 0; l < format.levels.size(); ++l)
-    if (format.levels[l] == LevelKind::Compressed || format.levels[l] == LevelKind::CompressedNonUnique)
+    if (format.levels[l] == LevelKind::Compressed || format.levels[l] == LevelKind::CompressedNonUnique ||
+        format.levels[l] == LevelKind::DenseVariable)
       levels.push_back(static_cast<int>(l));
   return levels;
 }

@@ -339,6 +339,24 @@ TEST_CASE("assembled sparse output: a COO output appends each entry's coordinate
   CHECK(contains(rows.stage2_dump, "C_crd2[pC1] = int32(k)"));
 }
 
+TEST_CASE("assembled sparse output: a ragged row's length is its largest coordinate + 1, and it is located, not appended") {
+  spgen::Compilation c = compile("C(i,j) = A(k,i) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "ragged"}}})");
+  REQUIRE(c.assemble.size() == 1);
+  // Lengths are maxima, so k may be summed outside the rows, and no workspace is needed.
+  std::string count = spgen::loops::dump_stage2(c.assemble[0]);
+  CHECK(contains(count, "C_pos1[i + 1] = max(C_pos1[i + 1], int32(j + 1))"));
+  CHECK(!contains(c.stage2_dump, "allocate"));
+  CHECK(contains(c.stage2_dump, "  # zero C: the loops below add into it\n"));
+  CHECK(contains(c.stage2_dump, "let pC1: int64 = int64(C_pos1[i]) + j\n"));
+  CHECK(contains(c.stage2_dump, "C_vals[pC1] += A_vals[pA1] * B_vals[pB1]"));
+  CHECK(contains(c.files[0].text, "C_pos1  int32_t*        output C level 1 (dense-variable, index j): positions, written here (each row's "
+                                  "largest coordinate + 1, then summed)"));
+  // The rows have no private copies: a summed loop around them stays sequential.
+  CHECK(contains(error_of("C(i,j) = A(k,i) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "ragged"}},
+      "schedule": [{"op": "parallel", "var": "k", "reduction": "atomic"}]})"),
+                 "c.json: /schedule/0: error: parallel: cannot parallelize k: it adds into the rows of C, which are assembled, not privatized"));
+}
+
 TEST_CASE("assembled sparse output: what cannot be appended is refused") {
   CHECK(contains(error_of("C(i,j) = A(k,i) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}}})"),
                  "sparse output C is summed over k outside its rows, so no row can be finished before the next begins"));
