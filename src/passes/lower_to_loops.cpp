@@ -601,19 +601,12 @@ class Lowering {
       for (int id : plan.axes) output_repeats |= repeats(program_.axes[id]);
     }
     reduction_outside |= output_repeats;
-    // Reductions outside the last compressed level scatter into a row workspace; below a dense
-    // last level they just add into its entries. Counting a level above the last needs no
-    // workspace: a row holds an entry as soon as anything is written under it.
-    int last_level = static_cast<int>(output.axes.size()) - 1;
-    scattered_ = assembled_ && reduction_outside && output.format.levels.back() == LevelKind::Compressed &&
-                 (!counting_ || counted_level_ == last_level);
-    bool coo_segment = std::count(output.format.levels.begin(), output.format.levels.end(), LevelKind::CompressedNonUnique) > 0;
-    if (assembled_ && reduction_outside && coo_segment)
-      throw_unsupported("sparse output " + output.tensor + " (" + output.format.name + ") stores one position per entry, "
-                        "appended in order, but " + (output_repeats ? "a loop over its indices visits a coordinate more than once"
-                                                                   : "it is summed over a loop outside its last index") +
-                        ", so its entries would repeat; store " + output.tensor + " with compressed levels (csr, dcsr), "
-                        "whose rows a workspace gathers");
+    // Reductions outside the last compressed level (or COO segment) scatter into a row workspace;
+    // below a dense or ragged last level they just add into its entries. Counting a level above
+    // the last needs no workspace: a row holds an entry as soon as anything is written under it.
+    coo_segment_ = std::count(output.format.levels.begin(), output.format.levels.end(), LevelKind::CompressedNonUnique) > 0;
+    scattered_ = assembled_ && reduction_outside && (output.format.levels.back() == LevelKind::Compressed || coo_segment_) &&
+                 (!counting_ || counted_level_ == entry_level(output.format));
     if (assembled_) plan_open_levels(output);
     if (scattered_) plan_workspace(output);
     output_overwrites_ = !accumulate && !reduction_outside;
@@ -849,9 +842,17 @@ class Lowering {
   // order and repeatedly, so they are gathered per row (per parent position of the compressed
   // level) in a dense workspace, with a marker of the row that last touched each coordinate and
   // the list of touched coordinates, which is sorted and appended when the row is done.
+  //
+  // A COO segment has no position per row (its rows are the coordinates of the levels above the
+  // last): a row is marked by its number among the rows this thread has visited.
   void plan_workspace(const sparse::SparseBuffer& output) {
     const std::vector<LevelPosition>& levels = positions_.at(output.tensor);
     row_depth_ = levels.size() > 1 ? levels[levels.size() - 2].ready_depth : -1;
+    if (coo_segment_) {
+      row_depth_ = -1;
+      for (size_t level = 0; level + 1 < output.axes.size(); ++level)
+        row_depth_ = std::max(row_depth_, program_.depth_of(program_.axes[output.axes[level]].index_var));
+    }
     for (int d = 0; d <= row_depth_; ++d)
       if (program_.iteration.iterators[d].is_reduction)
         throw_unsupported("sparse output " + output.tensor + " is summed over " + program_.iteration.iterators[d].var +
@@ -864,6 +865,11 @@ class Lowering {
     workspace_list_ = fresh_name(output.tensor + "_touched");
     workspace_count_ = fresh_name(output.tensor + "_ntouched");
     Expr width = var(axis.length);
+    if (coo_segment_) {
+      workspace_row_number_ = fresh_name(output.tensor + "_rows");
+      workspaces_.push_back({workspace_row_number_, ScalarType::Int64, int64(1), int64(0)});
+      row_ = load(workspace_row_number_, int64(0), ScalarType::Int64);
+    }
     workspaces_.push_back({workspace_seen_, ScalarType::Int64, width, int64(-1)});
     if (counting_) return;
     workspaces_.push_back({workspace_list_, ScalarType::Int64, width, int64(0)});
@@ -882,7 +888,11 @@ class Lowering {
     std::vector<Stmt> mark = {std::make_shared<Store>(workspace_seen_, j, row_, false)};
     append(mark, open_levels());
     if (counting_) {
-      mark.push_back(std::make_shared<Store>(axis.pos, add(row_, int64(1)), cast(index_type_, int64(1)), true));
+      // Counts sit one slot above the counted level's parent position (a COO segment's parent
+      // is not the row).
+      const sparse::Axis& counted = program_.axes[output.axes[counted_level_]];
+      Expr parent = coo_segment_ ? value_position(output.tensor) : row_;
+      mark.push_back(std::make_shared<Store>(counted.pos, add(parent, int64(1)), cast(index_type_, int64(1)), true));
       return std::make_shared<If>(first_touch, block(std::move(mark)), nullptr);
     }
     mark.push_back(std::make_shared<Store>(workspace_list_, var(workspace_count_), j, false));
@@ -892,20 +902,31 @@ class Lowering {
                   std::make_shared<Store>(workspace_values_, j, std::move(value), true)});
   }
 
-  // Around a row's loops: start an empty list; afterwards append the row in coordinate order.
+  // Around a row's loops: start an empty list; afterwards append the row in coordinate order
+  // (and number the next row, for a COO segment).
   Stmt around_row(Stmt row_loops) {
-    if (counting_) return row_loops;
+    Stmt next_row = coo_segment_ ? std::make_shared<Store>(workspace_row_number_, int64(0), int64(1), true) : nullptr;
+    if (counting_) return next_row ? block({row_loops, next_row}) : row_loops;
     const sparse::SparseBuffer& output = program_.output();
     const sparse::Axis& axis = program_.axes[output.axes.back()];
-    const std::string& cursor = positions_.at(output.tensor).back().name;
+    int entries = entry_level(output.format);
+    const std::string& cursor = positions_.at(output.tensor)[entries].name;
     std::string t = fresh_name("t"), j = fresh_name(axis.index_var + "_out");
-    Stmt append_entry = block({std::make_shared<Declare>(j, ScalarType::Int64, load(workspace_list_, var(t), ScalarType::Int64), false),
-                               std::make_shared<Store>(axis.crd, var(cursor), cast(index_type_, var(j)), false),
-                               std::make_shared<Store>(output.values, var(cursor), load(workspace_values_, var(j), value_type_), false),
-                               std::make_shared<Assign>(cursor, int64(1), true)});
-    return block({std::make_shared<Declare>(workspace_count_, ScalarType::Int64, int64(0), true), row_loops,
-                  std::make_shared<Sort>(workspace_list_, int64(0), var(workspace_count_)),
-                  std::make_shared<For>("append " + output.tensor, t, int64(0), var(workspace_count_), append_entry)});
+    std::vector<Stmt> append_entry = {std::make_shared<Declare>(j, ScalarType::Int64, load(workspace_list_, var(t), ScalarType::Int64), false)};
+    // A COO segment's levels above the last store the row's coordinates at every entry.
+    for (size_t level = entries; level + 1 < output.axes.size(); ++level) {
+      const sparse::Axis& stored = program_.axes[output.axes[level]];
+      append_entry.push_back(std::make_shared<Store>(stored.crd, var(cursor), cast(index_type_, var(stored.index_var)), false));
+    }
+    append_entry.push_back(std::make_shared<Store>(axis.crd, var(cursor), cast(index_type_, var(j)), false));
+    append_entry.push_back(std::make_shared<Store>(output.values, var(cursor), load(workspace_values_, var(j), value_type_), false));
+    append_entry.push_back(std::make_shared<Assign>(cursor, int64(1), true));
+    std::vector<Stmt> stmts = {std::make_shared<Declare>(workspace_count_, ScalarType::Int64, int64(0), true), row_loops,
+                               std::make_shared<Sort>(workspace_list_, int64(0), var(workspace_count_)),
+                               std::make_shared<For>("append " + output.tensor, t, int64(0), var(workspace_count_),
+                                                     block(std::move(append_entry)))};
+    if (next_row) stmts.push_back(next_row);
+    return block(std::move(stmts));
   }
 
   // Loops inside a row share its workspace: they stay sequential.
@@ -1360,6 +1381,8 @@ class Lowering {
   std::set<std::string> used_names_;
   bool assembled_;  // the output's structure is built here (see LoweringPhase)
   bool scattered_ = false;  // ... and its rows are gathered in a workspace (see plan_workspace)
+  bool coo_segment_ = false;  // ... and it ends in a COO segment (compressed-nonunique, singletons)
+  std::string workspace_row_number_;  // a COO segment's row marker: the rows visited so far
   int row_depth_ = -1;      // the loop depth where a row (the output's parent position) is known
   Expr row_;
   std::string workspace_values_, workspace_seen_, workspace_list_, workspace_count_;

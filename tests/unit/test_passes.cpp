@@ -326,10 +326,22 @@ TEST_CASE("assembled sparse output: a COO output appends each entry's coordinate
                                 "      C_crd1[pC0] = int32(j)\n"
                                 "      C_vals[pC0] = (inA ? A_vals[pA1] : 0) + (inB ? B_vals[pB1] : 0)\n"
                                 "      pC0 += 1\n"));
-  // A summed loop outside its last index, or repeated visits, would repeat its entries.
-  CHECK(contains(error_of("C(i,j) = A(i,k) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "coo"}}})"),
-                 "c.json: /tensors: error: sparse output C (coo) stores one position per entry, appended in order, but it is "
-                 "summed over a loop outside its last index, so its entries would repeat; store C with compressed levels"));
+  // Scattered (SpGEMM): rows gathered in a workspace, marked by their number, appended with i.
+  spgen::Compilation spgemm = compile("C(i,j) = A(i,k) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "coo"}}})");
+  REQUIRE(spgemm.assemble.size() == 1);
+  std::string spgemm_count = spgen::loops::dump_stage2(spgemm.assemble[0]);
+  CHECK(contains(spgemm_count, "allocate C_rows: int64[1] = 0, C_seen: int64[dim_j] = -1:"));
+  CHECK(contains(spgemm_count, "if C_seen[j] != C_rows[0]:"));
+  CHECK(contains(spgemm_count, "C_pos0[pC0 + 1] += 1"));
+  CHECK(contains(spgemm.stage2_dump, "        C_crd0[pC0] = int32(i)\n"
+                                     "        C_crd1[pC0] = int32(j_out)\n"
+                                     "        C_vals[pC0] = C_row[j_out]\n"
+                                     "        pC0 += 1\n"
+                                     "      C_rows[0] += 1\n"));
+  // A summed loop outside the rows cannot finish a row before the next begins.
+  CHECK(contains(error_of("C(i,j) = A(k,i) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "coo"}}})"),
+                 "c.json: /tensors: error: sparse output C is summed over k outside its rows, so no row can be finished "
+                 "before the next begins"));
   // A dense level above the COO segment: entries are counted per row, which may be parallel.
   spgen::Compilation rows = compile("C(i,j,k) = A(i,j,k) + B(i,j,k)",
                                     R"({"tensors": {"A": {"format": {"levels": ["dense", "compressed", "compressed"]}}, "B": {"format": {"levels": ["dense", "compressed", "compressed"]}},
