@@ -59,9 +59,9 @@ std::string find_shared_structure(const ast::Spec& spec, const Config& config) {
 }
 
 // Outputs whose structure the kernel builds itself (count, prefix sum, fill, level by level):
-// dense and compressed levels, whose entries can be appended in loop order.
-// Dense and compressed levels, possibly ending in a COO segment (one compressed-nonunique level,
-// then singletons), which stores one position per entry, or in a ragged (dense-variable) level.
+// dense and compressed levels, whose entries can be appended in loop order, possibly ending in a
+// COO segment (one compressed-nonunique level, then singletons: one position per entry) or in a
+// ragged (dense-variable) level, whose rows are sized by their largest coordinate.
 bool is_assemblable(const Format& format) {
   bool in_coo_segment = false;
   for (size_t l = 0; l < format.levels.size(); ++l) {
