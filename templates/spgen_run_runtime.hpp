@@ -1473,13 +1473,16 @@ class Run {
 };
 
 // The positions of the first `levels` levels of an output the kernel assembles (dense and
-// compressed levels, the pos arrays above filled in).
+// compressed levels, possibly ending in a COO segment or a ragged level, the pos arrays above
+// filled in). A singleton level shares its parent's positions.
 template <class Index, class Value>
 int64_t assembled_positions(const TensorInfo& ti, const Packed<Index, Value>& p, size_t levels) {
   int64_t n = 1;
-  for (size_t l = 0; l < levels; ++l)
+  for (size_t l = 0; l < levels; ++l) {
+    if (ti.levels[l] == Level::Singleton) continue;
     n = ti.levels[l] == Level::Dense ? n * p.dims.at(static_cast<size_t>(ti.mode_order[l]))
                                      : static_cast<int64_t>(p.pos.at(l).back());
+  }
   return n;
 }
 
@@ -2018,11 +2021,19 @@ class Driver {
     }
   }
 
-  // Dense and compressed levels, at least one compressed: the shapes the kernels can assemble.
+  // Dense and compressed levels, possibly ending in a COO segment (a compressed-nonunique level,
+  // then singletons) or a ragged (dense-variable) level, not all dense: the shapes the kernels
+  // can assemble.
   static bool is_assembled_shape(const std::vector<Level>& levels) {
-    for (Level level : levels)
-      if (level != Level::Dense && level != Level::Compressed) return false;
-    return std::find(levels.begin(), levels.end(), Level::Compressed) != levels.end();
+    bool in_coo_segment = false;
+    for (size_t l = 0; l < levels.size(); ++l) {
+      const bool ragged_last = levels[l] == Level::DenseVariable && l + 1 == levels.size();
+      if (levels[l] == Level::CompressedNonUnique && !in_coo_segment) in_coo_segment = true;
+      else if (in_coo_segment ? levels[l] != Level::Singleton
+                              : levels[l] != Level::Dense && levels[l] != Level::Compressed && !ragged_last)
+        return false;
+    }
+    return !all_dense(levels);
   }
 
   // Runs the assemble phase once to learn each assembled output's entry count, and sizes its
@@ -2034,8 +2045,8 @@ class Driver {
       Packed<Index, Value>& out = run.packed(static_cast<int>(t));
       if (!ti.is_output || run.structure_owner(static_cast<int>(t)) != static_cast<int>(t) || all_dense(ti.levels)) continue;
       for (size_t l = 0; l < ti.levels.size(); ++l) {
-        if (ti.levels[l] != Level::Compressed) continue;
-        const int64_t entries = static_cast<int64_t>(out.pos[l].back());
+        if (!level_has_crd(ti.levels[l])) continue;
+        const int64_t entries = assembled_positions(ti, out, l + 1);
         if (entries < 0) throw std::runtime_error("output " + ti.name + ": the assemble phase produced a negative count");
         out.crd[l].assign(static_cast<size_t>(entries), Index(0));
       }

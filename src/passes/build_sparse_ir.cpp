@@ -59,10 +59,19 @@ std::string find_shared_structure(const ast::Spec& spec, const Config& config) {
 }
 
 // Outputs whose structure the kernel builds itself (count, prefix sum, fill, level by level):
-// dense and compressed levels, whose entries can be appended in loop order.
+// dense and compressed levels, whose entries can be appended in loop order, possibly ending in a
+// COO segment (one compressed-nonunique level, then singletons: one position per entry) or in a
+// ragged (dense-variable) level, whose rows are sized by their largest coordinate.
 bool is_assemblable(const Format& format) {
-  for (LevelKind kind : format.levels)
-    if (kind != LevelKind::Dense && kind != LevelKind::Compressed) return false;
+  bool in_coo_segment = false;
+  for (size_t l = 0; l < format.levels.size(); ++l) {
+    LevelKind kind = format.levels[l];
+    bool ragged_last = kind == LevelKind::DenseVariable && l + 1 == format.levels.size();
+    if (kind == LevelKind::CompressedNonUnique && !in_coo_segment) in_coo_segment = true;
+    else if (in_coo_segment ? kind != LevelKind::Singleton
+                            : kind != LevelKind::Dense && kind != LevelKind::Compressed && !ragged_last)
+      return false;
+  }
   return !format.all_dense();
 }
 
@@ -161,7 +170,8 @@ sparse::Program build_sparse_ir(const ast::Spec& spec, const Config& config) {
             config.file, "/tensors/" + buffer.tensor + "/format",
             "sparse output " + buffer.tensor + " (" + buffer.format.name +
                 ") cannot be assembled: an output is assembled when its levels are dense and compressed ones "
-                "(csr, dcsr, csf, sv, ...), or it shares the structure of an input with the same format and indices "
+                "(csr, dcsr, csf, sv, ...), possibly ending in one compressed-nonunique level and singletons (coo) or in a "
+                "dense-variable level (ragged), or it shares the structure of an input with the same format and indices "
                 "that multiplies the whole right-hand side (as X does in SDDMM)"));
       if (buffer.shares_structure_with.empty() && spec.accumulate)
         throw CompileError(format_config_error(config.file, "/tensors/" + buffer.tensor + "/format",

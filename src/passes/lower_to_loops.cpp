@@ -49,6 +49,13 @@ struct LoopPlan {
   }
 };
 
+// The output level whose positions are its entries: a COO segment's compressed-nonunique level
+// (the singletons below it share its positions), else the last level.
+int entry_level(const Format& format) {
+  auto coo = std::find(format.levels.begin(), format.levels.end(), LevelKind::CompressedNonUnique);
+  return coo != format.levels.end() ? static_cast<int>(coo - format.levels.begin()) : static_cast<int>(format.levels.size()) - 1;
+}
+
 class Lowering {
  public:
   Lowering(const sparse::Program& program, const Config& config, LoweringPhase phase, int counted_level)
@@ -199,20 +206,29 @@ class Lowering {
     for (size_t level = 0; level < output.axes.size(); ++level) {
       const sparse::Axis& axis = program_.axes[output.axes[level]];
       if (counting_ && static_cast<int>(level) > counted_level_) break;
-      if (axis.kind != sparse::AxisKind::SparseVariable) continue;
+      std::string where = "output " + output.tensor + " level " + std::to_string(level) + " (" +
+                          level_kind_name(output.format.levels[level]) + ", index " + axis.index_var + ")";
+      if (axis.kind == sparse::AxisKind::Singleton && !counting_) {
+        params.push_back(make_param(axis.crd, ParamKind::Crd, index_type_, output.tensor, static_cast<int>(level),
+                                    where + ": the coordinate of each entry, written here",
+                                    level_size_prose(output, static_cast<int>(level))));
+        params.back().is_const = false;
+      }
+      if (axis.kind != sparse::AxisKind::SparseVariable && axis.kind != sparse::AxisKind::DenseVariable) continue;
       bool counted_here = counting_ && static_cast<int>(level) == counted_level_;
       std::string parents = level_size_prose(output, static_cast<int>(level) - 1);
-      std::string where = "output " + output.tensor + " level " + std::to_string(level) + " (compressed, index " +
-                          axis.index_var + ")";
+      std::string counted = axis.kind == sparse::AxisKind::DenseVariable
+                                ? ": positions, written here (each row's largest coordinate + 1, then summed)"
+                                : ": positions, written here (entries counted, then summed)";
       std::string written_by = assemble_function_name(program_, static_cast<int>(level));
       params.push_back(make_param(axis.pos, ParamKind::Pos, index_type_, output.tensor, static_cast<int>(level),
-                                  where + (counted_here ? ": positions, written here (entries counted, then summed)"
-                                                        : ": positions, as written by " + written_by),
+                                  where + (counted_here ? counted : ": positions, as written by " + written_by),
                                   parents == "1" ? "2" : parents + " + 1"));
       params.back().is_const = !counted_here;
-      if (counting_) continue;
+      if (counting_ || axis.kind == sparse::AxisKind::DenseVariable) continue;
       params.push_back(make_param(axis.crd, ParamKind::Crd, index_type_, output.tensor, static_cast<int>(level),
-                                  where + ": coordinates, written here in increasing order under each parent",
+                                  where + (axis.unique ? ": coordinates, written here in increasing order under each parent"
+                                                       : ": the coordinate of each entry, written here in non-decreasing order"),
                                   level_size_prose(output, static_cast<int>(level))));
       params.back().is_const = false;
     }
@@ -414,19 +430,27 @@ class Lowering {
   // compressed level iterates pos[p] .. pos[p+1]). So a COO level that a merge streams, and every
   // COO level above it, goes by runs; a loop that a run-wise level drives alone becomes a merge
   // of one operand (it advances a run at a time).
+  //
+  // An assembled output is written once per coordinate of its indices (its cursors, and the rows
+  // of its workspace, move on when a coordinate is done), so a COO level that drives one of its
+  // loops alone goes by runs too.
   void plan_runs() {
+    auto go_by_runs = [&](int id) {
+      const sparse::Axis* axis = &program_.axes[id];
+      if (is_coo_level(*axis) && !is_last_level(*axis)) by_runs_.insert(id);
+      while (axis->parent >= 0 && is_coo_level(*axis)) {
+        axis = &program_.axes[axis->parent];
+        if (is_coo_level(*axis)) by_runs_.insert(axis_id(*axis));
+      }
+    };
     for (const LoopPlan& plan : plans_) {
       if (plan.kind != LoopKind::Merge) continue;
-      for (int id : plan.axes) {
-        if (plan.locates(id)) continue;
-        const sparse::Axis* axis = &program_.axes[id];
-        if (is_coo_level(*axis) && !is_last_level(*axis)) by_runs_.insert(id);
-        while (axis->parent >= 0 && is_coo_level(*axis)) {
-          axis = &program_.axes[axis->parent];
-          if (is_coo_level(*axis)) by_runs_.insert(axis_id(*axis));
-        }
-      }
+      for (int id : plan.axes)
+        if (!plan.locates(id)) go_by_runs(id);
     }
+    if (assembled_)
+      for (const std::string& var : program_.output().indices)
+        if (const LoopPlan& plan = plans_[program_.depth_of(var)]; plan.kind == LoopKind::Driven) go_by_runs(plan.stream());
     for (LoopPlan& plan : plans_)
       if (plan.kind == LoopKind::Driven && by_runs_.count(plan.stream())) plan.kind = LoopKind::Merge;
   }
@@ -592,11 +616,15 @@ class Lowering {
           // The counted level: its counts are indexed by the parent position.
           position.ready_depth = parent_depth;
           position.value = parent;
+        } else if (buffer.is_output && assembled_ && axis.kind == sparse::AxisKind::DenseVariable) {
+          // A ragged row holds 0 .. its largest coordinate: the entry is located, not appended.
+          position.ready_depth = std::max(parent_depth, depth);
+          position.value = add(cast(ScalarType::Int64, load(axis.pos, parent, index_type_)), var(axis.index_var));
         } else if (buffer.is_output && assembled_) {
           // A cursor, opened where the parent is known. The last level's is advanced by each
           // appended entry; a level above it is the next free position, and moves past the current
           // coordinate once that coordinate turns out to hold entries (see open_levels_).
-          bool last = level + 1 == buffer.axes.size();
+          bool last = static_cast<int>(level) == entry_level(buffer.format);
           position.declare_depth = parent_depth;
           position.ready_depth = last ? parent_depth : depth;
           position.value = cast(ScalarType::Int64, load(axis.pos, parent, index_type_));
@@ -648,9 +676,12 @@ class Lowering {
       for (int id : plan.axes) output_repeats |= repeats(program_.axes[id]);
     }
     reduction_outside |= output_repeats;
-    // Reductions outside the last compressed level scatter into a row workspace; below a dense
-    // last level they just add into its entries.
-    scattered_ = assembled_ && reduction_outside && output.format.levels.back() == LevelKind::Compressed;
+    // Reductions outside the last compressed level (or COO segment) scatter into a row workspace;
+    // below a dense or ragged last level they just add into its entries. Counting a level above
+    // the last needs no workspace: a row holds an entry as soon as anything is written under it.
+    coo_segment_ = std::count(output.format.levels.begin(), output.format.levels.end(), LevelKind::CompressedNonUnique) > 0;
+    scattered_ = assembled_ && reduction_outside && (output.format.levels.back() == LevelKind::Compressed || coo_segment_) &&
+                 (!counting_ || counted_level_ == entry_level(output.format));
     if (assembled_) plan_open_levels(output);
     if (scattered_) plan_workspace(output);
     output_overwrites_ = !accumulate && !reduction_outside;
@@ -666,7 +697,9 @@ class Lowering {
     for (int id : program_.structure_of(output).axes) some_entry_unvisited |= program_.axes[id].kind == sparse::AxisKind::SparseFixed;
     needs_zero_fill_ = !assembled_ && !accumulate && (reduction_outside || some_entry_unvisited);
     // Dense levels below a compressed one store every coordinate under an entry, written or not.
-    if (assembled_ && !counting_) needs_zero_fill_ = dense_below_compressed(output.format);
+    // So do the gaps of a ragged row.
+    if (assembled_ && !counting_)
+      needs_zero_fill_ = dense_below_compressed(output.format) || output.format.levels.back() == LevelKind::DenseVariable;
     if (scalar_accumulator_) accumulator_ = fresh_name("acc");
     split_hoistable_factors();
   }
@@ -683,16 +716,10 @@ class Lowering {
   // its count).
   void plan_open_levels(const sparse::SparseBuffer& output) {
     const std::vector<LevelPosition>& levels = positions_.at(output.tensor);
-    int compressed_levels = 0;
-    for (LevelKind kind : output.format.levels) compressed_levels += kind == LevelKind::Compressed;
-    if (scattered_ && compressed_levels > 1)
-      throw_unsupported("sparse output " + output.tensor + " (" + output.format.name + ") is summed over a loop outside "
-                        "its last level, so its rows are gathered in a workspace, which supports one compressed level "
-                        "only; store " + output.tensor + " as csr (dense levels, then one compressed level)");
-    for (size_t level = 0; level + 1 < output.axes.size(); ++level) {
+    for (int level = 0; level < entry_level(output.format); ++level) {
       const sparse::Axis& axis = program_.axes[output.axes[level]];
       if (axis.kind != sparse::AxisKind::SparseVariable) continue;
-      if (counting_ && static_cast<int>(level) > counted_level_) break;
+      if (counting_ && level > counted_level_) break;
       int depth = program_.depth_of(axis.index_var);
       for (int d = 0; d < depth; ++d)
         if (program_.iteration.iterators[d].is_reduction)
@@ -709,16 +736,17 @@ class Lowering {
                             " (a non-unique level), so it cannot be appended to; make that level of " + output.tensor +
                             " dense");
       OpenLevel open;
-      open.level = static_cast<int>(level);
+      open.level = level;
       open.depth = depth;
       open.flag = fresh_name(output.tensor + std::to_string(level) + "_nonempty");
       open.counted = counting_ && open.level == counted_level_;
       if (!open.counted) open.cursor = levels[level].name;
       open_levels_.push_back(open);
     }
-    // Cursors and counts are shared by the loops inside the first compressed level's parent.
+    // Cursors and counts are shared by the loops inside the first compressed (or ragged) level's parent.
     for (size_t level = 0; level < output.axes.size(); ++level)
-      if (program_.axes[output.axes[level]].kind == sparse::AxisKind::SparseVariable) {
+      if (program_.axes[output.axes[level]].kind == sparse::AxisKind::SparseVariable ||
+          program_.axes[output.axes[level]].kind == sparse::AxisKind::DenseVariable) {
         append_depth_ = level == 0 ? -1 : levels[level - 1].ready_depth;
         break;
       }
@@ -861,19 +889,29 @@ class Lowering {
     if (scattered_) return scatter(std::move(value));
     std::vector<Stmt> stmts = open_levels();
     Expr cursor = value_position(output.tensor);
-    int last = static_cast<int>(output.axes.size()) - 1;
-    const sparse::Axis& axis = program_.axes[output.axes.back()];
+    int entries = entry_level(output.format);
+    const sparse::Axis& axis = program_.axes[output.axes[entries]];
     if (counting_) {
       // One more entry under this parent (counts sit one slot up, for the prefix sum); a level
       // above the last one counts its flag instead, after its coordinate's loop.
-      if (counted_level_ == last)
+      if (counted_level_ == entries && axis.kind == sparse::AxisKind::DenseVariable) {
+        // A ragged row's length is its largest coordinate + 1, whatever order the entries come in.
+        Expr slot = add(cursor, int64(1));
+        Expr length = binary(BinOp::Max, load(axis.pos, slot, index_type_), cast(index_type_, add(var(axis.index_var), int64(1))));
+        stmts.push_back(std::make_shared<Store>(axis.pos, slot, length, false));
+      } else if (counted_level_ == entries) {
         stmts.push_back(std::make_shared<Store>(axis.pos, add(cursor, int64(1)), cast(index_type_, int64(1)), true));
+      }
     } else if (axis.kind == sparse::AxisKind::SparseVariable) {
-      const std::string& name = positions_.at(output.tensor).back().name;
-      stmts.push_back(std::make_shared<Store>(axis.crd, cursor, cast(index_type_, var(axis.index_var)), false));
-      stmts.push_back(std::make_shared<Store>(output.values, cursor, std::move(value), false));
+      // The entry's coordinates: the level's own, and those of the singletons below it (COO).
+      const std::string& name = positions_.at(output.tensor)[entries].name;
+      for (size_t level = entries; level < output.axes.size(); ++level) {
+        const sparse::Axis& stored = program_.axes[output.axes[level]];
+        stmts.push_back(std::make_shared<Store>(stored.crd, var(name), cast(index_type_, var(stored.index_var)), false));
+      }
+      stmts.push_back(std::make_shared<Store>(output.values, var(name), std::move(value), false));
       stmts.push_back(std::make_shared<Assign>(name, int64(1), true));
-    } else {  // a dense last level, zeroed first
+    } else {  // a dense or ragged last level, zeroed first
       stmts.push_back(std::make_shared<Store>(output.values, cursor, std::move(value), !output_overwrites_));
     }
     return stmts.size() == 1 ? stmts.front() : block(std::move(stmts));
@@ -883,9 +921,17 @@ class Lowering {
   // order and repeatedly, so they are gathered per row (per parent position of the compressed
   // level) in a dense workspace, with a marker of the row that last touched each coordinate and
   // the list of touched coordinates, which is sorted and appended when the row is done.
+  //
+  // A COO segment has no position per row (its rows are the coordinates of the levels above the
+  // last): a row is marked by its number among the rows this thread has visited.
   void plan_workspace(const sparse::SparseBuffer& output) {
     const std::vector<LevelPosition>& levels = positions_.at(output.tensor);
     row_depth_ = levels.size() > 1 ? levels[levels.size() - 2].ready_depth : -1;
+    if (coo_segment_) {
+      row_depth_ = -1;
+      for (size_t level = 0; level + 1 < output.axes.size(); ++level)
+        row_depth_ = std::max(row_depth_, program_.depth_of(program_.axes[output.axes[level]].index_var));
+    }
     for (int d = 0; d <= row_depth_; ++d)
       if (program_.iteration.iterators[d].is_reduction)
         throw_unsupported("sparse output " + output.tensor + " is summed over " + program_.iteration.iterators[d].var +
@@ -898,6 +944,11 @@ class Lowering {
     workspace_list_ = fresh_name(output.tensor + "_touched");
     workspace_count_ = fresh_name(output.tensor + "_ntouched");
     Expr width = var(axis.length);
+    if (coo_segment_) {
+      workspace_row_number_ = fresh_name(output.tensor + "_rows");
+      workspaces_.push_back({workspace_row_number_, ScalarType::Int64, int64(1), int64(0)});
+      row_ = load(workspace_row_number_, int64(0), ScalarType::Int64);
+    }
     workspaces_.push_back({workspace_seen_, ScalarType::Int64, width, int64(-1)});
     if (counting_) return;
     workspaces_.push_back({workspace_list_, ScalarType::Int64, width, int64(0)});
@@ -905,14 +956,22 @@ class Lowering {
   }
 
   // First touch of a coordinate in this row: mark it (and, computing, list it and clear its sum).
+  // The row then holds an entry, so the compressed levels above it open (see open_levels): the
+  // row's marker is its parent position, a cursor there, which a row that stays empty does not
+  // advance, and so shares with the next row without having marked anything.
   Stmt scatter(Expr value) const {
     const sparse::SparseBuffer& output = program_.output();
     const sparse::Axis& axis = program_.axes[output.axes.back()];
     Expr j = var(axis.index_var);
     Expr first_touch = binary(BinOp::Ne, load(workspace_seen_, j, ScalarType::Int64), row_);
     std::vector<Stmt> mark = {std::make_shared<Store>(workspace_seen_, j, row_, false)};
+    append(mark, open_levels());
     if (counting_) {
-      mark.push_back(std::make_shared<Store>(axis.pos, add(row_, int64(1)), cast(index_type_, int64(1)), true));
+      // Counts sit one slot above the counted level's parent position (a COO segment's parent
+      // is not the row).
+      const sparse::Axis& counted = program_.axes[output.axes[counted_level_]];
+      Expr parent = coo_segment_ ? value_position(output.tensor) : row_;
+      mark.push_back(std::make_shared<Store>(counted.pos, add(parent, int64(1)), cast(index_type_, int64(1)), true));
       return std::make_shared<If>(first_touch, block(std::move(mark)), nullptr);
     }
     mark.push_back(std::make_shared<Store>(workspace_list_, var(workspace_count_), j, false));
@@ -922,20 +981,31 @@ class Lowering {
                   std::make_shared<Store>(workspace_values_, j, std::move(value), true)});
   }
 
-  // Around a row's loops: start an empty list; afterwards append the row in coordinate order.
+  // Around a row's loops: start an empty list; afterwards append the row in coordinate order
+  // (and number the next row, for a COO segment).
   Stmt around_row(Stmt row_loops) {
-    if (counting_) return row_loops;
+    Stmt next_row = coo_segment_ ? std::make_shared<Store>(workspace_row_number_, int64(0), int64(1), true) : nullptr;
+    if (counting_) return next_row ? block({row_loops, next_row}) : row_loops;
     const sparse::SparseBuffer& output = program_.output();
     const sparse::Axis& axis = program_.axes[output.axes.back()];
-    const std::string& cursor = positions_.at(output.tensor).back().name;
+    int entries = entry_level(output.format);
+    const std::string& cursor = positions_.at(output.tensor)[entries].name;
     std::string t = fresh_name("t"), j = fresh_name(axis.index_var + "_out");
-    Stmt append_entry = block({std::make_shared<Declare>(j, ScalarType::Int64, load(workspace_list_, var(t), ScalarType::Int64), false),
-                               std::make_shared<Store>(axis.crd, var(cursor), cast(index_type_, var(j)), false),
-                               std::make_shared<Store>(output.values, var(cursor), load(workspace_values_, var(j), value_type_), false),
-                               std::make_shared<Assign>(cursor, int64(1), true)});
-    return block({std::make_shared<Declare>(workspace_count_, ScalarType::Int64, int64(0), true), row_loops,
-                  std::make_shared<Sort>(workspace_list_, int64(0), var(workspace_count_)),
-                  std::make_shared<For>("append " + output.tensor, t, int64(0), var(workspace_count_), append_entry)});
+    std::vector<Stmt> append_entry = {std::make_shared<Declare>(j, ScalarType::Int64, load(workspace_list_, var(t), ScalarType::Int64), false)};
+    // A COO segment's levels above the last store the row's coordinates at every entry.
+    for (size_t level = entries; level + 1 < output.axes.size(); ++level) {
+      const sparse::Axis& stored = program_.axes[output.axes[level]];
+      append_entry.push_back(std::make_shared<Store>(stored.crd, var(cursor), cast(index_type_, var(stored.index_var)), false));
+    }
+    append_entry.push_back(std::make_shared<Store>(axis.crd, var(cursor), cast(index_type_, var(j)), false));
+    append_entry.push_back(std::make_shared<Store>(output.values, var(cursor), load(workspace_values_, var(j), value_type_), false));
+    append_entry.push_back(std::make_shared<Assign>(cursor, int64(1), true));
+    std::vector<Stmt> stmts = {std::make_shared<Declare>(workspace_count_, ScalarType::Int64, int64(0), true), row_loops,
+                               std::make_shared<Sort>(workspace_list_, int64(0), var(workspace_count_)),
+                               std::make_shared<For>("append " + output.tensor, t, int64(0), var(workspace_count_),
+                                                     block(std::move(append_entry)))};
+    if (next_row) stmts.push_back(next_row);
+    return block(std::move(stmts));
   }
 
   // Loops inside a row share its workspace: they stay sequential.
@@ -946,6 +1016,10 @@ class Lowering {
                                       program_.output().tensor + " under one parent position";
     if (scattered_ && depth > row_depth_)
       annotations.sequential_reason = "it adds into the row workspace of " + program_.output().tensor;
+    // A summed loop above a ragged output's rows: its lengths and values have no private copies.
+    if (assembled_ && depth <= append_depth_ && program_.iteration.iterators[depth].is_reduction)
+      annotations.sequential_reason = std::string(counting_ ? "it counts" : "it adds into") + " the rows of " +
+                                      program_.output().tensor + ", which are assembled, not privatized";
     return annotations;
   }
 
@@ -1435,6 +1509,8 @@ class Lowering {
   std::set<std::string> used_names_;
   bool assembled_;  // the output's structure is built here (see LoweringPhase)
   bool scattered_ = false;  // ... and its rows are gathered in a workspace (see plan_workspace)
+  bool coo_segment_ = false;  // ... and it ends in a COO segment (compressed-nonunique, singletons)
+  std::string workspace_row_number_;  // a COO segment's row marker: the rows visited so far
   int row_depth_ = -1;      // the loop depth where a row (the output's parent position) is known
   Expr row_;
   std::string workspace_values_, workspace_seen_, workspace_list_, workspace_count_;
@@ -1473,7 +1549,9 @@ std::vector<int> assembled_levels(const sparse::Program& program) {
   if (!output_is_assembled(program)) return levels;
   const Format& format = program.output().format;
   for (size_t l = 0; l < format.levels.size(); ++l)
-    if (format.levels[l] == LevelKind::Compressed) levels.push_back(static_cast<int>(l));
+    if (format.levels[l] == LevelKind::Compressed || format.levels[l] == LevelKind::CompressedNonUnique ||
+        format.levels[l] == LevelKind::DenseVariable)
+      levels.push_back(static_cast<int>(l));
   return levels;
 }
 

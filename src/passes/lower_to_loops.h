@@ -11,14 +11,15 @@
 namespace spgen {
 
 // A sparse output that does not share an input's structure is built in phases: one `Assemble`
-// phase per compressed level, top down, counts the entries under each parent position and
+// phase per compressed level (compressed-nonunique and dense-variable ones included), top down,
+// counts the entries under each parent position (a ragged row: its largest coordinate + 1) and
 // prefix-sums them into that level's pos array; `Compute` then appends coordinates and values
 // through a cursor per level.
 enum class LoweringPhase { Compute, Assemble };
 
 // True when the output's structure is built by the kernels (an assemble phase is needed).
 bool output_is_assembled(const sparse::Program& program);
-// The output levels that have an assemble phase (its compressed levels), or none.
+// The output levels that have an assemble phase (those with a pos array), or none.
 std::vector<int> assembled_levels(const sparse::Program& program);
 // NAME_assemble for one compressed level, NAME_assemble_levelL for each of several.
 std::string assemble_function_name(const sparse::Program& program, int level);

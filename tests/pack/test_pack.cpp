@@ -1,7 +1,7 @@
 // The pack/unpack routines spgen writes into every CPU kernel, tested by compiling them: kernels
 // for CSR, CSC, DCSR, COO, ELL, ragged, CSF, order-3 COO, BSR, a dense-suffix format, a column-major
-// dense tensor, SDDMM (an output sharing an input's structure) and an assembled CSR output are
-// generated, compiled warning-free into one shared library (which also checks that they link
+// dense tensor, SDDMM (an output sharing an input's structure) and assembled CSR, DCSR, COO and
+// ragged outputs are generated, compiled warning-free into one shared library (which also checks that they link
 // together) and loaded with dlopen. Their routines are called through their exact C types:
 //   - round trips on random and edge inputs (empty, single entry, duplicates, unsorted, empty
 //     rows, a zero-size mode): pack's arrays equal those of the runtime's independent packer
@@ -90,6 +90,10 @@ const std::vector<Case>& cases() {
        true, {8, 5}, "", {4, 1}},
       {"pk_add_dcsr_out", kAdd, R"({"A": {"format": "dcsr"}, "B": {"format": "dcsr"}, "C": {"format": "dcsr"}})", "C",
        {C, C}, {0, 1}, 0, true, false, {8, 6}, ""},
+      {"pk_add_coo_out", kAdd, R"({"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "coo"}})", "C",
+       {NU, S}, {0, 1}, 0, false, true, {7, 9}, ""},
+      {"pk_add_ragged_out", kAdd, R"({"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "ragged"}})", "C",
+       {D, DV}, {0, 1}, 0, true, false, {7, 9}, ""},
   };
   return all;
 }
@@ -905,6 +909,8 @@ TEST_CASE("an output the kernel assembles has its own routines") { check_case("p
 TEST_CASE("bsr 2x3 on 7x8: partial blocks padded with zeros, the padding left out by unpack") { check_case("pk_bsr"); }
 TEST_CASE("bsr 4x1: int64 indices, float64 values") { check_case("pk_bsr_int64"); }
 TEST_CASE("an assembled output of several compressed levels has its own routines") { check_case("pk_add_dcsr_out"); }
+TEST_CASE("an assembled COO output has its own routines") { check_case("pk_add_coo_out"); }
+TEST_CASE("an assembled ragged output has its own routines") { check_case("pk_add_ragged_out"); }
 
 TEST_CASE("ell: a row with more coordinates than the width fails to pack") {
   const Case& c = case_named("pk_ell");

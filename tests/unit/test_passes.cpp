@@ -70,8 +70,8 @@ TEST_CASE("lowering: SDDMM writes into the structure it shares and applies X onc
 TEST_CASE("lowering: unsupported combinations are errors, not wrong code") {
   CHECK(contains(error_of("C(i,j) = B(i,j) / A(i,j)", R"({"tensors": {"A": {"format": "csr"}}})"),
                  "dividing by A"));
-  CHECK(contains(error_of(kSpmm, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "coo"}}})"),
-                 "c.json: /tensors/C/format: error: sparse output C (coo) cannot be assembled"));
+  CHECK(contains(error_of(kSpmm, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "ell", "width": 2}}})"),
+                 "c.json: /tensors/C/format: error: sparse output C (ell) cannot be assembled"));
   CHECK(contains(error_of("y(i) = A(i,j) * x(j) * A(j,i)", "{}"), "t.spg:1:24: error: tensor A is accessed as A(j,i)"));
 }
 
@@ -294,16 +294,87 @@ TEST_CASE("assembled sparse output: summed loops are skipped when counting, and 
   CHECK(contains(c.stage2_dump, "A_vals[pA1] = acc"));
 }
 
+TEST_CASE("assembled sparse output: a scattered row under a compressed level (SpGEMM into dcsr)") {
+  spgen::Compilation c = compile("C(i,j) = A(i,k) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "dcsr"}}})");
+  REQUIRE(c.assemble.size() == 2);
+  // Counting rows needs no workspace: a row holds an entry once anything is written under it.
+  std::string rows = spgen::loops::dump_stage2(c.assemble[0]);
+  CHECK(!contains(rows, "allocate"));
+  CHECK(contains(rows, "C0_nonempty = true"));
+  CHECK(contains(rows, "C_pos0[pC0 + 1] += int32(int64(C0_nonempty))"));
+  // Counting a row's entries: the row's marker is the cursor of its compressed level.
+  std::string entries = spgen::loops::dump_stage2(c.assemble[1]);
+  CHECK(contains(entries, "if C_seen[j] != pC0:"));
+  CHECK(contains(entries, "C_pos1[pC0 + 1] += 1"));
+  CHECK(contains(entries, "pC0 += int64(C0_nonempty)"));
+  // Filling: the first touch of a coordinate stores the row's coordinate and opens the row.
+  CHECK(contains(c.stage2_dump, "          if C_seen[j] != pC0:\n"
+                                "            C_seen[j] = pC0\n"
+                                "            C_crd0[pC0] = int32(i)\n"
+                                "            C0_nonempty = true\n"));
+  CHECK(contains(c.stage2_dump, "for append C at t in [0, C_ntouched):"));
+}
+
+TEST_CASE("assembled sparse output: a COO output appends each entry's coordinates at one cursor") {
+  spgen::Compilation c = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "coo"}}})");
+  REQUIRE(c.assemble.size() == 1);
+  CHECK(c.assemble[0].name == "t_assemble");
+  std::string count = spgen::loops::dump_stage2(c.assemble[0]);
+  CHECK(contains(count, "C_pos0[pC0 + 1] += 1"));
+  CHECK(!contains(count, "C_crd"));
+  CHECK(contains(c.stage2_dump, "      C_crd0[pC0] = int32(i)\n"
+                                "      C_crd1[pC0] = int32(j)\n"
+                                "      C_vals[pC0] = (inA ? A_vals[pA1] : 0) + (inB ? B_vals[pB1] : 0)\n"
+                                "      pC0 += 1\n"));
+  // Scattered (SpGEMM): rows gathered in a workspace, marked by their number, appended with i.
+  spgen::Compilation spgemm = compile("C(i,j) = A(i,k) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "coo"}}})");
+  REQUIRE(spgemm.assemble.size() == 1);
+  std::string spgemm_count = spgen::loops::dump_stage2(spgemm.assemble[0]);
+  CHECK(contains(spgemm_count, "allocate C_rows: int64[1] = 0, C_seen: int64[dim_j] = -1:"));
+  CHECK(contains(spgemm_count, "if C_seen[j] != C_rows[0]:"));
+  CHECK(contains(spgemm_count, "C_pos0[pC0 + 1] += 1"));
+  CHECK(contains(spgemm.stage2_dump, "        C_crd0[pC0] = int32(i)\n"
+                                     "        C_crd1[pC0] = int32(j_out)\n"
+                                     "        C_vals[pC0] = C_row[j_out]\n"
+                                     "        pC0 += 1\n"
+                                     "      C_rows[0] += 1\n"));
+  // A summed loop outside the rows cannot finish a row before the next begins.
+  CHECK(contains(error_of("C(i,j) = A(k,i) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "coo"}}})"),
+                 "c.json: /tensors: error: sparse output C is summed over k outside its rows, so no row can be finished "
+                 "before the next begins"));
+  // A dense level above the COO segment: entries are counted per row, which may be parallel.
+  spgen::Compilation rows = compile("C(i,j,k) = A(i,j,k) + B(i,j,k)",
+                                    R"({"tensors": {"A": {"format": {"levels": ["dense", "compressed", "compressed"]}}, "B": {"format": {"levels": ["dense", "compressed", "compressed"]}},
+                                        "C": {"format": {"levels": ["dense", "compressed-nonunique", "singleton"]}}},
+                                        "schedule": [{"op": "parallel", "var": "i"}]})");
+  CHECK(contains(rows.stage2_dump, "for i in [0, dim_i) parallel(static):\n    var pC1: int64 = int64(C_pos1[i])"));
+  CHECK(contains(rows.stage2_dump, "C_crd2[pC1] = int32(k)"));
+}
+
+TEST_CASE("assembled sparse output: a ragged row's length is its largest coordinate + 1, and it is located, not appended") {
+  spgen::Compilation c = compile("C(i,j) = A(k,i) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "ragged"}}})");
+  REQUIRE(c.assemble.size() == 1);
+  // Lengths are maxima, so k may be summed outside the rows, and no workspace is needed.
+  std::string count = spgen::loops::dump_stage2(c.assemble[0]);
+  CHECK(contains(count, "C_pos1[i + 1] = max(C_pos1[i + 1], int32(j + 1))"));
+  CHECK(!contains(c.stage2_dump, "allocate"));
+  CHECK(contains(c.stage2_dump, "  # zero C: the loops below add into it\n"));
+  CHECK(contains(c.stage2_dump, "let pC1: int64 = int64(C_pos1[i]) + j\n"));
+  CHECK(contains(c.stage2_dump, "C_vals[pC1] += A_vals[pA1] * B_vals[pB1]"));
+  CHECK(contains(c.files[0].text, "C_pos1  int32_t*        output C level 1 (dense-variable, index j): positions, written here (each row's "
+                                  "largest coordinate + 1, then summed)"));
+  // The rows have no private copies: a summed loop around them stays sequential.
+  CHECK(contains(error_of("C(i,j) = A(k,i) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "ragged"}},
+      "schedule": [{"op": "parallel", "var": "k", "reduction": "atomic"}]})"),
+                 "c.json: /schedule/0: error: parallel: cannot parallelize k: it adds into the rows of C, which are assembled, not privatized"));
+}
+
 TEST_CASE("assembled sparse output: what cannot be appended is refused") {
   CHECK(contains(error_of("C(i,j) = A(k,i) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}}})"),
                  "sparse output C is summed over k outside its rows, so no row can be finished before the next begins"));
   CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "ell", "width": 4}}})"),
                  "/tensors/C/format: error: sparse output C (ell) cannot be assembled: an output is assembled when its "
                  "levels are dense and compressed ones"));
-  // A workspace gathers one row of one compressed level.
-  CHECK(contains(error_of(kSpmm, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "dcsr"}}})"),
-                 "c.json: /tensors: error: sparse output C (dcsr) is summed over a loop outside its last level, so its "
-                 "rows are gathered in a workspace, which supports one compressed level only; store C as csr"));
   // A loop moved above the output's cursor would restart it (stage II reorder after a split).
   CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"C": {"format": "csr"}},
       "schedule": [{"op": "split", "var": "j", "factor": 4}, {"op": "reorder", "order": ["j0", "i"]}]})"),
@@ -396,18 +467,15 @@ TEST_CASE("output format inference: compressed where an operand stores the index
   CHECK(contains(compile(kSpmv, R"({"tensors": {"A": {"format": "csr"}}})").files[0].text, "y: dense (levels dense i), inferred from the operands"));
 }
 
-TEST_CASE("output format inference: an inferred format that cannot be assembled is refused, naming what works") {
-  // TTV of a COO tensor infers dcsr, but its k loop sits outside j's level: a workspace row.
-  CHECK(contains(error_of("A(i,j) = B(i,j,k) * c(k)", R"({"tensors": {"B": {"format": "coo"}}})"),
-                 "c.json: /tensors: error: sparse output A (dcsr) is summed over a loop outside its last level, so its "
-                 "rows are gathered in a workspace, which supports one compressed level only; store A as csr"));
-  // MTTKRP infers dense (j is dense, so i is too); given (compressed, dense), a COO operand
-  // repeats i once per entry, and a compressed i level cannot be appended to.
+TEST_CASE("output format inference: a COO operand's rows go by runs into an inferred or given compressed row level") {
+  // TTV of a COO tensor infers dcsr: B's rows go by runs, so A's compressed i is appended once per row.
+  spgen::Compilation ttv = compile("A(i,j) = B(i,j,k) * c(k)", R"({"tensors": {"B": {"format": "coo"}}})");
+  CHECK(contains(ttv.stage2_dump, "# co-iterate i: a cursor over B (runs of equal coordinates)"));
+  CHECK(contains(ttv.stage2_dump, "A_crd0[pA0] = int32(i)"));
+  // MTTKRP infers dense (j is dense, so i is too); given (compressed, dense), B's rows go by runs too.
   CHECK(contains(output_line(kMttkrp, R"({"tensors": {"B": {"format": "coo"}}})"), "format dense (inferred"));
-  CHECK(contains(error_of(kMttkrp, R"({"tensors": {"B": {"format": "coo"}, "A": {"format": {"levels": ["compressed", "dense"]}}}})"),
-                 "c.json: /tensors: error: sparse output A (custom) stores i in compressed level 0, but the loop over i "
-                 "visits each coordinate once per entry of B (a non-unique level), so it cannot be appended to; make "
-                 "that level of A dense"));
+  spgen::Compilation mttkrp = compile(kMttkrp, R"({"tensors": {"B": {"format": "coo"}, "A": {"format": {"levels": ["compressed", "dense"]}}}})");
+  CHECK(contains(mttkrp.stage2_dump, "# co-iterate i: a cursor over B (runs of equal coordinates)"));
 }
 
 TEST_CASE("SpGEMM: a scattered sparse output is gathered per row in a workspace") {
