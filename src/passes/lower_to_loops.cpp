@@ -402,6 +402,14 @@ class Lowering {
     for (const sparse::Axis& axis : program_.axes) {
       if (!is_searched(axis) || program_.buffer(axis.tensor).is_output) continue;
       const std::string& blocker = program_.blocked(axis.index_var)->tensor;
+      // The loops visit the blocker's entries, not the searched tensor's: an output stored in the
+      // searched tensor's structure would miss the entries outside the blocks.
+      const sparse::SparseBuffer& output = program_.output();
+      if (output.shares_structure_with == axis.tensor)
+        throw_unsupported("output " + output.tensor + " would share the structure of " + axis.tensor + ", but " +
+                          axis.tensor + " is found by binary search inside " + blocker +
+                          "'s blocks, so its entries outside them would go unwritten; give " + output.tensor + " " +
+                          blocker + "'s format (" + program_.buffer(blocker).format.name + ") or make it dense");
       for (const Conjunction& term : terms)
         if (term.count(axis.tensor) && !term.count(blocker))
           throw_unsupported(axis.tensor + " stores index " + axis.index_var + " compressed, and " + blocker +

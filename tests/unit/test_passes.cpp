@@ -664,6 +664,10 @@ TEST_CASE("bsr: what is refused, with what works") {
   CHECK(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})") ==
         "c.json: /tensors/C/format: error: the kernels do not assemble blocks: a blocked output (C, bsr) must share the "
         "structure of a blocked input (as SDDMM's Y shares X's); make C dense, or give it that input's format and indices\n");
+  // Found by fuzzing: an output in the searched operand's structure would miss its entries outside the blocks.
+  CHECK(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [1, 1]}, "B": {"format": "dcsr"}, "C": {"format": "dcsr"}}})") ==
+        "c.json: /tensors: error: output C would share the structure of B, but B is found by binary search inside A's blocks, "
+        "so its entries outside them would go unwritten; give C A's format (bsr) or make it dense\n");
   // Blocked alike: the block levels merge.
   spgen::Compilation alike = compile("C(i,j) = A(i,j) + B(i,j)",
                                      R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [2, 2]}, "C": {"format": "dense"}}})");
