@@ -47,8 +47,20 @@ std::vector<Kernel> all_kernels() {
       if (comma) only.push_back(rest.substr(0, comma));
       rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
     }
+  // SPGEN_E2E_SHARD=k/n keeps every n-th config from the k-th (meson runs the shards in parallel).
+  size_t shard = 0, shards = 1;
+  if (const char* spec = std::getenv("SPGEN_E2E_SHARD")) {
+    std::string text = spec;
+    size_t slash = text.find('/');
+    if (slash != std::string::npos) {
+      shard = std::stoul(text.substr(0, slash));
+      shards = std::max<size_t>(1, std::stoul(text.substr(slash + 1)));
+    }
+  }
+  size_t position = 0;
   std::vector<Kernel> kernels;
   for (const SpecConfigPair& pair : pairs) {
+    if (position++ % shards != shard) continue;
     if (!only.empty() && std::none_of(only.begin(), only.end(), [&](const std::string& part) {
           return pair.name.find(part) != std::string::npos;
         }))
