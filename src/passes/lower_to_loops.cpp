@@ -294,25 +294,22 @@ class Lowering {
     return -1;
   }
 
-  IterationSpace iteration_space(const ast::Expr& expr, const std::string& var) const {
+  // The expression as a union of intersections (disjunctive normal form) of the tensors for
+  // which `counts` holds; a divisor contributes nothing to its term, and `check_divisor` sees
+  // the divisor's own terms first.
+  template <class Counts, class CheckDivisor>
+  static IterationSpace terms(const ast::Expr& expr, const Counts& counts, const CheckDivisor& check_divisor) {
     switch (expr.kind) {
-      case ast::ExprKind::Access:
-        if (compressed_axis(expr.access.tensor, var) >= 0) return {{expr.access.tensor}};
-        return {{}};
+      case ast::ExprKind::Access: return counts(expr.access.tensor) ? IterationSpace{{expr.access.tensor}} : IterationSpace{{}};
       case ast::ExprKind::Literal: return {{}};
-      case ast::ExprKind::Neg: return iteration_space(*expr.lhs, var);
-      case ast::ExprKind::Div: {
-        IterationSpace divisor = iteration_space(*expr.rhs, var);
-        for (const Conjunction& c : divisor)
-          if (!c.empty())
-            throw_unsupported("dividing by " + *c.begin() + ", which stores index " + var +
-                                        " compressed, is not supported: its implicit zeros would divide by zero");
-        return iteration_space(*expr.lhs, var);
-      }
+      case ast::ExprKind::Neg: return terms(*expr.lhs, counts, check_divisor);
+      case ast::ExprKind::Div:
+        check_divisor(terms(*expr.rhs, counts, check_divisor));
+        return terms(*expr.lhs, counts, check_divisor);
       case ast::ExprKind::Mul: {
         IterationSpace product;
-        for (const Conjunction& a : iteration_space(*expr.lhs, var))
-          for (const Conjunction& b : iteration_space(*expr.rhs, var)) {
+        for (const Conjunction& a : terms(*expr.lhs, counts, check_divisor))
+          for (const Conjunction& b : terms(*expr.rhs, counts, check_divisor)) {
             Conjunction both = a;
             both.insert(b.begin(), b.end());
             product.push_back(both);
@@ -321,13 +318,25 @@ class Lowering {
       }
       case ast::ExprKind::Add:
       case ast::ExprKind::Sub: {
-        IterationSpace sum = iteration_space(*expr.lhs, var);
-        IterationSpace right = iteration_space(*expr.rhs, var);
+        IterationSpace sum = terms(*expr.lhs, counts, check_divisor);
+        IterationSpace right = terms(*expr.rhs, counts, check_divisor);
         sum.insert(sum.end(), right.begin(), right.end());
         return sum;
       }
     }
     return {{}};
+  }
+
+  // Which stored tensors the loop of `var` must visit.
+  IterationSpace iteration_space(const ast::Expr& expr, const std::string& var) const {
+    return terms(
+        expr, [&](const std::string& tensor) { return compressed_axis(tensor, var) >= 0; },
+        [&](const IterationSpace& divisor) {
+          for (const Conjunction& c : divisor)
+            if (!c.empty())
+              throw_unsupported("dividing by " + *c.begin() + ", which stores index " + var +
+                                " compressed, is not supported: its implicit zeros would divide by zero");
+        });
   }
 
   [[noreturn]] void throw_unsupported(const std::string& message) const {
@@ -369,30 +378,7 @@ class Lowering {
 
   // Every access's tensor, as a union of intersections (a tensor in a divisor counts as none).
   static IterationSpace tensor_terms(const ast::Expr& expr) {
-    switch (expr.kind) {
-      case ast::ExprKind::Access: return {{expr.access.tensor}};
-      case ast::ExprKind::Literal: return {{}};
-      case ast::ExprKind::Neg:
-      case ast::ExprKind::Div: return tensor_terms(*expr.lhs);
-      case ast::ExprKind::Mul: {
-        IterationSpace product;
-        for (const Conjunction& a : tensor_terms(*expr.lhs))
-          for (const Conjunction& b : tensor_terms(*expr.rhs)) {
-            Conjunction both = a;
-            both.insert(b.begin(), b.end());
-            product.push_back(both);
-          }
-        return product;
-      }
-      case ast::ExprKind::Add:
-      case ast::ExprKind::Sub: {
-        IterationSpace sum = tensor_terms(*expr.lhs);
-        IterationSpace right = tensor_terms(*expr.rhs);
-        sum.insert(sum.end(), right.begin(), right.end());
-        return sum;
-      }
-    }
-    return {{}};
+    return terms(expr, [](const std::string&) { return true; }, [](const IterationSpace&) {});
   }
 
   // A level found by binary search is only looked at where the blocked operand has an entry, so
