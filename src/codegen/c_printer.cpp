@@ -45,6 +45,12 @@ std::string CExprPrinter::print_lane_sum(const LaneSum& node) const {
   return "spgen_sum_lanes_" + vector_suffix(node.type) + "(" + node.buffer + ", " + std::to_string(node.lanes) + ")";
 }
 
+std::string c_signature(const std::string& result, const std::string& name, const std::vector<std::string>& params) {
+  std::string out = result + " " + name + "(";
+  for (size_t i = 0; i < params.size(); ++i) out += (i ? ",\n    " : "\n    ") + params[i];
+  return out + ")";
+}
+
 std::string c_param(const Param& param, bool restrict_pointers) {
   CExprPrinter printer;
   std::string type = printer.type_name(param.type);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "ir/loop_ir.h"
 #include "ir/loop_ir_printer.h"
@@ -44,6 +45,9 @@ class CStmtPrinter {
   std::string workspace_declarations(const loops::Allocate& node, const std::string& indent) const;
   const CExprPrinter& expr_;
 };
+
+// "int f(\n    a,\n    b)": a function's signature laid out as the kernels' declarations are.
+std::string c_signature(const std::string& result, const std::string& name, const std::vector<std::string>& params);
 
 // `const float* __restrict__ A_vals` for a definition (restrict), or without it for a declaration.
 std::string c_param(const loops::Param& param, bool restrict_pointers);

@@ -20,18 +20,10 @@ const char* kind_constant(PartKind kind) {
   return "kCsr";
 }
 
-bool is_part_array(const Decomposition& d, const loops::Param& p) {
-  return std::any_of(d.parts.begin(), d.parts.end(), [&](const DecomposedPart& part) { return part.tensor == p.tensor; });
-}
-
 std::string join(const std::vector<std::string>& items, const std::string& separator) {
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) out += (i ? separator : "") + items[i];
   return out;
-}
-
-std::string signature(const std::string& name, const std::vector<std::string>& params) {
-  return "int " + name + "(\n    " + join(params, ",\n    ") + ")";
 }
 
 }  // namespace
@@ -58,7 +50,8 @@ PackRoutines emit_decompose_routines(const Decomposition& d, const sparse::Progr
     min_fill = std::max<int64_t>(1, static_cast<int64_t>(need));
     if (static_cast<double>(min_fill) < need) ++min_fill;
   }
-  std::string table = "// " + describe_schedule_op(ScheduleOp{d.op, 0, d.op_path, ""}) + "\n";
+  const std::string format = describe_schedule_op(ScheduleOp{d.op, 0, d.op_path, ""});
+  std::string table = "// " + format + "\n";
   table += "const Part kParts[] = {" + parts + "};\n";
   table += "const Plan kPlan = {" + std::to_string(d.parts.size()) + ", kParts, " + std::to_string(d.op.partitions) + ", " +
            std::to_string(d.op.block_rows) + ", " + std::to_string(d.op.block_cols) + ", " + std::to_string(min_fill) + "};\n";
@@ -66,7 +59,7 @@ PackRoutines emit_decompose_routines(const Decomposition& d, const sparse::Progr
   // The extern "C" wrappers.
   std::vector<loops::Param> part_params;
   for (const loops::Param& p : executor.params)
-    if (is_part_array(d, p)) part_params.push_back(p);
+    if (d.is_part_tensor(p.tensor)) part_params.push_back(p);
   std::vector<std::string> size_params = {"int64_t " + rows, "int64_t " + cols, "const " + index_type + "* " + pos,
                                           "const " + index_type + "* " + crd, "int64_t* lengths"};
   std::vector<std::string> fill_params = {"int64_t " + rows, "int64_t " + cols, "const " + index_type + "* " + pos,
@@ -84,13 +77,12 @@ PackRoutines emit_decompose_routines(const Decomposition& d, const sparse::Progr
   fill_params.push_back("const int64_t* lengths");
   const std::string sizes_name = name + "_decompose_" + tensor + "_sizes", fill_name = name + "_decompose_" + tensor;
   const std::string csr_value = ns + "::Csr{" + rows + ", " + cols + ", " + pos + ", " + crd + ", ";
-  std::string wrappers = "extern \"C\" " + signature(sizes_name, size_params) + " {\n  return " + ns + "::sizes(" + ns +
+  std::string wrappers = "extern \"C\" " + c_signature("int", sizes_name, size_params) + " {\n  return " + ns + "::sizes(" + ns +
                          "::kPlan, " + csr_value + "nullptr}, lengths);\n}\n\n";
-  wrappers += "extern \"C\" " + signature(fill_name, fill_params) + " {\n  void* const arrays[] = {" + join(array_names, ", ") +
+  wrappers += "extern \"C\" " + c_signature("int", fill_name, fill_params) + " {\n  void* const arrays[] = {" + join(array_names, ", ") +
               "};\n  return " + ns + "::fill(" + ns + "::kPlan, " + csr_value + vals + "}, arrays, lengths);\n}\n";
 
   PackRoutines routines;
-  std::string format = describe_schedule_op(ScheduleOp{d.op, 0, d.op_path, ""});
   routines.source = templates::render("cpu_decompose_routines.cpp.in", {{"name", name},
                                                                        {"tensor", tensor},
                                                                        {"format", format},
@@ -107,7 +99,7 @@ PackRoutines emit_decompose_routines(const Decomposition& d, const sparse::Progr
                                                                        {"csr_arrays", pos + ", " + crd + ", " + vals},
                                                                        {"count", std::to_string(array_names.size())},
                                                                        {"part_arrays", join(array_docs, "")}});
-  routines.header_declarations = "\n" + signature(sizes_name, size_params) + ";\n\n" + signature(fill_name, fill_params) + ";\n";
+  routines.header_declarations = "\n" + c_signature("int", sizes_name, size_params) + ";\n\n" + c_signature("int", fill_name, fill_params) + ";\n";
   return routines;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "codegen/c_printer.h"
 #include "support/templates.h"
 
 namespace spgen {
@@ -47,12 +48,6 @@ std::string access(const sparse::SparseBuffer& buffer) {
   return out + ")";
 }
 
-// "int f(\n    a,\n    b)", the way the kernel's own declaration is laid out.
-std::string signature(const std::string& result, const std::string& name, const std::vector<std::string>& params) {
-  std::string out = result + " " + name + "(";
-  for (size_t i = 0; i < params.size(); ++i) out += (i ? ",\n    " : "\n    ") + params[i];
-  return out + ")";
-}
 
 std::string without_trailing_newlines(std::string text) {
   while (!text.empty() && text.back() == '\n') text.pop_back();
@@ -137,7 +132,7 @@ PackRoutines emit_pack_routines(const sparse::Program& program, const std::strin
     const std::string format = ns + "::format_" + p.tensor;
     std::vector<std::string> functions;
     if (!shared) {
-      functions.push_back(signature("int", p.sizes_function,
+      functions.push_back(c_signature("int", p.sizes_function,
                                     {"int64_t nnz", "const int64_t* coords", "const int64_t* dims", "int64_t* lengths"}));
       wrappers += "extern \"C\" " + functions.back() + " {\n  return " + ns + "::pack_sizes(" + format +
                   ", nnz, coords, dims, lengths);\n}\n\n";
@@ -147,7 +142,7 @@ PackRoutines emit_pack_routines(const sparse::Program& program, const std::strin
     pack_params.insert(pack_params.end(), array_params.begin(), array_params.end());
     pack_params.push_back(value_type + "* " + p.values);
     pack_params.push_back("const int64_t* lengths");
-    functions.push_back(signature("int", p.pack_function, pack_params));
+    functions.push_back(c_signature("int", p.pack_function, pack_params));
     std::string arrays = array_names.empty() ? "" : array_list(shared ? "const " + index_type + "*" : index_type + "*");
     wrappers += "extern \"C\" " + functions.back() + " {\n  " + arrays + "return " + ns +
                 (shared ? "::pack_on_structure(" : "::pack(") + format + ", nnz, coords, vals, dims, " +
@@ -157,7 +152,7 @@ PackRoutines emit_pack_routines(const sparse::Program& program, const std::strin
     unpack_params.push_back("const " + value_type + "* " + p.values);
     unpack_params.insert(unpack_params.end(), {"const int64_t* lengths", "int64_t* nnz_out", "int64_t* coords_out",
                                                value_type + "* vals_out"});
-    functions.push_back(signature("int", p.unpack_function, unpack_params));
+    functions.push_back(c_signature("int", p.unpack_function, unpack_params));
     arrays = array_names.empty() ? "" : array_list("const " + index_type + "*");
     wrappers += "extern \"C\" " + functions.back() + " {\n  " + arrays + "return " + ns + "::unpack(" + format +
                 ", dims, " + arrays_argument() + ", " + p.values + ", lengths, nnz_out, coords_out, vals_out);\n}\n\n";

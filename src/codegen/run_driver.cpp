@@ -133,17 +133,16 @@ std::string pack_glue(const loops::LoweredFunc& func, const sparse::Program& pro
                                                       {"unpack_table", join(unpack_table)}});
 }
 
-// Index of a part array among the executor's part arrays, or -1 for any other parameter.
-int part_array_index(const loops::LoweredFunc& func, const Decomposition* d, const std::string& name) {
-  if (!d) return -1;
+// The driver's storage for each of the executor's parameters that is a part array, in order
+// (`part_index[k].data()` or `part_values[k].data()`); empty for the other parameters.
+std::vector<std::string> part_arrays(const loops::LoweredFunc& func, const Decomposition* d) {
+  std::vector<std::string> storage(func.params.size());
   int k = 0;
-  for (const loops::Param& p : func.params) {
-    bool is_part = std::any_of(d->parts.begin(), d->parts.end(), [&](const DecomposedPart& part) { return part.tensor == p.tensor; });
-    if (!is_part) continue;
-    if (p.name == name) return k;
-    ++k;
-  }
-  return -1;
+  for (size_t i = 0; d && i < func.params.size(); ++i)
+    if (d->is_part_tensor(func.params[i].tensor))
+      storage[i] = std::string(func.params[i].kind == loops::ParamKind::Values ? "part_values[" : "part_index[") +
+                   std::to_string(k++) + "]";
+  return storage;
 }
 
 // The driver's call of the inspector (templates/run_driver_decompose.cpp.in).
@@ -156,14 +155,10 @@ std::string decompose_glue(const loops::LoweredFunc& func, const sparse::Program
                              std::to_string(t) + ", 1)";
   std::string resize, fill_args = arrays + ", r.values(" + std::to_string(t) + ")";
   int count = 0;
-  for (const loops::Param& p : func.params) {
-    int k = part_array_index(func, &d, p.name);
-    if (k < 0) continue;
-    const std::string store = p.kind == loops::ParamKind::Values ? "part_values" : "part_index";
-    const std::string at = std::to_string(k);
-    resize += "  " + store + "[" + at + "].resize(static_cast<size_t>(n[" + at + "]) + 1);  // + 1: never null\n";
-    fill_args += ", " + store + "[" + at + "].data()";
-    ++count;
+  for (const std::string& storage : part_arrays(func, &d)) {
+    if (storage.empty()) continue;
+    resize += "  " + storage + ".resize(static_cast<size_t>(n[" + std::to_string(count++) + "]) + 1);  // + 1: never null\n";
+    fill_args += ", " + storage + ".data()";
   }
   return templates::render("run_driver_decompose.cpp.in", {{"name", func.name},
                                                             {"tensor", tensor},
@@ -181,13 +176,10 @@ GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Prog
   std::string index_vars, tensors, call_args;
   for (size_t v = 0; v < program.index_vars.size(); ++v) index_vars += (v ? ", \"" : "\"") + program.index_vars[v] + "\"";
   for (const sparse::SparseBuffer& buffer : program.buffers) tensors += tensor_entry(program, buffer);
-  for (size_t i = 0; i < func.params.size(); ++i) {
-    const loops::Param& p = func.params[i];
-    int part = part_array_index(func, decomposition, p.name);
-    std::string part_array = std::string(p.kind == loops::ParamKind::Values ? "part_values[" : "part_index[") +
-                             std::to_string(part) + "].data()";
-    call_args += (i ? ", " : "") + (part >= 0 ? part_array : call_argument(program, p, cuda ? "device" : "r"));
-  }
+  const std::vector<std::string> parts = part_arrays(func, decomposition);
+  for (size_t i = 0; i < func.params.size(); ++i)
+    call_args += (i ? ", " : "") +
+                 (parts[i].empty() ? call_argument(program, func.params[i], cuda ? "device" : "r") : parts[i] + ".data()");
   std::string value_type = program.value_type == ValueType::Float32 ? "float" : "double";
   std::string index_type = program.index_type == IndexType::Int32 ? "int32_t" : "int64_t";
   // A kernel that builds its sparse output runs its assemble phases before each run, each after

@@ -9,10 +9,6 @@ using namespace loops;
 
 namespace {
 
-bool is_part_tensor(const Decomposition& d, const std::string& tensor) {
-  return std::any_of(d.parts.begin(), d.parts.end(), [&](const DecomposedPart& p) { return p.tensor == tensor; });
-}
-
 std::string describe(const Decomposition& d, const DecomposedPart& part) {
   switch (part.kind) {
     case PartKind::Ell: return "its first " + std::to_string(part.width) + " entries of every row, as ELL";
@@ -37,7 +33,7 @@ LoweredFunc build_executor(const std::string& name, const Decomposition& decompo
   // The first part's parameters, with every part's arrays where the first part's are.
   bool parts_placed = false;
   for (const Param& param : parts.front().params) {
-    if (!is_part_tensor(decomposition, param.tensor)) {
+    if (!decomposition.is_part_tensor(param.tensor)) {
       executor.params.push_back(param);
       continue;
     }
@@ -45,7 +41,7 @@ LoweredFunc build_executor(const std::string& name, const Decomposition& decompo
     parts_placed = true;
     for (const LoweredFunc& part : parts)
       for (const Param& p : part.params)
-        if (is_part_tensor(decomposition, p.tensor)) executor.params.push_back(p);
+        if (decomposition.is_part_tensor(p.tensor)) executor.params.push_back(p);
   }
   // Every part shares the other parameters: the same spec, with one tensor renamed.
   for (const LoweredFunc& part : parts)

@@ -93,6 +93,10 @@ bool overridden_for_part(const Config& config, const ScheduleOp& op, const std::
 
 }  // namespace
 
+bool Decomposition::is_part_tensor(const std::string& tensor) const {
+  return std::any_of(parts.begin(), parts.end(), [&](const DecomposedPart& p) { return p.tensor == tensor; });
+}
+
 bool schedules_part(const Config& config, const ScheduleOp& op, const std::string& part) {
   return (op.part.empty() || op.part == part) && !overridden_for_part(config, op, part);
 }

@@ -39,6 +39,9 @@ struct Decomposition {
   DecomposeOp op;
   std::string op_path;  // the decompose op's JSON pointer
   std::vector<DecomposedPart> parts;
+
+  // `tensor` is one of the parts (A_ell): its arrays are the inspector's output.
+  bool is_part_tensor(const std::string& tensor) const;
 };
 
 // Whether the op (after the decompose) schedules that part: it names the part, or names none
