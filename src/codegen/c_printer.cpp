@@ -138,6 +138,7 @@ std::string CStmtPrinter::print(const Stmt& stmt, int depth) {
       };
       return pad + "std::sort(" + at(node.begin) + ", " + at(node.end) + ");\n";
     }
+    case StmtKind::Barrier: return pad + "__syncthreads();\n";  // only the cuda target makes barriers
     case StmtKind::Call: {
       const auto& node = static_cast<const Call&>(*stmt);
       std::string out = pad + node.callee + "(";

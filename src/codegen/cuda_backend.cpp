@@ -31,18 +31,47 @@ Expr builtin(const std::string& name) { return var(name, ScalarType::Int32); }
 // The first iteration a thread takes, and the stride to its next, on the loop's GPU index.
 Expr thread_index(const LoopAnnotations& a) {
   if (a.bind == "grid") return add(mul(cast(ScalarType::Int64, builtin("blockIdx.x")), builtin("blockDim.x")), builtin("threadIdx.x"));
+  if (a.bind == "block") return add(mul(cast(ScalarType::Int64, builtin("threadIdx.y")), builtin("blockDim.x")), builtin("threadIdx.x"));
   return cast(ScalarType::Int64, builtin(a.bind == "warp" ? "threadIdx.x" : a.bind));
 }
 Expr thread_stride(const LoopAnnotations& a) {
   if (a.bind == "grid") return mul(cast(ScalarType::Int64, builtin("gridDim.x")), builtin("blockDim.x"));
+  if (a.bind == "block") return mul(cast(ScalarType::Int64, builtin("blockDim.x")), builtin("blockDim.y"));
   if (a.bind == "blockIdx.x") return builtin("gridDim.x");
   if (a.bind == "blockIdx.y") return builtin("gridDim.y");
   return int64(a.bind_threads);
 }
 
+// Where each shared-memory workspace of a kernel lies in its dynamic shared memory, in the
+// order they appear: one after another, each starting on 16 bytes (any element type, and vector
+// loads, are aligned there).
+struct SharedLayout {
+  std::map<std::string, Expr> offset;  // workspace name → byte offset
+  Expr bytes = int64(0);               // the launch's dynamic shared memory
+};
+
+SharedLayout shared_layout(const std::vector<Stmt>& body) {
+  struct Collect : IRVisitor {
+    SharedLayout layout;
+    void visit_allocate(const Allocate& node) override {
+      for (const Workspace& w : node.buffers) {
+        if (!w.shared) continue;
+        layout.offset[w.name] = layout.bytes;
+        Expr bytes = mul(w.size, int64(w.type == ScalarType::Float64 || w.type == ScalarType::Int64 ? 8 : 4));
+        Expr aligned = mul(binary(BinOp::Div, add(bytes, int64(15)), int64(16)), int64(16));
+        layout.bytes = is_const_int(layout.bytes, 0) ? aligned : add(layout.bytes, aligned);
+      }
+      IRVisitor::visit_allocate(node);
+    }
+  } collect;
+  for (const Stmt& s : body) collect.visit(s);
+  return collect.layout;
+}
+
 class CudaStmtPrinter : public CStmtPrinter {
  public:
-  CudaStmtPrinter(const CExprPrinter& expr, std::string output) : CStmtPrinter(expr), output_(std::move(output)) {}
+  CudaStmtPrinter(const CExprPrinter& expr, std::string output, SharedLayout shared)
+      : CStmtPrinter(expr), output_(std::move(output)), shared_(std::move(shared)) {}
 
  protected:
   std::string loop_preamble(const For& loop, const std::string& indent) const override {
@@ -63,8 +92,25 @@ class CudaStmtPrinter : public CStmtPrinter {
     out += print(loop.body, depth + 1);
     atomic_loops_ -= atomic;
     out += pad + "}\n";
-    for (const std::string& scalar : a.bind_scalars) out += pad + scalar + " = spgen_warp_sum(" + scalar + ");\n";
+    std::string combine = a.bind_reduction == "shared" ? "spgen_block_sum<" + std::to_string(a.bind_threads / 32) + ">"
+                                                       : "spgen_warp_sum";
+    for (const std::string& scalar : a.bind_scalars) out += pad + scalar + " = " + combine + "(" + scalar + ");\n";
     return out;
+  }
+
+  // Shared workspaces are views of the kernel's dynamic shared memory; no other kind is made
+  // for this target.
+  std::string print_allocate(const Allocate& node, int depth) override {
+    std::string pad(2 * depth, ' ');
+    std::string out = pad + "{\n";
+    for (const Workspace& w : node.buffers) {
+      std::string type = expr_.type_name(w.type);
+      const Expr& offset = shared_.offset.at(w.name);
+      out += pad + "  " + type + "* " + w.name + " = reinterpret_cast<" + type + "*>(spgen_shared" +
+             (is_const_int(offset, 0) ? "" : " + " + expr_.print(offset)) + ");  // " + expr_.print(w.size) +
+             " elements\n";
+    }
+    return out + print(node.body, depth + 1) + pad + "}\n";
   }
 
   std::string print_store(const Store& store, const std::string& indent) override {
@@ -74,6 +120,7 @@ class CudaStmtPrinter : public CStmtPrinter {
 
  private:
   std::string output_;  // the output's values array: the one that atomic loops add into
+  SharedLayout shared_;
   int atomic_loops_ = 0;  // atomic-reduced loops around the statement being printed
 };
 
@@ -124,7 +171,8 @@ std::vector<Kernel> split_into_kernels(const LoweredFunc& func) {
       IRVisitor::visit_store(node);
     }
     void visit_for(const For& node) override {
-      if (!node.annotations.bind.empty()) bound[node.annotations.bind] = &node;
+      // A loop over the whole block (a `cache` copy) sizes nothing.
+      if (!node.annotations.bind.empty() && node.annotations.bind != "block") bound[node.annotations.bind] = &node;
       IRVisitor::visit_for(node);
     }
   };
@@ -204,7 +252,14 @@ class Launcher {
       grid = "dim3(" + (x != "1" ? grid : "1") + ", spgen_grid_dim(blocks_y, " + kMaxGridY + "))";
     }
     std::string block = ty > 1 ? "dim3(" + std::to_string(tx) + ", " + std::to_string(ty) + ")" : std::to_string(tx);
-    std::string call = kernel.name + "<<<" + grid + ", " + block + ", 0, stream>>>(" + args + ");\n";
+    SharedLayout shared = shared_layout(kernel.body);
+    std::string shared_bytes = "0";
+    if (!is_const_int(shared.bytes, 0)) {
+      out += "    // dynamic shared memory: at most 48 KiB, else the launch fails with cudaErrorInvalidValue\n";
+      out += "    const size_t shared_bytes = (size_t)(" + expr_.print(shared.bytes) + ");\n";
+      shared_bytes = "shared_bytes";
+    }
+    std::string call = kernel.name + "<<<" + grid + ", " + block + ", " + shared_bytes + ", stream>>>(" + args + ");\n";
     if (checks.empty()) {
       out += "    " + call;
     } else {
@@ -228,6 +283,19 @@ class Launcher {
   const LoweredFunc& func_;
   const CExprPrinter& expr_;
 };
+
+// The helpers beyond the preamble's that the kernels call, each from its template.
+std::string helpers_used(const LoweredFunc& func) {
+  struct Uses : IRVisitor {
+    bool block_sum = false;
+    void visit_for(const For& node) override {
+      block_sum |= node.annotations.bind_reduction == "shared";
+      IRVisitor::visit_for(node);
+    }
+  } uses;
+  uses.visit(func.body);
+  return uses.block_sum ? templates::render("cuda_block_sum.cu.in", {}) : "";
+}
 
 std::string output_values(const LoweredFunc& func) {
   for (const Param& p : func.params)
@@ -256,6 +324,7 @@ GeneratedFile emit_cuda_source(const LoweredFunc& func, const GenerationContext&
                                                                {"config_file", context.config_file},
                                                                {"spec", context.spec_text},
                                                                {"header", header_file_name(func)}});
+  file.text += helpers_used(func);
   CudaExprPrinter expr;
   Launcher launcher(func, expr);
   std::vector<Kernel> kernels = split_into_kernels(func);
@@ -270,7 +339,9 @@ GeneratedFile emit_cuda_source(const LoweredFunc& func, const GenerationContext&
       passed.insert(kernel.params[i]->name);
     }
     file.text += ") {\n";
-    CudaStmtPrinter printer(expr, output_values(func));
+    SharedLayout shared = shared_layout(kernel.body);
+    if (!is_const_int(shared.bytes, 0)) file.text += "  extern __shared__ __align__(16) unsigned char spgen_shared[];\n";
+    CudaStmtPrinter printer(expr, output_values(func), std::move(shared));
     for (const Stmt& s : kernel.body) file.text += printer.print(s, 1);
     file.text += "}\n";
     launches += launcher.launch(kernel);

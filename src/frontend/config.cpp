@@ -59,7 +59,7 @@ Format dense_format(int order) {
 }
 
 std::string ScheduleOp::name() const {
-  static const char* names[] = {"reorder", "split", "parallel", "vectorize", "unroll", "bind", "tile", "precompute", "fuse", "decompose"};
+  static const char* names[] = {"reorder", "split", "parallel", "vectorize", "unroll", "bind", "tile", "precompute", "fuse", "decompose", "cache"};
   return names[op.index()];
 }
 
@@ -88,8 +88,10 @@ std::string describe_schedule_op(const ScheduleOp& op) {
     }
     std::string operator()(const UnrollOp& u) const { return "unroll(" + u.var + ", " + std::to_string(u.factor) + ")"; }
     std::string operator()(const BindOp& b) const {
-      return "bind(" + b.var + ", " + b.to + (b.reduction.empty() ? "" : ", " + b.reduction) + ")";
+      return "bind(" + b.var + ", " + b.to + (b.reduction.empty() ? "" : ", " + b.reduction) +
+             (b.threads ? ", " + std::to_string(b.threads) + " threads" : "") + ")";
     }
+    std::string operator()(const CacheOp& c) const { return "cache(" + c.tensor + " at " + c.var + ")"; }
     std::string operator()(const FuseOp& f) const { return "fuse(" + f.vars[0] + ", " + f.vars[1] + " -> " + f.into + ")"; }
     std::string operator()(const DecomposeOp& d) const {
       std::string out = "decompose(" + d.tensor + ", " + d.format;
@@ -535,7 +537,7 @@ class ConfigReader {
     std::string path = "/schedule/" + std::to_string(index);
     expect_object(given, path);
     if (!given.contains("op"))
-      fail(path, "missing \"op\" (reorder, split, tile, fuse, parallel, vectorize, unroll, precompute, bind or decompose)");
+      fail(path, "missing \"op\" (reorder, split, tile, fuse, parallel, vectorize, unroll, precompute, bind, cache or decompose)");
     std::string kind = get_string(given["op"], path + "/op");
     ScheduleOp result;
     result.index = index;
@@ -629,7 +631,7 @@ class ConfigReader {
       unroll.factor = get_positive_int(op["factor"], path + "/factor");
       result.op = unroll;
     } else if (kind == "bind") {
-      check_keys(op, path, {"op", "var", "to", "reduction"});
+      check_keys(op, path, {"op", "var", "to", "reduction", "threads"});
       BindOp bind;
       bind.var = get_var(op, path);
       if (!op.contains("to")) fail(path, "missing \"to\" (blockIdx.x, blockIdx.y, threadIdx.x, threadIdx.y or warp)");
@@ -640,10 +642,30 @@ class ConfigReader {
                            "threadIdx.y or warp)");
       if (op.contains("reduction")) {
         bind.reduction = get_string(op["reduction"], path + "/reduction");
-        if (bind.reduction != "shuffle" && bind.reduction != "atomic")
-          fail(path + "/reduction", "unknown reduction strategy \"" + bind.reduction + "\" (expected shuffle or atomic)");
+        if (bind.reduction != "shuffle" && bind.reduction != "shared" && bind.reduction != "atomic")
+          fail(path + "/reduction",
+               "unknown reduction strategy \"" + bind.reduction + "\" (expected shuffle, shared or atomic)");
+      }
+      if (op.contains("threads")) {
+        if (bind.to != "threadIdx.x" && bind.to != "threadIdx.y")
+          fail(path + "/threads", "only a loop bound to threadIdx.x or threadIdx.y takes a thread count (a warp has 32 "
+                                  "lanes; blocks come from the trip count)");
+        bind.threads = get_positive_int(op["threads"], path + "/threads");
+        if (bind.threads > 1024) fail(path + "/threads", "a block has at most 1024 threads");
       }
       result.op = bind;
+    } else if (kind == "cache") {
+      check_keys(op, path, {"op", "tensor", "at"});
+      CacheOp cache;
+      if (!op.contains("tensor")) fail(path, "cache: missing \"tensor\" (the dense input to keep in shared memory)");
+      cache.tensor = get_string(op["tensor"], path + "/tensor");
+      const ast::TensorUse* use = spec_.find_tensor(cache.tensor);
+      if (!use) fail(path + "/tensor", "cache: the spec has no tensor \"" + cache.tensor + "\"");
+      if (use->is_output) fail(path + "/tensor", "cache: " + cache.tensor + " is the output; only an input can be cached");
+      if (!op.contains("at")) fail(path, "cache: missing \"at\" (the loop whose iterations each copy their tile)");
+      cache.var = get_string(op["at"], path + "/at");
+      if (!is_c_identifier(cache.var)) fail(path + "/at", "\"" + cache.var + "\" is not a valid loop variable name");
+      result.op = cache;
     } else if (kind == "fuse") {
       check_keys(op, path, {"op", "vars", "into"});
       if (!op.contains("vars") || !op["vars"].is_array() || op["vars"].size() != 2)
@@ -661,7 +683,7 @@ class ConfigReader {
       result.op = fuse;
     } else {
       fail(path + "/op", "unknown schedule op \"" + kind + "\" (expected reorder, split, tile, fuse, parallel, vectorize, unroll, "
-                         "precompute, bind or decompose)");
+                         "precompute, bind, cache or decompose)");
     }
     return result;
   }

@@ -83,8 +83,12 @@ struct ParallelOp {
 struct VectorizeOp { std::string var; int64_t lanes = 0; };
 struct UnrollOp { std::string var; int64_t factor = 0; };
 // cuda: spread a loop's iterations over a GPU index. `to`: blockIdx.x, blockIdx.y, threadIdx.x,
-// threadIdx.y or warp (the 32 lanes of a warp); `reduction`: "shuffle", "atomic" or empty.
-struct BindOp { std::string var, to, reduction; };
+// threadIdx.y or warp (the 32 lanes of a warp); `reduction`: "shuffle", "shared", "atomic" or
+// empty; `threads`: the block's size along a threadIdx index (0: from the loop's trip count).
+struct BindOp {
+  std::string var, to, reduction;
+  int64_t threads = 0;
+};
 // Two nested loops become one loop named `into`: over the stored entries of a sparse level and
 // its parent (stage I, when `vars` are index variables that one operand stores that way), or
 // over the product of two dense loops (stage II).
@@ -103,8 +107,15 @@ struct DecomposeOp {
   double fill = 0.5;
 };
 
+// cuda: at the start of each iteration of loop `var`, the threads of the block copy the part of
+// `tensor` (a dense input) that the iteration reads into shared memory, and read it from there
+// (passes/cache_operands.h). JSON: {"op": "cache", "tensor": "A", "at": "i"}.
+struct CacheOp { std::string tensor, var; };
+
 struct ScheduleOp {
-  std::variant<ReorderOp, SplitOp, ParallelOp, VectorizeOp, UnrollOp, BindOp, TileOp, PrecomputeOp, FuseOp, DecomposeOp> op;
+  std::variant<ReorderOp, SplitOp, ParallelOp, VectorizeOp, UnrollOp, BindOp, TileOp, PrecomputeOp, FuseOp, DecomposeOp,
+               CacheOp>
+      op;
   int index = 0;     // position in the list
   std::string path;  // "/schedule/<index>"
   // After a decompose: the part the op schedules ("coo", "p0_b4"), or empty for every part whose

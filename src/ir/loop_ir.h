@@ -76,7 +76,7 @@ struct LaneSum : ExprNode {
 };
 
 // ---- statements ----
-enum class StmtKind { Block, For, While, If, Declare, Assign, Store, Comment, Allocate, Sort, Call };
+enum class StmtKind { Block, For, While, If, Declare, Assign, Store, Comment, Allocate, Sort, Call, Barrier };
 
 struct StmtNode {
   StmtKind kind;
@@ -188,13 +188,16 @@ struct Workspace {
   std::string name;
   ScalarType type;
   Expr size;
-  Expr init;  // every element starts as this
+  Expr init;  // every element starts as this; null for shared memory, which starts uninitialised
   // A small array of constant size in the function's frame, which the compiler can keep in
   // registers (vector lanes); its init is zero. Otherwise a heap array.
   bool local = false;
   // A local array whose elements are native SIMD vectors of `type` (a register tile); `size`
   // counts vectors.
   bool vector = false;
+  // cuda: an array in the block's shared memory, which every thread of the block reads (a tile
+  // of an operand, `cache`); not initialised. `size` is computable on the host (sizes only).
+  bool shared = false;
 };
 
 struct Allocate : StmtNode {
@@ -215,6 +218,12 @@ struct Call : StmtNode {
   std::string callee;
   std::vector<Expr> args;
   Call(std::string c, std::vector<Expr> a) : StmtNode(StmtKind::Call), callee(std::move(c)), args(std::move(a)) {}
+};
+
+// cuda: every thread of the block waits here until all have arrived (__syncthreads), so that
+// what some wrote to shared memory is seen by all. Reached equally often by every thread.
+struct Barrier : StmtNode {
+  Barrier() : StmtNode(StmtKind::Barrier) {}
 };
 
 struct Comment : StmtNode {

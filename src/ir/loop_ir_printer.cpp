@@ -175,9 +175,9 @@ class Stage2Dumper {
         out += pad + "allocate";
         for (size_t b = 0; b < node.buffers.size(); ++b) {
           const Workspace& w = node.buffers[b];
-          out += std::string(b ? ", " : " ") + (w.local ? "local " : "") + w.name + ": " + scalar_type_name(w.type) +
+          out += std::string(b ? ", " : " ") + (w.local ? "local " : "") + (w.shared ? "shared " : "") + w.name + ": " + scalar_type_name(w.type) +
                  (w.vector ? " vectors" : "") +
-                 "[" + printer.print(w.size) + "] = " + printer.print(w.init);
+                 "[" + printer.print(w.size) + "]" + (w.init ? " = " + printer.print(w.init) : "");
         }
         out += ":\n";
         stmt(node.body, depth + 1);
@@ -188,6 +188,9 @@ class Stage2Dumper {
         out += pad + "sort " + node.buffer + "[" + printer.print(node.begin) + ", " + printer.print(node.end) + ")\n";
         return;
       }
+      case StmtKind::Barrier:
+        out += pad + "barrier\n";
+        return;
       case StmtKind::Call: {
         const auto& node = static_cast<const Call&>(*s);
         out += pad + "call " + node.callee + "(";

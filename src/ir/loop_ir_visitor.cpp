@@ -31,6 +31,7 @@ void IRVisitor::visit(const Stmt& stmt) {
     case StmtKind::Allocate: return visit_allocate(static_cast<const Allocate&>(*stmt));
     case StmtKind::Sort: return visit_sort(static_cast<const Sort&>(*stmt));
     case StmtKind::Call: return visit_call(static_cast<const Call&>(*stmt));
+    case StmtKind::Barrier: return;
   }
 }
 
@@ -61,6 +62,7 @@ Stmt IRMutator::mutate(const Stmt& stmt) {
     case StmtKind::Store: return mutate_store(static_cast<const Store&>(*stmt), stmt);
     case StmtKind::Comment:
     case StmtKind::Sort:
+    case StmtKind::Barrier:
     case StmtKind::Call: return stmt;  // arguments are the caller's parameters: nothing to rewrite
     case StmtKind::Allocate: return mutate_allocate(static_cast<const Allocate&>(*stmt), stmt);
   }

@@ -33,7 +33,10 @@ class IRVisitor {
   virtual void visit_store(const Store& node) { visit(node.index); visit(node.value); }
   virtual void visit_comment(const Comment&) {}
   virtual void visit_allocate(const Allocate& node) {
-    for (const Workspace& w : node.buffers) { visit(w.size); visit(w.init); }
+    for (const Workspace& w : node.buffers) {
+      visit(w.size);
+      if (w.init) visit(w.init);  // shared memory starts uninitialised
+    }
     visit(node.body);
   }
   virtual void visit_sort(const Sort& node) { visit(node.begin); visit(node.end); }

@@ -22,6 +22,10 @@ constexpr int64_t kMaxBlockThreads = 1024;  // every GPU since compute capabilit
 
 bool is_zero_fill(const For& loop) { return loop.label.rfind("zero ", 0) == 0; }
 
+// A shuffle leaves a warp's sums in lane 0; a shared-memory reduction a block's in thread 0
+// (threadIdx.x == 0 either way).
+bool combines_in_one_thread(const LoopAnnotations& a) { return a.bind_reduction == "shuffle" || a.bind_reduction == "shared"; }
+
 // Warp lanes are threadIdx.x: a warp-bound loop runs in blocks 32 threads wide.
 std::string axis_of(const std::string& bind) { return bind == "warp" ? "threadIdx.x" : bind; }
 bool on_threads(const std::string& bind) { return bind.rfind("blockIdx", 0) != 0; }
@@ -68,7 +72,7 @@ class NestSnapshot : public IRVisitor {
     for (const Stmt& s : node.stmts) {
       parent_ = &node;
       visit(s);
-      if (const For* loop = as_for(s); loop && loop->annotations.bind_reduction == "shuffle") after_shuffle_ = true;
+      if (const For* loop = as_for(s); loop && combines_in_one_thread(loop->annotations)) after_shuffle_ = true;
     }
     after_shuffle_ = after_shuffle;
   }
@@ -120,8 +124,8 @@ class SetAnnotations : public IRMutator {
   std::map<std::string, LoopAnnotations> annotations_;
 };
 
-// After a shuffle-reduced loop only lane 0 holds the sums, so the statements that follow it in
-// its block (the stores of those sums) run in lane 0 alone.
+// After a shuffle-reduced loop only lane 0 holds the sums (thread 0 after a shared-memory
+// reduction), so the statements that follow it in its block (the stores of those sums) run there alone.
 class GuardLanesAfterShuffle : public IRMutator {
  protected:
   Stmt mutate_block(const Block& node, const Stmt& self) override {
@@ -129,9 +133,10 @@ class GuardLanesAfterShuffle : public IRMutator {
     const std::vector<Stmt>& stmts = static_cast<const Block&>(*visited).stmts;
     for (size_t k = 0; k + 1 < stmts.size(); ++k) {
       const For* loop = as_for(stmts[k]);
-      if (!loop || loop->annotations.bind_reduction != "shuffle") continue;
+      if (!loop || !combines_in_one_thread(loop->annotations)) continue;
       std::vector<Stmt> guarded(stmts.begin(), stmts.begin() + static_cast<std::ptrdiff_t>(k) + 1);
-      guarded.push_back(std::make_shared<Comment>("lane 0 holds the warp's sums"));
+      bool shuffle = loop->annotations.bind_reduction == "shuffle";
+      guarded.push_back(std::make_shared<Comment>(shuffle ? "lane 0 holds the warp's sums" : "thread 0 holds the block's sums"));
       Expr lane_zero = binary(BinOp::Eq, var("threadIdx.x"), int64(0));
       guarded.push_back(std::make_shared<If>(
           lane_zero, block(std::vector<Stmt>(stmts.begin() + static_cast<std::ptrdiff_t>(k) + 1, stmts.end())), nullptr));
@@ -206,15 +211,16 @@ class GpuBindings {
                   index_of(b.label) + ", whose iterations add into the same entries of " + output_ +
                   " (add \"reduction\": \"atomic\", or bind to warp with \"reduction\": \"shuffle\" when the loop "
                   "sums into a scalar)");
-    if (strategy == "shuffle") {
-      if (loop.annotations.bind != "warp")
+    if (strategy == "shared") check_block_uniform(b, site);
+    if (strategy == "shuffle" || strategy == "shared") {
+      if (strategy == "shuffle" && loop.annotations.bind != "warp")
         fail(b, "a shuffle combines the lanes of one warp: bind " + b.label + " to warp, or use \"reduction\": \"atomic\"");
       if (!reduction)
         fail(b, "loop " + b.label + " iterates the spatial index " + index_of(b.label) +
                     ": its iterations write different entries of " + output_ + ", so there is nothing to combine");
       if (stores_into(loop.body, program_.output().values))
-        fail(b, "loop " + b.label + " adds into " + output_ +
-                    " directly, but a shuffle combines sums kept in scalars (use \"reduction\": \"atomic\")");
+        fail(b, "loop " + b.label + " adds into " + output_ + " directly, but a " + strategy +
+                    " reduction combines sums kept in scalars (use \"reduction\": \"atomic\")");
       for (const std::string& s : scalars)
         if (!site.parent || !declares(*site.parent, s))
           fail(b, "loop " + b.label + " sums into " + s + ", but " + s + " is declared outside the loop around " +
@@ -225,9 +231,49 @@ class GpuBindings {
     if (!scalars.empty())
       fail(b, "loop " + b.label + " sums into " + join(scalars) +
                   ", declared outside it, so each thread would hold only part of the sum (bind it to warp with "
-                  "\"reduction\": \"shuffle\")");
+                  "\"reduction\": \"shuffle\", or to threadIdx.x with \"reduction\": \"shared\")");
     if (strategy == "atomic") check_atomic_stores(b, loop.body);
     return {};
+  }
+
+  // A shared-memory reduction synchronizes the block (__syncthreads), so every thread of the
+  // block must reach it, as often as the others: the loop spans the block's threads on
+  // threadIdx.x, in whole warps, and no loop around it is spread over threads.
+  void check_block_uniform(const GpuBinding& b, const NestSnapshot::LoopSite& site) const {
+    const For& loop = *site.loop;
+    if (loop.annotations.bind != "threadIdx.x")
+      fail(b, "a shared reduction combines the threads of a block along threadIdx.x: bind " + b.label +
+                  " to threadIdx.x (a warp's lanes combine with \"reduction\": \"shuffle\")");
+    int64_t threads = threads_of(b, loop);
+    if (threads % kWarpSize != 0)
+      fail(b, "a shared reduction adds up whole warps: give loop " + b.label + " a multiple of 32 threads (it has " +
+                  std::to_string(threads) + "; set \"threads\")");
+    for (const Scope& outer : site.enclosing)
+      if (outer.loop && on_threads(outer.loop->annotations.bind) && !outer.loop->annotations.bind.empty())
+        fail(b, "a shared reduction synchronizes the whole block, but loop " + outer.label + " around " + b.label +
+                    " is spread over " + outer.loop->annotations.bind +
+                    ", so threads would reach the barrier unequally often (bind " + outer.label +
+                    " to a block index, or use \"reduction\": \"shuffle\" on a warp)");
+    struct InnerBinding : IRVisitor {
+      const For* found = nullptr;
+      void visit_for(const For& node) override {
+        if (!node.annotations.bind.empty() && !found) found = &node;
+        IRVisitor::visit_for(node);
+      }
+    } inner;
+    inner.visit(loop.body);
+    if (inner.found)
+      fail(b, "a shared reduction synchronizes the whole block, but loop " + inner.found->label + " inside " + b.label +
+                  " is bound too (bind only the loops around it to blocks)");
+  }
+
+  // Threads on a thread-bound loop: the bind op's own count, else one warp for lanes, else a
+  // constant trip count, else the default for a strided loop.
+  static int64_t threads_of(const GpuBinding& b, const For& loop) {
+    if (int64_t threads = std::get<BindOp>(b.op->op).threads) return threads;
+    if (loop.annotations.bind == "warp") return kWarpSize;
+    std::optional<int64_t> bound = constant_trip_bound(loop);
+    return bound ? std::max<int64_t>(*bound, 1) : kDefaultThreads;
   }
 
   void check_atomic_stores(const GpuBinding& b, const Stmt& body) const {
@@ -257,16 +303,14 @@ class GpuBindings {
     }
   }
 
-  // The block's size along each thread index: a constant trip count, one warp for lanes, or the
-  // default for a strided loop.
+  // The block's size along each thread index.
   std::map<std::string, int64_t> thread_counts(const NestSnapshot& nest) const {
     std::map<std::string, int64_t> counts;
     int64_t block_threads = 1;
     for (const GpuBinding& b : bindings_) {
       const For& loop = *site_of(nest, b.label).loop;
       if (!on_threads(loop.annotations.bind)) continue;
-      std::optional<int64_t> bound = constant_trip_bound(loop);
-      int64_t threads = loop.annotations.bind == "warp" ? kWarpSize : bound ? std::max<int64_t>(*bound, 1) : kDefaultThreads;
+      int64_t threads = threads_of(b, loop);
       block_threads *= threads;
       if (block_threads > kMaxBlockThreads)
         fail(b, "a block would have " + std::to_string(block_threads) + " threads, more than the " +

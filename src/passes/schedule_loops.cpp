@@ -6,6 +6,7 @@
 #include <set>
 
 #include "ir/loop_ir_visitor.h"
+#include "passes/cache_operands.h"
 #include "passes/gpu_bindings.h"
 
 namespace spgen {
@@ -102,6 +103,7 @@ class Scheduler {
   void finish() {
     if (config_.target == Target::Cuda) {
       finish_gpu_bindings(func_, program_, config_, bindings_, {origin_, positional_});
+      cache_in_shared_memory(func_, program_, config_, cache_ops_);
       return;
     }
     if (!any_parallel_) return;
@@ -915,6 +917,14 @@ class Scheduler {
     bindings_.push_back({op_, bind.var});
   }
 
+  // ---- cache (cuda) ----
+  // Applied by finish(), once the nest and its bindings are final.
+  void apply_op(const CacheOp& cache) {
+    if (config_.target != Target::Cuda) fail("cache keeps a tile in GPU shared memory: it is for the cuda target");
+    find(cache.var);
+    cache_ops_.push_back(op_);
+  }
+
   LoweredFunc& func_;
   const sparse::Program& program_;
   const Config& config_;
@@ -922,6 +932,7 @@ class Scheduler {
   std::map<std::string, std::string> origin_;  // loop label → index variable it iterates
   std::set<std::string> positional_;           // loops over positions of a compressed level
   std::vector<GpuBinding> bindings_;           // bind ops, in the order they applied
+  std::vector<const ScheduleOp*> cache_ops_;
   bool any_parallel_ = false;
 };
 

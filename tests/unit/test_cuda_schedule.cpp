@@ -45,7 +45,7 @@ TEST_CASE("cuda: reduction strategies must fit the loop") {
                  "bind: loop j sums into acc, declared outside it, so each thread would hold only part of the sum"));
   // SpMM's j adds into C directly: no scalar for a shuffle to combine.
   CHECK(contains(error_of(kSpmm, cuda(R"({"op": "bind", "var": "j", "to": "warp", "reduction": "shuffle"})")),
-                 "bind: loop j adds into C directly, but a shuffle combines sums kept in scalars"));
+                 "bind: loop j adds into C directly, but a shuffle reduction combines sums kept in scalars"));
   // The sum must be combined right after the loop that its scalar's block holds.
   CHECK(contains(error_of(kSpmv, cuda(R"({"op": "split", "var": "j", "factor": 32},
                                          {"op": "bind", "var": "j1", "to": "warp", "reduction": "shuffle"})")),
@@ -57,7 +57,7 @@ TEST_CASE("cuda: GPU indices, block sizes and op targets are checked") {
                  "c.json: /schedule/0/to: error: unknown GPU index \"blockIdx.z\" (expected blockIdx.x, blockIdx.y, "
                  "threadIdx.x, threadIdx.y or warp)"));
   CHECK(contains(error_of(kSpmv, cuda(R"({"op": "bind", "var": "i", "to": "warp", "reduction": "sum"})")),
-                 "/schedule/0/reduction: error: unknown reduction strategy \"sum\" (expected shuffle or atomic)"));
+                 "/schedule/0/reduction: error: unknown reduction strategy \"sum\" (expected shuffle, shared or atomic)"));
   CHECK(contains(error_of(kSpmv, cuda(R"({"op": "parallel", "var": "i"})")),
                  "/schedule/0: error: parallel: parallel is OpenMP's, for the cpu target: use bind on the cuda target"));
   CHECK(contains(error_of(kSpmv, cuda(R"({"op": "vectorize", "var": "j"})")), "use bind on the cuda target"));
@@ -74,6 +74,85 @@ TEST_CASE("cuda: GPU indices, block sizes and op targets are checked") {
   CHECK(contains(error_of(kSpmv, cuda(R"({"op": "bind", "var": "i", "to": "blockIdx.x"},
                                          {"op": "split", "var": "i", "factor": 4})")),
                  "/schedule/1: error: split: split i before binding it"));
+}
+
+TEST_CASE("cuda: a thread count for a strided loop; a shared-memory reduction over a block") {
+  const char* block_per_row = R"({"op": "bind", "var": "i", "to": "blockIdx.x"},
+                                 {"op": "bind", "var": "j", "to": "threadIdx.x", "threads": 256, "reduction": "shared"})";
+  spgen::Compilation c = compile(kSpmv, cuda(block_per_row));
+  CHECK(contains(c.stage2_dump, "bind(threadIdx.x, 256 threads, shared +acc):"));
+  CHECK(contains(c.stage2_dump, "if threadIdx.x == 0:\n      y_vals[i] = acc"));
+  const std::string& source = c.files[1].text;
+  CHECK(contains(source, "pA1 += 256) {"));
+  CHECK(contains(source, "    acc = spgen_block_sum<8>(acc);\n    // thread 0 holds the block's sums\n    if (threadIdx.x == 0) {"));
+  CHECK(contains(source, "static __device__ __forceinline__ T spgen_block_sum(T value) {"));
+  CHECK(contains(source, "t_main<<<spgen_grid_dim(blocks_x, 2147483647), 256, 0, stream>>>("));
+  // The helper is printed only where it is used.
+  CHECK(!contains(compile(kSpmv, cuda(std::string(kWarpPerRow) + R"(, {"op": "bind", "var": "j", "to": "warp",
+                                       "reduction": "shuffle"})")).files[1].text, "spgen_block_sum"));
+
+  // Errors: the count's index and range; the reduction's loop, warps and uniformity.
+  CHECK(contains(error_of(kSpmv, cuda(R"({"op": "bind", "var": "i", "to": "warp", "threads": 64})")),
+                 "/schedule/0/threads: error: only a loop bound to threadIdx.x or threadIdx.y takes a thread count"));
+  CHECK(contains(error_of(kSpmv, cuda(R"({"op": "bind", "var": "i", "to": "threadIdx.x", "threads": 2048})")),
+                 "/schedule/0/threads: error: a block has at most 1024 threads"));
+  CHECK(contains(error_of(kSpmv, cuda(R"({"op": "bind", "var": "j", "to": "threadIdx.y", "reduction": "shared"})")),
+                 "/schedule/0: error: bind: a shared reduction combines the threads of a block along threadIdx.x"));
+  CHECK(contains(error_of(kSpmv, cuda(R"({"op": "bind", "var": "j", "to": "threadIdx.x", "threads": 48, "reduction": "shared"})")),
+                 "bind: a shared reduction adds up whole warps: give loop j a multiple of 32 threads (it has 48"));
+  CHECK(contains(error_of(kSpmv, cuda(R"({"op": "bind", "var": "i", "to": "threadIdx.y", "threads": 4},
+                                         {"op": "bind", "var": "j", "to": "threadIdx.x", "reduction": "shared"})")),
+                 "/schedule/1: error: bind: a shared reduction synchronizes the whole block, but loop i around j is "
+                 "spread over threadIdx.y"));
+  CHECK(contains(error_of(kSpmm, cuda(R"({"op": "reorder", "order": ["i", "k", "j"]},
+                                         {"op": "bind", "var": "k", "to": "threadIdx.x", "reduction": "shared"},
+                                         {"op": "bind", "var": "j", "to": "threadIdx.y", "reduction": "atomic"})")),
+                 "/schedule/1: error: bind: a shared reduction synchronizes the whole block, but loop j inside k is bound too"));
+}
+
+TEST_CASE("cuda: cache copies a dense operand's slice into shared memory, read by the loop's body") {
+  const char* cached = R"({"op": "bind", "var": "i", "to": "blockIdx.x"},
+                          {"op": "bind", "var": "j", "to": "threadIdx.y", "threads": 4},
+                          {"op": "bind", "var": "k", "to": "warp", "reduction": "shuffle"},
+                          {"op": "cache", "tensor": "A", "at": "i"})";
+  std::string sddmm_cuda = R"({"target": "cuda", "tensors": {"X": {"format": "csr"}, "Y": {"format": "csr"}}, "schedule": [)";
+  spgen::Compilation c = compile(kSddmm, sddmm_cuda + cached + "]}");
+  CHECK(contains(c.stage2_dump, "allocate shared A_tile: float32[dim_k]:\n"));
+  CHECK(contains(c.stage2_dump, "for A_tile copy at A_tile_at in [0, dim_k) bind(block):\n"));
+  CHECK(contains(c.stage2_dump, "A_tile[A_tile_at] = A_vals[i * dim_k + A_tile_at]\n      barrier\n"));
+  CHECK(contains(c.stage2_dump, "A_tile[pA1 - i * dim_k]"));
+  const std::string& source = c.files[1].text;
+  CHECK(contains(source, "  extern __shared__ __align__(16) unsigned char spgen_shared[];\n"));
+  CHECK(contains(source, "float* A_tile = reinterpret_cast<float*>(spgen_shared);  // dim_k elements"));
+  CHECK(contains(source, "A_tile_at += (int64_t)blockDim.x * blockDim.y) {"));
+  CHECK(contains(source, "      __syncthreads();\n"));
+  CHECK(contains(source, "const size_t shared_bytes = (size_t)((dim_k * 4 + 15) / 16 * 16);"));
+  CHECK(contains(source, "dim3(32, 4), shared_bytes, stream>>>("));
+  CHECK(!contains(source, "B_tile"));
+
+  auto cache_error = [&](const std::string& ops) { return error_of(kSddmm, sddmm_cuda + ops + "]}"); };
+  CHECK(contains(cache_error(R"({"op": "cache", "tensor": "A"})"), "/schedule/0: error: cache: missing \"at\""));
+  CHECK(contains(cache_error(R"({"op": "cache", "tensor": "Z", "at": "i"})"),
+                 "/schedule/0/tensor: error: cache: the spec has no tensor \"Z\""));
+  CHECK(contains(cache_error(R"({"op": "cache", "tensor": "Y", "at": "i"})"), "cache: Y is the output"));
+  CHECK(contains(cache_error(R"({"op": "cache", "tensor": "X", "at": "i"})"),
+                 "/schedule/0: error: cache: X is stored sparse (csr): only a dense input is cached"));
+  CHECK(contains(cache_error(R"({"op": "cache", "tensor": "A", "at": "q"})"), "/schedule/0: error: cache: no loop named q"));
+  // A slice that the threads of a block would not share: j is spread over threads.
+  CHECK(contains(cache_error(std::string(cached) + R"(, {"op": "cache", "tensor": "B", "at": "j"})"),
+                 "/schedule/4: error: cache: loop j is spread over threadIdx.y, but the threads of a block copy the "
+                 "tile together"));
+  CHECK(contains(cache_error(R"({"op": "bind", "var": "i", "to": "threadIdx.x"}, {"op": "cache", "tensor": "A", "at": "j"})"),
+                 "cache: loop i around j is spread over threadIdx.x"));
+  CHECK(contains(cache_error(std::string(cached) + R"(, {"op": "cache", "tensor": "B", "at": "k"})"),
+                 "cache: loop j around k is spread over threadIdx.y"));
+  // Inside k, A is read at one entry: nothing to share. Outside i, the tile is all of A.
+  CHECK(contains(cache_error(R"({"op": "bind", "var": "i", "to": "blockIdx.x"}, {"op": "split", "var": "k", "factor": 4},
+                                {"op": "cache", "tensor": "A", "at": "k1"})"),
+                 "cache: A is read at a single entry in each iteration of loop k1: there is nothing to share"));
+  CHECK(contains(error_of(kSddmm, R"({"tensors": {"X": {"format": "csr"}, "Y": {"format": "csr"}},
+                                      "schedule": [{"op": "cache", "tensor": "A", "at": "i"}]})"),
+                 "/schedule/0: error: cache: cache keeps a tile in GPU shared memory: it is for the cuda target"));
 }
 
 TEST_CASE("cuda: stage II shows the bindings; the source launches what they imply") {
