@@ -127,8 +127,10 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
   }
   simplify_declares(it.func);
   if (config.target == Target::Cpu) {
-    unswitch_loops(it.func);        // loop-invariant tests (ELL padding) out of inner loops
-    use_explicit_vectors(it.func);  // register tiles
+    unswitch_loops(it.func);                           // loop-invariant tests (ELL padding) out of inner loops
+    use_explicit_vectors(it.func, VectorTarget::Cpu);  // register tiles
+  } else {
+    use_explicit_vectors(it.func, VectorTarget::Cuda);  // register tiles as float4 / double2
   }
   it.stage2_dump = loops::dump_stage2(it.func);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <stdexcept>
 
 #include "codegen/abi_header.h"
 #include "codegen/c_printer.h"
@@ -98,12 +99,17 @@ class CudaStmtPrinter : public CStmtPrinter {
     return out;
   }
 
-  // Shared workspaces are views of the kernel's dynamic shared memory; no other kind is made
-  // for this target.
+  // Shared workspaces are views of the kernel's dynamic shared memory; local ones (register
+  // tiles) are arrays of the thread's own.
   std::string print_allocate(const Allocate& node, int depth) override {
     std::string pad(2 * depth, ' ');
     std::string out = pad + "{\n";
     for (const Workspace& w : node.buffers) {
+      if (!w.shared) {
+        if (!w.local) throw std::logic_error("cuda: a heap workspace (" + w.name + ") in a kernel");
+        out += workspace_declarations(Allocate({w}, nullptr), pad + "  ");
+        continue;
+      }
       std::string type = expr_.type_name(w.type);
       const Expr& offset = shared_.offset.at(w.name);
       out += pad + "  " + type + "* " + w.name + " = reinterpret_cast<" + type + "*>(spgen_shared" +
@@ -172,7 +178,8 @@ std::vector<Kernel> split_into_kernels(const LoweredFunc& func) {
     }
     void visit_for(const For& node) override {
       // A loop over the whole block (a `cache` copy) sizes nothing.
-      if (!node.annotations.bind.empty() && node.annotations.bind != "block") bound[node.annotations.bind] = &node;
+      // The first loop on an index sizes it (a tile's remainder loop, bound alike, comes after).
+      if (!node.annotations.bind.empty() && node.annotations.bind != "block") bound.emplace(node.annotations.bind, &node);
       IRVisitor::visit_for(node);
     }
   };
@@ -287,14 +294,27 @@ class Launcher {
 // The helpers beyond the preamble's that the kernels call, each from its template.
 std::string helpers_used(const LoweredFunc& func) {
   struct Uses : IRVisitor {
-    bool block_sum = false;
+    bool block_sum = false, vectors = false;
     void visit_for(const For& node) override {
       block_sum |= node.annotations.bind_reduction == "shared";
       IRVisitor::visit_for(node);
     }
+    void visit_allocate(const Allocate& node) override {
+      for (const Workspace& w : node.buffers) vectors |= w.vector;
+      IRVisitor::visit_allocate(node);
+    }
+    void visit_load(const Load& node) override {
+      vectors |= node.vector;
+      IRVisitor::visit_load(node);
+    }
+    void visit_store(const Store& node) override {
+      vectors |= node.vector;
+      IRVisitor::visit_store(node);
+    }
   } uses;
   uses.visit(func.body);
-  return uses.block_sum ? templates::render("cuda_block_sum.cu.in", {}) : "";
+  return (uses.block_sum ? templates::render("cuda_block_sum.cu.in", {}) : "") +
+         (uses.vectors ? templates::render("cuda_vector_helpers.cu.in", {}) : "");
 }
 
 std::string output_values(const LoweredFunc& func) {

@@ -12,9 +12,12 @@ using namespace loops;
 
 namespace {
 
-// The widest vector the generated code may use (AVX-512) holds this many elements: a tile
-// must be a whole number of vectors on every target.
-int64_t max_lanes(ScalarType type) { return type == ScalarType::Float64 ? 8 : 16; }
+// The widest vector the generated code may use holds this many elements (AVX-512 on the CPU, a
+// 16-byte load on the GPU): a tile must be a whole number of vectors on every machine.
+int64_t max_lanes(ScalarType type, VectorTarget target) {
+  int64_t bytes = target == VectorTarget::Cpu ? 64 : 16;
+  return bytes / (type == ScalarType::Float64 ? 8 : 4);
+}
 
 std::optional<int64_t> const_int(const Expr& expr) {
   if (expr->kind != ExprKind::IntImm) return std::nullopt;
@@ -225,7 +228,7 @@ struct TileUses : IRVisitor {
 
 class ExplicitVectors : public IRMutator {
  public:
-  explicit ExplicitVectors(std::set<std::string> names) : names_(std::move(names)) {}
+  ExplicitVectors(std::set<std::string> names, VectorTarget target) : names_(std::move(names)), target_(target) {}
 
  protected:
   Stmt mutate_allocate(const Allocate& node, const Stmt& self) override {
@@ -235,7 +238,7 @@ class ExplicitVectors : public IRMutator {
     for (Workspace& w : buffers) {
       if (!w.local || w.vector || (w.type != ScalarType::Float32 && w.type != ScalarType::Float64)) continue;
       auto size = const_int(w.size);
-      if (!size || *size % max_lanes(w.type) != 0) continue;
+      if (!size || *size % max_lanes(w.type, target_) != 0) continue;
       std::optional<Stmt> rewritten = vectorize_uses(body, w, *size);
       if (!rewritten) continue;
       body = *rewritten;
@@ -282,10 +285,13 @@ class ExplicitVectors : public IRMutator {
   }
 
   std::set<std::string> names_;
+  VectorTarget target_;
 };
 
 }  // namespace
 
-void use_explicit_vectors(LoweredFunc& func) { func.body = ExplicitVectors(names_bound_in(func)).mutate(func.body); }
+void use_explicit_vectors(LoweredFunc& func, VectorTarget target) {
+  func.body = ExplicitVectors(names_bound_in(func), target).mutate(func.body);
+}
 
 }  // namespace spgen

@@ -8,8 +8,11 @@
 
 namespace spgen {
 
-// CPU only. Workspaces or loops that do not fit (a trip count that is not a multiple of the
-// widest vector, strided accesses, a use outside such a loop) are left as they are.
-void use_explicit_vectors(loops::LoweredFunc& func);
+// Workspaces or loops that do not fit (a trip count that is not a multiple of the widest vector,
+// strided accesses, a use outside such a loop) are left as they are. On the CPU a vector is the
+// widest SIMD register (up to 16 floats); on the cuda target a float4 or double2, which a thread
+// loads and stores in one instruction where the address is aligned (templates/cuda_vector_helpers.cu.in).
+enum class VectorTarget { Cpu, Cuda };
+void use_explicit_vectors(loops::LoweredFunc& func, VectorTarget target);
 
 }  // namespace spgen

@@ -164,6 +164,11 @@ class GpuBindings {
     }
     check_axes();
     for (const auto& [label, threads] : thread_counts(nest)) completed[label].bind_threads = threads;
+    for (const GpuBinding& b : bindings_)
+      if (!b.remainder.empty()) {
+        completed[b.remainder] = site_of(nest, b.remainder).loop->annotations;
+        completed[b.remainder].bind_threads = completed[b.label].bind_threads;
+      }
     for (const NestSnapshot::StoreSite& site : nest.stores) check_store(site);
     func_.body = SetAnnotations(std::move(completed)).mutate(func_.body);
     func_.body = GuardLanesAfterShuffle().mutate(func_.body);

@@ -17,8 +17,9 @@
 namespace spgen {
 
 struct GpuBinding {
-  const ScheduleOp* op;  // the bind op, for errors
-  std::string label;     // the loop it bound
+  const ScheduleOp* op;   // the bind op, for errors
+  std::string label;      // the loop it bound
+  std::string remainder;  // a tile's remainder loop, bound alike, or empty
 };
 
 // What the schedule knows about its loops: the index variable each label iterates, and which

@@ -242,6 +242,7 @@ class Scheduler {
       fail("tile " + tile.var + " before making it parallel or vectorized");
     if (!loop.annotations.bind.empty()) fail("tile " + tile.var + " before binding it");
     std::string rest = fresh(tile.var + "_rest");
+    tile_rest_[tile.outer] = rest;
     Stmt replacement = block(tile_loop(loop, tile.factor, tile.outer, tile.inner, rest, loop.body, {}));
     func_.body = RewriteLoop(tile.var, [&](const For&) { return replacement; }).mutate(func_.body);
     for (const std::string& part : {tile.outer, tile.inner, rest}) {
@@ -257,8 +258,6 @@ class Scheduler {
   void apply_op(const PrecomputeOp& precompute) {
     LoopInfo info = find(precompute.var);
     const For& loop = *info.loop;
-    if (config_.target == Target::Cuda)
-      fail("precompute keeps a local array per thread, which the cuda backend does not support");
     if (!is_const_int(loop.begin, 0) || loop.end->kind != ExprKind::IntImm)
       fail("loop " + precompute.var + " needs a constant trip count, so that its sums fit a local array: tile it first");
     int64_t trips = static_cast<const IntImm&>(*loop.end).value;
@@ -351,6 +350,7 @@ class Scheduler {
     Stmt replacement = std::make_shared<Allocate>(std::vector<Workspace>{array}, block({summing_outside, store_loop}));
     func_.body = RewriteLoop(precompute.var, [&](const For&) { return replacement; }).mutate(func_.body);
     origin_[store_label] = origin_.at(precompute.var);
+    register_tile_loops_.insert({precompute.var, store_label});
   }
 
   // The declarations among `lets` that `stmts` read, directly or through later declarations.
@@ -790,8 +790,8 @@ class Scheduler {
 
   // ---- vectorize ----
   void apply_op(const VectorizeOp& vectorize) {
-    if (config_.target == Target::Cuda) fail("vectorize is OpenMP's, for the cpu target: use bind on the cuda target");
     LoopInfo info = find(vectorize.var);
+    if (config_.target == Target::Cuda) check_cuda_vectorize(vectorize, *info.loop);
     refuse_sequential(info, "vectorize");
     if (contains_loop(info.loop->body)) fail("loop " + vectorize.var + " is not innermost; only innermost loops can be vectorized");
     std::vector<std::string> reductions = accumulated_scalars(*info.loop);
@@ -809,6 +809,21 @@ class Scheduler {
       a.vectorized = true;
       a.simd_reductions = reductions;
     });
+  }
+
+  // On the GPU a thread's vectors are float4 (double2) loads and stores: `vectorize` applies to
+  // the loops of a register tile (`precompute`), which passes/explicit_vectors turns into them.
+  void check_cuda_vectorize(const VectorizeOp& vectorize, const For& loop) const {
+    if (vectorize.lanes) fail("lanes are for the cpu target: on the cuda target a reduction spreads over threads (bind)");
+    if (!loop.annotations.bind.empty()) fail("loop " + vectorize.var + " is bound to " + loop.annotations.bind +
+                                             ": a thread's vector runs inside its thread");
+    int64_t lanes = program_.value_type == ValueType::Float64 ? 2 : 4;
+    bool in_tile = register_tile_loops_.count(loop.label) && loop.end->kind == ExprKind::IntImm &&
+                   static_cast<const IntImm&>(*loop.end).value % lanes == 0;
+    if (!in_tile)
+      fail("on the cuda target, vectorize makes " + std::string(lanes == 4 ? "float4" : "double2") +
+           " loads of a register tile: loop " + vectorize.var + " must iterate one made by precompute, " +
+           "with a trip count that is a multiple of " + std::to_string(lanes) + " (tile, then precompute it)");
   }
 
   // The loop's sums go into `lanes` partial sums per scalar: a main loop over whole groups of
@@ -910,11 +925,28 @@ class Scheduler {
     refuse_sequential(info, "bind");
     if (!info.loop->annotations.bind.empty())
       fail("loop " + bind.var + " is already bound to " + info.loop->annotations.bind);
-    set_annotations(bind.var, [&](LoopAnnotations& a) {
+    auto spread = [&](LoopAnnotations& a) {
       a.bind = bind.to;
       a.bind_reduction = bind.reduction;
-    });
-    bindings_.push_back({op_, bind.var});
+    };
+    set_annotations(bind.var, spread);
+    // A tile's remainder loop runs after its main loops, over the last iterations: the same
+    // threads take them. A sum combined after the main loops would miss them, though.
+    std::string remainder;
+    if (auto rest = tile_rest_.find(bind.var); rest != tile_rest_.end() && has_loop(rest->second)) {
+      if (bind.reduction == "shuffle" || bind.reduction == "shared")
+        fail("loop " + bind.var + " is a tile's main loop, and its remainder loop " + rest->second +
+             " adds into the same sums after the " + bind.reduction + " reduction would combine them (split the loop "
+             "instead of tiling it)");
+      remainder = rest->second;
+      set_annotations(remainder, spread);
+    }
+    bindings_.push_back({op_, bind.var, remainder});
+  }
+
+  bool has_loop(const std::string& label) const {
+    std::vector<LoopInfo> all = loops();
+    return std::any_of(all.begin(), all.end(), [&](const LoopInfo& info) { return info.loop->label == label; });
   }
 
   // ---- cache (cuda) ----
@@ -933,6 +965,8 @@ class Scheduler {
   std::set<std::string> positional_;           // loops over positions of a compressed level
   std::vector<GpuBinding> bindings_;           // bind ops, in the order they applied
   std::vector<const ScheduleOp*> cache_ops_;
+  std::set<std::string> register_tile_loops_;  // the loops over a precompute's local array
+  std::map<std::string, std::string> tile_rest_;  // a tile's outer loop → its remainder loop
   bool any_parallel_ = false;
 };
 

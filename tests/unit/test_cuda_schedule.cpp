@@ -60,7 +60,9 @@ TEST_CASE("cuda: GPU indices, block sizes and op targets are checked") {
                  "/schedule/0/reduction: error: unknown reduction strategy \"sum\" (expected shuffle, shared or atomic)"));
   CHECK(contains(error_of(kSpmv, cuda(R"({"op": "parallel", "var": "i"})")),
                  "/schedule/0: error: parallel: parallel is OpenMP's, for the cpu target: use bind on the cuda target"));
-  CHECK(contains(error_of(kSpmv, cuda(R"({"op": "vectorize", "var": "j"})")), "use bind on the cuda target"));
+  CHECK(contains(error_of(kSpmv, cuda(R"({"op": "vectorize", "var": "j"})")),
+                 "/schedule/0: error: vectorize: on the cuda target, vectorize makes float4 loads of a register tile: "
+                 "loop j must iterate one made by precompute"));
   CHECK(contains(error_of(kSpmv, R"({"schedule": [{"op": "bind", "var": "i", "to": "blockIdx.x"}]})"),
                  "/schedule/0: error: bind: bind is for the cuda target"));
   std::string twice = cuda(std::string(kWarpPerRow) + R"(, {"op": "bind", "var": "j", "to": "threadIdx.y", "reduction": "atomic"})");
@@ -153,6 +155,47 @@ TEST_CASE("cuda: cache copies a dense operand's slice into shared memory, read b
   CHECK(contains(error_of(kSddmm, R"({"tensors": {"X": {"format": "csr"}, "Y": {"format": "csr"}},
                                       "schedule": [{"op": "cache", "tensor": "A", "at": "i"}]})"),
                  "/schedule/0: error: cache: cache keeps a tile in GPU shared memory: it is for the cuda target"));
+}
+
+TEST_CASE("cuda: a register tile of float4 vectors; a bound tile's remainder loop runs on the same threads") {
+  const char* tiled = R"({"op": "reorder", "order": ["i", "k", "j"]},
+                         {"op": "tile", "var": "k", "factor": 8, "into": ["k0", "k1"]},
+                         {"op": "precompute", "var": "k1"},
+                         {"op": "vectorize", "var": "k1"},
+                         {"op": "bind", "var": "i", "to": "blockIdx.x"},
+                         {"op": "bind", "var": "k0", "to": "warp"})";
+  spgen::Compilation c = compile(kSpmm, cuda(tiled));
+  CHECK(contains(c.stage2_dump, "allocate local acc_tile: float32 vectors[8 / SPGEN_LANES_F32] = 0:"));
+  CHECK(contains(c.stage2_dump, "for k_rest at k in [k_groups * 8, dim_k) bind(warp, 32 threads):"));
+  const std::string& source = c.files[1].text;
+  CHECK(contains(source, "#define SPGEN_LANES_F32 4\n"));
+  CHECK(contains(source, "const float4 v = *reinterpret_cast<const float4*>(p);"));
+  CHECK(contains(source, "spgen_vf32 acc_tile[8 / SPGEN_LANES_F32] = {};"));
+  CHECK(contains(source, "acc_tile[k1_vec] += A_vals[pA1] * spgen_load_f32(&B_vals[pB1]);"));
+  CHECK(contains(source, "spgen_store_f32(&C_vals[pC1], acc_tile[k1_store_vec]);"));
+  CHECK(contains(source, "for (int64_t k0 = (int64_t)threadIdx.x; k0 < k_groups; k0 += 32) {"));
+  CHECK(contains(source, "for (int64_t k = k_groups * 8 + (int64_t)threadIdx.x; k < dim_k; k += 32) {"));
+  CHECK(contains(source, "<<<spgen_grid_dim(blocks_x, 2147483647), 32, 0, stream>>>"));
+  // Without vectors, no vector helpers.
+  CHECK(!contains(compile(kSpmm, cuda(R"({"op": "bind", "var": "i", "to": "blockIdx.x"})")).files[1].text, "spgen_vf32"));
+
+  // A tile of 6 floats is not a whole number of float4; lanes are the CPU's; a bound loop is the
+  // threads'; a reduction combined after the main loop would miss the remainder's share.
+  std::string six = tiled;
+  six.replace(six.find("\"factor\": 8"), 11, "\"factor\": 6");
+  CHECK(contains(error_of(kSpmm, cuda(six)), "/schedule/3: error: vectorize: on the cuda target, vectorize makes float4 "
+                                             "loads of a register tile: loop k1 must iterate one made by precompute, with "
+                                             "a trip count that is a multiple of 4"));
+  CHECK(contains(error_of(kSpmm, cuda(R"({"op": "reorder", "order": ["i", "k", "j"]},
+                                         {"op": "tile", "var": "k", "factor": 8, "into": ["k0", "k1"]},
+                                         {"op": "precompute", "var": "k1"},
+                                         {"op": "vectorize", "var": "k1", "lanes": 4})")),
+                 "/schedule/3: error: vectorize: lanes are for the cpu target"));
+  CHECK(contains(error_of(kSpmv, cuda(R"({"op": "bind", "var": "i", "to": "blockIdx.x"},
+                                         {"op": "tile", "var": "j", "factor": 4},
+                                         {"op": "bind", "var": "j0", "to": "warp", "reduction": "shuffle"})")),
+                 "/schedule/2: error: bind: loop j0 is a tile's main loop, and its remainder loop j_rest adds into the "
+                 "same sums after the shuffle reduction would combine them"));
 }
 
 TEST_CASE("cuda: stage II shows the bindings; the source launches what they imply") {
