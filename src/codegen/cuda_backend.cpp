@@ -71,8 +71,9 @@ SharedLayout shared_layout(const std::vector<Stmt>& body) {
 
 class CudaStmtPrinter : public CStmtPrinter {
  public:
-  CudaStmtPrinter(const CExprPrinter& expr, std::string output, SharedLayout shared)
-      : CStmtPrinter(expr), output_(std::move(output)), shared_(std::move(shared)) {}
+  CudaStmtPrinter(const CExprPrinter& expr, std::string output, std::set<std::string> counted_positions, SharedLayout shared)
+      : CStmtPrinter(expr), output_(std::move(output)), counted_positions_(std::move(counted_positions)),
+        shared_(std::move(shared)) {}
 
  protected:
   std::string loop_preamble(const For& loop, const std::string& indent) const override {
@@ -83,6 +84,7 @@ class CudaStmtPrinter : public CStmtPrinter {
   std::string print_for(const For& loop, int depth) override {
     const LoopAnnotations& a = loop.annotations;
     if (a.bind.empty()) return CStmtPrinter::print_for(loop, depth);
+    if (a.bind == "scan") return print_scan(loop, depth);
     std::string pad(2 * depth, ' ');
     Expr first = is_const_int(loop.begin, 0) ? thread_index(a) : add(loop.begin, thread_index(a));
     std::string out = loop_preamble(loop, pad);
@@ -90,7 +92,9 @@ class CudaStmtPrinter : public CStmtPrinter {
            expr_.print(loop.end) + "; " + loop.var + " += " + expr_.print(thread_stride(a)) + ") {\n";
     bool atomic = a.bind_reduction == "atomic";
     atomic_loops_ += atomic;
+    ++bound_loops_;
     out += print(loop.body, depth + 1);
+    --bound_loops_;
     atomic_loops_ -= atomic;
     out += pad + "}\n";
     std::string combine = a.bind_reduction == "shared" ? "spgen_block_sum<" + std::to_string(a.bind_threads / 32) + ">"
@@ -119,15 +123,38 @@ class CudaStmtPrinter : public CStmtPrinter {
     return out + print(node.body, depth + 1) + pad + "}\n";
   }
 
+  // `for p in [0, n): a[p + 1] += a[p]` (an assemble phase's prefix sum) is an inclusive scan of
+  // a[0 .. n], which the block's threads compute together.
+  std::string print_scan(const For& loop, int depth) const {
+    std::vector<Stmt> body = statements_of(loop.body);
+    const Store* store = body.size() == 1 && body[0]->kind == StmtKind::Store ? static_cast<const Store*>(body[0].get()) : nullptr;
+    if (!store || !store->accumulate || !is_const_int(loop.begin, 0))
+      throw std::logic_error("cuda: a prefix sum that is not a[p + 1] += a[p]");
+    return std::string(2 * depth, ' ') + "spgen_block_scan(" + store->buffer + ", " + expr_.print(add(loop.end, int64(1))) +
+           ");\n";
+  }
+
   std::string print_store(const Store& store, const std::string& indent) override {
+    // An assemble phase counts an output level's entries under each parent; threads that share a
+    // parent (a bound loop inside it) would lose counts, so counting is atomic wherever threads run.
+    if (store.accumulate && bound_loops_ && counted_positions_.count(store.buffer)) {
+      std::string type = expr_.type_name(store.value->type);
+      std::string at = "&" + store.buffer + "[" + expr_.print(store.index) + "]";
+      if (store.value->type == ScalarType::Int64)  // atomicAdd has no signed 64-bit form; the bits add alike
+        return indent + "atomicAdd(reinterpret_cast<unsigned long long*>(" + at + "), (unsigned long long)(" +
+               expr_.print(store.value) + "));\n";
+      return indent + "atomicAdd(" + at + ", " + expr_.print(store.value) + ");\n";
+    }
     if (!store.atomic && (!atomic_loops_ || store.buffer != output_)) return CStmtPrinter::print_store(store, indent);
     return indent + "atomicAdd(&" + store.buffer + "[" + expr_.print(store.index) + "], " + expr_.print(store.value) + ");\n";
   }
 
  private:
   std::string output_;  // the output's values array: the one that atomic loops add into
+  std::set<std::string> counted_positions_;  // the output's pos arrays that an assemble phase counts into
   SharedLayout shared_;
   int atomic_loops_ = 0;  // atomic-reduced loops around the statement being printed
+  int bound_loops_ = 0;   // loops bound to GPU indices around it
 };
 
 // One __global__ function: some top-level statements of the nest and how they are launched.
@@ -138,15 +165,16 @@ struct Kernel {
   std::vector<const Param*> params;         // those the body uses, in ABI order
 };
 
-// The zero fill (bound to the whole grid) is a kernel of its own; the rest of the nest is the
-// main kernel. They are launched in the nest's order: the zero fill first.
+// The zero fill (bound to the whole grid) and an assemble phase's prefix sum (a scan by one
+// block) are kernels of their own; the rest of the nest is the main kernel. They are launched in
+// the nest's order: the zero fill first, the prefix sum after the counts.
 std::vector<Kernel> split_into_kernels(const LoweredFunc& func) {
   std::vector<Stmt> top = statements_of(func.body);
   std::vector<Kernel> kernels;
   std::vector<Stmt> statements;  // of the kernel being collected, comments included
   for (const Stmt& s : top) {
     const For* loop = as_for(s);
-    if (!loop || loop->annotations.bind != "grid") {
+    if (!loop || (loop->annotations.bind != "grid" && loop->annotations.bind != "scan")) {
       statements.push_back(s);
       continue;
     }
@@ -156,7 +184,7 @@ std::vector<Kernel> split_into_kernels(const LoweredFunc& func) {
       statements.pop_back();
     }
     if (!statements.empty()) kernels.push_back({func.name + "_main", std::move(statements), {}, {}});
-    std::string name = func.name + "_" + loop->label;
+    std::string name = func.name + "_" + loop->label.substr(0, loop->annotations.bind == "scan" ? 10 : std::string::npos);
     std::replace(name.begin(), name.end(), ' ', '_');
     comments.push_back(s);
     kernels.push_back({name, comments, {}, {}});
@@ -221,7 +249,7 @@ class Launcher {
 
   // Threads per block along x or y.
   static int64_t block_threads(const Kernel& kernel, char axis) {
-    const For* loop = axis == 'x' ? bound_to(kernel, {"threadIdx.x", "warp", "grid"}) : bound_to(kernel, {"threadIdx.y"});
+    const For* loop = axis == 'x' ? bound_to(kernel, {"threadIdx.x", "warp", "grid", "scan"}) : bound_to(kernel, {"threadIdx.y"});
     return loop ? loop->annotations.bind_threads : 1;
   }
 
@@ -282,7 +310,9 @@ class Launcher {
     if (kernel.bound.empty()) return "one thread";
     std::string out;
     for (const auto& [bind, loop] : kernel.bound)
-      out += (out.empty() ? "" : ", ") + (bind == "grid" ? "every thread of the grid" : bind) + " over " + loop->label;
+      out += (out.empty() ? "" : ", ") +
+             (bind == "grid" ? "every thread of the grid" : bind == "scan" ? "one block's threads (a scan)" : bind) +
+             " over " + loop->label;
     return out;
   }
 
@@ -292,11 +322,12 @@ class Launcher {
 };
 
 // The helpers beyond the preamble's that the kernels call, each from its template.
-std::string helpers_used(const LoweredFunc& func) {
+std::string helpers_used(const std::vector<const LoweredFunc*>& functions) {
   struct Uses : IRVisitor {
-    bool block_sum = false, vectors = false;
+    bool block_sum = false, vectors = false, scan = false;
     void visit_for(const For& node) override {
       block_sum |= node.annotations.bind_reduction == "shared";
+      scan |= node.annotations.bind == "scan";
       IRVisitor::visit_for(node);
     }
     void visit_allocate(const Allocate& node) override {
@@ -312,8 +343,9 @@ std::string helpers_used(const LoweredFunc& func) {
       IRVisitor::visit_store(node);
     }
   } uses;
-  uses.visit(func.body);
+  for (const LoweredFunc* f : functions) uses.visit(f->body);
   return (uses.block_sum ? templates::render("cuda_block_sum.cu.in", {}) : "") +
+         (uses.scan ? templates::render("cuda_block_scan.cu.in", {}) : "") +
          (uses.vectors ? templates::render("cuda_vector_helpers.cu.in", {}) : "");
 }
 
@@ -325,26 +357,27 @@ std::string output_values(const LoweredFunc& func) {
 
 }  // namespace
 
-GeneratedFile emit_cuda_header(const LoweredFunc& func, const GenerationContext& context) {
-  return emit_abi_header(
-      func, context, "int", {"cudaStream_t stream"},
-      {"stream: the cudaStream_t the kernels are enqueued on (0: the default stream)",
-       "Arrays are device memory (e.g. from cudaMalloc). Returns a cudaError_t value as an int: 0",
-       "(cudaSuccess) once the kernels are enqueued, else the launch error."},
-      "\n// The CUDA runtime's stream type, declared here so that this header needs no CUDA headers.\n"
-      "typedef struct CUstream_st* cudaStream_t;\n");
+GeneratedFile emit_cuda_header(const LoweredFunc& func, const GenerationContext& context,
+                               const std::vector<LoweredFunc>& assemble) {
+  std::vector<std::string> docs = {"stream: the cudaStream_t the kernels are enqueued on (0: the default stream)",
+                                   "Arrays are device memory (e.g. from cudaMalloc). Returns a cudaError_t value as an int: 0",
+                                   "(cudaSuccess) once the kernels are enqueued, else the launch error."};
+  if (!assemble.empty()) {
+    docs.push_back("The positions an assemble phase builds are in device memory too: to size the next arrays,");
+    docs.push_back("copy the last one back (cudaMemcpy, which waits for the phase on the default stream).");
+  }
+  return emit_abi_header(func, context, "int", {"cudaStream_t stream"}, docs,
+                         "\n// The CUDA runtime's stream type, declared here so that this header needs no CUDA headers.\n"
+                         "typedef struct CUstream_st* cudaStream_t;\n",
+                         assemble);
 }
 
-GeneratedFile emit_cuda_source(const LoweredFunc& func, const GenerationContext& context) {
-  GeneratedFile file;
-  file.name = func.name + ".cu";
-  file.text = templates::render("cuda_kernel_preamble.cu.in", {{"file", file.name},
-                                                               {"version", context.version},
-                                                               {"spec_file", context.spec_file},
-                                                               {"config_file", context.config_file},
-                                                               {"spec", context.spec_text},
-                                                               {"header", header_file_name(func)}});
-  file.text += helpers_used(func);
+namespace {
+
+// One host function of the ABI (`linkage`: extern "C") or of the file (static): its kernels, then
+// the function that launches them in order on a stream.
+std::string emit_host_function(const LoweredFunc& func, const std::string& linkage) {
+  std::string text;
   CudaExprPrinter expr;
   Launcher launcher(func, expr);
   std::vector<Kernel> kernels = split_into_kernels(func);
@@ -352,18 +385,21 @@ GeneratedFile emit_cuda_source(const LoweredFunc& func, const GenerationContext&
   std::string launches;
   for (const Kernel& kernel : kernels) {
     int64_t threads = Launcher::block_threads(kernel, 'x') * Launcher::block_threads(kernel, 'y');
-    file.text += "\n// " + Launcher::geometry(kernel) + "\n";
-    file.text += "static __global__ void __launch_bounds__(" + std::to_string(threads) + ") " + kernel.name + "(";
+    text += "\n// " + Launcher::geometry(kernel) + "\n";
+    text += "static __global__ void __launch_bounds__(" + std::to_string(threads) + ") " + kernel.name + "(";
     for (size_t i = 0; i < kernel.params.size(); ++i) {
-      file.text += (i ? ",\n    " : "\n    ") + c_param(*kernel.params[i], true);
+      text += (i ? ",\n    " : "\n    ") + c_param(*kernel.params[i], true);
       passed.insert(kernel.params[i]->name);
     }
-    file.text += ") {\n";
+    text += ") {\n";
     SharedLayout shared = shared_layout(kernel.body);
-    if (!is_const_int(shared.bytes, 0)) file.text += "  extern __shared__ __align__(16) unsigned char spgen_shared[];\n";
-    CudaStmtPrinter printer(expr, output_values(func), std::move(shared));
-    for (const Stmt& s : kernel.body) file.text += printer.print(s, 1);
-    file.text += "}\n";
+    if (!is_const_int(shared.bytes, 0)) text += "  extern __shared__ __align__(16) unsigned char spgen_shared[];\n";
+    std::set<std::string> counted_positions;
+    for (const Param& p : func.params)
+      if (p.kind == ParamKind::Pos && !p.is_const) counted_positions.insert(p.name);
+    CudaStmtPrinter printer(expr, output_values(func), std::move(counted_positions), std::move(shared));
+    for (const Stmt& s : kernel.body) text += printer.print(s, 1);
+    text += "}\n";
     launches += launcher.launch(kernel);
   }
   std::string params;
@@ -373,7 +409,27 @@ GeneratedFile emit_cuda_source(const LoweredFunc& func, const GenerationContext&
   std::string unused;
   for (const Param& p : func.params)
     if (!passed.count(p.name)) unused += "  (void)" + p.name + ";\n";
-  file.text += templates::render("cuda_launcher.cu.in", {{"name", func.name}, {"params", params}, {"launches", unused + launches}});
+  return text + templates::render("cuda_launcher.cu.in",
+                                  {{"linkage", linkage}, {"name", func.name}, {"params", params}, {"launches", unused + launches}});
+}
+
+}  // namespace
+
+GeneratedFile emit_cuda_source(const LoweredFunc& func, const GenerationContext& context,
+                               const std::vector<LoweredFunc>& assemble) {
+  GeneratedFile file;
+  file.name = func.name + ".cu";
+  file.text = templates::render("cuda_kernel_preamble.cu.in", {{"file", file.name},
+                                                               {"version", context.version},
+                                                               {"spec_file", context.spec_file},
+                                                               {"config_file", context.config_file},
+                                                               {"spec", context.spec_text},
+                                                               {"header", header_file_name(func)}});
+  std::vector<const LoweredFunc*> functions;
+  for (const LoweredFunc& phase : assemble) functions.push_back(&phase);
+  functions.push_back(&func);
+  file.text += helpers_used(functions);
+  for (const LoweredFunc* f : functions) file.text += emit_host_function(*f, "extern \"C\"");
   return file;
 }
 

@@ -9,7 +9,10 @@
 
 namespace spgen {
 
-GeneratedFile emit_cuda_header(const loops::LoweredFunc& func, const GenerationContext& context);
-GeneratedFile emit_cuda_source(const loops::LoweredFunc& func, const GenerationContext& context);
+// `assemble`: a sparse output's assemble phases (count, prefix sum), each an ABI function of its own.
+GeneratedFile emit_cuda_header(const loops::LoweredFunc& func, const GenerationContext& context,
+                               const std::vector<loops::LoweredFunc>& assemble = {});
+GeneratedFile emit_cuda_source(const loops::LoweredFunc& func, const GenerationContext& context,
+                               const std::vector<loops::LoweredFunc>& assemble = {});
 
 }  // namespace spgen

@@ -21,6 +21,9 @@ constexpr int64_t kZeroFillThreads = 256;
 constexpr int64_t kMaxBlockThreads = 1024;  // every GPU since compute capability 2.0
 
 bool is_zero_fill(const For& loop) { return loop.label.rfind("zero ", 0) == 0; }
+// An assemble phase's prefix sum over the counts: each iteration adds the one before.
+bool is_prefix_sum(const For& loop) { return loop.label.rfind("prefix sum", 0) == 0; }
+bool runs_as_own_kernel(const For& loop) { return is_zero_fill(loop) || is_prefix_sum(loop); }
 
 // A shuffle leaves a warp's sums in lane 0; a shared-memory reduction a block's in thread 0
 // (threadIdx.x == 0 either way).
@@ -62,7 +65,9 @@ class NestSnapshot : public IRVisitor {
     bool after_shuffle;  // follows a shuffle-reduced loop in its block: only lane 0 will run it
   };
 
-  explicit NestSnapshot(std::string output) : output_(std::move(output)) {}
+  // `output`: the arrays of the output that the nest writes (values; positions and coordinates
+  // where it assembles a sparse output).
+  explicit NestSnapshot(std::set<std::string> output) : output_(std::move(output)) {}
   std::vector<LoopSite> loops;
   std::vector<StoreSite> stores;
 
@@ -77,7 +82,7 @@ class NestSnapshot : public IRVisitor {
     after_shuffle_ = after_shuffle;
   }
   void visit_for(const For& node) override {
-    if (stack_.empty() && is_zero_fill(node)) return;
+    if (stack_.empty() && runs_as_own_kernel(node)) return;
     loops.push_back({&node, stack_, parent_});
     enter({node.label, &node}, [&] { IRVisitor::visit_for(node); });
   }
@@ -89,7 +94,7 @@ class NestSnapshot : public IRVisitor {
     IRVisitor::visit_if(node);
   }
   void visit_store(const Store& node) override {
-    if (node.buffer == output_) stores.push_back({&node, stack_, after_shuffle_});
+    if (output_.count(node.buffer)) stores.push_back({&node, stack_, after_shuffle_});
   }
 
  private:
@@ -100,7 +105,7 @@ class NestSnapshot : public IRVisitor {
     stack_.pop_back();
   }
 
-  std::string output_;
+  std::set<std::string> output_;
   std::vector<Scope> stack_;
   const Block* parent_ = nullptr;
   bool after_shuffle_ = false;
@@ -154,7 +159,10 @@ class GpuBindings {
         output_(program.output().tensor) {}
 
   void run() {
-    NestSnapshot nest(program_.output().values);
+    std::set<std::string> output_arrays = {program_.output().values};
+    for (const Param& p : func_.params)
+      if (p.tensor == output_ && p.is_array && !p.is_const) output_arrays.insert(p.name);
+    NestSnapshot nest(output_arrays);
     nest.visit(func_.body);
     std::map<std::string, LoopAnnotations> completed;
     for (const GpuBinding& b : bindings_) {
@@ -362,16 +370,17 @@ class GpuBindings {
     }
   }
 
-  // The zero fill is a kernel of its own: every thread of the grid takes a share.
+  // The zero fill is a kernel of its own: every thread of the grid takes a share. So is a prefix
+  // sum, which one block computes as a scan.
   void bind_zero_fill() {
     if (func_.body->kind != StmtKind::Block) return;
     std::vector<Stmt> stmts = static_cast<const Block&>(*func_.body).stmts;
     for (Stmt& s : stmts) {
       const For* loop = as_for(s);
-      if (!loop || !is_zero_fill(*loop)) continue;
+      if (!loop || !runs_as_own_kernel(*loop)) continue;
       LoopAnnotations a = loop->annotations;
-      a.bind = "grid";
-      a.bind_threads = kZeroFillThreads;
+      a.bind = is_zero_fill(*loop) ? "grid" : "scan";
+      a.bind_threads = is_zero_fill(*loop) ? kZeroFillThreads : kMaxBlockThreads;
       s = std::make_shared<For>(loop->label, loop->var, loop->begin, loop->end, loop->body, a);
     }
     func_.body = block(std::move(stmts));

@@ -198,6 +198,44 @@ TEST_CASE("cuda: a register tile of float4 vectors; a bound tile's remainder loo
                  "same sums after the shuffle reduction would combine them"));
 }
 
+TEST_CASE("cuda: an assembled output: count kernel, a one-block scan, then the fill; workspaces are refused") {
+  const char* add = "C(i,j) = A(i,j) + B(i,j)";
+  spgen::Compilation c = compile(add, R"({"target": "cuda", "tensors": {"A": {"format": "csr"}, "B": {"format": "csr"},
+                                          "C": {"format": "csr"}},
+                                          "schedule": [{"op": "split", "var": "i", "factor": 128, "into": ["i0", "i1"]},
+                                                       {"op": "bind", "var": "i0", "to": "blockIdx.x"},
+                                                       {"op": "bind", "var": "i1", "to": "threadIdx.x"}]})");
+  CHECK(contains(c.stage2_dump, "for prefix sum at p_2 in [0, dim_i) bind(scan, 1024 threads):"));
+  const std::string& source = c.files[1].text;
+  // The assemble phase is an ABI function of its own: zero fill, counts, scan.
+  size_t zero = source.find("t_assemble_zero_C<<<"), count = source.find("t_assemble_main<<<"),
+         scan = source.find("t_assemble_prefix_sum<<<1, 1024, 0, stream>>>(dim_i, C_pos1);");
+  REQUIRE(scan != std::string::npos);
+  CHECK(zero < count);
+  CHECK(count < scan);
+  CHECK(contains(source, "  spgen_block_scan(C_pos1, dim_i + 1);\n"));
+  CHECK(contains(source, "static __device__ void spgen_block_scan(T* a, int64_t n) {"));
+  CHECK(contains(source, "extern \"C\" int t_assemble(\n"));
+  // Counting is atomic where threads run: a thread-bound loop inside a row would share its count.
+  CHECK(contains(source, "        atomicAdd(&C_pos1[i + 1], 1);\n"));
+  CHECK(contains(source, "        C_crd1[pC1] = (int32_t)j;\n"));
+  const std::string& header = c.files[0].text;
+  CHECK(contains(header, "// First call t_assemble(...), which builds the output's positions:"));
+  CHECK(contains(header, "copy the last one back (cudaMemcpy, which waits for the phase on the default stream)."));
+  CHECK(contains(header, "int t_assemble(\n"));
+
+  // A DCSR output's rows follow a cursor: one thread assembles them, without atomics.
+  spgen::Compilation dcsr = compile(add, R"({"target": "cuda", "tensors": {"A": {"format": "dcsr"}, "B": {"format": "dcsr"},
+                                             "C": {"format": "dcsr"}}})");
+  CHECK(contains(dcsr.files[1].text, "t_assemble_level0_main<<<1, 1, 0, stream>>>("));
+  CHECK(contains(dcsr.files[1].text, "    C_pos0[pC0 + 1] += (int32_t)((int64_t)C0_nonempty);\n"));
+  // SpGEMM gathers C's rows in a workspace: refused on cuda, with what works.
+  CHECK(contains(error_of("C(i,j) = A(i,k) * B(k,j)", R"({"target": "cuda", "tensors": {"A": {"format": "csr"},
+                                                          "B": {"format": "csr"}, "C": {"format": "csr"}}})"),
+                 "c.json: /tensors/C/format: error: the rows of C arrive out of order and are gathered in a workspace, "
+                 "which the cuda target does not support yet"));
+}
+
 TEST_CASE("cuda: stage II shows the bindings; the source launches what they imply") {
   spgen::Compilation c = compile(kSpmv, cuda(std::string(kWarpPerRow) +
                                              R"(, {"op": "bind", "var": "j", "to": "warp", "reduction": "shuffle"})"));
