@@ -235,8 +235,9 @@ Compilation compile(const CompileInput& input) {
   // 6. Emit the header and the source: C++ with OpenMP, or CUDA.
   GenerationContext context = make_context(c, input);
   if (c.config.target == Target::Cuda) {
+    if (c.decomposition) context.pack = emit_decompose_routines(*c.decomposition, c.program, c.func);  // host code
     c.files.push_back(emit_cuda_header(c.func, context, c.assemble));
-    c.files.push_back(emit_cuda_source(c.func, context, c.assemble));
+    c.files.push_back(emit_cuda_source(c.func, context, c.assemble, c.parts));
   } else {
     context.pack = emit_pack_routines(c.program, c.func.name);  // NAME_pack_T / NAME_unpack_T (cuda: none yet)
     if (c.decomposition) {

@@ -100,6 +100,12 @@ std::string CStmtPrinter::print_store(const Store& store, const std::string& ind
          expr_.print(store.value) + ";\n";
 }
 
+std::string CStmtPrinter::print_call(const Call& call, const std::string& indent) {
+  std::string out = indent + call.callee + "(";
+  for (size_t a = 0; a < call.args.size(); ++a) out += (a ? ",\n" : "\n") + indent + "    " + expr_.print(call.args[a]);
+  return out + ");\n";
+}
+
 std::string CStmtPrinter::print(const Stmt& stmt, int depth) {
   std::string pad(2 * depth, ' ');
   switch (stmt->kind) {
@@ -139,12 +145,7 @@ std::string CStmtPrinter::print(const Stmt& stmt, int depth) {
       return pad + "std::sort(" + at(node.begin) + ", " + at(node.end) + ");\n";
     }
     case StmtKind::Barrier: return pad + "__syncthreads();\n";  // only the cuda target makes barriers
-    case StmtKind::Call: {
-      const auto& node = static_cast<const Call&>(*stmt);
-      std::string out = pad + node.callee + "(";
-      for (size_t a = 0; a < node.args.size(); ++a) out += (a ? ",\n" : "\n") + pad + "    " + expr_.print(node.args[a]);
-      return out + ");\n";
-    }
+    case StmtKind::Call: return print_call(static_cast<const Call&>(*stmt), pad);
   }
   return "";
 }

@@ -40,6 +40,8 @@ class CStmtPrinter {
   virtual std::string loop_preamble(const loops::For& loop, const std::string& indent) const;
   virtual std::string print_for(const loops::For& loop, int depth);
   virtual std::string print_store(const loops::Store& store, const std::string& indent);
+  // A decomposition's executor calling a part: `callee(args);` by default.
+  virtual std::string print_call(const loops::Call& call, const std::string& indent);
   // Workspaces: a block scope holding std::vectors, by default.
   virtual std::string print_allocate(const loops::Allocate& node, int depth);
   std::string workspace_declarations(const loops::Allocate& node, const std::string& indent) const;

@@ -374,6 +374,32 @@ GeneratedFile emit_cuda_header(const LoweredFunc& func, const GenerationContext&
 
 namespace {
 
+// A decomposition's executor: each part's host function in turn on the same stream (so the parts
+// that add into the output run after the one that writes it); the first launch error ends it.
+class ExecutorPrinter : public CStmtPrinter {
+ public:
+  using CStmtPrinter::CStmtPrinter;
+
+ protected:
+  std::string print_call(const Call& call, const std::string& indent) override {
+    std::string out = indent + "if (const int status = " + call.callee + "(";
+    for (const Expr& arg : call.args) out += "\n" + indent + "        " + expr_.print(arg) + ",";
+    return out + "\n" + indent + "        stream))\n" + indent + "  return status;\n";
+  }
+};
+
+std::string emit_executor(const LoweredFunc& executor) {
+  CudaExprPrinter expr;
+  ExecutorPrinter printer(expr);
+  std::vector<std::string> params;
+  for (const Param& p : executor.params) params.push_back(c_param(p, false));
+  params.push_back("cudaStream_t stream");
+  return "\n// Enqueues every part's kernels on `stream`, in order, and returns the first launch error as an\n"
+         "// int (0 is cudaSuccess).\n" +
+         c_signature("extern \"C\" int", executor.name, params) + " {\n" + printer.print(executor.body, 1) +
+         "  return 0;\n}\n";
+}
+
 // One host function of the ABI (`linkage`: extern "C") or of the file (static): its kernels, then
 // the function that launches them in order on a stream.
 std::string emit_host_function(const LoweredFunc& func, const std::string& linkage) {
@@ -416,7 +442,7 @@ std::string emit_host_function(const LoweredFunc& func, const std::string& linka
 }  // namespace
 
 GeneratedFile emit_cuda_source(const LoweredFunc& func, const GenerationContext& context,
-                               const std::vector<LoweredFunc>& assemble) {
+                               const std::vector<LoweredFunc>& assemble, const std::vector<LoweredFunc>& parts) {
   GeneratedFile file;
   file.name = func.name + ".cu";
   file.text = templates::render("cuda_kernel_preamble.cu.in", {{"file", file.name},
@@ -427,9 +453,12 @@ GeneratedFile emit_cuda_source(const LoweredFunc& func, const GenerationContext&
                                                                {"header", header_file_name(func)}});
   std::vector<const LoweredFunc*> functions;
   for (const LoweredFunc& phase : assemble) functions.push_back(&phase);
-  functions.push_back(&func);
+  for (const LoweredFunc& part : parts) functions.push_back(&part);
+  if (parts.empty()) functions.push_back(&func);
   file.text += helpers_used(functions);
-  for (const LoweredFunc* f : functions) file.text += emit_host_function(*f, "extern \"C\"");
+  for (const LoweredFunc* f : functions) file.text += emit_host_function(*f, parts.empty() ? "extern \"C\"" : "static");
+  if (!parts.empty()) file.text += emit_executor(func);
+  file.text += context.pack.source;  // host routines: an inspector's, pack and unpack
   return file;
 }
 

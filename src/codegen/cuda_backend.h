@@ -12,7 +12,9 @@ namespace spgen {
 // `assemble`: a sparse output's assemble phases (count, prefix sum), each an ABI function of its own.
 GeneratedFile emit_cuda_header(const loops::LoweredFunc& func, const GenerationContext& context,
                                const std::vector<loops::LoweredFunc>& assemble = {});
+// `parts`: a decomposition's parts, each a static host function that `func` (the executor) calls.
 GeneratedFile emit_cuda_source(const loops::LoweredFunc& func, const GenerationContext& context,
-                               const std::vector<loops::LoweredFunc>& assemble = {});
+                               const std::vector<loops::LoweredFunc>& assemble = {},
+                               const std::vector<loops::LoweredFunc>& parts = {});
 
 }  // namespace spgen

@@ -112,7 +112,6 @@ Decomposition decompose_operand(const ast::Spec& spec, const Config& config) {
   d.op_path = source.path;
   const std::string& tensor = d.op.tensor;
   auto fail = [&](const std::string& message) { fail_schedule_op(config, source, message); };
-  if (config.target != Target::Cpu) fail("decomposed formats are not supported on the cuda target yet");
   const Format& declared = config.format_of(tensor);
   if (declared.levels != std::vector<LevelKind>{LevelKind::Dense, LevelKind::Compressed} ||
       declared.mode_order != std::vector<int>{0, 1})

@@ -922,7 +922,10 @@ class Scheduler {
   void apply_op(const BindOp& bind) {
     if (config_.target != Target::Cuda) fail("bind is for the cuda target (set \"target\": \"cuda\")");
     LoopInfo info = find(bind.var);
-    refuse_sequential(info, "bind");
+    // Repeated coordinates (COO rows) race like a summed index: atomics make the loop bindable.
+    if (info.loop->annotations.repeats_coordinates && bind.reduction != "atomic")
+      fail("cannot bind " + bind.var + ": " + info.loop->annotations.sequential_reason + " (add \"reduction\": \"atomic\")");
+    if (!info.loop->annotations.repeats_coordinates) refuse_sequential(info, "bind");
     if (!info.loop->annotations.bind.empty())
       fail("loop " + bind.var + " is already bound to " + info.loop->annotations.bind);
     auto spread = [&](LoopAnnotations& a) {

@@ -22,6 +22,25 @@ const char* const kHyb = R"({"op": "decompose", "tensor": "A", "format": "hyb", 
 
 }  // namespace
 
+TEST_CASE("decompose: on cuda, each part is a static host function that the executor calls in turn") {
+  spgen::Compilation c = compile(kSpmm, config_with(std::string(kEllCoo) + R"(,
+      {"op": "bind", "var": "i", "to": "blockIdx.x"},
+      {"op": "bind", "var": "i", "part": "coo", "to": "blockIdx.x", "reduction": "atomic"},
+      {"op": "bind", "var": "k", "to": "warp"})", R"("A": {"format": "csr"}, "C": {"format": "dense"})", R"("target": "cuda", )"));
+  const std::string& source = c.files[1].text;
+  CHECK(c.files[1].name == "k.cu");
+  CHECK(contains(source, "static int k_ell(\n"));
+  CHECK(contains(source, "static int k_coo(\n"));
+  CHECK(contains(source, "extern \"C\" int k(\n"));
+  CHECK(contains(source, "  if (const int status = k_ell(\n          dim_i,\n"));
+  CHECK(contains(source, "          stream))\n    return status;\n  // part coo"));
+  CHECK(contains(source, "atomicAdd(&C_vals[pC1], A_coo_vals[pA_coo0] * B_vals[pB1]);"));
+  // Only the first part writes the output: one zero fill.
+  CHECK(source.find("_zero_C<<<") == source.rfind("_zero_C<<<"));
+  CHECK(contains(source, "extern \"C\" int k_decompose_A("));
+  CHECK(contains(c.files[0].text, "    cudaStream_t stream);"));
+}
+
 TEST_CASE("decompose: the config's parameters") {
   struct Bad {
     std::string op, path, message;
@@ -72,8 +91,11 @@ TEST_CASE("decompose: refused where the sum of the parts is not the kernel") {
   CHECK(error_of(sum, config_with(kEllCoo, R"("A": {"format": "csr"}, "B": {"format": "dense"}, "C": {"format": "dense"})")) ==
         "c.json: /schedule/0: error: decompose: the kernel must be a sum of the parts' kernels: A must appear once, as a factor "
         "of the whole right-hand side (as in A(i,j) * B(j,k))\n");
-  CHECK(error_of(kSpmm, config_with(kEllCoo, R"("A": {"format": "csr"}, "C": {"format": "dense"})", R"("target": "cuda", )")) ==
-        "c.json: /schedule/0: error: decompose: decomposed formats are not supported on the cuda target yet\n");
+  // On cuda, the COO part's rows repeat: binding them needs atomics, and the error names the part.
+  std::string unbound = error_of(kSpmm, config_with(std::string(kEllCoo) + R"(, {"op": "bind", "var": "i", "to": "blockIdx.x"})",
+                                                     R"("A": {"format": "csr"}, "C": {"format": "dense"})", R"("target": "cuda", )"));
+  CHECK(contains(unbound, "c.json: /schedule/1: error: bind: cannot bind i: "));
+  CHECK(contains(unbound, "(add \"reduction\": \"atomic\")\nc.json: /schedule/0: note: in part coo of the decomposition"));
   CHECK(error_of("C(i,k) = A_ell(i,j) * A(j,k)", config_with(kEllCoo, R"("A": {"format": "csr"}, "A_ell": {"format": "dense"}, "C": {"format": "dense"})")) ==
         "c.json: /schedule/0: error: decompose: the part ell would be named A_ell, which the spec already uses; rename that tensor\n");
 }
