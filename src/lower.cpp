@@ -216,7 +216,7 @@ Compilation compile(const CompileInput& input) {
   Compilation c;
   // 1. Parse the spec and read the config against it.
   c.spec = parse_spec(input.spec_path, input.spec_text);
-  c.config = read_config(input.config_path, input.config_text, c.spec, stem(input.spec_path));
+  c.config = read_config(input.config_path, input.config_text, c.spec, stem(input.spec_path), input.target);
 
   // 2-5. Stage I, its schedule, stage II and its schedule: for the kernel, or for each part of a
   // decomposed operand.

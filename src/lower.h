@@ -19,6 +19,7 @@ extern const char* const kVersion;
 struct CompileInput {
   std::string spec_path, spec_text;
   std::string config_path, config_text;
+  std::optional<Target> target;  // replaces the config's (--target)
 };
 
 struct Compilation {

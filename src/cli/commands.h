@@ -1,20 +1,27 @@
 // The CLI's verbs. Each returns the process exit status; user errors are printed, not thrown.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "frontend/config.h"
 
 namespace spgen::cli {
 
 struct GenOptions {
   std::string spec, config;
+  std::string target;  // "", "cpu" or "cuda": replaces the config's
   std::string out_dir = ".";
   std::string emit;  // "", "stage1", "stage2", "header", "source"
 };
 int run_gen(const GenOptions& options);
+// The target --target names, if any.
+std::optional<Target> target_option(const std::string& name);
 
 struct RunOptions {
   std::string spec, config;
+  std::string target;  // "", "cpu" or "cuda": replaces the config's
   std::vector<std::string> driver_args;  // forwarded to the driver: --input A=..., --repeat N, ...
   std::string keep_dir;                  // keep the generated sources and driver here
   std::vector<std::string> extra_cxxflags;

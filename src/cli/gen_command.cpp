@@ -8,8 +8,14 @@
 
 namespace spgen::cli {
 
+std::optional<Target> target_option(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  return name == "cuda" ? Target::Cuda : Target::Cpu;  // the command line allows only these two
+}
+
 int run_gen(const GenOptions& options) {
-  CompileInput input{options.spec, read_file(options.spec), options.config, read_file(options.config)};
+  CompileInput input{options.spec, read_file(options.spec), options.config, read_file(options.config),
+                     target_option(options.target)};
   Compilation c = compile(input);
   if (!options.emit.empty()) {
     const std::string& text = options.emit == "stage1"   ? c.stage1_dump

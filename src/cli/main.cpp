@@ -39,6 +39,8 @@ int main(int argc, char** argv) {
   gen_cmd->add_option("spec", gen.spec, "index-notation spec file (.spg)")->required();
   gen_cmd->add_option("--config,-c", gen.config, "JSON config")->required();
   gen_cmd->add_option("-o,--out-dir", gen.out_dir, "directory to write into (default .)");
+  gen_cmd->add_option("--target", gen.target, "cpu or cuda: replaces the config's target")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   gen_cmd->add_option("--emit", gen.emit, "print instead of writing: stage1, stage2, header or source")
       ->check(CLI::IsMember({"stage1", "stage2", "header", "source"}));
 
@@ -46,6 +48,8 @@ int main(int argc, char** argv) {
   CLI::App* run_cmd = app.add_subcommand("run", "generate, compile with $CXX (nvcc for the cuda target), run on inputs, time it, write the output");
   run_cmd->add_option("spec", run.spec, "index-notation spec file (.spg)")->required();
   run_cmd->add_option("--config,-c", run.config, "JSON config")->required();
+  run_cmd->add_option("--target", run.target, "cpu or cuda (compiled with nvcc, run on the GPU): replaces the config's target")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   run_cmd->add_option("--keep", run.keep_dir, "keep the generated sources and driver in this directory");
   run_cmd->add_option("--cxxflags", run.extra_cxxflags, "extra flags for the C++ compiler (nvcc for the cuda target)");
   run_cmd->add_flag("-v,--verbose", run.verbose, "print the compile command");

@@ -91,7 +91,8 @@ std::vector<std::string> cuda_compiler_command() {
 }  // namespace
 
 int run_run(const RunOptions& options) {
-  CompileInput input{options.spec, read_file(options.spec), options.config, read_file(options.config)};
+  CompileInput input{options.spec, read_file(options.spec), options.config, read_file(options.config),
+                     target_option(options.target)};
   Compilation c = compile(input);
   ScratchDir dir(options.keep_dir);
   std::vector<std::pair<std::string, std::string>> files;

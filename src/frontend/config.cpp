@@ -123,7 +123,7 @@ class ConfigReader {
   ConfigReader(const std::string& file, const std::string& text, const ast::Spec& spec)
       : file_(file), text_(text), spec_(spec) {}
 
-  Config run(const std::string& default_name) {
+  Config run(const std::string& default_name, std::optional<Target> target) {
     json root = parse();
     Config config;
     config.file = file_;
@@ -138,6 +138,7 @@ class ConfigReader {
                                                      "\" is reserved (a C++ keyword or an spgen prefix); choose another");
     if (root.contains("description")) get_string(root["description"], "/description");
     if (root.contains("target")) config.target = read_target(root["target"]);
+    if (target) config.target = *target;
     if (root.contains("types")) read_types(root["types"], config);
     read_tensors(root.contains("tensors") ? root["tensors"] : json::object(), config);
     if (root.contains("schedule")) read_schedule(root["schedule"], config);
@@ -756,8 +757,8 @@ class ConfigReader {
 }  // namespace
 
 Config read_config(const std::string& file, const std::string& text, const ast::Spec& spec,
-                   const std::string& default_name) {
-  return ConfigReader(file, text, spec).run(default_name);
+                   const std::string& default_name, std::optional<Target> target) {
+  return ConfigReader(file, text, spec).run(default_name, target);
 }
 
 }  // namespace spgen

@@ -140,9 +140,10 @@ struct Config {
 };
 
 // Pass 1b: read and validate the config against the spec. `default_name` is used when the
-// config has no "name" (the spec file's stem). Errors are CompileError with the JSON path.
+// config has no "name" (the spec file's stem). `target`, when given (the command line's
+// --target), replaces the config's. Errors are CompileError with the JSON path.
 Config read_config(const std::string& file, const std::string& text, const ast::Spec& spec,
-                   const std::string& default_name);
+                   const std::string& default_name, std::optional<Target> target = std::nullopt);
 
 // One line per op, as it reads in a comment: `split(i, 32 -> i0, i1)`.
 std::string describe_schedule_op(const ScheduleOp& op);

@@ -152,6 +152,21 @@ TEST_CASE("--emit prints each IR stage and writes nothing") {
   CHECK(std::filesystem::is_empty(dir.path()));
 }
 
+TEST_CASE("--target replaces the config's target; ops that do not fit it are named") {
+  TempDir dir;
+  write_text(dir.file("plain.json"), R"({"tensors": {"A": {"format": "csr"}}})");
+  ProcessResult cuda = spgen({"gen", spec("spmv.spg"), "--config", dir.file("plain.json"), "--target", "cuda", "-o", dir.path()});
+  REQUIRE(cuda.exit_code == 0);
+  CHECK(std::filesystem::exists(dir.file("spmv.cu")));
+  CHECK(!std::filesystem::exists(dir.file("spmv.cpp")));
+  ProcessResult cpu = spgen({"gen", spec("spmv.spg"), "--config", spec("spmv_csr_cuda.json"), "--target", "cpu", "--emit", "source"});
+  CHECK(cpu.exit_code == 1);
+  CHECK(cpu.err.find("spmv_csr_cuda.json: /schedule/1: error: bind: bind is for the cuda target") != std::string::npos);
+  ProcessResult bad = spgen({"run", spec("spmv.spg"), "--config", spec("spmv_csr.json"), "--target", "gpu"});
+  CHECK(bad.exit_code != 0);
+  CHECK(bad.err.find("--target: gpu not in {cpu,cuda}") != std::string::npos);
+}
+
 TEST_CASE("spgen run rejects corrupt and out-of-range Matrix Market files without output") {
   TempDir dir;
   write_text(dir.file("corrupt.mtx"), "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1.0\n1 x 2.0\n");
