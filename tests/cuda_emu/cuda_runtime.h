@@ -660,7 +660,8 @@ class Watchdog {
       const uint64_t linear = b.block_generation;
       blockIdx = uint3{static_cast<unsigned>(linear % grid.x), static_cast<unsigned>(linear / grid.x % grid.y),
                        static_cast<unsigned>(linear / (static_cast<uint64_t>(grid.x) * grid.y))};
-      const std::string detail = ", no progress in " + std::to_string(barrier_timeout_s()) + " s";
+      char detail[64];
+      std::snprintf(detail, sizeof detail, ", no progress in %g s", barrier_timeout_s());
       if (b.block_barrier.arrived > 0) report_unreached(b.block_barrier, false, 0, detail);
       for (size_t w = 0; w < b.warp_count; ++w)
         if (b.warps[w].arrived > 0) report_unreached(b.warps[w], true, static_cast<int>(w), detail);
