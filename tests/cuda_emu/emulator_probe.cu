@@ -144,12 +144,17 @@ int probe_divergent(const char* which) {
   return 0;
 }
 
-__global__ void mark(int* flag) { *flag = 1; }
-__global__ void __launch_bounds__(64) small_kernel(int* flag) { *flag = 1; }
+__global__ void mark(int* flag) {
+  if (threadIdx.x == 0) *flag = 1;
+}
+__global__ void __launch_bounds__(64) small_kernel(int* flag) {
+  if (threadIdx.x == 0) *flag = 1;
+}
 __global__ void big_static_shared(int* flag) {
   __shared__ float tile[40 * 256];  // 40 KiB
   tile[threadIdx.x] = 1.0f;
-  *flag = (int)tile[0];
+  __syncthreads();
+  if (threadIdx.x == 0) *flag = (int)tile[31];
 }
 
 // Each bad launch must not run and must leave its error for cudaGetLastError, which clears it.
@@ -227,7 +232,7 @@ __global__ void atomics(float* f, double* d, int* i, unsigned long long* u, int*
   atomicMax(biggest, (t * 37) % 1021);
   atomicMin(smallest, 5000 - t);
   // An increment made of atomicCAS: retried until no other thread came between.
-  int old = *cas_count, assumed;
+  int old = 0, assumed;  // a guess: the first atomicCAS returns the real value
   do {
     assumed = old;
     old = atomicCAS(cas_count, assumed, assumed + 1);
@@ -252,6 +257,24 @@ int probe_atomics() {
               host_copy(d, 1)[0], host_copy(i, 1)[0], host_copy(u, 1)[0], host_copy(biggest, 1)[0],
               host_copy(smallest, 1)[0], host_copy(cas_count, 1)[0],
               host_copy(exchanged_out, 1)[0] + host_copy(exchanged, 1)[0]);
+  return 0;
+}
+
+// Every thread adds into one of 8 counters, with atomicAdd or (a race) without.
+__global__ void counters(int* count, bool atomic) {
+  if (atomic)
+    atomicAdd(&count[threadIdx.x % 8], 1);
+  else
+    count[threadIdx.x % 8] += 1;
+}
+
+int probe_race(bool atomic) {
+  int* count = device_copy(std::vector<int>(8, 0));
+  counters<<<2, 64>>>(count, atomic);
+  std::vector<int> got = host_copy(count, 8);
+  int total = 0;
+  for (int c : got) total += c;
+  std::printf("counted %d\n", total);
   return 0;
 }
 
@@ -281,6 +304,8 @@ int main(int argc, char** argv) {
   if (!std::strcmp(probe, "launch-errors")) return probe_launch_errors();
   if (!std::strcmp(probe, "grid-cap")) return probe_grid_cap();
   if (!std::strcmp(probe, "atomics")) return probe_atomics();
+  if (!std::strcmp(probe, "atomic-counters")) return probe_race(true);
+  if (!std::strcmp(probe, "racy-counters")) return probe_race(false);
   if (!std::strcmp(probe, "aligned-float4")) return probe_misaligned(true);
   if (!std::strcmp(probe, "misaligned-float4")) return probe_misaligned(false);
   return 2;

@@ -12,22 +12,27 @@ using namespace spgen_test;
 
 namespace {
 
-// The probe program, built on first use (in a directory that lives as long as the test program).
-const std::string& probe_binary() {
+// The probe program built with nvcc-emu (with NVCC_EMU_SANITIZE=`sanitize` if not empty), on
+// first use, in a directory that lives as long as the test program.
+std::string build_probe(const std::string& sanitize) {
   static TempDir dir;
-  static const std::string binary = [] {
-    std::string out = dir.file("emulator_probe");
-    ProcessResult build = run_process({source_root() + "/tests/cuda_emu/nvcc-emu", "-std=c++17", "-O1", "-arch=native",
-                                       "-o", out, source_root() + "/tests/cuda_emu/emulator_probe.cu"});
-    INFO("nvcc-emu: " << build.out << build.err);
-    REQUIRE(build.exit_code == 0);
-    return out;
-  }();
+  std::string out = dir.file("emulator_probe" + sanitize);
+  ProcessResult build = run_process({source_root() + "/tests/cuda_emu/nvcc-emu", "-std=c++17", "-O1", "-arch=native", "-o",
+                                     out, source_root() + "/tests/cuda_emu/emulator_probe.cu"},
+                                    {"NVCC_EMU_SANITIZE=" + sanitize, "NVCC_EMU_CACHE="});
+  INFO("nvcc-emu: " << build.out << build.err);
+  REQUIRE(build.exit_code == 0);
+  return out;
+}
+
+const std::string& probe_binary() {
+  static const std::string binary = build_probe("");
   return binary;
 }
 
-ProcessResult probe(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
-  std::vector<std::string> command = {probe_binary()};
+ProcessResult probe(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
+                    const std::string& binary = probe_binary()) {
+  std::vector<std::string> command = {binary};
   command.insert(command.end(), args.begin(), args.end());
   return run_process(command, env);
 }
@@ -166,4 +171,24 @@ TEST_CASE("a misaligned float4 load is caught (it faults on the GPU)") {
   CHECK(misaligned.exit_code != 0);
   CHECK(misaligned.err.find("misaligned address") != std::string::npos);
   CHECK(misaligned.err.find("float4") != std::string::npos);
+}
+
+TEST_CASE("with NVCC_EMU_SANITIZE=thread, threads that race on memory are reported; the emulator itself is race-free") {
+  const std::string tsan = build_probe("thread");
+  ProcessResult racy = probe({"racy-counters"}, {}, tsan);
+  CHECK(racy.exit_code != 0);
+  CHECK(racy.err.find("WARNING: ThreadSanitizer: data race") != std::string::npos);
+  CHECK(racy.err.find("counters") != std::string::npos);  // the kernel's frame
+  ProcessResult atomic = probe({"atomic-counters"}, {}, tsan);
+  INFO(atomic.err);
+  CHECK(atomic.exit_code == 0);
+  CHECK(atomic.out == "counted 128\n");
+  // Barriers, shuffles, shared memory and atomics give every access an order TSan sees.
+  for (const char* name : {"warp", "shared", "dynamic-shared", "atomics", "grid-cap", "launch-errors"}) {
+    CAPTURE(name);
+    ProcessResult run = probe({name}, {}, tsan);
+    INFO(run.err);
+    CHECK(run.exit_code == 0);
+    CHECK(run.err.find("ThreadSanitizer") == std::string::npos);
+  }
 }
