@@ -183,11 +183,11 @@ inline bool is_device_range(const void* p, size_t bytes) {
 
 inline cudaError_t cudaMalloc(void** pointer, size_t bytes) {
   if (!pointer) return spgen_emu::record(cudaErrorInvalidValue);
-  // 256-byte aligned like the GPU's allocations; filled with NaN bytes, as device memory is not zeroed.
-  size_t rounded = (bytes + 255) / 256 * 256;
-  void* block = std::aligned_alloc(256, rounded ? rounded : 256);
-  if (!block) return spgen_emu::record(cudaErrorMemoryAllocation);
-  std::memset(block, 0xff, rounded ? rounded : 256);
+  // 256-byte aligned like the GPU's allocations, and exactly `bytes` long (AddressSanitizer sees
+  // the end); filled with NaN bytes, as device memory is not zeroed.
+  void* block = nullptr;
+  if (posix_memalign(&block, 256, bytes ? bytes : 1) != 0) return spgen_emu::record(cudaErrorMemoryAllocation);
+  std::memset(block, 0xff, bytes);
   spgen_emu::Allocations& a = spgen_emu::allocations();
   std::lock_guard<std::mutex> lock(a.mutex);
   a.blocks[static_cast<const char*>(block)] = bytes;
