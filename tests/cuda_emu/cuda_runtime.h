@@ -36,6 +36,7 @@
 // Static shared arrays are `static` locals of the kernel: blocks run one at a time, so the
 // threads of a block, and only they, share them. (nvcc-emu adds their size to each launch.)
 #define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
 #define __constant__
 
 // ---- vector types, aligned as on the GPU -------------------------------------------------------
@@ -363,6 +364,8 @@ struct Block {
   // Warp exchange slots, two rounds deep: [round parity][warp * 32 + lane]. A lane writes round
   // r + 2 only after round r + 1 completed, which needs every lane done reading round r.
   std::vector<unsigned char> slots[2];
+  // __syncthreads_count's sums, two rounds deep the same way.
+  int predicate_count[2] = {0, 0};
   std::vector<unsigned char> dynamic_shared;
   int finished = 0;  // threads done with the current block
   uint64_t block_generation = 0;
@@ -438,6 +441,19 @@ inline void block_barrier(const char* what) {
   arrive_and_wait(b, lock, b.block_barrier, what, false, 0, [](uint32_t) {});
 }
 
+// A block barrier that also counts the threads whose predicate is non-zero.
+inline int block_barrier_count(const char* what, int predicate) {
+  Block& b = *current_block;
+  std::unique_lock<std::mutex> lock(b.mutex);
+  uint32_t round = arrive_and_wait(b, lock, b.block_barrier, what, false, 0, [&](uint32_t r) {
+    if (b.block_barrier.arrived == 0) b.predicate_count[r & 1] = 0;  // the round's first arrival
+    b.predicate_count[r & 1] += predicate ? 1 : 0;
+  });
+  if (lock.owns_lock()) return b.predicate_count[round & 1];  // this thread completed the round
+  lock.lock();
+  return b.predicate_count[round & 1];
+}
+
 // A warp exchange: every lane of `mask` stores `value` (up to 16 bytes); once all have, `read`
 // gets this warp's slots of that round and the lanes taking part.
 template <class T, class Read>
@@ -484,6 +500,13 @@ inline T shuffle(const char* what, unsigned mask, T value, Source source) {
 }  // namespace spgen_emu
 
 inline void __syncthreads() { spgen_emu::block_barrier("__syncthreads"); }
+inline int __syncthreads_count(int predicate) { return spgen_emu::block_barrier_count("__syncthreads_count", predicate); }
+inline int __syncthreads_and(int predicate) {
+  return spgen_emu::block_barrier_count("__syncthreads_and", predicate) == spgen_emu::current_block->threads;
+}
+inline int __syncthreads_or(int predicate) { return spgen_emu::block_barrier_count("__syncthreads_or", predicate) > 0; }
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 
 inline void __syncwarp(unsigned mask = 0xffffffffu) {
   spgen_emu::warp_exchange("__syncwarp", mask, 0, [](const unsigned char*, unsigned) { return 0; });
@@ -528,6 +551,11 @@ inline unsigned __ballot_sync(unsigned mask, int predicate) {
     }
     return bits;
   });
+}
+
+inline int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) != 0; }
+inline int __all_sync(unsigned mask, int predicate) {
+  return __ballot_sync(mask, predicate) == (mask & spgen_emu::warp_lanes(*spgen_emu::current_block, spgen_emu::warp_id()));
 }
 
 // The emulator's lanes meet only at barriers, so the active lanes are the whole (existing part
@@ -577,6 +605,10 @@ inline T __ldg(const T* address) {
   return *address;
 }
 
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+inline int __clz(int x) { return x ? __builtin_clz(static_cast<unsigned>(x)) : 32; }
+inline int __ffs(int x) { return __builtin_ffs(x); }
 inline float __fmaf_rn(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 inline double __fma_rn(double a, double b, double c) { return __builtin_fma(a, b, c); }
 inline float rsqrtf(float x) { return 1.0f / __builtin_sqrtf(x); }

@@ -116,6 +116,32 @@ int probe_dynamic_shared() {
   return 0;
 }
 
+// Block and warp votes: __syncthreads_count/and/or, __any_sync, __all_sync, over 100 threads
+// (the last warp has 4 lanes).
+__global__ void votes(int* out) {
+  const int t = (int)threadIdx.x;
+  int* mine = out + 7 * t;
+  mine[0] = __syncthreads_count(t % 3 == 0);
+  mine[1] = __syncthreads_and(t % 3 == 0);
+  mine[2] = __syncthreads_and(t < 100);
+  mine[3] = __syncthreads_or(t == 99);
+  mine[4] = __syncthreads_or(t > 99);
+  mine[5] = __any_sync(__activemask(), t == 40);
+  mine[6] = __all_sync(__activemask(), t % 32 != 7);
+}
+
+int probe_votes() {
+  int* out = device_copy(std::vector<int>(7 * 100, -1));
+  votes<<<1, 100>>>(out);
+  if (cudaGetLastError() != cudaSuccess) return 1;
+  std::vector<int> got = host_copy(out, 7 * 100);
+  for (int t = 0; t < 100; t += 33) {
+    const int* v = &got[7 * t];
+    std::printf("thread %d: count=%d and=%d and=%d or=%d or=%d any=%d all=%d\n", t, v[0], v[1], v[2], v[3], v[4], v[5], v[6]);
+  }
+  return 0;
+}
+
 __global__ void divergent_syncthreads(int* out) {
   if (threadIdx.x < 16) __syncthreads();
   out[threadIdx.x] = 1;
@@ -151,10 +177,12 @@ __global__ void __launch_bounds__(64) small_kernel(int* flag) {
   if (threadIdx.x == 0) *flag = 1;
 }
 __global__ void big_static_shared(int* flag) {
-  __shared__ float tile[40 * 256];  // 40 KiB
+  static __shared__ float tile[32 * 256];                // 32 KiB
+  __shared__ __align__(16) float more[8][256 /* 8 KiB */];  // and 8 more
   tile[threadIdx.x] = 1.0f;
+  more[1][threadIdx.x] = 1.0f;
   __syncthreads();
-  if (threadIdx.x == 0) *flag = (int)tile[31];
+  if (threadIdx.x == 0) *flag = (int)(tile[31] * more[1][31]);
 }
 
 // Each bad launch must not run and must leave its error for cudaGetLastError, which clears it.
@@ -300,6 +328,7 @@ int main(int argc, char** argv) {
   if (!std::strcmp(probe, "warp")) return probe_warp();
   if (!std::strcmp(probe, "shared")) return probe_shared();
   if (!std::strcmp(probe, "dynamic-shared")) return probe_dynamic_shared();
+  if (!std::strcmp(probe, "votes")) return probe_votes();
   if (!std::strcmp(probe, "divergent") && argc > 2) return probe_divergent(argv[2]);
   if (!std::strcmp(probe, "launch-errors")) return probe_launch_errors();
   if (!std::strcmp(probe, "grid-cap")) return probe_grid_cap();

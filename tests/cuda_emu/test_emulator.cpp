@@ -89,6 +89,19 @@ TEST_CASE("dynamic shared memory is sized by the launch and shared by the thread
   CHECK(run.out == "dynamic: 5050 5050\n");  // 1 + 2 + ... + 100 in each of 2 blocks
 }
 
+TEST_CASE("block votes (__syncthreads_count, _and, _or) and warp votes (__any_sync, __all_sync)") {
+  ProcessResult run = probe({"votes"});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  // 100 threads: 34 multiples of 3; thread 40 is in warp 1; lane 7 is in warps 0 to 2, not in
+  // the 4-lane warp 3.
+  CHECK(run.out ==
+        "thread 0: count=34 and=0 and=1 or=1 or=0 any=0 all=0\n"
+        "thread 33: count=34 and=0 and=1 or=1 or=0 any=1 all=0\n"
+        "thread 66: count=34 and=0 and=1 or=1 or=0 any=0 all=0\n"
+        "thread 99: count=34 and=0 and=1 or=1 or=0 any=0 all=1\n");
+}
+
 TEST_CASE("a barrier not every thread reaches ends the program with a message instead of hanging") {
   SUBCASE("__syncthreads in divergent code") {
     ProcessResult run = probe({"divergent", "syncthreads"});
@@ -184,7 +197,7 @@ TEST_CASE("with NVCC_EMU_SANITIZE=thread, threads that race on memory are report
   CHECK(atomic.exit_code == 0);
   CHECK(atomic.out == "counted 128\n");
   // Barriers, shuffles, shared memory and atomics give every access an order TSan sees.
-  for (const char* name : {"warp", "shared", "dynamic-shared", "atomics", "grid-cap", "launch-errors"}) {
+  for (const char* name : {"warp", "shared", "dynamic-shared", "votes", "atomics", "grid-cap", "launch-errors"}) {
     CAPTURE(name);
     ProcessResult run = probe({name}, {}, tsan);
     INFO(run.err);
