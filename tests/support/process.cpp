@@ -40,7 +40,19 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
-ProcessResult run_process(const std::vector<std::string>& args) {
+ProcessResult run_process(const std::vector<std::string>& args) { return run_process(args, {}); }
+
+ProcessResult run_process(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+  std::vector<char*> envp;
+  for (const std::string& entry : env) envp.push_back(const_cast<char*>(entry.c_str()));
+  for (char** entry = environ; *entry; ++entry) {
+    std::string text = *entry;
+    std::string name = text.substr(0, text.find('=') + 1);
+    bool replaced = false;
+    for (const std::string& e : env) replaced = replaced || e.rfind(name, 0) == 0;
+    if (!replaced) envp.push_back(*entry);
+  }
+  envp.push_back(nullptr);
   TempDir logs;
   std::string out_path = logs.file("out"), err_path = logs.file("err");
   std::vector<char*> argv;
@@ -52,7 +64,7 @@ ProcessResult run_process(const std::vector<std::string>& args) {
   posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid;
-  int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   ProcessResult result;
   if (rc != 0) {

@@ -12,6 +12,8 @@ struct ProcessResult {
 };
 
 ProcessResult run_process(const std::vector<std::string>& argv);
+// The same with `env` ("NAME=value" each) added to (or replacing in) this process's environment.
+ProcessResult run_process(const std::vector<std::string>& argv, const std::vector<std::string>& env);
 
 // A fresh directory under the system temp dir, removed with its contents on destruction.
 class TempDir {
