@@ -212,12 +212,13 @@ Compilation compile(const CompileInput& input) {
   }
 
   // 6. Emit the header and the source: C++ with OpenMP, or CUDA.
+  // Both targets get the host routines that pack and unpack each tensor (NAME_pack_T, NAME_unpack_T).
   GenerationContext context = make_context(c, input);
+  context.pack = emit_pack_routines(c.program, c.func.name, c.config.target);
   if (c.config.target == Target::Cuda) {
     c.files.push_back(emit_cuda_header(c.func, context));
     c.files.push_back(emit_cuda_source(c.func, context));
   } else {
-    context.pack = emit_pack_routines(c.program, c.func.name);  // NAME_pack_T / NAME_unpack_T (cuda: none yet)
     if (c.decomposition) {
       PackRoutines inspector = emit_decompose_routines(*c.decomposition, c.program, c.func);  // NAME_decompose_T
       context.pack.header_docs += inspector.header_docs;

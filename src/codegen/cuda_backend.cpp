@@ -354,6 +354,7 @@ GeneratedFile emit_cuda_source(const LoweredFunc& func, const GenerationContext&
   for (const Param& p : func.params)
     if (!passed.count(p.name)) unused += "  (void)" + p.name + ";\n";
   file.text += templates::render("cuda_launcher.cu.in", {{"name", func.name}, {"params", params}, {"launches", unused + launches}});
+  file.text += context.pack.source;  // the tensors' pack/unpack routines (host code), if any
   return file;
 }
 
