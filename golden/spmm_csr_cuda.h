@@ -28,6 +28,51 @@
 //   stream: the cudaStream_t the kernels are enqueued on (0: the default stream)
 //   Arrays are device memory (e.g. from cudaMalloc). Returns a cudaError_t value as an int: 0
 //   (cudaSuccess) once the kernels are enqueued, else the launch error.
+//
+// Getting data in: pack and unpack (docs/formats.md). For each tensor listed below,
+// spmm_csr_cuda_pack_T builds its arrays from a coordinate list (COO) and spmm_csr_cuda_unpack_T turns
+// them back into one. The arguments:
+//   coords   entry-major and 0-based, in the tensor's mode order as the spec writes it (not its
+//            storage order): coordinate m of entry e is coords[e * order + m]
+//   dims     the size of each mode, in the same order
+//   lengths  the length of each array the function takes after `dims`, in that order, then the
+//            length of the values
+// spmm_csr_cuda_pack_T_sizes(nnz, coords, dims, lengths) writes the lengths that pack needs.
+// spmm_csr_cuda_pack_T(nnz, coords, vals, dims, ARRAYS..., lengths) packs entries in any order;
+//   repeated coordinates are summed. `lengths` must be exactly what _sizes wrote. Dense levels
+//   below a sparse one, the gaps of a dense-variable level and sparse-fixed padding hold zeros.
+// spmm_csr_cuda_unpack_T(dims, ARRAYS..., lengths, &nnz, coords_out, vals_out) checks the arrays, then
+//   writes every stored entry in storage order (explicit zeros included, sparse-fixed padding
+//   left out). With coords_out NULL it only sets nnz (a size query). Otherwise nnz is, on entry,
+//   the number of entries coords_out (nnz * order) and vals_out have room for, and on return the
+//   number written; when the room is too small the result is SPGEN_ERR_LENGTH and nnz the number
+//   needed.
+// Each returns SPGEN_OK (0) or an error code and writes nothing past a length it was given; pack
+// writes nothing at all when it fails. spmm_csr_cuda_pack_strerror(code) says what a code means:
+//   SPGEN_ERR_COORD_RANGE       1  a coordinate outside [0, dim): in coords (pack), in a crd array
+//                                  or a dense-variable row longer than its dimension (unpack)
+//   SPGEN_ERR_POS_NOT_MONOTONE  2  a pos array does not start at 0, or decreases
+//   SPGEN_ERR_LENGTH            3  a wrong length: nnz < 0; pack's lengths differ from what _sizes
+//                                  wrote; unpack's disagree with the arrays (a pos array's size,
+//                                  its last position, the values' count); unpack's room too small
+//   SPGEN_ERR_CRD_ORDER         4  unpack: crd values not strictly increasing under a parent
+//                                  (compressed, sparse-fixed), decreasing (compressed-nonunique),
+//                                  or a coordinate after sparse-fixed padding (-1)
+//   SPGEN_ERR_ELL_OVERFLOW      5  pack: a parent holds more distinct coordinates than the width
+//                                  of a sparse-fixed (ELL) level
+//   SPGEN_ERR_DIM               6  a negative dimension, or coordinates or positions that do not
+//                                  fit the index type
+//   SPGEN_ERR_ALLOC             7  out of memory (pack sorts a copy of the entries)
+//   SPGEN_ERR_NULL              8  a null pointer whose length is not 0; a null lengths, dims or nnz
+//   SPGEN_ERR_NOT_IN_STRUCTURE  9  pack of an output that shares an input's structure: a nonzero
+//                                  entry that structure does not store
+// On the cuda target these routines run on the host: every array they take or write is host
+// memory (unlike spmm_csr_cuda's, which are device memory). Pack on the host, copy each packed array
+// to the GPU (cudaMalloc, cudaMemcpy) and pass the device copies to spmm_csr_cuda; copy a sparse
+// output's values back to the host before unpacking it.
+// The tensors:
+//   A(i,j), csr: coords (i, j), lengths {A_pos1, A_crd1, A_vals}:
+//     spmm_csr_cuda_pack_A_sizes, spmm_csr_cuda_pack_A, spmm_csr_cuda_unpack_A
 
 #ifndef SPGEN_SPMM_CSR_CUDA_H
 #define SPGEN_SPMM_CSR_CUDA_H
@@ -51,6 +96,49 @@ int spmm_csr_cuda(
     const float* A_vals,
     const float* B_vals,
     cudaStream_t stream);
+
+// Status codes of the pack and unpack routines, the same in every kernel spgen generates.
+#ifndef SPGEN_PACK_STATUS_CODES
+#define SPGEN_PACK_STATUS_CODES
+#define SPGEN_OK 0
+#define SPGEN_ERR_COORD_RANGE 1
+#define SPGEN_ERR_POS_NOT_MONOTONE 2
+#define SPGEN_ERR_LENGTH 3
+#define SPGEN_ERR_CRD_ORDER 4
+#define SPGEN_ERR_ELL_OVERFLOW 5
+#define SPGEN_ERR_DIM 6
+#define SPGEN_ERR_ALLOC 7
+#define SPGEN_ERR_NULL 8
+#define SPGEN_ERR_NOT_IN_STRUCTURE 9
+#endif
+
+int spmm_csr_cuda_pack_A_sizes(
+    int64_t nnz,
+    const int64_t* coords,
+    const int64_t* dims,
+    int64_t* lengths);
+
+int spmm_csr_cuda_pack_A(
+    int64_t nnz,
+    const int64_t* coords,
+    const float* vals,
+    const int64_t* dims,
+    int32_t* A_pos1,
+    int32_t* A_crd1,
+    float* A_vals,
+    const int64_t* lengths);
+
+int spmm_csr_cuda_unpack_A(
+    const int64_t* dims,
+    const int32_t* A_pos1,
+    const int32_t* A_crd1,
+    const float* A_vals,
+    const int64_t* lengths,
+    int64_t* nnz_out,
+    int64_t* coords_out,
+    float* vals_out);
+
+const char* spmm_csr_cuda_pack_strerror(int code);
 
 #ifdef __cplusplus
 }

@@ -233,19 +233,19 @@ Compilation compile(const CompileInput& input) {
   }
 
   // 6. Emit the header and the source: C++ with OpenMP, or CUDA.
+  // Both targets get the host routines that pack and unpack each tensor (NAME_pack_T, NAME_unpack_T).
   GenerationContext context = make_context(c, input);
+  context.pack = emit_pack_routines(c.program, c.func.name, c.config.target);
+  if (c.decomposition) {
+    PackRoutines inspector = emit_decompose_routines(*c.decomposition, c.program, c.func);  // NAME_decompose_T
+    context.pack.header_docs += inspector.header_docs;
+    context.pack.header_declarations += inspector.header_declarations;
+    context.pack.source += inspector.source;
+  }
   if (c.config.target == Target::Cuda) {
-    if (c.decomposition) context.pack = emit_decompose_routines(*c.decomposition, c.program, c.func);  // host code
     c.files.push_back(emit_cuda_header(c.func, context, c.assemble));
     c.files.push_back(emit_cuda_source(c.func, context, c.assemble, c.parts));
   } else {
-    context.pack = emit_pack_routines(c.program, c.func.name);  // NAME_pack_T / NAME_unpack_T (cuda: none yet)
-    if (c.decomposition) {
-      PackRoutines inspector = emit_decompose_routines(*c.decomposition, c.program, c.func);  // NAME_decompose_T
-      context.pack.header_docs += inspector.header_docs;
-      context.pack.header_declarations += inspector.header_declarations;
-      context.pack.source += inspector.source;
-    }
     c.files.push_back(emit_abi_header(c.func, context, "void", {}, {}, "", c.assemble));
     c.files.push_back(emit_cpu_source(c.func, context, c.assemble, c.parts));
   }

@@ -7,12 +7,12 @@
 
 namespace spgen {
 
-// A CPU kernel's conversion routines (codegen/pack_routines.h); empty for other targets and for
+// A kernel's conversion routines (codegen/pack_routines.h), host code on either target; empty for
 // kernels whose tensors are all dense.
 struct PackRoutines {
   std::string header_docs;          // NAME.h: comment lines documenting them, after the kernel's ABI
   std::string header_declarations;  // NAME.h: the status codes and the extern "C" declarations
-  std::string source;               // NAME.cpp: appended after the kernel
+  std::string source;               // NAME.cpp (NAME.cu): appended after the kernel
 };
 
 struct GenerationContext {

@@ -82,7 +82,7 @@ std::vector<PackTensor> pack_tensors(const sparse::Program& program, const std::
   return out;
 }
 
-PackRoutines emit_pack_routines(const sparse::Program& program, const std::string& kernel_name) {
+PackRoutines emit_pack_routines(const sparse::Program& program, const std::string& kernel_name, Target target) {
   PackRoutines routines;
   const std::vector<PackTensor> tensors = pack_tensors(program, kernel_name);
   if (tensors.empty()) return routines;
@@ -182,8 +182,11 @@ PackRoutines emit_pack_routines(const sparse::Program& program, const std::strin
   routines.source += "\nnamespace " + ns + " {\n\n" + tables + "\n}  // namespace " + ns + "\n\n" + wrappers;
   routines.source += "extern \"C\" const char* " + kernel_name + "_pack_strerror(int code) { return " + ns +
                      "::error_string(code); }\n";
-  routines.header_docs =
-      without_trailing_newlines(templates::render("cpu_pack_docs.h.in", {{"name", kernel_name}, {"tensors", docs}})) + "\n";
+  // A GPU kernel takes device arrays, but its routines, like a CPU kernel's, run on the host.
+  const std::string host_memory = target == Target::Cuda ? templates::render("cuda_pack_docs.h.in", {{"name", kernel_name}}) : "";
+  routines.header_docs = without_trailing_newlines(templates::render(
+                             "cpu_pack_docs.h.in", {{"name", kernel_name}, {"host_memory", host_memory}, {"tensors", docs}})) +
+                         "\n";
   routines.header_declarations = without_trailing_newlines(templates::render(
       "cpu_pack_declarations.h.in", {{"name", kernel_name}, {"declarations", declarations}}));
   return routines;

@@ -1,14 +1,16 @@
-// The conversion routines of a CPU kernel: for each tensor that is not dense row-major,
+// The conversion routines of a kernel: for each tensor that is not dense row-major,
 // NAME_pack_T_sizes, NAME_pack_T (COO in, storage levels out) and NAME_unpack_T (the reverse),
-// declared in NAME.h and defined in NAME.cpp. The algorithm is fixed text
-// (templates/cpu_pack_routines.cpp.in); this file prints the per-tensor level tables, the
-// extern "C" wrappers and the header's documentation. `spgen run`'s CPU driver calls them too.
+// declared in NAME.h and defined in NAME.cpp (NAME.cu on the cuda target, where they are host
+// code too). The algorithm is fixed text (templates/cpu_pack_routines.cpp.in); this file prints
+// the per-tensor level tables, the extern "C" wrappers and the header's documentation.
+// `spgen run`'s drivers call them too.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "codegen/generation_context.h"
+#include "frontend/config.h"
 #include "ir/sparse_ir.h"
 
 namespace spgen {
@@ -37,7 +39,8 @@ struct PackTensor {
 // The tensors that get routines, in Program::buffers order (output first).
 std::vector<PackTensor> pack_tensors(const sparse::Program& program, const std::string& kernel_name);
 
-// The routines of the CPU kernel `kernel_name`: header documentation, declarations and source.
-PackRoutines emit_pack_routines(const sparse::Program& program, const std::string& kernel_name);
+// The routines of the kernel `kernel_name`: header documentation, declarations and source. They
+// run on the host for either target; the cuda header says so.
+PackRoutines emit_pack_routines(const sparse::Program& program, const std::string& kernel_name, Target target);
 
 }  // namespace spgen

@@ -80,7 +80,7 @@ std::string call_argument(const sparse::Program& program, const loops::Param& pa
   return "";
 }
 
-// The CPU driver's use of the kernel's pack/unpack routines (templates/run_driver_pack.cpp.in):
+// The driver's use of the kernel's pack/unpack routines (templates/run_driver_pack.cpp.in):
 // a packing function per sparse input, an unpacking one per sparse output; empty when the kernel
 // has none.
 std::string pack_glue(const loops::LoweredFunc& func, const sparse::Program& program) {
@@ -198,8 +198,8 @@ GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Prog
     assemble_function = "\nvoid assemble(spgen_run::Run<Index, Value>& r) {\n" + calls + "}\n";
     hooks += "  hooks.assemble = assemble;\n";
   }
-  // The CPU driver packs through the kernel's own conversion routines.
-  std::string glue = cuda ? std::string() : pack_glue(func, program);
+  // Both drivers pack through the kernel's own conversion routines (host code on either target).
+  std::string glue = pack_glue(func, program);
   std::string inspector = decomposition ? decompose_glue(func, program, *decomposition) : "";
   if (decomposition) hooks += "  hooks.prepare = decompose;\n";
   if (!glue.empty())

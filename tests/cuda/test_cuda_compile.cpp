@@ -108,7 +108,7 @@ TEST_CASE("every cuda config compiles warning-free for sm_90 and sm_80, and its 
   for (size_t i = 0; i < commands.size(); ++i) check_clean(commands[i], results[i]);
 }
 
-TEST_CASE("two generated kernels link into one program (relocatable device code), and run where a GPU is") {
+TEST_CASE("two generated kernels link into one program (relocatable device code) with their host pack routines, and run where a GPU is") {
   std::string nvcc = find_nvcc();
   if (nvcc.empty()) {
     MESSAGE("skipped: nvcc not found");
@@ -118,6 +118,7 @@ TEST_CASE("two generated kernels link into one program (relocatable device code)
   generate(pair_named("spmv_csr_cuda"), dir);
   generate(pair_named("spmv_csc_cuda"), dir);
   // A = [[0, 2], [3, 0]] by rows (float32, int32) and by columns (float64, int64); x = [5, 7].
+  // The kernels' own host routines pack A from unsorted COO first (checked with or without a GPU).
   write_text(dir.file("main.cu"),
              "#include \"spmv_csr_cuda.h\"\n#include \"spmv_csc_cuda.h\"\n#include <cuda_runtime.h>\n"
              "template <class T> T* on_device(const T* host, size_t n) {\n"
@@ -125,9 +126,23 @@ TEST_CASE("two generated kernels link into one program (relocatable device code)
              "  if (cudaMalloc(&device, n * sizeof(T)) != cudaSuccess) return nullptr;\n"
              "  return cudaMemcpy(device, host, n * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess ? device : nullptr;\n"
              "}\n"
+             "template <class T> bool same(const T* a, const T* b, int n) {\n"
+             "  for (int k = 0; k < n; ++k) if (a[k] != b[k]) return false;\n"
+             "  return true;\n"
+             "}\n"
              "int main() {\n"
-             "  const int32_t pos[] = {0, 1, 2}, crd[] = {1, 0}; const float a[] = {2, 3}, x[] = {5, 7}, y0[] = {-1, -1};\n"
-             "  const int64_t cpos[] = {0, 1, 2}, ccrd[] = {1, 0}; const double ca[] = {3, 2}, cx[] = {5, 7}, cy0[] = {-1, -1};\n"
+             "  const int64_t coords[] = {1, 0, 0, 1}, dims[] = {2, 2}; const float fv[] = {3, 2}; const double dv[] = {3, 2};\n"
+             "  int64_t n[3], cn[3];\n"
+             "  int32_t pos[3], crd[2]; float a[2]; int64_t cpos[3], ccrd[2]; double ca[2];\n"
+             "  if (spmv_csr_cuda_pack_A_sizes(2, coords, dims, n) != SPGEN_OK || n[0] != 3 || n[1] != 2 || n[2] != 2) return 3;\n"
+             "  if (spmv_csr_cuda_pack_A(2, coords, fv, dims, pos, crd, a, n) != SPGEN_OK) return 3;\n"
+             "  if (spmv_csc_cuda_pack_A_sizes(2, coords, dims, cn) != SPGEN_OK || cn[0] != 3 || cn[1] != 2 || cn[2] != 2) return 3;\n"
+             "  if (spmv_csc_cuda_pack_A(2, coords, dv, dims, cpos, ccrd, ca, cn) != SPGEN_OK) return 3;\n"
+             "  const int32_t want_pos[] = {0, 1, 2}, want_crd[] = {1, 0}; const float want_a[] = {2, 3};\n"
+             "  const int64_t want_cpos[] = {0, 1, 2}, want_ccrd[] = {1, 0}; const double want_ca[] = {3, 2};\n"
+             "  if (!same(pos, want_pos, 3) || !same(crd, want_crd, 2) || !same(a, want_a, 2)) return 3;\n"
+             "  if (!same(cpos, want_cpos, 3) || !same(ccrd, want_ccrd, 2) || !same(ca, want_ca, 2)) return 3;\n"
+             "  const float x[] = {5, 7}, y0[] = {-1, -1}; const double cx[] = {5, 7}, cy0[] = {-1, -1};\n"
              "  int32_t *dpos = on_device(pos, 3), *dcrd = on_device(crd, 2); float *da = on_device(a, 2), *dx = on_device(x, 2);\n"
              "  int64_t *dcpos = on_device(cpos, 3), *dccrd = on_device(ccrd, 2);\n"
              "  double *dca = on_device(ca, 2), *dcx = on_device(cx, 2);\n"
@@ -147,6 +162,7 @@ TEST_CASE("two generated kernels link into one program (relocatable device code)
   check_clean(build, linked);
   REQUIRE(linked.exit_code == 0);
   int status = run_process({dir.file("prog")}).exit_code;
+  CHECK(status != 3);  // the pack routines gave other arrays
   if (status == 2) MESSAGE("not run: no usable CUDA device");
   else CHECK(status == 0);
 }

@@ -286,3 +286,27 @@ TEST_CASE("cuda: auto binds the outer loop to blocks, with a warp per row when a
   CHECK(contains(dot.stage2_dump, "for i in [0, dim_i) bind(warp, 32 threads, shuffle +acc):"));
   CHECK(contains(dot.files[1].text, "t_main<<<1, 32, 0, stream>>>("));
 }
+
+TEST_CASE("cuda: the .cu defines the host pack and unpack routines, and the header declares them") {
+  spgen::Compilation c = compile(kSpmv, cuda(R"({"op": "bind", "var": "i", "to": "blockIdx.x"})"));
+  const std::string& header = c.files[0].text;
+  const std::string& source = c.files[1].text;
+  CHECK(contains(header, "// On the cuda target these routines run on the host: every array they take or write is host\n"
+                         "// memory (unlike t's, which are device memory)."));
+  CHECK(contains(header, "//   A(i,j), csr: coords (i, j), lengths {A_pos1, A_crd1, A_vals}:\n//     t_pack_A_sizes, t_pack_A, t_unpack_A\n"));
+  CHECK(contains(header, "#define SPGEN_ERR_NOT_IN_STRUCTURE 9"));
+  CHECK(contains(header, "int t_pack_A_sizes(\n"));
+  CHECK(contains(header, "const char* t_pack_strerror(int code);"));
+  // Declared inside the header's extern "C" block, after the kernel.
+  CHECK(header.find("int t_pack_A(") > header.find("cudaStream_t stream);"));
+  CHECK(header.find("int t_pack_A(") < header.find("#ifdef __cplusplus\n}"));
+  // Defined after the launcher, as plain (host) C++ over the same level tables as a CPU kernel's.
+  CHECK(source.find("extern \"C\" int t_pack_A(") > source.find("extern \"C\" int t("));
+  CHECK(contains(source, "const Level levels_A[] = {{kDense, 0, 0}, {kCompressed, 1, 0}};"));
+  CHECK(contains(source, "extern \"C\" const char* t_pack_strerror(int code)"));
+  // A kernel of dense tensors only has nothing to pack.
+  spgen::Compilation dense = compile(kSpmv, R"({"target": "cuda", "tensors": {"A": {"format": "dense"}},
+                                               "schedule": [{"op": "bind", "var": "i", "to": "blockIdx.x"}]})");
+  CHECK(!contains(dense.files[0].text, "_pack_"));
+  CHECK(!contains(dense.files[1].text, "_pack_"));
+}
