@@ -177,24 +177,41 @@ GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Prog
   for (size_t v = 0; v < program.index_vars.size(); ++v) index_vars += (v ? ", \"" : "\"") + program.index_vars[v] + "\"";
   for (const sparse::SparseBuffer& buffer : program.buffers) tensors += tensor_entry(program, buffer);
   const std::vector<std::string> parts = part_arrays(func, decomposition);
+  // A decomposition's parts are the driver's host arrays; on the GPU, their device copies.
   for (size_t i = 0; i < func.params.size(); ++i)
     call_args += (i ? ", " : "") +
-                 (parts[i].empty() ? call_argument(program, func.params[i], cuda ? "device" : "r") : parts[i] + ".data()");
+                 (!parts[i].empty() ? (cuda ? "device.array(" + parts[i] + ")" : parts[i] + ".data()")
+                                    : call_argument(program, func.params[i], cuda ? "device" : "r"));
   std::string value_type = program.value_type == ValueType::Float32 ? "float" : "double";
   std::string index_type = program.index_type == IndexType::Int32 ? "int32_t" : "int64_t";
   // A kernel that builds its sparse output runs its assemble phases before each run, each after
-  // sizing the pos array it fills.
+  // sizing the pos array it fills. On the GPU each phase runs on the device copies, and the
+  // positions it wrote come back to size the next arrays.
   std::string assemble_function, hooks;
-  if (!assemble.empty()) {
-    std::string calls, output = std::to_string(tensor_id(program, program.output().tensor));
-    std::vector<int> levels = assembled_levels(program);
-    for (size_t phase = 0; phase < assemble.size(); ++phase) {
-      std::string args;
-      for (size_t i = 0; i < assemble[phase].params.size(); ++i)
-        args += (i ? ", " : "") + call_argument(program, assemble[phase].params[i], "r");
-      calls += "  spgen_run::size_assembled_level(r, " + output + ", " + std::to_string(levels[phase]) + ");\n";
+  std::string output = std::to_string(tensor_id(program, program.output().tensor));
+  std::vector<int> levels = assembled_levels(program);
+  std::string calls;
+  for (size_t phase = 0; phase < assemble.size(); ++phase) {
+    std::string args;
+    for (size_t i = 0; i < assemble[phase].params.size(); ++i)
+      args += (i ? ", " : "") + call_argument(program, assemble[phase].params[i], cuda ? "device" : "r");
+    std::string level = std::to_string(levels[phase]);
+    calls += "  spgen_run::size_assembled_level(r, " + output + ", " + level + ");\n";
+    if (!cuda) {
       calls += "  " + assemble[phase].name + "(" + args + ");\n";
+      continue;
     }
+    calls += "  check(static_cast<cudaError_t>(" + assemble[phase].name + "(" + args + ", 0)), \"launching " +
+             assemble[phase].name + "\");\n";
+    calls += "  device.download(r.packed(" + output + ").pos[" + level + "]);\n";
+  }
+  if (cuda) {
+    assemble_function = "\nvoid assemble(spgen_run::Run<Index, Value>& r, DeviceArrays& device) {\n" +
+                        (calls.empty() ? "  (void)r, (void)device;  // the kernel builds no output structure\n" : calls) +
+                        "}\n";
+    if (!assemble.empty())
+      hooks += "  hooks.assemble = [&invoke](spgen_run::Run<Index, Value>& r) { invoke.assemble_output(r); };\n";
+  } else if (!assemble.empty()) {
     assemble_function = "\nvoid assemble(spgen_run::Run<Index, Value>& r) {\n" + calls + "}\n";
     hooks += "  hooks.assemble = assemble;\n";
   }
