@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Generates the kernels bench_gpu.cu links (bench/gpu/configs/*.json) into DIR, with the run
 # runtime's header beside them, and copies the matrices into DIR/data: everything the GPU
-# machine needs, as it has no spgen build of its own. Usage: bench/gpu/prepare.sh SPGEN DIR [DATA]
+# machine needs, as it has no spgen build of its own (no matrices where DATA does not exist).
+# Usage: bench/gpu/prepare.sh SPGEN DIR [DATA, default ../shared/data]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 spgen=$1 out=$2 data=${3:-../shared/data}
@@ -11,5 +12,5 @@ for config in bench/gpu/configs/*.json; do
   "$spgen" gen "specs/${name%%_*}.spg" --config "$config" -o "$out"
 done
 cp templates/spgen_run_runtime.hpp "$out/"
-cp "$data"/*.mtx "$out/data/"
-echo "prepared $out: $(ls "$out"/*.cu | wc -l) kernels, $(ls "$out"/data/*.mtx | wc -l) matrices"
+if [[ -d "$data" ]]; then cp "$data"/*.mtx "$out/data/"; fi
+echo "prepared $out: $(ls "$out"/*.cu | wc -l) kernels, $(ls "$out"/data | wc -l) matrices"

@@ -206,3 +206,22 @@ TEST_CASE("spgen run builds the CUDA driver with nvcc, warning-free") {
   std::vector<ProcessResult> compiled = run_two_at_a_time(compiles);
   for (size_t i = 0; i < compiles.size(); ++i) check_clean(compiles[i], compiled[i]);
 }
+
+TEST_CASE("bench/gpu: the benchmark against cuSPARSE compiles with the kernels bench/gpu/prepare.sh generates") {
+  std::string nvcc = find_nvcc();
+  if (nvcc.empty()) {
+    MESSAGE("skipped: nvcc not found");
+    return;
+  }
+  TempDir dir;
+  std::string root = source_root();
+  // No matrices: prepare.sh copies them only where the data directory exists.
+  ProcessResult prepared = run_process({root + "/bench/gpu/prepare.sh", spgen_binary(), dir.file("gen"), dir.file("no-data")});
+  INFO(prepared.err);
+  REQUIRE(prepared.exit_code == 0);
+  ProcessResult compiled = run_process({nvcc, "-std=c++17", "-arch=sm_90", "-I", dir.file("gen"), "-c",
+                                        root + "/bench/gpu/bench_gpu.cu", "-o", dir.file("bench_gpu.o")});
+  INFO(compiled.err);
+  CHECK(compiled.exit_code == 0);
+  CHECK(compiled.err.find("warning") == std::string::npos);
+}
