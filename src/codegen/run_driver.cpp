@@ -205,12 +205,11 @@ GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Prog
              assemble[phase].name + "\");\n";
     calls += "  device.download(r.packed(" + output + ").pos[" + level + "]);\n";
   }
-  if (cuda) {
-    assemble_function = "\nvoid assemble(spgen_run::Run<Index, Value>& r, DeviceArrays& device) {\n" +
-                        (calls.empty() ? "  (void)r, (void)device;  // the kernel builds no output structure\n" : calls) +
-                        "}\n";
-    if (!assemble.empty())
-      hooks += "  hooks.assemble = [&invoke](spgen_run::Run<Index, Value>& r) { invoke.assemble_output(r); };\n";
+  std::string assemble_method;
+  if (cuda && !assemble.empty()) {
+    assemble_function = "\nvoid assemble(spgen_run::Run<Index, Value>& r, DeviceArrays& device) {\n" + calls + "}\n";
+    assemble_method = templates::render("run_driver_cuda_assemble.cu.in", {});
+    hooks += "  hooks.assemble = [&invoke](spgen_run::Run<Index, Value>& r) { invoke.assemble_output(r); };\n";
   } else if (!assemble.empty()) {
     assemble_function = "\nvoid assemble(spgen_run::Run<Index, Value>& r) {\n" + calls + "}\n";
     hooks += "  hooks.assemble = assemble;\n";
@@ -234,6 +233,7 @@ GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Prog
                                  {"accumulate", program.iteration.accumulate ? "true" : "false"},
                                  {"call_args", call_args},
                                  {"assemble_function", assemble_function},
+                                 {"assemble_method", assemble_method},
                                  {"decompose_glue", inspector},
                                  {"hooks", hooks},
                                  {"pack_glue", glue}});
