@@ -173,11 +173,13 @@ TEST_CASE("spgen run builds the CUDA driver with nvcc, warning-free") {
     MESSAGE("skipped: nvcc not found");
     return;
   }
-  // SpMV, and SDDMM, whose output shares the structure of X and so its device arrays.
+  // SpMV; SDDMM, whose output shares the structure of X and so its device arrays; BSR SpMM.
   std::vector<std::pair<std::string, std::vector<std::string>>> kernels = {
       {"spmv_csr_cuda", {"--input", "A=random", "--input", "x=random", "--dim", "i=100", "--dim", "j=80"}},
       {"sddmm_csr_cuda", {"--input", "X=random", "--input", "A=random", "--input", "B=random", "--dim", "i=100",
                           "--dim", "j=80", "--dim", "k=32"}},
+      // BSR, which only the kernel's own pack routine can pack.
+      {"spmm_bsr_cuda", {"--input", "A=random", "--input", "B=random", "--dim", "i=50", "--dim", "j=30", "--dim", "k=32"}},
   };
   TempDir dir;
   std::vector<std::vector<std::string>> runs;
