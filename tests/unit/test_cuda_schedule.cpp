@@ -200,6 +200,11 @@ TEST_CASE("cuda: auto binds the outer loop to blocks, with a warp per row when a
   CHECK(contains(sddmm.stage2_dump, "for k in [0, dim_k) bind(warp, 32 threads, shuffle +acc):"));
   spgen::Compilation csc = compile(kSpmv, R"({"target": "cuda", "tensors": {"y": {"format": "dense"}, "A": {"format": "csc"}}, "schedule": "auto"})");
   CHECK(contains(csc.files[0].text, "//   split(j, 128 -> j0, j1)\n//   bind(j0, blockIdx.x, atomic)\n//   bind(j1, threadIdx.x, atomic)\n"));
+  // BSR SpMV: the in-block column loop is too short for lanes, so a thread takes each block row.
+  spgen::Compilation bsr = compile(kSpmv, R"({"target": "cuda", "tensors": {"A": {"format": "bsr", "block": [4, 4]}},
+                                             "schedule": "auto"})");
+  CHECK(contains(bsr.files[0].text, "//   split(i_blk, 128 -> i_blk0, i_blk1)\n//   bind(i_blk0, blockIdx.x)\n"
+                                    "//   bind(i_blk1, threadIdx.x)\n//\n"));
   // A sum of everything into a scalar output runs on one warp.
   spgen::Compilation dot = compile("s = A(i,j) * B(i,j)", R"({"target": "cuda", "tensors": {"A": {"format": "csr"}}, "schedule": "auto"})");
   CHECK(contains(dot.stage2_dump, "for i in [0, dim_i) bind(warp, 32 threads, shuffle +acc):"));
