@@ -257,9 +257,6 @@ class ConfigReader {
       } else if (format.name == "bsr") {
         fail(path, "format \"bsr\" needs \"block\": [rows, columns], the size of each block");
       }
-      if (format.is_blocked() && config.target == Target::Cuda)
-        fail(path + "/format", "blocked formats (" + format.name + ") are not supported on the cuda target yet; "
-                               "use \"target\": \"cpu\"");
       config.formats[it.key()] = format;
     }
     for (const ast::TensorUse& use : spec_.tensors)

@@ -87,11 +87,17 @@ std::vector<ScheduleOp> auto_schedule_cuda(const LoweredFunc& func, const sparse
     add(BindOp{outer->label, "warp", "shuffle"});
     return ops;
   }
+  // A blocked format's in-block loop (BSR's j_in) runs at most a block's width: most lanes of
+  // a warp would idle on it.
+  auto suits_lanes = [&](const For& loop) {
+    const sparse::BlockedVar* blocked = program.blocked_loop(loop.label);
+    return loop.annotations.sequential_reason.empty() && !(blocked && blocked->inner == loop.label);
+  };
   const For* lanes = nullptr;
   if (spine.size() > 1 && !is_reduction(program, outer->label)) {
     const For* inner = spine.back();
-    if (inner->var == inner->label && inner->annotations.sequential_reason.empty()) lanes = inner;
-    else if (strategy(*spine[1]) == "shuffle" && spine[1]->annotations.sequential_reason.empty()) lanes = spine[1];
+    if (inner->var == inner->label && suits_lanes(*inner)) lanes = inner;
+    else if (strategy(*spine[1]) == "shuffle" && suits_lanes(*spine[1])) lanes = spine[1];
   }
   std::string blocks = unused_name(func, program, outer->label + "0");
   std::string threads = unused_name(func, program, outer->label + "1");

@@ -167,17 +167,57 @@ TEST_CASE("two generated kernels link into one program (relocatable device code)
   else CHECK(status == 0);
 }
 
+TEST_CASE("a BSR kernel's host pack and unpack routines, compiled by nvcc, pack blocks with padding and read them back") {
+  std::string nvcc = find_nvcc();
+  if (nvcc.empty()) {
+    MESSAGE("skipped: nvcc not found");
+    return;
+  }
+  TempDir dir;
+  generate(pair_named("spmm_bsr_cuda"), dir);
+  // A is 5 x 6 in 4x4 blocks (2 x 2 block grid, the last ones partial): (0,0) = 1, (1,2) = 3 + 4
+  // (repeated), (4,5) = 2. Stored blocks: (0,0) and (1,1), row-major inside, padding zero.
+  write_text(dir.file("main.cu"),
+             "#include \"spmm_bsr_cuda.h\"\n"
+             "int main() {\n"
+             "  const int64_t coords[] = {4, 5, 1, 2, 0, 0, 1, 2}, dims[] = {5, 6}; const float vals[] = {2, 3, 1, 4};\n"
+             "  int64_t n[3];\n"
+             "  if (spmm_bsr_cuda_pack_A_sizes(4, coords, dims, n) != SPGEN_OK) return 1;\n"
+             "  if (n[0] != 3 || n[1] != 2 || n[2] != 32) return 2;\n"
+             "  int32_t pos[3], crd[2]; float a[32];\n"
+             "  if (spmm_bsr_cuda_pack_A(4, coords, vals, dims, pos, crd, a, n) != SPGEN_OK) return 3;\n"
+             "  if (pos[0] != 0 || pos[1] != 1 || pos[2] != 2 || crd[0] != 0 || crd[1] != 1) return 4;\n"
+             "  for (int k = 0; k < 32; ++k)\n"
+             "    if (a[k] != (k == 0 ? 1.0f : k == 6 ? 7.0f : k == 17 ? 2.0f : 0.0f)) return 5;\n"
+             "  // Unpack: the 16 entries of block (0,0), and of block (1,1) the 2 inside the matrix.\n"
+             "  int64_t nnz = 0, out[36]; float out_vals[18];\n"
+             "  if (spmm_bsr_cuda_unpack_A(dims, pos, crd, a, n, &nnz, nullptr, nullptr) != SPGEN_OK || nnz != 18) return 6;\n"
+             "  if (spmm_bsr_cuda_unpack_A(dims, pos, crd, a, n, &nnz, out, out_vals) != SPGEN_OK || nnz != 18) return 7;\n"
+             "  if (out[32] != 4 || out[33] != 4 || out[34] != 4 || out[35] != 5 || out_vals[17] != 2) return 8;\n"
+             "  crd[1] = 2;  // a block column past the 2 there are\n"
+             "  return spmm_bsr_cuda_unpack_A(dims, pos, crd, a, n, &nnz, nullptr, nullptr) == SPGEN_ERR_COORD_RANGE ? 0 : 9;\n"
+             "}\n");
+  std::vector<std::string> build = {nvcc, "-arch=sm_80", "-Xcompiler", "-Wall", "-I", dir.path(), "-o", dir.file("prog"),
+                                    dir.file("main.cu"), dir.file("spmm_bsr_cuda.cu")};
+  ProcessResult built = run_process(build);
+  check_clean(build, built);
+  REQUIRE(built.exit_code == 0);
+  CHECK(run_process({dir.file("prog")}).exit_code == 0);  // host code only: runs without a GPU
+}
+
 TEST_CASE("spgen run builds the CUDA driver with nvcc, warning-free") {
   std::string nvcc = find_nvcc();
   if (nvcc.empty()) {
     MESSAGE("skipped: nvcc not found");
     return;
   }
-  // SpMV, and SDDMM, whose output shares the structure of X and so its device arrays.
+  // SpMV; SDDMM, whose output shares the structure of X and so its device arrays; BSR SpMM.
   std::vector<std::pair<std::string, std::vector<std::string>>> kernels = {
       {"spmv_csr_cuda", {"--input", "A=random", "--input", "x=random", "--dim", "i=100", "--dim", "j=80"}},
       {"sddmm_csr_cuda", {"--input", "X=random", "--input", "A=random", "--input", "B=random", "--dim", "i=100",
                           "--dim", "j=80", "--dim", "k=32"}},
+      // BSR, which only the kernel's own pack routine can pack.
+      {"spmm_bsr_cuda", {"--input", "A=random", "--input", "B=random", "--dim", "i=50", "--dim", "j=30", "--dim", "k=32"}},
   };
   TempDir dir;
   std::vector<std::vector<std::string>> runs;

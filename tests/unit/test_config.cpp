@@ -718,9 +718,6 @@ TEST_CASE("config error: BSR and block maps") {
         config_error("/tensors/A/format/levels/0/floordiv", "a block size of 70000 is too large (at most 65536)"));
   CHECK(format_error("c", "\"bsr\"", kTtv) ==
         config_error("/tensors/c/format", "format \"bsr\" needs an order-2 tensor, but c has order 1 in the spec"));
-  CHECK(error_of(R"({"target": "cuda", "tensors": {"A": {"format": "bsr", "block": [4, 4]}}})") ==
-        config_error("/tensors/A/format",
-                     "blocked formats (bsr) are not supported on the cuda target yet; use \"target\": \"cpu\""));
   const std::string d4 = R"({"kind": "dense", "floordiv": 4})", c4 = R"({"kind": "compressed", "floordiv": 4})";
   const std::string m4 = R"({"kind": "dense", "mod": 4})";
   CHECK(format_error("A", R"({"levels": [)" + d4 + ", " + c4 + ", " + m4 + ", " + m4 + "]}") ==

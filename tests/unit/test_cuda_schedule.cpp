@@ -281,6 +281,11 @@ TEST_CASE("cuda: auto binds the outer loop to blocks, with a warp per row when a
   CHECK(contains(sddmm.stage2_dump, "for k in [0, dim_k) bind(warp, 32 threads, shuffle +acc):"));
   spgen::Compilation csc = compile(kSpmv, R"({"target": "cuda", "tensors": {"y": {"format": "dense"}, "A": {"format": "csc"}}, "schedule": "auto"})");
   CHECK(contains(csc.files[0].text, "//   split(j, 128 -> j0, j1)\n//   bind(j0, blockIdx.x, atomic)\n//   bind(j1, threadIdx.x, atomic)\n"));
+  // BSR SpMV: the in-block column loop is too short for lanes, so a thread takes each block row.
+  spgen::Compilation bsr = compile(kSpmv, R"({"target": "cuda", "tensors": {"A": {"format": "bsr", "block": [4, 4]}},
+                                             "schedule": "auto"})");
+  CHECK(contains(bsr.files[0].text, "//   split(i_blk, 128 -> i_blk0, i_blk1)\n//   bind(i_blk0, blockIdx.x)\n"
+                                    "//   bind(i_blk1, threadIdx.x)\n//\n"));
   // A sum of everything into a scalar output runs on one warp.
   spgen::Compilation dot = compile("s = A(i,j) * B(i,j)", R"({"target": "cuda", "tensors": {"A": {"format": "csr"}}, "schedule": "auto"})");
   CHECK(contains(dot.stage2_dump, "for i in [0, dim_i) bind(warp, 32 threads, shuffle +acc):"));
@@ -309,4 +314,44 @@ TEST_CASE("cuda: the .cu defines the host pack and unpack routines, and the head
                                                "schedule": [{"op": "bind", "var": "i", "to": "blockIdx.x"}]})");
   CHECK(!contains(dense.files[0].text, "_pack_"));
   CHECK(!contains(dense.files[1].text, "_pack_"));
+}
+
+TEST_CASE("cuda: blocked formats (bsr) lower with their block loops bound, and the race checks see those loops") {
+  // A dense output (else one beside block-CSC would be inferred sparse) and this A.
+  auto bsr = [](const std::string& ops, const std::string& output = "C", const std::string& format = R"("bsr", "block": [4, 4])") {
+    return R"({"target": "cuda", "tensors": {")" + output + R"(": {"format": "dense"}, "A": {"format": )" + format +
+           R"(}}, "schedule": [)" + ops + "]}";
+  };
+  // SpMM: a block per block row, a thread row per row of the block, lanes over the columns k.
+  spgen::Compilation c = compile(kSpmm, bsr(R"({"op": "bind", "var": "i_blk", "to": "blockIdx.x"},
+                                              {"op": "bind", "var": "i_in", "to": "threadIdx.y"},
+                                              {"op": "bind", "var": "k", "to": "threadIdx.x"})"));
+  CHECK(contains(c.stage2_dump, "for i_blk in [0, (dim_i + 3) / 4) bind(blockIdx.x):"));
+  CHECK(contains(c.stage2_dump, "for i_in in [0, min(4, dim_i - i_blk * 4)) bind(threadIdx.y, 4 threads):"));
+  CHECK(contains(c.stage2_dump, "for k in [0, dim_k) bind(threadIdx.x, 32 threads):"));
+  const std::string& source = c.files[1].text;
+  CHECK(contains(source, "for (int64_t i_in = (int64_t)threadIdx.y; i_in < spgen_min<int64_t>(4, dim_i - i_blk * 4); i_in += 4) {"));
+  CHECK(contains(source, "t_main<<<spgen_grid_dim(blocks_x, 2147483647), dim3(32, 4), 0, stream>>>("));
+  // The BSR pack routines come with it (the block maps are in the level table).
+  CHECK(contains(source, "const Level levels_A[] = {{kDense, 0, 0, kBlock, 4}, {kCompressed, 1, 0, kBlock, 4}, "
+                         "{kDense, 0, 0, kInBlock, 4}, {kDense, 1, 0, kInBlock, 4}};"));
+  CHECK(contains(c.files[0].text, "int t_pack_A(\n"));
+
+  // The block columns j_blk sum into the same rows: a race without atomics, atomicAdd with them.
+  CHECK(contains(error_of(kSpmm, bsr(R"({"op": "bind", "var": "i_blk", "to": "blockIdx.x"},
+                                        {"op": "bind", "var": "j_blk", "to": "threadIdx.x"})")),
+                 "c.json: /schedule/1: error: bind: threads would race on C: loop j_blk iterates the reduction index j_blk"));
+  std::string atomic = compile(kSpmm, bsr(R"({"op": "bind", "var": "j_blk", "to": "blockIdx.x", "reduction": "atomic"},
+                                              {"op": "bind", "var": "k", "to": "threadIdx.x"})")).files[1].text;
+  CHECK(contains(atomic, "atomicAdd(&C_vals[pC1], A_vals[pA3] * B_vals[pB1]);"));
+  // Block-CSC: block rows are positions under the block columns, which every thread runs in full.
+  const std::string block_csc = R"({"levels": [{"kind": "dense", "floordiv": 4}, {"kind": "compressed", "floordiv": 2},
+                                              {"kind": "dense", "mod": 4}, {"kind": "dense", "mod": 2}], "order": [1, 0, 1, 0]})";
+  CHECK(contains(error_of(kSpmv, bsr(R"({"op": "bind", "var": "i_blk", "to": "blockIdx.x"})", "y", block_csc)),
+                 "/schedule/0: error: bind: threads would race on y: loop i_blk iterates positions under loop j_blk"));
+  // SpMV: a warp per in-block row sums the row's block columns in lanes and shuffles.
+  spgen::Compilation spmv = compile(kSpmv, bsr(R"({"op": "bind", "var": "i_blk", "to": "blockIdx.x"},
+                                                 {"op": "bind", "var": "j_in", "to": "warp", "reduction": "shuffle"})", "y"));
+  CHECK(contains(spmv.stage2_dump, "for j_in in [0, min(4, dim_j - j_blk * 4)) bind(warp, 32 threads, shuffle +acc):"));
+  CHECK(contains(spmv.stage2_dump, "        if threadIdx.x == 0:\n          y_vals[i] += acc"));
 }
