@@ -158,7 +158,8 @@ spgen_ref::Tensor make_input(const Kernel& k, const spgen::ast::TensorUse& use, 
 }
 
 // `spgen run` with these inputs; returns the output tensor and checks it against the reference.
-void check_run(const std::vector<std::string>& command_prefix, const Kernel& k,
+// Returns whether the driver ran (exit status 0).
+bool check_run(const std::vector<std::string>& command_prefix, const Kernel& k,
                const std::map<std::string, spgen_ref::Tensor>& inputs, const TempDir& dir, const std::string& label) {
   CAPTURE(label);
   std::vector<std::string> command = command_prefix;
@@ -174,7 +175,7 @@ void check_run(const std::vector<std::string>& command_prefix, const Kernel& k,
   ProcessResult run = run_process(command, run_env(k));
   INFO("stderr: " << run.err);
   CHECK(run.exit_code == 0);  // not fatal: the other kernels still run, and every failure is listed
-  if (run.exit_code != 0) return;
+  if (run.exit_code != 0) return false;
   std::map<std::string, spgen_ref::Tensor> operands = inputs;
   const spgen_ref::Tensor* initial = nullptr;
   if (k.spec.accumulate) {
@@ -186,6 +187,7 @@ void check_run(const std::vector<std::string>& command_prefix, const Kernel& k,
   spgen_ref::Tensor got = spgen_ref::read_tensor(out_path);
   spgen_ref::Comparison result = spgen_ref::compare(got, want, rtol(k), atol(k));
   CHECK_MESSAGE(result.ok, result.message);
+  return true;
 }
 
 // `quick`: tiny random inputs, where compile time dominates: build the driver at -O1.
@@ -193,6 +195,31 @@ std::vector<std::string> spgen_run_command(const Kernel& k, const std::string& k
   std::vector<std::string> command = {spgen_binary(), "run", k.pair.spec, "--config", k.pair.config, "--keep", keep_dir};
   if (quick) command.push_back("--cxxflags=-O1");
   return command;
+}
+
+// The drivers built in this process, by config and optimization: the random-input and the
+// real-matrix tests run the same kernels, and compiling the driver dominates their time.
+class Builds {
+ public:
+  // The command that runs k's driver: `spgen run`, which builds and keeps it, the first time;
+  // the kept driver after that.
+  std::vector<std::string> command(const Kernel& k, bool quick) {
+    std::string key = k.pair.config + (quick ? " -O1" : " -O3");
+    auto [it, first] = dirs_.emplace(key, dir_.file("build" + std::to_string(dirs_.size())));
+    if (first) return spgen_run_command(k, it->second, quick);
+    return {it->second + "/driver"};
+  }
+  // After a failed first run: build again next time (the driver may not exist).
+  void forget(const Kernel& k, bool quick) { dirs_.erase(k.pair.config + (quick ? " -O1" : " -O3")); }
+
+ private:
+  TempDir dir_;
+  std::map<std::string, std::string> dirs_;
+};
+
+Builds& builds() {
+  static Builds kept;
+  return kept;
 }
 
 }  // namespace
@@ -210,7 +237,6 @@ TEST_CASE("random inputs: every kernel matches the reference") {
     TempDir dir;
     std::map<std::string, int64_t> sizes;
     for (size_t v = 0; v < k.spec.index_vars.size(); ++v) sizes[k.spec.index_vars[v]] = sizes_by_position[v % 5];
-    std::string build_dir = dir.file("build");
     for (size_t p = 0; p < plans.size(); ++p) {
       std::map<std::string, spgen_ref::Tensor> inputs;
       uint64_t seed = 100 * (p + 1);
@@ -220,9 +246,7 @@ TEST_CASE("random inputs: every kernel matches the reference") {
         inputs[use.name] = use.is_output ? spgen_ref::random_dense(dims, seed++) : make_input(k, use, dims, plans[p], seed++);
       }
       // The first run goes through the CLI and keeps its build; later ones rerun that driver.
-      std::vector<std::string> prefix =
-          p == 0 ? spgen_run_command(k, build_dir, /*quick=*/true) : std::vector<std::string>{build_dir + "/driver"};
-      check_run(prefix, k, inputs, dir, plans[p].label);
+      if (!check_run(builds().command(k, /*quick=*/true), k, inputs, dir, plans[p].label)) builds().forget(k, true);
     }
   }
 }
@@ -252,8 +276,7 @@ TEST_CASE("real matrices: matrix kernels match the reference on GNN graphs") {
       // tests/e2e/cases, and the emulated CUDA kernels, at -O1, which keeps the suite's time down
       // (the driver's compile dominates).
       const bool quick = k.pair.config.rfind(source_root() + "/specs/", 0) != 0 || is_cuda(k);
-      std::vector<std::string> command = m == 0 ? spgen_run_command(k, dir.file("build"), quick)
-                                                : std::vector<std::string>{dir.file("build") + "/driver"};
+      std::vector<std::string> command = builds().command(k, quick);
       std::map<std::string, spgen_ref::Tensor> inputs;
       inputs[sparse_inputs[0]] = spgen_ref::read_tensor(data + "/" + matrices[m]);
       command.insert(command.end(), {"--input", sparse_inputs[0] + "=" + data + "/" + matrices[m]});
@@ -278,7 +301,10 @@ TEST_CASE("real matrices: matrix kernels match the reference on GNN graphs") {
       ProcessResult run = run_process(command, run_env(k));
       INFO("stderr: " << run.err);
       CHECK(run.exit_code == 0);
-      if (run.exit_code != 0) continue;
+      if (run.exit_code != 0) {
+        builds().forget(k, quick);
+        continue;
+      }
       CHECK(run.out.find("time_ms median=") != std::string::npos);
       for (const auto& [name, path] : saved) inputs[name] = spgen_ref::read_tensor(path);
       spgen_ref::Tensor want = spgen_ref::evaluate(read_text(k.pair.spec), inputs);
