@@ -20,4 +20,8 @@ GeneratedFile emit_abi_header(const loops::LoweredFunc& func, const GenerationCo
 
 std::string header_file_name(const loops::LoweredFunc& func);
 
+// A source file's opening (`preamble`: its template), which names its inputs and its header.
+std::string source_preamble(const std::string& preamble, const std::string& file_name, const loops::LoweredFunc& func,
+                            const GenerationContext& context);
+
 }  // namespace spgen

@@ -132,12 +132,7 @@ GeneratedFile emit_cpu_source(const LoweredFunc& func, const GenerationContext& 
                               const std::vector<LoweredFunc>& parts) {
   GeneratedFile file;
   file.name = func.name + ".cpp";
-  file.text = templates::render("cpu_kernel_preamble.cpp.in", {{"file", file.name},
-                                                               {"version", context.version},
-                                                               {"spec_file", context.spec_file},
-                                                               {"config_file", context.config_file},
-                                                               {"spec", context.spec_text},
-                                                               {"header", header_file_name(func)}});
+  file.text = source_preamble("cpu_kernel_preamble.cpp.in", file.name, func, context);
   if (uses_vectors(func) || std::any_of(parts.begin(), parts.end(), uses_vectors))
     file.text += std::string(*templates::lookup("cpu_vector_helpers.cpp.in")) + "\n";
   for (const LoweredFunc& phase : assemble) file.text += print_function(phase) + "\n";

@@ -445,12 +445,7 @@ GeneratedFile emit_cuda_source(const LoweredFunc& func, const GenerationContext&
                                const std::vector<LoweredFunc>& assemble, const std::vector<LoweredFunc>& parts) {
   GeneratedFile file;
   file.name = func.name + ".cu";
-  file.text = templates::render("cuda_kernel_preamble.cu.in", {{"file", file.name},
-                                                               {"version", context.version},
-                                                               {"spec_file", context.spec_file},
-                                                               {"config_file", context.config_file},
-                                                               {"spec", context.spec_text},
-                                                               {"header", header_file_name(func)}});
+  file.text = source_preamble("cuda_kernel_preamble.cu.in", file.name, func, context);
   std::vector<const LoweredFunc*> functions;
   for (const LoweredFunc& phase : assemble) functions.push_back(&phase);
   for (const LoweredFunc& part : parts) functions.push_back(&part);

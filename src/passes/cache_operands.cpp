@@ -35,23 +35,6 @@ class FindSite : public IRVisitor {
   std::vector<const For*> stack_;
 };
 
-// Names that change inside a statement: loop variables and declarations.
-std::set<std::string> names_defined_in(const Stmt& stmt) {
-  struct Defined : IRVisitor {
-    std::set<std::string> names;
-    void visit_for(const For& node) override {
-      names.insert(node.var);
-      IRVisitor::visit_for(node);
-    }
-    void visit_declare(const Declare& node) override {
-      names.insert(node.name);
-      IRVisitor::visit_declare(node);
-    }
-  } defined;
-  defined.visit(stmt);
-  return defined.names;
-}
-
 // Loads of `buffer` read `tile` instead, at their index minus `base`.
 class ReadFromTile : public IRMutator {
  public:
@@ -107,7 +90,7 @@ class CacheOperand {
     size_t leading = 0;
     while (leading < stmts.size() && stmts[leading]->kind == StmtKind::Declare) ++leading;
     Stmt rest = block(std::vector<Stmt>(stmts.begin() + static_cast<std::ptrdiff_t>(leading), stmts.end()));
-    std::set<std::string> varying = names_defined_in(rest);
+    std::set<std::string> varying = names_bound_in(rest);  // names that change inside an iteration
 
     // Storage levels whose index is fixed in an iteration come first; the tile spans the rest.
     Expr base_position = nullptr;  // the fixed levels' position, row-major

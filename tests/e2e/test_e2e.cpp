@@ -197,20 +197,22 @@ std::vector<std::string> spgen_run_command(const Kernel& k, const std::string& k
   return command;
 }
 
-// The drivers built in this process, by config and optimization: the random-input and the
-// real-matrix tests run the same kernels, and compiling the driver dominates their time.
+// The drivers built in this process, by config: the random-input and the real-matrix tests run
+// the same kernels, and compiling the driver dominates their time. The kernels of specs/ are
+// built as `spgen run` builds them (-O3); the many cases of tests/e2e/cases, and the emulated
+// CUDA kernels, at -O1, which keeps the suite's time down.
 class Builds {
  public:
   // The command that runs k's driver: `spgen run`, which builds and keeps it, the first time;
   // the kept driver after that.
-  std::vector<std::string> command(const Kernel& k, bool quick) {
-    std::string key = k.pair.config + (quick ? " -O1" : " -O3");
-    auto [it, first] = dirs_.emplace(key, dir_.file("build" + std::to_string(dirs_.size())));
+  std::vector<std::string> command(const Kernel& k) {
+    auto [it, first] = dirs_.emplace(k.pair.config, dir_.file("build" + std::to_string(dirs_.size())));
+    const bool quick = k.pair.config.rfind(source_root() + "/specs/", 0) != 0 || is_cuda(k);
     if (first) return spgen_run_command(k, it->second, quick);
     return {it->second + "/driver"};
   }
   // After a failed first run: build again next time (the driver may not exist).
-  void forget(const Kernel& k, bool quick) { dirs_.erase(k.pair.config + (quick ? " -O1" : " -O3")); }
+  void forget(const Kernel& k) { dirs_.erase(k.pair.config); }
 
  private:
   TempDir dir_;
@@ -246,7 +248,7 @@ TEST_CASE("random inputs: every kernel matches the reference") {
         inputs[use.name] = use.is_output ? spgen_ref::random_dense(dims, seed++) : make_input(k, use, dims, plans[p], seed++);
       }
       // The first run goes through the CLI and keeps its build; later ones rerun that driver.
-      if (!check_run(builds().command(k, /*quick=*/true), k, inputs, dir, plans[p].label)) builds().forget(k, true);
+      if (!check_run(builds().command(k), k, inputs, dir, plans[p].label)) builds().forget(k);
     }
   }
 }
@@ -272,11 +274,7 @@ TEST_CASE("real matrices: matrix kernels match the reference on GNN graphs") {
     TempDir dir;
     for (size_t m = 0; m < matrices.size(); ++m) {
       CAPTURE(matrices[m]);
-      // The kernels of specs/ are built as `spgen run` builds them (-O3); the many cases of
-      // tests/e2e/cases, and the emulated CUDA kernels, at -O1, which keeps the suite's time down
-      // (the driver's compile dominates).
-      const bool quick = k.pair.config.rfind(source_root() + "/specs/", 0) != 0 || is_cuda(k);
-      std::vector<std::string> command = builds().command(k, quick);
+      std::vector<std::string> command = builds().command(k);  // the random-input test's build
       std::map<std::string, spgen_ref::Tensor> inputs;
       inputs[sparse_inputs[0]] = spgen_ref::read_tensor(data + "/" + matrices[m]);
       command.insert(command.end(), {"--input", sparse_inputs[0] + "=" + data + "/" + matrices[m]});
@@ -302,7 +300,7 @@ TEST_CASE("real matrices: matrix kernels match the reference on GNN graphs") {
       INFO("stderr: " << run.err);
       CHECK(run.exit_code == 0);
       if (run.exit_code != 0) {
-        builds().forget(k, quick);
+        builds().forget(k);
         continue;
       }
       CHECK(run.out.find("time_ms median=") != std::string::npos);
