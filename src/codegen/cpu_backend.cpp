@@ -89,28 +89,6 @@ bool param_is_used(const LoweredFunc& func, const Param& param) {
   return uses.found || stmt_reads_var(func.body, param.name);
 }
 
-// Register tiles (passes/explicit_vectors) need the vector types and helpers.
-bool uses_vectors(const LoweredFunc& func) {
-  struct Finder : IRVisitor {
-    bool found = false;
-    void visit_load(const Load& node) override {
-      found |= node.vector;
-      IRVisitor::visit_load(node);
-    }
-    void visit_store(const Store& node) override {
-      found |= node.vector;
-      IRVisitor::visit_store(node);
-    }
-    void visit_allocate(const Allocate& node) override {
-      for (const Workspace& w : node.buffers) found |= w.vector;
-      IRVisitor::visit_allocate(node);
-    }
-    void visit_lane_sum(const LaneSum&) override { found = true; }
-  } finder;
-  finder.visit(func.body);
-  return finder.found;
-}
-
 // `linkage`: "extern \"C\"" for what the header declares, "static" for a decomposition's parts.
 std::string print_function(const LoweredFunc& func, const std::string& linkage = "extern \"C\"") {
   std::string text = linkage + " void " + func.name + "(";
@@ -133,7 +111,8 @@ GeneratedFile emit_cpu_source(const LoweredFunc& func, const GenerationContext& 
   GeneratedFile file;
   file.name = func.name + ".cpp";
   file.text = source_preamble("cpu_kernel_preamble.cpp.in", file.name, func, context);
-  if (uses_vectors(func) || std::any_of(parts.begin(), parts.end(), uses_vectors))
+  if (uses_vectors(func.body) ||
+      std::any_of(parts.begin(), parts.end(), [](const LoweredFunc& part) { return uses_vectors(part.body); }))
     file.text += std::string(*templates::lookup("cpu_vector_helpers.cpp.in")) + "\n";
   for (const LoweredFunc& phase : assemble) file.text += print_function(phase) + "\n";
   for (const LoweredFunc& part : parts) file.text += print_function(part, "static") + "\n";

@@ -138,7 +138,6 @@ class CudaStmtPrinter : public CStmtPrinter {
     // An assemble phase counts an output level's entries under each parent; threads that share a
     // parent (a bound loop inside it) would lose counts, so counting is atomic wherever threads run.
     if (store.accumulate && bound_loops_ && counted_positions_.count(store.buffer)) {
-      std::string type = expr_.type_name(store.value->type);
       std::string at = "&" + store.buffer + "[" + expr_.print(store.index) + "]";
       if (store.value->type == ScalarType::Int64)  // atomicAdd has no signed 64-bit form; the bits add alike
         return indent + "atomicAdd(reinterpret_cast<unsigned long long*>(" + at + "), (unsigned long long)(" +
@@ -184,7 +183,7 @@ std::vector<Kernel> split_into_kernels(const LoweredFunc& func) {
       statements.pop_back();
     }
     if (!statements.empty()) kernels.push_back({func.name + "_main", std::move(statements), {}, {}});
-    std::string name = func.name + "_" + loop->label.substr(0, loop->annotations.bind == "scan" ? 10 : std::string::npos);
+    std::string name = func.name + "_" + loop->label;
     std::replace(name.begin(), name.end(), ' ', '_');
     comments.push_back(s);
     kernels.push_back({name, comments, {}, {}});
@@ -268,7 +267,8 @@ class Launcher {
     return expr_.print(trips);
   }
 
-  std::string launch(const Kernel& kernel) const {
+  // `shared_bytes`: the kernel's dynamic shared memory (shared_layout).
+  std::string launch(const Kernel& kernel, const Expr& shared_bytes) const {
     std::string x = blocks(kernel, 'x'), y = blocks(kernel, 'y');
     int64_t tx = block_threads(kernel, 'x'), ty = block_threads(kernel, 'y');
     std::string args;
@@ -287,14 +287,13 @@ class Launcher {
       grid = "dim3(" + (x != "1" ? grid : "1") + ", spgen_grid_dim(blocks_y, " + kMaxGridY + "))";
     }
     std::string block = ty > 1 ? "dim3(" + std::to_string(tx) + ", " + std::to_string(ty) + ")" : std::to_string(tx);
-    SharedLayout shared = shared_layout(kernel.body);
-    std::string shared_bytes = "0";
-    if (!is_const_int(shared.bytes, 0)) {
+    std::string shared = "0";
+    if (!is_const_int(shared_bytes, 0)) {
       out += "    // dynamic shared memory: at most 48 KiB, else the launch fails with cudaErrorInvalidValue\n";
-      out += "    const size_t shared_bytes = (size_t)(" + expr_.print(shared.bytes) + ");\n";
-      shared_bytes = "shared_bytes";
+      out += "    const size_t shared_bytes = (size_t)(" + expr_.print(shared_bytes) + ");\n";
+      shared = "shared_bytes";
     }
-    std::string call = kernel.name + "<<<" + grid + ", " + block + ", " + shared_bytes + ", stream>>>(" + args + ");\n";
+    std::string call = kernel.name + "<<<" + grid + ", " + block + ", " + shared + ", stream>>>(" + args + ");\n";
     if (checks.empty()) {
       out += "    " + call;
     } else {
@@ -330,20 +329,11 @@ std::string helpers_used(const std::vector<const LoweredFunc*>& functions) {
       scan |= node.annotations.bind == "scan";
       IRVisitor::visit_for(node);
     }
-    void visit_allocate(const Allocate& node) override {
-      for (const Workspace& w : node.buffers) vectors |= w.vector;
-      IRVisitor::visit_allocate(node);
-    }
-    void visit_load(const Load& node) override {
-      vectors |= node.vector;
-      IRVisitor::visit_load(node);
-    }
-    void visit_store(const Store& node) override {
-      vectors |= node.vector;
-      IRVisitor::visit_store(node);
-    }
   } uses;
-  for (const LoweredFunc* f : functions) uses.visit(f->body);
+  for (const LoweredFunc* f : functions) {
+    uses.visit(f->body);
+    uses.vectors |= uses_vectors(f->body);
+  }
   return (uses.block_sum ? templates::render("cuda_block_sum.cu.in", {}) : "") +
          (uses.scan ? templates::render("cuda_block_scan.cu.in", {}) : "") +
          (uses.vectors ? templates::render("cuda_vector_helpers.cu.in", {}) : "");
@@ -409,6 +399,9 @@ std::string emit_host_function(const LoweredFunc& func, const std::string& linka
   std::vector<Kernel> kernels = split_into_kernels(func);
   std::set<std::string> passed;
   std::string launches;
+  std::set<std::string> counted_positions;  // the output levels an assemble phase counts into
+  for (const Param& p : func.params)
+    if (p.kind == ParamKind::Pos && !p.is_const) counted_positions.insert(p.name);
   for (const Kernel& kernel : kernels) {
     int64_t threads = Launcher::block_threads(kernel, 'x') * Launcher::block_threads(kernel, 'y');
     text += "\n// " + Launcher::geometry(kernel) + "\n";
@@ -420,13 +413,10 @@ std::string emit_host_function(const LoweredFunc& func, const std::string& linka
     text += ") {\n";
     SharedLayout shared = shared_layout(kernel.body);
     if (!is_const_int(shared.bytes, 0)) text += "  extern __shared__ __align__(16) unsigned char spgen_shared[];\n";
-    std::set<std::string> counted_positions;
-    for (const Param& p : func.params)
-      if (p.kind == ParamKind::Pos && !p.is_const) counted_positions.insert(p.name);
-    CudaStmtPrinter printer(expr, output_values(func), std::move(counted_positions), std::move(shared));
+    launches += launcher.launch(kernel, shared.bytes);
+    CudaStmtPrinter printer(expr, output_values(func), counted_positions, std::move(shared));
     for (const Stmt& s : kernel.body) text += printer.print(s, 1);
     text += "}\n";
-    launches += launcher.launch(kernel);
   }
   std::string params;
   for (const Param& p : func.params) params += "\n    " + c_param(p, false) + ",";

@@ -248,4 +248,25 @@ std::set<std::string> names_bound_in(const LoweredFunc& func) {
   return bound;
 }
 
+bool uses_vectors(const Stmt& stmt) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void visit_load(const Load& node) override {
+      found |= node.vector;
+      IRVisitor::visit_load(node);
+    }
+    void visit_store(const Store& node) override {
+      found |= node.vector;
+      IRVisitor::visit_store(node);
+    }
+    void visit_allocate(const Allocate& node) override {
+      for (const Workspace& w : node.buffers) found |= w.vector;
+      IRVisitor::visit_allocate(node);
+    }
+    void visit_lane_sum(const LaneSum&) override { found = true; }
+  } finder;
+  finder.visit(stmt);
+  return finder.found;
+}
+
 }  // namespace spgen::loops

@@ -2,7 +2,10 @@
 // to keep walking); IRMutator rebuilds only the nodes whose children changed.
 #pragma once
 
+#include <functional>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "ir/loop_ir.h"
 
@@ -65,6 +68,50 @@ class IRMutator {
   virtual Stmt mutate_store(const Store& node, const Stmt& self);
   virtual Stmt mutate_allocate(const Allocate& node, const Stmt& self);
 };
+
+// Replaces every loop labelled `label` with what `rewrite` makes of it.
+class RewriteLoop : public IRMutator {
+ public:
+  RewriteLoop(std::string label, std::function<Stmt(const For&)> rewrite)
+      : label_(std::move(label)), rewrite_(std::move(rewrite)) {}
+
+ protected:
+  Stmt mutate_for(const For& node, const Stmt& self) override {
+    if (node.label == label_) return rewrite_(node);
+    return IRMutator::mutate_for(node, self);
+  }
+
+ private:
+  std::string label_;
+  std::function<Stmt(const For&)> rewrite_;
+};
+
+// A for loop with the for loops around it.
+struct LoopInfo {
+  const For* loop = nullptr;
+  std::vector<const For*> enclosing;  // outermost first
+};
+
+// Every for loop of a statement, in the order they appear (outer before inner).
+class FindLoops : public IRVisitor {
+ public:
+  std::vector<LoopInfo> found;
+
+ protected:
+  void visit_for(const For& node) override {
+    found.push_back({&node, stack_});
+    stack_.push_back(&node);
+    IRVisitor::visit_for(node);
+    stack_.pop_back();
+  }
+
+ private:
+  std::vector<const For*> stack_;
+};
+
+// Whether a statement uses native vectors (passes/explicit_vectors): vector loads, stores and
+// workspaces, or lane sums. Its generated file then needs the vector helpers.
+bool uses_vectors(const Stmt& stmt);
 
 // Names of all variables an expression reads.
 std::vector<std::string> vars_read(const Expr& expr);

@@ -11,30 +11,6 @@ using namespace loops;
 
 namespace {
 
-// The loop a cache op names, with the loops around it (outermost first).
-struct Site {
-  const For* loop = nullptr;
-  std::vector<const For*> enclosing;
-};
-
-class FindSite : public IRVisitor {
- public:
-  explicit FindSite(std::string label) : label_(std::move(label)) {}
-  Site site;
-
- protected:
-  void visit_for(const For& node) override {
-    if (node.label == label_ && !site.loop) site = {&node, stack_};
-    stack_.push_back(&node);
-    IRVisitor::visit_for(node);
-    stack_.pop_back();
-  }
-
- private:
-  std::string label_;
-  std::vector<const For*> stack_;
-};
-
 // Loads of `buffer` read `tile` instead, at their index minus `base`.
 class ReadFromTile : public IRMutator {
  public:
@@ -55,22 +31,6 @@ class ReadFromTile : public IRMutator {
   Expr base_;
 };
 
-// Gives one loop (found by label) a new body.
-class ReplaceBody : public IRMutator {
- public:
-  ReplaceBody(std::string label, Stmt body) : label_(std::move(label)), body_(std::move(body)) {}
-
- protected:
-  Stmt mutate_for(const For& node, const Stmt& self) override {
-    if (node.label != label_) return IRMutator::mutate_for(node, self);
-    return std::make_shared<For>(node.label, node.var, node.begin, node.end, body_, node.annotations);
-  }
-
- private:
-  std::string label_;
-  Stmt body_;
-};
-
 class CacheOperand {
  public:
   CacheOperand(LoweredFunc& func, const sparse::Program& program, const Config& config, const ScheduleOp& op)
@@ -78,11 +38,13 @@ class CacheOperand {
 
   void run() {
     const sparse::SparseBuffer& buffer = checked_buffer();
-    FindSite finder(cache_.var);
+    FindLoops finder;
     finder.visit(func_.body);
-    if (!finder.site.loop) fail("no loop named " + cache_.var);
-    const For& loop = *finder.site.loop;
-    check_uniform(finder.site);
+    auto site = std::find_if(finder.found.begin(), finder.found.end(),
+                             [&](const LoopInfo& info) { return info.loop->label == cache_.var; });
+    if (site == finder.found.end()) fail("no loop named " + cache_.var);
+    const For& loop = *site->loop;
+    check_uniform(*site);
 
     // The loop body: its leading declarations (the index a position loop reads) stay first, as
     // the tile's position may need them; the rest reads the tile.
@@ -135,7 +97,10 @@ class CacheOperand {
     body.push_back(std::make_shared<Allocate>(
         std::vector<Workspace>{w},
         block({copy, std::make_shared<Barrier>(), reads_tile, std::make_shared<Barrier>()})));
-    func_.body = ReplaceBody(cache_.var, block(std::move(body))).mutate(func_.body);
+    Stmt new_body = block(std::move(body));
+    func_.body = RewriteLoop(cache_.var, [&](const For& node) {
+                   return std::make_shared<For>(node.label, node.var, node.begin, node.end, new_body, node.annotations);
+                 }).mutate(func_.body);
   }
 
  private:
@@ -159,7 +124,7 @@ class CacheOperand {
 
   // The copy and the barriers need every thread of the block in every iteration of the loop:
   // neither it nor a loop around it may be spread over threads.
-  void check_uniform(const Site& site) const {
+  void check_uniform(const LoopInfo& site) const {
     std::vector<const For*> chain = site.enclosing;
     chain.push_back(site.loop);
     for (const For* loop : chain) {

@@ -15,44 +15,6 @@ using namespace loops;
 
 namespace {
 
-// Replaces the loop labelled `label` with what `rewrite` makes of it.
-class RewriteLoop : public IRMutator {
- public:
-  RewriteLoop(std::string label, std::function<Stmt(const For&)> rewrite)
-      : label_(std::move(label)), rewrite_(std::move(rewrite)) {}
-
- protected:
-  Stmt mutate_for(const For& node, const Stmt& self) override {
-    if (node.label == label_) return rewrite_(node);
-    return IRMutator::mutate_for(node, self);
-  }
-
- private:
-  std::string label_;
-  std::function<Stmt(const For&)> rewrite_;
-};
-
-struct LoopInfo {
-  const For* loop = nullptr;
-  std::vector<const For*> enclosing;  // outermost first
-};
-
-class FindLoops : public IRVisitor {
- public:
-  std::vector<LoopInfo> found;
-
- protected:
-  void visit_for(const For& node) override {
-    found.push_back({&node, stack_});
-    stack_.push_back(&node);
-    IRVisitor::visit_for(node);
-    stack_.pop_back();
-  }
-
- private:
-  std::vector<const For*> stack_;
-};
-
 // Labels of co-iteration (while) loops, which no schedule op can transform.
 std::vector<std::string> merge_loop_labels(const Stmt& stmt) {
   struct Finder : IRVisitor {
