@@ -655,11 +655,7 @@ class ConfigReader {
     } else if (kind == "cache") {
       check_keys(op, path, {"op", "tensor", "at"});
       CacheOp cache;
-      if (!op.contains("tensor")) fail(path, "cache: missing \"tensor\" (the dense input to keep in shared memory)");
-      cache.tensor = get_string(op["tensor"], path + "/tensor");
-      const ast::TensorUse* use = spec_.find_tensor(cache.tensor);
-      if (!use) fail(path + "/tensor", "cache: the spec has no tensor \"" + cache.tensor + "\"");
-      if (use->is_output) fail(path + "/tensor", "cache: " + cache.tensor + " is the output; only an input can be cached");
+      cache.tensor = read_input_tensor(op, path, "cache", "the dense input to keep in shared memory", "cached").name;
       if (!op.contains("at")) fail(path, "cache: missing \"at\" (the loop whose iterations each copy their tile)");
       cache.var = get_string(op["at"], path + "/at");
       if (!is_c_identifier(cache.var)) fail(path + "/at", "\"" + cache.var + "\" is not a valid loop variable name");
@@ -686,14 +682,23 @@ class ConfigReader {
     return result;
   }
 
+  // An op's "tensor": an input of the spec. `what` describes it where it is missing; `done` is
+  // what the op does to it ("cached").
+  const ast::TensorUse& read_input_tensor(const json& op, const std::string& path, const std::string& op_name,
+                                          const std::string& what, const std::string& done) const {
+    if (!op.contains("tensor")) fail(path, op_name + ": missing \"tensor\" (" + what + ")");
+    std::string name = get_string(op["tensor"], path + "/tensor");
+    const ast::TensorUse* use = spec_.find_tensor(name);
+    if (!use) fail(path + "/tensor", op_name + ": the spec has no tensor \"" + name + "\"");
+    if (use->is_output) fail(path + "/tensor", op_name + ": " + name + " is the output; only an input can be " + done);
+    return *use;
+  }
+
   DecomposeOp read_decompose(const json& op, const std::string& path) const {
     check_keys(op, path, {"op", "tensor", "format", "partitions", "buckets", "width", "block", "fill"});
     DecomposeOp d;
-    if (!op.contains("tensor")) fail(path, "decompose: missing \"tensor\" (the sparse input to decompose)");
-    d.tensor = get_string(op["tensor"], path + "/tensor");
-    const ast::TensorUse* use = spec_.find_tensor(d.tensor);
-    if (!use) fail(path + "/tensor", "decompose: the spec has no tensor \"" + d.tensor + "\"");
-    if (use->is_output) fail(path + "/tensor", "decompose: " + d.tensor + " is the output; only an input can be decomposed");
+    const ast::TensorUse* use = &read_input_tensor(op, path, "decompose", "the sparse input to decompose", "decomposed");
+    d.tensor = use->name;
     if (use->order != 2)
       fail(path + "/tensor", "decompose: " + d.tensor + " has order " + std::to_string(use->order) + "; only matrices are decomposed");
     if (!op.contains("format")) fail(path, "decompose: missing \"format\" (hyb, ell+coo or bsr+csr)");
