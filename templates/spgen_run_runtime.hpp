@@ -1480,8 +1480,16 @@ int64_t assembled_positions(const TensorInfo& ti, const Packed<Index, Value>& p,
   int64_t n = 1;
   for (size_t l = 0; l < levels; ++l) {
     if (ti.levels[l] == Level::Singleton) continue;
-    n = ti.levels[l] == Level::Dense ? n * p.dims.at(static_cast<size_t>(ti.mode_order[l]))
-                                     : static_cast<int64_t>(p.pos.at(l).back());
+    if (ti.levels[l] != Level::Dense) {
+      n = static_cast<int64_t>(p.pos.at(l).back());
+      continue;
+    }
+    const int64_t dim = p.dims.at(static_cast<size_t>(ti.mode_order[l]));
+    const int64_t block = ti.blocks.empty() ? 0 : ti.blocks[l];
+    // A blocked mode's first level counts blocks (the last one padded), its second the block.
+    bool first = true;
+    for (size_t above = 0; above < l; ++above) first = first && ti.mode_order[above] != ti.mode_order[l];
+    n *= block == 0 ? dim : first ? (dim + block - 1) / block : block;
   }
   return n;
 }

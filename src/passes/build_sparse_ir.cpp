@@ -84,16 +84,44 @@ std::string block_loop_name(const std::string& var, BlockPart part) {
   throw CompileError(format_config_error(config.file, "/tensors/" + tensor + "/format", message));
 }
 
+// An output that does not share an input's structure blocks nothing itself: the block loops come
+// from the operands. A dense output is reached at the combined coordinates; an assembled one must
+// be blocked alike on every blocked index (its blocks are then appended in the block loops' order,
+// and their dense in-block levels are zeroed and written), and may block no other index.
+void check_blocked_output(const Config& config, const sparse::Program& program) {
+  const sparse::SparseBuffer& output = program.output();
+  if (output.format.all_dense() || !output.shares_structure_with.empty()) return;
+  for (size_t l = 0; l < output.format.levels.size(); ++l) {
+    const std::string& var = output.indices[output.format.mode_order[l]];
+    LevelBlock block = output.format.block(l);
+    const sparse::BlockedVar* blocked = program.blocked(var);
+    if (block.part == BlockPart::None && !blocked) continue;
+    if (!blocked)
+      fail_blocked(config, output.tensor,
+                   "sparse output " + output.tensor + " (" + output.format.name + ") blocks index " + var +
+                       ", but no operand does: the block loops that assemble its blocks come from an operand blocked "
+                       "alike; give an operand that block, or make " + output.tensor + " unblocked");
+    if (block.part == BlockPart::None)
+      fail_blocked(config, output.tensor,
+                   "sparse output " + output.tensor + " (" + output.format.name + ") stores index " + var + ", which " +
+                       blocked->tensor + " (" + program.buffer(blocked->tensor).format.name +
+                       ") splits into blocks, unblocked: its entries would arrive a block at a time, out of order; make " +
+                       output.tensor + " dense, or block it as " + blocked->tensor + " is (" + std::to_string(blocked->size) + ")");
+    if (block.size != blocked->size)
+      fail_blocked(config, output.tensor,
+                   "sparse output " + output.tensor + " blocks index " + var + " by " + std::to_string(block.size) + ", but " +
+                       blocked->tensor + " blocks it by " + std::to_string(blocked->size) + "; give them the same block");
+    if (block.part == BlockPart::InBlock && output.format.levels[l] != LevelKind::Dense)
+      fail_blocked(config, output.tensor,
+                   "sparse output " + output.tensor + " stores the in-block coordinate of " + var + " in a " +
+                       level_kind_name(output.format.levels[l]) + " level; an assembled blocked output keeps whole blocks (dense in-block levels)");
+  }
+}
+
 // The index variables that blocked operands split into block and in-block loops (`i_blk`,
 // `i_in`). One operand blocks a variable; other operands may only reach it through dense
 // levels (direct access at the combined coordinate), or share the blocking operand's structure.
 void plan_blocked_vars(const ast::Spec& spec, const Config& config, sparse::Program& program) {
-  const sparse::SparseBuffer& result = program.output();
-  if (result.format.is_blocked() && result.shares_structure_with.empty())
-    fail_blocked(config, result.tensor,
-                 "the kernels do not assemble blocks: a blocked output (" + result.tensor + ", " + result.format.name +
-                     ") must share the structure of a blocked input (as SDDMM's Y shares X's); make " + result.tensor +
-                     " dense, or give it that input's format and indices");
   for (const sparse::SparseBuffer& buffer : program.buffers) {
     // An output blocks nothing: it shares an input's structure, or is refused below.
     if (buffer.is_output || !buffer.format.is_blocked()) continue;
@@ -120,22 +148,16 @@ void plan_blocked_vars(const ast::Spec& spec, const Config& config, sparse::Prog
       program.blocked_vars.push_back(blocked);
     }
   }
+  check_blocked_output(config, program);
   if (program.blocked_vars.empty()) return;
-  const sparse::SparseBuffer& output = program.output();
-  if (!output.format.all_dense() && output.shares_structure_with.empty())
-    fail_blocked(config, output.tensor,
-                 "sparse output " + output.tensor + " (" + output.format.name + ") beside a blocked operand (" +
-                     program.blocked_vars.front().tensor +
-                     ") is not supported: make the output dense, or give it the blocked operand's format and "
-                     "indices so that it shares its structure (as SDDMM's Y does)");
   for (const sparse::SparseBuffer& buffer : program.buffers) {
-    if (!buffer.shares_structure_with.empty()) continue;
+    if (!buffer.shares_structure_with.empty() || buffer.is_output) continue;  // outputs: check_blocked_output
     for (size_t l = 0; l < buffer.format.levels.size(); ++l) {
       const std::string& var = buffer.indices[buffer.format.mode_order[l]];
       const sparse::BlockedVar* blocked = program.blocked(var);
       if (!blocked || blocked->tensor == buffer.tensor || buffer.format.levels[l] == LevelKind::Dense) continue;
       // A compressed level is found by binary search inside the blocks (passes/lower_to_loops.cpp).
-      if (buffer.format.levels[l] == LevelKind::Compressed && !buffer.is_output) continue;
+      if (buffer.format.levels[l] == LevelKind::Compressed) continue;
       fail_blocked(config, buffer.tensor,
                    buffer.tensor + " stores index " + var + " in a " + level_kind_name(buffer.format.levels[l]) +
                        " level, but " + blocked->tensor + " (" + program.buffer(blocked->tensor).format.name +

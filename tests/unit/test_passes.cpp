@@ -660,8 +660,10 @@ TEST_CASE("bsr: what is refused, with what works") {
                  "c.json: /tensors/B/format: error: index j is blocked by both A (2) and B (3); operands blocked alike can be "
                  "combined, but these blocks differ (give them the same block)"));
   CHECK(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})") ==
-        "c.json: /tensors/C/format: error: the kernels do not assemble blocks: a blocked output (C, bsr) must share the "
-        "structure of a blocked input (as SDDMM's Y shares X's); make C dense, or give it that input's format and indices\n");
+        "c.json: /tensors/C/format: error: sparse output C (bsr) blocks index i, but no operand does: the block loops that "
+        "assemble its blocks come from an operand blocked alike; give an operand that block, or make C unblocked\n");
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [2, 2]}, "C": {"format": "bsr", "block": [2, 3]}}})"),
+                 "c.json: /tensors/C/format: error: sparse output C blocks index j by 3, but A blocks it by 2; give them the same block"));
   // Found by fuzzing: an output in the searched operand's structure would miss its entries outside the blocks.
   CHECK(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [1, 1]}, "B": {"format": "dcsr"}, "C": {"format": "dcsr"}}})") ==
         "c.json: /tensors: error: output C would share the structure of B, but B is found by binary search inside A's blocks, "
@@ -671,7 +673,14 @@ TEST_CASE("bsr: what is refused, with what works") {
                                      R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [2, 2]}, "C": {"format": "dense"}}})");
   CHECK(contains(alike.stage2_dump, "# co-iterate j_blk: two-finger merge of A, B\n"));
   CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "C": {"format": "csr"}}})"),
-                 "c.json: /tensors/C/format: error: sparse output C (csr) beside a blocked operand (A) is not supported"));
+                 "c.json: /tensors/C/format: error: sparse output C (csr) stores index i, which A (bsr) splits into blocks, "
+                 "unblocked: its entries would arrive a block at a time, out of order; make C dense, or block it as A is (2)"));
+  // Blocked alike, an assembled output: its blocks are counted and appended in the block loops.
+  spgen::Compilation assembled = compile("C(i,j) = A(i,j) + B(i,j)",
+      R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [2, 2]}, "C": {"format": "bsr", "block": [2, 2]}}})");
+  CHECK(contains(assembled.stage2_dump, "      C_pos1[i_blk + 1] += int32(int64(C1_nonempty))\n"));
+  CHECK(contains(assembled.stage2_dump, "          C_crd1[pC1] = int32(j_blk)\n"));
+  CHECK(contains(assembled.stage2_dump, "for zero C at p in [0, int64(C_pos1[(dim_i + 1) / 2]) * 2 * 2)"));
   CHECK(contains(error_of(kSpmv, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}}, "schedule": [{"op": "reorder", "order": ["j", "i"]}]})"),
                  "c.json: /schedule/0: error: reorder: index j is split into the loops j_blk and j_in by the blocked format of A"));
   CHECK(contains(error_of(kSpmv, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}}, "schedule": [{"op": "reorder", "order": ["i_in", "i_blk"]}]})"),
