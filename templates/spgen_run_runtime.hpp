@@ -1461,7 +1461,9 @@ class Run {
     const int owner = structure_owner(t);
     const TensorInfo& ti = info_.tensors.at(static_cast<size_t>(owner));
     const Level kind = ti.levels.at(static_cast<size_t>(l));
-    if (!(want_pos ? level_has_pos(kind) : level_has_crd(kind))) return nullptr;
+    // An assembled ELL output's level also has positions: its rows' counts (the width check).
+    const bool counted_ell = want_pos && ti.is_output && kind == Level::SparseFixed;
+    if (!(want_pos ? level_has_pos(kind) || counted_ell : level_has_crd(kind))) return nullptr;
     std::vector<std::vector<Index>>& arrays = want_pos ? packed(owner).pos : packed(owner).crd;
     if (static_cast<size_t>(l) >= arrays.size()) throw std::runtime_error("tensor " + ti.name + " is not packed yet");
     return arrays[static_cast<size_t>(l)].data();
@@ -1480,6 +1482,10 @@ int64_t assembled_positions(const TensorInfo& ti, const Packed<Index, Value>& p,
   int64_t n = 1;
   for (size_t l = 0; l < levels; ++l) {
     if (ti.levels[l] == Level::Singleton) continue;
+    if (ti.levels[l] == Level::SparseFixed) {
+      n *= ti.widths.at(l);  // an assembled ELL level: W slots per parent
+      continue;
+    }
     if (ti.levels[l] != Level::Dense) {
       n = static_cast<int64_t>(p.pos.at(l).back());
       continue;
@@ -2030,9 +2036,11 @@ class Driver {
   }
 
   // Dense and compressed levels, possibly ending in a COO segment (a compressed-nonunique level,
-  // then singletons) or a ragged (dense-variable) level, not all dense: the shapes the kernels
-  // can assemble.
+  // then singletons) or a ragged (dense-variable) level, not all dense; or dense levels ending in
+  // an ELL (sparse-fixed) level: the shapes the kernels can assemble.
   static bool is_assembled_shape(const std::vector<Level>& levels) {
+    if (!levels.empty() && levels.back() == Level::SparseFixed)
+      return std::all_of(levels.begin(), levels.end() - 1, [](Level l) { return l == Level::Dense; });
     bool in_coo_segment = false;
     for (size_t l = 0; l < levels.size(); ++l) {
       const bool ragged_last = levels[l] == Level::DenseVariable && l + 1 == levels.size();
@@ -2054,11 +2062,26 @@ class Driver {
       if (!ti.is_output || run.structure_owner(static_cast<int>(t)) != static_cast<int>(t) || all_dense(ti.levels)) continue;
       for (size_t l = 0; l < ti.levels.size(); ++l) {
         if (!level_has_crd(ti.levels[l])) continue;
+        if (ti.levels[l] == Level::SparseFixed) require_width(ti, out.pos.at(l), l);
         const int64_t entries = assembled_positions(ti, out, l + 1);
         if (entries < 0) throw std::runtime_error("output " + ti.name + ": the assemble phase produced a negative count");
         out.crd[l].assign(static_cast<size_t>(entries), Index(0));
       }
       out.vals.assign(static_cast<size_t>(assembled_positions(ti, out, ti.levels.size())), Value(0));
+    }
+  }
+
+  // An assembled ELL level's positions count each row's entries: the kernel stores at most the
+  // width of them, so a longer row is an error here rather than a truncated output.
+  static void require_width(const TensorInfo& ti, const std::vector<Index>& pos, size_t l) {
+    const int64_t width = ti.widths.at(l);
+    for (size_t p = 0; p + 1 < pos.size(); ++p) {
+      const int64_t entries = static_cast<int64_t>(pos[p + 1]) - static_cast<int64_t>(pos[p]);
+      if (entries > width)
+        throw std::runtime_error("output " + ti.name + ": parent position " + std::to_string(p) + " of level " +
+                                 std::to_string(l) + " gets " + std::to_string(entries) +
+                                 " entries, more than the ELL width " + std::to_string(width) +
+                                 "; give " + ti.name + " a wider ELL format (or csr)");
     }
   }
 

@@ -61,8 +61,12 @@ std::string find_shared_structure(const ast::Spec& spec, const Config& config) {
 // Outputs whose structure the kernel builds itself (count, prefix sum, fill, level by level):
 // dense and compressed levels, whose entries can be appended in loop order, possibly ending in a
 // COO segment (one compressed-nonunique level, then singletons: one position per entry) or in a
-// ragged (dense-variable) level, whose rows are sized by their largest coordinate.
+// ragged (dense-variable) level, whose rows are sized by their largest coordinate; or dense
+// levels and one ELL (sparse-fixed) level, whose rows are counted so that the caller can check
+// the width before the fill.
 bool is_assemblable(const Format& format) {
+  if (format.levels.back() == LevelKind::SparseFixed)
+    return std::all_of(format.levels.begin(), format.levels.end() - 1, [](LevelKind k) { return k == LevelKind::Dense; });
   bool in_coo_segment = false;
   for (size_t l = 0; l < format.levels.size(); ++l) {
     LevelKind kind = format.levels[l];
@@ -193,7 +197,7 @@ sparse::Program build_sparse_ir(const ast::Spec& spec, const Config& config) {
             "sparse output " + buffer.tensor + " (" + buffer.format.name +
                 ") cannot be assembled: an output is assembled when its levels are dense and compressed ones "
                 "(csr, dcsr, csf, sv, ...), possibly ending in one compressed-nonunique level and singletons (coo) or in a "
-                "dense-variable level (ragged), or it shares the structure of an input with the same format and indices "
+                "dense-variable level (ragged), or dense levels ending in one sparse-fixed level (ell), or it shares the structure of an input with the same format and indices "
                 "that multiplies the whole right-hand side (as X does in SDDMM)"));
       if (buffer.shares_structure_with.empty() && spec.accumulate)
         throw CompileError(format_config_error(config.file, "/tensors/" + buffer.tensor + "/format",
@@ -216,7 +220,10 @@ sparse::Program build_sparse_ir(const ast::Spec& spec, const Config& config) {
         axis.block_part = block.part;
         axis.block = block.size;
         if (block.part != BlockPart::None) axis.index_var = block_loop_name(axis.mode_var, block.part);
-        if (level_has_pos(kind)) axis.pos = buffer.tensor + "_pos" + std::to_string(level);
+        // An assembled ELL output's rows are counted into positions, as a CSR row's are: the
+        // caller reads each row's length there to check the width.
+        bool counted_ell = buffer.is_output && kind == LevelKind::SparseFixed && buffer.shares_structure_with.empty();
+        if (level_has_pos(kind) || counted_ell) axis.pos = buffer.tensor + "_pos" + std::to_string(level);
         if (level_has_crd(kind)) axis.crd = buffer.tensor + "_crd" + std::to_string(level);
         axis.width = buffer.format.width(level);
         axis.unique = kind != LevelKind::CompressedNonUnique;

@@ -214,21 +214,34 @@ class Lowering {
                                     level_size_prose(output, static_cast<int>(level))));
         params.back().is_const = false;
       }
-      if (axis.kind != sparse::AxisKind::SparseVariable && axis.kind != sparse::AxisKind::DenseVariable) continue;
+      if (axis.kind != sparse::AxisKind::SparseVariable && axis.kind != sparse::AxisKind::DenseVariable &&
+          axis.kind != sparse::AxisKind::SparseFixed)
+        continue;
       bool counted_here = counting_ && static_cast<int>(level) == counted_level_;
       std::string parents = level_size_prose(output, static_cast<int>(level) - 1);
       std::string counted = axis.kind == sparse::AxisKind::DenseVariable
                                 ? ": positions, written here (each row's largest coordinate + 1, then summed)"
                                 : ": positions, written here (entries counted, then summed)";
+      if (axis.kind == sparse::AxisKind::SparseFixed)
+        counted += "; parent position p gets " + axis.pos + "[p+1]-" + axis.pos + "[p] entries, which must be at most " +
+                   std::to_string(axis.width) + " (the width) before " + program_.kernel_name +
+                   " is called: it stores only the first " + std::to_string(axis.width) + " of a longer row";
       std::string written_by = assemble_function_name(program_, static_cast<int>(level));
-      params.push_back(make_param(axis.pos, ParamKind::Pos, index_type_, output.tensor, static_cast<int>(level),
-                                  where + (counted_here ? counted : ": positions, as written by " + written_by),
-                                  parents == "1" ? "2" : parents + " + 1"));
-      params.back().is_const = !counted_here;
+      // The fill of an ELL level needs no positions: a row's slots start at its first.
+      if (counting_ || axis.kind != sparse::AxisKind::SparseFixed) {
+        params.push_back(make_param(axis.pos, ParamKind::Pos, index_type_, output.tensor, static_cast<int>(level),
+                                    where + (counted_here ? counted : ": positions, as written by " + written_by),
+                                    parents == "1" ? "2" : parents + " + 1"));
+        params.back().is_const = !counted_here;
+      }
       if (counting_ || axis.kind == sparse::AxisKind::DenseVariable) continue;
+      std::string crd_doc = axis.kind == sparse::AxisKind::SparseFixed
+                                ? ": coordinates, written here: " + std::to_string(axis.width) +
+                                      " per parent position, increasing, then padding marked -1"
+                            : axis.unique ? ": coordinates, written here in increasing order under each parent"
+                                          : ": the coordinate of each entry, written here in non-decreasing order";
       params.push_back(make_param(axis.crd, ParamKind::Crd, index_type_, output.tensor, static_cast<int>(level),
-                                  where + (axis.unique ? ": coordinates, written here in increasing order under each parent"
-                                                       : ": the coordinate of each entry, written here in non-decreasing order"),
+                                  where + crd_doc,
                                   level_size_prose(output, static_cast<int>(level))));
       params.back().is_const = false;
     }
@@ -621,7 +634,9 @@ class Lowering {
           bool last = static_cast<int>(level) == entry_level(buffer.format);
           position.declare_depth = parent_depth;
           position.ready_depth = last ? parent_depth : depth;
-          position.value = cast(ScalarType::Int64, load(axis.pos, parent, index_type_));
+          // An ELL row starts at its first slot; its positions only say how many it needs.
+          position.value = axis.kind == sparse::AxisKind::SparseFixed ? mul(parent, int64(axis.width))
+                                                                      : cast(ScalarType::Int64, load(axis.pos, parent, index_type_));
           position.is_cursor = true;
         } else {
           if (!iterates_axis(depth, buffer.axes[level]))
@@ -676,6 +691,10 @@ class Lowering {
     coo_segment_ = std::count(output.format.levels.begin(), output.format.levels.end(), LevelKind::CompressedNonUnique) > 0;
     scattered_ = assembled_ && reduction_outside && (output.format.levels.back() == LevelKind::Compressed || coo_segment_) &&
                  (!counting_ || counted_level_ == entry_level(output.format));
+    if (assembled_ && reduction_outside && output.format.levels.back() == LevelKind::SparseFixed)
+      throw_unsupported("ELL output " + output.tensor + " is summed over a loop outside its last index (or an operand "
+                        "repeats its coordinates), so a row's entries would not arrive in order, once each; store " +
+                        output.tensor + " as csr, or reorder so that its loops are outermost");
     if (assembled_) plan_open_levels(output);
     if (scattered_) plan_workspace(output);
     output_overwrites_ = !accumulate && !reduction_outside;
@@ -692,8 +711,10 @@ class Lowering {
     needs_zero_fill_ = !assembled_ && !accumulate && (reduction_outside || some_entry_unvisited);
     // Dense levels below a compressed one store every coordinate under an entry, written or not.
     // So do the gaps of a ragged row.
+    // So do an ELL row's slots past its entries (padding).
     if (assembled_ && !counting_)
-      needs_zero_fill_ = dense_below_compressed(output.format) || output.format.levels.back() == LevelKind::DenseVariable;
+      needs_zero_fill_ = dense_below_compressed(output.format) || output.format.levels.back() == LevelKind::DenseVariable ||
+                         output.format.levels.back() == LevelKind::SparseFixed;
     if (scalar_accumulator_) accumulator_ = fresh_name("acc");
     split_hoistable_factors();
   }
@@ -737,10 +758,11 @@ class Lowering {
       if (!open.counted) open.cursor = levels[level].name;
       open_levels_.push_back(open);
     }
-    // Cursors and counts are shared by the loops inside the first compressed (or ragged) level's parent.
+    // Cursors and counts are shared by the loops inside the first compressed (ragged, ELL) level's parent.
     for (size_t level = 0; level < output.axes.size(); ++level)
       if (program_.axes[output.axes[level]].kind == sparse::AxisKind::SparseVariable ||
-          program_.axes[output.axes[level]].kind == sparse::AxisKind::DenseVariable) {
+          program_.axes[output.axes[level]].kind == sparse::AxisKind::DenseVariable ||
+          program_.axes[output.axes[level]].kind == sparse::AxisKind::SparseFixed) {
         append_depth_ = level == 0 ? -1 : levels[level - 1].ready_depth;
         break;
       }
@@ -872,6 +894,12 @@ class Lowering {
     std::string p = fresh_name("p");
     Stmt store = std::make_shared<Store>(output.values, var(p), std::make_shared<FloatImm>(0.0, "0", value_type_), false);
     std::string why = output_overwrites_ ? "the loops below skip entries that must be zero" : "the loops below add into it";
+    const sparse::Axis& last = program_.axes[output.axes.back()];
+    if (assembled_ && last.kind == sparse::AxisKind::SparseFixed) {
+      // Every slot starts as padding; the fill overwrites a row's first ones.
+      why = "every slot starts as padding";
+      store = block({store, std::make_shared<Store>(last.crd, var(p), cast(index_type_, int64(-1)), false)});
+    }
     return block({std::make_shared<Comment>("zero " + output.tensor + ": " + why),
                   std::make_shared<For>("zero " + output.tensor, p, int64(0), structure_size(program_.structure_of(output)), store)});
   }
@@ -904,6 +932,16 @@ class Lowering {
         stmts.push_back(std::make_shared<Store>(stored.crd, var(name), cast(index_type_, var(stored.index_var)), false));
       }
       stmts.push_back(std::make_shared<Store>(output.values, var(name), std::move(value), false));
+      stmts.push_back(std::make_shared<Assign>(name, int64(1), true));
+    } else if (axis.kind == sparse::AxisKind::SparseFixed) {
+      // The next of the row's slots; a row longer than the width (which the caller was to check
+      // on the counted positions) keeps its first entries, and nothing is written past it.
+      const std::string& name = positions_.at(output.tensor)[entries].name;
+      Expr parent = entries == 0 ? int64(0) : var(positions_.at(output.tensor)[entries - 1].name);
+      Expr row_end = mul(add(parent, int64(1)), int64(axis.width));
+      Stmt slot = block({std::make_shared<Store>(axis.crd, var(name), cast(index_type_, var(axis.index_var)), false),
+                         std::make_shared<Store>(output.values, var(name), std::move(value), false)});
+      stmts.push_back(std::make_shared<If>(binary(BinOp::Lt, var(name), row_end), slot, nullptr));
       stmts.push_back(std::make_shared<Assign>(name, int64(1), true));
     } else {  // a dense or ragged last level, zeroed first
       stmts.push_back(std::make_shared<Store>(output.values, cursor, std::move(value), !output_overwrites_));
@@ -1544,7 +1582,7 @@ std::vector<int> assembled_levels(const sparse::Program& program) {
   const Format& format = program.output().format;
   for (size_t l = 0; l < format.levels.size(); ++l)
     if (format.levels[l] == LevelKind::Compressed || format.levels[l] == LevelKind::CompressedNonUnique ||
-        format.levels[l] == LevelKind::DenseVariable)
+        format.levels[l] == LevelKind::DenseVariable || format.levels[l] == LevelKind::SparseFixed)
       levels.push_back(static_cast<int>(l));
   return levels;
 }

@@ -210,3 +210,25 @@ TEST_CASE("spgen run prints the median time and writes the output") {
   CHECK(c.rfind("%%MatrixMarket matrix array real general", 0) == 0);
   CHECK(c.find("\n3 5\n") != std::string::npos);
 }
+
+TEST_CASE("spgen run refuses an ELL output whose row needs more slots than its width, writing nothing") {
+  TempDir dir;
+  write_text(dir.file("ell.json"), R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "ell", "width": 2}}})");
+  // Row 2 of A + B holds three entries (columns 1, 2, 3); the others fit in two slots.
+  write_text(dir.file("a.mtx"), "%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 1.0\n2 1 2.0\n2 3 3.0\n");
+  write_text(dir.file("b.mtx"), "%%MatrixMarket matrix coordinate real general\n3 3 2\n2 2 4.0\n3 3 5.0\n");
+  ProcessResult r = spgen({"run", spec("matadd.spg"), "--config", dir.file("ell.json"), "--input", "A=" + dir.file("a.mtx"),
+                           "--input", "B=" + dir.file("b.mtx"), "--output", "C=" + dir.file("c.mtx")});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("output C: parent position 1 of level 1 gets 3 entries, more than the ELL width 2; give C a wider "
+                   "ELL format (or csr)") != std::string::npos);
+  CHECK(!std::filesystem::exists(dir.file("c.mtx")));
+  // Three slots hold it: the padding of the shorter rows is not an entry.
+  write_text(dir.file("ell.json"), R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "ell", "width": 3}}})");
+  ProcessResult fits = spgen({"run", spec("matadd.spg"), "--config", dir.file("ell.json"), "--input", "A=" + dir.file("a.mtx"),
+                              "--input", "B=" + dir.file("b.mtx"), "--output", "C=" + dir.file("c.mtx")});
+  INFO(fits.err);
+  REQUIRE(fits.exit_code == 0);
+  CHECK(read_text(dir.file("c.mtx")) ==
+        "%%MatrixMarket matrix coordinate real general\n3 3 5\n1 1 1\n2 1 2\n2 2 4\n2 3 3\n3 3 5\n");
+}

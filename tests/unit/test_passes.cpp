@@ -71,7 +71,7 @@ TEST_CASE("lowering: unsupported combinations are errors, not wrong code") {
   CHECK(contains(error_of("C(i,j) = B(i,j) / A(i,j)", R"({"tensors": {"A": {"format": "csr"}}})"),
                  "dividing by A"));
   CHECK(contains(error_of(kSpmm, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "ell", "width": 2}}})"),
-                 "c.json: /tensors/C/format: error: sparse output C (ell) cannot be assembled"));
+                 "c.json: /tensors: error: ELL output C is summed over a loop outside its last index"));
   CHECK(contains(error_of("y(i) = A(i,j) * x(j) * A(j,i)", "{}"), "t.spg:1:24: error: tensor A is accessed as A(j,i)"));
 }
 
@@ -369,12 +369,33 @@ TEST_CASE("assembled sparse output: a ragged row's length is its largest coordin
                  "c.json: /schedule/0: error: parallel: cannot parallelize k: it adds into the rows of C, which are assembled, not privatized"));
 }
 
+TEST_CASE("assembled sparse output: an ELL row is counted for the width check, then filled slot by slot over padding") {
+  spgen::Compilation c = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "ell", "width": 4}}})");
+  REQUIRE(c.assemble.size() == 1);
+  std::string count = spgen::loops::dump_stage2(c.assemble[0]);
+  CHECK(contains(count, "      C_pos1[i + 1] += 1\n"));
+  CHECK(contains(count, "C_pos1[p_2 + 1] += C_pos1[p_2]"));
+  CHECK(contains(c.stage2_dump, "  # zero C: every slot starts as padding\n"
+                                "  for zero C at p in [0, dim_i * 4):\n"
+                                "    C_vals[p] = 0\n"
+                                "    C_crd1[p] = -1\n"));
+  CHECK(contains(c.stage2_dump, "    var pC1: int64 = i * 4\n"));
+  CHECK(contains(c.stage2_dump, "      if pC1 < (i + 1) * 4:\n        C_crd1[pC1] = int32(j)\n"));
+  CHECK(!contains(spgen::loops::dump_stage2(c.func), "C_pos1"));  // the fill needs no positions
+  CHECK(contains(c.files[0].text + c.files[1].text,
+                 "parent position p gets C_pos1[p+1]-C_pos1[p] entries, which must be at most 4 (the width) before " +
+                     c.func.name + " is called: it stores only the first 4 of a longer row"));
+}
+
 TEST_CASE("assembled sparse output: what cannot be appended is refused") {
   CHECK(contains(error_of("C(i,j) = A(k,i) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}}})"),
                  "sparse output C is summed over k outside its rows, so no row can be finished before the next begins"));
-  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "ell", "width": 4}}})"),
-                 "/tensors/C/format: error: sparse output C (ell) cannot be assembled: an output is assembled when its "
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "C": {"format": {"levels": ["compressed", {"kind": "sparse-fixed", "width": 4}]}}}})"),
+                 "/tensors/C/format: error: sparse output C (custom) cannot be assembled: an output is assembled when its "
                  "levels are dense and compressed ones"));
+  CHECK(contains(error_of("C(i,j) = A(i,k) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "ell", "width": 4}}})"),
+                 "c.json: /tensors: error: ELL output C is summed over a loop outside its last index (or an operand repeats "
+                 "its coordinates), so a row's entries would not arrive in order, once each; store C as csr"));
   // A loop moved above the output's cursor would restart it (stage II reorder after a split).
   CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"C": {"format": "csr"}},
       "schedule": [{"op": "split", "var": "j", "factor": 4}, {"op": "reorder", "order": ["j0", "i"]}]})"),
