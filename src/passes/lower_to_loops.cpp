@@ -689,12 +689,10 @@ class Lowering {
     // below a dense or ragged last level they just add into its entries. Counting a level above
     // the last needs no workspace: a row holds an entry as soon as anything is written under it.
     coo_segment_ = std::count(output.format.levels.begin(), output.format.levels.end(), LevelKind::CompressedNonUnique) > 0;
-    scattered_ = assembled_ && reduction_outside && (output.format.levels.back() == LevelKind::Compressed || coo_segment_) &&
+    scattered_ = assembled_ && reduction_outside &&
+                 (output.format.levels.back() == LevelKind::Compressed || output.format.levels.back() == LevelKind::SparseFixed ||
+                  coo_segment_) &&
                  (!counting_ || counted_level_ == entry_level(output.format));
-    if (assembled_ && reduction_outside && output.format.levels.back() == LevelKind::SparseFixed)
-      throw_unsupported("ELL output " + output.tensor + " is summed over a loop outside its last index (or an operand "
-                        "repeats its coordinates), so a row's entries would not arrive in order, once each; store " +
-                        output.tensor + " as csr, or reorder so that its loops are outermost");
     if (assembled_) plan_open_levels(output);
     if (scattered_) plan_workspace(output);
     output_overwrites_ = !accumulate && !reduction_outside;
@@ -1031,6 +1029,11 @@ class Lowering {
     }
     append_entry.push_back(std::make_shared<Store>(axis.crd, var(cursor), cast(index_type_, var(j)), false));
     append_entry.push_back(std::make_shared<Store>(output.values, var(cursor), load(workspace_values_, var(j), value_type_), false));
+    if (axis.kind == sparse::AxisKind::SparseFixed) {
+      // An ELL row keeps its first W entries (the caller checked the counts): nothing past its slots.
+      Expr row_end = mul(add(row_, int64(1)), int64(axis.width));
+      append_entry = {std::make_shared<If>(binary(BinOp::Lt, var(cursor), row_end), block(std::move(append_entry)), nullptr)};
+    }
     append_entry.push_back(std::make_shared<Assign>(cursor, int64(1), true));
     std::vector<Stmt> stmts = {std::make_shared<Declare>(workspace_count_, ScalarType::Int64, int64(0), true), row_loops,
                                std::make_shared<Sort>(workspace_list_, int64(0), var(workspace_count_)),
