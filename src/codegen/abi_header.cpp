@@ -72,7 +72,7 @@ GeneratedFile emit_abi_header(const loops::LoweredFunc& func, const GenerationCo
     // The assemble phase comes first: it sizes the output that the kernel then fills.
     auto [assemble_abi, assemble_declaration] = describe_function(assemble.front(), return_type, extra_params, extra_docs);
     abi = "// First call " + assemble.front().name + "(...), which builds the output's positions:\n" + assemble_abi +
-          "// then allocate the output's coordinates and values (length: the last position) and call " + func.name +
+          "// then allocate the output's coordinates and values (their lengths below) and call " + func.name +
           "(...):\n" + abi;
     declaration = assemble_declaration + "\n\n" + declaration;
   } else if (!assemble.empty()) {
