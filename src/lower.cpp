@@ -79,26 +79,6 @@ struct LoweredIteration {
   std::string stage1_dump, stage2_dump;
 };
 
-// A kernel that gathers an output row in a workspace (a heap array and a sort, SpGEMM's) has no
-// cuda form yet: a thread would need its own scratch rows.
-void refuse_workspaces_on_cuda(const loops::LoweredFunc& func, const sparse::Program& program, const Config& config) {
-  struct Finder : loops::IRVisitor {
-    bool found = false;
-    void visit_allocate(const loops::Allocate& node) override {
-      for (const loops::Workspace& w : node.buffers) found |= !w.local && !w.shared;
-      IRVisitor::visit_allocate(node);
-    }
-    void visit_sort(const loops::Sort&) override { found = true; }
-  } finder;
-  finder.visit(func.body);
-  if (finder.found)
-    throw CompileError(format_config_error(
-        config.file, "/tensors/" + program.output().tensor + "/format",
-        "the rows of " + program.output().tensor + " arrive out of order and are gathered in a workspace, which "
-        "the cuda target does not support yet (the cpu target does; on cuda, a loop order that follows " +
-        program.output().tensor + "'s storage, or a dense output, works)"));
-}
-
 // `config` gains the output's format where it is inferred.
 LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingLoops missing) {
   LoweredIteration it;
@@ -151,7 +131,6 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
     unswitch_loops(it.func);                           // loop-invariant tests (ELL padding) out of inner loops
     use_explicit_vectors(it.func, VectorTarget::Cpu);  // register tiles
   } else {
-    refuse_workspaces_on_cuda(it.func, it.program, config);
     use_explicit_vectors(it.func, VectorTarget::Cuda);  // register tiles as float4 / double2
   }
   it.stage2_dump = loops::dump_stage2(it.func);
