@@ -137,11 +137,15 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
 
   // 4b/5b. A sparse output the kernel builds gets an assemble phase per compressed level,
   // scheduled by the same ops where they name its loops (it has no summed loops to schedule).
+  // An assemble phase reads no values, so it has nothing to `cache`.
+  std::vector<ScheduleOp> assemble_ops;
+  for (const ScheduleOp& op : loop_ops)
+    if (!std::holds_alternative<CacheOp>(op.op)) assemble_ops.push_back(op);
   std::string assemble_dumps;
   for (int level : assembled_levels(it.program)) {
     loops::LoweredFunc assemble = lower_to_loops(it.program, config, LoweringPhase::Assemble, level);
     simplify_declares(assemble);
-    schedule_loops(assemble, it.program, config, loop_ops, MissingLoops::Skip);
+    schedule_loops(assemble, it.program, config, assemble_ops, MissingLoops::Skip);
     simplify_declares(assemble);
     assemble_dumps += loops::dump_stage2(assemble);
     it.assemble.push_back(std::move(assemble));

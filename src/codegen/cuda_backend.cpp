@@ -342,7 +342,6 @@ class Launcher {
   // each thread's workspace allocated (and set to its initial value) before the launch and freed
   // after it, all on the stream. An allocation's failure is returned.
   std::string launch_with_workspaces(const Kernel& kernel, const Expr& shared_bytes) const {
-    if (!is_const_int(shared_bytes, 0)) throw std::logic_error("cuda: a kernel with both row workspaces and shared memory");
     std::string x = blocks(kernel, 'x'), y = blocks(kernel, 'y');
     int64_t threads_per_block = block_threads(kernel, 'x') * block_threads(kernel, 'y');
     std::string bytes, names;
@@ -384,8 +383,14 @@ class Launcher {
     std::string args;
     for (const Param* p : kernel.params) args += (args.empty() ? "" : ", ") + p->name;
     for (const Workspace& w : kernel.workspaces) args += (args.empty() ? "" : ", ") + w.name;
+    std::string shared = "0";
+    if (!is_const_int(shared_bytes, 0)) {
+      out += pad + "// dynamic shared memory: at most 48 KiB, else the launch fails with cudaErrorInvalidValue\n";
+      out += pad + "const size_t shared_bytes = (size_t)(" + expr_.print(shared_bytes) + ");\n";
+      shared = "shared_bytes";
+    }
     out += pad + "if (status == cudaSuccess) {\n";
-    out += pad + "  " + kernel.name + "<<<grid, " + block + ", 0, stream>>>(" + args + ");\n";
+    out += pad + "  " + kernel.name + "<<<grid, " + block + ", " + shared + ", stream>>>(" + args + ");\n";
     out += pad + "  status = cudaGetLastError();\n" + pad + "}\n";
     for (const Workspace& w : kernel.workspaces)
       out += pad + "if (" + w.name + ") cudaFreeAsync(" + w.name + ", stream);\n";

@@ -258,6 +258,14 @@ TEST_CASE("cuda: a scattered output's row workspaces are each thread's slices of
   CHECK(contains(source, "t_assemble_main<<<grid, 128, 0, stream>>>(dim_i, dim_j, C_pos1, A_pos1, A_crd1, B_pos1, "
                          "B_crd1, C_seen);"));
 
+  // Beside a cached operand in shared memory; the assemble phases read no values and cache nothing.
+  spgen::Compilation cached = compile("C(i,j,l) = A(i,j,k) * B(k,l)", R"({"target": "cuda",
+      "tensors": {"A": {"format": "csf"}, "B": {"format": "dense"}, "C": {"format": {"levels": ["dense", "compressed", "compressed"]}}},
+      "schedule": [{"op": "bind", "var": "i", "to": "blockIdx.x"}, {"op": "cache", "tensor": "B", "at": "i"}]})");
+  CHECK(contains(cached.files[1].text, "        t_main<<<grid, 1, shared_bytes, stream>>>("));
+  CHECK(contains(cached.files[1].text, "C_row[l] += A_vals[pA2] * B_tile[pB1];"));
+  CHECK(!contains(cached.files[1].text, "t_assemble_level2_main<<<grid, 1, shared_bytes"));
+
   // A workspace belongs to one thread: loops inside a row stay in it, with what works instead.
   std::string rows = R"([{"op": "split", "var": "i", "factor": 128, "into": ["i0", "i1"]},
                          {"op": "bind", "var": "i0", "to": "blockIdx.x"}, )";
