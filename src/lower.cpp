@@ -79,26 +79,6 @@ struct LoweredIteration {
   std::string stage1_dump, stage2_dump;
 };
 
-// A kernel that gathers an output row in a workspace (a heap array and a sort, SpGEMM's) has no
-// cuda form yet: a thread would need its own scratch rows.
-void refuse_workspaces_on_cuda(const loops::LoweredFunc& func, const sparse::Program& program, const Config& config) {
-  struct Finder : loops::IRVisitor {
-    bool found = false;
-    void visit_allocate(const loops::Allocate& node) override {
-      for (const loops::Workspace& w : node.buffers) found |= !w.local && !w.shared;
-      IRVisitor::visit_allocate(node);
-    }
-    void visit_sort(const loops::Sort&) override { found = true; }
-  } finder;
-  finder.visit(func.body);
-  if (finder.found)
-    throw CompileError(format_config_error(
-        config.file, "/tensors/" + program.output().tensor + "/format",
-        "the rows of " + program.output().tensor + " arrive out of order and are gathered in a workspace, which "
-        "the cuda target does not support yet (the cpu target does; on cuda, a loop order that follows " +
-        program.output().tensor + "'s storage, or a dense output, works)"));
-}
-
 // `config` gains the output's format where it is inferred.
 LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingLoops missing) {
   LoweredIteration it;
@@ -151,18 +131,21 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
     unswitch_loops(it.func);                           // loop-invariant tests (ELL padding) out of inner loops
     use_explicit_vectors(it.func, VectorTarget::Cpu);  // register tiles
   } else {
-    refuse_workspaces_on_cuda(it.func, it.program, config);
     use_explicit_vectors(it.func, VectorTarget::Cuda);  // register tiles as float4 / double2
   }
   it.stage2_dump = loops::dump_stage2(it.func);
 
   // 4b/5b. A sparse output the kernel builds gets an assemble phase per compressed level,
   // scheduled by the same ops where they name its loops (it has no summed loops to schedule).
+  // An assemble phase reads no values, so it has nothing to `cache`.
+  std::vector<ScheduleOp> assemble_ops;
+  for (const ScheduleOp& op : loop_ops)
+    if (!std::holds_alternative<CacheOp>(op.op)) assemble_ops.push_back(op);
   std::string assemble_dumps;
   for (int level : assembled_levels(it.program)) {
     loops::LoweredFunc assemble = lower_to_loops(it.program, config, LoweringPhase::Assemble, level);
     simplify_declares(assemble);
-    schedule_loops(assemble, it.program, config, loop_ops, MissingLoops::Skip);
+    schedule_loops(assemble, it.program, config, assemble_ops, MissingLoops::Skip);
     simplify_declares(assemble);
     assemble_dumps += loops::dump_stage2(assemble);
     it.assemble.push_back(std::move(assemble));

@@ -106,6 +106,13 @@ std::string CStmtPrinter::print_call(const Call& call, const std::string& indent
   return out + ");\n";
 }
 
+std::string CStmtPrinter::print_sort(const Sort& sort, const std::string& indent) {
+  auto at = [&](const Expr& offset) {
+    return sort.buffer + ".begin()" + (is_const_int(offset, 0) ? "" : " + " + expr_.print(offset));
+  };
+  return indent + "std::sort(" + at(sort.begin) + ", " + at(sort.end) + ");\n";
+}
+
 std::string CStmtPrinter::print(const Stmt& stmt, int depth) {
   std::string pad(2 * depth, ' ');
   switch (stmt->kind) {
@@ -137,13 +144,7 @@ std::string CStmtPrinter::print(const Stmt& stmt, int depth) {
     case StmtKind::Store: return print_store(static_cast<const Store&>(*stmt), pad);
     case StmtKind::Comment: return pad + "// " + static_cast<const Comment&>(*stmt).text + "\n";
     case StmtKind::Allocate: return print_allocate(static_cast<const Allocate&>(*stmt), depth);
-    case StmtKind::Sort: {
-      const auto& node = static_cast<const Sort&>(*stmt);
-      auto at = [&](const Expr& offset) {
-        return node.buffer + ".begin()" + (is_const_int(offset, 0) ? "" : " + " + expr_.print(offset));
-      };
-      return pad + "std::sort(" + at(node.begin) + ", " + at(node.end) + ");\n";
-    }
+    case StmtKind::Sort: return print_sort(static_cast<const Sort&>(*stmt), pad);
     case StmtKind::Barrier: return pad + "__syncthreads();\n";  // only the cuda target makes barriers
     case StmtKind::Call: return print_call(static_cast<const Call&>(*stmt), pad);
   }

@@ -42,6 +42,8 @@ class CStmtPrinter {
   virtual std::string print_store(const loops::Store& store, const std::string& indent);
   // A decomposition's executor calling a part: `callee(args);` by default.
   virtual std::string print_call(const loops::Call& call, const std::string& indent);
+  // A workspace's touched coordinates: std::sort, by default.
+  virtual std::string print_sort(const loops::Sort& sort, const std::string& indent);
   // Workspaces: a block scope holding std::vectors, by default.
   virtual std::string print_allocate(const loops::Allocate& node, int depth);
   std::string workspace_declarations(const loops::Allocate& node, const std::string& indent) const;

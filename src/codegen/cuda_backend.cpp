@@ -69,6 +69,23 @@ SharedLayout shared_layout(const std::vector<Stmt>& body) {
   return collect.layout;
 }
 
+// The kernel parameter holding every thread's slices of a row workspace.
+std::string workspace_param(const Workspace& w) { return "spgen_" + w.name; }
+
+// The row workspaces of a kernel: heap workspaces, which wrap the whole nest.
+std::vector<Workspace> row_workspaces(const std::vector<Stmt>& body) {
+  struct Collect : IRVisitor {
+    std::vector<Workspace> found;
+    void visit_allocate(const Allocate& node) override {
+      for (const Workspace& w : node.buffers)
+        if (!w.local && !w.shared) found.push_back(w);
+      IRVisitor::visit_allocate(node);
+    }
+  } collect;
+  for (const Stmt& s : body) collect.visit(s);
+  return collect.found;
+}
+
 class CudaStmtPrinter : public CStmtPrinter {
  public:
   CudaStmtPrinter(const CExprPrinter& expr, std::string output, std::set<std::string> counted_positions, SharedLayout shared)
@@ -104,13 +121,20 @@ class CudaStmtPrinter : public CStmtPrinter {
   }
 
   // Shared workspaces are views of the kernel's dynamic shared memory; local ones (register
-  // tiles) are arrays of the thread's own.
+  // tiles) are arrays of the thread's own; the others (row workspaces, around the whole nest)
+  // are the thread's slices of device arrays that the host function allocates (row_workspaces).
   std::string print_allocate(const Allocate& node, int depth) override {
     std::string pad(2 * depth, ' ');
     std::string out = pad + "{\n";
     for (const Workspace& w : node.buffers) {
+      if (!w.shared && !w.local) {
+        if (depth != 1) throw std::logic_error("cuda: a heap workspace (" + w.name + ") inside a loop");
+        std::string type = expr_.type_name(w.type);
+        out += pad + "  " + type + "* const " + w.name + " = " + workspace_param(w) + " + spgen_thread_number() * (" +
+               expr_.print(w.size) + ");  // this thread's slice\n";
+        continue;
+      }
       if (!w.shared) {
-        if (!w.local) throw std::logic_error("cuda: a heap workspace (" + w.name + ") in a kernel");
         out += workspace_declarations(Allocate({w}, nullptr), pad + "  ");
         continue;
       }
@@ -121,6 +145,12 @@ class CudaStmtPrinter : public CStmtPrinter {
              " elements\n";
     }
     return out + print(node.body, depth + 1) + pad + "}\n";
+  }
+
+  std::string print_sort(const Sort& sort, const std::string& indent) override {
+    std::string first = sort.buffer + (is_const_int(sort.begin, 0) ? "" : " + " + expr_.print(sort.begin));
+    return indent + "spgen_sort(" + first + ", " + expr_.print(is_const_int(sort.begin, 0) ? sort.end : sub(sort.end, sort.begin)) +
+           ");\n";
   }
 
   // `for p in [0, n): a[p + 1] += a[p]` (an assemble phase's prefix sum) is an inclusive scan of
@@ -162,6 +192,7 @@ struct Kernel {
   std::vector<Stmt> body;
   std::map<std::string, const For*> bound;  // `bind` annotation → the loop that has it
   std::vector<const Param*> params;         // those the body uses, in ABI order
+  std::vector<Workspace> workspaces;        // its row workspaces, one parameter each after the params
 };
 
 // The zero fill (bound to the whole grid) and an assemble phase's prefix sum (a scan by one
@@ -182,14 +213,14 @@ std::vector<Kernel> split_into_kernels(const LoweredFunc& func) {
       comments.insert(comments.begin(), statements.back());
       statements.pop_back();
     }
-    if (!statements.empty()) kernels.push_back({func.name + "_main", std::move(statements), {}, {}});
+    if (!statements.empty()) kernels.push_back({func.name + "_main", std::move(statements), {}, {}, {}});
     std::string name = func.name + "_" + loop->label;
     std::replace(name.begin(), name.end(), ' ', '_');
     comments.push_back(s);
-    kernels.push_back({name, comments, {}, {}});
+    kernels.push_back({name, comments, {}, {}, {}});
     statements.clear();
   }
-  if (!statements.empty()) kernels.push_back({func.name + "_main", statements, {}, {}});
+  if (!statements.empty()) kernels.push_back({func.name + "_main", statements, {}, {}, {}});
 
   struct Uses : IRVisitor {
     std::set<std::string> names;
@@ -214,6 +245,7 @@ std::vector<Kernel> split_into_kernels(const LoweredFunc& func) {
     Uses uses;
     for (const Stmt& s : kernel.body) uses.visit(s);
     kernel.bound = uses.bound;
+    kernel.workspaces = row_workspaces(kernel.body);
     for (const Param& p : func.params)
       if (uses.names.count(p.name)) kernel.params.push_back(&p);
   }
@@ -269,6 +301,7 @@ class Launcher {
 
   // `shared_bytes`: the kernel's dynamic shared memory (shared_layout).
   std::string launch(const Kernel& kernel, const Expr& shared_bytes) const {
+    if (!kernel.workspaces.empty()) return launch_with_workspaces(kernel, shared_bytes);
     std::string x = blocks(kernel, 'x'), y = blocks(kernel, 'y');
     int64_t tx = block_threads(kernel, 'x'), ty = block_threads(kernel, 'y');
     std::string args;
@@ -304,6 +337,76 @@ class Launcher {
     return out + "  }\n";
   }
 
+  // A kernel with row workspaces: no more blocks than the GPU runs at once and half its free
+  // memory holds (spgen_workspace_blocks; the x axis is capped for the rows of blocks along y),
+  // each thread's workspace allocated (and set to its initial value) before the launch and freed
+  // after it, all on the stream. An allocation's failure is returned.
+  std::string launch_with_workspaces(const Kernel& kernel, const Expr& shared_bytes) const {
+    std::string x = blocks(kernel, 'x'), y = blocks(kernel, 'y');
+    int64_t threads_per_block = block_threads(kernel, 'x') * block_threads(kernel, 'y');
+    std::string bytes, names;
+    for (const Workspace& w : kernel.workspaces) {
+      if (!host_computable(w.size, func_)) throw std::logic_error("cuda: a row workspace whose size the host cannot compute");
+      bytes += (bytes.empty() ? "" : " + ") + std::string("spgen_workspace_bytes<") + expr_.type_name(w.type) + ">(" +
+               expr_.print(w.size) + ")";
+      names += (names.empty() ? "" : ", ") + w.name;
+    }
+    std::string out = "  {  // " + kernel.name + ": " + geometry(kernel) + "\n";
+    out += "    // each thread's row workspace (" + names + ") lies in device memory\n";
+    out += "    const int64_t workspace_bytes = " + bytes + ";  // per thread\n";
+    std::string grid_x = "1", grid_y = "1", check;
+    if (y != "1") {
+      out += "    const int64_t blocks_y = spgen_workspace_blocks(" + y + ", " + std::to_string(threads_per_block) +
+             ", workspace_bytes);\n";
+      grid_y = "spgen_grid_dim(blocks_y, " + std::string(kMaxGridY) + ")";
+      check = "blocks_y > 0";
+    }
+    if (x != "1") {
+      std::string per_row = std::to_string(threads_per_block) + (y != "1" ? " * (int64_t)" + grid_y : "");
+      out += "    const int64_t blocks_x = spgen_workspace_blocks(" + x + ", " + per_row + ", workspace_bytes);\n";
+      grid_x = "spgen_grid_dim(blocks_x, " + std::string(kMaxGridX) + ")";
+      check = check.empty() ? "blocks_x > 0" : "blocks_x > 0 && " + check;
+    }
+    std::string pad = check.empty() ? "    " : "      ";
+    if (!check.empty()) out += "    if (" + check + ") {  // an empty grid is a launch error\n";
+    out += pad + "const dim3 grid(" + grid_x + ", " + grid_y + ");\n";
+    out += pad + "const int64_t threads = (int64_t)grid.x * grid.y * " + std::to_string(threads_per_block) + ";\n";
+    for (const Workspace& w : kernel.workspaces) out += pad + expr_.type_name(w.type) + "* " + w.name + " = nullptr;\n";
+    std::string status = "cudaError_t status = ";
+    for (const Workspace& w : kernel.workspaces) {
+      out += pad + status + "spgen_workspace_alloc(&" + w.name + ", threads * (" + expr_.print(w.size) + "), " +
+             fill_byte(w) + ", stream);\n";
+      status = "if (status == cudaSuccess) status = ";
+    }
+    int64_t tx = block_threads(kernel, 'x'), ty = block_threads(kernel, 'y');
+    std::string block = ty > 1 ? "dim3(" + std::to_string(tx) + ", " + std::to_string(ty) + ")" : std::to_string(tx);
+    std::string args;
+    for (const Param* p : kernel.params) args += (args.empty() ? "" : ", ") + p->name;
+    for (const Workspace& w : kernel.workspaces) args += (args.empty() ? "" : ", ") + w.name;
+    std::string shared = "0";
+    if (!is_const_int(shared_bytes, 0)) {
+      out += pad + "// dynamic shared memory: at most 48 KiB, else the launch fails with cudaErrorInvalidValue\n";
+      out += pad + "const size_t shared_bytes = (size_t)(" + expr_.print(shared_bytes) + ");\n";
+      shared = "shared_bytes";
+    }
+    out += pad + "if (status == cudaSuccess) {\n";
+    out += pad + "  " + kernel.name + "<<<grid, " + block + ", " + shared + ", stream>>>(" + args + ");\n";
+    out += pad + "  status = cudaGetLastError();\n" + pad + "}\n";
+    for (const Workspace& w : kernel.workspaces)
+      out += pad + "if (" + w.name + ") cudaFreeAsync(" + w.name + ", stream);\n";
+    out += pad + "if (status != cudaSuccess) return (int)status;\n";
+    if (!check.empty()) out += "    }\n";
+    return out + "  }\n";
+  }
+
+  // The byte every element of a workspace starts as: its init is 0 or the integer -1.
+  static std::string fill_byte(const Workspace& w) {
+    if (w.init && w.init->kind == ExprKind::IntImm && static_cast<const IntImm&>(*w.init).value == -1) return "0xff";
+    if (w.init && w.init->kind == ExprKind::IntImm && static_cast<const IntImm&>(*w.init).value == 0) return "0";
+    if (w.init && w.init->kind == ExprKind::FloatImm && static_cast<const FloatImm&>(*w.init).value == 0.0) return "0";
+    throw std::logic_error("cuda: a row workspace (" + w.name + ") starting as neither 0 nor -1");
+  }
+
   // "blockIdx.x over i0, warp over j": which loop each GPU index runs.
   static std::string geometry(const Kernel& kernel) {
     if (kernel.bound.empty()) return "one thread";
@@ -323,7 +426,15 @@ class Launcher {
 // The helpers beyond the preamble's that the kernels call, each from its template.
 std::string helpers_used(const std::vector<const LoweredFunc*>& functions) {
   struct Uses : IRVisitor {
-    bool block_sum = false, vectors = false, scan = false;
+    bool block_sum = false, vectors = false, scan = false, row_workspaces = false, sort = false;
+    void visit_allocate(const Allocate& node) override {
+      for (const Workspace& w : node.buffers) row_workspaces |= !w.local && !w.shared;
+      IRVisitor::visit_allocate(node);
+    }
+    void visit_sort(const Sort& node) override {
+      sort = true;
+      IRVisitor::visit_sort(node);
+    }
     void visit_for(const For& node) override {
       block_sum |= node.annotations.bind_reduction == "shared";
       scan |= node.annotations.bind == "scan";
@@ -336,7 +447,9 @@ std::string helpers_used(const std::vector<const LoweredFunc*>& functions) {
   }
   return (uses.block_sum ? templates::render("cuda_block_sum.cu.in", {}) : "") +
          (uses.scan ? templates::render("cuda_block_scan.cu.in", {}) : "") +
-         (uses.vectors ? templates::render("cuda_vector_helpers.cu.in", {}) : "");
+         (uses.vectors ? templates::render("cuda_vector_helpers.cu.in", {}) : "") +
+         (uses.row_workspaces ? templates::render("cuda_row_workspace.cu.in", {}) : "") +
+         (uses.sort ? templates::render("cuda_sort.cu.in", {}) : "");
 }
 
 std::string output_values(const LoweredFunc& func) {
@@ -410,6 +523,8 @@ std::string emit_host_function(const LoweredFunc& func, const std::string& linka
       text += (i ? ",\n    " : "\n    ") + c_param(*kernel.params[i], true);
       passed.insert(kernel.params[i]->name);
     }
+    for (const Workspace& w : kernel.workspaces)
+      text += (text.back() == '(' ? "\n    " : ",\n    ") + expr.type_name(w.type) + "* __restrict__ " + workspace_param(w);
     text += ") {\n";
     SharedLayout shared = shared_layout(kernel.body);
     if (!is_const_int(shared.bytes, 0)) text += "  extern __shared__ __align__(16) unsigned char spgen_shared[];\n";

@@ -781,8 +781,15 @@ class Lowering {
         stmts.push_back(std::make_shared<Assign>(open.cursor, entries, true));
       } else {
         const sparse::Axis& axis = program_.axes[program_.output().axes[open.level]];
-        stmts.push_back(std::make_shared<Store>(axis.pos, add(value_position(program_.output().tensor), int64(1)),
-                                                cast(index_type_, entries), true));
+        Expr slot = add(value_position(program_.output().tensor), int64(1));
+        // Under a parent that is itself a cursor (the next free position), an empty last parent
+        // leaves the cursor one past the counts: only a coordinate that holds entries counts.
+        const std::vector<LevelPosition>& levels = positions_.at(program_.output().tensor);
+        if (open.level > 0 && levels[open.level - 1].is_cursor)
+          stmts.push_back(std::make_shared<If>(var(open.flag, ScalarType::Bool),
+                                               std::make_shared<Store>(axis.pos, slot, cast(index_type_, int64(1)), true), nullptr));
+        else
+          stmts.push_back(std::make_shared<Store>(axis.pos, slot, cast(index_type_, entries), true));
       }
     }
     return block(std::move(stmts));

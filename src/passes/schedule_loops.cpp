@@ -887,6 +887,15 @@ class Scheduler {
     // Repeated coordinates (COO rows) race like a summed index: atomics make the loop bindable.
     if (info.loop->annotations.repeats_coordinates && bind.reduction != "atomic")
       fail("cannot bind " + bind.var + ": " + info.loop->annotations.sequential_reason + " (add \"reduction\": \"atomic\")");
+    if (!info.loop->annotations.repeats_coordinates && !info.loop->annotations.sequential_reason.empty() && has_workspace()) {
+      // A row workspace belongs to one thread, so only whole rows can be spread over threads.
+      std::string rows;
+      for (const For* outer : info.enclosing)
+        if (outer->annotations.sequential_reason.empty()) rows += (rows.empty() ? "" : ", ") + outer->label;
+      fail("cannot bind " + bind.var + ": " + info.loop->annotations.sequential_reason +
+           ", which one GPU thread owns for whole rows; bind the loops over the rows instead (" + rows +
+           "), a thread per row");
+    }
     if (!info.loop->annotations.repeats_coordinates) refuse_sequential(info, "bind");
     if (!info.loop->annotations.bind.empty())
       fail("loop " + bind.var + " is already bound to " + info.loop->annotations.bind);

@@ -108,6 +108,26 @@ TEST_CASE("every cuda config compiles warning-free for sm_90 and sm_80, and its 
   for (size_t i = 0; i < commands.size(); ++i) check_clean(commands[i], results[i]);
 }
 
+TEST_CASE("kernels with row workspaces (SpGEMM, TTM: device workspaces and sort) compile warning-free for sm_90 and sm_80") {
+  std::string nvcc = find_nvcc();
+  if (nvcc.empty()) {
+    MESSAGE("skipped: nvcc not found");
+    return;
+  }
+  std::string cases = source_root() + "/tests/e2e/cases/";
+  TempDir dir;
+  std::vector<std::vector<std::string>> commands;
+  for (const auto& [spec, config] : {std::pair<std::string, std::string>{"spgemm", "spgemm_cuda_csr_out"},
+                                     {"ttm", "ttm_cuda_dense_compressed_compressed_out"}}) {
+    generate({cases + spec + ".spg", cases + config + ".json", config}, dir);
+    for (const char* arch : {"-arch=sm_90", "-arch=sm_80"})
+      commands.push_back({nvcc, "-c", arch, "-Xcompiler", "-Wall,-Wextra", "-o", dir.file(config + "_" + (arch + 6) + ".o"),
+                          dir.file(config + ".cu")});
+  }
+  std::vector<ProcessResult> results = run_two_at_a_time(commands);
+  for (size_t i = 0; i < commands.size(); ++i) check_clean(commands[i], results[i]);
+}
+
 TEST_CASE("two generated kernels link into one program (relocatable device code) with their host pack routines, and run where a GPU is") {
   std::string nvcc = find_nvcc();
   if (nvcc.empty()) {

@@ -211,6 +211,25 @@ inline cudaError_t cudaFree(void* pointer) {
   return cudaSuccess;
 }
 
+// Stream-ordered allocation: launches run synchronously, so it is the plain one.
+inline cudaError_t cudaMallocAsync(void** pointer, size_t bytes, cudaStream_t) { return cudaMalloc(pointer, bytes); }
+template <class T>
+inline cudaError_t cudaMallocAsync(T** pointer, size_t bytes, cudaStream_t stream) {
+  return cudaMallocAsync(reinterpret_cast<void**>(pointer), bytes, stream);
+}
+inline cudaError_t cudaFreeAsync(void* pointer, cudaStream_t) { return cudaFree(pointer); }
+
+// Emulated device memory is host memory: report 1 GiB, all free, so that kernels sizing their
+// workspaces by the free memory stay modest here.
+namespace spgen_emu {
+inline constexpr size_t kDeviceBytes = size_t{1} << 30;
+}  // namespace spgen_emu
+inline cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+  if (!free_bytes || !total_bytes) return spgen_emu::record(cudaErrorInvalidValue);
+  *free_bytes = *total_bytes = spgen_emu::kDeviceBytes;
+  return cudaSuccess;
+}
+
 inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
   if (bytes == 0) return cudaSuccess;
   bool dst_device = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
@@ -248,6 +267,7 @@ enum cudaDeviceAttr {
   cudaDevAttrMaxSharedMemoryPerBlock = 8,
   cudaDevAttrWarpSize = 10,
   cudaDevAttrMultiProcessorCount = 16,
+  cudaDevAttrMaxThreadsPerMultiProcessor = 39,
 };
 
 // Launches run synchronously, so there is nothing to wait for.
@@ -284,6 +304,7 @@ inline cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, 
     case cudaDevAttrMaxSharedMemoryPerBlock: *value = 48 * 1024; return cudaSuccess;
     case cudaDevAttrWarpSize: *value = 32; return cudaSuccess;
     case cudaDevAttrMultiProcessorCount: *value = 2; return cudaSuccess;  // a small GPU
+    case cudaDevAttrMaxThreadsPerMultiProcessor: *value = 2048; return cudaSuccess;
   }
   return spgen_emu::record(cudaErrorInvalidValue);
 }

@@ -229,11 +229,53 @@ TEST_CASE("cuda: an assembled output: count kernel, a one-block scan, then the f
                                              "C": {"format": "dcsr"}}})");
   CHECK(contains(dcsr.files[1].text, "t_assemble_level0_main<<<1, 1, 0, stream>>>("));
   CHECK(contains(dcsr.files[1].text, "    C_pos0[pC0 + 1] += (int32_t)((int64_t)C0_nonempty);\n"));
-  // SpGEMM gathers C's rows in a workspace: refused on cuda, with what works.
-  CHECK(contains(error_of("C(i,j) = A(i,k) * B(k,j)", R"({"target": "cuda", "tensors": {"A": {"format": "csr"},
-                                                          "B": {"format": "csr"}, "C": {"format": "csr"}}})"),
-                 "c.json: /tensors/C/format: error: the rows of C arrive out of order and are gathered in a workspace, "
-                 "which the cuda target does not support yet"));
+}
+
+TEST_CASE("cuda: a scattered output's row workspaces are each thread's slices of device arrays the host allocates") {
+  const char* spgemm = "C(i,j) = A(i,k) * B(k,j)";
+  auto config = [](const std::string& schedule) {
+    return R"({"target": "cuda", "tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}},
+              "schedule": )" + schedule + "}";
+  };
+  spgen::Compilation c = compile(spgemm, config(R"("auto")"));
+  CHECK(contains(c.stage2_dump, "bind(threadIdx.x, 128 threads)"));  // a thread per row
+  const std::string& source = c.files[1].text;
+  // The kernel takes every thread's workspaces and keeps its own slice, at its number in the grid.
+  CHECK(contains(source, "    int64_t* __restrict__ spgen_C_seen,\n    int64_t* __restrict__ spgen_C_touched,\n"
+                         "    float* __restrict__ spgen_C_row) {\n"));
+  CHECK(contains(source, "    int64_t* const C_seen = spgen_C_seen + spgen_thread_number() * (dim_j);  // this thread's slice\n"));
+  CHECK(contains(source, "        spgen_sort(C_touched, C_ntouched);\n"));
+  CHECK(contains(source, "static __device__ void spgen_sort(T* a, int64_t n) {"));
+  // The host function sizes the grid by the memory, allocates (the marker at -1), launches, frees.
+  CHECK(contains(source, "const int64_t workspace_bytes = spgen_workspace_bytes<int64_t>(dim_j) + "
+                         "spgen_workspace_bytes<int64_t>(dim_j) + spgen_workspace_bytes<float>(dim_j);  // per thread\n"));
+  CHECK(contains(source, "const int64_t blocks_x = spgen_workspace_blocks((dim_i + 127) / 128, 128, workspace_bytes);\n"));
+  CHECK(contains(source, "const int64_t threads = (int64_t)grid.x * grid.y * 128;\n"));
+  CHECK(contains(source, "cudaError_t status = spgen_workspace_alloc(&C_seen, threads * (dim_j), 0xff, stream);\n"));
+  CHECK(contains(source, "if (C_row) cudaFreeAsync(C_row, stream);\n"));
+  CHECK(contains(source, "if (status != cudaSuccess) return (int)status;\n"));
+  // The count phase keeps only the marker.
+  CHECK(contains(source, "t_assemble_main<<<grid, 128, 0, stream>>>(dim_i, dim_j, C_pos1, A_pos1, A_crd1, B_pos1, "
+                         "B_crd1, C_seen);"));
+
+  // Beside a cached operand in shared memory; the assemble phases read no values and cache nothing.
+  spgen::Compilation cached = compile("C(i,j,l) = A(i,j,k) * B(k,l)", R"({"target": "cuda",
+      "tensors": {"A": {"format": "csf"}, "B": {"format": "dense"}, "C": {"format": {"levels": ["dense", "compressed", "compressed"]}}},
+      "schedule": [{"op": "bind", "var": "i", "to": "blockIdx.x"}, {"op": "cache", "tensor": "B", "at": "i"}]})");
+  CHECK(contains(cached.files[1].text, "        t_main<<<grid, 1, shared_bytes, stream>>>("));
+  CHECK(contains(cached.files[1].text, "C_row[l] += A_vals[pA2] * B_tile[pB1];"));
+  CHECK(!contains(cached.files[1].text, "t_assemble_level2_main<<<grid, 1, shared_bytes"));
+
+  // A workspace belongs to one thread: loops inside a row stay in it, with what works instead.
+  std::string rows = R"([{"op": "split", "var": "i", "factor": 128, "into": ["i0", "i1"]},
+                         {"op": "bind", "var": "i0", "to": "blockIdx.x"}, )";
+  CHECK(contains(error_of(spgemm, config(rows + R"({"op": "bind", "var": "k", "to": "threadIdx.x", "reduction": "atomic"}])")),
+                 "c.json: /schedule/2: error: bind: cannot bind k: it adds into the row workspace of C, which one GPU "
+                 "thread owns for whole rows; bind the loops over the rows instead (i0, i1), a thread per row"));
+  CHECK(contains(error_of(spgemm, config(R"([{"op": "bind", "var": "i", "to": "blockIdx.x"},
+                                             {"op": "bind", "var": "j", "to": "threadIdx.x"}])")),
+                 "cannot bind j: it adds into the row workspace of C, which one GPU thread owns for whole rows; bind the "
+                 "loops over the rows instead (i), a thread per row"));
 }
 
 TEST_CASE("cuda: stage II shows the bindings; the source launches what they imply") {
