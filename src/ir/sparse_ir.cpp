@@ -67,8 +67,11 @@ std::vector<OrderConstraint> hard_order_constraints(const Program& program) {
     size_t f = static_cast<size_t>(first_sparse - levels.begin());
     for (size_t b = std::max<size_t>(f, 1); b < levels.size(); ++b)
       for (size_t a = 0; a < b; ++a)
-        constraints.push_back({program.axes[buffer.axes[a]].index_var, program.axes[buffer.axes[b]].index_var,
-                               buffer.tensor});
+        // Levels blocked apart from the loops are located once their variables are known, in
+        // any order (their block levels would otherwise order i before j before i).
+        if (!program.axes[buffer.axes[a]].blocked_apart() && !program.axes[buffer.axes[b]].blocked_apart())
+          constraints.push_back({program.axes[buffer.axes[a]].index_var, program.axes[buffer.axes[b]].index_var,
+                                 buffer.tensor});
   }
   return constraints;
 }

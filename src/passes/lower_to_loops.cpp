@@ -381,33 +381,45 @@ class Lowering {
     return terms(expr, [](const std::string&) { return true; }, [](const IterationSpace&) {});
   }
 
-  // A level found by binary search is only looked at where the blocked operand has an entry, so
-  // every term that reads its tensor must be a product with the blocked operand.
+  // A level located inside the blocks is only looked at where the blocked operand has an entry,
+  // so every term that reads its tensor must be a product with the blocked operand.
   void check_searched_terms() const {
     const IterationSpace terms = tensor_terms(*program_.iteration.body);
     for (const sparse::Axis& axis : program_.axes) {
-      if (!is_searched(axis) || program_.buffer(axis.tensor).is_output) continue;
+      bool located = is_located_in_blocks(axis);
+      if (!(located || axis.blocked_apart()) || program_.buffer(axis.tensor).is_output) continue;
       const std::string& blocker = program_.blocked(axis.index_var)->tensor;
+      std::string how = located ? locate_strategy(axis) : "arithmetic (its coordinate / and % its blocks)";
       // The loops visit the blocker's entries, not the searched tensor's: an output stored in the
       // searched tensor's structure would miss the entries outside the blocks.
       const sparse::SparseBuffer& output = program_.output();
       if (output.shares_structure_with == axis.tensor)
         throw_unsupported("output " + output.tensor + " would share the structure of " + axis.tensor + ", but " +
-                          axis.tensor + " is found by binary search inside " + blocker +
+                          axis.tensor + " is found by " + how + " inside " + blocker +
                           "'s blocks, so its entries outside them would go unwritten; give " + output.tensor + " " +
                           blocker + "'s format (" + program_.buffer(blocker).format.name + ") or make it dense");
+      if (!located) continue;  // dense levels: a term without the blocker visits every block
+      const std::string stored = stored_as(axis);
       for (const Conjunction& term : terms)
         if (term.count(axis.tensor) && !term.count(blocker))
-          throw_unsupported(axis.tensor + " stores index " + axis.index_var + " compressed, and " + blocker +
-                            " splits it into blocks: " + axis.tensor + " is then found by binary search inside " +
+          throw_unsupported(axis.tensor + " stores index " + axis.mode_var + " " + stored + ", and " + blocker +
+                            " splits it into blocks: " + axis.tensor + " is then found by " + how + " inside " +
                             blocker + "'s blocks, which serves only terms that multiply it by " + blocker +
                             " (an entry of " + axis.tensor + " outside them would be missed); store " + axis.tensor +
                             " dense, or " + blocker + " unblocked (csr)");
       for (const ast::Access* access : ast::collect_accesses(*program_.iteration.body))
         if (access->tensor == axis.tensor && divides_by(*program_.iteration.body, axis.tensor))
-          throw_unsupported("dividing by " + axis.tensor + ", which stores index " + axis.index_var +
-                            " compressed, is not supported: its implicit zeros would divide by zero");
+          throw_unsupported("dividing by " + axis.tensor + ", which stores index " + axis.mode_var + " " + stored +
+                            ", is not supported: its implicit zeros would divide by zero");
     }
+  }
+
+  // "compressed", "in a dense-variable level", "in a compressed level blocked by 4".
+  std::string stored_as(const sparse::Axis& axis) const {
+    LevelKind kind = program_.buffer(axis.tensor).format.levels[static_cast<size_t>(axis.level)];
+    if (axis.blocked_apart())
+      return std::string("in a ") + level_kind_name(kind) + " level blocked by " + std::to_string(axis.block);
+    return kind == LevelKind::Compressed ? "compressed" : std::string("in a ") + level_kind_name(kind) + " level";
   }
 
   static bool divides_by(const ast::Expr& expr, const std::string& tensor) {
@@ -447,6 +459,9 @@ class Lowering {
         if (const LoopPlan& plan = plans_[program_.depth_of(var)]; plan.kind == LoopKind::Driven) go_by_runs(plan.stream());
     for (LoopPlan& plan : plans_)
       if (plan.kind == LoopKind::Driven && by_runs_.count(plan.stream())) plan.kind = LoopKind::Merge;
+    // A COO level located inside a blocked operand's blocks is found a run at a time.
+    for (const sparse::Axis& axis : program_.axes)
+      if (is_located_in_blocks(axis) && is_coo_level(axis) && !is_last_level(axis)) by_runs_.insert(axis_id(axis));
   }
 
   static bool is_coo_level(const sparse::Axis& axis) {
@@ -564,12 +579,14 @@ class Lowering {
   // parents; dense levels are computed there, compressed levels are the loop's own variable.
   struct LevelPosition {
     bool is_cursor = false;  // a mutable position that the body advances
-    // A compressed level whose index another operand splits into blocks: no loop iterates it, so
-    // once the coordinate is known it is found by binary search under `value` (the parent
-    // position); `found` says whether it is stored, `parent_found` whether the parent was.
+    // A level whose index another operand splits into blocks: no loop iterates it, so once the
+    // coordinate is known it is located under `value` (the parent position), by lookup or
+    // binary search (see locate_in_blocks); `found` says whether it is stored.
     const sparse::Axis* searched = nullptr;
-    std::string found, parent_found;
-    std::string end, high, middle;  // the search's range end and bounds
+    std::string found, parent_found;  // parent_found: of the nearest located level above
+    std::string parent_run_end;       // a singleton's parent visited by runs: the run's end
+    std::string end, high, middle;    // the search's range end and bounds
+    std::string run_middle;           // ... and of the search for the run's end
     std::string name;
     std::string run_end;  // a COO level visited by runs: the end of the current run (the loop sets it)
     int ready_depth = -1;
@@ -583,6 +600,7 @@ class Lowering {
       std::vector<LevelPosition>& levels = positions_[buffer.tensor];
       Expr parent = int64(0);
       int parent_depth = -1;
+      std::string found_above;  // the flag of the nearest level above located inside the blocks
       for (size_t level = 0; level < buffer.axes.size(); ++level) {
         // Levels below the one an assemble phase counts play no part in it.
         if (buffer.is_output && assembled_ && counting_ && static_cast<int>(level) > counted_level_) break;
@@ -592,11 +610,8 @@ class Lowering {
         position.name = fresh_name("p" + buffer.tensor + std::to_string(level));
         if (axis.kind == sparse::AxisKind::DenseFixed) {
           position.ready_depth = std::max(parent_depth, depth);
-          position.value = add(mul(parent, axis_length(axis)), var(axis.index_var));
-        } else if (axis.kind == sparse::AxisKind::Singleton && !iterates_run(axis)) {
-          position.ready_depth = depth;  // one entry per parent position: the same position
-          position.value = parent;
-        } else if (is_searched(axis)) {
+          position.value = add(mul(parent, axis_length(axis)), level_coordinate(axis));
+        } else if (is_located_in_blocks(axis)) {
           position.searched = &axis;
           position.ready_depth = std::max(parent_depth, depth);
           position.value = parent;
@@ -604,8 +619,13 @@ class Lowering {
           position.end = fresh_name(position.name + "_end");
           position.high = fresh_name(position.name + "_high");
           position.middle = fresh_name(position.name + "_mid");
-          if (level > 0 && levels.back().searched) position.parent_found = levels.back().found;
+          position.parent_found = found_above;
+          if (level > 0) position.parent_run_end = levels.back().run_end;
+          found_above = position.found;  // (false also when a level above is absent)
           searched_flags_[buffer.tensor].push_back({static_cast<int>(level), position.found});
+        } else if (axis.kind == sparse::AxisKind::Singleton && !iterates_run(axis)) {
+          position.ready_depth = depth;  // one entry per parent position: the same position
+          position.value = parent;
         } else if (buffer.is_output && assembled_ && counting_ && static_cast<int>(level) == counted_level_) {
           // The counted level: its counts are indexed by the parent position.
           position.ready_depth = parent_depth;
@@ -630,6 +650,7 @@ class Lowering {
         }
         if (!(buffer.is_output && assembled_ && position.is_cursor)) position.declare_depth = position.ready_depth;
         if (by_runs_.count(buffer.axes[level])) position.run_end = fresh_name(position.name + "_run_end");
+        if (position.searched && !position.run_end.empty()) position.run_middle = fresh_name(position.name + "_run_mid");
         parent = var(position.name);
         parent_depth = position.ready_depth;
         levels.push_back(position);
@@ -1050,52 +1071,130 @@ class Lowering {
       if (found == positions_.end()) continue;
       for (const LevelPosition& position : found->second)
         if (position.searched && position.declare_depth == depth)
-          append(declares, binary_search(position));
+          append(declares, locate_in_blocks(position));
         else if (position.value && position.declare_depth == depth)
           declares.push_back(std::make_shared<Declare>(position.name, ScalarType::Int64, position.value, position.is_cursor));
     }
     return declares;
   }
 
-  // ---- binary search (locate) ----
-  // A compressed level of another operand on an index that a blocked operand splits
-  // (A bsr .* B csr): the block loops produce coordinates one at a time and no cursor can follow
-  // them across blocks, so each is looked up by binary search in the parent's crd range.
-  bool is_searched(const sparse::Axis& axis) const {
+  // ---- located inside the blocks ----
+  // A level of another operand on an index that a blocked operand splits (A bsr .* B csr): the
+  // block loops produce its coordinates a block at a time, and no cursor can follow them across
+  // blocks, so each coordinate is located under the level's parent position, by the level's kind:
+  // - compressed: binary search in the parent's crd range;
+  // - ragged (dense-variable): direct, at position pos[p] + coordinate, stored below pos[p+1];
+  // - ELL: binary search in the parent's W slots (increasing up to the padding, whose coordinate
+  //   is negative: "0 <= crd < coordinate" holds on a prefix);
+  // - COO: the run of equal coordinates (a compressed-nonunique level, or a singleton above the
+  //   last level) by a lower and an upper bound, inside the parent's run; the last singleton
+  //   by one search there;
+  // - a level blocked apart from the loops (B bsr 4x4 beside A bsr 2x2): the same, at the
+  //   coordinate / its block (block level) or % its block (in-block level).
+  bool is_located_in_blocks(const sparse::Axis& axis) const {
     const sparse::BlockedVar* blocked = program_.blocked(axis.index_var);
-    return blocked && blocked->tensor != axis.tensor && axis.kind == sparse::AxisKind::SparseVariable && axis.unique &&
-           axis.block_part == BlockPart::None;
+    return blocked && blocked->tensor != axis.tensor && axis.kind != sparse::AxisKind::DenseFixed;
   }
 
-  std::vector<Stmt> binary_search(const LevelPosition& position) const {
+  // The coordinate at which a level is read: its variable's, or the part a level blocked apart stores.
+  static Expr level_coordinate(const sparse::Axis& axis) {
+    if (!axis.blocked_apart() || (axis.block == 1 && axis.block_part == BlockPart::Block)) return var(axis.index_var);
+    if (axis.block == 1) return int64(0);  // the in-block coordinate of a block of one
+    return binary(axis.block_part == BlockPart::Block ? BinOp::Div : BinOp::Mod, var(axis.index_var), int64(axis.block));
+  }
+
+  static std::string level_coordinate_prose(const sparse::Axis& axis) {
+    if (!axis.blocked_apart() || axis.block == 1) return axis.index_var;  // (an in-block level of 1 is dense)
+    return axis.index_var + (axis.block_part == BlockPart::Block ? " / " : " % ") + std::to_string(axis.block);
+  }
+
+  static std::string locate_strategy(const sparse::Axis& axis, bool in_run = true) {
+    if (axis.kind == sparse::AxisKind::Singleton && !in_run) return "a check of its parent's one entry";
+    switch (axis.kind) {
+      case sparse::AxisKind::DenseVariable: return "direct lookup at " + axis.pos + "[parent] + " + level_coordinate_prose(axis);
+      case sparse::AxisKind::SparseFixed: return "binary search in its " + std::to_string(axis.width) + " ELL slots, up to the padding";
+      case sparse::AxisKind::Singleton: return "binary search in the run above";
+      default: return axis.unique ? "binary search" : "binary search for its run of equal coordinates";
+    }
+  }
+
+  std::vector<Stmt> locate_in_blocks(const LevelPosition& position) const {
     const sparse::Axis& axis = *position.searched;
     const std::string& p = position.name;
-    const std::string &end = position.end, &high = position.high, &middle = position.middle;
+    const std::string &end = position.end, &high = position.high;
     auto pos_at = [&](Expr at) { return cast(ScalarType::Int64, load(axis.pos, std::move(at), index_type_)); };
     auto crd_at = [&](Expr at) { return cast(ScalarType::Int64, load(axis.crd, std::move(at), index_type_)); };
-    Expr begin = pos_at(position.value), last = pos_at(add(position.value, int64(1)));
+    const Expr parent = position.value;
+    Expr begin, last;
+    switch (axis.kind) {
+      case sparse::AxisKind::SparseFixed:
+        begin = mul(parent, int64(axis.width));
+        last = add(mul(parent, int64(axis.width)), int64(axis.width));
+        break;
+      case sparse::AxisKind::Singleton:  // the parent's run, or its one entry
+        begin = parent;
+        last = position.parent_run_end.empty() ? add(parent, int64(1)) : var(position.parent_run_end);
+        break;
+      default:
+        begin = pos_at(parent);
+        last = pos_at(add(parent, int64(1)));
+    }
     if (!position.parent_found.empty()) {  // an absent parent has no entries
       Expr parent_found = var(position.parent_found, ScalarType::Bool);
       begin = select(parent_found, begin, int64(0));
       last = select(parent_found, last, int64(0));
     }
-    const Expr coordinate = var(axis.index_var);
-    return {
-        std::make_shared<Comment>("locate " + axis.index_var + " in " + axis.tensor + " by binary search (" +
-                                  program_.blocked(axis.index_var)->tensor + " splits " + axis.index_var +
-                                  " into blocks, so no cursor can follow it)"),
-        std::make_shared<Declare>(p, ScalarType::Int64, begin, true),
-        std::make_shared<Declare>(end, ScalarType::Int64, last, false),
-        std::make_shared<Declare>(high, ScalarType::Int64, var(end), true),
-        std::make_shared<While>(
-            "search " + axis.index_var + " in " + axis.tensor, binary(BinOp::Lt, var(p), var(high)),
-            block({std::make_shared<Declare>(middle, ScalarType::Int64, binary(BinOp::Div, add(var(p), var(high)), int64(2)), false),
-                   std::make_shared<If>(binary(BinOp::Lt, crd_at(var(middle)), coordinate),
-                                        std::make_shared<Assign>(p, add(var(middle), int64(1)), false),
-                                        std::make_shared<Assign>(high, var(middle), false))})),
-        std::make_shared<Declare>(position.found, ScalarType::Bool,
-                                  logical_and(binary(BinOp::Lt, var(p), var(end)), binary(BinOp::Eq, crd_at(var(p)), coordinate)),
-                                  false)};
+    const Expr coordinate = level_coordinate(axis);
+    const std::string& blocker = program_.blocked(axis.index_var)->tensor;
+    std::vector<Stmt> stmts = {std::make_shared<Comment>(
+        "locate " + level_coordinate_prose(axis) + " in " + axis.tensor + " by " +
+        locate_strategy(axis, !position.parent_run_end.empty()) + " (" + blocker +
+        " splits " + axis.index_var + " into blocks, so no cursor can follow it)")};
+    if (axis.kind == sparse::AxisKind::Singleton && position.parent_run_end.empty()) {
+      // The parent's entry (visited one at a time) has this coordinate or none.
+      Expr found = binary(BinOp::Eq, crd_at(parent), coordinate);
+      if (!position.parent_found.empty()) found = logical_and(var(position.parent_found, ScalarType::Bool), found);
+      stmts.push_back(std::make_shared<Declare>(p, ScalarType::Int64, parent, false));
+      stmts.push_back(std::make_shared<Declare>(position.found, ScalarType::Bool, found, false));
+      return stmts;
+    }
+    if (axis.kind == sparse::AxisKind::DenseVariable) {
+      stmts.push_back(std::make_shared<Declare>(end, ScalarType::Int64, last, false));
+      stmts.push_back(std::make_shared<Declare>(p, ScalarType::Int64, add(begin, coordinate), false));
+      stmts.push_back(std::make_shared<Declare>(position.found, ScalarType::Bool, binary(BinOp::Lt, var(p), var(end)), false));
+      return stmts;
+    }
+    // The first position in [low, high) where `below` (true on a prefix) fails.
+    auto bound = [&](const std::string& low, const std::string& middle, auto below, const std::string& what) -> Stmt {
+      return std::make_shared<While>(
+          what, binary(BinOp::Lt, var(low), var(high)),
+          block({std::make_shared<Declare>(middle, ScalarType::Int64, binary(BinOp::Div, add(var(low), var(high)), int64(2)), false),
+                 std::make_shared<If>(below(var(middle)), std::make_shared<Assign>(low, add(var(middle), int64(1)), false),
+                                      std::make_shared<Assign>(high, var(middle), false))}));
+    };
+    auto less = [&](Expr at) {
+      Expr less_than = binary(BinOp::Lt, crd_at(at), coordinate);
+      if (axis.kind != sparse::AxisKind::SparseFixed) return less_than;
+      return logical_and(binary(BinOp::Le, int64(0), crd_at(at)), less_than);  // padding sorts last
+    };
+    std::string searched = "search " + axis.index_var + " in " + axis.tensor;
+    stmts.push_back(std::make_shared<Declare>(p, ScalarType::Int64, begin, true));
+    stmts.push_back(std::make_shared<Declare>(end, ScalarType::Int64, last, false));
+    stmts.push_back(std::make_shared<Declare>(high, ScalarType::Int64, var(end), true));
+    stmts.push_back(bound(p, position.middle, less, searched));
+    if (position.run_end.empty()) {
+      stmts.push_back(std::make_shared<Declare>(
+          position.found, ScalarType::Bool,
+          logical_and(binary(BinOp::Lt, var(p), var(end)), binary(BinOp::Eq, crd_at(var(p)), coordinate)), false));
+      return stmts;
+    }
+    // A run: it ends at the first coordinate above this one.
+    auto not_above = [&](Expr at) { return binary(BinOp::Le, crd_at(at), coordinate); };
+    stmts.push_back(std::make_shared<Declare>(position.run_end, ScalarType::Int64, var(p), true));
+    stmts.push_back(std::make_shared<Assign>(high, var(end), false));
+    stmts.push_back(bound(position.run_end, position.run_middle, not_above, "run of " + axis.index_var + " in " + axis.tensor));
+    stmts.push_back(std::make_shared<Declare>(position.found, ScalarType::Bool, binary(BinOp::Lt, var(p), var(position.run_end)), false));
+    return stmts;
   }
 
   Stmt innermost_statement() const {
