@@ -79,6 +79,7 @@ class Lowering {
     if (needs_zero_fill_) body.push_back(zero_fill());
     Stmt nest = loop_nest(0);
     body.push_back(workspaces_.empty() ? nest : std::make_shared<Allocate>(workspaces_, nest));
+    if (!outside_blocks_of_.empty()) body.push_back(lower_outside_blocks());
     if (counting_) body.push_back(prefix_sum());
     func.body = block(std::move(body));
     return func;
@@ -355,6 +356,7 @@ class Lowering {
       LoopPlan& plan = plans_[d];
       const std::string& var = iterators[d].var;
       plan.space = iteration_space(*program_.iteration.body, var);
+      defer_located_terms(plan, var);
       std::set<std::string> sparse_tensors;
       for (const Conjunction& c : plan.space) {
         sparse_tensors.insert(c.begin(), c.end());
@@ -376,18 +378,47 @@ class Lowering {
     check_searched_terms();
   }
 
+  // On the loop over a blocked operand's blocks, an operand located inside them is no stream: a
+  // term with the blocked operand looks it up there, and a term without it (A + B) is left to
+  // the rest that follows the blocks (lower_outside_blocks), unless a dense term makes the loop
+  // visit every block anyway.
+  void defer_located_terms(LoopPlan& plan, const std::string& loop) const {
+    const sparse::BlockedVar* blocked = program_.blocked_loop(loop);
+    if (!blocked || loop != blocked->outer) return;
+    auto located_here = [&](const std::string& tensor) {
+      for (int id : program_.structure_of(program_.buffer(tensor)).axes)
+        if (is_located_in_blocks(program_.axes[id]) && program_.axes[id].index_var == blocked->var) return true;
+      return false;
+    };
+    IterationSpace with_located = terms(
+        *program_.iteration.body,
+        [&](const std::string& tensor) { return compressed_axis(tensor, loop) >= 0 || located_here(tensor); },
+        [](const IterationSpace&) {});
+    IterationSpace space;
+    for (Conjunction c : with_located) {
+      bool streamed = std::any_of(c.begin(), c.end(), [&](const std::string& t) { return compressed_axis(t, loop) >= 0; });
+      if (!streamed && !c.empty()) continue;  // only located operands: after the blocks
+      for (auto t = c.begin(); t != c.end();) t = compressed_axis(*t, loop) >= 0 ? std::next(t) : c.erase(t);
+      space.push_back(c);
+    }
+    plan.space = space;
+  }
+
   // Every access's tensor, as a union of intersections (a tensor in a divisor counts as none).
   static IterationSpace tensor_terms(const ast::Expr& expr) {
     return terms(expr, [](const std::string&) { return true; }, [](const IterationSpace&) {});
   }
 
-  // A level located inside the blocks is only looked at where the blocked operand has an entry,
-  // so every term that reads its tensor must be a product with the blocked operand.
-  void check_searched_terms() const {
+  // A level located inside the blocks is only looked at where the blocked operand's loops go. A
+  // term that reads its tensor without the blocked operand is served there only if those loops
+  // visit every block (a dense term beside it); else where they visit exactly the blocked
+  // operand's blocks, the rest of the term follows them (see lower_outside_blocks).
+  void check_searched_terms() {
     const IterationSpace terms = tensor_terms(*program_.iteration.body);
     for (const sparse::Axis& axis : program_.axes) {
       bool located = is_located_in_blocks(axis);
       if (!(located || axis.blocked_apart()) || program_.buffer(axis.tensor).is_output) continue;
+      if (!program_.blocked(axis.index_var)) continue;  // the blocked operand itself, outside its blocks
       const std::string& blocker = program_.blocked(axis.index_var)->tensor;
       std::string how = located ? locate_strategy(axis) : "arithmetic (its coordinate / and % its blocks)";
       // The loops visit the blocker's entries, not the searched tensor's: an output stored in the
@@ -400,18 +431,54 @@ class Lowering {
                           blocker + "'s format (" + program_.buffer(blocker).format.name + ") or make it dense");
       if (!located) continue;  // dense levels: a term without the blocker visits every block
       const std::string stored = stored_as(axis);
-      for (const Conjunction& term : terms)
-        if (term.count(axis.tensor) && !term.count(blocker))
-          throw_unsupported(axis.tensor + " stores index " + axis.mode_var + " " + stored + ", and " + blocker +
-                            " splits it into blocks: " + axis.tensor + " is then found by " + how + " inside " +
-                            blocker + "'s blocks, which serves only terms that multiply it by " + blocker +
-                            " (an entry of " + axis.tensor + " outside them would be missed); store " + axis.tensor +
-                            " dense, or " + blocker + " unblocked (csr)");
+      for (const Conjunction& term : terms) {
+        if (!term.count(axis.tensor) || term.count(blocker) || blocks_visit_every_coordinate(blocker)) continue;
+        std::string refusal = outside_blocks_refusal(blocker);
+        if (refusal.empty()) {
+          outside_blocks_of_ = blocker;
+          continue;
+        }
+        throw_unsupported(axis.tensor + " stores index " + axis.mode_var + " " + stored + ", and " + blocker +
+                          " splits it into blocks: " + axis.tensor + " is then found by " + how + " inside " +
+                          blocker + "'s blocks, which serves only terms that multiply it by " + blocker +
+                          ", and the entries of " + axis.tensor + " outside them cannot follow here (" + refusal +
+                          "); store " + axis.tensor + " dense, or " + blocker + " unblocked (csr)");
+      }
       for (const ast::Access* access : ast::collect_accesses(*program_.iteration.body))
         if (access->tensor == axis.tensor && divides_by(*program_.iteration.body, axis.tensor))
           throw_unsupported("dividing by " + axis.tensor + ", which stores index " + axis.mode_var + " " + stored +
                             ", is not supported: its implicit zeros would divide by zero");
     }
+  }
+
+  // The block loops of `blocker` visit every block (a term without a stored factor on them).
+  bool blocks_visit_every_coordinate(const std::string& blocker) const {
+    for (const sparse::BlockedVar& b : program_.blocked_vars)
+      if (b.tensor == blocker && !visits_every_coordinate(program_.depth_of(b.outer))) return false;
+    return true;
+  }
+
+  // Why the entries of other operands outside `blocker`'s blocks cannot be lowered after the
+  // blocks ("" if they can): the blocks' loops must visit exactly the blocker's blocks (so the
+  // rest skips what they did), and the rest must be a plain kernel once the blocker is gone.
+  std::string outside_blocks_refusal(const std::string& blocker) const {
+    const sparse::SparseBuffer& output = program_.output();
+    if (config_.target == Target::Cuda) return "not on the cuda target";
+    if (!output.format.all_dense()) return "the output is not dense";
+    if (!program_.iteration.fusions.empty()) return "a fuse";
+    for (const sparse::BlockedVar& b : program_.blocked_vars)
+      if (b.tensor != blocker) return b.tensor + " blocks " + b.var + " too";
+    for (int id : program_.buffer(blocker).axes) {
+      const sparse::Axis& axis = program_.axes[id];
+      if (axis.kind == sparse::AxisKind::DenseFixed) continue;
+      if (axis.block_part != BlockPart::Block) return blocker + " stores " + axis.mode_var + " unblocked in a sparse level";
+      const LoopPlan& plan = plans_[program_.depth_of(axis.index_var)];
+      if (plan.kind != LoopKind::Driven || plan.stream() != id)
+        return "the loop over the blocks of " + axis.mode_var + " visits other operands' blocks too";
+    }
+    for (const sparse::Axis& axis : program_.axes)
+      if (axis.blocked_apart()) return axis.tensor + " is blocked otherwise";
+    return "";
   }
 
   // "compressed", "in a dense-variable level", "in a compressed level blocked by 4".
@@ -710,6 +777,7 @@ class Lowering {
     some_entry_unvisited |= fused_output_index && output.shares_structure_with.empty();  // rows without entries
     // ELL padding positions of a shared structure are never visited but must hold zeros.
     for (int id : program_.structure_of(output).axes) some_entry_unvisited |= program_.axes[id].kind == sparse::AxisKind::SparseFixed;
+    some_entry_unvisited |= !outside_blocks_of_.empty();  // the rest adds into the output
     needs_zero_fill_ = !assembled_ && !accumulate && (reduction_outside || some_entry_unvisited);
     // Dense levels below a compressed one store every coordinate under an entry, written or not.
     // So do the gaps of a ragged row.
@@ -1091,9 +1159,10 @@ class Lowering {
   //   by one search there;
   // - a level blocked apart from the loops (B bsr 4x4 beside A bsr 2x2): the same, at the
   //   coordinate / its block (block level) or % its block (in-block level).
+  // (The rest of a union, lower_outside_blocks, locates the blocked operand's own blocks so.)
   bool is_located_in_blocks(const sparse::Axis& axis) const {
     const sparse::BlockedVar* blocked = program_.blocked(axis.index_var);
-    return blocked && blocked->tensor != axis.tensor && axis.kind != sparse::AxisKind::DenseFixed;
+    return axis.kind != sparse::AxisKind::DenseFixed && ((blocked && blocked->tensor != axis.tensor) || axis.blocked_apart());
   }
 
   // The coordinate at which a level is read: its variable's, or the part a level blocked apart stores.
@@ -1145,11 +1214,12 @@ class Lowering {
       last = select(parent_found, last, int64(0));
     }
     const Expr coordinate = level_coordinate(axis);
-    const std::string& blocker = program_.blocked(axis.index_var)->tensor;
-    std::vector<Stmt> stmts = {std::make_shared<Comment>(
-        "locate " + level_coordinate_prose(axis) + " in " + axis.tensor + " by " +
-        locate_strategy(axis, !position.parent_run_end.empty()) + " (" + blocker +
-        " splits " + axis.index_var + " into blocks, so no cursor can follow it)")};
+    const sparse::BlockedVar* blocked = program_.blocked(axis.index_var);
+    std::string why = blocked ? blocked->tensor + " splits " + axis.index_var + " into blocks, so no cursor can follow it"
+                              : "to skip the blocks of " + axis.tensor + ", done above";
+    std::vector<Stmt> stmts = {std::make_shared<Comment>("locate " + level_coordinate_prose(axis) + " in " + axis.tensor + " by " +
+                                                         locate_strategy(axis, !position.parent_run_end.empty()) + " (" +
+                                                         why + ")")};
     if (axis.kind == sparse::AxisKind::Singleton && position.parent_run_end.empty()) {
       // The parent's entry (visited one at a time) has this coordinate or none.
       Expr found = binary(BinOp::Eq, crd_at(parent), coordinate);
@@ -1200,8 +1270,74 @@ class Lowering {
   Stmt innermost_statement() const {
     if (counting_) return write_output(nullptr);
     Expr inner = product(inner_factors_);
-    if (scalar_accumulator_) return std::make_shared<Assign>(accumulator_, inner, true);
-    return write_output(inner);
+    Stmt statement = scalar_accumulator_ ? std::make_shared<Assign>(accumulator_, inner, true) : write_output(inner);
+    if (skip_blocks_of_.empty()) return statement;
+    // The blocks of the blocked operand were done before (lower_outside_blocks).
+    Expr in_blocks = presence(skip_blocks_of_);
+    return std::make_shared<If>(binary(BinOp::Eq, in_blocks, std::make_shared<IntImm>(0, ScalarType::Bool)), statement, nullptr);
+  }
+
+  // ---- the rest of a union beside a blocked operand ----
+  // A + B, A bsr: the block loops visit A's blocks (B located inside them); then B's entries
+  // outside them, with A gone from the expression (it is zero there): the same spec, unblocked,
+  // whose loops follow B, locate A's block at each coordinate (as an operand blocked otherwise)
+  // and skip the coordinate where A stores it. It adds into the output, zeroed before the blocks.
+  Stmt lower_outside_blocks() {
+    sparse::Program rest = program_;
+    rest.blocked_vars.clear();
+    for (sparse::Axis& axis : rest.axes)
+      if (axis.tensor == outside_blocks_of_) axis.index_var = axis.mode_var;  // now blocked_apart()
+    rest.iteration.body = without(program_.iteration.body, outside_blocks_of_);
+    rest.iteration.accumulate = true;
+    rest.iteration.iterators.clear();
+    for (const sparse::Iterator& it : program_.iteration.iterators) {
+      const sparse::BlockedVar* blocked = program_.blocked_loop(it.var);
+      if (!blocked) rest.iteration.iterators.push_back(it);
+      else if (it.var == blocked->inner) rest.iteration.iterators.push_back({blocked->var, it.is_reduction});
+    }
+    Lowering lowering(rest, config_, LoweringPhase::Compute, -1);
+    lowering.used_names_ = used_names_;
+    lowering.skip_blocks_of_ = outside_blocks_of_;
+    LoweredFunc func = lowering.run();
+    return block({std::make_shared<Comment>("the other operands outside " + outside_blocks_of_ + "'s blocks, where " +
+                                            outside_blocks_of_ + " is zero: " + ast::to_string(*rest.iteration.body)),
+                  func.body});
+  }
+
+  // The expression with `tensor` read as zero (null: zero altogether).
+  static ast::ExprPtr without(const ast::ExprPtr& expr, const std::string& tensor) {
+    auto with = [&](ast::ExprPtr lhs, ast::ExprPtr rhs) {
+      auto copy = std::make_shared<ast::Expr>(*expr);
+      copy->lhs = std::move(lhs);
+      copy->rhs = std::move(rhs);
+      return ast::ExprPtr(copy);
+    };
+    switch (expr->kind) {
+      case ast::ExprKind::Access: return expr->access.tensor == tensor ? nullptr : expr;
+      case ast::ExprKind::Literal: return expr;
+      case ast::ExprKind::Neg: {
+        ast::ExprPtr operand = without(expr->lhs, tensor);
+        return operand ? with(operand, nullptr) : nullptr;
+      }
+      case ast::ExprKind::Mul:
+      case ast::ExprKind::Div: {
+        ast::ExprPtr lhs = without(expr->lhs, tensor), rhs = without(expr->rhs, tensor);
+        return lhs && rhs ? with(lhs, rhs) : nullptr;  // (a divisor is never the blocked operand: checked)
+      }
+      case ast::ExprKind::Add:
+      case ast::ExprKind::Sub: {
+        ast::ExprPtr lhs = without(expr->lhs, tensor), rhs = without(expr->rhs, tensor);
+        if (lhs && rhs) return with(lhs, rhs);
+        if (lhs) return lhs;
+        if (!rhs || expr->kind == ast::ExprKind::Add) return rhs;
+        auto negated = std::make_shared<ast::Expr>(*expr);
+        negated->kind = ast::ExprKind::Neg;
+        negated->lhs = rhs;
+        negated->rhs = nullptr;
+        return ast::ExprPtr(negated);
+      }
+    }
+    return expr;
   }
 
   // The loops at `depth` and below, with the flags of the output levels the enclosing loop binds.
@@ -1600,6 +1736,8 @@ class Lowering {
   const Config& config_;
   ScalarType value_type_, index_type_;
   std::set<std::string> used_names_;
+  std::string outside_blocks_of_;  // a blocked operand whose blocks other operands' entries lie outside of
+  std::string skip_blocks_of_;     // lowering that rest: skip the coordinates in this operand's blocks
   bool assembled_;  // the output's structure is built here (see LoweringPhase)
   bool scattered_ = false;  // ... and its rows are gathered in a workspace (see plan_workspace)
   bool coo_segment_ = false;  // ... and it ends in a COO segment (compressed-nonunique, singletons)

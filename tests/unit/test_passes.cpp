@@ -675,20 +675,27 @@ TEST_CASE("bsr: other operands located inside the blocks, by level kind") {
 }
 
 TEST_CASE("bsr: what is refused, with what works") {
-  // Located levels serve only products with the blocked operand.
-  CHECK(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "ragged"}, "C": {"format": "dense"}}})") ==
-        "c.json: /tensors: error: B stores index j in a dense-variable level, and A splits it into blocks: B is then found by "
-        "direct lookup at B_pos1[parent] + j inside A's blocks, which serves only terms that multiply it by A (an entry of B "
-        "outside them would be missed); store B dense, or A unblocked (csr)\n");
+  // A term without the blocked operand: its entries outside the blocks follow the blocks.
+  spgen::Compilation rest = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "ragged"}, "C": {"format": "dense"}}})");
+  CHECK(contains(rest.stage2_dump, "C_vals[pC1] = A_vals[pA3] + (pB1_found ? B_vals[pB1] : 0)\n"));
+  CHECK(contains(rest.stage2_dump, "# the other operands outside A's blocks, where A is zero: B(i,j)\n"));
+  CHECK(contains(rest.stage2_dump, "# locate j / 2 in A by binary search (to skip the blocks of A, done above)\n"));
+  CHECK(contains(rest.stage2_dump, "if pA1_2_found == false:\n"));
+  CHECK(contains(rest.stage2_dump, "C_vals[pC1_2] += B_vals[pB1_2]\n"));
+  // ... unless a dense term makes the block loops visit every block (B is then found everywhere).
+  spgen::Compilation everywhere = compile("C(i,j) = A(i,j) + B(i,j) + D(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "D": {"format": "dense"}, "C": {"format": "dense"}}})");
+  CHECK(contains(everywhere.stage2_dump, "# co-iterate j_blk: every coordinate, with cursors into A\n"));
+  CHECK(!contains(everywhere.stage2_dump, "outside A's blocks"));
+  CHECK(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "dense"}}, "target": "cuda"})") ==
+        "c.json: /tensors: error: B stores index j compressed, and A splits it into blocks: B is then found by binary search "
+        "inside A's blocks, which serves only terms that multiply it by A, and the entries of B outside them cannot follow "
+        "here (not on the cuda target); store B dense, or A unblocked (csr)\n");
   CHECK(contains(error_of("C(i,j) = A(i,j) - B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "dense"}}})"),
                  "c.json: /tensors: error: B stores index j in a compressed level blocked by 4, and A splits it into blocks"));
+  CHECK(contains(error_of("C(i,j) = A(i,j) - B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "dense"}}})"),
+                 "cannot follow here (B is blocked otherwise)"));
   CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "bsr", "block": [4, 4]}}})"),
                  "c.json: /tensors: error: output C would share the structure of B, but B is found by"));
-  // A compressed B is found by binary search inside A's blocks: only where a term multiplies it by A.
-  CHECK(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "dense"}}})") ==
-        "c.json: /tensors: error: B stores index j compressed, and A splits it into blocks: B is then found by binary search "
-        "inside A's blocks, which serves only terms that multiply it by A (an entry of B outside them would be missed); store B "
-        "dense, or A unblocked (csr)\n");
   CHECK(contains(error_of("C(i,j) = A(i,j) / B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "dense"}}})"),
                  "dividing by B, which stores index j compressed, is not supported"));
   spgen::Compilation located = compile("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "dense"}}})");
