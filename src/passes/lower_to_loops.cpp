@@ -420,14 +420,14 @@ class Lowering {
       if (!(located || axis.blocked_apart()) || program_.buffer(axis.tensor).is_output) continue;
       if (!program_.blocked(axis.index_var)) continue;  // the blocked operand itself, outside its blocks
       const std::string& blocker = program_.blocked(axis.index_var)->tensor;
-      std::string how = located ? locate_strategy(axis) : "arithmetic (its coordinate / and % its blocks)";
+      std::string how = located ? locate_strategy(axis) : "arithmetic on its coordinate / and % its blocks";
       // The loops visit the blocker's entries, not the searched tensor's: an output stored in the
       // searched tensor's structure would miss the entries outside the blocks.
       const sparse::SparseBuffer& output = program_.output();
       if (output.shares_structure_with == axis.tensor)
         throw_unsupported("output " + output.tensor + " would share the structure of " + axis.tensor + ", but " +
-                          axis.tensor + " is found by " + how + " inside " + blocker +
-                          "'s blocks, so its entries outside them would go unwritten; give " + output.tensor + " " +
+                          axis.tensor + " is located inside " + blocker + "'s blocks (by " + how +
+                          "), so its entries outside them would go unwritten; give " + output.tensor + " " +
                           blocker + "'s format (" + program_.buffer(blocker).format.name + ") or make it dense");
       if (!located) continue;  // dense levels: a term without the blocker visits every block
       const std::string stored = stored_as(axis);
@@ -439,8 +439,8 @@ class Lowering {
           continue;
         }
         throw_unsupported(axis.tensor + " stores index " + axis.mode_var + " " + stored + ", and " + blocker +
-                          " splits it into blocks: " + axis.tensor + " is then found by " + how + " inside " +
-                          blocker + "'s blocks, which serves only terms that multiply it by " + blocker +
+                          " splits it into blocks: " + axis.tensor + " is then located inside " + blocker +
+                          "'s blocks (by " + how + "), which serves only terms that multiply it by " + blocker +
                           ", and the entries of " + axis.tensor + " outside them cannot follow here (" + refusal +
                           "); store " + axis.tensor + " dense, or " + blocker + " unblocked (csr)");
       }

@@ -687,15 +687,16 @@ TEST_CASE("bsr: what is refused, with what works") {
   CHECK(contains(everywhere.stage2_dump, "# co-iterate j_blk: every coordinate, with cursors into A\n"));
   CHECK(!contains(everywhere.stage2_dump, "outside A's blocks"));
   CHECK(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "dense"}}, "target": "cuda"})") ==
-        "c.json: /tensors: error: B stores index j compressed, and A splits it into blocks: B is then found by binary search "
-        "inside A's blocks, which serves only terms that multiply it by A, and the entries of B outside them cannot follow "
-        "here (not on the cuda target); store B dense, or A unblocked (csr)\n");
+        "c.json: /tensors: error: B stores index j compressed, and A splits it into blocks: B is then located inside A's "
+        "blocks (by binary search), which serves only terms that multiply it by A, and the entries of B outside them cannot "
+        "follow here (not on the cuda target); store B dense, or A unblocked (csr)\n");
   CHECK(contains(error_of("C(i,j) = A(i,j) - B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "dense"}}})"),
                  "c.json: /tensors: error: B stores index j in a compressed level blocked by 4, and A splits it into blocks"));
   CHECK(contains(error_of("C(i,j) = A(i,j) - B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "dense"}}})"),
                  "cannot follow here (B is blocked otherwise)"));
   CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "bsr", "block": [4, 4]}}})"),
-                 "c.json: /tensors: error: output C would share the structure of B, but B is found by"));
+                 "c.json: /tensors: error: output C would share the structure of B, but B is located inside A's blocks (by "
+                 "arithmetic on its coordinate / and % its blocks)"));
   CHECK(contains(error_of("C(i,j) = A(i,j) / B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "dense"}}})"),
                  "dividing by B, which stores index j compressed, is not supported"));
   spgen::Compilation located = compile("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "dense"}}})");
@@ -707,7 +708,7 @@ TEST_CASE("bsr: what is refused, with what works") {
         "structure of a blocked input (as SDDMM's Y shares X's); make C dense, or give it that input's format and indices\n");
   // Found by fuzzing: an output in the searched operand's structure would miss its entries outside the blocks.
   CHECK(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [1, 1]}, "B": {"format": "dcsr"}, "C": {"format": "dcsr"}}})") ==
-        "c.json: /tensors: error: output C would share the structure of B, but B is found by binary search inside A's blocks, "
+        "c.json: /tensors: error: output C would share the structure of B, but B is located inside A's blocks (by binary search), "
         "so its entries outside them would go unwritten; give C A's format (bsr) or make it dense\n");
   // Blocked alike: the block levels merge.
   spgen::Compilation alike = compile("C(i,j) = A(i,j) + B(i,j)",
