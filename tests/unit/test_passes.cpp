@@ -668,6 +668,10 @@ TEST_CASE("bsr: other operands located inside the blocks, by level kind") {
   CHECK(contains(other_blocks.stage2_dump, "# locate j / 4 in B by binary search (A splits j into blocks, so no cursor can follow it)\n"));
   CHECK(contains(other_blocks.stage2_dump, "let pB2: int64 = pB1 * 4 + i % 4\n"));
   CHECK(contains(other_blocks.stage2_dump, "let pB3: int64 = pB2 * 4 + j % 4\n"));
+  // B blocks k itself: its block loops over k wait for j (found by fuzzing).
+  spgen::Compilation blocks_below = compile(kSpmm, R"({"tensors": {"A": {"format": "bsr", "block": [3, 1]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "dense"}}})");
+  CHECK(contains(blocks_below.stage1_dump, "over [i_blk: spatial, j_blk: reduction, i_in: spatial, j_in: reduction, k_blk: spatial, k_in: spatial]"));
+  CHECK(contains(blocks_below.stage2_dump, "for k_blk at pB1 in [int64(B_pos1[pB0]), int64(B_pos1[pB0 + 1])):\n"));
   // A COO row run located inside the blocks, whose singleton k drives its own loop.
   spgen::Compilation run = compile(kSpmm, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "coo"}, "C": {"format": "dense"}}})");
   CHECK(contains(run.stage2_dump, "for k at pB1 in [pB0_found ? pB0 : 0, pB0_found ? pB0_run_end : 0):\n"));
