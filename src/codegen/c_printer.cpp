@@ -82,7 +82,7 @@ std::string CStmtPrinter::print_for(const For& loop, int depth) {
   std::string pad(2 * depth, ' ');
   std::string out = loop_preamble(loop, pad);
   out += pad + "for (int64_t " + loop.var + " = " + expr_.print(loop.begin) + "; " + loop.var + " < " +
-         expr_.print(loop.end) + "; " + loop.var + "++) {\n";
+         expr_.print_loop_end(loop.end) + "; " + loop.var + "++) {\n";
   out += print(loop.body, depth + 1);
   out += pad + "}\n";
   return out;

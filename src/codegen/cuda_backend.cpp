@@ -106,7 +106,7 @@ class CudaStmtPrinter : public CStmtPrinter {
     Expr first = is_const_int(loop.begin, 0) ? thread_index(a) : add(loop.begin, thread_index(a));
     std::string out = loop_preamble(loop, pad);
     out += pad + "for (int64_t " + loop.var + " = " + expr_.print(first) + "; " + loop.var + " < " +
-           expr_.print(loop.end) + "; " + loop.var + " += " + expr_.print(thread_stride(a)) + ") {\n";
+           expr_.print_loop_end(loop.end) + "; " + loop.var + " += " + expr_.print(thread_stride(a)) + ") {\n";
     bool atomic = a.bind_reduction == "atomic";
     atomic_loops_ += atomic;
     ++bound_loops_;

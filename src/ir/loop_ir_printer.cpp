@@ -45,6 +45,8 @@ const char* symbol(BinOp op) {
 
 }  // namespace
 
+std::string ExprPrinter::print_loop_end(const Expr& expr) const { return print(expr, precedence(BinOp::Lt) + 1); }
+
 std::string ExprPrinter::print_cast(ScalarType type, const std::string& operand, bool) const {
   return type_name(type) + "(" + operand + ")";
 }

@@ -12,6 +12,8 @@ class ExprPrinter {
  public:
   virtual ~ExprPrinter() = default;
   std::string print(const Expr& expr) const { return print(expr, 0); }
+  // A loop's end, printed after `var < `: a select there is parenthesized.
+  std::string print_loop_end(const Expr& expr) const;
 
  protected:
   virtual std::string type_name(ScalarType type) const { return scalar_type_name(type); }

@@ -67,8 +67,12 @@ std::vector<OrderConstraint> hard_order_constraints(const Program& program) {
     size_t f = static_cast<size_t>(first_sparse - levels.begin());
     for (size_t b = std::max<size_t>(f, 1); b < levels.size(); ++b)
       for (size_t a = 0; a < b; ++a)
-        constraints.push_back({program.axes[buffer.axes[a]].index_var, program.axes[buffer.axes[b]].index_var,
-                               buffer.tensor});
+        // A level blocked apart from the loops is located once its variable and parent are
+        // known, after any loops (its block levels would otherwise order i before j before i);
+        // a level streamed below one still waits for its variable.
+        if (!program.axes[buffer.axes[b]].blocked_apart())
+          constraints.push_back({program.axes[buffer.axes[a]].index_var, program.axes[buffer.axes[b]].index_var,
+                                 buffer.tensor});
   }
   return constraints;
 }

@@ -40,6 +40,9 @@ struct Axis {
   BlockPart block_part = BlockPart::None;
   int64_t block = 0;
   std::string mode_var;  // the spec's index variable of the level's mode
+  // A blocked level whose blocks are not the loops' (B bsr 4x4 beside A bsr 2x2 on the same
+  // index): it binds the spec's variable itself, and is reached at its coordinate / or % block.
+  bool blocked_apart() const { return block_part != BlockPart::None && index_var == mode_var; }
 };
 
 // An index variable that a blocked operand splits into two loops: `outer` over blocks and

@@ -123,8 +123,10 @@ void check_blocked_output(const Config& config, const sparse::Program& program) 
 }
 
 // The index variables that blocked operands split into block and in-block loops (`i_blk`,
-// `i_in`). One operand blocks a variable; other operands may only reach it through dense
-// levels (direct access at the combined coordinate), or share the blocking operand's structure.
+// `i_in`). The first operand to block a variable gives the loops; operands blocked alike share
+// them. Every other operand reaches the variable at its coordinate (passes/lower_to_loops.cpp,
+// "located inside the blocks"): dense levels by arithmetic, the others by lookup or search, and
+// levels blocked apart (other blocks) at the coordinate / or % their block.
 void plan_blocked_vars(const ast::Spec& spec, const Config& config, sparse::Program& program) {
   for (const sparse::SparseBuffer& buffer : program.buffers) {
     // An output blocks nothing: it shares an input's structure, or is refused below.
@@ -137,10 +139,9 @@ void plan_blocked_vars(const ast::Spec& spec, const Config& config, sparse::Prog
       // compressed levels, and the in-block levels are dense.
       if (const sparse::BlockedVar* other = program.blocked(var)) {
         if (other->size == block.size) continue;
-        fail_blocked(config, buffer.tensor,
-                     "index " + var + " is blocked by both " + other->tensor + " (" + std::to_string(other->size) +
-                         ") and " + buffer.tensor + " (" + std::to_string(block.size) +
-                         "); operands blocked alike can be combined, but these blocks differ (give them the same block)");
+        for (int id : buffer.axes)
+          if (program.axes[id].mode_var == var) program.axes[id].index_var = var;  // now blocked_apart()
+        continue;
       }
       sparse::BlockedVar blocked{var, block_loop_name(var, BlockPart::Block), block_loop_name(var, BlockPart::InBlock),
                                  block.size, buffer.tensor};
@@ -153,23 +154,6 @@ void plan_blocked_vars(const ast::Spec& spec, const Config& config, sparse::Prog
     }
   }
   check_blocked_output(config, program);
-  if (program.blocked_vars.empty()) return;
-  for (const sparse::SparseBuffer& buffer : program.buffers) {
-    if (!buffer.shares_structure_with.empty() || buffer.is_output) continue;  // outputs: check_blocked_output
-    for (size_t l = 0; l < buffer.format.levels.size(); ++l) {
-      const std::string& var = buffer.indices[buffer.format.mode_order[l]];
-      const sparse::BlockedVar* blocked = program.blocked(var);
-      if (!blocked || blocked->tensor == buffer.tensor || buffer.format.levels[l] == LevelKind::Dense) continue;
-      // A compressed level is found by binary search inside the blocks (passes/lower_to_loops.cpp).
-      if (buffer.format.levels[l] == LevelKind::Compressed) continue;
-      fail_blocked(config, buffer.tensor,
-                   buffer.tensor + " stores index " + var + " in a " + level_kind_name(buffer.format.levels[l]) +
-                       " level, but " + blocked->tensor + " (" + program.buffer(blocked->tensor).format.name +
-                       ") splits " + var + " into blocks; beside a blocked operand, other operands may store its "
-                       "index dense or compressed (found by binary search), not " +
-                       level_kind_name(buffer.format.levels[l]));
-    }
-  }
 }
 
 }  // namespace

@@ -21,8 +21,9 @@ std::vector<sparse::OrderConstraint> soft_order_preferences(const sparse::Progra
   for (const sparse::SparseBuffer& buffer : program.buffers) {
     for (size_t b = 1; b < buffer.axes.size(); ++b)
       for (size_t a = 0; a < b; ++a)
-        preferences.push_back({loop_of(program, program.axes[buffer.axes[a]].index_var),
-                               loop_of(program, program.axes[buffer.axes[b]].index_var), buffer.tensor});
+        if (!program.axes[buffer.axes[b]].blocked_apart())
+          preferences.push_back({loop_of(program, program.axes[buffer.axes[a]].index_var),
+                                 loop_of(program, program.axes[buffer.axes[b]].index_var), buffer.tensor});
   }
   return preferences;
 }
@@ -48,6 +49,11 @@ std::vector<sparse::OrderConstraint> soft_order_preferences(const sparse::Progra
 
 void infer_loop_order(sparse::Program& program, const Config& config) {
   std::vector<sparse::OrderConstraint> hard = sparse::hard_order_constraints(program);
+  // A level located inside a blocked operand's blocks waits for the in-block loop of its index.
+  for (sparse::OrderConstraint& c : hard) {
+    c.before = loop_of(program, c.before);
+    c.after = loop_of(program, c.after);
+  }
   std::vector<sparse::OrderConstraint> soft = soft_order_preferences(program);
   std::vector<sparse::Iterator> remaining = program.iteration.iterators;
   std::vector<sparse::Iterator> ordered;

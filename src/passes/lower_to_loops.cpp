@@ -79,6 +79,7 @@ class Lowering {
     if (needs_zero_fill_) body.push_back(zero_fill());
     Stmt nest = loop_nest(0);
     body.push_back(workspaces_.empty() ? nest : std::make_shared<Allocate>(workspaces_, nest));
+    if (!outside_blocks_of_.empty()) body.push_back(lower_outside_blocks());
     if (counting_) body.push_back(prefix_sum());
     func.body = block(std::move(body));
     return func;
@@ -368,6 +369,7 @@ class Lowering {
       LoopPlan& plan = plans_[d];
       const std::string& var = iterators[d].var;
       plan.space = iteration_space(*program_.iteration.body, var);
+      defer_located_terms(plan, var);
       std::set<std::string> sparse_tensors;
       for (const Conjunction& c : plan.space) {
         sparse_tensors.insert(c.begin(), c.end());
@@ -389,38 +391,115 @@ class Lowering {
     check_searched_terms();
   }
 
+  // On the loop over a blocked operand's blocks, an operand located inside them is no stream: a
+  // term with the blocked operand looks it up there, and a term without it (A + B) is left to
+  // the rest that follows the blocks (lower_outside_blocks), unless a dense term makes the loop
+  // visit every block anyway.
+  void defer_located_terms(LoopPlan& plan, const std::string& loop) const {
+    const sparse::BlockedVar* blocked = program_.blocked_loop(loop);
+    if (!blocked || loop != blocked->outer) return;
+    auto located_here = [&](const std::string& tensor) {
+      for (int id : program_.structure_of(program_.buffer(tensor)).axes)
+        if (is_located_in_blocks(program_.axes[id]) && program_.axes[id].index_var == blocked->var) return true;
+      return false;
+    };
+    IterationSpace with_located = terms(
+        *program_.iteration.body,
+        [&](const std::string& tensor) { return compressed_axis(tensor, loop) >= 0 || located_here(tensor); },
+        [](const IterationSpace&) {});
+    IterationSpace space;
+    for (Conjunction c : with_located) {
+      bool streamed = std::any_of(c.begin(), c.end(), [&](const std::string& t) { return compressed_axis(t, loop) >= 0; });
+      if (!streamed && !c.empty()) continue;  // only located operands: after the blocks
+      for (auto t = c.begin(); t != c.end();) t = compressed_axis(*t, loop) >= 0 ? std::next(t) : c.erase(t);
+      space.push_back(c);
+    }
+    plan.space = space;
+  }
+
   // Every access's tensor, as a union of intersections (a tensor in a divisor counts as none).
   static IterationSpace tensor_terms(const ast::Expr& expr) {
     return terms(expr, [](const std::string&) { return true; }, [](const IterationSpace&) {});
   }
 
-  // A level found by binary search is only looked at where the blocked operand has an entry, so
-  // every term that reads its tensor must be a product with the blocked operand.
-  void check_searched_terms() const {
+  // A level located inside the blocks is only looked at where the blocked operand's loops go. A
+  // term that reads its tensor without the blocked operand is served there only if those loops
+  // visit every block (a dense term beside it); else where they visit exactly the blocked
+  // operand's blocks, the rest of the term follows them (see lower_outside_blocks).
+  void check_searched_terms() {
     const IterationSpace terms = tensor_terms(*program_.iteration.body);
     for (const sparse::Axis& axis : program_.axes) {
-      if (!is_searched(axis) || program_.buffer(axis.tensor).is_output) continue;
+      bool located = is_located_in_blocks(axis);
+      if (!(located || axis.blocked_apart()) || program_.buffer(axis.tensor).is_output) continue;
+      if (!program_.blocked(axis.index_var)) continue;  // the blocked operand itself, outside its blocks
       const std::string& blocker = program_.blocked(axis.index_var)->tensor;
+      std::string how = located ? locate_strategy(axis) : "arithmetic on its coordinate / and % its blocks";
       // The loops visit the blocker's entries, not the searched tensor's: an output stored in the
       // searched tensor's structure would miss the entries outside the blocks.
       const sparse::SparseBuffer& output = program_.output();
       if (output.shares_structure_with == axis.tensor)
         throw_unsupported("output " + output.tensor + " would share the structure of " + axis.tensor + ", but " +
-                          axis.tensor + " is found by binary search inside " + blocker +
-                          "'s blocks, so its entries outside them would go unwritten; give " + output.tensor + " " +
+                          axis.tensor + " is located inside " + blocker + "'s blocks (by " + how +
+                          "), so its entries outside them would go unwritten; give " + output.tensor + " " +
                           blocker + "'s format (" + program_.buffer(blocker).format.name + ") or make it dense");
-      for (const Conjunction& term : terms)
-        if (term.count(axis.tensor) && !term.count(blocker))
-          throw_unsupported(axis.tensor + " stores index " + axis.index_var + " compressed, and " + blocker +
-                            " splits it into blocks: " + axis.tensor + " is then found by binary search inside " +
-                            blocker + "'s blocks, which serves only terms that multiply it by " + blocker +
-                            " (an entry of " + axis.tensor + " outside them would be missed); store " + axis.tensor +
-                            " dense, or " + blocker + " unblocked (csr)");
+      if (!located) continue;  // dense levels: a term without the blocker visits every block
+      const std::string stored = stored_as(axis);
+      for (const Conjunction& term : terms) {
+        if (!term.count(axis.tensor) || term.count(blocker) || blocks_visit_every_coordinate(blocker)) continue;
+        std::string refusal = outside_blocks_refusal(blocker);
+        if (refusal.empty()) {
+          outside_blocks_of_ = blocker;
+          continue;
+        }
+        throw_unsupported(axis.tensor + " stores index " + axis.mode_var + " " + stored + ", and " + blocker +
+                          " splits it into blocks: " + axis.tensor + " is then located inside " + blocker +
+                          "'s blocks (by " + how + "), which serves only terms that multiply it by " + blocker +
+                          ", and the entries of " + axis.tensor + " outside them cannot follow here (" + refusal +
+                          "); store " + axis.tensor + " dense, or " + blocker + " unblocked (csr)");
+      }
       for (const ast::Access* access : ast::collect_accesses(*program_.iteration.body))
         if (access->tensor == axis.tensor && divides_by(*program_.iteration.body, axis.tensor))
-          throw_unsupported("dividing by " + axis.tensor + ", which stores index " + axis.index_var +
-                            " compressed, is not supported: its implicit zeros would divide by zero");
+          throw_unsupported("dividing by " + axis.tensor + ", which stores index " + axis.mode_var + " " + stored +
+                            ", is not supported: its implicit zeros would divide by zero");
     }
+  }
+
+  // The block loops of `blocker` visit every block (a term without a stored factor on them).
+  bool blocks_visit_every_coordinate(const std::string& blocker) const {
+    for (const sparse::BlockedVar& b : program_.blocked_vars)
+      if (b.tensor == blocker && !visits_every_coordinate(program_.depth_of(b.outer))) return false;
+    return true;
+  }
+
+  // Why the entries of other operands outside `blocker`'s blocks cannot be lowered after the
+  // blocks ("" if they can): the blocks' loops must visit exactly the blocker's blocks (so the
+  // rest skips what they did), and the rest must be a plain kernel once the blocker is gone.
+  std::string outside_blocks_refusal(const std::string& blocker) const {
+    const sparse::SparseBuffer& output = program_.output();
+    if (config_.target == Target::Cuda) return "not on the cuda target";
+    if (!output.format.all_dense()) return "the output is not dense";
+    if (!program_.iteration.fusions.empty()) return "a fuse";
+    for (const sparse::BlockedVar& b : program_.blocked_vars)
+      if (b.tensor != blocker) return b.tensor + " blocks " + b.var + " too";
+    for (int id : program_.buffer(blocker).axes) {
+      const sparse::Axis& axis = program_.axes[id];
+      if (axis.kind == sparse::AxisKind::DenseFixed) continue;
+      if (axis.block_part != BlockPart::Block) return blocker + " stores " + axis.mode_var + " unblocked in a sparse level";
+      const LoopPlan& plan = plans_[program_.depth_of(axis.index_var)];
+      if (plan.kind != LoopKind::Driven || plan.stream() != id)
+        return "the loop over the blocks of " + axis.mode_var + " visits other operands' blocks too";
+    }
+    for (const sparse::Axis& axis : program_.axes)
+      if (axis.blocked_apart()) return axis.tensor + " is blocked otherwise";
+    return "";
+  }
+
+  // "compressed", "in a dense-variable level", "in a compressed level blocked by 4".
+  std::string stored_as(const sparse::Axis& axis) const {
+    LevelKind kind = program_.buffer(axis.tensor).format.levels[static_cast<size_t>(axis.level)];
+    if (axis.blocked_apart())
+      return std::string("in a ") + level_kind_name(kind) + " level blocked by " + std::to_string(axis.block);
+    return kind == LevelKind::Compressed ? "compressed" : std::string("in a ") + level_kind_name(kind) + " level";
   }
 
   static bool divides_by(const ast::Expr& expr, const std::string& tensor) {
@@ -460,6 +539,9 @@ class Lowering {
         if (const LoopPlan& plan = plans_[program_.depth_of(var)]; plan.kind == LoopKind::Driven) go_by_runs(plan.stream());
     for (LoopPlan& plan : plans_)
       if (plan.kind == LoopKind::Driven && by_runs_.count(plan.stream())) plan.kind = LoopKind::Merge;
+    // A COO level located inside a blocked operand's blocks is found a run at a time.
+    for (const sparse::Axis& axis : program_.axes)
+      if (is_located_in_blocks(axis) && is_coo_level(axis) && !is_last_level(axis)) by_runs_.insert(axis_id(axis));
   }
 
   static bool is_coo_level(const sparse::Axis& axis) {
@@ -577,12 +659,14 @@ class Lowering {
   // parents; dense levels are computed there, compressed levels are the loop's own variable.
   struct LevelPosition {
     bool is_cursor = false;  // a mutable position that the body advances
-    // A compressed level whose index another operand splits into blocks: no loop iterates it, so
-    // once the coordinate is known it is found by binary search under `value` (the parent
-    // position); `found` says whether it is stored, `parent_found` whether the parent was.
+    // A level whose index another operand splits into blocks: no loop iterates it, so once the
+    // coordinate is known it is located under `value` (the parent position), by lookup or
+    // binary search (see locate_in_blocks); `found` says whether it is stored.
     const sparse::Axis* searched = nullptr;
-    std::string found, parent_found;
-    std::string end, high, middle;  // the search's range end and bounds
+    std::string found, parent_found;  // parent_found: of the nearest located level above
+    std::string parent_run_end;       // a singleton's parent visited by runs: the run's end
+    std::string end, high, middle;    // the search's range end and bounds
+    std::string run_middle;           // ... and of the search for the run's end
     std::string name;
     std::string run_end;  // a COO level visited by runs: the end of the current run (the loop sets it)
     int ready_depth = -1;
@@ -596,6 +680,7 @@ class Lowering {
       std::vector<LevelPosition>& levels = positions_[buffer.tensor];
       Expr parent = int64(0);
       int parent_depth = -1;
+      std::string found_above;  // the flag of the nearest level above located inside the blocks
       for (size_t level = 0; level < buffer.axes.size(); ++level) {
         // Levels below the one an assemble phase counts play no part in it.
         if (buffer.is_output && assembled_ && counting_ && static_cast<int>(level) > counted_level_) break;
@@ -605,11 +690,8 @@ class Lowering {
         position.name = fresh_name("p" + buffer.tensor + std::to_string(level));
         if (axis.kind == sparse::AxisKind::DenseFixed) {
           position.ready_depth = std::max(parent_depth, depth);
-          position.value = add(mul(parent, axis_length(axis)), var(axis.index_var));
-        } else if (axis.kind == sparse::AxisKind::Singleton && !iterates_run(axis)) {
-          position.ready_depth = depth;  // one entry per parent position: the same position
-          position.value = parent;
-        } else if (is_searched(axis)) {
+          position.value = add(mul(parent, axis_length(axis)), level_coordinate(axis));
+        } else if (is_located_in_blocks(axis)) {
           position.searched = &axis;
           position.ready_depth = std::max(parent_depth, depth);
           position.value = parent;
@@ -617,8 +699,13 @@ class Lowering {
           position.end = fresh_name(position.name + "_end");
           position.high = fresh_name(position.name + "_high");
           position.middle = fresh_name(position.name + "_mid");
-          if (level > 0 && levels.back().searched) position.parent_found = levels.back().found;
+          position.parent_found = found_above;
+          if (level > 0) position.parent_run_end = levels.back().run_end;
+          found_above = position.found;  // (false also when a level above is absent)
           searched_flags_[buffer.tensor].push_back({static_cast<int>(level), position.found});
+        } else if (axis.kind == sparse::AxisKind::Singleton && !iterates_run(axis)) {
+          position.ready_depth = depth;  // one entry per parent position: the same position
+          position.value = parent;
         } else if (buffer.is_output && assembled_ && counting_ && static_cast<int>(level) == counted_level_) {
           // The counted level: its counts are indexed by the parent position.
           position.ready_depth = parent_depth;
@@ -645,6 +732,7 @@ class Lowering {
         }
         if (!(buffer.is_output && assembled_ && position.is_cursor)) position.declare_depth = position.ready_depth;
         if (by_runs_.count(buffer.axes[level])) position.run_end = fresh_name(position.name + "_run_end");
+        if (position.searched && !position.run_end.empty()) position.run_middle = fresh_name(position.name + "_run_mid");
         parent = var(position.name);
         parent_depth = position.ready_depth;
         levels.push_back(position);
@@ -706,6 +794,7 @@ class Lowering {
     some_entry_unvisited |= fused_output_index && output.shares_structure_with.empty();  // rows without entries
     // ELL padding positions of a shared structure are never visited but must hold zeros.
     for (int id : program_.structure_of(output).axes) some_entry_unvisited |= program_.axes[id].kind == sparse::AxisKind::SparseFixed;
+    some_entry_unvisited |= !outside_blocks_of_.empty();  // the rest adds into the output
     needs_zero_fill_ = !assembled_ && !accumulate && (reduction_outside || some_entry_unvisited);
     // Dense levels below a compressed one store every coordinate under an entry, written or not.
     // So do the gaps of a ragged row.
@@ -1098,59 +1187,205 @@ class Lowering {
       if (found == positions_.end()) continue;
       for (const LevelPosition& position : found->second)
         if (position.searched && position.declare_depth == depth)
-          append(declares, binary_search(position));
+          append(declares, locate_in_blocks(position));
         else if (position.value && position.declare_depth == depth)
           declares.push_back(std::make_shared<Declare>(position.name, ScalarType::Int64, position.value, position.is_cursor));
     }
     return declares;
   }
 
-  // ---- binary search (locate) ----
-  // A compressed level of another operand on an index that a blocked operand splits
-  // (A bsr .* B csr): the block loops produce coordinates one at a time and no cursor can follow
-  // them across blocks, so each is looked up by binary search in the parent's crd range.
-  bool is_searched(const sparse::Axis& axis) const {
+  // ---- located inside the blocks ----
+  // A level of another operand on an index that a blocked operand splits (A bsr .* B csr): the
+  // block loops produce its coordinates a block at a time, and no cursor can follow them across
+  // blocks, so each coordinate is located under the level's parent position, by the level's kind:
+  // - compressed: binary search in the parent's crd range;
+  // - ragged (dense-variable): direct, at position pos[p] + coordinate, stored below pos[p+1];
+  // - ELL: binary search in the parent's W slots (increasing up to the padding, whose coordinate
+  //   is negative: "0 <= crd < coordinate" holds on a prefix);
+  // - COO: the run of equal coordinates (a compressed-nonunique level, or a singleton above the
+  //   last level) by a lower and an upper bound, inside the parent's run; the last singleton
+  //   by one search there;
+  // - a level blocked apart from the loops (B bsr 4x4 beside A bsr 2x2): the same, at the
+  //   coordinate / its block (block level) or % its block (in-block level).
+  // (The rest of a union, lower_outside_blocks, locates the blocked operand's own blocks so.)
+  bool is_located_in_blocks(const sparse::Axis& axis) const {
     const sparse::BlockedVar* blocked = program_.blocked(axis.index_var);
-    return blocked && blocked->tensor != axis.tensor && axis.kind == sparse::AxisKind::SparseVariable && axis.unique &&
-           axis.block_part == BlockPart::None;
+    return axis.kind != sparse::AxisKind::DenseFixed && ((blocked && blocked->tensor != axis.tensor) || axis.blocked_apart());
   }
 
-  std::vector<Stmt> binary_search(const LevelPosition& position) const {
+  // The coordinate at which a level is read: its variable's, or the part a level blocked apart stores.
+  static Expr level_coordinate(const sparse::Axis& axis) {
+    if (!axis.blocked_apart() || (axis.block == 1 && axis.block_part == BlockPart::Block)) return var(axis.index_var);
+    if (axis.block == 1) return int64(0);  // the in-block coordinate of a block of one
+    return binary(axis.block_part == BlockPart::Block ? BinOp::Div : BinOp::Mod, var(axis.index_var), int64(axis.block));
+  }
+
+  static std::string level_coordinate_prose(const sparse::Axis& axis) {
+    if (!axis.blocked_apart() || axis.block == 1) return axis.index_var;  // (an in-block level of 1 is dense)
+    return axis.index_var + (axis.block_part == BlockPart::Block ? " / " : " % ") + std::to_string(axis.block);
+  }
+
+  static std::string locate_strategy(const sparse::Axis& axis, bool in_run = true) {
+    if (axis.kind == sparse::AxisKind::Singleton && !in_run) return "a check of its parent's one entry";
+    switch (axis.kind) {
+      case sparse::AxisKind::DenseVariable: return "direct lookup at " + axis.pos + "[parent] + " + level_coordinate_prose(axis);
+      case sparse::AxisKind::SparseFixed: return "binary search in its " + std::to_string(axis.width) + " ELL slots, up to the padding";
+      case sparse::AxisKind::Singleton: return "binary search in the run above";
+      default: return axis.unique ? "binary search" : "binary search for its run of equal coordinates";
+    }
+  }
+
+  std::vector<Stmt> locate_in_blocks(const LevelPosition& position) const {
     const sparse::Axis& axis = *position.searched;
     const std::string& p = position.name;
-    const std::string &end = position.end, &high = position.high, &middle = position.middle;
+    const std::string &end = position.end, &high = position.high;
     auto pos_at = [&](Expr at) { return cast(ScalarType::Int64, load(axis.pos, std::move(at), index_type_)); };
     auto crd_at = [&](Expr at) { return cast(ScalarType::Int64, load(axis.crd, std::move(at), index_type_)); };
-    Expr begin = pos_at(position.value), last = pos_at(add(position.value, int64(1)));
+    const Expr parent = position.value;
+    Expr begin, last;
+    switch (axis.kind) {
+      case sparse::AxisKind::SparseFixed:
+        begin = mul(parent, int64(axis.width));
+        last = add(mul(parent, int64(axis.width)), int64(axis.width));
+        break;
+      case sparse::AxisKind::Singleton:  // the parent's run, or its one entry
+        begin = parent;
+        last = position.parent_run_end.empty() ? add(parent, int64(1)) : var(position.parent_run_end);
+        break;
+      default:
+        begin = pos_at(parent);
+        last = pos_at(add(parent, int64(1)));
+    }
     if (!position.parent_found.empty()) {  // an absent parent has no entries
       Expr parent_found = var(position.parent_found, ScalarType::Bool);
       begin = select(parent_found, begin, int64(0));
       last = select(parent_found, last, int64(0));
     }
-    const Expr coordinate = var(axis.index_var);
-    return {
-        std::make_shared<Comment>("locate " + axis.index_var + " in " + axis.tensor + " by binary search (" +
-                                  program_.blocked(axis.index_var)->tensor + " splits " + axis.index_var +
-                                  " into blocks, so no cursor can follow it)"),
-        std::make_shared<Declare>(p, ScalarType::Int64, begin, true),
-        std::make_shared<Declare>(end, ScalarType::Int64, last, false),
-        std::make_shared<Declare>(high, ScalarType::Int64, var(end), true),
-        std::make_shared<While>(
-            "search " + axis.index_var + " in " + axis.tensor, binary(BinOp::Lt, var(p), var(high)),
-            block({std::make_shared<Declare>(middle, ScalarType::Int64, binary(BinOp::Div, add(var(p), var(high)), int64(2)), false),
-                   std::make_shared<If>(binary(BinOp::Lt, crd_at(var(middle)), coordinate),
-                                        std::make_shared<Assign>(p, add(var(middle), int64(1)), false),
-                                        std::make_shared<Assign>(high, var(middle), false))})),
-        std::make_shared<Declare>(position.found, ScalarType::Bool,
-                                  logical_and(binary(BinOp::Lt, var(p), var(end)), binary(BinOp::Eq, crd_at(var(p)), coordinate)),
-                                  false)};
+    const Expr coordinate = level_coordinate(axis);
+    const sparse::BlockedVar* blocked = program_.blocked(axis.index_var);
+    std::string why = blocked ? blocked->tensor + " splits " + axis.index_var + " into blocks, so no cursor can follow it"
+                              : "to skip the blocks of " + axis.tensor + ", done above";
+    std::vector<Stmt> stmts = {std::make_shared<Comment>("locate " + level_coordinate_prose(axis) + " in " + axis.tensor + " by " +
+                                                         locate_strategy(axis, !position.parent_run_end.empty()) + " (" +
+                                                         why + ")")};
+    if (axis.kind == sparse::AxisKind::Singleton && position.parent_run_end.empty()) {
+      // The parent's entry (visited one at a time) has this coordinate or none.
+      Expr found = binary(BinOp::Eq, crd_at(parent), coordinate);
+      if (!position.parent_found.empty()) found = logical_and(var(position.parent_found, ScalarType::Bool), found);
+      stmts.push_back(std::make_shared<Declare>(p, ScalarType::Int64, parent, false));
+      stmts.push_back(std::make_shared<Declare>(position.found, ScalarType::Bool, found, false));
+      return stmts;
+    }
+    if (axis.kind == sparse::AxisKind::DenseVariable) {
+      stmts.push_back(std::make_shared<Declare>(end, ScalarType::Int64, last, false));
+      stmts.push_back(std::make_shared<Declare>(p, ScalarType::Int64, add(begin, coordinate), false));
+      stmts.push_back(std::make_shared<Declare>(position.found, ScalarType::Bool, binary(BinOp::Lt, var(p), var(end)), false));
+      return stmts;
+    }
+    // The first position in [low, high) where `below` (true on a prefix) fails.
+    auto bound = [&](const std::string& low, const std::string& middle, auto below, const std::string& what) -> Stmt {
+      return std::make_shared<While>(
+          what, binary(BinOp::Lt, var(low), var(high)),
+          block({std::make_shared<Declare>(middle, ScalarType::Int64, binary(BinOp::Div, add(var(low), var(high)), int64(2)), false),
+                 std::make_shared<If>(below(var(middle)), std::make_shared<Assign>(low, add(var(middle), int64(1)), false),
+                                      std::make_shared<Assign>(high, var(middle), false))}));
+    };
+    auto less = [&](Expr at) {
+      Expr less_than = binary(BinOp::Lt, crd_at(at), coordinate);
+      if (axis.kind != sparse::AxisKind::SparseFixed) return less_than;
+      return logical_and(binary(BinOp::Le, int64(0), crd_at(at)), less_than);  // padding sorts last
+    };
+    std::string searched = "search " + axis.index_var + " in " + axis.tensor;
+    stmts.push_back(std::make_shared<Declare>(p, ScalarType::Int64, begin, true));
+    stmts.push_back(std::make_shared<Declare>(end, ScalarType::Int64, last, false));
+    stmts.push_back(std::make_shared<Declare>(high, ScalarType::Int64, var(end), true));
+    stmts.push_back(bound(p, position.middle, less, searched));
+    if (position.run_end.empty()) {
+      stmts.push_back(std::make_shared<Declare>(
+          position.found, ScalarType::Bool,
+          logical_and(binary(BinOp::Lt, var(p), var(end)), binary(BinOp::Eq, crd_at(var(p)), coordinate)), false));
+      return stmts;
+    }
+    // A run: it ends at the first coordinate above this one.
+    auto not_above = [&](Expr at) { return binary(BinOp::Le, crd_at(at), coordinate); };
+    stmts.push_back(std::make_shared<Declare>(position.run_end, ScalarType::Int64, var(p), true));
+    stmts.push_back(std::make_shared<Assign>(high, var(end), false));
+    stmts.push_back(bound(position.run_end, position.run_middle, not_above, "run of " + axis.index_var + " in " + axis.tensor));
+    stmts.push_back(std::make_shared<Declare>(position.found, ScalarType::Bool, binary(BinOp::Lt, var(p), var(position.run_end)), false));
+    return stmts;
   }
 
   Stmt innermost_statement() const {
     if (counting_) return write_output(nullptr);
     Expr inner = product(inner_factors_);
-    if (scalar_accumulator_) return std::make_shared<Assign>(accumulator_, inner, true);
-    return write_output(inner);
+    Stmt statement = scalar_accumulator_ ? std::make_shared<Assign>(accumulator_, inner, true) : write_output(inner);
+    if (skip_blocks_of_.empty()) return statement;
+    // The blocks of the blocked operand were done before (lower_outside_blocks).
+    Expr in_blocks = presence(skip_blocks_of_);
+    return std::make_shared<If>(binary(BinOp::Eq, in_blocks, std::make_shared<IntImm>(0, ScalarType::Bool)), statement, nullptr);
+  }
+
+  // ---- the rest of a union beside a blocked operand ----
+  // A + B, A bsr: the block loops visit A's blocks (B located inside them); then B's entries
+  // outside them, with A gone from the expression (it is zero there): the same spec, unblocked,
+  // whose loops follow B, locate A's block at each coordinate (as an operand blocked otherwise)
+  // and skip the coordinate where A stores it. It adds into the output, zeroed before the blocks.
+  Stmt lower_outside_blocks() {
+    sparse::Program rest = program_;
+    rest.blocked_vars.clear();
+    for (sparse::Axis& axis : rest.axes)
+      if (axis.tensor == outside_blocks_of_) axis.index_var = axis.mode_var;  // now blocked_apart()
+    rest.iteration.body = without(program_.iteration.body, outside_blocks_of_);
+    rest.iteration.accumulate = true;
+    rest.iteration.iterators.clear();
+    for (const sparse::Iterator& it : program_.iteration.iterators) {
+      const sparse::BlockedVar* blocked = program_.blocked_loop(it.var);
+      if (!blocked) rest.iteration.iterators.push_back(it);
+      else if (it.var == blocked->inner) rest.iteration.iterators.push_back({blocked->var, it.is_reduction});
+    }
+    Lowering lowering(rest, config_, LoweringPhase::Compute, -1);
+    lowering.used_names_ = used_names_;
+    lowering.skip_blocks_of_ = outside_blocks_of_;
+    LoweredFunc func = lowering.run();
+    return block({std::make_shared<Comment>("the other operands outside " + outside_blocks_of_ + "'s blocks, where " +
+                                            outside_blocks_of_ + " is zero: " + ast::to_string(*rest.iteration.body)),
+                  func.body});
+  }
+
+  // The expression with `tensor` read as zero (null: zero altogether).
+  static ast::ExprPtr without(const ast::ExprPtr& expr, const std::string& tensor) {
+    auto with = [&](ast::ExprPtr lhs, ast::ExprPtr rhs) {
+      auto copy = std::make_shared<ast::Expr>(*expr);
+      copy->lhs = std::move(lhs);
+      copy->rhs = std::move(rhs);
+      return ast::ExprPtr(copy);
+    };
+    switch (expr->kind) {
+      case ast::ExprKind::Access: return expr->access.tensor == tensor ? nullptr : expr;
+      case ast::ExprKind::Literal: return expr;
+      case ast::ExprKind::Neg: {
+        ast::ExprPtr operand = without(expr->lhs, tensor);
+        return operand ? with(operand, nullptr) : nullptr;
+      }
+      case ast::ExprKind::Mul:
+      case ast::ExprKind::Div: {
+        ast::ExprPtr lhs = without(expr->lhs, tensor), rhs = without(expr->rhs, tensor);
+        return lhs && rhs ? with(lhs, rhs) : nullptr;  // (a divisor is never the blocked operand: checked)
+      }
+      case ast::ExprKind::Add:
+      case ast::ExprKind::Sub: {
+        ast::ExprPtr lhs = without(expr->lhs, tensor), rhs = without(expr->rhs, tensor);
+        if (lhs && rhs) return with(lhs, rhs);
+        if (lhs) return lhs;
+        if (!rhs || expr->kind == ast::ExprKind::Add) return rhs;
+        auto negated = std::make_shared<ast::Expr>(*expr);
+        negated->kind = ast::ExprKind::Neg;
+        negated->lhs = rhs;
+        negated->rhs = nullptr;
+        return ast::ExprPtr(negated);
+      }
+    }
+    return expr;
   }
 
   // The loops at `depth` and below, with the flags of the output levels the enclosing loop binds.
@@ -1549,6 +1784,8 @@ class Lowering {
   const Config& config_;
   ScalarType value_type_, index_type_;
   std::set<std::string> used_names_;
+  std::string outside_blocks_of_;  // a blocked operand whose blocks other operands' entries lie outside of
+  std::string skip_blocks_of_;     // lowering that rest: skip the coordinates in this operand's blocks
   bool assembled_;  // the output's structure is built here (see LoweringPhase)
   bool scattered_ = false;  // ... and its rows are gathered in a workspace (see plan_workspace)
   bool coo_segment_ = false;  // ... and it ends in a COO segment (compressed-nonunique, singletons)

@@ -662,25 +662,73 @@ TEST_CASE("bsr: block loops i_blk, j_blk, i_in, j_in, with dense operands at the
   CHECK(contains(c.files[0].text, "ceil(dim_i / 2) + 1"));  // A_pos1's documented length
 }
 
+TEST_CASE("bsr: other operands located inside the blocks, by level kind") {
+  const char* ewise = "C(i,j) = A(i,j) * B(i,j)";
+  auto beside_bsr = [](const std::string& b) {
+    return R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": )" + b + R"(, "C": {"format": "dense"}}})";
+  };
+  // Ragged: direct lookup, present below the row's end.
+  spgen::Compilation ragged = compile(ewise, beside_bsr(R"({"format": "ragged"})"));
+  CHECK(contains(ragged.stage2_dump, "# locate j in B by direct lookup at B_pos1[parent] + j (A splits j into blocks, so no cursor can follow it)\n"));
+  CHECK(contains(ragged.stage2_dump, "let pB1: int64 = int64(B_pos1[i]) + j\n"));
+  CHECK(contains(ragged.stage2_dump, "let pB1_found: bool = pB1 < pB1_end\n"));
+  // ELL: a binary search in the row's slots, whose padding (-1) sorts last.
+  spgen::Compilation ell = compile(ewise, beside_bsr(R"({"format": "ell", "width": 4})"));
+  CHECK(contains(ell.stage2_dump, "# locate j in B by binary search in its 4 ELL slots, up to the padding (A splits j"));
+  CHECK(contains(ell.stage2_dump, "if 0 <= int64(B_crd1[pB1_mid]) && int64(B_crd1[pB1_mid]) < j:\n"));
+  // COO: the run of row i (a lower and an upper bound), then j inside it.
+  spgen::Compilation coo = compile(ewise, beside_bsr(R"({"format": "coo"})"));
+  CHECK(contains(coo.stage2_dump, "# locate i in B by binary search for its run of equal coordinates (A splits i"));
+  CHECK(contains(coo.stage2_dump, "while run of i in B (pB0_run_end < pB0_high):\n"));
+  CHECK(contains(coo.stage2_dump, "let pB0_found: bool = pB0 < pB0_run_end\n"));
+  CHECK(contains(coo.stage2_dump, "# locate j in B by binary search in the run above (A splits j"));
+  CHECK(contains(coo.stage2_dump, "let pB1_end: int64 = pB0_found ? pB0_run_end : 0\n"));
+  // Other blocks: the loops follow A's; B's block is found at j / 4, the entry at i % 4, j % 4.
+  spgen::Compilation other_blocks = compile(ewise, beside_bsr(R"({"format": "bsr", "block": [4, 4]})"));
+  CHECK(contains(other_blocks.stage1_dump, "over [i_blk: spatial, j_blk: spatial, i_in: spatial, j_in: spatial]"));
+  CHECK(contains(other_blocks.stage2_dump, "let pB0: int64 = i / 4\n"));
+  CHECK(contains(other_blocks.stage2_dump, "# locate j / 4 in B by binary search (A splits j into blocks, so no cursor can follow it)\n"));
+  CHECK(contains(other_blocks.stage2_dump, "let pB2: int64 = pB1 * 4 + i % 4\n"));
+  CHECK(contains(other_blocks.stage2_dump, "let pB3: int64 = pB2 * 4 + j % 4\n"));
+  // B blocks k itself: its block loops over k wait for j (found by fuzzing).
+  spgen::Compilation blocks_below = compile(kSpmm, R"({"tensors": {"A": {"format": "bsr", "block": [3, 1]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "dense"}}})");
+  CHECK(contains(blocks_below.stage1_dump, "over [i_blk: spatial, j_blk: reduction, i_in: spatial, j_in: reduction, k_blk: spatial, k_in: spatial]"));
+  CHECK(contains(blocks_below.stage2_dump, "for k_blk at pB1 in [int64(B_pos1[pB0]), int64(B_pos1[pB0 + 1])):\n"));
+  // A COO row run located inside the blocks, whose singleton k drives its own loop.
+  spgen::Compilation run = compile(kSpmm, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "coo"}, "C": {"format": "dense"}}})");
+  CHECK(contains(run.stage2_dump, "for k at pB1 in [pB0_found ? pB0 : 0, pB0_found ? pB0_run_end : 0):\n"));
+  CHECK(contains(run.files[1].text, "pB1 < (pB0_found ? pB0_run_end : 0); pB1++"));  // printed with its parentheses
+}
+
 TEST_CASE("bsr: what is refused, with what works") {
-  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "coo"}}})"),
-                 "c.json: /tensors/B/format: error: B stores index i in a compressed-nonunique level, but A (bsr) splits i into "
-                 "blocks; beside a blocked operand, other operands may store its index dense or compressed (found by binary "
-                 "search), not compressed-nonunique"));
-  // A compressed B is found by binary search inside A's blocks: only where a term multiplies it by A.
-  CHECK(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "dense"}}})") ==
-        "c.json: /tensors: error: B stores index j compressed, and A splits it into blocks: B is then found by binary search "
-        "inside A's blocks, which serves only terms that multiply it by A (an entry of B outside them would be missed); store B "
-        "dense, or A unblocked (csr)\n");
+  // A term without the blocked operand: its entries outside the blocks follow the blocks.
+  spgen::Compilation rest = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "ragged"}, "C": {"format": "dense"}}})");
+  CHECK(contains(rest.stage2_dump, "C_vals[pC1] = A_vals[pA3] + (pB1_found ? B_vals[pB1] : 0)\n"));
+  CHECK(contains(rest.stage2_dump, "# the other operands outside A's blocks, where A is zero: B(i,j)\n"));
+  CHECK(contains(rest.stage2_dump, "# locate j / 2 in A by binary search (to skip the blocks of A, done above)\n"));
+  CHECK(contains(rest.stage2_dump, "if pA1_2_found == false:\n"));
+  CHECK(contains(rest.stage2_dump, "C_vals[pC1_2] += B_vals[pB1_2]\n"));
+  // ... unless a dense term makes the block loops visit every block (B is then found everywhere).
+  spgen::Compilation everywhere = compile("C(i,j) = A(i,j) + B(i,j) + D(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "D": {"format": "dense"}, "C": {"format": "dense"}}})");
+  CHECK(contains(everywhere.stage2_dump, "# co-iterate j_blk: every coordinate, with cursors into A\n"));
+  CHECK(!contains(everywhere.stage2_dump, "outside A's blocks"));
+  CHECK(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "dense"}}, "target": "cuda"})") ==
+        "c.json: /tensors: error: B stores index j compressed, and A splits it into blocks: B is then located inside A's "
+        "blocks (by binary search), which serves only terms that multiply it by A, and the entries of B outside them cannot "
+        "follow here (not on the cuda target); store B dense, or A unblocked (csr)\n");
+  CHECK(contains(error_of("C(i,j) = A(i,j) - B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "dense"}}})"),
+                 "c.json: /tensors: error: B stores index j in a compressed level blocked by 4, and A splits it into blocks"));
+  CHECK(contains(error_of("C(i,j) = A(i,j) - B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "dense"}}})"),
+                 "cannot follow here (B is blocked otherwise)"));
+  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "bsr", "block": [4, 4]}}})"),
+                 "c.json: /tensors: error: output C would share the structure of B, but B is located inside A's blocks (by "
+                 "arithmetic on its coordinate / and % its blocks)"));
   CHECK(contains(error_of("C(i,j) = A(i,j) / B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "dense"}}})"),
                  "dividing by B, which stores index j compressed, is not supported"));
   spgen::Compilation located = compile("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "dense"}}})");
   CHECK(contains(located.stage2_dump, "# locate j in B by binary search (A splits j into blocks, so no cursor can follow it)\n"));
   CHECK(contains(located.stage2_dump, "let pB1_found: bool = pB1 < pB1_end && int64(B_crd1[pB1]) == j\n"));
   CHECK(contains(located.stage2_dump, "C_vals[pC1] = A_vals[pA3] * (pB1_found ? B_vals[pB1] : 0)"));
-  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [2, 3]}}})"),
-                 "c.json: /tensors/B/format: error: index j is blocked by both A (2) and B (3); operands blocked alike can be "
-                 "combined, but these blocks differ (give them the same block)"));
   CHECK(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})") ==
         "c.json: /tensors/C/format: error: sparse output C (bsr) blocks index i, but no operand does: the block loops that "
         "assemble its blocks come from an operand blocked alike; give an operand that block, or make C unblocked\n");
@@ -688,7 +736,7 @@ TEST_CASE("bsr: what is refused, with what works") {
                  "c.json: /tensors/C/format: error: sparse output C blocks index j by 3, but A blocks it by 2; give them the same block"));
   // Found by fuzzing: an output in the searched operand's structure would miss its entries outside the blocks.
   CHECK(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [1, 1]}, "B": {"format": "dcsr"}, "C": {"format": "dcsr"}}})") ==
-        "c.json: /tensors: error: output C would share the structure of B, but B is found by binary search inside A's blocks, "
+        "c.json: /tensors: error: output C would share the structure of B, but B is located inside A's blocks (by binary search), "
         "so its entries outside them would go unwritten; give C A's format (bsr) or make it dense\n");
   // Blocked alike: the block levels merge.
   spgen::Compilation alike = compile("C(i,j) = A(i,j) + B(i,j)",
@@ -703,6 +751,9 @@ TEST_CASE("bsr: what is refused, with what works") {
   CHECK(contains(assembled.stage2_dump, "      C_pos1[i_blk + 1] += int32(int64(C1_nonempty))\n"));
   CHECK(contains(assembled.stage2_dump, "          C_crd1[pC1] = int32(j_blk)\n"));
   CHECK(contains(assembled.stage2_dump, "for zero C at p in [0, int64(C_pos1[(dim_i + 1) / 2]) * 2 * 2)"));
+  // Beside a term without a blocked operand, the rest of B would need blocks the loops never visit.
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})"),
+                 "the entries of B outside them cannot follow here (the output is not dense)"));
   CHECK(contains(error_of(kSpmv, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}}, "schedule": [{"op": "reorder", "order": ["j", "i"]}]})"),
                  "c.json: /schedule/0: error: reorder: index j is split into the loops j_blk and j_in by the blocked format of A"));
   CHECK(contains(error_of(kSpmv, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}}, "schedule": [{"op": "reorder", "order": ["i_in", "i_blk"]}]})"),
