@@ -2218,6 +2218,15 @@ int main(int argc, char** argv, const KernelInfo& info, F&& invoke, G&& assemble
   return run<Index, Value>(argc, argv, info, hooks);
 }
 
+// A driver built against a precompiled runtime (run_runtime_instance.cpp.in) does not
+// instantiate `run` itself: most of a driver's compile time is spent there.
+#ifdef SPGEN_RUN_PRECOMPILED
+extern template int run<int32_t, float>(int, char**, const KernelInfo&, const Hooks<int32_t, float>&);
+extern template int run<int32_t, double>(int, char**, const KernelInfo&, const Hooks<int32_t, double>&);
+extern template int run<int64_t, float>(int, char**, const KernelInfo&, const Hooks<int64_t, float>&);
+extern template int run<int64_t, double>(int, char**, const KernelInfo&, const Hooks<int64_t, double>&);
+#endif
+
 }  // namespace spgen_run
 
 #endif  // SPGEN_RUN_RUNTIME_HPP

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -49,9 +50,8 @@ class ScratchDir {
   bool keep_ = false;
 };
 
-// Runs argv[0] (searched in PATH) and returns its exit status; output goes to ours, or to
-// `log` when given.
-int spawn(const std::vector<std::string>& args, const std::string& log = "") {
+// Starts argv[0] (searched in PATH); its output goes to ours, or to `log` when given.
+pid_t start(const std::vector<std::string>& args, const std::string& log = "") {
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -65,11 +65,76 @@ int spawn(const std::vector<std::string>& args, const std::string& log = "") {
   int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) throw CompileError("spgen run: error: cannot start " + args[0] + ": " + std::strerror(rc) + "\n");
+  return pid;
+}
+
+// Waits for a started process and returns its exit status.
+int finish(pid_t pid, const std::string& name) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) throw CompileError("spgen run: error: lost track of " + args[0] + "\n");
+    if (errno != EINTR) throw CompileError("spgen run: error: lost track of " + name + "\n");
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+int spawn(const std::vector<std::string>& args, const std::string& log = "") { return finish(start(args, log), args[0]); }
+
+// A compiler run, its output kept in `log` and shown only if it fails.
+struct CompileStep {
+  std::vector<std::string> command;
+  std::string log;
+};
+
+std::string command_line(const std::vector<std::string>& words) {
+  std::string line;
+  for (const std::string& w : words) line += (line.empty() ? "" : " ") + w;
+  return line;
+}
+
+// Runs the steps at once (a driver's pieces compile independently); the first failure's output
+// is printed and reported.
+void run_steps(const std::vector<CompileStep>& steps, bool verbose, const std::string& compiler) {
+  std::vector<pid_t> pids;
+  for (const CompileStep& step : steps) {
+    if (verbose) std::fprintf(stderr, "spgen run: %s\n", command_line(step.command).c_str());
+    pids.push_back(start(step.command, step.log));
+  }
+  int failed = -1;
+  for (size_t i = 0; i < steps.size(); ++i)
+    if (finish(pids[i], steps[i].command[0]) != 0 && failed < 0) failed = static_cast<int>(i);
+  if (failed < 0) return;
+  std::string output = read_file(steps[static_cast<size_t>(failed)].log);
+  std::fprintf(stderr, "%s", output.c_str());
+  throw CompileError("spgen run: error: " + compiler + " rejected the generated kernel (see above)\n");
+}
+
+// FNV-1a: a hash that stays the same across runs and builds, for naming cached objects.
+std::string stable_hash(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
+// Where compiled driver runtimes are kept between runs: $SPGEN_RUN_CACHE, else
+// $XDG_CACHE_HOME/spgen, else ~/.cache/spgen; none when SPGEN_RUN_CACHE is "off".
+std::filesystem::path runtime_cache_dir() {
+  const char* cache = std::getenv("SPGEN_RUN_CACHE");
+  if (cache && std::string(cache) == "off") return {};
+  if (cache && *cache) return cache;
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg && *xdg) return std::filesystem::path(xdg) / "spgen";
+  const char* home = std::getenv("HOME");
+  if (home && *home) return std::filesystem::path(home) / ".cache" / "spgen";
+  return {};
+}
+
+// The compiler's own description (`--version`), so that a cached object is not reused by another.
+std::string compiler_identity(const std::vector<std::string>& compiler, const std::filesystem::path& dir) {
+  std::string log = (dir / "compiler-version.txt").string();
+  if (spawn({compiler.front(), "--version"}, log) != 0) return compiler.front();
+  return read_file(log);
 }
 
 std::vector<std::string> compiler_command() {
@@ -86,6 +151,73 @@ std::vector<std::string> cuda_compiler_command() {
   const char* nvcc = std::getenv("NVCC");
   std::string path = nvcc && *nvcc ? nvcc : access("/usr/local/cuda/bin/nvcc", X_OK) == 0 ? "/usr/local/cuda/bin/nvcc" : "nvcc";
   return {path, "-std=c++17", "-O3", "-arch=native"};
+}
+
+// The driver's runtime instantiated for the kernel's index and value types: `path` is the
+// object to link, from the cache when one built by the same compiler, flags and runtime is
+// there; else `build` compiles it here, and `cache_as` is where to keep it for later runs.
+struct RuntimeObject {
+  std::string path;
+  std::optional<CompileStep> build;
+  std::filesystem::path cache_as;
+};
+
+RuntimeObject runtime_object(const Compilation& c, const std::filesystem::path& dir, const std::vector<std::string>& compile) {
+  std::string instance = templates::render(
+      "run_runtime_instance.cpp.in", {{"index_type", c.config.index_type == IndexType::Int32 ? "int32_t" : "int64_t"},
+                                      {"value_type", c.config.value_type == ValueType::Float32 ? "float" : "double"}});
+  std::string source = (dir / "spgen_run_runtime_instance.cpp").string();
+  write_files_atomically({{source, instance}});
+  RuntimeObject runtime{(dir / "spgen_run_runtime_instance.o").string(), std::nullopt, {}};
+  std::vector<std::string> command = compile;
+  command.insert(command.end(), {"-c", source, "-o", runtime.path});
+  runtime.build = CompileStep{command, (dir / "compile-runtime.log").string()};
+  std::filesystem::path cache = runtime_cache_dir();
+  if (cache.empty()) return runtime;
+  std::string key = compiler_identity(compile, dir) + command_line(compile) + "\n" + instance + "\n" +
+                    std::string(*templates::lookup("spgen_run_runtime.hpp"));
+  std::filesystem::path cached = cache / ("runtime-" + stable_hash(key) + ".o");
+  if (std::filesystem::exists(cached)) return {cached.string(), std::nullopt, {}};
+  runtime.cache_as = cached;
+  return runtime;
+}
+
+// Keeps a freshly built runtime object for later runs (best effort: a cache that cannot be
+// written only costs time). Written under a unique name, then renamed, as runs may race.
+void cache_runtime_object(const std::string& object, const std::filesystem::path& cached) {
+  std::error_code ec;
+  std::filesystem::create_directories(cached.parent_path(), ec);
+  std::filesystem::path partial = cached.string() + ".partial-" + std::to_string(getpid());
+  std::filesystem::copy_file(object, partial, std::filesystem::copy_options::overwrite_existing, ec);
+  if (!ec) std::filesystem::rename(partial, cached, ec);
+  if (ec) std::filesystem::remove(partial, ec);
+}
+
+// The CPU driver: the kernel, the driver's glue and the runtime compiled at once (the runtime
+// reused from the cache when it can be), then linked.
+void build_cpu_driver(const Compilation& c, const std::filesystem::path& dir, const std::string& driver_source,
+                      const std::string& binary, const RunOptions& options) {
+  std::vector<std::string> compile = compiler_command();
+  compile.insert(compile.end(), options.extra_cxxflags.begin(), options.extra_cxxflags.end());
+  RuntimeObject runtime = runtime_object(c, dir, compile);
+  std::vector<CompileStep> steps;
+  std::vector<std::string> objects;
+  for (const std::string& source : {driver_source, c.files[1].name}) {
+    std::string object = (dir / (source + ".o")).string();
+    std::vector<std::string> command = compile;
+    if (source == driver_source) command.push_back("-DSPGEN_RUN_PRECOMPILED");
+    command.insert(command.end(), {"-c", (dir / source).string(), "-o", object});
+    steps.push_back({command, (dir / ("compile-" + source + ".log")).string()});
+    objects.push_back(object);
+  }
+  if (runtime.build) steps.push_back(*runtime.build);
+  run_steps(steps, options.verbose, "the C++ compiler");
+  if (!runtime.cache_as.empty()) cache_runtime_object(runtime.path, runtime.cache_as);
+  std::vector<std::string> link = compile;
+  link.insert(link.end(), {"-o", binary});
+  link.insert(link.end(), objects.begin(), objects.end());
+  link.push_back(runtime.path);
+  run_steps({{link, (dir / "link.log").string()}}, options.verbose, "the C++ compiler");
 }
 
 }  // namespace
@@ -105,21 +237,13 @@ int run_run(const RunOptions& options) {
   write_files_atomically(files);
 
   std::string binary = (dir.path() / "driver").string();
-  bool cuda = c.config.target == Target::Cuda;
-  std::vector<std::string> build = cuda ? cuda_compiler_command() : compiler_command();
-  build.insert(build.end(), options.extra_cxxflags.begin(), options.extra_cxxflags.end());
-  build.insert(build.end(), {"-o", binary, (dir.path() / driver.name).string(), (dir.path() / c.files[1].name).string()});
-  std::string log = (dir.path() / "compile.log").string();
-  if (options.verbose) {
-    std::string line;
-    for (const std::string& w : build) line += (line.empty() ? "" : " ") + w;
-    std::fprintf(stderr, "spgen run: %s\n", line.c_str());
-  }
-  if (spawn(build, log) != 0) {
-    std::string output = read_file(log);
-    std::fprintf(stderr, "%s", output.c_str());
-    throw CompileError(std::string("spgen run: error: ") + (cuda ? "nvcc" : "the C++ compiler") +
-                       " rejected the generated kernel (see above)\n");
+  if (c.config.target == Target::Cuda) {
+    std::vector<std::string> build = cuda_compiler_command();
+    build.insert(build.end(), options.extra_cxxflags.begin(), options.extra_cxxflags.end());
+    build.insert(build.end(), {"-o", binary, (dir.path() / driver.name).string(), (dir.path() / c.files[1].name).string()});
+    run_steps({{build, (dir.path() / "compile.log").string()}}, options.verbose, "nvcc");
+  } else {
+    build_cpu_driver(c, dir.path(), driver.name, binary, options);
   }
   std::vector<std::string> run = {binary};
   run.insert(run.end(), options.driver_args.begin(), options.driver_args.end());
