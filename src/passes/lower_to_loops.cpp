@@ -843,6 +843,7 @@ class Lowering {
       open.flag = fresh_name(output.tensor + std::to_string(level) + "_nonempty");
       open.counted = counting_ && open.level == counted_level_;
       if (!open.counted) open.cursor = levels[level].name;
+      open.every_iteration = writes_every_iteration(depth);
       open_levels_.push_back(open);
     }
     // Cursors and counts are shared by the loops inside the first compressed (ragged, ELL) level's parent.
@@ -855,17 +856,48 @@ class Lowering {
       }
   }
 
-  // The flags of the levels whose coordinate the loop at `depth` binds, around that loop's body.
+  // Only the dense in-block loops of blocked indices (a blocked output's whole blocks) lie between
+  // the loop at `depth` and the output's entries: each of its iterations writes some.
+  bool writes_every_iteration(int depth) const {
+    if (scattered_ || depth >= output_depth_) return false;
+    for (int d = depth + 1; d <= output_depth_; ++d) {
+      const std::string& loop_var = program_.iteration.iterators[d].var;
+      const sparse::BlockedVar* blocked = program_.blocked_loop(loop_var);
+      if (!blocked || loop_var != blocked->inner || plans_[d].kind != LoopKind::Dense || fusion_at(d)) return false;
+    }
+    return true;
+  }
+
+  // Below the last marked level only whole blocks are written (dense positions, no cursor), and
+  // every level above was marked before them: those loops share nothing.
+  bool inside_marked_blocks(int depth) const {
+    if (open_levels_.empty()) return false;
+    for (const OpenLevel& open : open_levels_)
+      if (!open.every_iteration || depth <= open.depth) return false;
+    const sparse::SparseBuffer& output = program_.output();
+    return program_.axes[output.axes[entry_level(output.format)]].kind == sparse::AxisKind::DenseFixed;
+  }
+
+  // The flags of the levels whose coordinate the loop at `depth` binds, around that loop's body;
+  // a level written at every iteration is marked before the body instead.
   Stmt with_open_flags(int depth, Stmt body) const {
     std::vector<Stmt> stmts;
-    for (const OpenLevel& open : open_levels_)
-      if (open.depth == depth)
+    const sparse::SparseBuffer& output = program_.output();
+    for (const OpenLevel& open : open_levels_) {
+      if (open.depth != depth) continue;
+      if (!open.every_iteration)
         stmts.push_back(std::make_shared<Declare>(open.flag, ScalarType::Bool, std::make_shared<IntImm>(0, ScalarType::Bool), true));
-    if (stmts.empty()) return body;
+      else if (!open.counted)
+        stmts.push_back(std::make_shared<Store>(program_.axes[output.axes[open.level]].crd, var(open.cursor),
+                                                cast(index_type_, var(program_.axes[output.axes[open.level]].index_var)), false));
+    }
+    if (stmts.empty() && std::none_of(open_levels_.begin(), open_levels_.end(),
+                                      [&](const OpenLevel& open) { return open.depth == depth; }))
+      return body;
     stmts.push_back(body);
     for (const OpenLevel& open : open_levels_) {
       if (open.depth != depth) continue;
-      Expr entries = cast(ScalarType::Int64, var(open.flag, ScalarType::Bool));
+      Expr entries = open.every_iteration ? int64(1) : cast(ScalarType::Int64, var(open.flag, ScalarType::Bool));
       if (!open.counted) {
         stmts.push_back(std::make_shared<Assign>(open.cursor, entries, true));
       } else {
@@ -874,7 +906,7 @@ class Lowering {
         // Under a parent that is itself a cursor (the next free position), an empty last parent
         // leaves the cursor one past the counts: only a coordinate that holds entries counts.
         const std::vector<LevelPosition>& levels = positions_.at(program_.output().tensor);
-        if (open.level > 0 && levels[open.level - 1].is_cursor)
+        if (open.level > 0 && levels[open.level - 1].is_cursor && !open.every_iteration)
           stmts.push_back(std::make_shared<If>(var(open.flag, ScalarType::Bool),
                                                std::make_shared<Store>(axis.pos, slot, cast(index_type_, int64(1)), true), nullptr));
         else
@@ -890,6 +922,7 @@ class Lowering {
     std::vector<Stmt> stmts;
     const sparse::SparseBuffer& output = program_.output();
     for (const OpenLevel& open : open_levels_) {
+      if (open.every_iteration) continue;  // marked before its loop's body
       if (!counting_) {
         const sparse::Axis& axis = program_.axes[output.axes[open.level]];
         stmts.push_back(std::make_shared<Store>(axis.crd, var(open.cursor), cast(index_type_, var(axis.index_var)), false));
@@ -1142,7 +1175,7 @@ class Lowering {
   // Loops inside a row share its workspace: they stay sequential.
   LoopAnnotations loop_annotations(int depth) const {
     LoopAnnotations annotations;
-    if (assembled_ && depth > append_depth_ && depth <= output_depth_)  // (summed loops inside touch neither)
+    if (assembled_ && depth > append_depth_ && depth <= output_depth_ && !inside_marked_blocks(depth))  // (summed loops inside touch neither)
       annotations.sequential_reason = std::string(counting_ ? "it counts" : "it appends") + " the entries of " +
                                       program_.output().tensor + " under one parent position";
     if (scattered_ && depth > row_depth_)
@@ -1800,6 +1833,9 @@ class Lowering {
     int level = 0, depth = 0;  // output level and the loop depth that binds its coordinate
     std::string flag, cursor;  // cursor empty when this level is the one counted
     bool counted = false;
+    // Every iteration of its loop writes entries below (only whole blocks' loops are inside):
+    // it is marked once, before the body, with no flag (see writes_every_iteration).
+    bool every_iteration = false;
   };
   std::vector<OpenLevel> open_levels_;  // compressed output levels above the last (plan_open_levels)
   int append_depth_ = -1;  // loops deeper than this share the output's cursors or counts

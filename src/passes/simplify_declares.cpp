@@ -1,5 +1,6 @@
 #include "passes/simplify_declares.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -43,6 +44,17 @@ class PropagateCopies : public IRMutator {
   std::map<std::string, Expr> copies_;
 };
 
+// A statement that does nothing: an empty block, or a loop over one (its bounds have no effects).
+bool does_nothing(const Stmt& s) {
+  if (s->kind == StmtKind::Block) {
+    const auto& stmts = static_cast<const Block&>(*s).stmts;
+    return std::all_of(stmts.begin(), stmts.end(), does_nothing);
+  }
+  return s->kind == StmtKind::For && does_nothing(static_cast<const For&>(*s).body);
+}
+
+// Drops declarations nothing reads, and loops that do nothing (an assemble phase's loops over
+// the dense blocks below the level it counts).
 class DropDeclares : public IRMutator {
  public:
   explicit DropDeclares(const std::set<std::string>& read) : read_(read) {}
@@ -57,7 +69,12 @@ class DropDeclares : public IRMutator {
         dropped = true;
         continue;
       }
-      kept.push_back(mutate(s));
+      Stmt mutated = mutate(s);
+      if (mutated->kind == StmtKind::For && does_nothing(mutated)) {
+        dropped = true;
+        continue;
+      }
+      kept.push_back(mutated);
       dropped |= kept.back() != s;
     }
     changed |= dropped;

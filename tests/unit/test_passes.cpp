@@ -748,8 +748,16 @@ TEST_CASE("bsr: what is refused, with what works") {
   // Blocked alike, an assembled output: its blocks are counted and appended in the block loops.
   spgen::Compilation assembled = compile("C(i,j) = A(i,j) + B(i,j)",
       R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [2, 2]}, "C": {"format": "bsr", "block": [2, 2]}}})");
-  CHECK(contains(assembled.stage2_dump, "      C_pos1[i_blk + 1] += int32(int64(C1_nonempty))\n"));
-  CHECK(contains(assembled.stage2_dump, "          C_crd1[pC1] = int32(j_blk)\n"));
+  // Every block column the merge visits gets a whole block: it is marked once, before the
+  // in-block loops, which share no cursor and may be vectorized.
+  CHECK(contains(assembled.stage2_dump, "      C_pos1[i_blk + 1] += 1\n      pA1 += int64(inA)\n"));
+  CHECK(contains(assembled.stage2_dump, "      C_crd1[pC1] = int32(j_blk)\n      for i_in in"));
+  CHECK(contains(assembled.stage2_dump, "      pC1 += 1\n"));
+  CHECK(!contains(assembled.stage2_dump, "nonempty"));
+  spgen::Compilation vectorized = compile("C(i,j) = A(i,j) + B(i,j)",
+      R"({"tensors": {"A": {"format": "bsr", "block": [2, 4]}, "B": {"format": "bsr", "block": [2, 4]}, "C": {"format": "bsr", "block": [2, 4]}},
+          "schedule": [{"op": "vectorize", "var": "j_in"}]})");
+  CHECK(contains(vectorized.stage2_dump, "for j_in in [0, min(4, dim_j - j_blk * 4)) vectorize"));
   CHECK(contains(assembled.stage2_dump, "for zero C at p in [0, int64(C_pos1[(dim_i + 1) / 2]) * 2 * 2)"));
   // Beside a term without a blocked operand, the rest of B would need blocks the loops never visit.
   CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})"),
