@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "codegen/c_printer.h"
 #include "codegen/run_driver.h"
 #include "lower.h"
 #include "support/diagnostics.h"
@@ -164,8 +165,7 @@ struct RuntimeObject {
 
 RuntimeObject runtime_object(const Compilation& c, const std::filesystem::path& dir, const std::vector<std::string>& compile) {
   std::string instance = templates::render(
-      "run_runtime_instance.cpp.in", {{"index_type", c.config.index_type == IndexType::Int32 ? "int32_t" : "int64_t"},
-                                      {"value_type", c.config.value_type == ValueType::Float32 ? "float" : "double"}});
+      "run_runtime_instance.cpp.in", {{"index_type", c_type_name(c.config.index_type)}, {"value_type", c_type_name(c.config.value_type)}});
   std::string source = (dir / "spgen_run_runtime_instance.cpp").string();
   write_files_atomically({{source, instance}});
   RuntimeObject runtime{(dir / "spgen_run_runtime_instance.o").string(), std::nullopt, {}};

@@ -1,9 +1,14 @@
 #include "codegen/c_printer.h"
 
+#include "passes/lower_to_loops.h"
+
 
 namespace spgen {
 
 using namespace loops;
+
+std::string c_type_name(ValueType type) { return CExprPrinter().type_name(value_scalar_type(type)); }
+std::string c_type_name(IndexType type) { return CExprPrinter().type_name(index_scalar_type(type)); }
 
 std::string CExprPrinter::type_name(ScalarType type) const {
   switch (type) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ir/loop_ir.h"
+#include "frontend/config.h"
 #include "ir/loop_ir_printer.h"
 
 namespace spgen {
@@ -28,6 +29,11 @@ class CExprPrinter : public loops::ExprPrinter {
   static std::string vector_type_name(loops::ScalarType type);
   static std::string vector_suffix(loops::ScalarType type);  // "f32", "f64"
 };
+
+// The C types of the configured values and indices ("float", "int32_t", ...), as the generated
+// code and the drivers spell them.
+std::string c_type_name(ValueType type);
+std::string c_type_name(IndexType type);
 
 class CStmtPrinter {
  public:

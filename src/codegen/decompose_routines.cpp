@@ -32,8 +32,8 @@ PackRoutines emit_decompose_routines(const Decomposition& d, const sparse::Progr
   const std::string& name = executor.name;
   const std::string& tensor = d.op.tensor;
   const sparse::SparseBuffer& csr = program.buffer(tensor);
-  const std::string index_type = program.index_type == IndexType::Int32 ? "int32_t" : "int64_t";
-  const std::string value_type = program.value_type == ValueType::Float32 ? "float" : "double";
+  const std::string index_type = c_type_name(program.index_type);
+  const std::string value_type = c_type_name(program.value_type);
   const std::string ns = name + "_decompose";
   const std::string rows = "dim_" + csr.indices[0], cols = "dim_" + csr.indices[1];
   const std::string pos = tensor + "_pos1", crd = tensor + "_crd1", vals = csr.values;

@@ -86,8 +86,8 @@ PackRoutines emit_pack_routines(const sparse::Program& program, const std::strin
   PackRoutines routines;
   const std::vector<PackTensor> tensors = pack_tensors(program, kernel_name);
   if (tensors.empty()) return routines;
-  const std::string index_type = program.index_type == IndexType::Int32 ? "int32_t" : "int64_t";
-  const std::string value_type = program.value_type == ValueType::Float32 ? "float" : "double";
+  const std::string index_type = c_type_name(program.index_type);
+  const std::string value_type = c_type_name(program.value_type);
   const std::string ns = kernel_name + "_pack";
 
   std::string tables, wrappers, declarations, docs;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "codegen/abi_header.h"
+#include "codegen/c_printer.h"
 #include "codegen/pack_routines.h"
 #include "passes/lower_to_loops.h"
 #include "support/templates.h"
@@ -182,8 +183,8 @@ GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Prog
     call_args += (i ? ", " : "") +
                  (!parts[i].empty() ? (cuda ? "device.array(" + parts[i] + ")" : parts[i] + ".data()")
                                     : call_argument(program, func.params[i], cuda ? "device" : "r"));
-  std::string value_type = program.value_type == ValueType::Float32 ? "float" : "double";
-  std::string index_type = program.index_type == IndexType::Int32 ? "int32_t" : "int64_t";
+  std::string value_type = c_type_name(program.value_type);
+  std::string index_type = c_type_name(program.index_type);
   // A kernel that builds its sparse output runs its assemble phases before each run, each after
   // sizing the pos array it fills. On the GPU each phase runs on the device copies, and the
   // positions it wrote come back to size the next arrays.

@@ -881,19 +881,16 @@ class Lowering {
   // The flags of the levels whose coordinate the loop at `depth` binds, around that loop's body;
   // a level written at every iteration is marked before the body instead.
   Stmt with_open_flags(int depth, Stmt body) const {
+    if (std::none_of(open_levels_.begin(), open_levels_.end(), [&](const OpenLevel& open) { return open.depth == depth; }))
+      return body;
     std::vector<Stmt> stmts;
-    const sparse::SparseBuffer& output = program_.output();
     for (const OpenLevel& open : open_levels_) {
       if (open.depth != depth) continue;
       if (!open.every_iteration)
         stmts.push_back(std::make_shared<Declare>(open.flag, ScalarType::Bool, std::make_shared<IntImm>(0, ScalarType::Bool), true));
       else if (!open.counted)
-        stmts.push_back(std::make_shared<Store>(program_.axes[output.axes[open.level]].crd, var(open.cursor),
-                                                cast(index_type_, var(program_.axes[output.axes[open.level]].index_var)), false));
+        stmts.push_back(store_open_coordinate(open.level, open.cursor));
     }
-    if (stmts.empty() && std::none_of(open_levels_.begin(), open_levels_.end(),
-                                      [&](const OpenLevel& open) { return open.depth == depth; }))
-      return body;
     stmts.push_back(body);
     for (const OpenLevel& open : open_levels_) {
       if (open.depth != depth) continue;
@@ -920,16 +917,26 @@ class Lowering {
   // coordinates at their cursors, which is the same store for every entry under one coordinate.
   std::vector<Stmt> open_levels() const {
     std::vector<Stmt> stmts;
-    const sparse::SparseBuffer& output = program_.output();
     for (const OpenLevel& open : open_levels_) {
       if (open.every_iteration) continue;  // marked before its loop's body
-      if (!counting_) {
-        const sparse::Axis& axis = program_.axes[output.axes[open.level]];
-        stmts.push_back(std::make_shared<Store>(axis.crd, var(open.cursor), cast(index_type_, var(axis.index_var)), false));
-      }
+      if (!counting_) stmts.push_back(store_open_coordinate(open.level, open.cursor));
       stmts.push_back(std::make_shared<Assign>(open.flag, std::make_shared<IntImm>(1, ScalarType::Bool), false));
     }
     return stmts;
+  }
+
+  // The coordinate of the output's open `level`, stored at its cursor.
+  Stmt store_open_coordinate(int level, const std::string& cursor) const {
+    const sparse::Axis& axis = program_.axes[program_.output().axes[level]];
+    return std::make_shared<Store>(axis.crd, var(cursor), cast(index_type_, var(axis.index_var)), false);
+  }
+
+  // `slot` runs only while `cursor` is within the W slots of ELL row `row` (a parent position):
+  // a row longer than the width, which the caller was to check on the counted positions, keeps
+  // its first entries, and nothing is written past it.
+  static Stmt within_ell_row(const sparse::Axis& axis, Expr row, const std::string& cursor, Stmt slot) {
+    Expr row_end = mul(add(std::move(row), int64(1)), int64(axis.width));
+    return std::make_shared<If>(binary(BinOp::Lt, var(cursor), row_end), std::move(slot), nullptr);
   }
 
   // With a scalar accumulator, factors of the top-level product that do not depend on the
@@ -1061,14 +1068,12 @@ class Lowering {
       stmts.push_back(std::make_shared<Store>(output.values, var(name), std::move(value), false));
       stmts.push_back(std::make_shared<Assign>(name, int64(1), true));
     } else if (axis.kind == sparse::AxisKind::SparseFixed) {
-      // The next of the row's slots; a row longer than the width (which the caller was to check
-      // on the counted positions) keeps its first entries, and nothing is written past it.
+      // The next of the row's slots.
       const std::string& name = positions_.at(output.tensor)[entries].name;
-      Expr parent = entries == 0 ? int64(0) : var(positions_.at(output.tensor)[entries - 1].name);
-      Expr row_end = mul(add(parent, int64(1)), int64(axis.width));
+      Expr row = entries == 0 ? int64(0) : var(positions_.at(output.tensor)[entries - 1].name);
       Stmt slot = block({std::make_shared<Store>(axis.crd, var(name), cast(index_type_, var(axis.index_var)), false),
                          std::make_shared<Store>(output.values, var(name), std::move(value), false)});
-      stmts.push_back(std::make_shared<If>(binary(BinOp::Lt, var(name), row_end), slot, nullptr));
+      stmts.push_back(within_ell_row(axis, row, name, slot));
       stmts.push_back(std::make_shared<Assign>(name, int64(1), true));
     } else {  // a dense or ragged last level, zeroed first
       stmts.push_back(std::make_shared<Store>(output.values, cursor, std::move(value), !output_overwrites_));
@@ -1158,11 +1163,7 @@ class Lowering {
     }
     append_entry.push_back(std::make_shared<Store>(axis.crd, var(cursor), cast(index_type_, var(j)), false));
     append_entry.push_back(std::make_shared<Store>(output.values, var(cursor), load(workspace_values_, var(j), value_type_), false));
-    if (axis.kind == sparse::AxisKind::SparseFixed) {
-      // An ELL row keeps its first W entries (the caller checked the counts): nothing past its slots.
-      Expr row_end = mul(add(row_, int64(1)), int64(axis.width));
-      append_entry = {std::make_shared<If>(binary(BinOp::Lt, var(cursor), row_end), block(std::move(append_entry)), nullptr)};
-    }
+    if (axis.kind == sparse::AxisKind::SparseFixed) append_entry = {within_ell_row(axis, row_, cursor, block(std::move(append_entry)))};
     append_entry.push_back(std::make_shared<Assign>(cursor, int64(1), true));
     std::vector<Stmt> stmts = {std::make_shared<Declare>(workspace_count_, ScalarType::Int64, int64(0), true), row_loops,
                                std::make_shared<Sort>(workspace_list_, int64(0), var(workspace_count_)),
