@@ -20,6 +20,7 @@
 #include "passes/infer_loop_order.h"
 #include "passes/infer_output_format.h"
 #include "passes/lower_to_loops.h"
+#include "passes/read_previous_output.h"
 #include "passes/simplify_declares.h"
 #include "passes/schedule_loops.h"
 #include "passes/sparse_fuse.h"
@@ -54,6 +55,9 @@ GenerationContext make_context(const Compilation& c, const CompileInput& input) 
     line += ")";
     if (buffer.format_inferred) line += ", inferred from the operands";
     if (!buffer.shares_structure_with.empty()) line += ", sharing the structure of " + buffer.shares_structure_with;
+    if (buffer.previous_output)
+      line += ", the value of " + c.program.output().tensor + " before the call (`+=`: " + c.program.output().tensor +
+              " is assembled anew)";
     context.formats.push_back(line);
   }
   if (c.decomposition)
@@ -200,6 +204,8 @@ Compilation compile(const CompileInput& input) {
   // 1. Parse the spec and read the config against it.
   c.spec = parse_spec(input.spec_path, input.spec_text);
   c.config = read_config(input.config_path, input.config_text, c.spec, stem(input.spec_path), input.target);
+  // `+=` into an output the kernel assembles reads the output's previous value as an input.
+  read_previous_output(c.spec, c.config);
 
   // 2-5. Stage I, its schedule, stage II and its schedule: for the kernel, or for each part of a
   // decomposed operand.

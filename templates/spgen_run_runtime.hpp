@@ -87,6 +87,9 @@ struct KernelInfo {
   std::vector<std::string> index_vars;
   std::vector<TensorInfo> tensors;
   bool accumulate;  // the kernel adds into its output (`+=`)
+  // The input that holds the output's value before a `+=` kernel that assembles its sparse output
+  // anew (`C_prev`): `--input C` fills it, and without one it is empty. -1: none.
+  int previous_output = -1;
 };
 
 inline const char* level_name(Level level) {
@@ -1701,8 +1704,15 @@ inline Plan make_plan(const KernelInfo& info, const Options& o) {
   const size_t n = info.tensors.size();
   Plan plan{std::vector<Plan::Source>(n, Plan::Source::None), std::vector<std::string>(n),
             std::vector<std::string>(n), std::vector<std::string>(n)};
+  // `--input C` (or --save-input) of a `+=` kernel that assembles C anew gives C's previous value.
+  auto input_tensor = [&info](const std::string& name, const char* flag) {
+    const int t = find_tensor(info, name, flag);
+    return static_cast<size_t>(info.tensors[static_cast<size_t>(t)].is_output && info.previous_output >= 0
+                                   ? info.previous_output
+                                   : t);
+  };
   for (const auto& [name, value] : o.inputs) {
-    const size_t t = static_cast<size_t>(find_tensor(info, name, "--input"));
+    const size_t t = input_tensor(name, "--input");
     if (plan.source[t] != Plan::Source::None) throw std::runtime_error("--input gives " + name + " twice");
     if (info.tensors[t].is_output && !info.accumulate)
       throw std::runtime_error("--input " + name + ": " + name +
@@ -1712,7 +1722,7 @@ inline Plan make_plan(const KernelInfo& info, const Options& o) {
     plan.input_path[t] = value;
   }
   for (size_t t = 0; t < n; ++t)
-    if (!info.tensors[t].is_output && plan.source[t] == Plan::Source::None)
+    if (!info.tensors[t].is_output && plan.source[t] == Plan::Source::None && static_cast<int>(t) != info.previous_output)
       throw std::runtime_error("missing input " + info.tensors[t].name + " (give --input " + info.tensors[t].name +
                                "=FILE or --input " + info.tensors[t].name + "=random)");
   for (const auto& [name, path] : o.outputs) {
@@ -1721,7 +1731,7 @@ inline Plan make_plan(const KernelInfo& info, const Options& o) {
     plan.output_path[t] = path;
   }
   for (const auto& [name, path] : o.save_inputs) {
-    const size_t t = static_cast<size_t>(find_tensor(info, name, "--save-input"));
+    const size_t t = input_tensor(name, "--save-input");
     if (plan.source[t] == Plan::Source::None)
       throw std::runtime_error("--save-input " + name + ": " + name + " has no --input");
     plan.save_path[t] = path;
@@ -2006,6 +2016,7 @@ class Driver {
     const std::vector<int64_t> dims = tensor_dims(ti, run.sizes());
     const uint64_t seed = opts_.seed + t;
     Coo c = plan_.source[t] == Plan::Source::File ? std::move(coos_[t])
+            : plan_.source[t] == Plan::Source::None ? Coo{dims, {}, {}}  // a `+=` output's absent previous value
             : all_dense(ti.levels)                ? random_dense(dims, seed)
                                                   : random_sparse(dims, opts_.density, seed);
     c.dims = dims;

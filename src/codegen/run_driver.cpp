@@ -183,6 +183,9 @@ GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Prog
     call_args += (i ? ", " : "") +
                  (!parts[i].empty() ? (cuda ? "device.array(" + parts[i] + ")" : parts[i] + ".data()")
                                     : call_argument(program, func.params[i], cuda ? "device" : "r"));
+  int previous_output = -1;
+  for (const sparse::SparseBuffer& buffer : program.buffers)
+    if (buffer.previous_output) previous_output = tensor_id(program, buffer.tensor);
   std::string value_type = c_type_name(program.value_type);
   std::string index_type = c_type_name(program.index_type);
   // A kernel that builds its sparse output runs its assemble phases before each run, each after
@@ -232,6 +235,7 @@ GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Prog
                                  {"index_vars", index_vars},
                                  {"tensors", tensors},
                                  {"accumulate", program.iteration.accumulate ? "true" : "false"},
+                                 {"previous_output", std::to_string(previous_output)},
                                  {"call_args", call_args},
                                  {"assemble_function", assemble_function},
                                  {"assemble_method", assemble_method},

@@ -43,6 +43,9 @@ struct Spec {
   Access output;
   bool accumulate = false;  // `+=`
   ExprPtr rhs;
+  // Set by read_previous_output: the input that holds a `+=` output's value before the kernel
+  // (the output is then assembled anew, `=`); empty otherwise.
+  std::string previous_output;
   // Derived by the parser, in order of first appearance (left-hand side first).
   std::vector<std::string> index_vars;
   std::vector<TensorUse> tensors;  // the output first

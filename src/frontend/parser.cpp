@@ -315,9 +315,80 @@ class SpecChecker {
     for (const ast::TensorUse& tensor : spec_.tensors)
       if (std::find(spec_.index_vars.begin(), spec_.index_vars.end(), tensor.name) != spec_.index_vars.end())
         parser_.fail(tensor.first_loc, "'" + tensor.name + "' is used both as a tensor and as an index variable");
+    check_summed_in_every_term();
   }
 
  private:
+  // The index variables of an expression: those of every term it expands to (products
+  // distributed over sums), and those of some term.
+  struct TermVars {
+    std::set<std::string> every, some;
+  };
+
+  static TermVars term_vars(const ast::Expr& expr) {
+    switch (expr.kind) {
+      case ast::ExprKind::Access: {
+        std::set<std::string> vars(expr.access.indices.begin(), expr.access.indices.end());
+        return {vars, vars};
+      }
+      case ast::ExprKind::Literal: return {};
+      case ast::ExprKind::Neg: return term_vars(*expr.lhs);
+      case ast::ExprKind::Mul:
+      case ast::ExprKind::Div: {
+        TermVars l = term_vars(*expr.lhs), r = term_vars(*expr.rhs);
+        l.every.insert(r.every.begin(), r.every.end());
+        l.some.insert(r.some.begin(), r.some.end());
+        return l;
+      }
+      case ast::ExprKind::Add:
+      case ast::ExprKind::Sub: {
+        TermVars l = term_vars(*expr.lhs), r = term_vars(*expr.rhs);
+        std::set<std::string> both;
+        for (const std::string& var : l.every)
+          if (r.every.count(var)) both.insert(var);
+        l.every = both;
+        l.some.insert(r.some.begin(), r.some.end());
+        return l;
+      }
+    }
+    return {};
+  }
+
+  // The largest part of `expr` that adds a term without `var` (its every and some lack it).
+  static const ast::Expr& term_without(const ast::Expr& expr, const std::string& var) {
+    if (expr.kind == ast::ExprKind::Access || expr.kind == ast::ExprKind::Literal) return expr;
+    if (expr.kind == ast::ExprKind::Neg) return term_without(*expr.lhs, var);
+    for (const ast::ExprPtr& side : {expr.lhs, expr.rhs}) {
+      TermVars vars = term_vars(*side);
+      if (vars.every.count(var)) continue;
+      if (!vars.some.count(var) && (expr.kind == ast::ExprKind::Add || expr.kind == ast::ExprKind::Sub)) return *side;
+      if (vars.some.count(var)) return term_without(*side, var);
+    }
+    return expr;
+  }
+
+  // Where an expression's text begins (inside any parentheses around its first operand).
+  static SourceLoc leftmost(const ast::Expr& expr) {
+    if (expr.kind == ast::ExprKind::Access) return expr.access.loc;
+    if (expr.kind == ast::ExprKind::Literal || expr.kind == ast::ExprKind::Neg) return expr.loc;
+    return leftmost(*expr.lhs);
+  }
+
+  // A summed index variable scopes over the whole right-hand side here, so a term that does not
+  // use it would be added once per coordinate of it. TACO scopes the sum to the terms that use
+  // it instead; rather than guess which one the user meant, such a spec is rejected.
+  void check_summed_in_every_term() const {
+    TermVars vars = term_vars(*spec_.rhs);
+    for (const std::string& var : spec_.index_vars) {
+      if (spec_.is_output_var(var) || vars.every.count(var)) continue;
+      const ast::Expr& term = term_without(*spec_.rhs, var);
+      parser_.fail(leftmost(term), "the summed index " + var + " does not occur in the term " + ast::to_string(term) +
+                                 ", so the scope of its sum is ambiguous (would the term be added once, or once "
+                                 "per " + var + "?); use " + var + " in every term, or compute the sum in a kernel "
+                                 "of its own and add the rest with another (`+=`)");
+    }
+  }
+
   void record_access(const ast::Access& access, bool is_output) {
     check_name(access.tensor, access.loc, "a tensor");
     auto seen = orders_.find(access.tensor);

@@ -61,6 +61,7 @@ struct SparseBuffer {
   bool is_output = false;
   std::string shares_structure_with;  // tensor whose axes this output reuses, or empty
   bool format_inferred = false;       // the output's format came from its operands (infer_output_format)
+  bool previous_output = false;       // an input holding the output's value before a `+=` kernel (read_previous_output)
   std::string values;                 // name of the values array
 };
 

@@ -41,23 +41,6 @@ void top_level_factors(const ast::ExprPtr& expr, std::vector<const ast::Expr*>& 
   }
 }
 
-// A sparse output can reuse the structure of an input that has the same format and indices and
-// multiplies the whole right-hand side: the result is zero wherever that input stores nothing.
-std::string find_shared_structure(const ast::Spec& spec, const Config& config) {
-  const Format& out_format = config.format_of(spec.output.tensor);
-  std::vector<const ast::Expr*> factors;
-  top_level_factors(spec.rhs, factors);
-  for (const ast::Expr* factor : factors) {
-    if (factor->kind != ast::ExprKind::Access) continue;
-    const ast::Access& access = factor->access;
-    const Format& format = config.format_of(access.tensor);
-    if (access.indices == spec.output.indices && format.levels == out_format.levels &&
-        format.mode_order == out_format.mode_order && format.blocks == out_format.blocks)
-      return access.tensor;
-  }
-  return "";
-}
-
 // Outputs whose structure the kernel builds itself (count, prefix sum, fill, level by level):
 // dense and compressed levels, whose entries can be appended in loop order, possibly ending in a
 // COO segment (one compressed-nonunique level, then singletons: one position per entry) or in a
@@ -158,6 +141,21 @@ void plan_blocked_vars(const ast::Spec& spec, const Config& config, sparse::Prog
 
 }  // namespace
 
+std::string find_shared_structure(const ast::Spec& spec, const Config& config) {
+  const Format& out_format = config.format_of(spec.output.tensor);
+  std::vector<const ast::Expr*> factors;
+  top_level_factors(spec.rhs, factors);
+  for (const ast::Expr* factor : factors) {
+    if (factor->kind != ast::ExprKind::Access) continue;
+    const ast::Access& access = factor->access;
+    const Format& format = config.format_of(access.tensor);
+    if (access.indices == spec.output.indices && format.levels == out_format.levels &&
+        format.mode_order == out_format.mode_order && format.blocks == out_format.blocks)
+      return access.tensor;
+  }
+  return "";
+}
+
 sparse::Program build_sparse_ir(const ast::Spec& spec, const Config& config) {
   sparse::Program program;
   program.kernel_name = config.name;
@@ -172,6 +170,7 @@ sparse::Program build_sparse_ir(const ast::Spec& spec, const Config& config) {
     buffer.indices = access->indices;
     buffer.format = config.format_of(access->tensor);
     buffer.is_output = access == &spec.output;
+    buffer.previous_output = access->tensor == spec.previous_output;
     buffer.values = access->tensor + "_vals";
     if (buffer.is_output && !buffer.format.all_dense()) {
       buffer.shares_structure_with = find_shared_structure(spec, config);
@@ -183,9 +182,6 @@ sparse::Program build_sparse_ir(const ast::Spec& spec, const Config& config) {
                 "(csr, dcsr, csf, sv, ...), possibly ending in one compressed-nonunique level and singletons (coo) or in a "
                 "dense-variable level (ragged), or dense levels ending in one sparse-fixed level (ell), or it shares the structure of an input with the same format and indices "
                 "that multiplies the whole right-hand side (as X does in SDDMM)"));
-      if (buffer.shares_structure_with.empty() && spec.accumulate)
-        throw CompileError(format_config_error(config.file, "/tensors/" + buffer.tensor + "/format",
-                                               "`+=` into an assembled sparse output is not supported; use `=`"));
     }
     if (buffer.shares_structure_with.empty()) {  // else its axes are filled in below
       for (size_t level = 0; level < buffer.format.levels.size(); ++level) {

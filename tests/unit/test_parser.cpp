@@ -236,7 +236,7 @@ TEST_CASE("parser: += accumulates") {
 }
 
 TEST_CASE("parser: a repeated tensor is listed once, at its first use") {
-  Spec spec = parse("y(i) = A(i,j) * x(j) + A(i,k) * x(k)");
+  Spec spec = parse("y(i) = A(i,j) * x(j) * A(i,k) * x(k)");
   CHECK(tensor_names(spec) == Names{"y", "A", "x"});
   CHECK(spec.index_vars == Names{"i", "j", "k"});
   CHECK(spec.find_tensor("A")->first_loc.col == 8);
@@ -548,6 +548,19 @@ TEST_CASE("parser error: a repeated index in one access") {
   check_error("y(i) = B(i,j,j) * x(j)", 1, 14, "index j appears twice in B(i,j,j)", 'j');
   // The same index in different accesses is what contraction is.
   CHECK_NOTHROW(parse("a = x(i) * x(i)"));
+}
+
+TEST_CASE("parser error: a summed index missing from a term of a sum") {
+  check_error("y(i) = b(i) + A(i,j) * x(j)", 1, 8,
+              "the summed index j does not occur in the term b(i), so the scope of its sum is ambiguous", 'b');
+  check_error("y(i) = -A(i,j) * x(j) + (b(i) - c(i)) * 2", 1, 26, "does not occur in the term (b(i) - c(i)) * 2", 'b');
+  check_error("y(i) = A(i,j) * x(j) - 3", 1, 24, "the summed index j does not occur in the term 3", '3');
+  check_error("y(i) = A(i,j) * x(j) + A(i,k) * x(k)", 1, 24, "the summed index j does not occur in the term A(i,k) * x(k)", 'A');
+  check_error("a = x(i) * (y(i) + z(j))", 1, 13, "the summed index j does not occur in the term y(i)", 'y');
+  // A factor shared by every term, or a sum the summed index runs through, is unambiguous.
+  CHECK_NOTHROW(parse("y(i) = (A(i,j) + b(i)) * x(j)"));
+  CHECK_NOTHROW(parse("y(i) = b(i) * (A(i,j) + B(i,j)) * x(j) / 2"));
+  CHECK_NOTHROW(parse("A(i,j) = (B(i,j,k) + E(i,j,k)) * c(k)"));
 }
 
 TEST_CASE("parser error: reserved names") {

@@ -406,8 +406,29 @@ TEST_CASE("assembled sparse output: what cannot be appended is refused") {
                  "no loop order can iterate both C (which stores i inside j) and A (which stores j inside i)"));
   CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"C": {"format": "dcsr"}}, "schedule": [{"op": "reorder", "order": ["j", "i"]}]})"),
                  "c.json: /schedule/0: error: reorder: this order puts j outside i, but C (dcsr) stores j in a level below i"));
-  CHECK(contains(error_of("C(i,j) += A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "dcsr"}, "C": {"format": "csr"}}})"),
-                 "`+=` into an assembled sparse output is not supported"));
+  // `+=` into an assembled output adds its previous value as a term, which has no summed index.
+  CHECK(contains(error_of("C(i,j) += A(i,k) * B(k,j)", R"({"tensors": {"C": {"format": "csr"}}})"),
+                 "t.spg:1:1: error: `+=` into C, a sparse output the kernel assembles (csr), adds its previous value as a "
+                 "term of its own, but the right-hand side sums over k, which that term lacks"));
+}
+
+TEST_CASE("`+=` into an assembled sparse output reads its previous value as the input C_prev") {
+  spgen::Compilation c = compile("C(i,j) += A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "dcsr"}, "C": {"format": "csr"}}})");
+  CHECK(c.program.spec_text == "C(i,j) = C_prev(i,j) + A(i,j) * B(i,j)");
+  REQUIRE(c.program.buffers.size() == 4);
+  CHECK(c.program.buffers[1].tensor == "C_prev");
+  CHECK(c.program.buffers[1].previous_output);
+  CHECK(c.program.buffers[1].format.name == "csr");
+  CHECK_FALSE(c.program.iteration.accumulate);  // C is assembled anew
+  REQUIRE(c.assemble.size() == 1);
+  CHECK(contains(c.stage2_dump, "two-finger merge of A, C_prev"));
+  // A name the spec already uses is not taken.
+  spgen::Compilation named = compile("C(i,j) += A(i,j) * C_prev(i,j)", R"({"tensors": {"A": {"format": "dcsr"}, "C": {"format": "csr"}}})");
+  CHECK(named.program.buffers[1].tensor == "C_prev2");
+  // An output that shares an input's structure still adds into its values in place.
+  spgen::Compilation shared = compile("C(i,j) += A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "csr"}}})");
+  CHECK(shared.program.iteration.accumulate);
+  CHECK(shared.program.buffers.size() == 3);
 }
 
 TEST_CASE("assembled sparse output with several compressed levels: one assemble phase per level, top down") {
