@@ -158,6 +158,13 @@ spgen_ref::Tensor make_input(const Kernel& k, const spgen::ast::TensorUse& use, 
   return has_fixed_width_level(k, use.name) ? fit_to_widths(k.config.format_of(use.name), std::move(t)) : t;
 }
 
+// `t`'s entries with other values, as another tensor of the same structure holds them.
+spgen_ref::Tensor with_random_values(spgen_ref::Tensor t, uint64_t seed) {
+  spgen_ref::Tensor values = spgen_ref::random_dense({static_cast<int64_t>(t.nnz())}, seed);
+  t.vals = values.vals;
+  return t;
+}
+
 // Whether the tensor's --input is a sparse file: a sparse operand's, or the previous value of a
 // `+=` output that the kernel assembles anew (one that shares an input's structure starts from
 // dense values, which the driver reads on that structure).
@@ -257,6 +264,10 @@ TEST_CASE("random inputs: every kernel matches the reference") {
         inputs[use.name] = use.is_output && !has_sparse_file(k, use.name) ? spgen_ref::random_dense(dims, seed++)
                                                                            : make_input(k, use, dims, plans[p], seed++);
       }
+      // A `+=` output that shares an input's structure holds values only there.
+      if (k.spec.accumulate)
+        if (std::string owner = spgen::find_shared_structure(k.spec, k.config); !owner.empty())
+          inputs[k.spec.output.tensor] = with_random_values(inputs.at(owner), seed++);
       // The first run goes through the CLI and keeps its build; later ones rerun that driver.
       if (!check_run(builds().command(k), k, inputs, dir, plans[p].label)) builds().forget(k);
     }
