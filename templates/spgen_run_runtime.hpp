@@ -22,6 +22,7 @@
 #include <initializer_list>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <new>
 #include <numeric>
 #include <stdexcept>
@@ -1942,6 +1943,32 @@ std::vector<Value> values_on_structure(const Run<Index, Value>& run, int t, int 
   return vals;
 }
 
+// values_on_structure for an owner whose positions the runtime cannot search (a blocked format):
+// `stored` is t unpacked by the kernel's own routine with each value set to its position + 1,
+// so an entry names its position (the padding of blocks past the dimensions is left out).
+template <class Index, class Value>
+std::vector<Value> values_on_unpacked_structure(const Run<Index, Value>& run, int t, int owner, const Coo& stored,
+                                                const Coo& initial) {
+  const TensorInfo& ti = run.info().tensors[static_cast<size_t>(t)];
+  const TensorInfo& oi = run.info().tensors[static_cast<size_t>(owner)];
+  std::vector<Value> vals(run.packed(owner).vals.size(), Value(0));
+  std::map<std::vector<int64_t>, int64_t> position;  // by t's coordinates
+  for (int64_t e = 0; e < stored.nnz(); ++e) {
+    std::vector<int64_t> c(static_cast<size_t>(stored.order()));
+    for (int m = 0; m < stored.order(); ++m) c[static_cast<size_t>(m)] = stored.coord(e, m);
+    position.emplace(std::move(c), static_cast<int64_t>(stored.vals[static_cast<size_t>(e)]) - 1);
+  }
+  std::vector<int64_t> c(static_cast<size_t>(initial.order()));
+  for (int64_t e = 0; e < initial.nnz(); ++e) {
+    for (int m = 0; m < initial.order(); ++m) c[static_cast<size_t>(m)] = initial.coord(e, m);
+    const double v = initial.vals[static_cast<size_t>(e)];
+    const auto at = position.find(c);
+    if (at != position.end()) vals[static_cast<size_t>(at->second)] += static_cast<Value>(v);
+    else if (v != 0.0) throw std::runtime_error("initial " + ti.name + " has a nonzero outside the structure of " + oi.name);
+  }
+  return vals;
+}
+
 struct Timings {
   double median = 0, min = 0, max = 0;
   int runs = 0;
@@ -2132,7 +2159,7 @@ class Driver {
     return initial;
   }
 
-  std::vector<Value> initial_shared_values(const Run<Index, Value>& run, size_t t, int owner) {
+  std::vector<Value> initial_shared_values(Run<Index, Value>& run, size_t t, int owner) {
     const size_t count = run.packed(owner).vals.size();
     switch (plan_.source[t]) {
       case Plan::Source::None: return std::vector<Value>(count, Value(0));
@@ -2144,6 +2171,17 @@ class Driver {
       }
       case Plan::Source::File: {
         Coo entries = make_entries(run, t);
+        // The kernel's unpack of t lists the positions of the structure t shares, in order.
+        if (!tensor(static_cast<size_t>(owner)).blocks.empty() && t < hooks_->unpack.size() && hooks_->unpack[t]) {
+          // Positions as values: exact while they fit the value type's mantissa.
+          if (count >= (uint64_t{1} << std::numeric_limits<Value>::digits))
+            throw std::runtime_error("initial values of " + tensor(t).name + ": the structure of " +
+                                     tensor(static_cast<size_t>(owner)).name + " is too large to locate them");
+          std::vector<Value>& positions = run.packed(static_cast<int>(t)).vals;
+          positions.resize(count);
+          for (size_t p = 0; p < count; ++p) positions[p] = static_cast<Value>(p + 1);
+          return values_on_unpacked_structure(run, static_cast<int>(t), owner, hooks_->unpack[t](run), entries);
+        }
         return values_on_structure(run, static_cast<int>(t), owner, entries);
       }
     }
