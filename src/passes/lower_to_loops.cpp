@@ -830,11 +830,8 @@ class Lowering {
       int depth = program_.depth_of(axis.index_var);
       for (int d = 0; d < depth; ++d)
         if (program_.iteration.iterators[d].is_reduction)
-          throw_unsupported("sparse output " + output.tensor + " (" + output.format.name + ") is summed over " +
-                            program_.iteration.iterators[d].var + " outside its compressed level " +
-                            std::to_string(level) + " (index " + axis.index_var +
-                            "), whose coordinates would then arrive out of order; reorder so the output's loops "
-                            "are outermost, or store " + output.tensor + " with dense levels above its last one");
+          throw CompileError(format_config_error(config_.file, "/tensors/" + output.tensor + "/format",
+                                                 summed_outside_compressed_level(output, level, program_.iteration.iterators[d].var)));
       for (int id : plans_[depth].axes)
         if (repeats(program_.axes[id]))
           throw_unsupported("sparse output " + output.tensor + " (" + output.format.name + ") stores " + axis.index_var +
@@ -859,6 +856,23 @@ class Lowering {
         append_depth_ = level == 0 ? -1 : levels[level - 1].ready_depth;
         break;
       }
+  }
+
+  // Why a summed loop outside a compressed level above the last is refused, and what to store
+  // instead: dense or ragged levels are located (their positions follow from the coordinates), so
+  // their coordinates may come in any order and repeatedly. A last level that is appended to
+  // (compressed, ELL, COO) would also get its rows out of order, so it must change too.
+  std::string summed_outside_compressed_level(const sparse::SparseBuffer& output, int level, const std::string& summed) const {
+    const sparse::Axis& axis = program_.axes[output.axes[level]];
+    LevelKind last = output.format.levels[entry_level(output.format)];
+    bool last_appended = last != LevelKind::Dense && last != LevelKind::DenseVariable;
+    return "sparse output " + output.tensor + " (" + output.format.name + ") is summed over " + summed +
+           " outside its compressed level " + std::to_string(level) + " (index " + axis.index_var +
+           "), whose coordinates would then arrive out of order and repeatedly, but a compressed level appends each "
+           "coordinate once, in increasing order; reorder so the output's loops are outermost, or store " +
+           output.tensor + (last_appended ? " with dense or dense-variable levels only"
+                                          : " with dense or dense-variable levels above its last one") +
+           " (their positions are located from the coordinates, which may come in any order)";
   }
 
   // A ragged level above the output's last one, counted: its row (the parent position) is as long

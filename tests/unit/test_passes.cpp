@@ -435,6 +435,19 @@ TEST_CASE("assembled sparse output: what cannot be appended is refused") {
                  "/tensors/C/format: error: sparse output C (custom) cannot be assembled: an output is assembled when its "
                  "levels are dense, compressed and dense-variable ones"));
 
+  // A summed loop outside a compressed level above the last: only located (dense, ragged) levels take
+  // coordinates out of order, and the last level too when it is appended to.
+  const char* transposed = "C(i,j) = A(k,i) * B(k,j)";
+  CHECK(contains(error_of(transposed, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "dcsr"}}})"),
+                 "c.json: /tensors/C/format: error: sparse output C (dcsr) is summed over k outside its compressed level 0 (index i), "
+                 "whose coordinates would then arrive out of order and repeatedly, but a compressed level appends each coordinate "
+                 "once, in increasing order; reorder so the output's loops are outermost, or store C with dense or dense-variable "
+                 "levels only"));
+  CHECK(contains(error_of(transposed, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": {"levels": ["compressed", "dense-variable"]}}}})"),
+                 "or store C with dense or dense-variable levels above its last one (their positions are located from the "
+                 "coordinates, which may come in any order)"));
+  CHECK(compile(transposed, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": {"levels": ["dense-variable", "dense"]}}}})").assemble.size() == 1);
+
   // A loop moved above the output's cursor would restart it (stage II reorder after a split).
   CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"C": {"format": "csr"}},
       "schedule": [{"op": "split", "var": "j", "factor": 4}, {"op": "reorder", "order": ["j0", "i"]}]})"),
