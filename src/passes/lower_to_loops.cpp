@@ -800,13 +800,13 @@ class Lowering {
     // written or not. So do the gaps of a ragged row.
     // So do an ELL row's slots past its entries (padding).
     if (assembled_ && !counting_)
-      needs_zero_fill_ = dense_below_compressed(output.format) || output.format.levels.back() == LevelKind::DenseVariable ||
+      needs_zero_fill_ = dense_below_compressed_or_ragged(output.format) || output.format.levels.back() == LevelKind::DenseVariable ||
                          output.format.levels.back() == LevelKind::SparseFixed;
     if (scalar_accumulator_) accumulator_ = fresh_name("acc");
     split_hoistable_factors();
   }
 
-  static bool dense_below_compressed(const Format& format) {
+  static bool dense_below_compressed_or_ragged(const Format& format) {
     auto first = std::find_if(format.levels.begin(), format.levels.end(),
                               [](LevelKind k) { return k == LevelKind::Compressed || k == LevelKind::DenseVariable; });
     return std::find(first, format.levels.end(), LevelKind::Dense) != format.levels.end();
