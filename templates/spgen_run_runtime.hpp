@@ -2073,18 +2073,17 @@ class Driver {
     }
   }
 
-  // Dense and compressed levels, possibly ending in a COO segment (a compressed-nonunique level,
-  // then singletons) or a ragged (dense-variable) level, not all dense; or dense levels ending in
-  // an ELL (sparse-fixed) level: the shapes the kernels can assemble.
+  // Dense, compressed and ragged (dense-variable) levels, possibly ending in a COO segment (a
+  // compressed-nonunique level, then singletons) or in one ELL (sparse-fixed) level, not all
+  // dense: the shapes the kernels can assemble (is_assemblable in passes/build_sparse_ir.cpp).
   static bool is_assembled_shape(const std::vector<Level>& levels) {
-    if (!levels.empty() && levels.back() == Level::SparseFixed)
-      return std::all_of(levels.begin(), levels.end() - 1, [](Level l) { return l == Level::Dense; });
     bool in_coo_segment = false;
     for (size_t l = 0; l < levels.size(); ++l) {
-      const bool ragged_last = levels[l] == Level::DenseVariable && l + 1 == levels.size();
+      const bool ell_last = levels[l] == Level::SparseFixed && l + 1 == levels.size();
       if (levels[l] == Level::CompressedNonUnique && !in_coo_segment) in_coo_segment = true;
       else if (in_coo_segment ? levels[l] != Level::Singleton
-                              : levels[l] != Level::Dense && levels[l] != Level::Compressed && !ragged_last)
+                              : levels[l] != Level::Dense && levels[l] != Level::Compressed &&
+                                    levels[l] != Level::DenseVariable && !ell_last)
         return false;
     }
     return !all_dense(levels);

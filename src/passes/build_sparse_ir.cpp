@@ -41,22 +41,22 @@ void top_level_factors(const ast::ExprPtr& expr, std::vector<const ast::Expr*>& 
   }
 }
 
-// Outputs whose structure the kernel builds itself (count, prefix sum, fill, level by level):
-// dense and compressed levels, whose entries can be appended in loop order, possibly ending in a
-// COO segment (one compressed-nonunique level, then singletons: one position per entry) or in a
-// ragged (dense-variable) level, whose rows are sized by their largest coordinate; or dense
-// levels and one ELL (sparse-fixed) level, whose rows are counted so that the caller can check
-// the width before the fill.
+// Outputs whose structure the kernel builds itself (count, prefix sum, fill, level by level;
+// Driver::is_assembled_shape in templates/spgen_run_runtime.hpp is its twin):
+// dense, compressed and ragged (dense-variable) levels, whose entries can be appended in loop
+// order (a ragged row is sized by its largest coordinate that holds entries, and located, not
+// appended), possibly ending in a COO segment (one compressed-nonunique level, then singletons:
+// one position per entry) or in one ELL (sparse-fixed) level, whose rows are counted so that the
+// caller can check the width before the fill.
 bool is_assemblable(const Format& format) {
-  if (format.levels.back() == LevelKind::SparseFixed)
-    return std::all_of(format.levels.begin(), format.levels.end() - 1, [](LevelKind k) { return k == LevelKind::Dense; });
   bool in_coo_segment = false;
   for (size_t l = 0; l < format.levels.size(); ++l) {
     LevelKind kind = format.levels[l];
-    bool ragged_last = kind == LevelKind::DenseVariable && l + 1 == format.levels.size();
+    bool ell_last = kind == LevelKind::SparseFixed && l + 1 == format.levels.size();
     if (kind == LevelKind::CompressedNonUnique && !in_coo_segment) in_coo_segment = true;
     else if (in_coo_segment ? kind != LevelKind::Singleton
-                            : kind != LevelKind::Dense && kind != LevelKind::Compressed && !ragged_last)
+                            : kind != LevelKind::Dense && kind != LevelKind::Compressed &&
+                                  kind != LevelKind::DenseVariable && !ell_last)
       return false;
   }
   return !format.all_dense();
@@ -178,9 +178,9 @@ sparse::Program build_sparse_ir(const ast::Spec& spec, const Config& config) {
         throw CompileError(format_config_error(
             config.file, "/tensors/" + buffer.tensor + "/format",
             "sparse output " + buffer.tensor + " (" + buffer.format.name +
-                ") cannot be assembled: an output is assembled when its levels are dense and compressed ones "
-                "(csr, dcsr, csf, sv, ...), possibly ending in one compressed-nonunique level and singletons (coo) or in a "
-                "dense-variable level (ragged), or dense levels ending in one sparse-fixed level (ell), or it shares the structure of an input with the same format and indices "
+                ") cannot be assembled: an output is assembled when its levels are dense, compressed and dense-variable ones "
+                "(csr, dcsr, csf, sv, ragged, ...), possibly ending in one compressed-nonunique level and singletons (coo) or in "
+                "one sparse-fixed level (ell), or it shares the structure of an input with the same format and indices "
                 "that multiplies the whole right-hand side (as X does in SDDMM)"));
     }
     if (buffer.shares_structure_with.empty()) {  // else its axes are filled in below

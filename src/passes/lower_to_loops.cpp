@@ -796,18 +796,19 @@ class Lowering {
     for (int id : program_.structure_of(output).axes) some_entry_unvisited |= program_.axes[id].kind == sparse::AxisKind::SparseFixed;
     some_entry_unvisited |= !outside_blocks_of_.empty();  // the rest adds into the output
     needs_zero_fill_ = !assembled_ && !accumulate && (reduction_outside || some_entry_unvisited);
-    // Dense levels below a compressed one store every coordinate under an entry, written or not.
-    // So do the gaps of a ragged row.
+    // Dense levels below a compressed (or ragged) one store every coordinate under an entry,
+    // written or not. So do the gaps of a ragged row.
     // So do an ELL row's slots past its entries (padding).
     if (assembled_ && !counting_)
-      needs_zero_fill_ = dense_below_compressed(output.format) || output.format.levels.back() == LevelKind::DenseVariable ||
+      needs_zero_fill_ = dense_below_compressed_or_ragged(output.format) || output.format.levels.back() == LevelKind::DenseVariable ||
                          output.format.levels.back() == LevelKind::SparseFixed;
     if (scalar_accumulator_) accumulator_ = fresh_name("acc");
     split_hoistable_factors();
   }
 
-  static bool dense_below_compressed(const Format& format) {
-    auto first = std::find(format.levels.begin(), format.levels.end(), LevelKind::Compressed);
+  static bool dense_below_compressed_or_ragged(const Format& format) {
+    auto first = std::find_if(format.levels.begin(), format.levels.end(),
+                              [](LevelKind k) { return k == LevelKind::Compressed || k == LevelKind::DenseVariable; });
     return std::find(first, format.levels.end(), LevelKind::Dense) != format.levels.end();
   }
 
@@ -820,16 +821,17 @@ class Lowering {
     const std::vector<LevelPosition>& levels = positions_.at(output.tensor);
     for (int level = 0; level < entry_level(output.format); ++level) {
       const sparse::Axis& axis = program_.axes[output.axes[level]];
-      if (axis.kind != sparse::AxisKind::SparseVariable) continue;
       if (counting_ && level > counted_level_) break;
+      if (axis.kind == sparse::AxisKind::DenseVariable) {
+        if (counting_ && level == counted_level_) open_ragged_level(output, level);
+        continue;
+      }
+      if (axis.kind != sparse::AxisKind::SparseVariable) continue;
       int depth = program_.depth_of(axis.index_var);
       for (int d = 0; d < depth; ++d)
         if (program_.iteration.iterators[d].is_reduction)
-          throw_unsupported("sparse output " + output.tensor + " (" + output.format.name + ") is summed over " +
-                            program_.iteration.iterators[d].var + " outside its compressed level " +
-                            std::to_string(level) + " (index " + axis.index_var +
-                            "), whose coordinates would then arrive out of order; reorder so the output's loops "
-                            "are outermost, or store " + output.tensor + " with dense levels above its last one");
+          throw CompileError(format_config_error(config_.file, "/tensors/" + output.tensor + "/format",
+                                                 summed_outside_compressed_level(output, level, program_.iteration.iterators[d].var)));
       for (int id : plans_[depth].axes)
         if (repeats(program_.axes[id]))
           throw_unsupported("sparse output " + output.tensor + " (" + output.format.name + ") stores " + axis.index_var +
@@ -854,6 +856,37 @@ class Lowering {
         append_depth_ = level == 0 ? -1 : levels[level - 1].ready_depth;
         break;
       }
+  }
+
+  // Why a summed loop outside a compressed level above the last is refused, and what to store
+  // instead: dense or ragged levels are located (their positions follow from the coordinates), so
+  // their coordinates may come in any order and repeatedly. A last level that is appended to
+  // (compressed, ELL, COO) would also get its rows out of order, so it must change too.
+  std::string summed_outside_compressed_level(const sparse::SparseBuffer& output, int level, const std::string& summed) const {
+    const sparse::Axis& axis = program_.axes[output.axes[level]];
+    LevelKind last = output.format.levels[entry_level(output.format)];
+    bool last_appended = last != LevelKind::Dense && last != LevelKind::DenseVariable;
+    return "sparse output " + output.tensor + " (" + output.format.name + ") is summed over " + summed +
+           " outside its compressed level " + std::to_string(level) + " (index " + axis.index_var +
+           "), whose coordinates would then arrive out of order and repeatedly, but a compressed level appends each "
+           "coordinate once, in increasing order; reorder so the output's loops are outermost, or store " +
+           output.tensor + (last_appended ? " with dense or dense-variable levels only"
+                                          : " with dense or dense-variable levels above its last one") +
+           " (their positions are located from the coordinates, which may come in any order)";
+  }
+
+  // A ragged level above the output's last one, counted: its row (the parent position) is as long
+  // as its largest coordinate that holds entries below, + 1. Maxima do not depend on the order the
+  // coordinates come in, and the fill locates each coordinate's position (pos[p] + coordinate), so
+  // summed loops outside it are no obstacle, and nothing is opened when filling.
+  void open_ragged_level(const sparse::SparseBuffer& output, int level) {
+    OpenLevel open;
+    open.level = level;
+    open.depth = program_.depth_of(program_.axes[output.axes[level]].index_var);
+    open.flag = fresh_name(output.tensor + std::to_string(level) + "_nonempty");
+    open.counted = true;
+    open.every_iteration = writes_every_iteration(open.depth);
+    open_levels_.push_back(open);
   }
 
   // Only the dense in-block loops of blocked indices (a blocked output's whole blocks) lie between
@@ -903,11 +936,15 @@ class Lowering {
         // Under a parent that is itself a cursor (the next free position), an empty last parent
         // leaves the cursor one past the counts: only a coordinate that holds entries counts.
         const std::vector<LevelPosition>& levels = positions_.at(program_.output().tensor);
-        if (open.level > 0 && levels[open.level - 1].is_cursor && !open.every_iteration)
+        if (axis.kind == sparse::AxisKind::DenseVariable) {
+          Stmt lengthen = store_ragged_length(axis, slot);
+          stmts.push_back(open.every_iteration ? lengthen : std::make_shared<If>(var(open.flag, ScalarType::Bool), lengthen, nullptr));
+        } else if (open.level > 0 && levels[open.level - 1].is_cursor && !open.every_iteration) {
           stmts.push_back(std::make_shared<If>(var(open.flag, ScalarType::Bool),
                                                std::make_shared<Store>(axis.pos, slot, cast(index_type_, int64(1)), true), nullptr));
-        else
+        } else {
           stmts.push_back(std::make_shared<Store>(axis.pos, slot, cast(index_type_, entries), true));
+        }
       }
     }
     return block(std::move(stmts));
@@ -923,6 +960,13 @@ class Lowering {
       stmts.push_back(std::make_shared<Assign>(open.flag, std::make_shared<IntImm>(1, ScalarType::Bool), false));
     }
     return stmts;
+  }
+
+  // A ragged row's length is its largest coordinate + 1, whatever order the entries come in
+  // (counts sit one slot up, at `slot`, for the prefix sum).
+  Stmt store_ragged_length(const sparse::Axis& axis, Expr slot) const {
+    Expr length = binary(BinOp::Max, load(axis.pos, slot, index_type_), cast(index_type_, add(var(axis.index_var), int64(1))));
+    return std::make_shared<Store>(axis.pos, slot, length, false);
   }
 
   // The coordinate of the output's open `level`, stored at its cursor.
@@ -1051,10 +1095,7 @@ class Lowering {
       // One more entry under this parent (counts sit one slot up, for the prefix sum); a level
       // above the last one counts its flag instead, after its coordinate's loop.
       if (counted_level_ == entries && axis.kind == sparse::AxisKind::DenseVariable) {
-        // A ragged row's length is its largest coordinate + 1, whatever order the entries come in.
-        Expr slot = add(cursor, int64(1));
-        Expr length = binary(BinOp::Max, load(axis.pos, slot, index_type_), cast(index_type_, add(var(axis.index_var), int64(1))));
-        stmts.push_back(std::make_shared<Store>(axis.pos, slot, length, false));
+        stmts.push_back(store_ragged_length(axis, add(cursor, int64(1))));
       } else if (counted_level_ == entries) {
         stmts.push_back(std::make_shared<Store>(axis.pos, add(cursor, int64(1)), cast(index_type_, int64(1)), true));
       }
@@ -1838,7 +1879,7 @@ class Lowering {
     // it is marked once, before the body, with no flag (see writes_every_iteration).
     bool every_iteration = false;
   };
-  std::vector<OpenLevel> open_levels_;  // compressed output levels above the last (plan_open_levels)
+  std::vector<OpenLevel> open_levels_;  // compressed (or counted ragged) output levels above the last (plan_open_levels)
   int append_depth_ = -1;  // loops deeper than this share the output's cursors or counts
   std::vector<LoopPlan> plans_;  // per loop depth
   std::set<int> by_runs_;        // COO levels visited once per run of equal coordinates (plan_runs)

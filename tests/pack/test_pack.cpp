@@ -1,7 +1,7 @@
 // The pack/unpack routines spgen writes into every CPU kernel, tested by compiling them: kernels
 // for CSR, CSC, DCSR, COO, ELL, ragged, CSF, order-3 COO, BSR, a dense-suffix format, a column-major
-// dense tensor, SDDMM (an output sharing an input's structure) and assembled CSR, DCSR, COO and
-// ragged outputs are generated, compiled warning-free into one shared library (which also checks that they link
+// dense tensor, SDDMM (an output sharing an input's structure) and assembled CSR, DCSR, COO,
+// ragged, (ragged, compressed) and (compressed, ELL) outputs are generated, compiled warning-free into one shared library (which also checks that they link
 // together) and loaded with dlopen. Their routines are called through their exact C types:
 //   - round trips on random and edge inputs (empty, single entry, duplicates, unsorted, empty
 //     rows, a zero-size mode): pack's arrays equal those of the runtime's independent packer
@@ -94,6 +94,10 @@ const std::vector<Case>& cases() {
        {NU, S}, {0, 1}, 0, false, true, {7, 9}, ""},
       {"pk_add_ragged_out", kAdd, R"({"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "ragged"}})", "C",
        {D, DV}, {0, 1}, 0, true, false, {7, 9}, ""},
+      {"pk_add_ragged_compressed_out", kAdd, R"({"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": {"levels": ["dense-variable", "compressed"]}}})", "C",
+       {DV, C}, {0, 1}, 0, false, false, {7, 9}, ""},
+      {"pk_add_compressed_ell_out", kAdd, R"({"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": {"levels": ["compressed", {"kind": "sparse-fixed", "width": 3}]}}})", "C",
+       {C, SF}, {0, 1}, 3, false, true, {7, 9}, ""},
   };
   return all;
 }
@@ -911,6 +915,8 @@ TEST_CASE("bsr 4x1: int64 indices, float64 values") { check_case("pk_bsr_int64")
 TEST_CASE("an assembled output of several compressed levels has its own routines") { check_case("pk_add_dcsr_out"); }
 TEST_CASE("an assembled COO output has its own routines") { check_case("pk_add_coo_out"); }
 TEST_CASE("an assembled ragged output has its own routines") { check_case("pk_add_ragged_out"); }
+TEST_CASE("an assembled output with a ragged level above a compressed one has its own routines") { check_case("pk_add_ragged_compressed_out"); }
+TEST_CASE("an assembled output of ELL rows under a compressed level has its own routines") { check_case("pk_add_compressed_ell_out"); }
 
 TEST_CASE("ell: a row with more coordinates than the width fails to pack") {
   const Case& c = case_named("pk_ell");

@@ -390,12 +390,63 @@ TEST_CASE("assembled sparse output: an ELL row is counted for the width check, t
                      c.func.name + " is called: it stores only the first 4 of a longer row"));
 }
 
+TEST_CASE("assembled sparse output: a ragged level above the last is sized by its largest coordinate that holds entries, then located") {
+  const char* tensor_add = "C(i,j,k) = A(i,j,k) + B(i,j,k)";
+  spgen::Compilation c = compile(tensor_add, R"({"tensors": {"A": {"format": {"levels": ["dense", "compressed", "compressed"]}},
+      "B": {"format": {"levels": ["dense", "compressed", "compressed"]}}, "C": {"format": {"levels": ["dense", "dense-variable", "compressed"]}}},
+      "schedule": [{"op": "parallel", "var": "i"}]})");
+  REQUIRE(c.assemble.size() == 2);
+  // The ragged level: a flag per j, raised by the entries below; the row takes the largest j that has one.
+  std::string lengths = spgen::loops::dump_stage2(c.assemble[0]);
+  CHECK(contains(lengths, "      var C1_nonempty: bool = false\n"));
+  CHECK(contains(lengths, "      if C1_nonempty:\n        C_pos1[i + 1] = max(C_pos1[i + 1], int32(j + 1))\n"));
+  CHECK(contains(lengths, "for i in [0, dim_i) parallel(static):"));
+  // The level below counts under the located position pos[i] + j, of which there are C_pos1[dim_i].
+  std::string counts = spgen::loops::dump_stage2(c.assemble[1]);
+  CHECK(contains(counts, "for zero C at p in [0, int64(C_pos1[dim_i]) + 1) parallel(static):"));
+  CHECK(contains(counts, "      let pC1: int64 = int64(C_pos1[i]) + j\n"));
+  CHECK(contains(counts, "C_pos2[pC1 + 1] += 1"));
+  CHECK(contains(c.stage2_dump, "      let pC1: int64 = int64(C_pos1[i]) + j\n      var pC2: int64 = int64(C_pos2[pC1])\n"));
+  CHECK(!contains(c.stage2_dump, "# zero C"));  // gaps hold no entries below
+  // A dense level below a ragged one stores every coordinate under its positions: zeroed first.
+  spgen::Compilation dense_below = compile(tensor_add, R"({"tensors": {"A": {"format": "csf"}, "C": {"format": {"levels": ["dense-variable", "dense", "compressed"]}}}})");
+  CHECK(contains(dense_below.stage2_dump, "# zero C: the loops below skip entries that must be zero"));
+}
+
+TEST_CASE("assembled sparse output: ELL rows under a compressed level are counted per stored row, then filled from the row's first slot") {
+  spgen::Compilation c = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "dcsr"},
+      "C": {"format": {"levels": ["compressed", {"kind": "sparse-fixed", "width": 4}]}}}})");
+  REQUIRE(c.assemble.size() == 2);
+  std::string count = spgen::loops::dump_stage2(c.assemble[1]);
+  CHECK(contains(count, "for zero C at p in [0, int64(C_pos0[1]) + 1):"));
+  CHECK(contains(count, "C_pos1[pC0 + 1] += 1"));
+  CHECK(contains(count, "pC0 += int64(C0_nonempty)"));
+  CHECK(contains(c.stage2_dump, "  for zero C at p in [0, int64(C_pos0[1]) * 4):\n    C_vals[p] = 0\n    C_crd1[p] = -1\n"));
+  CHECK(contains(c.stage2_dump, "    var pC1: int64 = pC0 * 4\n"));
+  CHECK(contains(c.stage2_dump, "if pC1 < (pC0 + 1) * 4:\n"));
+  CHECK(contains(c.files[0].text, "C_crd1  int32_t*        output C level 1 (sparse-fixed, index j): coordinates, written here: 4 per parent "
+                                  "position, increasing, then padding marked -1; length C_pos0[1] * 4"));
+}
+
 TEST_CASE("assembled sparse output: what cannot be appended is refused") {
   CHECK(contains(error_of("C(i,j) = A(k,i) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}}})"),
                  "sparse output C is summed over k outside its rows, so no row can be finished before the next begins"));
-  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "C": {"format": {"levels": ["compressed", {"kind": "sparse-fixed", "width": 4}]}}}})"),
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "C": {"format": {"levels": [{"kind": "sparse-fixed", "width": 4}, "compressed"]}}}})"),
                  "/tensors/C/format: error: sparse output C (custom) cannot be assembled: an output is assembled when its "
-                 "levels are dense and compressed ones"));
+                 "levels are dense, compressed and dense-variable ones"));
+
+  // A summed loop outside a compressed level above the last: only located (dense, ragged) levels take
+  // coordinates out of order, and the last level too when it is appended to.
+  const char* transposed = "C(i,j) = A(k,i) * B(k,j)";
+  CHECK(contains(error_of(transposed, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "dcsr"}}})"),
+                 "c.json: /tensors/C/format: error: sparse output C (dcsr) is summed over k outside its compressed level 0 (index i), "
+                 "whose coordinates would then arrive out of order and repeatedly, but a compressed level appends each coordinate "
+                 "once, in increasing order; reorder so the output's loops are outermost, or store C with dense or dense-variable "
+                 "levels only"));
+  CHECK(contains(error_of(transposed, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": {"levels": ["compressed", "dense-variable"]}}}})"),
+                 "or store C with dense or dense-variable levels above its last one (their positions are located from the "
+                 "coordinates, which may come in any order)"));
+  CHECK(compile(transposed, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": {"levels": ["dense-variable", "dense"]}}}})").assemble.size() == 1);
 
   // A loop moved above the output's cursor would restart it (stage II reorder after a split).
   CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"C": {"format": "csr"}},
