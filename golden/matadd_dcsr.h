@@ -13,7 +13,7 @@
 //
 // ABI: void matadd_dcsr(...), arguments in this order. Arrays are allocated by the caller, must not
 // overlap one another, and hold int32_t indices and float values.
-// First call matadd_dcsr_assemble_level0(...), which builds the positions of one compressed level:
+// First call matadd_dcsr_assemble_level0(...), which writes the positions of one output level (marked "written here"):
 //   dim_i   int64_t         size of index i
 //   dim_j   int64_t         size of index j
 //   C_pos0  int32_t*        output C level 0 (compressed, index i): positions, written here (entries counted, then summed); length 2
@@ -27,7 +27,7 @@
 //   B_pos1  const int32_t*  B level 1 (compressed, index j, mode 1): positions; the entries under parent position p are B_pos1[p] .. B_pos1[p+1]-1; length B_pos0[1] + 1
 //   B_crd1  const int32_t*  B level 1 (compressed, index j, mode 1): coordinates, strictly increasing under each parent; length B_pos1[B_pos0[1]]
 //   B_vals  const float*    values of B(i,j), one per stored entry; length B_pos1[B_pos0[1]]
-// then allocate the next pos array (length: the entries of the levels above, plus 1) and call matadd_dcsr_assemble_level1(...), which builds the positions of one compressed level:
+// then allocate the next pos array (length: the entries of the levels above, plus 1) and call matadd_dcsr_assemble_level1(...), which writes the positions of one output level (marked "written here"):
 //   dim_i   int64_t         size of index i
 //   dim_j   int64_t         size of index j
 //   C_pos0  const int32_t*  output C level 0 (compressed, index i): positions, as written by matadd_dcsr_assemble_level0; length 2
@@ -42,7 +42,7 @@
 //   B_pos1  const int32_t*  B level 1 (compressed, index j, mode 1): positions; the entries under parent position p are B_pos1[p] .. B_pos1[p+1]-1; length B_pos0[1] + 1
 //   B_crd1  const int32_t*  B level 1 (compressed, index j, mode 1): coordinates, strictly increasing under each parent; length B_pos1[B_pos0[1]]
 //   B_vals  const float*    values of B(i,j), one per stored entry; length B_pos1[B_pos0[1]]
-// then allocate each compressed level's coordinates and the values (lengths: the entries of the levels so far) and call matadd_dcsr(...):
+// then allocate the output's coordinates and values (their lengths below) and call matadd_dcsr(...):
 //   dim_i   int64_t         size of index i
 //   dim_j   int64_t         size of index j
 //   C_pos0  const int32_t*  output C level 0 (compressed, index i): positions, as written by matadd_dcsr_assemble_level0; length 2

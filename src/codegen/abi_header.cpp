@@ -76,17 +76,17 @@ GeneratedFile emit_abi_header(const loops::LoweredFunc& func, const GenerationCo
           "(...):\n" + abi;
     declaration = assemble_declaration + "\n\n" + declaration;
   } else if (!assemble.empty()) {
-    // One phase per compressed level, top down: each sizes the next level's pos array.
+    // One phase per assembled level (compressed, ragged, ELL), top down: each sizes the next level's arrays.
     std::string phases, declarations;
     for (size_t i = 0; i < assemble.size(); ++i) {
       auto [phase_abi, phase_declaration] = describe_function(assemble[i], return_type, extra_params, extra_docs);
       phases += std::string(i == 0 ? "// First call " : "// then allocate the next pos array (length: the entries "
                                                         "of the levels above, plus 1) and call ") +
-                assemble[i].name + "(...), which builds the positions of one compressed level:\n" + phase_abi;
+                assemble[i].name + "(...), which writes the positions of one output level (marked \"written here\"):\n" + phase_abi;
       declarations += phase_declaration + "\n\n";
     }
-    abi = phases + "// then allocate each compressed level's coordinates and the values (lengths: the entries of the "
-          "levels so far) and call " + func.name + "(...):\n" + abi;
+    abi = phases + "// then allocate the output's coordinates and values (their lengths below) and call " + func.name +
+          "(...):\n" + abi;
     declaration = declarations + declaration;
   }
 

@@ -500,7 +500,7 @@ TEST_CASE("assembled sparse output with several compressed levels: one assemble 
   CHECK(contains(c.stage2_dump, "C_crd0[pC0] = int32(i)"));
   CHECK(contains(c.stage2_dump, "C_crd1[pC1] = int32(j)"));
   const std::string& header = c.files[0].text;
-  CHECK(contains(header, "// First call mul_assemble_level0(...), which builds the positions of one compressed level:"));
+  CHECK(contains(header, "// First call mul_assemble_level0(...), which writes the positions of one output level (marked \"written here\"):"));
   CHECK(contains(header, "and call mul_assemble_level1(...)"));
   // The row cursor is shared by every row: i stays sequential.
   CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "dcsr"}},
