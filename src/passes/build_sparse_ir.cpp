@@ -94,7 +94,7 @@ std::string block_loop_name(const std::string& var, BlockPart part) {
 // and their dense in-block levels are zeroed and written), and may block no other index.
 void check_blocked_output(const Config& config, const sparse::Program& program) {
   const sparse::SparseBuffer& output = program.output();
-  if (output.format.all_dense() || !output.shares_structure_with.empty()) return;
+  if (output.format.all_dense() || !output.shares_structure_with.empty() || output.gathered_level >= 0) return;
   for (size_t l = 0; l < output.format.levels.size(); ++l) {
     const std::string& var = output.indices[output.format.mode_order[l]];
     LevelBlock block = output.format.block(l);
@@ -120,6 +120,50 @@ void check_blocked_output(const Config& config, const sparse::Program& program) 
                    "sparse output " + output.tensor + " stores the in-block coordinate of " + var + " in a " +
                        level_kind_name(output.format.levels[l]) + " level; an assembled blocked output keeps whole blocks (dense in-block levels)");
   }
+}
+
+// An assembled output blocked on indices that no operand blocks (C bsr = A csr + B csr) drives
+// its blocks itself: the blocks of one parent position of its last sparse (compressed) level
+// are gathered whole in a workspace keyed by that level's coordinate (passes/lower_to_loops.cpp,
+// "a block-row workspace"). An index blocked above that level is split into loops (`i_blk` over
+// block rows, `i_in` inside one, as an operand's blocks would split it); the index of that level
+// stays one loop, its levels reached at its coordinate / and % the block (blocked apart).
+void plan_output_blocks(const ast::Spec& spec, const Config& config, sparse::Program& program) {
+  sparse::SparseBuffer& output = program.buffers.front();
+  if (output.format.all_dense() || !output.shares_structure_with.empty() || !output.format.is_blocked()) return;
+  for (size_t l = 0; l < output.format.levels.size(); ++l)
+    if (output.format.block(l).part != BlockPart::None && program.blocked(output.indices[output.format.mode_order[l]]))
+      return;  // an operand drives this index's blocks (check_blocked_output)
+  int gathered = -1;
+  for (size_t l = 0; l < output.format.levels.size(); ++l)
+    if (output.format.levels[l] != LevelKind::Dense) gathered = static_cast<int>(l);
+  if (gathered < 0 || output.format.levels[gathered] != LevelKind::Compressed)
+    fail_blocked(config, output.tensor,
+                 "sparse output " + output.tensor + " (" + output.format.name +
+                     ") is blocked where no operand is, so its blocks are gathered in a workspace keyed by its last "
+                     "sparse level, which must then be compressed");
+  if (config.target == Target::Cuda)
+    fail_blocked(config, output.tensor,
+                 "sparse output " + output.tensor + " (" + output.format.name +
+                     ") is blocked where no operand is: its blocks are gathered in a block-row workspace, which only "
+                     "the cpu target has; use --target cpu, or give an operand the same blocks");
+  output.gathered_level = gathered;
+  const std::string& gathered_var = output.indices[output.format.mode_order[gathered]];
+  for (size_t l = 0; l < output.format.levels.size(); ++l) {
+    LevelBlock block = output.format.block(l);
+    const std::string& var = output.indices[output.format.mode_order[l]];
+    if (block.part != BlockPart::Block || var == gathered_var) continue;
+    sparse::BlockedVar blocked{var, block_loop_name(var, BlockPart::Block), block_loop_name(var, BlockPart::InBlock),
+                               block.size, output.tensor};
+    for (const std::string& name : {blocked.outer, blocked.inner})
+      if (std::find(spec.index_vars.begin(), spec.index_vars.end(), name) != spec.index_vars.end())
+        fail_blocked(config, output.tensor, "the block loops of index " + var + " are named " + blocked.outer + " and " +
+                                                blocked.inner + ", but the spec already uses " + name +
+                                                " as an index variable; rename it");
+    program.blocked_vars.push_back(blocked);
+  }
+  for (int id : output.axes)
+    if (program.axes[id].mode_var == gathered_var) program.axes[id].index_var = gathered_var;  // now blocked_apart()
 }
 
 // The index variables that blocked operands split into block and in-block loops (`i_blk`,
@@ -153,6 +197,7 @@ void plan_blocked_vars(const ast::Spec& spec, const Config& config, sparse::Prog
       program.blocked_vars.push_back(blocked);
     }
   }
+  plan_output_blocks(spec, config, program);
   check_blocked_output(config, program);
 }
 
