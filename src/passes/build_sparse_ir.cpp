@@ -88,8 +88,9 @@ std::string block_loop_name(const std::string& var, BlockPart part) {
   throw CompileError(format_config_error(config.file, "/tensors/" + tensor + "/format", message));
 }
 
-// An output that does not share an input's structure blocks nothing itself: the block loops come
-// from the operands. A dense output is reached at the combined coordinates; an assembled one must
+// An output that does not share an input's structure, and whose blocks are not gathered in a
+// block-row workspace (plan_output_blocks), blocks nothing itself: the block loops come from the
+// operands. A dense output is reached at the combined coordinates; an assembled one must
 // be blocked alike on every blocked index (its blocks are then appended in the block loops' order,
 // and their dense in-block levels are zeroed and written), and may block no other index.
 void check_blocked_output(const Config& config, const sparse::Program& program) {
@@ -100,11 +101,18 @@ void check_blocked_output(const Config& config, const sparse::Program& program) 
     LevelBlock block = output.format.block(l);
     const sparse::BlockedVar* blocked = program.blocked(var);
     if (block.part == BlockPart::None && !blocked) continue;
-    if (!blocked)
+    if (!blocked) {
+      // (Where no operand blocks any of its indices, plan_output_blocks gathered its blocks.)
+      const sparse::BlockedVar* other = nullptr;
+      for (size_t o = 0; o < output.format.levels.size() && !other; ++o)
+        if (output.format.block(o).part != BlockPart::None) other = program.blocked(output.indices[output.format.mode_order[o]]);
       fail_blocked(config, output.tensor,
                    "sparse output " + output.tensor + " (" + output.format.name + ") blocks index " + var +
-                       ", but no operand does: the block loops that assemble its blocks come from an operand blocked "
-                       "alike; give an operand that block, or make " + output.tensor + " unblocked");
+                       ", but no operand does, while " + other->tensor + " blocks index " + other->var +
+                       ": an output's blocks come either from operands blocked alike on every index it blocks, or, where "
+                       "no operand blocks any of them, from a block-row workspace; give an operand that block, or make " +
+                       output.tensor + " unblocked on " + var);
+    }
     if (block.part == BlockPart::None)
       fail_blocked(config, output.tensor,
                    "sparse output " + output.tensor + " (" + output.format.name + ") stores index " + var + ", which " +
@@ -142,11 +150,6 @@ void plan_output_blocks(const ast::Spec& spec, const Config& config, sparse::Pro
                  "sparse output " + output.tensor + " (" + output.format.name +
                      ") is blocked where no operand is, so its blocks are gathered in a workspace keyed by its last "
                      "sparse level, which must then be compressed");
-  if (config.target == Target::Cuda)
-    fail_blocked(config, output.tensor,
-                 "sparse output " + output.tensor + " (" + output.format.name +
-                     ") is blocked where no operand is: its blocks are gathered in a block-row workspace, which only "
-                     "the cpu target has; use --target cpu, or give an operand the same blocks");
   output.gathered_level = gathered;
   const std::string& gathered_var = output.indices[output.format.mode_order[gathered]];
   for (size_t l = 0; l < output.format.levels.size(); ++l) {
@@ -173,7 +176,8 @@ void plan_output_blocks(const ast::Spec& spec, const Config& config, sparse::Pro
 // levels blocked apart (other blocks) at the coordinate / or % their block.
 void plan_blocked_vars(const ast::Spec& spec, const Config& config, sparse::Program& program) {
   for (const sparse::SparseBuffer& buffer : program.buffers) {
-    // An output blocks nothing: it shares an input's structure, or is refused below.
+    // An output blocks nothing here: it shares an input's structure, gathers its own blocks
+    // (plan_output_blocks), or is refused (check_blocked_output).
     if (buffer.is_output || !buffer.format.is_blocked()) continue;
     for (size_t l = 0; l < buffer.format.levels.size(); ++l) {
       LevelBlock block = buffer.format.block(l);
