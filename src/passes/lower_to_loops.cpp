@@ -1404,8 +1404,12 @@ class Lowering {
         begin = pos_at(parent);
         last = pos_at(add(parent, int64(1)));
     }
-    if (!position.parent_found.empty()) {  // an absent parent has no entries
-      Expr parent_found = var(position.parent_found, ScalarType::Bool);
+    // An absent parent has no entries: a located level above that is not found, or a merge
+    // around here that found no entry of this tensor (its cursor may sit past the end).
+    Expr parent_found = position.parent_found.empty() ? nullptr : var(position.parent_found, ScalarType::Bool);
+    if (auto merged = presence_.find(axis.tensor); merged != presence_.end())
+      for (const std::string& flag : merged->second) parent_found = logical_and(parent_found, var(flag, ScalarType::Bool));
+    if (parent_found) {
       begin = select(parent_found, begin, int64(0));
       last = select(parent_found, last, int64(0));
     }
@@ -1419,7 +1423,7 @@ class Lowering {
     if (axis.kind == sparse::AxisKind::Singleton && position.parent_run_end.empty()) {
       // The parent's entry (visited one at a time) has this coordinate or none.
       Expr found = binary(BinOp::Eq, crd_at(parent), coordinate);
-      if (!position.parent_found.empty()) found = logical_and(var(position.parent_found, ScalarType::Bool), found);
+      if (parent_found) found = logical_and(parent_found, found);
       stmts.push_back(std::make_shared<Declare>(p, ScalarType::Int64, parent, false));
       stmts.push_back(std::make_shared<Declare>(position.found, ScalarType::Bool, found, false));
       return stmts;

@@ -812,6 +812,12 @@ TEST_CASE("bsr output that no operand blocks: a block-row workspace gathers whol
   // SpGEMM transposed: the sum over k lies inside the block row, so the workspace gathers it.
   spgen::Compilation transposed = compile("C(i,j) = A(k,i) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})");
   CHECK(contains(transposed.stage1_dump, "over [i_blk: spatial, k: reduction, i_in: spatial, j: spatial]"));
+  // A level located inside the blocks under a merge cursor that did not find its row (it may sit
+  // past the end) searches nothing (found by fuzzing block-CSC outputs; operands' column blocks too).
+  spgen::Compilation absent = compile(add, R"({"tensors": {"A": {"format": {"levels": ["dense", {"kind": "compressed", "floordiv": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 1]}},
+      "B": {"format": "dcsr"}, "C": {"format": "dense"}}})");
+  CHECK(contains(absent.stage2_dump, "var pB1: int64 = inB ? int64(B_pos1[pB0]) : 0\n"));
+  CHECK(contains(absent.stage2_dump, "let pB1_end: int64 = inB ? int64(B_pos1[pB0 + 1]) : 0\n"));
   // Refused: a sum outside the block rows, a row loop inside the workspace, a schedule that
   // would split a block row over threads.
   CHECK(error_of("C(i,j) = A(k,i) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}},
