@@ -208,7 +208,7 @@ class Lowering {
       const sparse::Axis& axis = program_.axes[output.axes[level]];
       if (counting_ && static_cast<int>(level) > counted_level_) break;
       std::string where = "output " + output.tensor + " level " + std::to_string(level) + " (" +
-                          level_kind_name(output.format.levels[level]) + ", index " + axis.index_var + ")";
+                          level_kind_name(output.format.levels[level]) + ", index " + level_coordinate_prose(axis) + ")";
       if (axis.kind == sparse::AxisKind::Singleton && !counting_) {
         params.push_back(make_param(axis.crd, ParamKind::Crd, index_type_, output.tensor, static_cast<int>(level),
                                     where + ": the coordinate of each entry, written here",
