@@ -477,6 +477,9 @@ class Lowering {
   std::string outside_blocks_refusal(const std::string& blocker) const {
     const sparse::SparseBuffer& output = program_.output();
     if (config_.target == Target::Cuda) return "not on the cuda target";
+    if (!output.format.all_dense() && assembled_ && output.format.is_blocked())
+      return "the output " + output.tensor + " is assembled in " + blocker + "'s block loops, and its blocks outside " +
+             blocker + "'s would arrive after them; with " + blocker + " unblocked, a block-row workspace gathers them";
     if (!output.format.all_dense()) return "the output is not dense";
     if (!program_.iteration.fusions.empty()) return "a fuse";
     for (const sparse::BlockedVar& b : program_.blocked_vars)

@@ -763,7 +763,9 @@ TEST_CASE("bsr: what is refused, with what works") {
   CHECK(contains(assembled.stage2_dump, "for zero C at p in [0, int64(C_pos1[(dim_i + 1) / 2]) * 2 * 2)"));
   // Beside a term without a blocked operand, the rest of B would need blocks the loops never visit.
   CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})"),
-                 "the entries of B outside them cannot follow here (the output is not dense)"));
+                 "the entries of B outside them cannot follow here (the output C is assembled in A's block loops, and its "
+                 "blocks outside A's would arrive after them; with A unblocked, a block-row workspace gathers them); store B "
+                 "dense, or A unblocked (csr)\n"));
   CHECK(contains(error_of(kSpmv, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}}, "schedule": [{"op": "reorder", "order": ["j", "i"]}]})"),
                  "c.json: /schedule/0: error: reorder: index j is split into the loops j_blk and j_in by the blocked format of A"));
   CHECK(contains(error_of(kSpmv, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}}, "schedule": [{"op": "reorder", "order": ["i_in", "i_blk"]}]})"),
