@@ -66,13 +66,22 @@ std::vector<OrderConstraint> hard_order_constraints(const Program& program) {
     if (first_sparse == levels.end()) continue;  // all dense: random access in any order
     size_t f = static_cast<size_t>(first_sparse - levels.begin());
     for (size_t b = std::max<size_t>(f, 1); b < levels.size(); ++b)
-      for (size_t a = 0; a < b; ++a)
+      for (size_t a = 0; a < b; ++a) {
+        if (buffer.gathered_level >= 0) {
+          // A block-row workspace gathers its level and those below in any order, inside the
+          // loops of the levels above it (the rows).
+          if (static_cast<int>(a) < buffer.gathered_level)
+            constraints.push_back({program.axes[buffer.axes[a]].index_var, program.axes[buffer.axes[b]].index_var,
+                                   buffer.tensor});
+          continue;
+        }
         // A level blocked apart from the loops is located once its variable and parent are
         // known, after any loops (its block levels would otherwise order i before j before i);
         // a level streamed below one still waits for its variable.
         if (!program.axes[buffer.axes[b]].blocked_apart())
           constraints.push_back({program.axes[buffer.axes[a]].index_var, program.axes[buffer.axes[b]].index_var,
                                  buffer.tensor});
+      }
   }
   return constraints;
 }
@@ -123,6 +132,8 @@ std::string dump_stage1(const Program& program) {
            "), values " + buffer.values;
     if (buffer.is_output) out += ", output";
     if (!buffer.shares_structure_with.empty()) out += ", shares the structure of " + buffer.shares_structure_with;
+    if (buffer.gathered_level >= 0)
+      out += ", blocks gathered by level " + std::to_string(buffer.gathered_level) + " in a block-row workspace";
     out += "\n";
   }
   std::vector<std::string> iterators;

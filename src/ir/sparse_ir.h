@@ -62,6 +62,12 @@ struct SparseBuffer {
   std::string shares_structure_with;  // tensor whose axes this output reuses, or empty
   bool format_inferred = false;       // the output's format came from its operands (infer_output_format)
   bool previous_output = false;       // an input holding the output's value before a `+=` kernel (read_previous_output)
+  // An assembled output blocked where no operand is (C bsr = A csr + B csr): this compressed
+  // level's coordinate keys a workspace that gathers one parent position's blocks (a block row)
+  // whole, with the dense levels below as each block's values; -1 otherwise. The levels above it
+  // give the loops (i_blk, i_in); this level's variable stays one loop, and its blocked levels
+  // are reached at its coordinate / and % their block (blocked_apart).
+  int gathered_level = -1;
   std::string values;                 // name of the values array
 };
 

@@ -71,23 +71,31 @@ std::string block_loop_name(const std::string& var, BlockPart part) {
   throw CompileError(format_config_error(config.file, "/tensors/" + tensor + "/format", message));
 }
 
-// An output that does not share an input's structure blocks nothing itself: the block loops come
-// from the operands. A dense output is reached at the combined coordinates; an assembled one must
+// An output that does not share an input's structure, and whose blocks are not gathered in a
+// block-row workspace (plan_output_blocks), blocks nothing itself: the block loops come from the
+// operands. A dense output is reached at the combined coordinates; an assembled one must
 // be blocked alike on every blocked index (its blocks are then appended in the block loops' order,
 // and their dense in-block levels are zeroed and written), and may block no other index.
 void check_blocked_output(const Config& config, const sparse::Program& program) {
   const sparse::SparseBuffer& output = program.output();
-  if (output.format.all_dense() || !output.shares_structure_with.empty()) return;
+  if (output.format.all_dense() || !output.shares_structure_with.empty() || output.gathered_level >= 0) return;
   for (size_t l = 0; l < output.format.levels.size(); ++l) {
     const std::string& var = output.indices[output.format.mode_order[l]];
     LevelBlock block = output.format.block(l);
     const sparse::BlockedVar* blocked = program.blocked(var);
     if (block.part == BlockPart::None && !blocked) continue;
-    if (!blocked)
+    if (!blocked) {
+      // (Where no operand blocks any of its indices, plan_output_blocks gathered its blocks.)
+      const sparse::BlockedVar* other = nullptr;
+      for (size_t o = 0; o < output.format.levels.size() && !other; ++o)
+        if (output.format.block(o).part != BlockPart::None) other = program.blocked(output.indices[output.format.mode_order[o]]);
       fail_blocked(config, output.tensor,
                    "sparse output " + output.tensor + " (" + output.format.name + ") blocks index " + var +
-                       ", but no operand does: the block loops that assemble its blocks come from an operand blocked "
-                       "alike; give an operand that block, or make " + output.tensor + " unblocked");
+                       ", but no operand does, while " + other->tensor + " blocks index " + other->var +
+                       ": an output's blocks come either from operands blocked alike on every index it blocks, or, where "
+                       "no operand blocks any of them, from a block-row workspace; give an operand that block, or make " +
+                       output.tensor + " unblocked on " + var);
+    }
     if (block.part == BlockPart::None)
       fail_blocked(config, output.tensor,
                    "sparse output " + output.tensor + " (" + output.format.name + ") stores index " + var + ", which " +
@@ -105,6 +113,45 @@ void check_blocked_output(const Config& config, const sparse::Program& program) 
   }
 }
 
+// An assembled output blocked on indices that no operand blocks (C bsr = A csr + B csr) drives
+// its blocks itself: the blocks of one parent position of its last sparse (compressed) level
+// are gathered whole in a workspace keyed by that level's coordinate (passes/lower_to_loops.cpp,
+// "a block-row workspace"). An index blocked above that level is split into loops (`i_blk` over
+// block rows, `i_in` inside one, as an operand's blocks would split it); the index of that level
+// stays one loop, its levels reached at its coordinate / and % the block (blocked apart).
+void plan_output_blocks(const ast::Spec& spec, const Config& config, sparse::Program& program) {
+  sparse::SparseBuffer& output = program.buffers.front();
+  if (output.format.all_dense() || !output.shares_structure_with.empty() || !output.format.is_blocked()) return;
+  for (size_t l = 0; l < output.format.levels.size(); ++l)
+    if (output.format.block(l).part != BlockPart::None && program.blocked(output.indices[output.format.mode_order[l]]))
+      return;  // an operand drives this index's blocks (check_blocked_output)
+  int gathered = -1;
+  for (size_t l = 0; l < output.format.levels.size(); ++l)
+    if (output.format.levels[l] != LevelKind::Dense) gathered = static_cast<int>(l);
+  if (gathered < 0 || output.format.levels[gathered] != LevelKind::Compressed)
+    fail_blocked(config, output.tensor,
+                 "sparse output " + output.tensor + " (" + output.format.name +
+                     ") is blocked where no operand is, so its blocks are gathered in a workspace keyed by its last "
+                     "sparse level, which must then be compressed");
+  output.gathered_level = gathered;
+  const std::string& gathered_var = output.indices[output.format.mode_order[gathered]];
+  for (size_t l = 0; l < output.format.levels.size(); ++l) {
+    LevelBlock block = output.format.block(l);
+    const std::string& var = output.indices[output.format.mode_order[l]];
+    if (block.part != BlockPart::Block || var == gathered_var) continue;
+    sparse::BlockedVar blocked{var, block_loop_name(var, BlockPart::Block), block_loop_name(var, BlockPart::InBlock),
+                               block.size, output.tensor};
+    for (const std::string& name : {blocked.outer, blocked.inner})
+      if (std::find(spec.index_vars.begin(), spec.index_vars.end(), name) != spec.index_vars.end())
+        fail_blocked(config, output.tensor, "the block loops of index " + var + " are named " + blocked.outer + " and " +
+                                                blocked.inner + ", but the spec already uses " + name +
+                                                " as an index variable; rename it");
+    program.blocked_vars.push_back(blocked);
+  }
+  for (int id : output.axes)
+    if (program.axes[id].mode_var == gathered_var) program.axes[id].index_var = gathered_var;  // now blocked_apart()
+}
+
 // The index variables that blocked operands split into block and in-block loops (`i_blk`,
 // `i_in`). The first operand to block a variable gives the loops; operands blocked alike share
 // them. Every other operand reaches the variable at its coordinate (passes/lower_to_loops.cpp,
@@ -112,7 +159,8 @@ void check_blocked_output(const Config& config, const sparse::Program& program) 
 // levels blocked apart (other blocks) at the coordinate / or % their block.
 void plan_blocked_vars(const ast::Spec& spec, const Config& config, sparse::Program& program) {
   for (const sparse::SparseBuffer& buffer : program.buffers) {
-    // An output blocks nothing: it shares an input's structure, or is refused below.
+    // An output blocks nothing here: it shares an input's structure, gathers its own blocks
+    // (plan_output_blocks), or is refused (check_blocked_output).
     if (buffer.is_output || !buffer.format.is_blocked()) continue;
     for (size_t l = 0; l < buffer.format.levels.size(); ++l) {
       LevelBlock block = buffer.format.block(l);
@@ -136,6 +184,7 @@ void plan_blocked_vars(const ast::Spec& spec, const Config& config, sparse::Prog
       program.blocked_vars.push_back(blocked);
     }
   }
+  plan_output_blocks(spec, config, program);
   check_blocked_output(config, program);
 }
 

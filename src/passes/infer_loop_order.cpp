@@ -21,7 +21,8 @@ std::vector<sparse::OrderConstraint> soft_order_preferences(const sparse::Progra
   for (const sparse::SparseBuffer& buffer : program.buffers) {
     for (size_t b = 1; b < buffer.axes.size(); ++b)
       for (size_t a = 0; a < b; ++a)
-        if (!program.axes[buffer.axes[b]].blocked_apart())
+        if (!program.axes[buffer.axes[b]].blocked_apart() &&
+            (buffer.gathered_level < 0 || static_cast<int>(a) < buffer.gathered_level))  // gathered in any order
           preferences.push_back({loop_of(program, program.axes[buffer.axes[a]].index_var),
                                  loop_of(program, program.axes[buffer.axes[b]].index_var), buffer.tensor});
   }

@@ -208,7 +208,7 @@ class Lowering {
       const sparse::Axis& axis = program_.axes[output.axes[level]];
       if (counting_ && static_cast<int>(level) > counted_level_) break;
       std::string where = "output " + output.tensor + " level " + std::to_string(level) + " (" +
-                          level_kind_name(output.format.levels[level]) + ", index " + axis.index_var + ")";
+                          level_kind_name(output.format.levels[level]) + ", index " + level_coordinate_prose(axis) + ")";
       if (axis.kind == sparse::AxisKind::Singleton && !counting_) {
         params.push_back(make_param(axis.crd, ParamKind::Crd, index_type_, output.tensor, static_cast<int>(level),
                                     where + ": the coordinate of each entry, written here",
@@ -397,7 +397,7 @@ class Lowering {
   // visit every block anyway.
   void defer_located_terms(LoopPlan& plan, const std::string& loop) const {
     const sparse::BlockedVar* blocked = program_.blocked_loop(loop);
-    if (!blocked || loop != blocked->outer) return;
+    if (!blocked || loop != blocked->outer || blocked->tensor == program_.output().tensor) return;
     auto located_here = [&](const std::string& tensor) {
       for (int id : program_.structure_of(program_.buffer(tensor)).axes)
         if (is_located_in_blocks(program_.axes[id]) && program_.axes[id].index_var == blocked->var) return true;
@@ -477,6 +477,9 @@ class Lowering {
   std::string outside_blocks_refusal(const std::string& blocker) const {
     const sparse::SparseBuffer& output = program_.output();
     if (config_.target == Target::Cuda) return "not on the cuda target";
+    if (!output.format.all_dense() && assembled_ && output.format.is_blocked())
+      return "the output " + output.tensor + " is assembled in " + blocker + "'s block loops, and its blocks outside " +
+             blocker + "'s would arrive after them; with " + blocker + " unblocked, a block-row workspace gathers them";
     if (!output.format.all_dense()) return "the output is not dense";
     if (!program_.iteration.fusions.empty()) return "a fuse";
     for (const sparse::BlockedVar& b : program_.blocked_vars)
@@ -718,7 +721,7 @@ class Lowering {
           // A cursor, opened where the parent is known. The last level's is advanced by each
           // appended entry; a level above it is the next free position, and moves past the current
           // coordinate once that coordinate turns out to hold entries (see open_levels_).
-          bool last = static_cast<int>(level) == entry_level(buffer.format);
+          bool last = static_cast<int>(level) == entry_level(buffer.format) || static_cast<int>(level) == buffer.gathered_level;
           position.declare_depth = parent_depth;
           position.ready_depth = last ? parent_depth : depth;
           // An ELL row starts at its first slot; its positions only say how many it needs.
@@ -736,6 +739,8 @@ class Lowering {
         parent = var(position.name);
         parent_depth = position.ready_depth;
         levels.push_back(position);
+        // The levels below a block-row workspace's are its blocks' values, written whole by the append.
+        if (buffer.is_output && assembled_ && static_cast<int>(level) == buffer.gathered_level) break;
       }
     }
   }
@@ -781,8 +786,11 @@ class Lowering {
                  (output.format.levels.back() == LevelKind::Compressed || output.format.levels.back() == LevelKind::SparseFixed ||
                   coo_segment_) &&
                  (!counting_ || counted_level_ == entry_level(output.format));
+    block_rows_ = assembled_ && output.gathered_level >= 0 && (!counting_ || counted_level_ == output.gathered_level);
+    scattered_ |= block_rows_;
     if (assembled_) plan_open_levels(output);
-    if (scattered_) plan_workspace(output);
+    if (block_rows_) plan_block_workspace(output);
+    else if (scattered_) plan_workspace(output);
     output_overwrites_ = !accumulate && !reduction_outside;
     bool some_entry_unvisited = false;
     if (output.shares_structure_with.empty())
@@ -802,6 +810,7 @@ class Lowering {
     if (assembled_ && !counting_)
       needs_zero_fill_ = dense_below_compressed_or_ragged(output.format) || output.format.levels.back() == LevelKind::DenseVariable ||
                          output.format.levels.back() == LevelKind::SparseFixed;
+    if (block_rows_) needs_zero_fill_ = false;  // each block is appended whole, its zeros included
     if (scalar_accumulator_) accumulator_ = fresh_name("acc");
     split_hoistable_factors();
   }
@@ -819,7 +828,8 @@ class Lowering {
   // its count).
   void plan_open_levels(const sparse::SparseBuffer& output) {
     const std::vector<LevelPosition>& levels = positions_.at(output.tensor);
-    for (int level = 0; level < entry_level(output.format); ++level) {
+    int last_open = output.gathered_level >= 0 ? output.gathered_level : entry_level(output.format);
+    for (int level = 0; level < last_open; ++level) {
       const sparse::Axis& axis = program_.axes[output.axes[level]];
       if (counting_ && level > counted_level_) break;
       if (axis.kind == sparse::AxisKind::DenseVariable) {
@@ -1086,6 +1096,7 @@ class Lowering {
     const sparse::SparseBuffer& output = program_.output();
     if (!assembled_)
       return std::make_shared<Store>(output.values, value_position(output.tensor), std::move(value), !output_overwrites_);
+    if (block_rows_) return scatter_into_block(std::move(value));
     if (scattered_) return scatter(std::move(value));
     std::vector<Stmt> stmts = open_levels();
     Expr cursor = value_position(output.tensor);
@@ -1214,6 +1225,111 @@ class Lowering {
     return block(std::move(stmts));
   }
 
+  // ---- a block-row workspace ----
+  // An output blocked where no operand is (C bsr r x c = A csr + B csr): the loops go over block
+  // rows (i_blk) and the rows inside one (i_in), the operands read at i = i_blk*r + i_in, and the
+  // entries of one block row, which arrive row by row, are gathered per block column (j / c):
+  // a workspace holds each touched block whole (r*c values, zeroed at its first touch, so the
+  // padding of a partial block stays zero), with a marker of the block row that last touched
+  // it and the list of touched block columns, sorted and appended block by block when the block
+  // row is done. It is the row workspace of plan_workspace with a block per coordinate; the
+  // count phase counts each block row's distinct block columns.
+  void plan_block_workspace(const sparse::SparseBuffer& output) {
+    const std::vector<LevelPosition>& levels = positions_.at(output.tensor);
+    const int gathered = output.gathered_level;
+    row_depth_ = gathered > 0 ? levels[gathered - 1].ready_depth : -1;
+    row_ = gathered > 0 ? var(levels[gathered - 1].name) : int64(0);
+    for (int d = 0; d <= row_depth_; ++d)
+      if (program_.iteration.iterators[d].is_reduction)
+        throw_unsupported("sparse output " + output.tensor + " is summed over " + program_.iteration.iterators[d].var +
+                          " outside its block rows, so no block row can be finished before the next begins; make " +
+                          output.tensor + " dense, or reorder so its row loops are outermost");
+    const sparse::Axis& key_axis = program_.axes[output.axes[gathered]];
+    // r*c as one constant where the levels below are all in-block ones.
+    int64_t constant_size = 1;
+    block_size_ = int64(1);
+    for (size_t level = gathered + 1; level < output.axes.size(); ++level) {
+      const sparse::Axis& axis = program_.axes[output.axes[level]];
+      if (axis.block_part == BlockPart::InBlock) constant_size *= axis.block;
+      else block_size_ = mul(block_size_, axis_length(axis));
+    }
+    block_size_ = mul(block_size_, int64(constant_size));
+    Expr keys = axis_length(key_axis);
+    block_offset_ = fresh_name("z");
+    block_key_ = fresh_name(key_axis.mode_var + (key_axis.block_part == BlockPart::Block ? "_blk" : "_key"));
+    workspace_values_ = fresh_name(output.tensor + "_blocks");
+    workspace_seen_ = fresh_name(output.tensor + "_seen");
+    workspace_list_ = fresh_name(output.tensor + "_touched");
+    workspace_count_ = fresh_name(output.tensor + "_ntouched");
+    workspaces_.push_back({workspace_seen_, ScalarType::Int64, keys, int64(-1)});
+    if (counting_) return;
+    workspaces_.push_back({workspace_list_, ScalarType::Int64, keys, int64(0)});
+    workspaces_.push_back({workspace_values_, value_type_, mul(keys, block_size_), std::make_shared<FloatImm>(0.0, "0", value_type_)});
+  }
+
+  // The entry's place in its block: the dense levels below the gathered one, flattened.
+  Expr offset_in_block() const {
+    const sparse::SparseBuffer& output = program_.output();
+    Expr offset = int64(0);
+    for (size_t level = output.gathered_level + 1; level < output.axes.size(); ++level) {
+      const sparse::Axis& axis = program_.axes[output.axes[level]];
+      offset = add(mul(offset, axis_length(axis)), level_coordinate(axis));
+    }
+    return offset;
+  }
+
+  // First touch of a block in this block row: mark it (and, computing, list it and zero it).
+  // The block row then holds a block, so the compressed levels above open (see open_levels).
+  Stmt scatter_into_block(Expr value) const {
+    const sparse::SparseBuffer& output = program_.output();
+    const sparse::Axis& key_axis = program_.axes[output.axes[output.gathered_level]];
+    Expr key = var(block_key_);
+    std::vector<Stmt> stmts = {std::make_shared<Declare>(block_key_, ScalarType::Int64, level_coordinate(key_axis), false)};
+    Expr first_touch = binary(BinOp::Ne, load(workspace_seen_, key, ScalarType::Int64), row_);
+    std::vector<Stmt> mark = {std::make_shared<Store>(workspace_seen_, key, row_, false)};
+    append(mark, open_levels());
+    if (counting_) {
+      mark.push_back(std::make_shared<Store>(key_axis.pos, add(row_, int64(1)), cast(index_type_, int64(1)), true));
+      stmts.push_back(std::make_shared<If>(first_touch, block(std::move(mark)), nullptr));
+      return block(std::move(stmts));
+    }
+    const std::string& z = block_offset_;
+    Expr block_start = mul(key, block_size_);
+    mark.push_back(std::make_shared<Store>(workspace_list_, var(workspace_count_), key, false));
+    mark.push_back(std::make_shared<Assign>(workspace_count_, int64(1), true));
+    mark.push_back(std::make_shared<For>("zero " + output.tensor + " block", z, int64(0), block_size_,
+                                         std::make_shared<Store>(workspace_values_, add(block_start, var(z)),
+                                                                 std::make_shared<FloatImm>(0.0, "0", value_type_), false)));
+    stmts.push_back(std::make_shared<If>(first_touch, block(std::move(mark)), nullptr));
+    stmts.push_back(std::make_shared<Store>(workspace_values_, add(block_start, offset_in_block()), std::move(value), true));
+    return block(std::move(stmts));
+  }
+
+  // Around a block row's loops: start an empty list; afterwards append its blocks in block
+  // column order, each block's values whole.
+  Stmt around_block_row(Stmt row_loops) {
+    const sparse::SparseBuffer& output = program_.output();
+    const sparse::Axis& key_axis = program_.axes[output.axes[output.gathered_level]];
+    std::string what = "gather each block row of " + output.tensor + " by " + level_coordinate_prose(key_axis) +
+                       " in a workspace of whole blocks (no operand gives " + output.tensor + "'s blocks)";
+    if (counting_) return block({std::make_shared<Comment>(what + "; count them"), row_loops});
+    const std::string& cursor = positions_.at(output.tensor)[output.gathered_level].name;
+    std::string t = fresh_name("t"), key = fresh_name(block_key_ + "_out");
+    const std::string& z = block_offset_;
+    Expr from = mul(var(key), block_size_), to = mul(var(cursor), block_size_);
+    std::vector<Stmt> append_block = {
+        std::make_shared<Declare>(key, ScalarType::Int64, load(workspace_list_, var(t), ScalarType::Int64), false),
+        std::make_shared<Store>(key_axis.crd, var(cursor), cast(index_type_, var(key)), false),
+        std::make_shared<For>("copy " + output.tensor + " block", z, int64(0), block_size_,
+                              std::make_shared<Store>(output.values, add(to, var(z)),
+                                                      load(workspace_values_, add(from, var(z)), value_type_), false)),
+        std::make_shared<Assign>(cursor, int64(1), true)};
+    return block({std::make_shared<Comment>(what + "; append them sorted"),
+                  std::make_shared<Declare>(workspace_count_, ScalarType::Int64, int64(0), true), row_loops,
+                  std::make_shared<Sort>(workspace_list_, int64(0), var(workspace_count_)),
+                  std::make_shared<For>("append " + output.tensor, t, int64(0), var(workspace_count_), block(std::move(append_block)))});
+  }
+
   // Loops inside a row share its workspace: they stay sequential.
   LoopAnnotations loop_annotations(int depth) const {
     LoopAnnotations annotations;
@@ -1285,6 +1401,7 @@ class Lowering {
   // (The rest of a union, lower_outside_blocks, locates the blocked operand's own blocks so.)
   bool is_located_in_blocks(const sparse::Axis& axis) const {
     const sparse::BlockedVar* blocked = program_.blocked(axis.index_var);
+    if (axis.tensor == program_.output().tensor) return false;  // a block-row workspace gathers its blocks
     return axis.kind != sparse::AxisKind::DenseFixed && ((blocked && blocked->tensor != axis.tensor) || axis.blocked_apart());
   }
 
@@ -1331,8 +1448,12 @@ class Lowering {
         begin = pos_at(parent);
         last = pos_at(add(parent, int64(1)));
     }
-    if (!position.parent_found.empty()) {  // an absent parent has no entries
-      Expr parent_found = var(position.parent_found, ScalarType::Bool);
+    // An absent parent has no entries: a located level above that is not found, or a merge
+    // around here that found no entry of this tensor (its cursor may sit past the end).
+    Expr parent_found = position.parent_found.empty() ? nullptr : var(position.parent_found, ScalarType::Bool);
+    if (auto merged = presence_.find(axis.tensor); merged != presence_.end())
+      for (const std::string& flag : merged->second) parent_found = logical_and(parent_found, var(flag, ScalarType::Bool));
+    if (parent_found) {
       begin = select(parent_found, begin, int64(0));
       last = select(parent_found, last, int64(0));
     }
@@ -1346,7 +1467,7 @@ class Lowering {
     if (axis.kind == sparse::AxisKind::Singleton && position.parent_run_end.empty()) {
       // The parent's entry (visited one at a time) has this coordinate or none.
       Expr found = binary(BinOp::Eq, crd_at(parent), coordinate);
-      if (!position.parent_found.empty()) found = logical_and(var(position.parent_found, ScalarType::Bool), found);
+      if (parent_found) found = logical_and(parent_found, found);
       stmts.push_back(std::make_shared<Declare>(p, ScalarType::Int64, parent, false));
       stmts.push_back(std::make_shared<Declare>(position.found, ScalarType::Bool, found, false));
       return stmts;
@@ -1475,7 +1596,7 @@ class Lowering {
       return block(std::move(body));
     }
     if (scattered_ && depth - 1 == row_depth_) {
-      body.push_back(around_row(loop(depth)));
+      body.push_back(block_rows_ ? around_block_row(loop(depth)) : around_row(loop(depth)));
       return block(std::move(body));
     }
     if (depth - 1 == output_depth_ && scalar_accumulator_ && counting_) {
@@ -1863,6 +1984,10 @@ class Lowering {
   std::string skip_blocks_of_;     // lowering that rest: skip the coordinates in this operand's blocks
   bool assembled_;  // the output's structure is built here (see LoweringPhase)
   bool scattered_ = false;  // ... and its rows are gathered in a workspace (see plan_workspace)
+  bool block_rows_ = false;  // ... whole blocks of them, keyed by the gathered level (plan_block_workspace)
+  Expr block_size_;          // ... the values of one block: the dense levels below the gathered one
+  std::string block_key_;    // ... the gathered level's coordinate, declared where an entry is scattered
+  std::string block_offset_;  // ... the loop variable over a block's values (zeroing, appending)
   bool coo_segment_ = false;  // ... and it ends in a COO segment (compressed-nonunique, singletons)
   std::string workspace_row_number_;  // a COO segment's row marker: the rows visited so far
   int row_depth_ = -1;      // the loop depth where a row (the output's parent position) is known

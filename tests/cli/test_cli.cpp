@@ -53,6 +53,22 @@ TEST_CASE("the generated kernel compiles warning-free as C++ and its header as p
   CHECK(cc.exit_code == 0);
 }
 
+TEST_CASE("a bsr output gathered in block-row workspaces (parallel, float64, int64) compiles warning-free") {
+  TempDir dir;
+  std::string cases = source_root() + "/tests/e2e/cases/";
+  REQUIRE(spgen({"gen", cases + "sparse_add.spg", "--config", cases + "sparse_add_csr_to_bsr_out_parallel.json", "-o",
+                 dir.path()}).exit_code == 0);
+  ProcessResult cxx = run_process({"c++", "-std=c++17", "-O2", "-fopenmp", "-Wall", "-Wextra", "-Werror", "-c",
+                                   dir.file("sparse_add.cpp"), "-o", dir.file("k.o")});
+  INFO(cxx.err);
+  CHECK(cxx.exit_code == 0);
+  write_text(dir.file("use.c"), "#include \"sparse_add.h\"\nint main(void) { return 0; }\n");
+  ProcessResult cc = run_process({"cc", "-std=c99", "-Wall", "-Werror", "-I", dir.path(), "-c", dir.file("use.c"),
+                                  "-o", dir.file("use.o")});
+  INFO(cc.err);
+  CHECK(cc.exit_code == 0);
+}
+
 TEST_CASE("two generated kernels link into one program") {
   TempDir dir;
   REQUIRE(spgen({"gen", spec("spmv.spg"), "--config", spec("spmv_csr.json"), "-o", dir.path()}).exit_code == 0);

@@ -801,9 +801,11 @@ TEST_CASE("bsr: what is refused, with what works") {
   CHECK(contains(located.stage2_dump, "# locate j in B by binary search (A splits j into blocks, so no cursor can follow it)\n"));
   CHECK(contains(located.stage2_dump, "let pB1_found: bool = pB1 < pB1_end && int64(B_crd1[pB1]) == j\n"));
   CHECK(contains(located.stage2_dump, "C_vals[pC1] = A_vals[pA3] * (pB1_found ? B_vals[pB1] : 0)"));
-  CHECK(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})") ==
-        "c.json: /tensors/C/format: error: sparse output C (bsr) blocks index i, but no operand does: the block loops that "
-        "assemble its blocks come from an operand blocked alike; give an operand that block, or make C unblocked\n");
+  // An output blocked on j where no operand is, though an operand blocks i (C bsr from row blocks).
+  CHECK(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": {"levels": [{"kind": "dense", "floordiv": 2}, "compressed", {"kind": "dense", "mod": 2}], "order": [0, 1, 0]}}, "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})") ==
+        "c.json: /tensors/C/format: error: sparse output C (bsr) blocks index j, but no operand does, while A blocks index i: "
+        "an output's blocks come either from operands blocked alike on every index it blocks, or, where no operand blocks "
+        "any of them, from a block-row workspace; give an operand that block, or make C unblocked on j\n");
   CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [2, 2]}, "C": {"format": "bsr", "block": [2, 3]}}})"),
                  "c.json: /tensors/C/format: error: sparse output C blocks index j by 3, but A blocks it by 2; give them the same block"));
   // Found by fuzzing: an output in the searched operand's structure would miss its entries outside the blocks.
@@ -833,13 +835,75 @@ TEST_CASE("bsr: what is refused, with what works") {
   CHECK(contains(assembled.stage2_dump, "for zero C at p in [0, int64(C_pos1[(dim_i + 1) / 2]) * 2 * 2)"));
   // Beside a term without a blocked operand, the rest of B would need blocks the loops never visit.
   CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})"),
-                 "the entries of B outside them cannot follow here (the output is not dense)"));
+                 "the entries of B outside them cannot follow here (the output C is assembled in A's block loops, and its "
+                 "blocks outside A's would arrive after them; with A unblocked, a block-row workspace gathers them); store B "
+                 "dense, or A unblocked (csr)\n"));
   CHECK(contains(error_of(kSpmv, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}}, "schedule": [{"op": "reorder", "order": ["j", "i"]}]})"),
                  "c.json: /schedule/0: error: reorder: index j is split into the loops j_blk and j_in by the blocked format of A"));
   CHECK(contains(error_of(kSpmv, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}}, "schedule": [{"op": "reorder", "order": ["i_in", "i_blk"]}]})"),
                  "this order puts j_blk outside i_blk, but A (bsr) stores j_blk in a level below i_blk"));
   CHECK(contains(error_of("y(i) = A(i,i_blk) * x(i_blk)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}}})"),
                  "the block loops of index i are named i_blk and i_in, but the spec already uses i_blk as an index variable"));
+}
+
+TEST_CASE("bsr output that no operand blocks: a block-row workspace gathers whole blocks") {
+  const char* add = "C(i,j) = A(i,j) + B(i,j)";
+  spgen::Compilation c = compile(add, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 3]}},
+                                          "schedule": [{"op": "parallel", "var": "i_blk"}]})");
+  // The output splits i into block-row loops; j stays one loop, C's levels on it reached at j / 3 and j % 3.
+  CHECK(contains(c.stage1_dump, "  C.1 = sparse_variable(j, parent=C.0, length=dim_j, pos=C_pos1, crd=C_crd1, j floordiv 3)\n"));
+  CHECK(contains(c.stage1_dump, "  C.2 = dense_fixed(i_in, parent=C.1, length=dim_i, i mod 2)\n"));
+  CHECK(contains(c.stage1_dump, "output, blocks gathered by level 1 in a block-row workspace\n"));
+  CHECK(contains(c.stage1_dump, "over [i_blk: spatial, i_in: spatial, j: spatial]"));
+  // Count phase: distinct block columns per block row.
+  CHECK(contains(c.stage2_dump, "          let j_blk: int64 = j / 3\n"
+                                "          if C_seen[j_blk] != i_blk:\n"
+                                "            C_seen[j_blk] = i_blk\n"
+                                "            C_pos1[i_blk + 1] += 1\n"));
+  // Fill: a block zeroed at its first touch, each entry added at its place in the block, the
+  // touched block columns sorted and the blocks copied whole.
+  CHECK(contains(c.stage2_dump, "C_blocks: float32[(dim_j + 2) / 3 * 6] = 0:\n    for i_blk in [0, (dim_i + 1) / 2) parallel(static):\n"));
+  CHECK(contains(c.stage2_dump, "# gather each block row of C by j / 3 in a workspace of whole blocks (no operand gives C's blocks); append them sorted\n"));
+  CHECK(contains(c.stage2_dump, "      for i_in in [0, min(2, dim_i - i_blk * 2)) sequential:\n        let i: int64 = i_blk * 2 + i_in\n"));
+  CHECK(contains(c.stage2_dump, "            for zero C block at z in [0, 6):\n              C_blocks[j_blk * 6 + z] = 0\n"
+                                "          C_blocks[j_blk * 6 + (i_in * 3 + j % 3)] += (inA ? A_vals[pA1] : 0) + (inB ? B_vals[pB1] : 0)\n"));
+  CHECK(contains(c.stage2_dump, "      sort C_touched[0, C_ntouched)\n      for append C at t in [0, C_ntouched):\n"
+                                "        let j_blk_out: int64 = C_touched[t]\n        C_crd1[pC1] = int32(j_blk_out)\n"
+                                "        for copy C block at z in [0, 6):\n          C_vals[pC1 * 6 + z] = C_blocks[j_blk_out * 6 + z]\n"));
+  CHECK(!contains(c.stage2_dump, "zero C at p in [0, int64(C_pos1"));  // the blocks are copied whole: nothing to zero first
+  // A DCSR operand's rows are found inside the block rows; a compressed block-row level opens
+  // where the workspace gets a block.
+  spgen::Compilation dcsr = compile(add, R"({"tensors": {"A": {"format": "dcsr"}, "B": {"format": "csr"},
+      "C": {"format": {"levels": [{"kind": "compressed", "floordiv": 2}, {"kind": "compressed", "floordiv": 2}, {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]}}}})");
+  CHECK(contains(dcsr.stage2_dump, "# locate i in A by binary search (C splits i into blocks, so no cursor can follow it)\n"));
+  CHECK(contains(dcsr.stage2_dump, "            C_seen[j_blk] = pC0\n            C_crd0[pC0] = int32(i_blk)\n            C0_nonempty = true\n"));
+  CHECK(contains(dcsr.stage2_dump, "      pC0 += int64(C0_nonempty)\n"));
+  // Rows blocked only (blocks of 4 rows sharing a column pattern): keyed by the column, 4 values each.
+  spgen::Compilation rows = compile(add, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"},
+      "C": {"format": {"levels": [{"kind": "dense", "floordiv": 4}, "compressed", {"kind": "dense", "mod": 4}], "order": [0, 1, 0]}}}})");
+  CHECK(contains(rows.stage2_dump, "C_blocks[j * 4 + i_in] +="));
+  CHECK(contains(rows.stage2_dump, "C_crd1[pC1] = int32(j_key_out)\n"));
+  // SpGEMM transposed: the sum over k lies inside the block row, so the workspace gathers it.
+  spgen::Compilation transposed = compile("C(i,j) = A(k,i) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})");
+  CHECK(contains(transposed.stage1_dump, "over [i_blk: spatial, k: reduction, i_in: spatial, j: spatial]"));
+  // A level located inside the blocks under a merge cursor that did not find its row (it may sit
+  // past the end) searches nothing (found by fuzzing block-CSC outputs; operands' column blocks too).
+  spgen::Compilation absent = compile(add, R"({"tensors": {"A": {"format": {"levels": ["dense", {"kind": "compressed", "floordiv": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 1]}},
+      "B": {"format": "dcsr"}, "C": {"format": "dense"}}})");
+  CHECK(contains(absent.stage2_dump, "var pB1: int64 = inB ? int64(B_pos1[pB0]) : 0\n"));
+  CHECK(contains(absent.stage2_dump, "let pB1_end: int64 = inB ? int64(B_pos1[pB0 + 1]) : 0\n"));
+  // Refused: a sum outside the block rows, a row loop inside the workspace, a schedule that
+  // would split a block row over threads.
+  CHECK(error_of("C(i,j) = A(k,i) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}},
+                 "schedule": [{"op": "reorder", "order": ["k", "i_blk"]}]})") ==
+        "c.json: /tensors: error: sparse output C is summed over k outside its block rows, so no block row can be finished "
+        "before the next begins; make C dense, or reorder so its row loops are outermost\n");
+  CHECK(contains(error_of(add, R"({"tensors": {"A": {"format": "dense"}, "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}},
+                 "schedule": [{"op": "reorder", "order": ["j", "i_blk"]}]})"),
+                 "c.json: /schedule/0: error: reorder: this order puts j outside i_blk, but C (bsr) stores j in a level below i_blk"));
+  CHECK(error_of(add, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}},
+                 "schedule": [{"op": "parallel", "var": "i_in"}]})") ==
+        "c.json: /schedule/0: error: parallel: cannot parallelize i_in: it adds into the row workspace of C\n");
 }
 
 TEST_CASE("unswitch: an ELL slot's padding test moves out of a register tile's loop, which becomes vectors") {
