@@ -18,6 +18,13 @@ class CpuStmtPrinter : public CStmtPrinter {
   using CStmtPrinter::CStmtPrinter;
 
  protected:
+  // A workspace's touched coordinates: the radix sort of templates/cpu_sort.cpp.in.
+  std::string print_sort(const Sort& sort, const std::string& indent) override {
+    const bool from_start = is_const_int(sort.begin, 0);
+    return indent + "spgen_sort_coordinates(" + sort.buffer + ".data()" + (from_start ? "" : " + " + expr_.print(sort.begin)) +
+           ", " + (from_start ? expr_.print(sort.end) : expr_.print(sort.end) + " - " + expr_.print(sort.begin)) + ");\n";
+  }
+
   std::string loop_preamble(const For& loop, const std::string& indent) const override {
     const LoopAnnotations& a = loop.annotations;
     std::string out;
@@ -114,6 +121,9 @@ GeneratedFile emit_cpu_source(const LoweredFunc& func, const GenerationContext& 
   if (uses_vectors(func.body) ||
       std::any_of(parts.begin(), parts.end(), [](const LoweredFunc& part) { return uses_vectors(part.body); }))
     file.text += std::string(*templates::lookup("cpu_vector_helpers.cpp.in")) + "\n";
+  if (uses_sort(func.body) ||
+      std::any_of(assemble.begin(), assemble.end(), [](const LoweredFunc& phase) { return uses_sort(phase.body); }))
+    file.text += std::string(*templates::lookup("cpu_sort.cpp.in")) + "\n";
   for (const LoweredFunc& phase : assemble) file.text += print_function(phase) + "\n";
   for (const LoweredFunc& part : parts) file.text += print_function(part, "static") + "\n";
   file.text += print_function(func);

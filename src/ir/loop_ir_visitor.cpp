@@ -269,4 +269,13 @@ bool uses_vectors(const Stmt& stmt) {
   return finder.found;
 }
 
+bool uses_sort(const Stmt& stmt) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void visit_sort(const Sort&) override { found = true; }
+  } finder;
+  finder.visit(stmt);
+  return finder.found;
+}
+
 }  // namespace spgen::loops
