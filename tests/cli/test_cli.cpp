@@ -92,6 +92,34 @@ TEST_CASE("two generated kernels link into one program") {
   CHECK(run_process({dir.file("prog")}).exit_code == 0);
 }
 
+TEST_CASE("the cpu kernels' coordinate sort (templates/cpu_sort.cpp.in) orders like std::sort") {
+  TempDir dir;
+  write_text(dir.file("sort.cpp"),
+             "#include <algorithm>\n#include <cstdint>\n#include <random>\n#include <vector>\n"
+             "#include \"" + source_root() + "/templates/cpu_sort.cpp.in\"\n"
+             "template <class T> int check(int64_t n, uint64_t range, unsigned seed) {\n"
+             "  std::mt19937_64 rng(seed);\n"
+             "  std::vector<T> a(static_cast<size_t>(n));\n"
+             "  for (T& v : a) v = static_cast<T>(1000 + rng() % range);\n"
+             "  std::vector<T> want = a;\n"
+             "  std::sort(want.begin(), want.end());\n"
+             "  spgen_sort_coordinates(a.data(), n);\n"
+             "  return a == want ? 0 : 1;\n"
+             "}\n"
+             "int main() {\n"
+             "  int failed = 0;\n"
+             "  for (int64_t n : {0, 1, 2, 63, 64, 65, 100, 257, 1000, 5000})\n"
+             "    for (uint64_t range : {1ull, 7ull, 255ull, 256ull, 65539ull, 1ull << 33})\n"
+             "      failed += check<int64_t>(n, range, static_cast<unsigned>(n + range)) +\n"
+             "                (range < (1ull << 30) ? check<int32_t>(n, range, static_cast<unsigned>(n * 3 + range)) : 0);\n"
+             "  return failed;\n"
+             "}\n");
+  ProcessResult build = run_process({"c++", "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", "-o", dir.file("sort"), dir.file("sort.cpp")});
+  INFO(build.err);
+  REQUIRE(build.exit_code == 0);
+  CHECK(run_process({dir.file("sort")}).exit_code == 0);
+}
+
 TEST_CASE("examples/gnn_aggregate: its Makefile generates the kernel, builds the program, and the program checks itself") {
   TempDir dir;
   std::string example = source_root() + "/examples/gnn_aggregate";

@@ -588,7 +588,8 @@ TEST_CASE("SpGEMM: a scattered sparse output is gathered per row in a workspace"
   const std::string& src = c.files[1].text;
   CHECK(contains(src, "#pragma omp parallel\n  {\n    std::vector<int64_t> C_seen(dim_j, -1);"));
   CHECK(contains(src, "#pragma omp for schedule(dynamic, 16)"));
-  CHECK(contains(src, "std::sort(C_touched.begin(), C_touched.begin() + C_ntouched);"));
+  CHECK(contains(src, "spgen_sort_coordinates(C_touched.data(), C_ntouched);"));
+  CHECK(contains(src, "static void spgen_sort_coordinates(T* a, int64_t n)"));  // the helper, from templates/cpu_sort.cpp.in
   // Loops inside a row share its workspace.
   CHECK(contains(error_of("C(i,j) = A(i,k) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}},
       "schedule": [{"op": "parallel", "var": "j"}]})"), "cannot parallelize j: it adds into the row workspace of C"));
