@@ -26,6 +26,27 @@ std::vector<const Access*> collect_accesses(const Expr& expr) {
   return out;
 }
 
+static void collect_terms(const ExprPtr& expr, bool negated, std::vector<SignedTerm>& out) {
+  switch (expr->kind) {
+    case ExprKind::Add:
+      collect_terms(expr->lhs, negated, out);
+      collect_terms(expr->rhs, negated, out);
+      return;
+    case ExprKind::Sub:
+      collect_terms(expr->lhs, negated, out);
+      collect_terms(expr->rhs, !negated, out);
+      return;
+    case ExprKind::Neg: collect_terms(expr->lhs, !negated, out); return;
+    default: out.push_back({expr, negated});
+  }
+}
+
+std::vector<SignedTerm> top_level_terms(const ExprPtr& expr) {
+  std::vector<SignedTerm> out;
+  collect_terms(expr, false, out);
+  return out;
+}
+
 std::string to_string(const Access& access) {
   std::string out = access.tensor;
   if (access.indices.empty()) return out;

@@ -57,6 +57,15 @@ struct Spec {
 // Every access in the right-hand side, left to right.
 std::vector<const Access*> collect_accesses(const Expr& expr);
 
+// One term of a sum at the top of an expression: `a - (b + c)` has the terms a, -b and -c.
+struct SignedTerm {
+  ExprPtr expr;
+  bool negated = false;
+};
+// The terms of `expr` at its top-level `+`, `-` and unary minus (parentheses do not hide them;
+// a product or quotient of sums is one term), left to right.
+std::vector<SignedTerm> top_level_terms(const ExprPtr& expr);
+
 // Index notation text of an expression, normalised spacing (`A(i,j) * B(j,k)`).
 std::string to_string(const Expr& expr);
 std::string to_string(const Access& access);

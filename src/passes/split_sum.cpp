@@ -1,0 +1,168 @@
+#include "passes/split_sum.h"
+
+#include <algorithm>
+#include <memory>
+#include <set>
+
+#include "passes/build_sparse_ir.h"
+#include "passes/infer_loop_order.h"
+#include "passes/infer_output_format.h"
+#include "support/diagnostics.h"
+
+namespace spgen {
+
+namespace {
+
+// The index variables a term sums over: those it uses that the output lacks, in spec order.
+std::vector<std::string> summed_vars(const ast::Spec& spec, const ast::Expr& term) {
+  std::set<std::string> used;
+  for (const ast::Access* access : ast::collect_accesses(term)) used.insert(access->indices.begin(), access->indices.end());
+  std::vector<std::string> summed;
+  for (const std::string& var : spec.index_vars)
+    if (used.count(var) && !spec.is_output_var(var)) summed.push_back(var);
+  return summed;
+}
+
+ast::ExprPtr make_node(ast::ExprKind kind, SourceLoc loc, ast::ExprPtr lhs, ast::ExprPtr rhs = nullptr) {
+  auto node = std::make_shared<ast::Expr>();
+  node->kind = kind;
+  node->loc = loc;
+  node->lhs = std::move(lhs);
+  node->rhs = std::move(rhs);
+  return node;
+}
+
+// The terms of one part as one expression, each with its sign: `b(i) - c(i)`, `-(2 * b(i))`.
+ast::ExprPtr sum_of(const std::vector<ast::SignedTerm>& terms) {
+  ast::ExprPtr sum;
+  for (const ast::SignedTerm& term : terms) {
+    if (!sum) sum = term.negated ? make_node(ast::ExprKind::Neg, term.expr->loc, term.expr) : term.expr;
+    else sum = make_node(term.negated ? ast::ExprKind::Sub : ast::ExprKind::Add, term.expr->loc, sum, term.expr);
+  }
+  return sum;
+}
+
+std::string summed_text(const std::vector<std::string>& summed) {
+  if (summed.empty()) return "no summed index";
+  std::string text = "summed over ";
+  for (size_t k = 0; k < summed.size(); ++k) text += (k ? ", " : "") + summed[k];
+  return text;
+}
+
+// The spec of one part: its terms, with the tensors and index variables they use (in the
+// whole spec's order, so its kernel's parameters are a subsequence of the whole kernel's).
+ast::Spec part_spec(const ast::Spec& spec, ast::ExprPtr rhs, bool accumulate) {
+  ast::Spec part = spec;
+  part.rhs = std::move(rhs);
+  part.accumulate = accumulate;
+  std::set<std::string> tensors{spec.output.tensor}, vars(spec.output.indices.begin(), spec.output.indices.end());
+  for (const ast::Access* access : ast::collect_accesses(*part.rhs)) {
+    tensors.insert(access->tensor);
+    vars.insert(access->indices.begin(), access->indices.end());
+  }
+  std::erase_if(part.tensors, [&](const ast::TensorUse& use) { return !tensors.count(use.name); });
+  std::erase_if(part.index_vars, [&](const std::string& var) { return !vars.count(var); });
+  return part;
+}
+
+[[noreturn]] void fail_output(const Config& config, const std::string& output, const std::string& message) {
+  throw CompileError(format_config_error(config.file, "/tensors/" + output, message));
+}
+
+// "the terms A(i,j) * x(j) (summed over j) and b(i) (no summed index)"
+std::string list_parts(const std::vector<SumPart>& parts) {
+  std::string text;
+  for (size_t k = 0; k < parts.size(); ++k)
+    text += std::string(k == 0 ? "" : k + 1 == parts.size() ? " and " : ", ") + ast::to_string(*parts[k].spec.rhs) + " (" +
+            summed_text(parts[k].summed) + ")";
+  return text;
+}
+
+// Two kernels that compute the same: each summed part into a tensor of its own, then their sum.
+std::string two_kernels(const ast::Spec& spec, const std::vector<SumPart>& parts) {
+  std::string kernels, sum;
+  int temporaries = 0;
+  for (const SumPart& part : parts) {
+    if (part.summed.empty()) {
+      sum += (sum.empty() ? "" : " + ") + ast::to_string(*part.spec.rhs);
+      continue;
+    }
+    ast::Access temporary = spec.output;
+    temporary.tensor = "T" + std::to_string(++temporaries);
+    kernels += "`" + ast::to_string(temporary) + " = " + ast::to_string(*part.spec.rhs) + "`, ";
+    sum += (sum.empty() ? "" : " + ") + ast::to_string(temporary);
+  }
+  return kernels + "then `" + ast::to_string(spec.output) + (spec.accumulate ? " += " : " = ") + sum + "`";
+}
+
+void check_output(const ast::Spec& spec, const Config& config, const std::vector<SumPart>& parts) {
+  const std::string& output = spec.output.tensor;
+  const std::string why = "the right-hand side sums its terms over different indices (" + list_parts(parts) +
+                          "), so the kernel is one loop nest per part, each writing " + output;
+  const Format& format = config.format_of(output);
+  if (format.all_dense()) return;
+  std::vector<std::string> shared;
+  for (const SumPart& part : parts) shared.push_back(find_shared_structure(part.spec, part.config));
+  auto sharing = std::find_if(shared.begin(), shared.end(), [](const std::string& s) { return !s.empty(); });
+  if (sharing == shared.end())
+    fail_output(config, output, why + ", but " + output + " (" + format.name + ") is a sparse output the kernel assembles, "
+                                    "which only one loop nest can build; give " + output + " the format \"dense\", or "
+                                    "compute it with several kernels: " + two_kernels(spec, parts));
+  for (size_t k = 0; k < parts.size(); ++k)
+    if (shared[k] != *sharing)
+      fail_output(config, output, why + ", and " + output + " (" + format.name + ") shares the structure of " + *sharing +
+                                      " in the part " + ast::to_string(*parts[static_cast<size_t>(sharing - shared.begin())].spec.rhs) +
+                                      ", but the part " + ast::to_string(*parts[k].spec.rhs) +
+                                      (shared[k].empty() ? " does not multiply by " + *sharing
+                                                         : " shares the structure of " + shared[k] + " instead") +
+                                      "; give " + output + " the format \"dense\", or multiply every term by " + *sharing);
+}
+
+}  // namespace
+
+std::vector<SumPart> split_sum(const ast::Spec& spec, Config& config) {
+  // Terms with the same summed variables form one part, in order of their first term.
+  std::vector<std::vector<std::string>> keys;
+  std::vector<std::vector<ast::SignedTerm>> groups;
+  for (const ast::SignedTerm& term : ast::top_level_terms(spec.rhs)) {
+    std::vector<std::string> summed = summed_vars(spec, *term.expr);
+    auto at = std::find(keys.begin(), keys.end(), summed);
+    if (at == keys.end()) {
+      keys.push_back(summed);
+      groups.emplace_back();
+      at = keys.end() - 1;
+    }
+    groups[static_cast<size_t>(at - keys.begin())].push_back(term);
+  }
+  if (groups.size() < 2) return {};
+  // An omitted output format is inferred once, from the whole spec's operands in storage order
+  // (each part alone might infer another), and every part gets it.
+  if (config.infer_output_format) {
+    sparse::Program whole = build_sparse_ir(spec, config);
+    infer_loop_order(whole, config);
+    infer_output_format(whole, config, spec);
+    config.infer_output_format = false;
+  }
+
+  std::vector<SumPart> parts;
+  for (size_t k = 0; k < groups.size(); ++k) {
+    SumPart part;
+    part.name = "part" + std::to_string(k);
+    part.summed = keys[k];
+    // The first part writes the output as the spec says; the others add into it.
+    part.spec = part_spec(spec, sum_of(groups[k]), k > 0 || spec.accumulate);
+    part.config = config;
+    part.config.name = config.name + "_" + part.name;
+    std::erase_if(part.config.formats, [&](const auto& entry) { return !part.spec.find_tensor(entry.first); });
+    parts.push_back(std::move(part));
+  }
+  check_output(spec, config, parts);
+  return parts;
+}
+
+std::string describe_sum_part(const SumPart& part) {
+  return ast::to_string(part.spec.output) + (part.spec.accumulate ? " += " : " = ") + ast::to_string(*part.spec.rhs) + " (" +
+         summed_text(part.summed) + ")";
+}
+
+}  // namespace spgen

@@ -1,0 +1,33 @@
+// TACO's scoped reductions: a right-hand side whose top-level terms sum over different index
+// variables (`Y(i,k) = A(i,j) * X(j,k) + B(i,k)`: j for the first term, none for the second) is
+// a sum of kernels, one per set of summed variables. Each part is a spec of its own
+// (`Y(i,k) = A(i,j) * X(j,k)`, then `Y(i,k) += B(i,k)`) that lower.cpp lowers and schedules on
+// its own; an executor (passes/build_executor.h) calls them in turn.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "frontend/ast.h"
+#include "frontend/config.h"
+
+namespace spgen {
+
+struct SumPart {
+  std::string name;                 // "part0": its function is NAME_part0
+  std::vector<std::string> summed;  // the index variables its terms sum over, in spec order
+  ast::Spec spec;                   // its terms; `+=` after the first part (the first keeps the user's `=` or `+=`)
+  Config config;                    // the kernel's, named NAME_part0, with the formats of its tensors
+};
+
+// The parts, in order of their first term; empty when every term sums over the same variables
+// (the kernel is one loop nest). An output format the config leaves to the operands is inferred
+// from the whole spec and set in `config`. Refuses (CompileError) an output that several loop
+// nests cannot write: one the kernel assembles, or one that shares an input's structure in some
+// part but not in all.
+std::vector<SumPart> split_sum(const ast::Spec& spec, Config& config);
+
+// One line for comments and --emit headings: "y(i) += b(i) (no summed index)".
+std::string describe_sum_part(const SumPart& part);
+
+}  // namespace spgen
