@@ -72,6 +72,10 @@ GenerationContext make_context(const Compilation& c, const CompileInput& input) 
       for (size_t l = 0; l < format.levels.size(); ++l) line += std::string(l ? ", " : " ") + level_kind_name(format.levels[l]);
       context.formats.push_back(line + ")");
     }
+  if (!c.sum_parts.empty()) {
+    context.schedule.push_back(std::to_string(c.sum_parts.size()) + " loop nests in turn, one per set of summed indices:");
+    for (const std::string& part : c.sum_parts) context.schedule.push_back("  " + part);
+  }
   for (const ScheduleOp& op : c.schedule) context.schedule.push_back(describe_schedule_op(op));
   context.auto_schedule = c.config.auto_schedule;
   return context;
@@ -257,10 +261,19 @@ void lower_split_sum(Compilation& c, std::vector<SumPart> parts, bool output_for
     c.stage1_dump += heading + it.stage1_dump;
     c.stage2_dump += heading + it.stage2_dump;
     comments.push_back(description + (k == 0 ? "" : "; adds into the output"));
+    c.sum_parts.push_back(describe_sum_part(part));
     c.parts.push_back(std::move(it.func));
   }
+  std::string loops;
+  for (const SumPart& part : parts) {
+    std::string vars;
+    for (const std::string& var : part.spec.index_vars) vars += (vars.empty() ? "" : ", ") + var;
+    loops += (loops.empty() ? "" : "; ") + ast::to_string(*part.spec.rhs) + ": " + vars;
+  }
   for (size_t i = 0; i < applied.size(); ++i)
-    if (!applied[i]) fail_schedule_op(c.config, c.config.schedule[i], "no part of the sum has the loops it names");
+    if (!applied[i])
+      fail_schedule_op(c.config, c.config.schedule[i],
+                       "no part of the sum has the loops it names (the parts' loops: " + loops + ")");
   c.func = build_executor(c.config.name, c.spec, c.parts, comments);
   c.stage2_dump += "// executor\n" + loops::dump_stage2(c.func);
 }

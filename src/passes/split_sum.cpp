@@ -78,21 +78,23 @@ std::string list_parts(const std::vector<SumPart>& parts) {
   return text;
 }
 
-// Two kernels that compute the same: each summed part into a tensor of its own, then their sum.
-std::string two_kernels(const ast::Spec& spec, const std::vector<SumPart>& parts) {
-  std::string kernels, sum;
-  int temporaries = 0;
+// Kernels that compute the same: each summed part into a tensor of its own, then their sum.
+std::string several_kernels(const ast::Spec& spec, const std::vector<SumPart>& parts) {
+  std::string kernels;
+  std::vector<ast::SignedTerm> sum;
   for (const SumPart& part : parts) {
     if (part.summed.empty()) {
-      sum += (sum.empty() ? "" : " + ") + ast::to_string(*part.spec.rhs);
+      sum.insert(sum.end(), part.terms.begin(), part.terms.end());
       continue;
     }
-    ast::Access temporary = spec.output;
-    temporary.tensor = "T" + std::to_string(++temporaries);
-    kernels += "`" + ast::to_string(temporary) + " = " + ast::to_string(*part.spec.rhs) + "`, ";
-    sum += (sum.empty() ? "" : " + ") + ast::to_string(temporary);
+    auto temporary = std::make_shared<ast::Expr>();
+    temporary->kind = ast::ExprKind::Access;
+    temporary->access = spec.output;
+    temporary->access.tensor = "T" + std::to_string(sum.size() + 1);
+    kernels += "`" + ast::to_string(temporary->access) + " = " + ast::to_string(*part.spec.rhs) + "`, ";
+    sum.push_back({temporary, false});
   }
-  return kernels + "then `" + ast::to_string(spec.output) + (spec.accumulate ? " += " : " = ") + sum + "`";
+  return kernels + "then `" + ast::to_string(spec.output) + (spec.accumulate ? " += " : " = ") + ast::to_string(*sum_of(sum)) + "`";
 }
 
 void check_output(const ast::Spec& spec, const Config& config, const std::vector<SumPart>& parts) {
@@ -107,7 +109,7 @@ void check_output(const ast::Spec& spec, const Config& config, const std::vector
   if (sharing == shared.end())
     fail_output(config, output, why + ", but " + output + " (" + format.name + ") is a sparse output the kernel assembles, "
                                     "which only one loop nest can build; give " + output + " the format \"dense\", or "
-                                    "compute it with several kernels: " + two_kernels(spec, parts));
+                                    "compute it with several kernels: " + several_kernels(spec, parts));
   for (size_t k = 0; k < parts.size(); ++k)
     if (shared[k] != *sharing)
       fail_output(config, output, why + ", and " + output + " (" + format.name + ") shares the structure of " + *sharing +
@@ -149,6 +151,7 @@ std::vector<SumPart> split_sum(const ast::Spec& spec, Config& config) {
     SumPart part;
     part.name = "part" + std::to_string(k);
     part.summed = keys[k];
+    part.terms = groups[k];
     // The first part writes the output as the spec says; the others add into it.
     part.spec = part_spec(spec, sum_of(groups[k]), k > 0 || spec.accumulate);
     part.config = config;

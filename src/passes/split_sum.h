@@ -16,6 +16,7 @@ namespace spgen {
 struct SumPart {
   std::string name;                 // "part0": its function is NAME_part0
   std::vector<std::string> summed;  // the index variables its terms sum over, in spec order
+  std::vector<ast::SignedTerm> terms;  // its top-level terms of the spec, in order
   ast::Spec spec;                   // its terms; `+=` after the first part (the first keeps the user's `=` or `+=`)
   Config config;                    // the kernel's, named NAME_part0, with the formats of its tensors
 };
