@@ -239,11 +239,11 @@ sparse::Program whole_program(const ast::Spec& spec, const Config& config, const
 void lower_split_sum(Compilation& c, std::vector<SumPart> parts, bool output_format_inferred) {
   c.program = whole_program(c.spec, c.config, parts.front(), output_format_inferred);
   std::vector<bool> applied(c.config.schedule.size(), false);
-  std::vector<std::string> comments, descriptions;
+  std::vector<std::string> comments;
   for (size_t k = 0; k < parts.size(); ++k) {
     SumPart& part = parts[k];
     std::string description = "part " + std::to_string(k + 1) + " of " + std::to_string(parts.size()) + " of the sum: " +
-                              describe_sum_part(part);
+                              part.description();
     LoweredIteration it;
     try {
       it = lower_iteration(part.spec, part.config, MissingLoops::SkipUnlessPartNamed);
@@ -261,7 +261,7 @@ void lower_split_sum(Compilation& c, std::vector<SumPart> parts, bool output_for
     c.stage1_dump += heading + it.stage1_dump;
     c.stage2_dump += heading + it.stage2_dump;
     comments.push_back(description + (k == 0 ? "" : "; adds into the output"));
-    c.sum_parts.push_back(describe_sum_part(part));
+    c.sum_parts.push_back(part.description());
     c.parts.push_back(std::move(it.func));
   }
   std::string loops;

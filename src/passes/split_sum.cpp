@@ -163,9 +163,8 @@ std::vector<SumPart> split_sum(const ast::Spec& spec, Config& config) {
   return parts;
 }
 
-std::string describe_sum_part(const SumPart& part) {
-  return ast::to_string(part.spec.output) + (part.spec.accumulate ? " += " : " = ") + ast::to_string(*part.spec.rhs) + " (" +
-         summed_text(part.summed) + ")";
+std::string SumPart::description() const {
+  return ast::to_string(spec.output) + (spec.accumulate ? " += " : " = ") + ast::to_string(*spec.rhs) + " (" + summed_text(summed) + ")";
 }
 
 }  // namespace spgen

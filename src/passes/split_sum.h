@@ -19,6 +19,9 @@ struct SumPart {
   std::vector<ast::SignedTerm> terms;  // its top-level terms of the spec, in order
   ast::Spec spec;                   // its terms; `+=` after the first part (the first keeps the user's `=` or `+=`)
   Config config;                    // the kernel's, named NAME_part0, with the formats of its tensors
+
+  // One line for comments and --emit headings: "y(i) += b(i) (no summed index)".
+  std::string description() const;
 };
 
 // The parts, in order of their first term; empty when every term sums over the same variables
@@ -27,8 +30,5 @@ struct SumPart {
 // nests cannot write: one the kernel assembles, or one that shares an input's structure in some
 // part but not in all.
 std::vector<SumPart> split_sum(const ast::Spec& spec, Config& config);
-
-// One line for comments and --emit headings: "y(i) += b(i) (no summed index)".
-std::string describe_sum_part(const SumPart& part);
 
 }  // namespace spgen
