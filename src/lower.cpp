@@ -253,10 +253,12 @@ void lower_split_sum(Compilation& c, std::vector<SumPart> parts, bool output_for
     }
     if (!it.assemble.empty()) throw std::logic_error("a part of a sum assembles its output");
     for (size_t i = 0; i < applied.size(); ++i) applied[i] = applied[i] || it.applied[i];
-    for (const ScheduleOp& op : it.schedule)
-      if (std::none_of(c.schedule.begin(), c.schedule.end(),
-                       [&](const ScheduleOp& o) { return describe_schedule_op(o) == describe_schedule_op(op); }))
-        c.schedule.push_back(op);
+    // `auto` chooses ops per part: the header lists each choice once.
+    if (c.config.auto_schedule)
+      for (const ScheduleOp& op : it.schedule)
+        if (std::none_of(c.schedule.begin(), c.schedule.end(),
+                         [&](const ScheduleOp& o) { return describe_schedule_op(o) == describe_schedule_op(op); }))
+          c.schedule.push_back(op);
     std::string heading = "// " + description + "\n";
     c.stage1_dump += heading + it.stage1_dump;
     c.stage2_dump += heading + it.stage2_dump;
@@ -274,6 +276,7 @@ void lower_split_sum(Compilation& c, std::vector<SumPart> parts, bool output_for
     if (!applied[i])
       fail_schedule_op(c.config, c.config.schedule[i],
                        "no part of the sum has the loops it names (the parts' loops: " + loops + ")");
+  if (!c.config.auto_schedule) c.schedule = c.config.schedule;
   c.func = build_executor(c.config.name, c.spec, c.parts, comments);
   c.stage2_dump += "// executor\n" + loops::dump_stage2(c.func);
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 #include <set>
+#include <variant>
 
 #include "passes/build_sparse_ir.h"
 #include "passes/infer_loop_order.h"
@@ -63,6 +64,12 @@ ast::Spec part_spec(const ast::Spec& spec, ast::ExprPtr rhs, bool accumulate) {
   std::erase_if(part.tensors, [&](const ast::TensorUse& use) { return !tensors.count(use.name); });
   std::erase_if(part.index_vars, [&](const std::string& var) { return !vars.count(var); });
   return part;
+}
+
+bool names_only_index_vars(const ast::Spec& spec, const ReorderOp& reorder) {
+  return std::all_of(reorder.order.begin(), reorder.order.end(), [&](const std::string& var) {
+    return std::find(spec.index_vars.begin(), spec.index_vars.end(), var) != spec.index_vars.end();
+  });
 }
 
 [[noreturn]] void fail_output(const Config& config, const std::string& output, const std::string& message) {
@@ -157,6 +164,13 @@ std::vector<SumPart> split_sum(const ast::Spec& spec, Config& config) {
     part.config = config;
     part.config.name = config.name + "_" + part.name;
     std::erase_if(part.config.formats, [&](const auto& entry) { return !part.spec.find_tensor(entry.first); });
+    // A reorder of the spec's index variables orders the part's own among themselves (so that it
+    // stays a stage I op, before a fuse, in a part that lacks some of them).
+    for (ScheduleOp& op : part.config.schedule)
+      if (auto* reorder = std::get_if<ReorderOp>(&op.op); reorder && names_only_index_vars(spec, *reorder))
+        std::erase_if(reorder->order, [&](const std::string& var) {
+          return std::find(part.spec.index_vars.begin(), part.spec.index_vars.end(), var) == part.spec.index_vars.end();
+        });
     parts.push_back(std::move(part));
   }
   check_output(spec, config, parts);

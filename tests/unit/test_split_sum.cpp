@@ -75,6 +75,13 @@ TEST_CASE("split sum: an op schedules every part that has its loops") {
   CHECK(contains(part1, "  for i in [0, dim_i) parallel(static):\n    for k in [0, dim_k):\n"));
   CHECK(!contains(part1, "j"));
   CHECK(contains(c.files[0].text, "//   reorder(i, k, j)\n//   parallel(i"));
+  // A reorder of index variables orders a part's own, so a stage I fuse after it applies in every part.
+  spgen::Compilation fused = compile("Y(i,j) = X(i,j) * A(i,k) * B(j,k) - X(i,j) * C(i,j)",
+      config_with(R"("X": {"format": "csr"}, "Y": {"format": "csr"})",
+                  R"({"op": "reorder", "order": ["i", "j", "k"]}, {"op": "fuse", "vars": ["i", "j"], "into": "e"})"));
+  CHECK(contains(fused.stage2_dump.substr(fused.stage2_dump.find("# stage II: k_part1")),
+                 "  # fuse i, j: one loop over the entries of X\n"));
+  CHECK(contains(fused.files[0].text, "//   reorder(i, j, k)\n//   fuse(i, j -> e)\n"));
   // An op that no part has the loops of is still an error.
   CHECK(contains(error_of(kSpmvBias, config_with(R"("A": {"format": "csr"})", R"({"op": "parallel", "var": "q"})")),
                  "c.json: /schedule/0: error: parallel: no part of the sum has the loops it names (the parts' loops: "
