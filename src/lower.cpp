@@ -242,7 +242,7 @@ void lower_split_sum(Compilation& c, std::vector<SumPart> parts, bool output_for
   std::vector<std::string> comments;
   for (size_t k = 0; k < parts.size(); ++k) {
     SumPart& part = parts[k];
-    std::string description = "part " + std::to_string(k + 1) + " of " + std::to_string(parts.size()) + " of the sum: " +
+    std::string description = part.name + " of " + std::to_string(parts.size()) + " of the sum: " +
                               part.description();
     LoweredIteration it;
     try {
@@ -252,7 +252,13 @@ void lower_split_sum(Compilation& c, std::vector<SumPart> parts, bool output_for
                          " (the right-hand side sums its terms over different indices: a loop nest for each)\n");
     }
     if (!it.assemble.empty()) throw std::logic_error("a part of a sum assembles its output");
-    for (size_t i = 0; i < applied.size(); ++i) applied[i] = applied[i] || it.applied[i];
+    // The part's config lists, in order, the ops that schedule it (schedules_part). An op for
+    // every part that a part's own op replaces there counts as used.
+    for (size_t i = 0, n = 0; i < applied.size(); ++i) {
+      const ScheduleOp& op = c.config.schedule[i];
+      if (schedules_part(c.config, op, part.name)) applied[i] = it.applied[n++] || applied[i];
+      else if (op.part.empty()) applied[i] = true;
+    }
     // `auto` chooses ops per part: the header lists each choice once.
     if (c.config.auto_schedule)
       for (const ScheduleOp& op : it.schedule)
@@ -263,7 +269,7 @@ void lower_split_sum(Compilation& c, std::vector<SumPart> parts, bool output_for
     c.stage1_dump += heading + it.stage1_dump;
     c.stage2_dump += heading + it.stage2_dump;
     comments.push_back(description + (k == 0 ? "" : "; adds into the output"));
-    c.sum_parts.push_back(part.description());
+    c.sum_parts.push_back(part.name + ": " + part.description());
     c.parts.push_back(std::move(it.func));
   }
   std::string loops;

@@ -1,6 +1,7 @@
 #include "frontend/ast.h"
 
 #include <algorithm>
+#include <set>
 
 namespace spgen::ast {
 
@@ -45,6 +46,21 @@ std::vector<SignedTerm> top_level_terms(const ExprPtr& expr) {
   std::vector<SignedTerm> out;
   collect_terms(expr, false, out);
   return out;
+}
+
+std::vector<TermGroup> terms_by_summed_vars(const Spec& spec) {
+  std::vector<TermGroup> groups;
+  for (const SignedTerm& term : top_level_terms(spec.rhs)) {
+    std::set<std::string> used;
+    for (const Access* access : collect_accesses(*term.expr)) used.insert(access->indices.begin(), access->indices.end());
+    std::vector<std::string> summed;
+    for (const std::string& var : spec.index_vars)
+      if (used.count(var) && !spec.is_output_var(var)) summed.push_back(var);
+    auto group = std::find_if(groups.begin(), groups.end(), [&](const TermGroup& g) { return g.summed == summed; });
+    if (group == groups.end()) groups.push_back({summed, {term}});
+    else group->terms.push_back(term);
+  }
+  return groups;
 }
 
 std::string to_string(const Access& access) {

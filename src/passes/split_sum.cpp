@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "passes/build_sparse_ir.h"
+#include "passes/decompose_operand.h"
 #include "passes/infer_loop_order.h"
 #include "passes/infer_output_format.h"
 #include "support/diagnostics.h"
@@ -13,16 +14,6 @@
 namespace spgen {
 
 namespace {
-
-// The index variables a term sums over: those it uses that the output lacks, in spec order.
-std::vector<std::string> summed_vars(const ast::Spec& spec, const ast::Expr& term) {
-  std::set<std::string> used;
-  for (const ast::Access* access : ast::collect_accesses(term)) used.insert(access->indices.begin(), access->indices.end());
-  std::vector<std::string> summed;
-  for (const std::string& var : spec.index_vars)
-    if (used.count(var) && !spec.is_output_var(var)) summed.push_back(var);
-  return summed;
-}
 
 ast::ExprPtr make_node(ast::ExprKind kind, SourceLoc loc, ast::ExprPtr lhs, ast::ExprPtr rhs = nullptr) {
   auto node = std::make_shared<ast::Expr>();
@@ -130,19 +121,7 @@ void check_output(const ast::Spec& spec, const Config& config, const std::vector
 }  // namespace
 
 std::vector<SumPart> split_sum(const ast::Spec& spec, Config& config) {
-  // Terms with the same summed variables form one part, in order of their first term.
-  std::vector<std::vector<std::string>> keys;
-  std::vector<std::vector<ast::SignedTerm>> groups;
-  for (const ast::SignedTerm& term : ast::top_level_terms(spec.rhs)) {
-    std::vector<std::string> summed = summed_vars(spec, *term.expr);
-    auto at = std::find(keys.begin(), keys.end(), summed);
-    if (at == keys.end()) {
-      keys.push_back(summed);
-      groups.emplace_back();
-      at = keys.end() - 1;
-    }
-    groups[static_cast<size_t>(at - keys.begin())].push_back(term);
-  }
+  const std::vector<ast::TermGroup> groups = ast::terms_by_summed_vars(spec);
   if (groups.size() < 2) return {};
   // An omitted output format is inferred once, from the whole spec's operands in storage order
   // (each part alone might infer another), and every part gets it.
@@ -156,14 +135,28 @@ std::vector<SumPart> split_sum(const ast::Spec& spec, Config& config) {
   std::vector<SumPart> parts;
   for (size_t k = 0; k < groups.size(); ++k) {
     SumPart part;
-    part.name = "part" + std::to_string(k);
-    part.summed = keys[k];
-    part.terms = groups[k];
+    part.name = "part" + std::to_string(k + 1);
+    part.summed = groups[k].summed;
+    part.terms = groups[k].terms;
     // The first part writes the output as the spec says; the others add into it.
-    part.spec = part_spec(spec, sum_of(groups[k]), k > 0 || spec.accumulate);
+    part.spec = part_spec(spec, sum_of(part.terms), k > 0 || spec.accumulate);
     part.config = config;
     part.config.name = config.name + "_" + part.name;
     std::erase_if(part.config.formats, [&](const auto& entry) { return !part.spec.find_tensor(entry.first); });
+    parts.push_back(std::move(part));
+  }
+  // Ops name parts that exist.
+  std::string names;
+  for (const SumPart& part : parts) names += (names.empty() ? "" : ", ") + part.name + " (" + ast::to_string(*part.spec.rhs) + ")";
+  for (const ScheduleOp& op : config.schedule)
+    if (!op.part.empty() && std::none_of(parts.begin(), parts.end(), [&](const SumPart& p) { return p.name == op.part; }))
+      throw CompileError(format_config_error(config.file, op.path + "/part",
+                                             op.name() + ": the sum has no part \"" + op.part + "\" (its parts: " + names + ")"));
+  for (SumPart& part : parts) {
+    // The ops for every part, and those that name it, less those a part's own op replaces.
+    part.config.schedule.clear();
+    for (const ScheduleOp& op : config.schedule)
+      if (schedules_part(config, op, part.name)) part.config.schedule.push_back(op);
     // A reorder of the spec's index variables orders the part's own among themselves (so that it
     // stays a stage I op, before a fuse, in a part that lacks some of them).
     for (ScheduleOp& op : part.config.schedule)
@@ -171,7 +164,6 @@ std::vector<SumPart> split_sum(const ast::Spec& spec, Config& config) {
         std::erase_if(reorder->order, [&](const std::string& var) {
           return std::find(part.spec.index_vars.begin(), part.spec.index_vars.end(), var) == part.spec.index_vars.end();
         });
-    parts.push_back(std::move(part));
   }
   check_output(spec, config, parts);
   return parts;
