@@ -95,22 +95,23 @@ std::string several_kernels(const ast::Spec& spec, const std::vector<SumPart>& p
   return kernels + "then `" + ast::to_string(spec.output) + (spec.accumulate ? " += " : " = ") + ast::to_string(*sum_of(sum)) + "`";
 }
 
-void check_output(const ast::Spec& spec, const Config& config, const std::vector<SumPart>& parts) {
+void check_output(const ast::Spec& spec, const Config& config, const std::vector<SumPart>& parts, bool inferred) {
   const std::string& output = spec.output.tensor;
   const std::string why = "the right-hand side sums its terms over different indices (" + list_parts(parts) +
                           "), so the kernel is one loop nest per part, each writing " + output;
   const Format& format = config.format_of(output);
   if (format.all_dense()) return;
+  const std::string format_name = format.name + (inferred ? ", inferred from the operands" : "");
   std::vector<std::string> shared;
   for (const SumPart& part : parts) shared.push_back(find_shared_structure(part.spec, part.config));
   auto sharing = std::find_if(shared.begin(), shared.end(), [](const std::string& s) { return !s.empty(); });
   if (sharing == shared.end())
-    fail_output(config, output, why + ", but " + output + " (" + format.name + ") is a sparse output the kernel assembles, "
+    fail_output(config, output, why + ", but " + output + " (" + format_name + ") is a sparse output the kernel assembles, "
                                     "which only one loop nest can build; give " + output + " the format \"dense\", or "
                                     "compute it with several kernels: " + several_kernels(spec, parts));
   for (size_t k = 0; k < parts.size(); ++k)
     if (shared[k] != *sharing)
-      fail_output(config, output, why + ", and " + output + " (" + format.name + ") shares the structure of " + *sharing +
+      fail_output(config, output, why + ", and " + output + " (" + format_name + ") shares the structure of " + *sharing +
                                       " in the part " + ast::to_string(*parts[static_cast<size_t>(sharing - shared.begin())].spec.rhs) +
                                       ", but the part " + ast::to_string(*parts[k].spec.rhs) +
                                       (shared[k].empty() ? " does not multiply by " + *sharing
@@ -125,7 +126,8 @@ std::vector<SumPart> split_sum(const ast::Spec& spec, Config& config) {
   if (groups.size() < 2) return {};
   // An omitted output format is inferred once, from the whole spec's operands in storage order
   // (each part alone might infer another), and every part gets it.
-  if (config.infer_output_format) {
+  const bool inferred = config.infer_output_format;
+  if (inferred) {
     sparse::Program whole = build_sparse_ir(spec, config);
     infer_loop_order(whole, config);
     infer_output_format(whole, config, spec);
@@ -165,7 +167,7 @@ std::vector<SumPart> split_sum(const ast::Spec& spec, Config& config) {
           return std::find(part.spec.index_vars.begin(), part.spec.index_vars.end(), var) == part.spec.index_vars.end();
         });
   }
-  check_output(spec, config, parts);
+  check_output(spec, config, parts, inferred);
   return parts;
 }
 

@@ -145,6 +145,10 @@ TEST_CASE("split sum: outputs that several loop nests cannot write are refused")
                  "(summed over k) and C(i,j) (no summed index)), so the kernel is one loop nest per part, each writing Y, and Y "
                  "(csr) shares the structure of X in the part X(i,j) * A(i,k) * B(j,k), but the part C(i,j) does not multiply "
                  "by X; give Y the format \"dense\", or multiply every term by X"));
+  // An inferred format says so.
+  CHECK(contains(error_of(kSpmvBias, config_with(R"("A": {"format": "csc"}, "b": {"format": "sv"})")),
+                 "and y (sv, inferred from the operands) shares the structure of b in the part b(i), but the part "
+                 "A(i,j) * x(j) does not multiply by b; give y the format \"dense\""));
   // A decomposition stays a sum of one loop nest per part of A.
   CHECK(contains(error_of(kSpmvBias, config_with(R"("A": {"format": "csr"}, "y": {"format": "dense"})",
                                                  R"({"op": "decompose", "tensor": "A", "format": "ell+coo", "width": 4})")),
