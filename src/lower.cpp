@@ -2,7 +2,10 @@
 // after each stage's schedule is kept for --emit.
 #include "lower.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <memory>
+#include <stdexcept>
 
 #include "codegen/abi_header.h"
 #include "codegen/cpu_backend.h"
@@ -25,6 +28,7 @@
 #include "passes/schedule_loops.h"
 #include "passes/sparse_fuse.h"
 #include "passes/sparse_reorder.h"
+#include "passes/split_sum.h"
 #include "passes/unswitch_loops.h"
 
 namespace spgen {
@@ -68,6 +72,10 @@ GenerationContext make_context(const Compilation& c, const CompileInput& input) 
       for (size_t l = 0; l < format.levels.size(); ++l) line += std::string(l ? ", " : " ") + level_kind_name(format.levels[l]);
       context.formats.push_back(line + ")");
     }
+  if (!c.sum_parts.empty()) {
+    context.schedule.push_back(std::to_string(c.sum_parts.size()) + " loop nests in turn, one per set of summed indices:");
+    for (const std::string& part : c.sum_parts) context.schedule.push_back("  " + part);
+  }
   for (const ScheduleOp& op : c.schedule) context.schedule.push_back(describe_schedule_op(op));
   context.auto_schedule = c.config.auto_schedule;
   return context;
@@ -197,6 +205,88 @@ void lower_decomposition(Compilation& c) {
   c.stage2_dump += "// executor\n" + loops::dump_stage2(c.func);
 }
 
+// The stage I program of a kernel split into parts, whose buffers the header, the pack routines
+// and `spgen run` read: the whole spec's tensors in their formats. An output that shares an
+// input's structure in every part (split_sum checked) shares it here too, as it would where that
+// input multiplies the whole right-hand side.
+sparse::Program whole_program(const ast::Spec& spec, const Config& config, const SumPart& first_part, bool inferred) {
+  ast::Spec whole = spec;
+  if (std::string shared = find_shared_structure(first_part.spec, first_part.config); !shared.empty()) {
+    for (const ast::Access* access : ast::collect_accesses(*spec.rhs))
+      if (access->tensor == shared) {
+        auto factor = std::make_shared<ast::Expr>();
+        factor->kind = ast::ExprKind::Access;
+        factor->loc = access->loc;
+        factor->access = *access;
+        auto product = std::make_shared<ast::Expr>();
+        product->kind = ast::ExprKind::Mul;
+        product->loc = spec.rhs->loc;
+        product->lhs = spec.rhs;
+        product->rhs = factor;
+        whole.rhs = product;
+        break;
+      }
+  }
+  sparse::Program program = build_sparse_ir(whole, config);
+  program.spec_text = ast::to_string(spec);
+  program.buffers.front().format_inferred = inferred;
+  return program;
+}
+
+// 2''-5''. A sum whose terms sum over different index variables: one iteration per part, each
+// lowered and scheduled on its own (an op applies to every part that has its loops), and an
+// executor that calls them in turn.
+void lower_split_sum(Compilation& c, std::vector<SumPart> parts, bool output_format_inferred) {
+  c.program = whole_program(c.spec, c.config, parts.front(), output_format_inferred);
+  std::vector<bool> applied(c.config.schedule.size(), false);
+  std::vector<std::string> comments;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    SumPart& part = parts[k];
+    std::string description = part.name + " of " + std::to_string(parts.size()) + " of the sum: " +
+                              part.description();
+    LoweredIteration it;
+    try {
+      it = lower_iteration(part.spec, part.config, MissingLoops::SkipUnlessPartNamed);
+    } catch (const CompileError& e) {
+      throw CompileError(std::string(e.what()) + c.spec.file + ": note: in " + description +
+                         " (the right-hand side sums its terms over different indices: a loop nest for each)\n");
+    }
+    if (!it.assemble.empty()) throw std::logic_error("a part of a sum assembles its output");
+    // The part's config lists, in order, the ops that schedule it (schedules_part). An op for
+    // every part that a part's own op replaces there counts as used.
+    for (size_t i = 0, n = 0; i < applied.size(); ++i) {
+      const ScheduleOp& op = c.config.schedule[i];
+      if (schedules_part(c.config, op, part.name)) applied[i] = it.applied[n++] || applied[i];
+      else if (op.part.empty()) applied[i] = true;
+    }
+    // `auto` chooses ops per part: the header lists each choice once.
+    if (c.config.auto_schedule)
+      for (const ScheduleOp& op : it.schedule)
+        if (std::none_of(c.schedule.begin(), c.schedule.end(),
+                         [&](const ScheduleOp& o) { return describe_schedule_op(o) == describe_schedule_op(op); }))
+          c.schedule.push_back(op);
+    std::string heading = "// " + description + "\n";
+    c.stage1_dump += heading + it.stage1_dump;
+    c.stage2_dump += heading + it.stage2_dump;
+    comments.push_back(description + (k == 0 ? "" : "; adds into the output"));
+    c.sum_parts.push_back(part.name + ": " + part.description());
+    c.parts.push_back(std::move(it.func));
+  }
+  std::string loops;
+  for (const SumPart& part : parts) {
+    std::string vars;
+    for (const std::string& var : part.spec.index_vars) vars += (vars.empty() ? "" : ", ") + var;
+    loops += (loops.empty() ? "" : "; ") + ast::to_string(*part.spec.rhs) + ": " + vars;
+  }
+  for (size_t i = 0; i < applied.size(); ++i)
+    if (!applied[i])
+      fail_schedule_op(c.config, c.config.schedule[i],
+                       "no part of the sum has the loops it names (the parts' loops: " + loops + ")");
+  if (!c.config.auto_schedule) c.schedule = c.config.schedule;
+  c.func = build_executor(c.config.name, c.spec, c.parts, comments);
+  c.stage2_dump += "// executor\n" + loops::dump_stage2(c.func);
+}
+
 }  // namespace
 
 Compilation compile(const CompileInput& input) {
@@ -204,13 +294,19 @@ Compilation compile(const CompileInput& input) {
   // 1. Parse the spec and read the config against it.
   c.spec = parse_spec(input.spec_path, input.spec_text);
   c.config = read_config(input.config_path, input.config_text, c.spec, stem(input.spec_path), input.target);
+  // 1b. A sum whose terms sum over different index variables: one part per set.
+  std::vector<SumPart> sum_parts;
+  const bool output_format_inferred = c.config.infer_output_format;
+  if (!has_decomposition(c.config)) sum_parts = split_sum(c.spec, c.config);
   // `+=` into an output the kernel assembles reads the output's previous value as an input.
-  read_previous_output(c.spec, c.config);
+  if (sum_parts.empty()) read_previous_output(c.spec, c.config);
 
-  // 2-5. Stage I, its schedule, stage II and its schedule: for the kernel, or for each part of a
-  // decomposed operand.
+  // 2-5. Stage I, its schedule, stage II and its schedule: for the kernel, for each part of a
+  // decomposed operand, or for each part of a sum.
   if (has_decomposition(c.config)) {
     lower_decomposition(c);
+  } else if (!sum_parts.empty()) {
+    lower_split_sum(c, std::move(sum_parts), output_format_inferred);
   } else {
     LoweredIteration it = lower_iteration(c.spec, c.config, MissingLoops::Error);
     c.program = std::move(it.program);

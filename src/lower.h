@@ -28,7 +28,8 @@ struct Compilation {
   sparse::Program program;               // stage I, after its schedule (decomposed: as declared)
   loops::LoweredFunc func;               // stage II, after its schedule (decomposed: the executor)
   std::optional<Decomposition> decomposition;  // a `decompose` op's parts
-  std::vector<loops::LoweredFunc> parts;       // their kernels, which the executor calls
+  std::vector<std::string> sum_parts;          // a sum split by summed indices: each part, described
+  std::vector<loops::LoweredFunc> parts;       // their kernels (a decomposition's or a sum's), which the executor calls
   std::vector<loops::LoweredFunc> assemble;  // a sparse output's assemble phases, one per compressed level
   std::vector<ScheduleOp> schedule;      // what was applied (`auto` expanded)
   std::string stage1_dump, stage2_dump;  // --emit=stage1 / --emit=stage2

@@ -1,6 +1,7 @@
 #include "frontend/ast.h"
 
 #include <algorithm>
+#include <set>
 
 namespace spgen::ast {
 
@@ -24,6 +25,42 @@ std::vector<const Access*> collect_accesses(const Expr& expr) {
   std::vector<const Access*> out;
   collect(expr, out);
   return out;
+}
+
+static void collect_terms(const ExprPtr& expr, bool negated, std::vector<SignedTerm>& out) {
+  switch (expr->kind) {
+    case ExprKind::Add:
+      collect_terms(expr->lhs, negated, out);
+      collect_terms(expr->rhs, negated, out);
+      return;
+    case ExprKind::Sub:
+      collect_terms(expr->lhs, negated, out);
+      collect_terms(expr->rhs, !negated, out);
+      return;
+    case ExprKind::Neg: collect_terms(expr->lhs, !negated, out); return;
+    default: out.push_back({expr, negated});
+  }
+}
+
+std::vector<SignedTerm> top_level_terms(const ExprPtr& expr) {
+  std::vector<SignedTerm> out;
+  collect_terms(expr, false, out);
+  return out;
+}
+
+std::vector<TermGroup> terms_by_summed_vars(const Spec& spec) {
+  std::vector<TermGroup> groups;
+  for (const SignedTerm& term : top_level_terms(spec.rhs)) {
+    std::set<std::string> used;
+    for (const Access* access : collect_accesses(*term.expr)) used.insert(access->indices.begin(), access->indices.end());
+    std::vector<std::string> summed;
+    for (const std::string& var : spec.index_vars)
+      if (used.count(var) && !spec.is_output_var(var)) summed.push_back(var);
+    auto group = std::find_if(groups.begin(), groups.end(), [&](const TermGroup& g) { return g.summed == summed; });
+    if (group == groups.end()) groups.push_back({summed, {term}});
+    else group->terms.push_back(term);
+  }
+  return groups;
 }
 
 std::string to_string(const Access& access) {

@@ -57,6 +57,24 @@ struct Spec {
 // Every access in the right-hand side, left to right.
 std::vector<const Access*> collect_accesses(const Expr& expr);
 
+// One term of a sum at the top of an expression: `a - (b + c)` has the terms a, -b and -c.
+struct SignedTerm {
+  ExprPtr expr;
+  bool negated = false;
+};
+// The terms of `expr` at its top-level `+`, `-` and unary minus (parentheses do not hide them;
+// a product or quotient of sums is one term), left to right.
+std::vector<SignedTerm> top_level_terms(const ExprPtr& expr);
+
+// The top-level terms of the right-hand side grouped by the index variables they sum over (those
+// they use that the output lacks, in spec order), in order of each group's first term: TACO
+// scopes each sum to the terms that use its variables. One group when every term sums alike.
+struct TermGroup {
+  std::vector<std::string> summed;
+  std::vector<SignedTerm> terms;
+};
+std::vector<TermGroup> terms_by_summed_vars(const Spec& spec);
+
 // Index notation text of an expression, normalised spacing (`A(i,j) * B(j,k)`).
 std::string to_string(const Expr& expr);
 std::string to_string(const Access& access);

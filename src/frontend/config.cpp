@@ -518,8 +518,9 @@ class ConfigReader {
       if (std::holds_alternative<DecomposeOp>(op.op)) {
         if (op.index != 0) fail(op.path, "decompose: must be the first schedule op (the ops after it schedule its parts)");
         decomposed = true;
-      } else if (!op.part.empty() && !decomposed) {
-        fail(op.path + "/part", "\"part\" names a part of a decomposition, but no decompose op comes first");
+      } else if (!op.part.empty() && !decomposed && ast::terms_by_summed_vars(spec_).size() < 2) {
+        fail(op.path + "/part", "\"part\" names a part of a decomposition, but no decompose op comes first (or of a sum "
+                                "whose terms sum over different indices, which this right-hand side is not)");
       }
     }
   }

@@ -374,18 +374,21 @@ class SpecChecker {
     return leftmost(*expr.lhs);
   }
 
-  // A summed index variable scopes over the whole right-hand side here, so a term that does not
-  // use it would be added once per coordinate of it. TACO scopes the sum to the terms that use
-  // it instead; rather than guess which one the user meant, such a spec is rejected.
+  // A top-level term is summed over the index variables it uses that the output lacks (TACO's
+  // scoped reductions: passes/split_sum.cpp gives each set its own loop nest). Inside a term, a
+  // sum whose terms lack one of those (`x(i) * (y(i) + z(j))`) would scope it only after the
+  // product is multiplied out, so it is rejected here.
   void check_summed_in_every_term() const {
-    TermVars vars = term_vars(*spec_.rhs);
-    for (const std::string& var : spec_.index_vars) {
-      if (spec_.is_output_var(var) || vars.every.count(var)) continue;
-      const ast::Expr& term = term_without(*spec_.rhs, var);
-      parser_.fail(leftmost(term), "the summed index " + var + " does not occur in the term " + ast::to_string(term) +
-                                 ", so the scope of its sum is ambiguous (would the term be added once, or once "
-                                 "per " + var + "?); use " + var + " in every term, or compute the sum in a kernel "
-                                 "of its own and add the rest with another (`+=`)");
+    for (const ast::SignedTerm& top : ast::top_level_terms(spec_.rhs)) {
+      TermVars vars = term_vars(*top.expr);
+      for (const std::string& var : spec_.index_vars) {
+        if (spec_.is_output_var(var) || !vars.some.count(var) || vars.every.count(var)) continue;
+        const ast::Expr& term = term_without(*top.expr, var);
+        parser_.fail(leftmost(term), "the summed index " + var + " does not occur in the term " + ast::to_string(term) +
+                                   " of " + ast::to_string(*top.expr) + ", so the scope of its sum is ambiguous (would the "
+                                   "term be added once, or once per " + var + "?); multiply the product out into top-level "
+                                   "terms, each summed over the indices it uses, or use " + var + " in every term");
+      }
     }
   }
 

@@ -14,6 +14,7 @@
 #include "frontend/config.h"
 #include "frontend/parser.h"
 #include "passes/build_sparse_ir.h"
+#include "passes/split_sum.h"
 #include "process.h"
 #include "ref_tensor.h"
 #include "reference.h"
@@ -165,12 +166,21 @@ spgen_ref::Tensor with_random_values(spgen_ref::Tensor t, uint64_t seed) {
   return t;
 }
 
+// The input whose structure the output shares, if any: that of every part when the sum splits
+// by summed indices (passes/split_sum.h), as the whole right-hand side is no product then.
+std::string shared_structure_owner(const Kernel& k) {
+  spgen::Config config = k.config;
+  std::vector<spgen::SumPart> parts = spgen::split_sum(k.spec, config);
+  return parts.empty() ? spgen::find_shared_structure(k.spec, k.config)
+                       : spgen::find_shared_structure(parts.front().spec, parts.front().config);
+}
+
 // Whether the tensor's --input is a sparse file: a sparse operand's, or the previous value of a
 // `+=` output that the kernel assembles anew (one that shares an input's structure starts from
 // dense values, which the driver reads on that structure).
 bool has_sparse_file(const Kernel& k, const std::string& tensor) {
   if (tensor != k.spec.output.tensor) return is_sparse(k, tensor);
-  return is_sparse(k, tensor) && spgen::find_shared_structure(k.spec, k.config).empty();
+  return is_sparse(k, tensor) && shared_structure_owner(k).empty();
 }
 
 // `spgen run` with these inputs; returns the output tensor and checks it against the reference.
@@ -266,7 +276,7 @@ TEST_CASE("random inputs: every kernel matches the reference") {
       }
       // A `+=` output that shares an input's structure holds values only there.
       if (k.spec.accumulate)
-        if (std::string owner = spgen::find_shared_structure(k.spec, k.config); !owner.empty())
+        if (std::string owner = shared_structure_owner(k); !owner.empty())
           inputs[k.spec.output.tensor] = with_random_values(inputs.at(owner), seed++);
       // The first run goes through the CLI and keeps its build; later ones rerun that driver.
       if (!check_run(builds().command(k), k, inputs, dir, plans[p].label)) builds().forget(k);

@@ -77,7 +77,8 @@ TEST_CASE("decompose: the config's parameters") {
   CHECK(error_of(kSpmm, config_with(std::string(R"({"op": "parallel", "var": "i"}, )") + kEllCoo)) ==
         "c.json: /schedule/1: error: decompose: must be the first schedule op (the ops after it schedule its parts)\n");
   CHECK(error_of(kSpmm, config_with(R"({"op": "parallel", "var": "i", "part": "ell"})")) ==
-        "c.json: /schedule/0/part: error: \"part\" names a part of a decomposition, but no decompose op comes first\n");
+        "c.json: /schedule/0/part: error: \"part\" names a part of a decomposition, but no decompose op comes first (or of a "
+        "sum whose terms sum over different indices, which this right-hand side is not)\n");
 }
 
 TEST_CASE("decompose: refused where the sum of the parts is not the kernel") {

@@ -460,7 +460,8 @@ TEST_CASE("assembled sparse output: what cannot be appended is refused") {
   // `+=` into an assembled output adds its previous value as a term, which has no summed index.
   CHECK(contains(error_of("C(i,j) += A(i,k) * B(k,j)", R"({"tensors": {"C": {"format": "csr"}}})"),
                  "t.spg:1:1: error: `+=` into C, a sparse output the kernel assembles (csr), adds its previous value as a "
-                 "term of its own, but the right-hand side sums over k, which that term lacks"));
+                 "term of its own, which lacks the summed index k: a sum whose terms sum over different indices is a loop "
+                 "nest per part, and only one loop nest can build an assembled output; give C the format \"dense\""));
 }
 
 TEST_CASE("`+=` into an assembled sparse output reads its previous value as the input C_prev") {
