@@ -214,16 +214,7 @@ sparse::Program whole_program(const ast::Spec& spec, const Config& config, const
   if (std::string shared = find_shared_structure(first_part.spec, first_part.config); !shared.empty()) {
     for (const ast::Access* access : ast::collect_accesses(*spec.rhs))
       if (access->tensor == shared) {
-        auto factor = std::make_shared<ast::Expr>();
-        factor->kind = ast::ExprKind::Access;
-        factor->loc = access->loc;
-        factor->access = *access;
-        auto product = std::make_shared<ast::Expr>();
-        product->kind = ast::ExprKind::Mul;
-        product->loc = spec.rhs->loc;
-        product->lhs = spec.rhs;
-        product->rhs = factor;
-        whole.rhs = product;
+        whole.rhs = ast::make_operator(ast::ExprKind::Mul, spec.rhs->loc, spec.rhs, ast::make_access(*access));
         break;
       }
   }

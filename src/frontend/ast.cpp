@@ -21,6 +21,23 @@ static void collect(const Expr& expr, std::vector<const Access*>& out) {
   if (expr.rhs) collect(*expr.rhs, out);
 }
 
+ExprPtr make_operator(ExprKind kind, SourceLoc loc, ExprPtr lhs, ExprPtr rhs) {
+  auto node = std::make_shared<Expr>();
+  node->kind = kind;
+  node->loc = loc;
+  node->lhs = std::move(lhs);
+  node->rhs = std::move(rhs);
+  return node;
+}
+
+ExprPtr make_access(const Access& access) {
+  auto node = std::make_shared<Expr>();
+  node->kind = ExprKind::Access;
+  node->loc = access.loc;
+  node->access = access;
+  return node;
+}
+
 std::vector<const Access*> collect_accesses(const Expr& expr) {
   std::vector<const Access*> out;
   collect(expr, out);

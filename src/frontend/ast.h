@@ -57,6 +57,10 @@ struct Spec {
 // Every access in the right-hand side, left to right.
 std::vector<const Access*> collect_accesses(const Expr& expr);
 
+// A new operator node (Neg uses lhs only), and a new access node, at `loc`.
+ExprPtr make_operator(ExprKind kind, SourceLoc loc, ExprPtr lhs, ExprPtr rhs = nullptr);
+ExprPtr make_access(const Access& access);
+
 // One term of a sum at the top of an expression: `a - (b + c)` has the terms a, -b and -c.
 struct SignedTerm {
   ExprPtr expr;

@@ -230,7 +230,7 @@ class Parser {
     ast::ExprPtr left = parse_product();
     while (peek().kind == Tok::Plus || peek().kind == Tok::Minus) {
       Token op = next();
-      left = binary(op.kind == Tok::Plus ? ast::ExprKind::Add : ast::ExprKind::Sub, op.loc, left, parse_product());
+      left = ast::make_operator(op.kind == Tok::Plus ? ast::ExprKind::Add : ast::ExprKind::Sub, op.loc, left, parse_product());
     }
     return left;
   }
@@ -239,7 +239,7 @@ class Parser {
     ast::ExprPtr left = parse_unary();
     while (peek().kind == Tok::Star || peek().kind == Tok::Slash) {
       Token op = next();
-      left = binary(op.kind == Tok::Star ? ast::ExprKind::Mul : ast::ExprKind::Div, op.loc, left, parse_unary());
+      left = ast::make_operator(op.kind == Tok::Star ? ast::ExprKind::Mul : ast::ExprKind::Div, op.loc, left, parse_unary());
     }
     return left;
   }
@@ -247,11 +247,7 @@ class Parser {
   ast::ExprPtr parse_unary() {
     if (peek().kind == Tok::Minus) {
       Token op = next();
-      auto node = std::make_shared<ast::Expr>();
-      node->kind = ast::ExprKind::Neg;
-      node->loc = op.loc;
-      node->lhs = parse_unary();
-      return node;
+      return ast::make_operator(ast::ExprKind::Neg, op.loc, parse_unary());
     }
     return parse_primary();
   }
@@ -281,15 +277,6 @@ class Parser {
       default:
         fail(token.loc, std::string("expected a tensor, a number or '(', found ") + describe(token.kind));
     }
-  }
-
-  static ast::ExprPtr binary(ast::ExprKind kind, SourceLoc loc, ast::ExprPtr lhs, ast::ExprPtr rhs) {
-    auto node = std::make_shared<ast::Expr>();
-    node->kind = kind;
-    node->loc = loc;
-    node->lhs = std::move(lhs);
-    node->rhs = std::move(rhs);
-    return node;
   }
 
   const std::string& file_;

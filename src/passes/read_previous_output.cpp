@@ -29,17 +29,9 @@ void read_previous_output(ast::Spec& spec, Config& config) {
   std::string name = spec.output.tensor + "_prev";
   for (int n = 2; spec.find_tensor(name); ++n) name = spec.output.tensor + "_prev" + std::to_string(n);
 
-  auto previous = std::make_shared<ast::Expr>();
-  previous->kind = ast::ExprKind::Access;
-  previous->loc = spec.output.loc;
-  previous->access = spec.output;
-  previous->access.tensor = name;
-  auto sum = std::make_shared<ast::Expr>();
-  sum->kind = ast::ExprKind::Add;
-  sum->loc = spec.rhs->loc;
-  sum->lhs = previous;
-  sum->rhs = spec.rhs;
-  spec.rhs = sum;
+  ast::Access previous = spec.output;
+  previous.tensor = name;
+  spec.rhs = ast::make_operator(ast::ExprKind::Add, spec.rhs->loc, ast::make_access(previous), spec.rhs);
   spec.accumulate = false;
   spec.previous_output = name;
   // Listed right after the output, as the right-hand side now reads it first.

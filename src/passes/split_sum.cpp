@@ -15,21 +15,12 @@ namespace spgen {
 
 namespace {
 
-ast::ExprPtr make_node(ast::ExprKind kind, SourceLoc loc, ast::ExprPtr lhs, ast::ExprPtr rhs = nullptr) {
-  auto node = std::make_shared<ast::Expr>();
-  node->kind = kind;
-  node->loc = loc;
-  node->lhs = std::move(lhs);
-  node->rhs = std::move(rhs);
-  return node;
-}
-
 // The terms of one part as one expression, each with its sign: `b(i) - c(i)`, `-(2 * b(i))`.
 ast::ExprPtr sum_of(const std::vector<ast::SignedTerm>& terms) {
   ast::ExprPtr sum;
   for (const ast::SignedTerm& term : terms) {
-    if (!sum) sum = term.negated ? make_node(ast::ExprKind::Neg, term.expr->loc, term.expr) : term.expr;
-    else sum = make_node(term.negated ? ast::ExprKind::Sub : ast::ExprKind::Add, term.expr->loc, sum, term.expr);
+    if (!sum) sum = term.negated ? ast::make_operator(ast::ExprKind::Neg, term.expr->loc, term.expr) : term.expr;
+    else sum = ast::make_operator(term.negated ? ast::ExprKind::Sub : ast::ExprKind::Add, term.expr->loc, sum, term.expr);
   }
   return sum;
 }
@@ -85,12 +76,10 @@ std::string several_kernels(const ast::Spec& spec, const std::vector<SumPart>& p
       sum.insert(sum.end(), part.terms.begin(), part.terms.end());
       continue;
     }
-    auto temporary = std::make_shared<ast::Expr>();
-    temporary->kind = ast::ExprKind::Access;
-    temporary->access = spec.output;
-    temporary->access.tensor = "T" + std::to_string(sum.size() + 1);
-    kernels += "`" + ast::to_string(temporary->access) + " = " + ast::to_string(*part.spec.rhs) + "`, ";
-    sum.push_back({temporary, false});
+    ast::Access temporary = spec.output;
+    temporary.tensor = "T" + std::to_string(sum.size() + 1);
+    kernels += "`" + ast::to_string(temporary) + " = " + ast::to_string(*part.spec.rhs) + "`, ";
+    sum.push_back({ast::make_access(temporary), false});
   }
   return kernels + "then `" + ast::to_string(spec.output) + (spec.accumulate ? " += " : " = ") + ast::to_string(*sum_of(sum)) + "`";
 }

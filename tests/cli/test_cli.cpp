@@ -17,6 +17,19 @@ ProcessResult spgen(std::vector<std::string> args) {
   return run_process(args);
 }
 
+// Kernel NAME in `dir`: NAME.cpp compiles with -Wall -Wextra -Werror, and NAME.h as plain C.
+void check_compiles_warning_free(const TempDir& dir, const std::string& name) {
+  ProcessResult cxx = run_process({"c++", "-std=c++17", "-O2", "-fopenmp", "-Wall", "-Wextra", "-Werror", "-c",
+                                   dir.file(name + ".cpp"), "-o", dir.file("k.o")});
+  INFO(cxx.err);
+  CHECK(cxx.exit_code == 0);
+  write_text(dir.file("use.c"), "#include \"" + name + ".h\"\nint main(void) { return 0; }\n");
+  ProcessResult cc = run_process({"cc", "-std=c99", "-Wall", "-Werror", "-I", dir.path(), "-c", dir.file("use.c"),
+                                  "-o", dir.file("use.o")});
+  INFO(cc.err);
+  CHECK(cc.exit_code == 0);
+}
+
 }  // namespace
 
 TEST_CASE("gen writes NAME.h and NAME.cpp, and rewriting identical output leaves files untouched") {
@@ -42,15 +55,7 @@ TEST_CASE("gen writes NAME.h and NAME.cpp, and rewriting identical output leaves
 TEST_CASE("the generated kernel compiles warning-free as C++ and its header as plain C") {
   TempDir dir;
   REQUIRE(spgen({"gen", spec("mttkrp.spg"), "--config", spec("mttkrp_csf.json"), "-o", dir.path()}).exit_code == 0);
-  ProcessResult cxx = run_process({"c++", "-std=c++17", "-O2", "-fopenmp", "-Wall", "-Wextra", "-Werror", "-c",
-                                   dir.file("mttkrp_csf.cpp"), "-o", dir.file("k.o")});
-  INFO(cxx.err);
-  CHECK(cxx.exit_code == 0);
-  write_text(dir.file("use.c"), "#include \"mttkrp_csf.h\"\nint main(void) { return 0; }\n");
-  ProcessResult cc = run_process({"cc", "-std=c99", "-Wall", "-Werror", "-I", dir.path(), "-c", dir.file("use.c"),
-                                  "-o", dir.file("use.o")});
-  INFO(cc.err);
-  CHECK(cc.exit_code == 0);
+  check_compiles_warning_free(dir, "mttkrp_csf");
 }
 
 TEST_CASE("a bsr output gathered in block-row workspaces (parallel, float64, int64) compiles warning-free") {
@@ -58,15 +63,7 @@ TEST_CASE("a bsr output gathered in block-row workspaces (parallel, float64, int
   std::string cases = source_root() + "/tests/e2e/cases/";
   REQUIRE(spgen({"gen", cases + "sparse_add.spg", "--config", cases + "sparse_add_csr_to_bsr_out_parallel.json", "-o",
                  dir.path()}).exit_code == 0);
-  ProcessResult cxx = run_process({"c++", "-std=c++17", "-O2", "-fopenmp", "-Wall", "-Wextra", "-Werror", "-c",
-                                   dir.file("sparse_add.cpp"), "-o", dir.file("k.o")});
-  INFO(cxx.err);
-  CHECK(cxx.exit_code == 0);
-  write_text(dir.file("use.c"), "#include \"sparse_add.h\"\nint main(void) { return 0; }\n");
-  ProcessResult cc = run_process({"cc", "-std=c99", "-Wall", "-Werror", "-I", dir.path(), "-c", dir.file("use.c"),
-                                  "-o", dir.file("use.o")});
-  INFO(cc.err);
-  CHECK(cc.exit_code == 0);
+  check_compiles_warning_free(dir, "sparse_add");
 }
 
 TEST_CASE("two generated kernels link into one program") {
