@@ -1,4 +1,5 @@
 // `spgen run`: generate, compile with the system compiler, and run a driver on real inputs.
+#include <algorithm>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -220,6 +221,24 @@ void build_cpu_driver(const Compilation& c, const std::filesystem::path& dir, co
   run_steps({{link, (dir / "link.log").string()}}, options.verbose, "the C++ compiler");
 }
 
+// The CUDA driver: nvcc builds the kernel and the driver's glue; the runtime, host code only, is
+// compiled by the C++ compiler (without OpenMP, as nvcc's host code is) and reused from the cache.
+void build_cuda_driver(const Compilation& c, const std::filesystem::path& dir, const std::string& driver_source,
+                       const std::string& binary, const RunOptions& options) {
+  std::vector<std::string> host = compiler_command();
+  host.erase(std::remove_if(host.begin(), host.end(),
+                            [](const std::string& flag) { return flag == "-march=native" || flag == "-fopenmp"; }),
+             host.end());
+  RuntimeObject runtime = runtime_object(c, dir, host);
+  if (runtime.build) run_steps({*runtime.build}, options.verbose, "the C++ compiler");
+  if (!runtime.cache_as.empty()) cache_runtime_object(runtime.path, runtime.cache_as);
+  std::vector<std::string> build = cuda_compiler_command();
+  build.insert(build.end(), options.extra_cxxflags.begin(), options.extra_cxxflags.end());
+  build.insert(build.end(), {"-DSPGEN_RUN_PRECOMPILED", "-o", binary, (dir / driver_source).string(),
+                             (dir / c.files[1].name).string(), runtime.path});
+  run_steps({{build, (dir / "compile.log").string()}}, options.verbose, "nvcc");
+}
+
 }  // namespace
 
 int run_run(const RunOptions& options) {
@@ -238,10 +257,7 @@ int run_run(const RunOptions& options) {
 
   std::string binary = (dir.path() / "driver").string();
   if (c.config.target == Target::Cuda) {
-    std::vector<std::string> build = cuda_compiler_command();
-    build.insert(build.end(), options.extra_cxxflags.begin(), options.extra_cxxflags.end());
-    build.insert(build.end(), {"-o", binary, (dir.path() / driver.name).string(), (dir.path() / c.files[1].name).string()});
-    run_steps({{build, (dir.path() / "compile.log").string()}}, options.verbose, "nvcc");
+    build_cuda_driver(c, dir.path(), driver.name, binary, options);
   } else {
     build_cpu_driver(c, dir.path(), driver.name, binary, options);
   }

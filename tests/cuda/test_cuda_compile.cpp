@@ -122,9 +122,9 @@ TEST_CASE("kernels with row workspaces (SpGEMM, TTM: device workspaces and sort)
   std::string cases = source_root() + "/tests/e2e/cases/";
   TempDir dir;
   std::vector<std::vector<std::string>> commands;
-  for (const auto& [spec, config] : {std::pair<std::string, std::string>{"spgemm", "spgemm_cuda_csr_out"},
-                                     {"ttm", "ttm_cuda_dense_compressed_compressed_out"}}) {
-    generate({cases + spec + ".spg", cases + config + ".json", config}, dir);
+  for (const auto& [spec, config] : {std::pair<std::string, std::string>{source_root() + "/specs/spgemm.spg", "spgemm_cuda_csr_out"},
+                                     {cases + "ttm.spg", "ttm_cuda_dense_compressed_compressed_out"}}) {
+    generate({spec, cases + config + ".json", config}, dir);
     commands.push_back(nvcc_for_both_archs(nvcc, "-Wall,-Wextra", dir.file(config + ".o"), dir.file(config + ".cu")));
   }
   std::vector<ProcessResult> results = run_two_at_a_time(commands);
