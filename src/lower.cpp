@@ -166,6 +166,20 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
   return it;
 }
 
+// Marks which of the config's ops (from `first` on) applied, after lowering one part of a
+// decomposition or of a sum: the part's config lists, in order, the ops that schedule it
+// (schedules_part), and `part_applied` says which of those applied. An op for every part that a
+// part's own op replaces there counts as used.
+void mark_part_ops(const Config& config, const std::string& part, const std::vector<bool>& part_applied, size_t first,
+                   std::vector<bool>& applied) {
+  size_t n = 0;
+  for (size_t i = first; i < config.schedule.size(); ++i) {
+    const ScheduleOp& op = config.schedule[i];
+    if (schedules_part(config, op, part)) applied[i] = part_applied[n++] || applied[i];
+    else if (op.part.empty()) applied[i] = true;
+  }
+}
+
 // 2'-5'. Stage I decompose: the kernel becomes one iteration per part, each lowered and
 // scheduled on its own, and an executor that calls them in turn.
 void lower_decomposition(Compilation& c) {
@@ -184,14 +198,7 @@ void lower_decomposition(Compilation& c) {
                          " of the decomposition (" + part.tensor + ", stored as " + part.config.format_of(part.tensor).name +
                          ")\n");
     }
-    // The part's config lists, in order, the ops that schedule it (schedules_part). An op for
-    // every part that a part's own op replaces there counts as used.
-    size_t k = 0;
-    for (size_t i = 1; i < c.config.schedule.size(); ++i) {
-      const ScheduleOp& op = c.config.schedule[i];
-      if (schedules_part(c.config, op, part.name)) applied[i] = it.applied[k++] || applied[i];
-      else if (op.part.empty()) applied[i] = true;
-    }
+    mark_part_ops(c.config, part.name, it.applied, 1, applied);
     std::string heading = "// part " + part.name + " of " + describe_schedule_op(c.config.schedule.front()) + "\n";
     c.stage1_dump += heading + it.stage1_dump;
     c.stage2_dump += heading + it.stage2_dump;
@@ -243,13 +250,7 @@ void lower_split_sum(Compilation& c, std::vector<SumPart> parts, bool output_for
                          " (the right-hand side sums its terms over different indices: a loop nest for each)\n");
     }
     if (!it.assemble.empty()) throw std::logic_error("a part of a sum assembles its output");
-    // The part's config lists, in order, the ops that schedule it (schedules_part). An op for
-    // every part that a part's own op replaces there counts as used.
-    for (size_t i = 0, n = 0; i < applied.size(); ++i) {
-      const ScheduleOp& op = c.config.schedule[i];
-      if (schedules_part(c.config, op, part.name)) applied[i] = it.applied[n++] || applied[i];
-      else if (op.part.empty()) applied[i] = true;
-    }
+    mark_part_ops(c.config, part.name, it.applied, 0, applied);
     // `auto` chooses ops per part: the header lists each choice once.
     if (c.config.auto_schedule)
       for (const ScheduleOp& op : it.schedule)
