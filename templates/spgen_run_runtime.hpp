@@ -1923,23 +1923,33 @@ Coo unpack_tensor(const Run<Index, Value>& run, int t) {
 
 // Initial values of an output with a shared structure: entries placed at the owner's
 // positions. A nonzero outside the structure is an error.
+// Adds each entry of `initial` (t's values) at the position of the owner's structure that
+// `locate` finds for its coordinates, taken in the order `modes` picks them from t's (-1: none);
+// a nonzero where there is none is an error.
+template <class Value, class Locate>
+void add_on_structure(const TensorInfo& ti, const TensorInfo& oi, const Coo& initial, const std::vector<int>& modes,
+                      std::vector<Value>& vals, Locate locate) {
+  std::vector<int64_t> c(modes.size());
+  for (int64_t e = 0; e < initial.nnz(); ++e) {
+    for (size_t m = 0; m < modes.size(); ++m) c[m] = initial.coord(e, modes[m]);
+    const double v = initial.vals[static_cast<size_t>(e)];
+    const int64_t at = locate(c);
+    if (at >= 0) vals[static_cast<size_t>(at)] += static_cast<Value>(v);
+    else if (v != 0.0)
+      throw std::runtime_error("initial " + ti.name + " has a nonzero outside the structure of " + oi.name);
+  }
+}
+
 template <class Index, class Value>
 std::vector<Value> values_on_structure(const Run<Index, Value>& run, int t, int owner, const Coo& initial) {
   const TensorInfo& ti = run.info().tensors[static_cast<size_t>(t)];
   const TensorInfo& oi = run.info().tensors[static_cast<size_t>(owner)];
   require_unblocked(oi, "initial values of " + ti.name);
   const Packed<Index, Value>& structure = run.packed(owner);
-  const std::vector<int> from = matching_modes(ti, oi);  // owner mode -> t mode
   std::vector<Value> vals(structure.vals.size(), Value(0));
-  std::vector<int64_t> c(from.size());
-  for (int64_t e = 0; e < initial.nnz(); ++e) {
-    for (size_t m = 0; m < from.size(); ++m) c[m] = initial.coord(e, from[m]);
-    const double v = initial.vals[static_cast<size_t>(e)];
-    const int64_t at = find_position(structure, oi.levels, oi.mode_order, c.data(), oi.widths);
-    if (at >= 0) vals[static_cast<size_t>(at)] += static_cast<Value>(v);
-    else if (v != 0.0)
-      throw std::runtime_error("initial " + ti.name + " has a nonzero outside the structure of " + oi.name);
-  }
+  add_on_structure(ti, oi, initial, matching_modes(ti, oi), vals, [&](const std::vector<int64_t>& c) {
+    return find_position(structure, oi.levels, oi.mode_order, c.data(), oi.widths);
+  });
   return vals;
 }
 
@@ -1958,14 +1968,12 @@ std::vector<Value> values_on_unpacked_structure(const Run<Index, Value>& run, in
     for (int m = 0; m < stored.order(); ++m) c[static_cast<size_t>(m)] = stored.coord(e, m);
     position.emplace(std::move(c), static_cast<int64_t>(stored.vals[static_cast<size_t>(e)]) - 1);
   }
-  std::vector<int64_t> c(static_cast<size_t>(initial.order()));
-  for (int64_t e = 0; e < initial.nnz(); ++e) {
-    for (int m = 0; m < initial.order(); ++m) c[static_cast<size_t>(m)] = initial.coord(e, m);
-    const double v = initial.vals[static_cast<size_t>(e)];
+  std::vector<int> modes(static_cast<size_t>(initial.order()));
+  std::iota(modes.begin(), modes.end(), 0);
+  add_on_structure(ti, oi, initial, modes, vals, [&](const std::vector<int64_t>& c) {
     const auto at = position.find(c);
-    if (at != position.end()) vals[static_cast<size_t>(at->second)] += static_cast<Value>(v);
-    else if (v != 0.0) throw std::runtime_error("initial " + ti.name + " has a nonzero outside the structure of " + oi.name);
-  }
+    return at == position.end() ? int64_t{-1} : at->second;
+  });
   return vals;
 }
 
