@@ -943,6 +943,34 @@ double mkl_rel_err(const CsrResult& c, sparse_matrix_t C) {
 }
 #endif
 
+// A GraphBLAS contender whose result is a sparse n x n matrix: `compute` writes it into C (made
+// here, freed by the caller), materialized; checked against spgen's result once before timing.
+GrB_Matrix add_graphblas_sparse_result(std::vector<Contender>& cs, const CsrResult& c, int64_t n,
+                                       std::function<void(GrB_Matrix)> compute) {
+  GrB_Matrix C = nullptr;
+  GBX(GrB_Matrix_new(&C, GrB_FP32, static_cast<GrB_Index>(n), static_cast<GrB_Index>(n)));
+  auto call = [C, compute] {
+    compute(C);
+    GBX(GrB_Matrix_wait(C, GrB_MATERIALIZE));
+  };
+  call();
+  print_check("GraphBLAS vs spgen", graphblas_rel_err(c, C));  // leaves C empty
+  cs.push_back({"GraphBLAS", call});
+  return C;
+}
+
+#ifdef BENCH_HAVE_MKL
+// An MKL contender whose `compute` returns a new handle (destroyed after each call, as a caller
+// that keeps only spgen-shaped arrays would); checked against spgen's result once before timing.
+void add_mkl_sparse_result(std::vector<Contender>& cs, const CsrResult& c, const char* name,
+                           std::function<sparse_matrix_t()> compute) {
+  sparse_matrix_t C = compute();
+  print_check((std::string(name) + " vs spgen").c_str(), mkl_rel_err(c, C));
+  mkl_sparse_destroy(C);
+  cs.push_back({name, [compute] { mkl_sparse_destroy(compute()); }});
+}
+#endif
+
 void bench_spgemm(const Options& o, const Csr& m, GrB_Matrix Agb) {
   if (m.rows != m.cols) return;
   const int64_t n = m.rows;
@@ -987,35 +1015,25 @@ void bench_spgemm(const Options& o, const Csr& m, GrB_Matrix Agb) {
   cs.push_back({"Eigen", [&] { Ce = A * A; }});
 
   // GraphBLAS: C = A * A over PLUS_TIMES_FP32 (its own choice of Gustavson or hash), materialized
-  GrB_Matrix Cg = nullptr;
-  GBX(GrB_Matrix_new(&Cg, GrB_FP32, static_cast<GrB_Index>(n), static_cast<GrB_Index>(n)));
-  auto gb_call = [&] {
-    GBX(GrB_mxm(Cg, nullptr, nullptr, GrB_PLUS_TIMES_SEMIRING_FP32, Agb, Agb, nullptr));
-    GBX(GrB_Matrix_wait(Cg, GrB_MATERIALIZE));
-  };
-  gb_call();
-  print_check("GraphBLAS vs spgen", graphblas_rel_err(c, Cg));  // leaves Cg empty
-  cs.push_back({"GraphBLAS", gb_call});
+  GrB_Matrix Cg = add_graphblas_sparse_result(cs, c, n, [Agb](GrB_Matrix C) {
+    GBX(GrB_mxm(C, nullptr, nullptr, GrB_PLUS_TIMES_SEMIRING_FP32, Agb, Agb, nullptr));
+  });
 
 #ifdef BENCH_HAVE_MKL
-  // MKL: mkl_sparse_spmm (a new handle per call, destroyed after; its rows may be unsorted)
+  // MKL: mkl_sparse_spmm (its rows may be unsorted) ...
   MklCsr mk(m);
-  sparse_matrix_t Cm = nullptr;
-  mkl_sparse_spmm(SPARSE_OPERATION_NON_TRANSPOSE, mk.A, mk.A, &Cm);
-  print_check("MKL vs spgen", mkl_rel_err(c, Cm));
-  mkl_sparse_destroy(Cm);
-  cs.push_back({"MKL", [&] {
-                  sparse_matrix_t C = nullptr;
-                  mkl_sparse_spmm(SPARSE_OPERATION_NON_TRANSPOSE, mk.A, mk.A, &C);
-                  mkl_sparse_destroy(C);
-                }});
+  auto product = [&mk] {
+    sparse_matrix_t C = nullptr;
+    mkl_sparse_spmm(SPARSE_OPERATION_NON_TRANSPOSE, mk.A, mk.A, &C);
+    return C;
+  };
+  add_mkl_sparse_result(cs, c, "MKL", product);
   // ... and with its rows sorted, as spgen's, Eigen's and GraphBLAS's are
-  cs.push_back({"MKL+order", [&] {
-                  sparse_matrix_t C = nullptr;
-                  mkl_sparse_spmm(SPARSE_OPERATION_NON_TRANSPOSE, mk.A, mk.A, &C);
-                  mkl_sparse_order(C);
-                  mkl_sparse_destroy(C);
-                }});
+  add_mkl_sparse_result(cs, c, "MKL+order", [product] {
+    sparse_matrix_t C = product();
+    mkl_sparse_order(C);
+    return C;
+  });
 #endif
   record(o, "SpGEMM A*A", m, cs, flops * 1e-9, 0);
   GrB_Matrix_free(&Cg);
@@ -1068,28 +1086,19 @@ void bench_add(const Options& o, const Csr& m, GrB_Matrix Agb) {
   cs.push_back({"Eigen", [&] { Ce = A + T; }});
 
   // GraphBLAS: C = A + T (eWiseAdd, PLUS_FP32), materialized
-  GrB_Matrix Tgb = gb_csr(t), Cg = nullptr;
-  GBX(GrB_Matrix_new(&Cg, GrB_FP32, static_cast<GrB_Index>(n), static_cast<GrB_Index>(n)));
-  auto gb_call = [&] {
-    GBX(GrB_Matrix_eWiseAdd_BinaryOp(Cg, nullptr, nullptr, GrB_PLUS_FP32, Agb, Tgb, nullptr));
-    GBX(GrB_Matrix_wait(Cg, GrB_MATERIALIZE));
-  };
-  gb_call();
-  print_check("GraphBLAS vs spgen", graphblas_rel_err(c, Cg));  // leaves Cg empty
-  cs.push_back({"GraphBLAS", gb_call});
+  GrB_Matrix Tgb = gb_csr(t);
+  GrB_Matrix Cg = add_graphblas_sparse_result(cs, c, n, [Agb, Tgb](GrB_Matrix C) {
+    GBX(GrB_Matrix_eWiseAdd_BinaryOp(C, nullptr, nullptr, GrB_PLUS_FP32, Agb, Tgb, nullptr));
+  });
 
 #ifdef BENCH_HAVE_MKL
-  // MKL: mkl_sparse_s_add (a new handle per call, destroyed after)
+  // MKL: mkl_sparse_s_add
   MklCsr mk(m), mt(t);
-  sparse_matrix_t Cm = nullptr;
-  mkl_sparse_s_add(SPARSE_OPERATION_NON_TRANSPOSE, mk.A, 1.0f, mt.A, &Cm);
-  print_check("MKL vs spgen", mkl_rel_err(c, Cm));
-  mkl_sparse_destroy(Cm);
-  cs.push_back({"MKL", [&] {
-                  sparse_matrix_t C = nullptr;
-                  mkl_sparse_s_add(SPARSE_OPERATION_NON_TRANSPOSE, mk.A, 1.0f, mt.A, &C);
-                  mkl_sparse_destroy(C);
-                }});
+  add_mkl_sparse_result(cs, c, "MKL", [&mk, &mt] {
+    sparse_matrix_t C = nullptr;
+    mkl_sparse_s_add(SPARSE_OPERATION_NON_TRANSPOSE, mk.A, 1.0f, mt.A, &C);
+    return C;
+  });
 #endif
   record(o, "add A+A^T", m, cs, gflop, 0);
   GrB_Matrix_free(&Cg);
