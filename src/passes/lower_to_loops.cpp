@@ -1693,7 +1693,9 @@ class Lowering {
       std::string into = scalar_accumulator_ ? "the sum " + accumulator_
                          : scattered_       ? "the row workspace of " + program_.output().tensor
                                             : "the entries of " + program_.output().tensor;
-      stmts.push_back(std::make_shared<Comment>("+ " + describe_terms(*part.body, part.summed) + ", into " + into));
+      const bool negated = part.body->kind == ast::ExprKind::Neg;  // "- b(i)" rather than "+ -b(i)"
+      stmts.push_back(std::make_shared<Comment>((negated ? "- " : "+ ") + describe_terms(negated ? *part.body->lhs : *part.body, part.summed) +
+                                                ", into " + into));
       stmts.push_back(added_nest);
     }
     return block(std::move(stmts));
