@@ -170,10 +170,14 @@ std::string dump_stage1(const Program& program) {
       return join(names, ", ");
     };
     out += "  one loop nest: " + ast::to_string(*it.body) + " over [" + vars(*it.body, 0) + "]\n";
-    for (const AddedPart& part : it.added_parts)
-      out += "  + " + ast::to_string(*part.body) + " (" +
-             (part.summed.empty() ? "no summed index" : "summed over " + join(part.summed, ", ")) + ") inside [" +
-             join(shared, ", ") + "], over [" + vars(*part.body, it.shared_loops()) + "] below, into the same output entries\n";
+    for (const AddedPart& part : it.added_parts) {
+      const bool negated = part.body->kind == ast::ExprKind::Neg;  // "- b(i)" rather than "+ -b(i)"
+      const std::string own = vars(*part.body, it.shared_loops());
+      out += std::string(negated ? "  - " : "  + ") + ast::to_string(negated ? *part.body->lhs : *part.body) + " (" +
+             (part.summed.empty() ? "no summed index" : "summed over " + join(part.summed, ", ")) + "): inside [" +
+             join(shared, ", ") + "], " + (own.empty() ? "no loops of its own" : "then over [" + own + "]") +
+             ", into the same output entries\n";
+    }
   }
   return out;
 }
