@@ -697,6 +697,9 @@ class Lowering {
           // An added part's nest: the shared loops' positions and the output's, declared there.
           LevelPosition position = *outer;
           position.declare_depth = INT_MIN;
+          // Visited by runs (its singleton child iterates the run) as the shared loop visits it.
+          if (added_to_->by_runs_.count(buffer.axes[level])) by_runs_.insert(buffer.axes[level]);
+          else by_runs_.erase(buffer.axes[level]);
           parent = var(position.name);
           parent_depth = position.ready_depth;
           levels.push_back(position);
