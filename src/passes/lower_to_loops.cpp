@@ -1680,11 +1680,29 @@ class Lowering {
               "'s last level compressed, or make " + output.tensor + " dense"));
   }
 
+  // Where the shared loops visit a coordinate that only other parts store (a union), each term
+  // of this nest's body lacks a stored operand, so the body adds zeros: its loops are skipped.
+  // Null where some term is stored wherever the shared loops go.
+  Expr body_present() const {
+    Expr any;
+    for (const Conjunction& term : tensor_terms(*program_.iteration.body)) {
+      Expr all;
+      for (const std::string& tensor : term) all = logical_and(all, presence(tensor));
+      if (!all) return nullptr;
+      any = logical_or(any, all);
+    }
+    return any;
+  }
+
+  Stmt where_body_present(Stmt nest) const {
+    Expr present = body_present();
+    return present ? std::make_shared<If>(present, std::move(nest), nullptr) : nest;
+  }
+
   // The loop at `depth` and, where the shared loops end, the added parts' nests after it.
   Stmt loop_and_added_parts(int depth) {
-    Stmt nest = loop(depth);
-    if (!whole_ || depth != shared_loops_) return nest;
-    std::vector<Stmt> stmts = {nest};
+    if (!whole_ || depth != shared_loops_) return loop(depth);
+    std::vector<Stmt> stmts = {where_body_present(loop(depth))};
     for (const sparse::AddedPart& part : whole_->iteration.added_parts) {
       sparse::Program added = *whole_;
       added.iteration.body = part.body;
@@ -1737,7 +1755,8 @@ class Lowering {
       if (scalar_accumulator_) accumulator_ = fresh_name("acc");
     }
     split_hoistable_factors();
-    return loops_from(shared_loops_);
+    Stmt nest = loops_from(shared_loops_);
+    return shared_loops_ < static_cast<int>(program_.iteration.iterators.size()) ? where_body_present(nest) : nest;
   }
 
   // The loops at `depth` and below, with the flags of the output levels the enclosing loop binds.

@@ -58,8 +58,10 @@ TEST_CASE("place sum parts: `+=` into SpGEMM's assembled C adds C_prev into the 
   CHECK(contains(c.stage1_dump, "  one loop nest: A(i,k) * B(k,j) over [i, k, j]\n"
                                 "  + C_prev(i,j) (no summed index): inside [i], then over [j], into the same output entries\n"));
   // C's rows: those of C_prev (dcsr) or of A (csr: all), the workspace's first touch raising the row's flag.
+  // Each nest runs where its terms are stored.
   CHECK(contains(c.stage2_dump, "      # + C_prev(i,j) (no summed index), into the row workspace of C\n"
-                                "      for j at pC_prev1 in [inC_prev ? int64(C_prev_pos1[pC_prev0]) : 0, "
+                                "      if inC_prev:\n"
+                                "        for j at pC_prev1 in [inC_prev ? int64(C_prev_pos1[pC_prev0]) : 0, "
                                 "inC_prev ? int64(C_prev_pos1[pC_prev0 + 1]) : 0) sequential:\n"));
   CHECK(contains(c.stage2_dump, "          C0_nonempty = true\n"));
 }
@@ -71,7 +73,12 @@ TEST_CASE("place sum parts: an entry summed in a scalar gets the bias after the 
                                 "  - b(i) (no summed index): inside [i], no loops of its own, into the same output entries\n"));
   // y's entries: the union of A's rows and b's entries (a two-finger merge).
   CHECK(contains(c.stage2_dump, "  # co-iterate i: two-finger merge of A, b\n"));
-  CHECK(contains(c.stage2_dump, "      acc += (inA ? A_vals[pA1] : 0) * x_vals[j]\n"
+  // A's loop only where A has the row; b after it.
+  CHECK(contains(c.stage2_dump, "    var acc: float32 = 0\n"
+                                "    if inA:\n"
+                                "      for j at pA1 in [inA ? int64(A_pos1[pA0]) : 0, inA ? int64(A_pos1[pA0 + 1]) : 0):\n"
+                                "        let j: int64 = int64(A_crd1[pA1])\n"
+                                "        acc += (inA ? A_vals[pA1] : 0) * x_vals[j]\n"
                                 "    # - b(i) (no summed index), into the sum acc\n"
                                 "    acc += -(inb ? b_vals[pb0] : 0)\n"
                                 "    y_crd0[py0] = int32(i)\n"
