@@ -23,6 +23,7 @@
 #include "passes/infer_loop_order.h"
 #include "passes/infer_output_format.h"
 #include "passes/lower_to_loops.h"
+#include "passes/place_sum_parts.h"
 #include "passes/read_previous_output.h"
 #include "passes/simplify_declares.h"
 #include "passes/schedule_loops.h"
@@ -121,6 +122,8 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
   }
   // The output's format, when the config leaves it to the operands, follows this loop order.
   if (config.infer_output_format) infer_output_format(it.program, config, spec);
+  // A sum whose terms sum over different indices, into an output only one loop nest can build.
+  place_sum_parts(it.program, spec);
   it.stage1_dump = sparse::dump_stage1(it.program);
 
   // 4. Lower to stage II: loop nests over position space.

@@ -65,6 +65,15 @@ std::vector<SignedTerm> top_level_terms(const ExprPtr& expr) {
   return out;
 }
 
+ExprPtr sum_of(const std::vector<SignedTerm>& terms) {
+  ExprPtr sum;
+  for (const SignedTerm& term : terms) {
+    if (!sum) sum = term.negated ? make_operator(ExprKind::Neg, term.expr->loc, term.expr) : term.expr;
+    else sum = make_operator(term.negated ? ExprKind::Sub : ExprKind::Add, term.expr->loc, sum, term.expr);
+  }
+  return sum;
+}
+
 std::vector<TermGroup> terms_by_summed_vars(const Spec& spec) {
   std::vector<TermGroup> groups;
   for (const SignedTerm& term : top_level_terms(spec.rhs)) {

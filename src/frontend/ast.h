@@ -69,6 +69,8 @@ struct SignedTerm {
 // The terms of `expr` at its top-level `+`, `-` and unary minus (parentheses do not hide them;
 // a product or quotient of sums is one term), left to right.
 std::vector<SignedTerm> top_level_terms(const ExprPtr& expr);
+// The terms as one expression, each with its sign: `b(i) - c(i)`, `-(2 * b(i))`.
+ExprPtr sum_of(const std::vector<SignedTerm>& terms);
 
 // The top-level terms of the right-hand side grouped by the index variables they sum over (those
 // they use that the output lacks, in spec order), in order of each group's first term: TACO

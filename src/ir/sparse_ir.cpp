@@ -1,6 +1,7 @@
 #include "ir/sparse_ir.h"
 
 #include <algorithm>
+#include <set>
 #include <stdexcept>
 
 namespace spgen::sparse {
@@ -36,6 +37,21 @@ const SparseBuffer& Program::buffer(const std::string& tensor) const {
 
 const SparseBuffer& Program::structure_of(const SparseBuffer& b) const {
   return b.shares_structure_with.empty() ? b : buffer(b.shares_structure_with);
+}
+
+size_t SparseIteration::shared_loops() const {
+  size_t d = 0;
+  while (d < iterators.size() && !iterators[d].is_reduction) ++d;
+  return d;
+}
+
+std::vector<Iterator> SparseIteration::loops_of(const ast::Expr& terms) const {
+  std::set<std::string> used(output.indices.begin(), output.indices.end());
+  for (const ast::Access* access : ast::collect_accesses(terms)) used.insert(access->indices.begin(), access->indices.end());
+  std::vector<Iterator> loops(iterators.begin(), iterators.begin() + static_cast<std::ptrdiff_t>(shared_loops()));
+  for (size_t d = shared_loops(); d < iterators.size(); ++d)
+    if (used.count(iterators[d].var)) loops.push_back(iterators[d]);
+  return loops;
 }
 
 int Program::depth_of(const std::string& var) const {
@@ -143,6 +159,26 @@ std::string dump_stage1(const Program& program) {
   for (const Fusion& f : program.iteration.fusions)
     out += "  fuse " + f.outer + ", " + f.inner + " -> " + f.into + ": one loop over the stored entries of " + f.tensor + "\n";
   out += "  " + program.spec_text + "\n";
+  if (!program.iteration.added_parts.empty()) {
+    const SparseIteration& it = program.iteration;
+    std::vector<std::string> shared;
+    for (size_t d = 0; d < it.shared_loops(); ++d) shared.push_back(it.iterators[d].var);
+    auto vars = [&](const ast::Expr& terms, size_t from) {
+      std::vector<std::string> names;
+      std::vector<Iterator> loops = it.loops_of(terms);
+      for (size_t d = from; d < loops.size(); ++d) names.push_back(loops[d].var);
+      return join(names, ", ");
+    };
+    out += "  one loop nest: " + ast::to_string(*it.body) + " over [" + vars(*it.body, 0) + "]\n";
+    for (const AddedPart& part : it.added_parts) {
+      const bool negated = part.body->kind == ast::ExprKind::Neg;  // "- b(i)" rather than "+ -b(i)"
+      const std::string own = vars(*part.body, it.shared_loops());
+      out += std::string(negated ? "  - " : "  + ") + ast::to_string(negated ? *part.body->lhs : *part.body) + " (" +
+             (part.summed.empty() ? "no summed index" : "summed over " + join(part.summed, ", ")) + "): inside [" +
+             join(shared, ", ") + "], " + (own.empty() ? "no loops of its own" : "then over [" + own + "]") +
+             ", into the same output entries\n";
+    }
+  }
   return out;
 }
 

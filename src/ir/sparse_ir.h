@@ -84,6 +84,16 @@ struct Fusion {
   std::string op_path;  // the fuse op's JSON pointer, for errors found while lowering
 };
 
+// Terms of a sum that sum over other index variables than the iteration's body (TACO's scoped
+// sums: the bias of `C(i,j) = A(i,k) * B(k,j) + D(i,j)`), lowered in the body's loop nest into an
+// assembled output: inside the loops outside the first summed one (the shared loops), over
+// their own loops below them, adding into the row workspace or the scalar sum that the body's
+// summed loops add into (passes/place_sum_parts.h).
+struct AddedPart {
+  std::vector<std::string> summed;  // the index variables its terms sum over, none for a bias
+  ast::ExprPtr body;                // its terms, with their signs
+};
+
 struct SparseIteration {
   std::string name;
   std::vector<Iterator> iterators;  // loop order, outermost first
@@ -91,6 +101,12 @@ struct SparseIteration {
   ast::Access output;
   bool accumulate = false;
   ast::ExprPtr body;
+  std::vector<AddedPart> added_parts;  // added to body in its loop nest (empty: body is the whole sum)
+  // The loops outside the first summed loop: those that body and the added parts share.
+  size_t shared_loops() const;
+  // The loops of the nest that computes `terms` (body or an added part's): the shared loops,
+  // then those below them over the output's index variables and those `terms` reads, in loop order.
+  std::vector<Iterator> loops_of(const ast::Expr& terms) const;
 };
 
 struct Program {

@@ -58,11 +58,14 @@ int entry_level(const Format& format) {
 
 class Lowering {
  public:
-  Lowering(const sparse::Program& program, const Config& config, LoweringPhase phase, int counted_level)
-      : program_(program), config_(config), value_type_(value_scalar_type(program.value_type)),
+  // `whole`: the program whose iteration has added parts, when `program` is its body's nest.
+  Lowering(const sparse::Program& program, const Config& config, LoweringPhase phase, int counted_level,
+           const sparse::Program* whole = nullptr)
+      : program_(program), config_(config), whole_(whole), value_type_(value_scalar_type(program.value_type)),
         index_type_(index_scalar_type(program.index_type)), assembled_(output_is_assembled(program)),
         counting_(phase == LoweringPhase::Assemble), counted_level_(counted_level) {
     if (counting_ && counted_level_ < 0) counted_level_ = assembled_levels(program).back();
+    if (whole_) shared_loops_ = static_cast<int>(whole_->iteration.shared_loops());
   }
 
   LoweredFunc run() {
@@ -74,6 +77,7 @@ class Lowering {
     check_fusions();
     plan_positions();
     plan_output();
+    if (whole_ && !counting_) check_added_parts();
     std::vector<Stmt> body;
     if (counting_) body.push_back(clear_counts());
     if (needs_zero_fill_) body.push_back(zero_fill());
@@ -368,7 +372,7 @@ class Lowering {
     for (size_t d = 0; d < iterators.size(); ++d) {
       LoopPlan& plan = plans_[d];
       const std::string& var = iterators[d].var;
-      plan.space = iteration_space(*program_.iteration.body, var);
+      plan.space = iteration_space(whole_ && d < static_cast<size_t>(shared_loops_) ? *whole_sum() : *program_.iteration.body, var);
       defer_located_terms(plan, var);
       std::set<std::string> sparse_tensors;
       for (const Conjunction& c : plan.space) {
@@ -689,6 +693,22 @@ class Lowering {
         if (buffer.is_output && assembled_ && counting_ && static_cast<int>(level) > counted_level_) break;
         const sparse::Axis& axis = program_.axes[buffer.axes[level]];
         int depth = program_.depth_of(axis.index_var);
+        if (const LevelPosition* outer = shared_position(buffer, level)) {
+          // An added part's nest: the shared loops' positions and the output's, declared there.
+          LevelPosition position = *outer;
+          position.declare_depth = INT_MIN;
+          // Visited by runs (its singleton child iterates the run) as the shared loop visits it.
+          if (added_to_->by_runs_.count(buffer.axes[level])) by_runs_.insert(buffer.axes[level]);
+          else by_runs_.erase(buffer.axes[level]);
+          parent = var(position.name);
+          parent_depth = position.ready_depth;
+          levels.push_back(position);
+          continue;
+        }
+        // Below the shared loops, a nest of a sum's part has no positions of a tensor only other parts read.
+        if ((whole_ || added_to_) && (depth < 0 || depth >= shared_loops_) && !buffer.is_output &&
+            !reads(*program_.iteration.body, buffer.tensor))
+          break;
         LevelPosition position;
         position.name = fresh_name("p" + buffer.tensor + std::to_string(level));
         if (axis.kind == sparse::AxisKind::DenseFixed) {
@@ -999,7 +1019,8 @@ class Lowering {
     std::vector<ast::ExprPtr> factors;
     collect_factors(program_.iteration.body, factors);
     for (const ast::ExprPtr& factor : factors) {
-      bool outer = scalar_accumulator_ && max_depth(*factor) <= output_depth_;
+      // (Added parts add into the same sum: nothing multiplies it afterwards.)
+      bool outer = scalar_accumulator_ && !whole_ && !added_to_ && max_depth(*factor) <= output_depth_;
       (outer ? outer_factors_ : inner_factors_).push_back(factor);
     }
   }
@@ -1584,6 +1605,160 @@ class Lowering {
     return expr;
   }
 
+  // ---- a sum whose terms sum over different indices, into an assembled output ----
+  // The body's nest is lowered here; each added part gets a nest of its own inside the shared
+  // loops (those outside the first summed one), after the body's loops there, lowered by a
+  // Lowering of its own that takes over the shared loops' positions, the output's cursors and
+  // flags, and the row workspace or scalar sum the body adds into.
+
+  // The body and the added parts as one sum: what the shared loops visit.
+  ast::ExprPtr whole_sum() {
+    if (!whole_sum_) {
+      whole_sum_ = program_.iteration.body;
+      for (const sparse::AddedPart& part : whole_->iteration.added_parts)
+        whole_sum_ = ast::make_operator(ast::ExprKind::Add, part.body->loc, whole_sum_, part.body);
+    }
+    return whole_sum_;
+  }
+
+  static bool reads(const ast::Expr& expr, const std::string& tensor) {
+    for (const ast::Access* access : ast::collect_accesses(expr))
+      if (access->tensor == tensor) return true;
+    return false;
+  }
+
+  // Lowering an added part: the position the body's nest gives this level, where it is known in
+  // the shared loops (every output level is: the output is written through the same cursors).
+  const LevelPosition* shared_position(const sparse::SparseBuffer& buffer, size_t level) const {
+    if (!added_to_) return nullptr;
+    auto found = added_to_->positions_.find(buffer.tensor);
+    if (found == added_to_->positions_.end() || level >= found->second.size()) return nullptr;
+    const LevelPosition& position = found->second[level];
+    return buffer.is_output || position.ready_depth < shared_loops_ ? &position : nullptr;
+  }
+
+  // "A(i,k) * B(k,j) (summed over k)"
+  static std::string describe_terms(const ast::Expr& terms, const std::vector<std::string>& summed) {
+    std::string text = ast::to_string(terms) + " (";
+    if (summed.empty()) return text + "no summed index)";
+    text += "summed over ";
+    for (size_t k = 0; k < summed.size(); ++k) text += (k ? ", " : "") + summed[k];
+    return text + ")";
+  }
+
+  // The added parts join the body's nest where the shared loops end: in a row workspace that
+  // gathers the output's last level (SpGEMM), or in the scalar sum of one output entry.
+  void check_added_parts() const {
+    const sparse::SparseBuffer& output = program_.output();
+    const std::string& summed = whole_->iteration.iterators[static_cast<size_t>(shared_loops_)].var;
+    std::vector<std::string> body_summed;
+    for (const sparse::Iterator& it : program_.iteration.iterators)
+      if (it.is_reduction) body_summed.push_back(it.var);
+    std::string terms = describe_terms(*program_.iteration.body, body_summed);
+    for (const sparse::AddedPart& part : whole_->iteration.added_parts) terms += "; " + describe_terms(*part.body, part.summed);
+    const std::string why = "the right-hand side sums its terms over different indices (" + terms + "), and " + output.tensor +
+                            " (" + output.format.name + ") is a sparse output the kernel assembles, so they share one loop " +
+                            "nest: the terms without " + summed + " are added where the loops outside " + summed + " end";
+    for (const sparse::Fusion& f : program_.iteration.fusions)
+      throw CompileError(format_config_error(config_.file, f.op_path,
+                                             "fuse: " + why + ", which a fused loop over " + f.outer + " and " + f.inner +
+                                                 " does not have; leave out the fuse, or make " + output.tensor + " dense"));
+    const std::string where = "/tensors/" + output.tensor + "/format";
+    if (!program_.blocked_vars.empty() || output.gathered_level >= 0)
+      throw CompileError(format_config_error(config_.file, where,
+                                             why + ", which is not supported beside a blocked format (blocked loops, or "
+                                                   "a workspace of whole blocks); store the tensors unblocked, or " +
+                                                 output.tensor + " dense"));
+    bool into_rows = scattered_ && !block_rows_ && row_depth_ + 1 == shared_loops_;
+    bool into_sum = scalar_accumulator_ && output_depth_ + 1 == shared_loops_;
+    if (!into_rows && !into_sum)
+      throw CompileError(format_config_error(
+          config_.file, where,
+          why + ", into a row workspace (a summed loop outside the output's last level, compressed) or a scalar sum "
+                "(summed loops inside all of the output's), but " + summed + " lies outside the output's last level, " +
+              level_kind_name(output.format.levels.back()) + ", which no workspace gathers; store " + output.tensor +
+              "'s last level compressed, or make " + output.tensor + " dense"));
+  }
+
+  // Where the shared loops visit a coordinate that only other parts store (a union), each term
+  // of this nest's body lacks a stored operand, so the body adds zeros: its loops are skipped.
+  // Null where some term is stored wherever the shared loops go.
+  Expr body_present() const {
+    Expr any;
+    for (const Conjunction& term : tensor_terms(*program_.iteration.body)) {
+      Expr all;
+      for (const std::string& tensor : term) all = logical_and(all, presence(tensor));
+      if (!all) return nullptr;
+      any = logical_or(any, all);
+    }
+    return any;
+  }
+
+  Stmt where_body_present(Stmt nest) const {
+    Expr present = body_present();
+    return present ? std::make_shared<If>(present, std::move(nest), nullptr) : nest;
+  }
+
+  // The loop at `depth` and, where the shared loops end, the added parts' nests after it.
+  Stmt loop_and_added_parts(int depth) {
+    if (!whole_ || depth != shared_loops_) return loop(depth);
+    std::vector<Stmt> stmts = {where_body_present(loop(depth))};
+    for (const sparse::AddedPart& part : whole_->iteration.added_parts) {
+      sparse::Program added = *whole_;
+      added.iteration.body = part.body;
+      added.iteration.added_parts.clear();
+      added.iteration.iterators = whole_->iteration.loops_of(*part.body);
+      Lowering lowering(added, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
+      Stmt added_nest = lowering.lower_added_part(*this);
+      used_names_ = lowering.used_names_;
+      std::string into = scalar_accumulator_ ? "the sum " + accumulator_
+                         : scattered_       ? "the row workspace of " + program_.output().tensor
+                                            : "the entries of " + program_.output().tensor;
+      const bool negated = part.body->kind == ast::ExprKind::Neg;  // "- b(i)" rather than "+ -b(i)"
+      stmts.push_back(std::make_shared<Comment>((negated ? "- " : "+ ") + describe_terms(negated ? *part.body->lhs : *part.body, part.summed) +
+                                                ", into " + into));
+      stmts.push_back(added_nest);
+    }
+    return block(std::move(stmts));
+  }
+
+  // This Lowering's program is an added part's (its loops: the shared ones, then its own): its
+  // nest inside the shared loops of `body`'s Lowering, writing where that one writes.
+  Stmt lower_added_part(const Lowering& body) {
+    added_to_ = &body;
+    shared_loops_ = body.shared_loops_;
+    used_names_ = body.used_names_;
+    plan_loops();
+    plan_positions();
+    scattered_ = body.scattered_;
+    coo_segment_ = body.coo_segment_;
+    row_depth_ = body.row_depth_;
+    row_ = body.row_;
+    workspace_values_ = body.workspace_values_;
+    workspace_seen_ = body.workspace_seen_;
+    workspace_list_ = body.workspace_list_;
+    workspace_count_ = body.workspace_count_;
+    workspace_row_number_ = body.workspace_row_number_;
+    open_levels_ = body.open_levels_;
+    append_depth_ = body.append_depth_;
+    output_overwrites_ = false;
+    presence_ = body.presence_;
+    output_depth_ = -1;
+    for (const std::string& var : program_.output().indices) output_depth_ = std::max(output_depth_, program_.depth_of(var));
+    if (body.scalar_accumulator_) {
+      // Into the body's sum of the entry, before it is written.
+      scalar_accumulator_ = adds_to_parent_sum_ = true;
+      accumulator_ = body.accumulator_;
+    } else {
+      // Into the row workspace; summed loops inside the output's have a sum of their own.
+      scalar_accumulator_ = output_depth_ < static_cast<int>(program_.iteration.iterators.size()) - 1;
+      if (scalar_accumulator_) accumulator_ = fresh_name("acc");
+    }
+    split_hoistable_factors();
+    Stmt nest = loops_from(shared_loops_);
+    return shared_loops_ < static_cast<int>(program_.iteration.iterators.size()) ? where_body_present(nest) : nest;
+  }
+
   // The loops at `depth` and below, with the flags of the output levels the enclosing loop binds.
   Stmt loop_nest(int depth) { return with_open_flags(depth - 1, loops_from(depth)); }
 
@@ -1595,25 +1770,25 @@ class Lowering {
       body.push_back(innermost_statement());
       return block(std::move(body));
     }
-    if (scattered_ && depth - 1 == row_depth_) {
-      body.push_back(block_rows_ ? around_block_row(loop(depth)) : around_row(loop(depth)));
+    if (scattered_ && depth - 1 == row_depth_ && !added_to_) {
+      body.push_back(block_rows_ ? around_block_row(loop_and_added_parts(depth)) : around_row(loop_and_added_parts(depth)));
       return block(std::move(body));
     }
     if (depth - 1 == output_depth_ && scalar_accumulator_ && counting_) {
       body.push_back(write_output(nullptr));  // the summed loops do not change which entries exist
       return block(std::move(body));
     }
-    if (depth - 1 == output_depth_ && scalar_accumulator_) {
+    if (depth - 1 == output_depth_ && scalar_accumulator_ && !adds_to_parent_sum_) {
       // Just inside the output's last loop: sum the remaining loops into a scalar.
       body.push_back(std::make_shared<Declare>(accumulator_, value_type_,
                                                std::make_shared<FloatImm>(0.0, "0", value_type_), true));
-      body.push_back(loop(depth));
+      body.push_back(loop_and_added_parts(depth));
       Expr total = var(accumulator_, value_type_);
       if (!outer_factors_.empty()) total = binary(BinOp::Mul, product(outer_factors_), total);
       body.push_back(write_output(total));
       return block(std::move(body));
     }
-    body.push_back(loop(depth));
+    body.push_back(loop_and_added_parts(depth));
     return block(std::move(body));
   }
 
@@ -1978,6 +2153,11 @@ class Lowering {
 
   const sparse::Program& program_;
   const Config& config_;
+  const sparse::Program* whole_ = nullptr;  // the program with added parts, when this is its body's nest
+  int shared_loops_ = -1;                   // ... the loops that body and added parts share
+  ast::ExprPtr whole_sum_;                  // ... the body and the added parts as one sum (whole_sum)
+  const Lowering* added_to_ = nullptr;      // lowering an added part: the body's Lowering
+  bool adds_to_parent_sum_ = false;         // ... which sums the entry in a scalar: this adds into it
   ScalarType value_type_, index_type_;
   std::set<std::string> used_names_;
   std::string outside_blocks_of_;  // a blocked operand whose blocks other operands' entries lie outside of
@@ -2043,7 +2223,12 @@ std::string assemble_function_name(const sparse::Program& program, int level) {
 }
 
 LoweredFunc lower_to_loops(const sparse::Program& program, const Config& config, LoweringPhase phase, int level) {
-  return Lowering(program, config, phase, level).run();
+  if (program.iteration.added_parts.empty()) return Lowering(program, config, phase, level).run();
+  // The body's nest, over its loops; the added parts' nests join it (loop_and_added_parts).
+  sparse::Program body = program;
+  body.iteration.added_parts.clear();
+  body.iteration.iterators = program.iteration.loops_of(*program.iteration.body);
+  return Lowering(body, config, phase, level, &program).run();
 }
 
 }  // namespace spgen

@@ -15,16 +15,6 @@ namespace spgen {
 
 namespace {
 
-// The terms of one part as one expression, each with its sign: `b(i) - c(i)`, `-(2 * b(i))`.
-ast::ExprPtr sum_of(const std::vector<ast::SignedTerm>& terms) {
-  ast::ExprPtr sum;
-  for (const ast::SignedTerm& term : terms) {
-    if (!sum) sum = term.negated ? ast::make_operator(ast::ExprKind::Neg, term.expr->loc, term.expr) : term.expr;
-    else sum = ast::make_operator(term.negated ? ast::ExprKind::Sub : ast::ExprKind::Add, term.expr->loc, sum, term.expr);
-  }
-  return sum;
-}
-
 std::string summed_text(const std::vector<std::string>& summed) {
   if (summed.empty()) return "no summed index";
   std::string text = "summed over ";
@@ -54,58 +44,13 @@ bool names_only_index_vars(const ast::Spec& spec, const ReorderOp& reorder) {
   });
 }
 
-[[noreturn]] void fail_output(const Config& config, const std::string& output, const std::string& message) {
-  throw CompileError(format_config_error(config.file, "/tensors/" + output, message));
-}
-
-// "the terms A(i,j) * x(j) (summed over j) and b(i) (no summed index)"
-std::string list_parts(const std::vector<SumPart>& parts) {
-  std::string text;
-  for (size_t k = 0; k < parts.size(); ++k)
-    text += std::string(k == 0 ? "" : k + 1 == parts.size() ? " and " : ", ") + ast::to_string(*parts[k].spec.rhs) + " (" +
-            summed_text(parts[k].summed) + ")";
-  return text;
-}
-
-// Kernels that compute the same: each summed part into a tensor of its own, then their sum.
-std::string several_kernels(const ast::Spec& spec, const std::vector<SumPart>& parts) {
-  std::string kernels;
-  std::vector<ast::SignedTerm> sum;
-  for (const SumPart& part : parts) {
-    if (part.summed.empty()) {
-      sum.insert(sum.end(), part.terms.begin(), part.terms.end());
-      continue;
-    }
-    ast::Access temporary = spec.output;
-    temporary.tensor = "T" + std::to_string(sum.size() + 1);
-    kernels += "`" + ast::to_string(temporary) + " = " + ast::to_string(*part.spec.rhs) + "`, ";
-    sum.push_back({ast::make_access(temporary), false});
-  }
-  return kernels + "then `" + ast::to_string(spec.output) + (spec.accumulate ? " += " : " = ") + ast::to_string(*sum_of(sum)) + "`";
-}
-
-void check_output(const ast::Spec& spec, const Config& config, const std::vector<SumPart>& parts, bool inferred) {
-  const std::string& output = spec.output.tensor;
-  const std::string why = "the right-hand side sums its terms over different indices (" + list_parts(parts) +
-                          "), so the kernel is one loop nest per part, each writing " + output;
-  const Format& format = config.format_of(output);
-  if (format.all_dense()) return;
-  const std::string format_name = format.name + (inferred ? ", inferred from the operands" : "");
-  std::vector<std::string> shared;
-  for (const SumPart& part : parts) shared.push_back(find_shared_structure(part.spec, part.config));
-  auto sharing = std::find_if(shared.begin(), shared.end(), [](const std::string& s) { return !s.empty(); });
-  if (sharing == shared.end())
-    fail_output(config, output, why + ", but " + output + " (" + format_name + ") is a sparse output the kernel assembles, "
-                                    "which only one loop nest can build; give " + output + " the format \"dense\", or "
-                                    "compute it with several kernels: " + several_kernels(spec, parts));
-  for (size_t k = 0; k < parts.size(); ++k)
-    if (shared[k] != *sharing)
-      fail_output(config, output, why + ", and " + output + " (" + format_name + ") shares the structure of " + *sharing +
-                                      " in the part " + ast::to_string(*parts[static_cast<size_t>(sharing - shared.begin())].spec.rhs) +
-                                      ", but the part " + ast::to_string(*parts[k].spec.rhs) +
-                                      (shared[k].empty() ? " does not multiply by " + *sharing
-                                                         : " shares the structure of " + shared[k] + " instead") +
-                                      "; give " + output + " the format \"dense\", or multiply every term by " + *sharing);
+// Several loop nests can write the output: it is dense, or every part's output shares one input's
+// structure (as X in SDDMM). Otherwise the kernel assembles it, which only one loop nest can.
+bool nest_per_part(const Config& config, const std::vector<SumPart>& parts) {
+  if (config.format_of(parts.front().spec.output.tensor).all_dense()) return true;
+  const std::string shared = find_shared_structure(parts.front().spec, parts.front().config);
+  return !shared.empty() &&
+         std::all_of(parts.begin(), parts.end(), [&](const SumPart& p) { return find_shared_structure(p.spec, p.config) == shared; });
 }
 
 }  // namespace
@@ -116,6 +61,7 @@ std::vector<SumPart> split_sum(const ast::Spec& spec, Config& config) {
   // An omitted output format is inferred once, from the whole spec's operands in storage order
   // (each part alone might infer another), and every part gets it.
   const bool inferred = config.infer_output_format;
+  const Config original = config;
   if (inferred) {
     sparse::Program whole = build_sparse_ir(spec, config);
     infer_loop_order(whole, config);
@@ -130,7 +76,7 @@ std::vector<SumPart> split_sum(const ast::Spec& spec, Config& config) {
     part.summed = groups[k].summed;
     part.terms = groups[k].terms;
     // The first part writes the output as the spec says; the others add into it.
-    part.spec = part_spec(spec, sum_of(part.terms), k > 0 || spec.accumulate);
+    part.spec = part_spec(spec, ast::sum_of(part.terms), k > 0 || spec.accumulate);
     part.config = config;
     part.config.name = config.name + "_" + part.name;
     std::erase_if(part.config.formats, [&](const auto& entry) { return !part.spec.find_tensor(entry.first); });
@@ -156,7 +102,18 @@ std::vector<SumPart> split_sum(const ast::Spec& spec, Config& config) {
           return std::find(part.spec.index_vars.begin(), part.spec.index_vars.end(), var) == part.spec.index_vars.end();
         });
   }
-  check_output(spec, config, parts, inferred);
+  if (!nest_per_part(config, parts)) {
+    // Only one loop nest can build an assembled output: the sum stays whole, its parts placed in
+    // one nest (passes/place_sum_parts.h), and its format is inferred there as for any spec.
+    for (const ScheduleOp& op : config.schedule)
+      if (!op.part.empty())
+        throw CompileError(format_config_error(
+            config.file, op.path + "/part",
+            op.name() + ": the sum is one loop nest, as " + spec.output.tensor + " (" + config.format_of(spec.output.tensor).name +
+                ") is a sparse output the kernel assembles, so it has no parts to name; leave out \"part\""));
+    config = original;
+    return {};
+  }
   return parts;
 }
 

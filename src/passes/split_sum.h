@@ -27,9 +27,9 @@ struct SumPart {
 // The parts, in order of their first term; empty when every term sums over the same variables
 // (the kernel is one loop nest). A part gets every op without a "part" and the ops that name it,
 // less those one of its own replaces (schedules_part, as for a decomposition). An output format the config leaves to the operands is inferred
-// from the whole spec and set in `config`. Refuses (CompileError) an output that several loop
-// nests cannot write: one the kernel assembles, or one that shares an input's structure in some
-// part but not in all.
+// from the whole spec and set in `config`. Empty too when the output is sparse and not in one
+// input's structure in every part: the kernel assembles it, which only one loop nest can (passes/
+// place_sum_parts.h places the parts in it; `config` is left as it came).
 std::vector<SumPart> split_sum(const ast::Spec& spec, Config& config);
 
 }  // namespace spgen

@@ -130,25 +130,18 @@ TEST_CASE("split sum: a sparse output that shares an input's structure in every 
   CHECK(contains(c.stage2_dump, "  call k_part2(dim_i, dim_j, Y_vals, X_pos1, X_crd1, X_vals, C_vals)\n"));
 }
 
-TEST_CASE("split sum: outputs that several loop nests cannot write are refused") {
-  // An assembled output: the error names both fixes.
-  CHECK(contains(error_of(kSpmvBias, config_with(R"("A": {"format": "csr"}, "y": {"format": "sv"})")),
-                 "c.json: /tensors/y: error: the right-hand side sums its terms over different indices (A(i,j) * x(j) (summed "
-                 "over j) and b(i) (no summed index)), so the kernel is one loop nest per part, each writing y, but y (sv) is a "
-                 "sparse output the kernel assembles, which only one loop nest can build; give y the format \"dense\", or "
-                 "compute it with several kernels: `T1(i) = A(i,j) * x(j)`, then `y(i) = T1(i) + b(i)`"));
-  CHECK(contains(error_of("C(i,j) += A(i,k) * B(k,j) - D(i,j)", config_with(R"("C": {"format": "csr"})")),
-                 "compute it with several kernels: `T1(i,j) = A(i,k) * B(k,j)`, then `C(i,j) += T1(i,j) - D(i,j)`"));
-  // An output that shares a structure in one part only.
-  CHECK(contains(error_of("Y(i,j) = X(i,j) * A(i,k) * B(j,k) + C(i,j)", config_with(R"("X": {"format": "csr"}, "Y": {"format": "csr"})")),
-                 "c.json: /tensors/Y: error: the right-hand side sums its terms over different indices (X(i,j) * A(i,k) * B(j,k) "
-                 "(summed over k) and C(i,j) (no summed index)), so the kernel is one loop nest per part, each writing Y, and Y "
-                 "(csr) shares the structure of X in the part X(i,j) * A(i,k) * B(j,k), but the part C(i,j) does not multiply "
-                 "by X; give Y the format \"dense\", or multiply every term by X"));
-  // An inferred format says so.
-  CHECK(contains(error_of(kSpmvBias, config_with(R"("A": {"format": "csc"}, "b": {"format": "sv"})")),
-                 "and y (sv, inferred from the operands) shares the structure of b in the part b(i), but the part "
-                 "A(i,j) * x(j) does not multiply by b; give y the format \"dense\""));
+TEST_CASE("split sum: an output that several loop nests cannot write is one loop nest") {
+  // Assembled: one nest (passes/place_sum_parts.cpp, tests in test_place_sum_parts.cpp).
+  CHECK(compile(kSpmvBias, config_with(R"("A": {"format": "csr"}, "y": {"format": "sv"})")).parts.empty());
+  // Shared in one part only: assembled too.
+  spgen::Compilation shared_once =
+      compile("Y(i,j) = X(i,j) * A(i,k) * B(j,k) + C(i,j)", config_with(R"("X": {"format": "csr"}, "Y": {"format": "csr"})"));
+  CHECK(shared_once.parts.empty());
+  CHECK(shared_once.assemble.size() == 1);
+  // An inferred format, from the whole spec: sv (b's), assembled in one nest.
+  spgen::Compilation inferred = compile(kSpmvBias, config_with(R"("A": {"format": "csc"}, "b": {"format": "sv"})"));
+  CHECK(inferred.parts.empty());
+  CHECK(contains(inferred.files[0].text, "//   y: sv (levels compressed i), inferred from the operands\n"));
   // A decomposition stays a sum of one loop nest per part of A.
   CHECK(contains(error_of(kSpmvBias, config_with(R"("A": {"format": "csr"}, "y": {"format": "dense"})",
                                                  R"({"op": "decompose", "tensor": "A", "format": "ell+coo", "width": 4})")),

@@ -1,0 +1,28 @@
+#include "passes/place_sum_parts.h"
+
+#include <algorithm>
+#include <climits>
+
+#include "passes/lower_to_loops.h"
+
+namespace spgen {
+
+void place_sum_parts(sparse::Program& program, const ast::Spec& spec) {
+  std::vector<ast::TermGroup> groups = ast::terms_by_summed_vars(spec);
+  if (groups.size() < 2 || !output_is_assembled(program)) return;
+  // The body is the group that sums outermost: its loops decide how the output's entries are
+  // gathered (a row workspace when its summed loop is outside the output's last, else a scalar).
+  auto first_summed_depth = [&](const ast::TermGroup& group) {
+    int depth = INT_MAX;
+    for (const std::string& var : group.summed) depth = std::min(depth, program.depth_of(var));
+    return depth;
+  };
+  auto body = std::min_element(groups.begin(), groups.end(), [&](const ast::TermGroup& a, const ast::TermGroup& b) {
+    return first_summed_depth(a) < first_summed_depth(b);
+  });
+  program.iteration.body = ast::sum_of(body->terms);
+  for (auto group = groups.begin(); group != groups.end(); ++group)
+    if (group != body) program.iteration.added_parts.push_back({group->summed, ast::sum_of(group->terms)});
+}
+
+}  // namespace spgen

@@ -1,0 +1,114 @@
+// Tests of a sum whose terms sum over different indices into an assembled sparse output
+// (passes/place_sum_parts.cpp, and the added parts' nests of passes/lower_to_loops.cpp): one
+// loop nest, the stage I and stage II dumps, `+=` through C_prev, and every refusal by its
+// message. The numbers are checked by the e2e cases (spgemm_bias_*, spgemm_acc_*,
+// spgemm_three_*, spmv_bias_*sv_out, spmv_three_sv_out).
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "compile_helpers.h"
+
+using namespace spgen_test;
+
+namespace {
+
+const char* const kSpgemmBias = "C(i,j) = A(i,k) * B(k,j) + D(i,j)";
+
+std::string csr_all(const std::string& output_format = R"("csr")", const std::string& schedule = "") {
+  return R"({"name": "k", "tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "D": {"format": "csr"}, "C": {"format": )" +
+         output_format + "}}, \"schedule\": [" + schedule + "]}";
+}
+
+}  // namespace
+
+TEST_CASE("place sum parts: SpGEMM plus a bias is one loop nest, the bias added into the row workspace outside k") {
+  spgen::Compilation c = compile(kSpgemmBias, csr_all());
+  CHECK(c.parts.empty());
+  CHECK(c.assemble.size() == 1);
+  CHECK(contains(c.stage1_dump, "sparse_iteration k over [i: spatial, k: reduction, j: spatial]:\n"
+                                "  C(i,j) = A(i,k) * B(k,j) + D(i,j)\n"
+                                "  one loop nest: A(i,k) * B(k,j) over [i, k, j]\n"
+                                "  + D(i,j) (no summed index): inside [i], then over [j], into the same output entries\n"));
+  // The fill: D's row after the k loop, into the same workspace, before the row is appended.
+  CHECK(contains(c.stage2_dump, "          C_row[j] += A_vals[pA1] * B_vals[pB1]\n"
+                                "      # + D(i,j) (no summed index), into the row workspace of C\n"
+                                "      for j at pD1 in [int64(D_pos1[i]), int64(D_pos1[i + 1])) sequential:\n"
+                                "        let j: int64 = int64(D_crd1[pD1])\n"
+                                "        if C_seen[j] != i:\n"
+                                "          C_seen[j] = i\n"
+                                "          C_touched[C_ntouched] = j\n"
+                                "          C_ntouched += 1\n"
+                                "          C_row[j] = 0\n"
+                                "        C_row[j] += D_vals[pD1]\n"
+                                "      sort C_touched[0, C_ntouched)\n"));
+  // The count: the row's columns are the union of both parts'.
+  CHECK(contains(c.stage2_dump, "            C_pos1[i + 1] += 1\n"
+                                "      # + D(i,j) (no summed index), into the row workspace of C\n"
+                                "      for j at pD1 in [int64(D_pos1[i]), int64(D_pos1[i + 1])) sequential:\n"
+                                "        let j: int64 = int64(D_crd1[pD1])\n"
+                                "        if C_seen[j] != i:\n"
+                                "          C_seen[j] = i\n"
+                                "          C_pos1[i + 1] += 1\n"));
+}
+
+TEST_CASE("place sum parts: `+=` into SpGEMM's assembled C adds C_prev into the row workspace") {
+  spgen::Compilation c = compile("C(i,j) += A(i,k) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "dcsr"}}})");
+  CHECK(c.program.spec_text == "C(i,j) = C_prev(i,j) + A(i,k) * B(k,j)");
+  CHECK(contains(c.stage1_dump, "  one loop nest: A(i,k) * B(k,j) over [i, k, j]\n"
+                                "  + C_prev(i,j) (no summed index): inside [i], then over [j], into the same output entries\n"));
+  // C's rows: those of C_prev (dcsr) or of A (csr: all), the workspace's first touch raising the row's flag.
+  // Each nest runs where its terms are stored.
+  CHECK(contains(c.stage2_dump, "      # + C_prev(i,j) (no summed index), into the row workspace of C\n"
+                                "      if inC_prev:\n"
+                                "        for j at pC_prev1 in [inC_prev ? int64(C_prev_pos1[pC_prev0]) : 0, "
+                                "inC_prev ? int64(C_prev_pos1[pC_prev0 + 1]) : 0) sequential:\n"));
+  CHECK(contains(c.stage2_dump, "          C0_nonempty = true\n"));
+}
+
+TEST_CASE("place sum parts: an entry summed in a scalar gets the bias after the summed loop, with its sign") {
+  spgen::Compilation c =
+      compile("y(i) = A(i,j) * x(j) - b(i)", R"({"name": "k", "tensors": {"A": {"format": "dcsr"}, "b": {"format": "sv"}, "y": {"format": "sv"}}})");
+  CHECK(contains(c.stage1_dump, "  one loop nest: A(i,j) * x(j) over [i, j]\n"
+                                "  - b(i) (no summed index): inside [i], no loops of its own, into the same output entries\n"));
+  // y's entries: the union of A's rows and b's entries (a two-finger merge).
+  CHECK(contains(c.stage2_dump, "  # co-iterate i: two-finger merge of A, b\n"));
+  // A's loop only where A has the row; b after it.
+  CHECK(contains(c.stage2_dump, "    var acc: float32 = 0\n"
+                                "    if inA:\n"
+                                "      for j at pA1 in [inA ? int64(A_pos1[pA0]) : 0, inA ? int64(A_pos1[pA0 + 1]) : 0):\n"
+                                "        let j: int64 = int64(A_crd1[pA1])\n"
+                                "        acc += (inA ? A_vals[pA1] : 0) * x_vals[j]\n"
+                                "    # - b(i) (no summed index), into the sum acc\n"
+                                "    acc += -(inb ? b_vals[pb0] : 0)\n"
+                                "    y_crd0[py0] = int32(i)\n"
+                                "    y_vals[py0] = acc\n"));
+}
+
+TEST_CASE("place sum parts: what one loop nest cannot do is refused") {
+  // Ops name no parts: the sum has none.
+  CHECK(contains(error_of("y(i) = A(i,j) * x(j) + b(i)", R"({"tensors": {"A": {"format": "csr"}, "y": {"format": "sv"}},
+      "schedule": [{"op": "parallel", "var": "i", "part": "part1"}]})"),
+                 "c.json: /schedule/0/part: error: parallel: the sum is one loop nest, as y (sv) is a sparse output the "
+                 "kernel assembles, so it has no parts to name; leave out \"part\""));
+  // A loop over j in both nests: an op on j cannot tell them apart.
+  CHECK(contains(error_of(kSpgemmBias, csr_all(R"("csr")", R"({"op": "split", "var": "j", "factor": 4})")),
+                 "c.json: /schedule/0: error: split: there are several loops over j (the terms of the sum that sum over "
+                 "different indices each have theirs, inside the loops outside the first summed index), which no schedule "
+                 "op can tell apart; schedule the loops they share, or j where only one part has it"));
+  // The shared loops must end at a row workspace or a scalar sum.
+  CHECK(contains(error_of(kSpgemmBias, csr_all(R"({"levels": ["compressed", "dense"]})")),
+                 "c.json: /tensors/C/format: error: the right-hand side sums its terms over different indices (A(i,k) * "
+                 "B(k,j) (summed over k); D(i,j) (no summed index)), and C (custom) is a sparse output the kernel assembles, "
+                 "so they share one loop nest: the terms without k are added where the loops outside k end, into a row "
+                 "workspace (a summed loop outside the output's last level, compressed) or a scalar sum (summed loops inside "
+                 "all of the output's), but k lies outside the output's last level, dense, which no workspace gathers; store "
+                 "C's last level compressed, or make C dense"));
+  // Blocked outputs.
+  CHECK(contains(error_of(kSpgemmBias, csr_all(R"("bsr", "block": [2, 2])")),
+                 "c.json: /tensors/C/format: error: the right-hand side sums its terms over different indices (A(i,k) * "
+                 "B(k,j) (summed over k); D(i,j) (no summed index)), and C (bsr) is a sparse output the kernel assembles, so "
+                 "they share one loop nest: the terms without k are added where the loops outside k end, which is not "
+                 "supported beside a blocked format (blocked loops, or a workspace of whole blocks); store the tensors "
+                 "unblocked, or C dense"));
+}
