@@ -194,19 +194,53 @@ void cache_runtime_object(const std::string& object, const std::filesystem::path
   if (ec) std::filesystem::remove(partial, ec);
 }
 
+// The runtime header precompiled (a GCC .gch) for the driver's glue, whose compile is mostly
+// parsing it: cache/pch-HASH/ holds a copy of the header and its .gch, built once per compiler,
+// glue flags and header text, and the glue is compiled with `-include` that copy (its own
+// #include of the header then adds nothing: include guard). Empty without a cache, or when the
+// compiler cannot precompile it; the glue then parses the header itself. A .gch that the
+// compiler finds unusable is ignored by it in favour of the header text beside it.
+std::string precompiled_runtime_header(const std::vector<std::string>& glue_compile, const std::filesystem::path& dir,
+                                       bool verbose) {
+  std::filesystem::path cache = runtime_cache_dir();
+  if (cache.empty()) return {};
+  const std::string header(*templates::lookup("spgen_run_runtime.hpp"));
+  const std::string entry = "pch-" + stable_hash(compiler_identity(glue_compile, dir) + command_line(glue_compile) + "\n" + header);
+  std::filesystem::path kept = cache / entry / "spgen_run_runtime.hpp";
+  std::error_code ec;
+  if (std::filesystem::exists(kept.string() + ".gch", ec)) return kept.string();
+  // Built in a directory of its own, then renamed into place: runs may race (the loser's copy
+  // is removed; the winner's is as good).
+  std::filesystem::path partial = cache / (entry + ".partial-" + std::to_string(getpid()));
+  std::filesystem::create_directories(partial, ec);
+  if (ec) return {};
+  write_files_atomically({{(partial / "spgen_run_runtime.hpp").string(), header}});
+  std::vector<std::string> command = glue_compile;
+  command.insert(command.end(), {"-x", "c++-header", (partial / "spgen_run_runtime.hpp").string(), "-o",
+                                 (partial / "spgen_run_runtime.hpp.gch").string()});
+  if (verbose) std::fprintf(stderr, "spgen run: %s\n", command_line(command).c_str());
+  if (spawn(command, (dir / "compile-pch.log").string()) == 0) std::filesystem::rename(partial, cache / entry, ec);
+  std::filesystem::remove_all(partial, ec);
+  return std::filesystem::exists(kept.string() + ".gch", ec) ? kept.string() : std::string();
+}
+
 // The CPU driver: the kernel, the driver's glue and the runtime compiled at once (the runtime
-// reused from the cache when it can be), then linked.
+// reused from the cache when it can be, the glue against the precompiled runtime header), then
+// linked.
 void build_cpu_driver(const Compilation& c, const std::filesystem::path& dir, const std::string& driver_source,
                       const std::string& binary, const RunOptions& options) {
   std::vector<std::string> compile = compiler_command();
   compile.insert(compile.end(), options.extra_cxxflags.begin(), options.extra_cxxflags.end());
   RuntimeObject runtime = runtime_object(c, dir, compile);
+  std::vector<std::string> glue_compile = compile;
+  glue_compile.push_back("-DSPGEN_RUN_PRECOMPILED");
+  std::string runtime_header = precompiled_runtime_header(glue_compile, dir, options.verbose);
+  if (!runtime_header.empty()) glue_compile.insert(glue_compile.end(), {"-include", runtime_header});
   std::vector<CompileStep> steps;
   std::vector<std::string> objects;
   for (const std::string& source : {driver_source, c.files[1].name}) {
     std::string object = (dir / (source + ".o")).string();
-    std::vector<std::string> command = compile;
-    if (source == driver_source) command.push_back("-DSPGEN_RUN_PRECOMPILED");
+    std::vector<std::string> command = source == driver_source ? glue_compile : compile;
     command.insert(command.end(), {"-c", (dir / source).string(), "-o", object});
     steps.push_back({command, (dir / ("compile-" + source + ".log")).string()});
     objects.push_back(object);

@@ -274,7 +274,7 @@ TEST_CASE("spgen run refuses an ELL output whose row needs more slots than its w
         "%%MatrixMarket matrix coordinate real general\n3 3 5\n1 1 1\n2 1 2\n2 2 4\n2 3 3\n3 3 5\n");
 }
 
-TEST_CASE("spgen run keeps the compiled driver runtime in SPGEN_RUN_CACHE and reuses it; off keeps nothing") {
+TEST_CASE("spgen run keeps the compiled driver runtime and its precompiled header in SPGEN_RUN_CACHE and reuses them; off keeps nothing") {
   TempDir dir;
   std::vector<std::string> run = {spgen_binary(), "run", spec("spmv.spg"), "--config", spec("spmv_csr.json"), "--input",
                                   "A=random", "--input", "x=random", "--dim", "i=20", "--dim", "j=10", "-v"};
@@ -289,14 +289,19 @@ TEST_CASE("spgen run keeps the compiled driver runtime in SPGEN_RUN_CACHE and re
   INFO(first.err);
   REQUIRE(first.exit_code == 0);
   CHECK(first.err.find("spgen_run_runtime_instance.cpp") != std::string::npos);  // compiled here
+  CHECK(first.err.find("-x c++-header") != std::string::npos);                    // header precompiled here
   CHECK(runtimes() == 1);
   ProcessResult second = run_process(run, {"SPGEN_RUN_CACHE=" + dir.file("cache")});
   REQUIRE(second.exit_code == 0);
   CHECK(second.err.find("spgen_run_runtime_instance.cpp") == std::string::npos);  // reused
+  CHECK(second.err.find("-x c++-header") == std::string::npos);
   CHECK(second.err.find(dir.file("cache") + "/runtime-") != std::string::npos);   // linked from the cache
+  CHECK(second.err.find("-include " + dir.file("cache") + "/pch-") != std::string::npos);  // the glue's header
   CHECK(runtimes() == 1);
   std::filesystem::remove_all(dir.file("cache"));
   ProcessResult off = run_process(run, {"SPGEN_RUN_CACHE=off"});
   REQUIRE(off.exit_code == 0);
+  CHECK(off.err.find("-include") == std::string::npos);
   CHECK(runtimes() == 0);
+  CHECK(!std::filesystem::exists(dir.file("cache")));
 }

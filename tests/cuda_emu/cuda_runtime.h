@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
@@ -25,6 +26,12 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#ifdef __linux__
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #define __global__
 #define __device__
@@ -425,6 +432,30 @@ inline void check_deadlock(Block& b) {
   fail("every thread of block " + block_name() + " waits, at no barrier");
 }
 
+// Sleeps until `word` no longer holds `value`. On Linux straight into the kernel's futex:
+// std::atomic::wait first spins and yields, and with a block's 1024 threads on a few cores the
+// waiting threads mostly yield to each other while those they wait for cannot run (an assembled
+// output's prefix sum ran twice as long). Ordering comes from the atomic itself (acquire here,
+// release at the store that completes the round), as ThreadSanitizer sees it.
+inline void wait_while_equal(std::atomic<uint32_t>& word, uint32_t value) {
+#ifdef __linux__
+  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "a futex is a 32-bit word");
+  while (word.load(std::memory_order_acquire) == value)
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, value, nullptr, nullptr, 0);
+#else
+  while (word.load(std::memory_order_acquire) == value) word.wait(value, std::memory_order_acquire);
+#endif
+}
+
+// Wakes every thread sleeping in wait_while_equal(word, ...).
+inline void wake_all(std::atomic<uint32_t>& word) {
+#ifdef __linux__
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+#else
+  word.notify_all();
+#endif
+}
+
 // Arrives at `barrier`, which completes when `expected` threads have arrived, and waits for that
 // (unlocked: the completing thread wakes the others through the generation's futex).
 // `publish(round)` runs at arrival, under the lock; returns the round that completed.
@@ -445,14 +476,13 @@ inline uint32_t arrive_and_wait(Block& b, std::unique_lock<std::mutex>& lock, Ba
     barrier.what = nullptr;
     b.waiting -= barrier.expected - 1;
     barrier.generation.store(round + 1, std::memory_order_release);
-    barrier.generation.notify_all();
+    wake_all(barrier.generation);
     return round;
   }
   ++b.waiting;
   check_deadlock(b);
   lock.unlock();
-  barrier.generation.wait(round, std::memory_order_acquire);
-  while (barrier.generation.load(std::memory_order_acquire) == round) barrier.generation.wait(round, std::memory_order_acquire);
+  wait_while_equal(barrier.generation, round);
   return round;
 }
 

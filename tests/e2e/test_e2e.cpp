@@ -31,6 +31,8 @@ struct Kernel {
   spgen::Config config;
 };
 
+bool is_cuda(const Kernel& k) { return k.config.target == spgen::Target::Cuda; }
+
 std::vector<Kernel> all_kernels() {
   std::string root = source_root();
   std::vector<SpecConfigPair> pairs = spec_config_pairs({root + "/specs"}, root + "/specs");
@@ -50,7 +52,8 @@ std::vector<Kernel> all_kernels() {
       if (comma) only.push_back(rest.substr(0, comma));
       rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
     }
-  // SPGEN_E2E_SHARD=k/n keeps every n-th config from the k-th (meson runs the shards in parallel).
+  // SPGEN_E2E_SHARD=k/n keeps the k-th of n shards of about equal cost (meson runs the shards in
+  // parallel): in name order, each config goes to the shard with the least estimated cost so far.
   size_t shard = 0, shards = 1;
   if (const char* spec = std::getenv("SPGEN_E2E_SHARD")) {
     std::string text = spec;
@@ -60,22 +63,26 @@ std::vector<Kernel> all_kernels() {
       shards = std::max<size_t>(1, std::stoul(text.substr(slash + 1)));
     }
   }
-  size_t position = 0;
+  std::vector<double> shard_cost(shards, 0.0);
   std::vector<Kernel> kernels;
   for (const SpecConfigPair& pair : pairs) {
-    if (position++ % shards != shard) continue;
-    if (!only.empty() && std::none_of(only.begin(), only.end(), [&](const std::string& part) {
-          return pair.name.find(part) != std::string::npos;
-        }))
-      continue;
+    const bool wanted = only.empty() || std::any_of(only.begin(), only.end(), [&](const std::string& part) {
+                          return pair.name.find(part) != std::string::npos;
+                        });
+    if (!wanted && shards == 1) continue;  // (sharding reads every config, for its cost)
     Kernel k{pair, spgen::parse_spec(pair.spec, spgen::read_file(pair.spec)), {}};
     k.config = spgen::read_config(pair.config, spgen::read_file(pair.config), k.spec, pair.name);
-    kernels.push_back(std::move(k));
+    if (shards > 1) {
+      // An emulated CUDA config costs about three cpu ones (its driver's compile against the
+      // emulator, and runs whose every block is real threads), so they spread evenly.
+      const size_t cheapest = static_cast<size_t>(std::min_element(shard_cost.begin(), shard_cost.end()) - shard_cost.begin());
+      shard_cost[cheapest] += is_cuda(k) ? 3.0 : 1.0;
+      if (cheapest != shard) continue;
+    }
+    if (wanted) kernels.push_back(std::move(k));
   }
   return kernels;
 }
-
-bool is_cuda(const Kernel& k) { return k.config.target == spgen::Target::Cuda; }
 
 // The environment of `spgen run`: CUDA kernels are built by the emulator's nvcc-emu.
 std::vector<std::string> run_env(const Kernel& k) {
