@@ -139,12 +139,21 @@ std::string compiler_identity(const std::vector<std::string>& compiler, const st
   return read_file(log);
 }
 
-std::vector<std::string> compiler_command() {
+// $CXX (else c++) for host code that nvcc links too: no OpenMP and no -march, as nvcc's host
+// code has neither.
+std::vector<std::string> host_compiler_command() {
   const char* cxx = std::getenv("CXX");
   std::istringstream words(cxx && *cxx ? cxx : "c++");
   std::vector<std::string> command;
   for (std::string word; words >> word;) command.push_back(word);
-  for (const char* flag : {"-std=c++17", "-O3", "-march=native", "-fopenmp"}) command.push_back(flag);
+  for (const char* flag : {"-std=c++17", "-O3"}) command.push_back(flag);
+  return command;
+}
+
+// $CXX for the CPU driver: tuned to this machine, with OpenMP for the kernel's parallel loops.
+std::vector<std::string> compiler_command() {
+  std::vector<std::string> command = host_compiler_command();
+  for (const char* flag : {"-march=native", "-fopenmp"}) command.push_back(flag);
   return command;
 }
 
@@ -256,14 +265,10 @@ void build_cpu_driver(const Compilation& c, const std::filesystem::path& dir, co
 }
 
 // The CUDA driver: nvcc builds the kernel and the driver's glue; the runtime, host code only, is
-// compiled by the C++ compiler (without OpenMP, as nvcc's host code is) and reused from the cache.
+// compiled by the host C++ compiler (host_compiler_command) and reused from the cache.
 void build_cuda_driver(const Compilation& c, const std::filesystem::path& dir, const std::string& driver_source,
                        const std::string& binary, const RunOptions& options) {
-  std::vector<std::string> host = compiler_command();
-  host.erase(std::remove_if(host.begin(), host.end(),
-                            [](const std::string& flag) { return flag == "-march=native" || flag == "-fopenmp"; }),
-             host.end());
-  RuntimeObject runtime = runtime_object(c, dir, host);
+  RuntimeObject runtime = runtime_object(c, dir, host_compiler_command());
   if (runtime.build) run_steps({*runtime.build}, options.verbose, "the C++ compiler");
   if (!runtime.cache_as.empty()) cache_runtime_object(runtime.path, runtime.cache_as);
   std::vector<std::string> build = cuda_compiler_command();
