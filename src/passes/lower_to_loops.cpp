@@ -79,7 +79,7 @@ class Lowering {
     if (needs_zero_fill_) body.push_back(zero_fill());
     Stmt nest = loop_nest(0);
     body.push_back(workspaces_.empty() ? nest : std::make_shared<Allocate>(workspaces_, nest));
-    if (!outside_blocks_of_.empty()) body.push_back(lower_outside_blocks());
+    if (!outside_blocks_of_.empty() && !block_rows_) body.push_back(lower_outside_blocks());
     if (counting_) body.push_back(prefix_sum());
     func.body = block(std::move(body));
     return func;
@@ -474,16 +474,34 @@ class Lowering {
   // Why the entries of other operands outside `blocker`'s blocks cannot be lowered after the
   // blocks ("" if they can): the blocks' loops must visit exactly the blocker's blocks (so the
   // rest skips what they did), and the rest must be a plain kernel once the blocker is gone.
+  //
+  // A dense output is added into by the rest, after the block loops. An output whose blocks a
+  // block-row workspace gathers (plan_output_blocks) gets the rest's entries in the same
+  // workspace, inside each block row (rest_in_block_row): the loops over block rows must then
+  // visit every block row, and the output store no compressed level above its blocks.
   std::string outside_blocks_refusal(const std::string& blocker) const {
     const sparse::SparseBuffer& output = program_.output();
+    bool gathered = assembled_ && output.gathered_level >= 0;
     if (config_.target == Target::Cuda) return "not on the cuda target";
-    if (!output.format.all_dense() && assembled_ && output.format.is_blocked())
+    if (!output.format.all_dense() && assembled_ && output.format.is_blocked() && !gathered)
       return "the output " + output.tensor + " is assembled in " + blocker + "'s block loops, and its blocks outside " +
              blocker + "'s would arrive after them; with " + blocker + " unblocked, a block-row workspace gathers them";
-    if (!output.format.all_dense()) return "the output is not dense";
+    if (!output.format.all_dense() && !gathered) return "the output is not dense";
+    if (gathered) {
+      for (int level = 0; level < output.gathered_level; ++level)
+        if (output.format.levels[level] != LevelKind::Dense)
+          return "the output " + output.tensor + " (" + output.format.name + ") stores its block rows in a " +
+                 level_kind_name(output.format.levels[level]) + " level, which the rest cannot share with " + blocker +
+                 "'s block loops; make that level dense (bsr)";
+      for (int d = 0; d <= gathered_row_depth(); ++d)
+        if (!visits_every_coordinate(d))
+          return "the loop " + program_.iteration.iterators[d].var + " over the output's block rows visits only " +
+                 blocker + "'s, but the other operands' entries lie in the others too; store " + blocker +
+                 "'s block rows dense (bsr)";
+    }
     if (!program_.iteration.fusions.empty()) return "a fuse";
     for (const sparse::BlockedVar& b : program_.blocked_vars)
-      if (b.tensor != blocker) return b.tensor + " blocks " + b.var + " too";
+      if (b.tensor != blocker && !(gathered && b.tensor == output.tensor)) return b.tensor + " blocks " + b.var + " too";
     for (int id : program_.buffer(blocker).axes) {
       const sparse::Axis& axis = program_.axes[id];
       if (axis.kind == sparse::AxisKind::DenseFixed) continue;
@@ -493,8 +511,18 @@ class Lowering {
         return "the loop over the blocks of " + axis.mode_var + " visits other operands' blocks too";
     }
     for (const sparse::Axis& axis : program_.axes)
-      if (axis.blocked_apart()) return axis.tensor + " is blocked otherwise";
+      if (axis.blocked_apart() && axis.tensor != output.tensor) return axis.tensor + " is blocked otherwise";
     return "";
+  }
+
+  // The depth of the loop that gives a gathered output's block row (its parent position of the
+  // gathered level), before plan_output: the deepest variable of the levels above.
+  int gathered_row_depth() const {
+    const sparse::SparseBuffer& output = program_.output();
+    int depth = -1;
+    for (int level = 0; level < output.gathered_level; ++level)
+      depth = std::max(depth, program_.depth_of(program_.axes[output.axes[level]].index_var));
+    return depth;
   }
 
   // "compressed", "in a dense-variable level", "in a compressed level blocked by 4".
@@ -1257,6 +1285,13 @@ class Lowering {
     Expr keys = axis_length(key_axis);
     block_offset_ = fresh_name("z");
     block_key_ = fresh_name(key_axis.mode_var + (key_axis.block_part == BlockPart::Block ? "_blk" : "_key"));
+    if (block_row_owner_) {  // a rest inside the owner's block row: its workspace
+      workspace_values_ = block_row_owner_->workspace_values_;
+      workspace_seen_ = block_row_owner_->workspace_seen_;
+      workspace_list_ = block_row_owner_->workspace_list_;
+      workspace_count_ = block_row_owner_->workspace_count_;
+      return;
+    }
     workspace_values_ = fresh_name(output.tensor + "_blocks");
     workspace_seen_ = fresh_name(output.tensor + "_seen");
     workspace_list_ = fresh_name(output.tensor + "_touched");
@@ -1310,8 +1345,13 @@ class Lowering {
   Stmt around_block_row(Stmt row_loops) {
     const sparse::SparseBuffer& output = program_.output();
     const sparse::Axis& key_axis = program_.axes[output.axes[output.gathered_level]];
+    std::string why = "no operand gives " + output.tensor + "'s blocks";
+    if (!outside_blocks_of_.empty()) why = outside_blocks_of_ + "'s blocks, and the other operands' entries outside them";
+    else if (std::any_of(program_.blocked_vars.begin(), program_.blocked_vars.end(),
+                         [&](const sparse::BlockedVar& b) { return b.tensor != output.tensor; }))
+      why = "the operands give only some of " + output.tensor + "'s blocked indices";
     std::string what = "gather each block row of " + output.tensor + " by " + level_coordinate_prose(key_axis) +
-                       " in a workspace of whole blocks (no operand gives " + output.tensor + "'s blocks)";
+                       " in a workspace of whole blocks (" + why + ")";
     if (counting_) return block({std::make_shared<Comment>(what + "; count them"), row_loops});
     const std::string& cursor = positions_.at(output.tensor)[output.gathered_level].name;
     std::string t = fresh_name("t"), key = fresh_name(block_key_ + "_out");
@@ -1512,9 +1552,10 @@ class Lowering {
   }
 
   Stmt innermost_statement() const {
-    if (counting_) return write_output(nullptr);
-    Expr inner = product(inner_factors_);
-    Stmt statement = scalar_accumulator_ ? std::make_shared<Assign>(accumulator_, inner, true) : write_output(inner);
+    Stmt statement;
+    if (counting_) statement = write_output(nullptr);
+    else if (scalar_accumulator_) statement = std::make_shared<Assign>(accumulator_, product(inner_factors_), true);
+    else statement = write_output(product(inner_factors_));
     if (skip_blocks_of_.empty()) return statement;
     // The blocks of the blocked operand were done before (lower_outside_blocks).
     Expr in_blocks = presence(skip_blocks_of_);
@@ -1527,18 +1568,7 @@ class Lowering {
   // whose loops follow B, locate A's block at each coordinate (as an operand blocked otherwise)
   // and skip the coordinate where A stores it. It adds into the output, zeroed before the blocks.
   Stmt lower_outside_blocks() {
-    sparse::Program rest = program_;
-    rest.blocked_vars.clear();
-    for (sparse::Axis& axis : rest.axes)
-      if (axis.tensor == outside_blocks_of_) axis.index_var = axis.mode_var;  // now blocked_apart()
-    rest.iteration.body = without(program_.iteration.body, outside_blocks_of_);
-    rest.iteration.accumulate = true;
-    rest.iteration.iterators.clear();
-    for (const sparse::Iterator& it : program_.iteration.iterators) {
-      const sparse::BlockedVar* blocked = program_.blocked_loop(it.var);
-      if (!blocked) rest.iteration.iterators.push_back(it);
-      else if (it.var == blocked->inner) rest.iteration.iterators.push_back({blocked->var, it.is_reduction});
-    }
+    sparse::Program rest = rest_program();
     Lowering lowering(rest, config_, LoweringPhase::Compute, -1);
     lowering.used_names_ = used_names_;
     lowering.skip_blocks_of_ = outside_blocks_of_;
@@ -1546,6 +1576,80 @@ class Lowering {
     return block({std::make_shared<Comment>("the other operands outside " + outside_blocks_of_ + "'s blocks, where " +
                                             outside_blocks_of_ + " is zero: " + ast::to_string(*rest.iteration.body)),
                   func.body});
+  }
+
+  // The same spec with the blocked operand gone (zero) and its blocks apart from the loops. A
+  // gathered output keeps the block loops of its indices that the blocked operand gave (i_blk,
+  // i_in, now the output's, as where no operand blocks it): they share the block row.
+  sparse::Program rest_program() const {
+    sparse::Program rest = program_;
+    const sparse::SparseBuffer& output = program_.output();
+    const bool gathered = block_rows_;
+    std::set<std::string> kept;  // the variables whose block loops the rest keeps
+    rest.blocked_vars.clear();
+    for (const sparse::BlockedVar& b : program_.blocked_vars) {
+      if (b.tensor != outside_blocks_of_) rest.blocked_vars.push_back(b);
+      else if (gathered && !output_gathered_var(b.var)) rest.blocked_vars.push_back({b.var, b.outer, b.inner, b.size, output.tensor});
+      else continue;
+      kept.insert(b.var);
+    }
+    for (sparse::Axis& axis : rest.axes)
+      if (axis.tensor == outside_blocks_of_ || (axis.tensor == output.tensor && axis.block_part != BlockPart::None &&
+                                                !kept.count(axis.mode_var)))
+        axis.index_var = axis.mode_var;  // now blocked_apart()
+    rest.iteration.body = without(program_.iteration.body, outside_blocks_of_);
+    rest.iteration.accumulate = true;
+    rest.iteration.iterators.clear();
+    for (const sparse::Iterator& it : program_.iteration.iterators) {
+      const sparse::BlockedVar* blocked = program_.blocked_loop(it.var);
+      if (!blocked || kept.count(blocked->var)) rest.iteration.iterators.push_back(it);
+      else if (it.var == blocked->inner) rest.iteration.iterators.push_back({blocked->var, it.is_reduction});
+    }
+    return rest;
+  }
+
+  // The variable of a gathered output's key level (its blocks' columns: j of j / c).
+  bool output_gathered_var(const std::string& var) const {
+    const sparse::SparseBuffer& output = program_.output();
+    return output.gathered_level >= 0 && program_.axes[output.axes[output.gathered_level]].mode_var == var;
+  }
+
+  // A gathered output's rest (C bsr = A bsr + B csr): the other operands' entries outside the
+  // blocked operand's blocks, lowered as rest_program says for the loops inside this block row
+  // (the loops down to the row are this one's), scattered into this block row's workspace.
+  Stmt rest_in_block_row() {
+    sparse::Program rest = rest_program();
+    Lowering lowering(rest, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
+    lowering.used_names_ = used_names_;
+    lowering.skip_blocks_of_ = outside_blocks_of_;
+    lowering.block_row_owner_ = this;
+    Stmt body = lowering.run_in_block_row();
+    used_names_.insert(lowering.used_names_.begin(), lowering.used_names_.end());
+    return block({std::make_shared<Comment>("the other operands outside " + outside_blocks_of_ + "'s blocks, where " +
+                                            outside_blocks_of_ + " is zero, into the same block row: " +
+                                            ast::to_string(*rest.iteration.body)),
+                  body});
+  }
+
+  // The loops of a block row's rest, below the owner's loops down to the row (see rest_in_block_row).
+  Stmt run_in_block_row() {
+    reserve_names();
+    plan_loops();
+    check_fusions();
+    plan_positions();
+    plan_output();
+    const auto& mine = program_.iteration.iterators;
+    const auto& owners = block_row_owner_->program_.iteration.iterators;
+    bool same_rows = row_depth_ == block_row_owner_->row_depth_;
+    for (int d = 0; same_rows && d <= row_depth_; ++d) same_rows = mine[d].var == owners[d].var;
+    if (!same_rows)
+      throw_unsupported("the loops of " + program_.output().tensor + "'s block rows differ between " + skip_blocks_of_ +
+                        "'s blocks and the other operands' entries outside them, so they cannot share a block row; "
+                        "reorder so the block rows are outermost");
+    std::vector<Stmt> body;
+    for (int d = -1; d <= row_depth_; ++d) append(body, position_declares(d));
+    body.push_back(loop_nest(row_depth_ + 1));
+    return block(std::move(body));
   }
 
   // The expression with `tensor` read as zero (null: zero altogether).
@@ -1595,8 +1699,9 @@ class Lowering {
       body.push_back(innermost_statement());
       return block(std::move(body));
     }
-    if (scattered_ && depth - 1 == row_depth_) {
-      body.push_back(block_rows_ ? around_block_row(loop(depth)) : around_row(loop(depth)));
+    if (scattered_ && depth - 1 == row_depth_ && !block_row_owner_) {
+      if (block_rows_ && !outside_blocks_of_.empty()) body.push_back(around_block_row(block({loop(depth), rest_in_block_row()})));
+      else body.push_back(block_rows_ ? around_block_row(loop(depth)) : around_row(loop(depth)));
       return block(std::move(body));
     }
     if (depth - 1 == output_depth_ && scalar_accumulator_ && counting_) {
@@ -1982,6 +2087,7 @@ class Lowering {
   std::set<std::string> used_names_;
   std::string outside_blocks_of_;  // a blocked operand whose blocks other operands' entries lie outside of
   std::string skip_blocks_of_;     // lowering that rest: skip the coordinates in this operand's blocks
+  const Lowering* block_row_owner_ = nullptr;  // ... inside this lowering's block row, into its workspace
   bool assembled_;  // the output's structure is built here (see LoweringPhase)
   bool scattered_ = false;  // ... and its rows are gathered in a workspace (see plan_workspace)
   bool block_rows_ = false;  // ... whole blocks of them, keyed by the gathered level (plan_block_workspace)
