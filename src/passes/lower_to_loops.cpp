@@ -444,11 +444,13 @@ class Lowering {
                           blocker + "'s format (" + program_.buffer(blocker).format.name + ") or make it dense");
       if (!located) continue;  // dense levels: a term without the blocker visits every block
       const std::string stored = stored_as(axis);
+      const std::vector<std::string> alike = blocked_alike(blocker);
       for (const Conjunction& term : terms) {
-        if (!term.count(axis.tensor) || term.count(blocker) || blocks_visit_every_coordinate(blocker)) continue;
+        bool with_blocks = std::any_of(alike.begin(), alike.end(), [&](const std::string& t) { return term.count(t) > 0; });
+        if (!term.count(axis.tensor) || with_blocks || blocks_visit_every_coordinate(blocker)) continue;
         std::string refusal = outside_blocks_refusal(blocker);
         if (refusal.empty()) {
-          outside_blocks_of_ = blocker;
+          outside_blocks_of_ = alike;
           continue;
         }
         throw_unsupported(axis.tensor + " stores index " + axis.mode_var + " " + stored + ", and " + blocker +
@@ -462,6 +464,31 @@ class Lowering {
           throw_unsupported("dividing by " + axis.tensor + ", which stores index " + axis.mode_var + " " + stored +
                             ", is not supported: its implicit zeros would divide by zero");
     }
+  }
+
+  // The operands whose blocks the loops of `blocker` visit: it, and those blocked alike, whose
+  // block levels merge with its own.
+  std::vector<std::string> blocked_alike(const std::string& blocker) const {
+    std::vector<std::string> alike = {blocker};
+    std::set<std::string> loops;
+    for (const sparse::BlockedVar& b : program_.blocked_vars)
+      if (b.tensor == blocker) loops.insert({b.outer, b.inner});
+    for (const sparse::SparseBuffer& buffer : program_.buffers) {
+      if (buffer.is_output || buffer.tensor == blocker || !buffer.shares_structure_with.empty()) continue;
+      for (int id : buffer.axes)
+        if (loops.count(program_.axes[id].index_var)) {
+          alike.push_back(buffer.tensor);
+          break;
+        }
+    }
+    return alike;
+  }
+
+  // "A", "A and E".
+  static std::string names(const std::vector<std::string>& tensors) {
+    std::string all;
+    for (size_t t = 0; t < tensors.size(); ++t) all += (t == 0 ? "" : t + 1 == tensors.size() ? " and " : ", ") + tensors[t];
+    return all;
   }
 
   // The block loops of `blocker` visit every block (a term without a stored factor on them).
@@ -482,7 +509,8 @@ class Lowering {
   std::string outside_blocks_refusal(const std::string& blocker) const {
     const sparse::SparseBuffer& output = program_.output();
     bool gathered = assembled_ && output.gathered_level >= 0;
-    if (config_.target == Target::Cuda) return "not on the cuda target";
+    if (config_.target == Target::Cuda && !gathered)
+      return "on the cuda target only into an output whose block rows a block-row workspace gathers (bsr), not a dense one";
     if (!output.format.all_dense() && assembled_ && output.format.is_blocked() && !gathered)
       return "the output " + output.tensor + " is assembled in " + blocker + "'s block loops, and its blocks outside " +
              blocker + "'s would arrive after them; with " + blocker + " unblocked, a block-row workspace gathers them";
@@ -502,14 +530,24 @@ class Lowering {
     if (!program_.iteration.fusions.empty()) return "a fuse";
     for (const sparse::BlockedVar& b : program_.blocked_vars)
       if (b.tensor != blocker && !(gathered && b.tensor == output.tensor)) return b.tensor + " blocks " + b.var + " too";
-    for (int id : program_.buffer(blocker).axes) {
-      const sparse::Axis& axis = program_.axes[id];
-      if (axis.kind == sparse::AxisKind::DenseFixed) continue;
-      if (axis.block_part != BlockPart::Block) return blocker + " stores " + axis.mode_var + " unblocked in a sparse level";
-      const LoopPlan& plan = plans_[program_.depth_of(axis.index_var)];
-      if (plan.kind != LoopKind::Driven || plan.stream() != id)
-        return "the loop over the blocks of " + axis.mode_var + " visits other operands' blocks too";
-    }
+    // Every loop over blocks visits exactly the blocks of the operands blocked alike (their
+    // union), or every block: the rest then skips what they hold.
+    const std::vector<std::string> alike = blocked_alike(blocker);
+    for (const std::string& tensor : alike)
+      for (int id : program_.buffer(tensor).axes) {
+        const sparse::Axis& axis = program_.axes[id];
+        if (axis.kind == sparse::AxisKind::DenseFixed) continue;
+        if (axis.block_part != BlockPart::Block) return tensor + " stores " + axis.mode_var + " unblocked in a sparse level";
+        int depth = program_.depth_of(axis.index_var);
+        const LoopPlan& plan = plans_[depth];
+        bool union_of_alike = std::all_of(plan.space.begin(), plan.space.end(), [&](const Conjunction& c) {
+          return c.size() == 1 && std::count(alike.begin(), alike.end(), *c.begin());
+        });
+        union_of_alike &= std::any_of(plan.space.begin(), plan.space.end(), [&](const Conjunction& c) { return c.count(tensor) > 0; });
+        if (!visits_every_coordinate(depth) && !union_of_alike)
+          return "the loop over the blocks of " + axis.mode_var + " visits only where " + names(alike) +
+                 " all hold a block, or other operands' blocks too";
+      }
     for (const sparse::Axis& axis : program_.axes)
       if (axis.blocked_apart() && axis.tensor != output.tensor) return axis.tensor + " is blocked otherwise";
     return "";
@@ -1346,7 +1384,7 @@ class Lowering {
     const sparse::SparseBuffer& output = program_.output();
     const sparse::Axis& key_axis = program_.axes[output.axes[output.gathered_level]];
     std::string why = "no operand gives " + output.tensor + "'s blocks";
-    if (!outside_blocks_of_.empty()) why = outside_blocks_of_ + "'s blocks, and the other operands' entries outside them";
+    if (!outside_blocks_of_.empty()) why = blocks_of() + ", and the other operands' entries outside them";
     else if (std::any_of(program_.blocked_vars.begin(), program_.blocked_vars.end(),
                          [&](const sparse::BlockedVar& b) { return b.tensor != output.tensor; }))
       why = "the operands give only some of " + output.tensor + "'s blocked indices";
@@ -1557,8 +1595,9 @@ class Lowering {
     else if (scalar_accumulator_) statement = std::make_shared<Assign>(accumulator_, product(inner_factors_), true);
     else statement = write_output(product(inner_factors_));
     if (skip_blocks_of_.empty()) return statement;
-    // The blocks of the blocked operand were done before (lower_outside_blocks).
-    Expr in_blocks = presence(skip_blocks_of_);
+    // The blocks of the blocked operands were done before (lower_outside_blocks).
+    Expr in_blocks;
+    for (const std::string& tensor : skip_blocks_of_) in_blocks = logical_or(in_blocks, presence(tensor));
     return std::make_shared<If>(binary(BinOp::Eq, in_blocks, std::make_shared<IntImm>(0, ScalarType::Bool)), statement, nullptr);
   }
 
@@ -1573,10 +1612,18 @@ class Lowering {
     lowering.used_names_ = used_names_;
     lowering.skip_blocks_of_ = outside_blocks_of_;
     LoweredFunc func = lowering.run();
-    return block({std::make_shared<Comment>("the other operands outside " + outside_blocks_of_ + "'s blocks, where " +
-                                            outside_blocks_of_ + " is zero: " + ast::to_string(*rest.iteration.body)),
+    return block({std::make_shared<Comment>("the other operands outside " + blocks_of() + ", where " + zero() + ": " +
+                                            ast::to_string(*rest.iteration.body)),
                   func.body});
   }
+
+  // "A's blocks", "A's and E's blocks"; "A is zero", "A and E are zero".
+  std::string blocks_of() const {
+    std::vector<std::string> owners;
+    for (const std::string& t : outside_blocks_of_) owners.push_back(t + "'s");
+    return names(owners) + " blocks";
+  }
+  std::string zero() const { return names(outside_blocks_of_) + (outside_blocks_of_.size() > 1 ? " are zero" : " is zero"); }
 
   // The same spec with the blocked operand gone (zero) and its blocks apart from the loops. A
   // gathered output keeps the block loops of its indices that the blocked operand gave (i_blk,
@@ -1587,22 +1634,25 @@ class Lowering {
     const bool gathered = block_rows_;
     std::set<std::string> kept;  // the variables whose block loops the rest keeps
     rest.blocked_vars.clear();
+    const std::string& blocker = outside_blocks_of_.front();
+    auto removed = [&](const std::string& tensor) { return std::count(outside_blocks_of_.begin(), outside_blocks_of_.end(), tensor) > 0; };
     for (const sparse::BlockedVar& b : program_.blocked_vars) {
-      if (b.tensor != outside_blocks_of_) rest.blocked_vars.push_back(b);
+      if (b.tensor != blocker) rest.blocked_vars.push_back(b);
       else if (gathered && !output_gathered_var(b.var)) rest.blocked_vars.push_back({b.var, b.outer, b.inner, b.size, output.tensor});
       else continue;
       kept.insert(b.var);
     }
     for (sparse::Axis& axis : rest.axes)
-      if (axis.tensor == outside_blocks_of_ || (axis.tensor == output.tensor && axis.block_part != BlockPart::None &&
+      if (removed(axis.tensor) || (axis.tensor == output.tensor && axis.block_part != BlockPart::None &&
                                                 !kept.count(axis.mode_var)))
         axis.index_var = axis.mode_var;  // now blocked_apart()
-    rest.iteration.body = without(program_.iteration.body, outside_blocks_of_);
+    rest.iteration.body = program_.iteration.body;
+    for (const std::string& tensor : outside_blocks_of_) rest.iteration.body = without(rest.iteration.body, tensor);
     rest.iteration.accumulate = true;
     rest.iteration.iterators.clear();
     for (const sparse::Iterator& it : program_.iteration.iterators) {
       const sparse::BlockedVar* blocked = program_.blocked_loop(it.var);
-      if (!blocked || kept.count(blocked->var)) rest.iteration.iterators.push_back(it);
+      if (!blocked || blocked->tensor != blocker || kept.count(blocked->var)) rest.iteration.iterators.push_back(it);
       else if (it.var == blocked->inner) rest.iteration.iterators.push_back({blocked->var, it.is_reduction});
     }
     return rest;
@@ -1625,9 +1675,8 @@ class Lowering {
     lowering.block_row_owner_ = this;
     Stmt body = lowering.run_in_block_row();
     used_names_.insert(lowering.used_names_.begin(), lowering.used_names_.end());
-    return block({std::make_shared<Comment>("the other operands outside " + outside_blocks_of_ + "'s blocks, where " +
-                                            outside_blocks_of_ + " is zero, into the same block row: " +
-                                            ast::to_string(*rest.iteration.body)),
+    return block({std::make_shared<Comment>("the other operands outside " + blocks_of() + ", where " + zero() +
+                                            ", into the same block row: " + ast::to_string(*rest.iteration.body)),
                   body});
   }
 
@@ -1643,7 +1692,7 @@ class Lowering {
     bool same_rows = row_depth_ == block_row_owner_->row_depth_;
     for (int d = 0; same_rows && d <= row_depth_; ++d) same_rows = mine[d].var == owners[d].var;
     if (!same_rows)
-      throw_unsupported("the loops of " + program_.output().tensor + "'s block rows differ between " + skip_blocks_of_ +
+      throw_unsupported("the loops of " + program_.output().tensor + "'s block rows differ between " + names(skip_blocks_of_) +
                         "'s blocks and the other operands' entries outside them, so they cannot share a block row; "
                         "reorder so the block rows are outermost");
     std::vector<Stmt> body;
@@ -2085,8 +2134,9 @@ class Lowering {
   const Config& config_;
   ScalarType value_type_, index_type_;
   std::set<std::string> used_names_;
-  std::string outside_blocks_of_;  // a blocked operand whose blocks other operands' entries lie outside of
-  std::string skip_blocks_of_;     // lowering that rest: skip the coordinates in this operand's blocks
+  // The blocked operands (the first gives the block loops, the others are blocked alike) whose
+  // blocks other operands' entries lie outside of; lowering that rest, those whose blocks it skips.
+  std::vector<std::string> outside_blocks_of_, skip_blocks_of_;
   const Lowering* block_row_owner_ = nullptr;  // ... inside this lowering's block row, into its workspace
   bool assembled_;  // the output's structure is built here (see LoweringPhase)
   bool scattered_ = false;  // ... and its rows are gathered in a workspace (see plan_workspace)
