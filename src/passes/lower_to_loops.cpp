@@ -545,8 +545,10 @@ class Lowering {
         });
         union_of_alike &= std::any_of(plan.space.begin(), plan.space.end(), [&](const Conjunction& c) { return c.count(tensor) > 0; });
         if (!visits_every_coordinate(depth) && !union_of_alike)
-          return "the loop over the blocks of " + axis.mode_var + " visits only where " + names(alike) +
-                 " all hold a block, or other operands' blocks too";
+          return "the loop over the blocks of " + axis.mode_var +
+                 (alike.size() == 1 ? " visits other operands' blocks too"
+                                    : " visits other blocks than the union of those of " + names(alike) +
+                                          " (where they multiply, or other operands' blocks)");
       }
     for (const sparse::Axis& axis : program_.axes)
       if (axis.blocked_apart() && axis.tensor != output.tensor) return axis.tensor + " is blocked otherwise";

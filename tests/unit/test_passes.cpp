@@ -871,6 +871,19 @@ TEST_CASE("bsr output beside a term without the blocked operand: A's blocks and 
   // Blocked alike with no term outside the blocks: the block loops still append C's blocks in order.
   spgen::Compilation alike = compile(add, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [2, 2]}, "C": {"format": "bsr", "block": [2, 2]}}})");
   CHECK(!contains(alike.stage2_dump, "workspace"));
+  // Operands blocked alike: the rest lies outside the union of their blocks.
+  spgen::Compilation alike_rest = compile("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 3]}, "B": {"format": "bsr", "block": [2, 3]}, "D": {"format": "coo"}, "C": {"format": "bsr", "block": [2, 3]}}})");
+  CHECK(contains(alike_rest.stage2_dump, "# gather each block row of C by j_blk in a workspace of whole blocks (A's and B's blocks, and the other operands' entries outside them)"));
+  CHECK(contains(alike_rest.stage2_dump, "# the other operands outside A's and B's blocks, where A and B are zero, into the same block row: -(3 * D(i,j))\n"));
+  CHECK(contains(alike_rest.stage2_dump, "if (pA1_2_found || pB1_2_found) == false:\n"));
+  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j) + D(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [2, 2]}, "D": {"format": "csr"}, "C": {"format": "dense"}}})"),
+                 "cannot follow here (the loop over the blocks of j visits other blocks than the union of those of A and B (where "
+                 "they multiply, or other operands' blocks))"));
+  // Compressed block rows (block-DCSR): the loop over block rows visits every one, with a cursor into A's.
+  spgen::Compilation block_dcsr = compile(add, R"({"tensors": {"A": {"format": {"levels": [{"kind": "compressed", "floordiv": 2}, {"kind": "compressed", "floordiv": 2}, {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]}},
+      "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})");
+  CHECK(contains(block_dcsr.stage2_dump, "# co-iterate i_blk: every coordinate, with cursors into A\n"));
+  CHECK(contains(block_dcsr.stage2_dump, "if (pA0_2_found && pA1_2_found) == false:\n"));
   // Refused: block rows stored compressed (block-DCSR), another operand blocked otherwise.
   CHECK(contains(error_of(add, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"},
       "C": {"format": {"levels": [{"kind": "compressed", "floordiv": 2}, {"kind": "compressed", "floordiv": 2}, {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]}}}})"),
