@@ -8,6 +8,8 @@
 #include <set>
 #include <tuple>
 
+#include "ir/loop_ir_visitor.h"
+
 namespace spgen {
 
 using namespace loops;
@@ -550,9 +552,37 @@ class Lowering {
                                     : " visits other blocks than the union of those of " + names(alike) +
                                           " (where they multiply, or other operands' blocks)");
       }
+    std::string otherwise = blocked_otherwise();
     for (const sparse::Axis& axis : program_.axes)
-      if (axis.blocked_apart() && axis.tensor != output.tensor) return axis.tensor + " is blocked otherwise";
+      if (axis.blocked_apart() && reads(axis.tensor) && axis.tensor != otherwise)
+        return axis.tensor + " is blocked otherwise" + (otherwise.empty() ? "" : ", as " + otherwise + " is");
+    if (!otherwise.empty() && gathered)
+      return otherwise + " is blocked otherwise, and its blocks would need block rows of their own";
+    if (!otherwise.empty()) {
+      const Format& mine = program_.buffer(blocker).format;
+      const Format& theirs = program_.buffer(otherwise).format;
+      bool same_shape = mine.mode_order == theirs.mode_order && mine.levels.size() == theirs.levels.size();
+      for (size_t l = 0; same_shape && l < mine.levels.size(); ++l) same_shape = mine.block(l).part == theirs.block(l).part;
+      if (!same_shape)
+        return otherwise + " is blocked otherwise, in levels that " + blocker + "'s block loops cannot visit in order";
+    }
     return "";
+  }
+
+  // The operand blocked otherwise than the loops (B bsr 4x4 beside A bsr 2x2), if any: its
+  // entries outside the blocks are the rest's, which follows its own blocks
+  // (lower_outside_blocks), so it may be the only one.
+  std::string blocked_otherwise() const {
+    for (const sparse::Axis& axis : program_.axes)
+      if (axis.blocked_apart() && reads(axis.tensor)) return axis.tensor;
+    return "";
+  }
+
+  // The expression reads the tensor (a rest keeps the blocked operands it skips, unread).
+  bool reads(const std::string& tensor) const {
+    for (const ast::Access* access : ast::collect_accesses(*program_.iteration.body))
+      if (access->tensor == tensor) return true;
+    return false;
   }
 
   // The depth of the loop that gives a gathered output's block row (its parent position of the
@@ -1612,11 +1642,13 @@ class Lowering {
     sparse::Program rest = rest_program();
     Lowering lowering(rest, config_, LoweringPhase::Compute, -1);
     lowering.used_names_ = used_names_;
-    lowering.skip_blocks_of_ = outside_blocks_of_;
+    lowering.skip_blocks_of_ = skip_blocks_of_;  // (a rest's own rest skips both)
+    lowering.skip_blocks_of_.insert(lowering.skip_blocks_of_.end(), outside_blocks_of_.begin(), outside_blocks_of_.end());
     LoweredFunc func = lowering.run();
+    used_names_.insert(lowering.used_names_.begin(), lowering.used_names_.end());
     return block({std::make_shared<Comment>("the other operands outside " + blocks_of() + ", where " + zero() + ": " +
                                             ast::to_string(*rest.iteration.body)),
-                  func.body});
+                  relabel_shared_loops(func.body)});
   }
 
   // "A's blocks", "A's and E's blocks"; "A is zero", "A and E are zero".
@@ -1630,7 +1662,7 @@ class Lowering {
   // The same spec with the blocked operand gone (zero) and its blocks apart from the loops. A
   // gathered output keeps the block loops of its indices that the blocked operand gave (i_blk,
   // i_in, now the output's, as where no operand blocks it): they share the block row.
-  sparse::Program rest_program() const {
+  sparse::Program rest_program() {
     sparse::Program rest = program_;
     const sparse::SparseBuffer& output = program_.output();
     const bool gathered = block_rows_;
@@ -1642,6 +1674,18 @@ class Lowering {
       if (b.tensor != blocker) rest.blocked_vars.push_back(b);
       else if (gathered && !output_gathered_var(b.var)) rest.blocked_vars.push_back({b.var, b.outer, b.inner, b.size, output.tensor});
       else continue;
+      kept.insert(b.var);
+    }
+    // An operand blocked otherwise gives the rest its block loops, in place of the blocker's (a
+    // dense output only: see outside_blocks_refusal), under the same names and in the same order.
+    const std::string otherwise = gathered ? "" : blocked_otherwise();
+    for (const sparse::BlockedVar& b : program_.blocked_vars) {
+      if (b.tensor != blocker || otherwise.empty()) continue;
+      for (sparse::Axis& axis : rest.axes)
+        if (axis.tensor == otherwise && axis.mode_var == b.var && axis.block_part != BlockPart::None) {
+          axis.index_var = axis.block_part == BlockPart::Block ? b.outer : b.inner;
+          if (axis.block_part == BlockPart::Block) rest.blocked_vars.push_back({b.var, b.outer, b.inner, axis.block, otherwise});
+        }
       kept.insert(b.var);
     }
     for (sparse::Axis& axis : rest.axes)
@@ -1657,7 +1701,42 @@ class Lowering {
       if (!blocked || blocked->tensor != blocker || kept.count(blocked->var)) rest.iteration.iterators.push_back(it);
       else if (it.var == blocked->inner) rest.iteration.iterators.push_back({blocked->var, it.is_reduction});
     }
+    // The block loops the rest keeps get names of their own (schedule ops find loops by name, and
+    // name the blocker's), but for those of the block row it shares.
+    std::set<std::string> shared;
+    for (int d = 0; gathered && d <= row_depth_; ++d) shared.insert(program_.iteration.iterators[d].var);
+    std::map<std::string, std::string> renamed;
+    for (sparse::BlockedVar& b : rest.blocked_vars)
+      for (std::string* loop : {&b.outer, &b.inner})
+        if (!shared.count(*loop)) {
+          if (!renamed.count(*loop)) renamed[*loop] = fresh_name(*loop);
+          *loop = renamed[*loop];
+        }
+    for (sparse::Axis& axis : rest.axes)
+      if (auto to = renamed.find(axis.index_var); to != renamed.end()) axis.index_var = to->second;
+    for (sparse::Iterator& it : rest.iteration.iterators)
+      if (auto to = renamed.find(it.var); to != renamed.end()) it.var = to->second;
     return rest;
+  }
+
+  // The rest's loops named as this nest's (k in both, or i_in) get labels of their own: schedule
+  // ops find loops by label and mean this nest's; the rest's loops stay as lowered.
+  Stmt relabel_shared_loops(const Stmt& rest) {
+    struct Relabel : IRMutator {
+      Lowering& owner;
+      std::map<std::string, std::string> labels;
+      explicit Relabel(Lowering& o) : owner(o) {}
+      Stmt mutate_for(const For& node, const Stmt& self) override {
+        Stmt inner = IRMutator::mutate_for(node, self);
+        const auto& loops = owner.program_.iteration.iterators;
+        if (std::none_of(loops.begin(), loops.end(), [&](const sparse::Iterator& it) { return it.var == node.label; }))
+          return inner;
+        if (!labels.count(node.label)) labels[node.label] = owner.fresh_name(node.label);
+        const For& loop = static_cast<const For&>(*inner);
+        return std::make_shared<For>(labels[node.label], loop.var, loop.begin, loop.end, loop.body, loop.annotations);
+      }
+    } relabel(*this);
+    return relabel.mutate(rest);
   }
 
   // The variable of a gathered output's key level (its blocks' columns: j of j / c).
@@ -1675,8 +1754,10 @@ class Lowering {
     lowering.used_names_ = used_names_;
     lowering.skip_blocks_of_ = outside_blocks_of_;
     lowering.block_row_owner_ = this;
+    lowering.skip_blocks_of_.insert(lowering.skip_blocks_of_.begin(), skip_blocks_of_.begin(), skip_blocks_of_.end());
     Stmt body = lowering.run_in_block_row();
     used_names_.insert(lowering.used_names_.begin(), lowering.used_names_.end());
+    body = relabel_shared_loops(body);
     return block({std::make_shared<Comment>("the other operands outside " + blocks_of() + ", where " + zero() +
                                             ", into the same block row: " + ast::to_string(*rest.iteration.body)),
                   body});

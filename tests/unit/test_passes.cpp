@@ -791,10 +791,22 @@ TEST_CASE("bsr: what is refused, with what works") {
         "blocks (by binary search), which serves only terms that multiply it by A, and the entries of B outside them cannot "
         "follow here (on the cuda target only into an output whose block rows a block-row workspace gathers (bsr), not a dense "
         "one); store B dense, or A unblocked (csr)\n");
-  CHECK(contains(error_of("C(i,j) = A(i,j) - B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "dense"}}})"),
-                 "c.json: /tensors: error: B stores index j in a compressed level blocked by 4, and A splits it into blocks"));
-  CHECK(contains(error_of("C(i,j) = A(i,j) - B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "dense"}}})"),
-                 "cannot follow here (B is blocked otherwise)"));
+  // The rest's loop over k is named apart from A's, so that a split of k transforms A's loop alone
+  // (it used to replace the rest's loop with a copy of A's).
+  spgen::Compilation split_k = compile("C(i,k) = (A(i,j) + B(i,j)) * X(j,k)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "X": {"format": "dense"}, "C": {"format": "dense"}},
+      "schedule": [{"op": "split", "var": "k", "factor": 4, "into": ["k0", "k1"]}]})");
+  CHECK(contains(split_k.stage2_dump, "        for k_2 at k in [0, dim_k):\n          let pC1_2: int64 = i * dim_k + k\n"));
+  CHECK(contains(split_k.stage2_dump, "C_vals[pC1_2] += B_vals[pB1_2] * X_vals[pX1_2]\n"));
+  // Blocked otherwise: the rest follows B's own blocks (loops of their own names), A located and skipped.
+  spgen::Compilation otherwise = compile("C(i,j) = A(i,j) - B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "dense"}}})");
+  CHECK(contains(otherwise.stage2_dump, "  # the other operands outside A's blocks, where A is zero: -B(i,j)\n  for i_blk_2 in [0, (dim_i + 3) / 4):\n"));
+  CHECK(contains(otherwise.stage2_dump, "        let i: int64 = i_blk_2 * 4 + i_in_2\n        let pA0_2: int64 = i / 2\n"));
+  CHECK(contains(otherwise.stage2_dump, "          if pA1_2_found == false:\n            C_vals[pC1_2] += -B_vals[pB3_2]\n"));
+  CHECK(error_of("C(i,j) = A(i,j) - B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": {"levels": [{"kind": "compressed", "floordiv": 4}, {"kind": "compressed", "floordiv": 4}, {"kind": "dense", "mod": 4}, {"kind": "dense", "mod": 4}], "order": [1, 0, 0, 1]}}, "C": {"format": "dense"}}})") ==
+        "c.json: /tensors: error: B stores index j in a compressed level blocked by 4, and A splits it into blocks: B is then "
+        "located inside A's blocks (by binary search), which serves only terms that multiply it by A, and the entries of B "
+        "outside them cannot follow here (B is blocked otherwise, in levels that A's block loops cannot visit in order); "
+        "store B dense, or A unblocked (csr)\n");
   CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "bsr", "block": [4, 4]}}})"),
                  "c.json: /tensors: error: output C would share the structure of B, but B is located inside A's blocks (by "
                  "arithmetic on its coordinate / and % its blocks)"));
@@ -851,11 +863,11 @@ TEST_CASE("bsr output beside a term without the blocked operand: A's blocks and 
   CHECK(contains(c.stage2_dump, "C_blocks[j_blk * 4 + (i_in * 2 + j_in)] += A_vals[pA3] + (pB1_found ? B_vals[pB1] : 0)\n"));
   // Then, in the same block row, B's entries outside A's blocks (A located at j / 2), into the same workspace.
   CHECK(contains(c.stage2_dump, "      # the other operands outside A's blocks, where A is zero, into the same block row: B(i,j)\n"
-                                "      for i_in in [0, min(2, dim_i - i_blk * 2)) sequential:\n"));
+                                "      for i_in_2 in [0, min(2, dim_i - i_blk * 2)) sequential:\n"));
   CHECK(contains(c.stage2_dump, "# locate j / 2 in A by binary search (to skip the blocks of A, done above)\n"));
   CHECK(contains(c.stage2_dump, "          if pA1_2_found == false:\n            let j_blk_3: int64 = j / 2\n"
                                 "            if C_seen[j_blk_3] != i_blk:\n"));
-  CHECK(contains(c.stage2_dump, "C_blocks[j_blk_3 * 4 + (i_in * 2 + j % 2)] += B_vals[pB1_2]\n"));
+  CHECK(contains(c.stage2_dump, "C_blocks[j_blk_3 * 4 + (i_in_2 * 2 + j % 2)] += B_vals[pB1_2]\n"));
   CHECK(contains(c.stage2_dump, "      sort C_touched[0, C_ntouched)\n"));
   // The count phase skips A's blocks too (they were counted by A's loops).
   size_t count_phase = c.stage2_dump.find("kernel sparse_add(");
@@ -890,7 +902,7 @@ TEST_CASE("bsr output beside a term without the blocked operand: A's blocks and 
                  "cannot follow here (the output C (custom) stores its block rows in a compressed level, which the rest cannot "
                  "share with A's block loops; make that level dense (bsr))"));
   CHECK(contains(error_of(add, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "bsr", "block": [2, 2]}}})"),
-                 "cannot follow here (B is blocked otherwise)"));
+                 "cannot follow here (B is blocked otherwise, and its blocks would need block rows of their own)"));
   CHECK(contains(error_of(add, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 3]}}})"),
                  "c.json: /tensors/C/format: error: sparse output C blocks index j by 3, but A blocks it by 2; give them the same block"));
 }
