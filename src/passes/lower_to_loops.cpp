@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -81,7 +82,11 @@ class Lowering {
     if (needs_zero_fill_) body.push_back(zero_fill());
     Stmt nest = loop_nest(0);
     body.push_back(workspaces_.empty() ? nest : std::make_shared<Allocate>(workspaces_, nest));
-    if (!outside_blocks_of_.empty() && !block_rows_) body.push_back(lower_outside_blocks());
+    if (!outside_blocks_of_.empty() && !block_rows_) {
+      Stmt rest = lower_outside_blocks();
+      if (config_.target == Target::Cuda) append(body, statements_of(rest));  // its loop a top-level kernel
+      else body.push_back(rest);
+    }
     if (counting_) body.push_back(prefix_sum());
     func.body = block(std::move(body));
     return func;
@@ -511,8 +516,6 @@ class Lowering {
   std::string outside_blocks_refusal(const std::string& blocker) const {
     const sparse::SparseBuffer& output = program_.output();
     bool gathered = assembled_ && output.gathered_level >= 0;
-    if (config_.target == Target::Cuda && !gathered)
-      return "on the cuda target only into an output whose block rows a block-row workspace gathers (bsr), not a dense one";
     if (!output.format.all_dense() && assembled_ && output.format.is_blocked() && !gathered)
       return "the output " + output.tensor + " is assembled in " + blocker + "'s block loops, and its blocks outside " +
              blocker + "'s would arrive after them; with " + blocker + " unblocked, a block-row workspace gathers them";
@@ -1646,9 +1649,40 @@ class Lowering {
     lowering.skip_blocks_of_.insert(lowering.skip_blocks_of_.end(), outside_blocks_of_.begin(), outside_blocks_of_.end());
     LoweredFunc func = lowering.run();
     used_names_.insert(lowering.used_names_.begin(), lowering.used_names_.end());
-    return block({std::make_shared<Comment>("the other operands outside " + blocks_of() + ", where " + zero() + ": " +
-                                            ast::to_string(*rest.iteration.body)),
-                  relabel_shared_loops(func.body)});
+    Stmt comment = std::make_shared<Comment>("the other operands outside " + blocks_of() + ", where " + zero() + ": " +
+                                             ast::to_string(*rest.iteration.body));
+    Stmt body = relabel_shared_loops(func.body);
+    if (config_.target != Target::Cuda) return block({comment, body});
+    // On the GPU the block loops' kernel would run the rest in every thread: the rest is a kernel
+    // of its own after it, its outer loop spread over the grid, which its iterations' distinct
+    // output rows allow.
+    std::vector<Stmt> top;
+    std::function<void(const Stmt&)> flatten = [&](const Stmt& s) {
+      if (s->kind == StmtKind::Block) for (const Stmt& t : static_cast<const Block&>(*s).stmts) flatten(t);
+      else top.push_back(s);
+    };
+    flatten(body);
+    const For* loop = top.size() == 1 ? as_for(top.front()) : nullptr;
+    const sparse::Iterator& outer = rest.iteration.iterators.front();
+    const LoopPlan& plan = lowering.plans_.front();
+    bool distinct_rows = !outer.is_reduction && (plan.kind == LoopKind::Dense ||
+                                                 (plan.kind == LoopKind::Driven && !lowering.repeats(rest.axes[plan.stream()])));
+    if (!loop || !distinct_rows)
+      throw_unsupported("the entries of " + names(rest_tensors(rest)) + " outside " + blocks_of() +
+                        " follow in a kernel of their own on the cuda target, one output row per iteration of its outer "
+                        "loop, but that loop (" + outer.var + ") " +
+                        (outer.is_reduction ? "sums" : "is a merge or repeats its rows") + "; run it on the cpu target");
+    LoopAnnotations annotations = loop->annotations;
+    annotations.own_kernel = true;
+    return block({comment, std::make_shared<For>(loop->label, loop->var, loop->begin, loop->end, loop->body, annotations)});
+  }
+
+  // The operands the rest reads.
+  static std::vector<std::string> rest_tensors(const sparse::Program& rest) {
+    std::vector<std::string> tensors;
+    for (const ast::Access* access : ast::collect_accesses(*rest.iteration.body))
+      if (std::find(tensors.begin(), tensors.end(), access->tensor) == tensors.end()) tensors.push_back(access->tensor);
+    return tensors;
   }
 
   // "A's blocks", "A's and E's blocks"; "A is zero", "A and E are zero".

@@ -786,11 +786,13 @@ TEST_CASE("bsr: what is refused, with what works") {
   spgen::Compilation everywhere = compile("C(i,j) = A(i,j) + B(i,j) + D(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "D": {"format": "dense"}, "C": {"format": "dense"}}})");
   CHECK(contains(everywhere.stage2_dump, "# co-iterate j_blk: every coordinate, with cursors into A\n"));
   CHECK(!contains(everywhere.stage2_dump, "outside A's blocks"));
-  CHECK(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "dense"}}, "target": "cuda"})") ==
-        "c.json: /tensors: error: B stores index j compressed, and A splits it into blocks: B is then located inside A's "
-        "blocks (by binary search), which serves only terms that multiply it by A, and the entries of B outside them cannot "
-        "follow here (on the cuda target only into an output whose block rows a block-row workspace gathers (bsr), not a dense "
-        "one); store B dense, or A unblocked (csr)\n");
+  // On cuda the rest is a kernel of its own, a row per thread of the grid.
+  spgen::Compilation on_gpu = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "dense"}}, "target": "cuda"})");
+  CHECK(contains(on_gpu.stage2_dump, "  # the other operands outside A's blocks, where A is zero: B(i,j)\n  for i in [0, dim_i) bind(grid, 256 threads):\n"));
+  CHECK(contains(on_gpu.files[1].text, "// every thread of the grid over i\n"));
+  CHECK(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "coo"}, "C": {"format": "dense"}}, "target": "cuda"})") ==
+        "c.json: /tensors: error: the entries of B outside A's blocks follow in a kernel of their own on the cuda target, one "
+        "output row per iteration of its outer loop, but that loop (i) is a merge or repeats its rows; run it on the cpu target\n");
   // The rest's loop over k is named apart from A's, so that a split of k transforms A's loop alone
   // (it used to replace the rest's loop with a copy of A's).
   spgen::Compilation split_k = compile("C(i,k) = (A(i,j) + B(i,j)) * X(j,k)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "X": {"format": "dense"}, "C": {"format": "dense"}},
