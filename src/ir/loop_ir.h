@@ -110,7 +110,7 @@ struct LoopAnnotations {
   std::vector<std::string> private_scalars;
   // cuda (`bind`): the GPU index the iterations are spread over: blockIdx.x, blockIdx.y,
   // threadIdx.x, threadIdx.y, warp (the 32 lanes of a warp) or grid (every thread of the grid:
-  // the output's zero fill); empty: every thread runs the loop in full. A bound loop starts at
+  // the output's zero fill, a loop that is its own kernel); empty: every thread runs the loop in full. A bound loop starts at
   // its thread's index and strides by the number of threads (or blocks) on that index.
   std::string bind;
   int64_t bind_threads = 0;  // threads on a threadIdx/warp/grid index: the block's size along it
@@ -119,6 +119,9 @@ struct LoopAnnotations {
   // the warp adds them up in lane 0); empty: iterations write distinct entries.
   std::string bind_reduction;
   std::vector<std::string> bind_scalars;
+  // cuda: the loop is a kernel of its own, its iterations spread over every thread of the grid
+  // (the rest of a sum beside a blocked operand, whose rows are distinct output rows).
+  bool own_kernel = false;
 };
 
 // for (var = begin; var < end; ++var) body

@@ -221,6 +221,7 @@ class Stage2Dumper {
     }
     if (a.unroll) text += " unroll(" + std::to_string(a.unroll) + ")";
     if (!a.sequential_reason.empty()) text += " sequential";
+    if (a.own_kernel && a.bind.empty()) text += " own kernel";
     if (!a.bind.empty()) {
       text += " bind(" + a.bind;
       if (a.bind_threads) text += ", " + std::to_string(a.bind_threads) + " threads";

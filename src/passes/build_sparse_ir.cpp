@@ -1,6 +1,7 @@
 #include "passes/build_sparse_ir.h"
 
 #include <algorithm>
+#include <set>
 
 namespace spgen {
 namespace {
@@ -76,14 +77,20 @@ std::string block_loop_name(const std::string& var, BlockPart part) {
 // operands. A dense output is reached at the combined coordinates; an assembled one must
 // be blocked alike on every blocked index (its blocks are then appended in the block loops' order,
 // and their dense in-block levels are zeroed and written), and may block no other index.
+//
+// A gathered output (plan_output_blocks) must still be blocked alike where an operand's block
+// loops give an index: its blocks are keyed and filled by those loops.
 void check_blocked_output(const Config& config, const sparse::Program& program) {
   const sparse::SparseBuffer& output = program.output();
-  if (output.format.all_dense() || !output.shares_structure_with.empty() || output.gathered_level >= 0) return;
+  if (output.format.all_dense() || !output.shares_structure_with.empty()) return;
+  const bool gathered = output.gathered_level >= 0;
   for (size_t l = 0; l < output.format.levels.size(); ++l) {
     const std::string& var = output.indices[output.format.mode_order[l]];
     LevelBlock block = output.format.block(l);
     const sparse::BlockedVar* blocked = program.blocked(var);
+    if (blocked && blocked->tensor == output.tensor) continue;  // the output's own block loops
     if (block.part == BlockPart::None && !blocked) continue;
+    if (!blocked && gathered) continue;  // reached at its coordinate / and % the block
     if (!blocked) {
       // (Where no operand blocks any of its indices, plan_output_blocks gathered its blocks.)
       const sparse::BlockedVar* other = nullptr;
@@ -113,18 +120,82 @@ void check_blocked_output(const Config& config, const sparse::Program& program) 
   }
 }
 
+// The tensors of each term of a sum (a union of products); a divisor counts as none.
+std::vector<std::set<std::string>> tensor_terms(const ast::Expr& expr) {
+  switch (expr.kind) {
+    case ast::ExprKind::Access: return {{expr.access.tensor}};
+    case ast::ExprKind::Literal: return {{}};
+    case ast::ExprKind::Neg:
+    case ast::ExprKind::Div: return tensor_terms(*expr.lhs);
+    case ast::ExprKind::Mul: {
+      std::vector<std::set<std::string>> product;
+      for (const auto& a : tensor_terms(*expr.lhs))
+        for (const auto& b : tensor_terms(*expr.rhs)) {
+          std::set<std::string> both = a;
+          both.insert(b.begin(), b.end());
+          product.push_back(both);
+        }
+      return product;
+    }
+    case ast::ExprKind::Add:
+    case ast::ExprKind::Sub: {
+      std::vector<std::set<std::string>> sum = tensor_terms(*expr.lhs), right = tensor_terms(*expr.rhs);
+      sum.insert(sum.end(), right.begin(), right.end());
+      return sum;
+    }
+  }
+  return {{}};
+}
+
+// Some term of the sum holds an operand that stores one of `vars` in a sparse level but no
+// operand that blocks it as the block loops do (C bsr = A bsr + B csr: B's entries outside A's
+// blocks), so those loops cannot give every block of the output.
+bool has_term_outside_blocks(const ast::Spec& spec, const Config& config, const sparse::Program& program,
+                             const std::set<std::string>& vars) {
+  auto blocks = [&](const std::string& tensor, const std::string& var, bool sparse_only) {
+    const sparse::SparseBuffer& buffer = program.buffer(tensor);
+    const Format& format = config.format_of(tensor);
+    for (size_t l = 0; l < format.levels.size(); ++l) {
+      if (buffer.indices[format.mode_order[l]] != var) continue;
+      LevelBlock block = format.block(l);
+      if (sparse_only ? format.levels[l] != LevelKind::Dense
+                      : block.part == BlockPart::Block && block.size == program.blocked(var)->size)
+        return true;
+    }
+    return false;
+  };
+  for (const std::set<std::string>& term : tensor_terms(*spec.rhs))
+    for (const std::string& var : vars) {
+      bool blocked = std::any_of(term.begin(), term.end(), [&](const std::string& t) { return blocks(t, var, false); });
+      bool sparse = std::any_of(term.begin(), term.end(), [&](const std::string& t) { return blocks(t, var, true); });
+      if (sparse && !blocked) return true;
+    }
+  return false;
+}
+
 // An assembled output blocked on indices that no operand blocks (C bsr = A csr + B csr) drives
 // its blocks itself: the blocks of one parent position of its last sparse (compressed) level
 // are gathered whole in a workspace keyed by that level's coordinate (passes/lower_to_loops.cpp,
 // "a block-row workspace"). An index blocked above that level is split into loops (`i_blk` over
 // block rows, `i_in` inside one, as an operand's blocks would split it); the index of that level
 // stays one loop, its levels reached at its coordinate / and % the block (blocked apart).
+//
+// Operands that block some of its indices alike give those loops, and the workspace still
+// gathers the blocks where the operands' block loops cannot append them in order: where they
+// block only some of the output's blocked indices, or where a term without them (C bsr = A bsr +
+// B csr) puts entries outside their blocks (lower_to_loops.cpp: the rest of that term joins
+// each block row's workspace).
 void plan_output_blocks(const ast::Spec& spec, const Config& config, sparse::Program& program) {
   sparse::SparseBuffer& output = program.buffers.front();
   if (output.format.all_dense() || !output.shares_structure_with.empty() || !output.format.is_blocked()) return;
-  for (size_t l = 0; l < output.format.levels.size(); ++l)
-    if (output.format.block(l).part != BlockPart::None && program.blocked(output.indices[output.format.mode_order[l]]))
-      return;  // an operand drives this index's blocks (check_blocked_output)
+  std::set<std::string> by_operands, by_none;  // the output's blocked indices, by whether an operand blocks them
+  for (size_t l = 0; l < output.format.levels.size(); ++l) {
+    const std::string& var = output.indices[output.format.mode_order[l]];
+    if (output.format.block(l).part == BlockPart::None) continue;
+    (program.blocked(var) ? by_operands : by_none).insert(var);
+  }
+  if (by_none.empty() && !has_term_outside_blocks(spec, config, program, by_operands))
+    return;  // the operands' block loops drive and append its blocks (check_blocked_output)
   int gathered = -1;
   for (size_t l = 0; l < output.format.levels.size(); ++l)
     if (output.format.levels[l] != LevelKind::Dense) gathered = static_cast<int>(l);
@@ -138,7 +209,7 @@ void plan_output_blocks(const ast::Spec& spec, const Config& config, sparse::Pro
   for (size_t l = 0; l < output.format.levels.size(); ++l) {
     LevelBlock block = output.format.block(l);
     const std::string& var = output.indices[output.format.mode_order[l]];
-    if (block.part != BlockPart::Block || var == gathered_var) continue;
+    if (block.part != BlockPart::Block || var == gathered_var || by_operands.count(var)) continue;
     sparse::BlockedVar blocked{var, block_loop_name(var, BlockPart::Block), block_loop_name(var, BlockPart::InBlock),
                                block.size, output.tensor};
     for (const std::string& name : {blocked.outer, blocked.inner})
@@ -148,6 +219,7 @@ void plan_output_blocks(const ast::Spec& spec, const Config& config, sparse::Pro
                                                 " as an index variable; rename it");
     program.blocked_vars.push_back(blocked);
   }
+  if (by_operands.count(gathered_var)) return;  // keyed by the operands' block loop (j_blk)
   for (int id : output.axes)
     if (program.axes[id].mode_var == gathered_var) program.axes[id].index_var = gathered_var;  // now blocked_apart()
 }

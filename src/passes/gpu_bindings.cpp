@@ -23,7 +23,7 @@ constexpr int64_t kMaxBlockThreads = 1024;  // every GPU since compute capabilit
 bool is_zero_fill(const For& loop) { return loop.label.rfind("zero ", 0) == 0; }
 // An assemble phase's prefix sum over the counts: each iteration adds the one before.
 bool is_prefix_sum(const For& loop) { return loop.label.rfind("prefix sum", 0) == 0; }
-bool runs_as_own_kernel(const For& loop) { return is_zero_fill(loop) || is_prefix_sum(loop); }
+bool runs_as_own_kernel(const For& loop) { return is_zero_fill(loop) || is_prefix_sum(loop) || loop.annotations.own_kernel; }
 
 // A shuffle leaves a warp's sums in lane 0; a shared-memory reduction a block's in thread 0
 // (threadIdx.x == 0 either way).
@@ -379,8 +379,8 @@ class GpuBindings {
       const For* loop = as_for(s);
       if (!loop || !runs_as_own_kernel(*loop)) continue;
       LoopAnnotations a = loop->annotations;
-      a.bind = is_zero_fill(*loop) ? "grid" : "scan";
-      a.bind_threads = is_zero_fill(*loop) ? kZeroFillThreads : kMaxBlockThreads;
+      a.bind = is_prefix_sum(*loop) ? "scan" : "grid";
+      a.bind_threads = is_prefix_sum(*loop) ? kMaxBlockThreads : kZeroFillThreads;
       s = std::make_shared<For>(loop->label, loop->var, loop->begin, loop->end, loop->body, a);
     }
     func_.body = block(std::move(stmts));

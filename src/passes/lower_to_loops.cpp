@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
 #include <tuple>
+
+#include "ir/loop_ir_visitor.h"
 
 namespace spgen {
 
@@ -83,7 +86,11 @@ class Lowering {
     if (needs_zero_fill_) body.push_back(zero_fill());
     Stmt nest = loop_nest(0);
     body.push_back(workspaces_.empty() ? nest : std::make_shared<Allocate>(workspaces_, nest));
-    if (!outside_blocks_of_.empty()) body.push_back(lower_outside_blocks());
+    if (!outside_blocks_of_.empty() && !block_rows_) {
+      Stmt rest = lower_outside_blocks();
+      if (config_.target == Target::Cuda) append(body, statements_of(rest));  // its loop a top-level kernel
+      else body.push_back(rest);
+    }
     if (counting_) body.push_back(prefix_sum());
     func.body = block(std::move(body));
     return func;
@@ -448,11 +455,13 @@ class Lowering {
                           blocker + "'s format (" + program_.buffer(blocker).format.name + ") or make it dense");
       if (!located) continue;  // dense levels: a term without the blocker visits every block
       const std::string stored = stored_as(axis);
+      const std::vector<std::string> alike = blocked_alike(blocker);
       for (const Conjunction& term : terms) {
-        if (!term.count(axis.tensor) || term.count(blocker) || blocks_visit_every_coordinate(blocker)) continue;
+        bool with_blocks = std::any_of(alike.begin(), alike.end(), [&](const std::string& t) { return term.count(t) > 0; });
+        if (!term.count(axis.tensor) || with_blocks || blocks_visit_every_coordinate(blocker)) continue;
         std::string refusal = outside_blocks_refusal(blocker);
         if (refusal.empty()) {
-          outside_blocks_of_ = blocker;
+          outside_blocks_of_ = alike;
           continue;
         }
         throw_unsupported(axis.tensor + " stores index " + axis.mode_var + " " + stored + ", and " + blocker +
@@ -468,6 +477,31 @@ class Lowering {
     }
   }
 
+  // The operands whose blocks the loops of `blocker` visit: it, and those blocked alike, whose
+  // block levels merge with its own.
+  std::vector<std::string> blocked_alike(const std::string& blocker) const {
+    std::vector<std::string> alike = {blocker};
+    std::set<std::string> loops;
+    for (const sparse::BlockedVar& b : program_.blocked_vars)
+      if (b.tensor == blocker) loops.insert({b.outer, b.inner});
+    for (const sparse::SparseBuffer& buffer : program_.buffers) {
+      if (buffer.is_output || buffer.tensor == blocker || !buffer.shares_structure_with.empty()) continue;
+      for (int id : buffer.axes)
+        if (loops.count(program_.axes[id].index_var)) {
+          alike.push_back(buffer.tensor);
+          break;
+        }
+    }
+    return alike;
+  }
+
+  // "A", "A and E".
+  static std::string names(const std::vector<std::string>& tensors) {
+    std::string all;
+    for (size_t t = 0; t < tensors.size(); ++t) all += (t == 0 ? "" : t + 1 == tensors.size() ? " and " : ", ") + tensors[t];
+    return all;
+  }
+
   // The block loops of `blocker` visit every block (a term without a stored factor on them).
   bool blocks_visit_every_coordinate(const std::string& blocker) const {
     for (const sparse::BlockedVar& b : program_.blocked_vars)
@@ -478,27 +512,94 @@ class Lowering {
   // Why the entries of other operands outside `blocker`'s blocks cannot be lowered after the
   // blocks ("" if they can): the blocks' loops must visit exactly the blocker's blocks (so the
   // rest skips what they did), and the rest must be a plain kernel once the blocker is gone.
+  //
+  // A dense output is added into by the rest, after the block loops. An output whose blocks a
+  // block-row workspace gathers (plan_output_blocks) gets the rest's entries in the same
+  // workspace, inside each block row (rest_in_block_row): the loops over block rows must then
+  // visit every block row, and the output store no compressed level above its blocks.
   std::string outside_blocks_refusal(const std::string& blocker) const {
     const sparse::SparseBuffer& output = program_.output();
-    if (config_.target == Target::Cuda) return "not on the cuda target";
-    if (!output.format.all_dense() && assembled_ && output.format.is_blocked())
+    bool gathered = assembled_ && output.gathered_level >= 0;
+    if (!output.format.all_dense() && assembled_ && output.format.is_blocked() && !gathered)
       return "the output " + output.tensor + " is assembled in " + blocker + "'s block loops, and its blocks outside " +
              blocker + "'s would arrive after them; with " + blocker + " unblocked, a block-row workspace gathers them";
-    if (!output.format.all_dense()) return "the output is not dense";
+    if (!output.format.all_dense() && !gathered) return "the output is not dense";
+    if (gathered) {
+      for (int level = 0; level < output.gathered_level; ++level)
+        if (output.format.levels[level] != LevelKind::Dense)
+          return "the output " + output.tensor + " (" + output.format.name + ") stores its block rows in a " +
+                 level_kind_name(output.format.levels[level]) + " level, which the rest cannot share with " + blocker +
+                 "'s block loops; make that level dense (bsr)";
+      for (int d = 0; d <= gathered_row_depth(); ++d)
+        if (!visits_every_coordinate(d))
+          return "the loop " + program_.iteration.iterators[d].var + " over the output's block rows visits only " +
+                 blocker + "'s, but the other operands' entries lie in the others too; store " + blocker +
+                 "'s block rows dense (bsr)";
+    }
     if (!program_.iteration.fusions.empty()) return "a fuse";
     for (const sparse::BlockedVar& b : program_.blocked_vars)
-      if (b.tensor != blocker) return b.tensor + " blocks " + b.var + " too";
-    for (int id : program_.buffer(blocker).axes) {
-      const sparse::Axis& axis = program_.axes[id];
-      if (axis.kind == sparse::AxisKind::DenseFixed) continue;
-      if (axis.block_part != BlockPart::Block) return blocker + " stores " + axis.mode_var + " unblocked in a sparse level";
-      const LoopPlan& plan = plans_[program_.depth_of(axis.index_var)];
-      if (plan.kind != LoopKind::Driven || plan.stream() != id)
-        return "the loop over the blocks of " + axis.mode_var + " visits other operands' blocks too";
-    }
+      if (b.tensor != blocker && !(gathered && b.tensor == output.tensor)) return b.tensor + " blocks " + b.var + " too";
+    // Every loop over blocks visits exactly the blocks of the operands blocked alike (their
+    // union), or every block: the rest then skips what they hold.
+    const std::vector<std::string> alike = blocked_alike(blocker);
+    for (const std::string& tensor : alike)
+      for (int id : program_.buffer(tensor).axes) {
+        const sparse::Axis& axis = program_.axes[id];
+        if (axis.kind == sparse::AxisKind::DenseFixed) continue;
+        if (axis.block_part != BlockPart::Block) return tensor + " stores " + axis.mode_var + " unblocked in a sparse level";
+        int depth = program_.depth_of(axis.index_var);
+        const LoopPlan& plan = plans_[depth];
+        bool union_of_alike = std::all_of(plan.space.begin(), plan.space.end(), [&](const Conjunction& c) {
+          return c.size() == 1 && std::count(alike.begin(), alike.end(), *c.begin());
+        });
+        union_of_alike &= std::any_of(plan.space.begin(), plan.space.end(), [&](const Conjunction& c) { return c.count(tensor) > 0; });
+        if (!visits_every_coordinate(depth) && !union_of_alike)
+          return "the loop over the blocks of " + axis.mode_var +
+                 (alike.size() == 1 ? " visits other operands' blocks too"
+                                    : " visits other blocks than the union of those of " + names(alike) +
+                                          " (where they multiply, or other operands' blocks)");
+      }
+    std::string otherwise = blocked_otherwise();
     for (const sparse::Axis& axis : program_.axes)
-      if (axis.blocked_apart()) return axis.tensor + " is blocked otherwise";
+      if (axis.blocked_apart() && reads(axis.tensor) && axis.tensor != otherwise)
+        return axis.tensor + " is blocked otherwise" + (otherwise.empty() ? "" : ", as " + otherwise + " is");
+    if (!otherwise.empty() && gathered)
+      return otherwise + " is blocked otherwise, and its blocks would need block rows of their own";
+    if (!otherwise.empty()) {
+      const Format& mine = program_.buffer(blocker).format;
+      const Format& theirs = program_.buffer(otherwise).format;
+      bool same_shape = mine.mode_order == theirs.mode_order && mine.levels.size() == theirs.levels.size();
+      for (size_t l = 0; same_shape && l < mine.levels.size(); ++l) same_shape = mine.block(l).part == theirs.block(l).part;
+      if (!same_shape)
+        return otherwise + " is blocked otherwise, in levels that " + blocker + "'s block loops cannot visit in order";
+    }
     return "";
+  }
+
+  // The operand blocked otherwise than the loops (B bsr 4x4 beside A bsr 2x2), if any: its
+  // entries outside the blocks are the rest's, which follows its own blocks
+  // (lower_outside_blocks), so it may be the only one.
+  std::string blocked_otherwise() const {
+    for (const sparse::Axis& axis : program_.axes)
+      if (axis.blocked_apart() && reads(axis.tensor)) return axis.tensor;
+    return "";
+  }
+
+  // The expression reads the tensor (a rest keeps the blocked operands it skips, unread).
+  bool reads(const std::string& tensor) const {
+    for (const ast::Access* access : ast::collect_accesses(*program_.iteration.body))
+      if (access->tensor == tensor) return true;
+    return false;
+  }
+
+  // The depth of the loop that gives a gathered output's block row (its parent position of the
+  // gathered level), before plan_output: the deepest variable of the levels above.
+  int gathered_row_depth() const {
+    const sparse::SparseBuffer& output = program_.output();
+    int depth = -1;
+    for (int level = 0; level < output.gathered_level; ++level)
+      depth = std::max(depth, program_.depth_of(program_.axes[output.axes[level]].index_var));
+    return depth;
   }
 
   // "compressed", "in a dense-variable level", "in a compressed level blocked by 4".
@@ -1278,6 +1379,13 @@ class Lowering {
     Expr keys = axis_length(key_axis);
     block_offset_ = fresh_name("z");
     block_key_ = fresh_name(key_axis.mode_var + (key_axis.block_part == BlockPart::Block ? "_blk" : "_key"));
+    if (block_row_owner_) {  // a rest inside the owner's block row: its workspace
+      workspace_values_ = block_row_owner_->workspace_values_;
+      workspace_seen_ = block_row_owner_->workspace_seen_;
+      workspace_list_ = block_row_owner_->workspace_list_;
+      workspace_count_ = block_row_owner_->workspace_count_;
+      return;
+    }
     workspace_values_ = fresh_name(output.tensor + "_blocks");
     workspace_seen_ = fresh_name(output.tensor + "_seen");
     workspace_list_ = fresh_name(output.tensor + "_touched");
@@ -1331,8 +1439,13 @@ class Lowering {
   Stmt around_block_row(Stmt row_loops) {
     const sparse::SparseBuffer& output = program_.output();
     const sparse::Axis& key_axis = program_.axes[output.axes[output.gathered_level]];
+    std::string why = "no operand gives " + output.tensor + "'s blocks";
+    if (!outside_blocks_of_.empty()) why = blocks_of() + ", and the other operands' entries outside them";
+    else if (std::any_of(program_.blocked_vars.begin(), program_.blocked_vars.end(),
+                         [&](const sparse::BlockedVar& b) { return b.tensor != output.tensor; }))
+      why = "the operands give only some of " + output.tensor + "'s blocked indices";
     std::string what = "gather each block row of " + output.tensor + " by " + level_coordinate_prose(key_axis) +
-                       " in a workspace of whole blocks (no operand gives " + output.tensor + "'s blocks)";
+                       " in a workspace of whole blocks (" + why + ")";
     if (counting_) return block({std::make_shared<Comment>(what + "; count them"), row_loops});
     const std::string& cursor = positions_.at(output.tensor)[output.gathered_level].name;
     std::string t = fresh_name("t"), key = fresh_name(block_key_ + "_out");
@@ -1533,12 +1646,14 @@ class Lowering {
   }
 
   Stmt innermost_statement() const {
-    if (counting_) return write_output(nullptr);
-    Expr inner = product(inner_factors_);
-    Stmt statement = scalar_accumulator_ ? std::make_shared<Assign>(accumulator_, inner, true) : write_output(inner);
+    Stmt statement;
+    if (counting_) statement = write_output(nullptr);
+    else if (scalar_accumulator_) statement = std::make_shared<Assign>(accumulator_, product(inner_factors_), true);
+    else statement = write_output(product(inner_factors_));
     if (skip_blocks_of_.empty()) return statement;
-    // The blocks of the blocked operand were done before (lower_outside_blocks).
-    Expr in_blocks = presence(skip_blocks_of_);
+    // The blocks of the blocked operands were done before (lower_outside_blocks).
+    Expr in_blocks;
+    for (const std::string& tensor : skip_blocks_of_) in_blocks = logical_or(in_blocks, presence(tensor));
     return std::make_shared<If>(binary(BinOp::Eq, in_blocks, std::make_shared<IntImm>(0, ScalarType::Bool)), statement, nullptr);
   }
 
@@ -1548,25 +1663,180 @@ class Lowering {
   // whose loops follow B, locate A's block at each coordinate (as an operand blocked otherwise)
   // and skip the coordinate where A stores it. It adds into the output, zeroed before the blocks.
   Stmt lower_outside_blocks() {
+    sparse::Program rest = rest_program();
+    Lowering lowering(rest, config_, LoweringPhase::Compute, -1);
+    lowering.used_names_ = used_names_;
+    lowering.skip_blocks_of_ = skip_blocks_of_;  // (a rest's own rest skips both)
+    lowering.skip_blocks_of_.insert(lowering.skip_blocks_of_.end(), outside_blocks_of_.begin(), outside_blocks_of_.end());
+    LoweredFunc func = lowering.run();
+    used_names_.insert(lowering.used_names_.begin(), lowering.used_names_.end());
+    Stmt comment = std::make_shared<Comment>("the other operands outside " + blocks_of() + ", where " + zero() + ": " +
+                                             ast::to_string(*rest.iteration.body));
+    Stmt body = relabel_shared_loops(func.body);
+    if (config_.target != Target::Cuda) return block({comment, body});
+    // On the GPU the block loops' kernel would run the rest in every thread: the rest is a kernel
+    // of its own after it, its outer loop spread over the grid, which its iterations' distinct
+    // output rows allow.
+    std::vector<Stmt> top;
+    std::function<void(const Stmt&)> flatten = [&](const Stmt& s) {
+      if (s->kind == StmtKind::Block) for (const Stmt& t : static_cast<const Block&>(*s).stmts) flatten(t);
+      else top.push_back(s);
+    };
+    flatten(body);
+    const For* loop = top.size() == 1 ? as_for(top.front()) : nullptr;
+    const sparse::Iterator& outer = rest.iteration.iterators.front();
+    const LoopPlan& plan = lowering.plans_.front();
+    bool distinct_rows = !outer.is_reduction && (plan.kind == LoopKind::Dense ||
+                                                 (plan.kind == LoopKind::Driven && !lowering.repeats(rest.axes[plan.stream()])));
+    if (!loop || !distinct_rows)
+      throw_unsupported("the entries of " + names(rest_tensors(rest)) + " outside " + blocks_of() +
+                        " follow in a kernel of their own on the cuda target, one output row per iteration of its outer "
+                        "loop, but that loop (" + outer.var + ") " +
+                        (outer.is_reduction ? "sums" : "is a merge or repeats its rows") + "; run it on the cpu target");
+    LoopAnnotations annotations = loop->annotations;
+    annotations.own_kernel = true;
+    return block({comment, std::make_shared<For>(loop->label, loop->var, loop->begin, loop->end, loop->body, annotations)});
+  }
+
+  // The operands the rest reads.
+  static std::vector<std::string> rest_tensors(const sparse::Program& rest) {
+    std::vector<std::string> tensors;
+    for (const ast::Access* access : ast::collect_accesses(*rest.iteration.body))
+      if (std::find(tensors.begin(), tensors.end(), access->tensor) == tensors.end()) tensors.push_back(access->tensor);
+    return tensors;
+  }
+
+  // "A's blocks", "A's and E's blocks"; "A is zero", "A and E are zero".
+  std::string blocks_of() const {
+    std::vector<std::string> owners;
+    for (const std::string& t : outside_blocks_of_) owners.push_back(t + "'s");
+    return names(owners) + " blocks";
+  }
+  std::string zero() const { return names(outside_blocks_of_) + (outside_blocks_of_.size() > 1 ? " are zero" : " is zero"); }
+
+  // The same spec with the blocked operand gone (zero) and its blocks apart from the loops. A
+  // gathered output keeps the block loops of its indices that the blocked operand gave (i_blk,
+  // i_in, now the output's, as where no operand blocks it): they share the block row.
+  sparse::Program rest_program() {
     sparse::Program rest = program_;
+    const sparse::SparseBuffer& output = program_.output();
+    const bool gathered = block_rows_;
+    std::set<std::string> kept;  // the variables whose block loops the rest keeps
     rest.blocked_vars.clear();
+    const std::string& blocker = outside_blocks_of_.front();
+    auto removed = [&](const std::string& tensor) { return std::count(outside_blocks_of_.begin(), outside_blocks_of_.end(), tensor) > 0; };
+    for (const sparse::BlockedVar& b : program_.blocked_vars) {
+      if (b.tensor != blocker) rest.blocked_vars.push_back(b);
+      else if (gathered && !output_gathered_var(b.var)) rest.blocked_vars.push_back({b.var, b.outer, b.inner, b.size, output.tensor});
+      else continue;
+      kept.insert(b.var);
+    }
+    // An operand blocked otherwise gives the rest its block loops, in place of the blocker's (a
+    // dense output only: see outside_blocks_refusal), under the same names and in the same order.
+    const std::string otherwise = gathered ? "" : blocked_otherwise();
+    for (const sparse::BlockedVar& b : program_.blocked_vars) {
+      if (b.tensor != blocker || otherwise.empty()) continue;
+      for (sparse::Axis& axis : rest.axes)
+        if (axis.tensor == otherwise && axis.mode_var == b.var && axis.block_part != BlockPart::None) {
+          axis.index_var = axis.block_part == BlockPart::Block ? b.outer : b.inner;
+          if (axis.block_part == BlockPart::Block) rest.blocked_vars.push_back({b.var, b.outer, b.inner, axis.block, otherwise});
+        }
+      kept.insert(b.var);
+    }
     for (sparse::Axis& axis : rest.axes)
-      if (axis.tensor == outside_blocks_of_) axis.index_var = axis.mode_var;  // now blocked_apart()
-    rest.iteration.body = without(program_.iteration.body, outside_blocks_of_);
+      if (removed(axis.tensor) || (axis.tensor == output.tensor && axis.block_part != BlockPart::None &&
+                                                !kept.count(axis.mode_var)))
+        axis.index_var = axis.mode_var;  // now blocked_apart()
+    rest.iteration.body = program_.iteration.body;
+    for (const std::string& tensor : outside_blocks_of_) rest.iteration.body = without(rest.iteration.body, tensor);
     rest.iteration.accumulate = true;
     rest.iteration.iterators.clear();
     for (const sparse::Iterator& it : program_.iteration.iterators) {
       const sparse::BlockedVar* blocked = program_.blocked_loop(it.var);
-      if (!blocked) rest.iteration.iterators.push_back(it);
+      if (!blocked || blocked->tensor != blocker || kept.count(blocked->var)) rest.iteration.iterators.push_back(it);
       else if (it.var == blocked->inner) rest.iteration.iterators.push_back({blocked->var, it.is_reduction});
     }
-    Lowering lowering(rest, config_, LoweringPhase::Compute, -1);
+    // The block loops the rest keeps get names of their own (schedule ops find loops by name, and
+    // name the blocker's), but for those of the block row it shares.
+    std::set<std::string> shared;
+    for (int d = 0; gathered && d <= row_depth_; ++d) shared.insert(program_.iteration.iterators[d].var);
+    std::map<std::string, std::string> renamed;
+    for (sparse::BlockedVar& b : rest.blocked_vars)
+      for (std::string* loop : {&b.outer, &b.inner})
+        if (!shared.count(*loop)) {
+          if (!renamed.count(*loop)) renamed[*loop] = fresh_name(*loop);
+          *loop = renamed[*loop];
+        }
+    for (sparse::Axis& axis : rest.axes)
+      if (auto to = renamed.find(axis.index_var); to != renamed.end()) axis.index_var = to->second;
+    for (sparse::Iterator& it : rest.iteration.iterators)
+      if (auto to = renamed.find(it.var); to != renamed.end()) it.var = to->second;
+    return rest;
+  }
+
+  // The rest's loops named as this nest's (k in both, or i_in) get labels of their own: schedule
+  // ops find loops by label and mean this nest's; the rest's loops stay as lowered.
+  Stmt relabel_shared_loops(const Stmt& rest) {
+    struct Relabel : IRMutator {
+      Lowering& owner;
+      std::map<std::string, std::string> labels;
+      explicit Relabel(Lowering& o) : owner(o) {}
+      Stmt mutate_for(const For& node, const Stmt& self) override {
+        Stmt inner = IRMutator::mutate_for(node, self);
+        const auto& loops = owner.program_.iteration.iterators;
+        if (std::none_of(loops.begin(), loops.end(), [&](const sparse::Iterator& it) { return it.var == node.label; }))
+          return inner;
+        if (!labels.count(node.label)) labels[node.label] = owner.fresh_name(node.label);
+        const For& loop = static_cast<const For&>(*inner);
+        return std::make_shared<For>(labels[node.label], loop.var, loop.begin, loop.end, loop.body, loop.annotations);
+      }
+    } relabel(*this);
+    return relabel.mutate(rest);
+  }
+
+  // The variable of a gathered output's key level (its blocks' columns: j of j / c).
+  bool output_gathered_var(const std::string& var) const {
+    const sparse::SparseBuffer& output = program_.output();
+    return output.gathered_level >= 0 && program_.axes[output.axes[output.gathered_level]].mode_var == var;
+  }
+
+  // A gathered output's rest (C bsr = A bsr + B csr): the other operands' entries outside the
+  // blocked operand's blocks, lowered as rest_program says for the loops inside this block row
+  // (the loops down to the row are this one's), scattered into this block row's workspace.
+  Stmt rest_in_block_row() {
+    sparse::Program rest = rest_program();
+    Lowering lowering(rest, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
     lowering.used_names_ = used_names_;
     lowering.skip_blocks_of_ = outside_blocks_of_;
-    LoweredFunc func = lowering.run();
-    return block({std::make_shared<Comment>("the other operands outside " + outside_blocks_of_ + "'s blocks, where " +
-                                            outside_blocks_of_ + " is zero: " + ast::to_string(*rest.iteration.body)),
-                  func.body});
+    lowering.block_row_owner_ = this;
+    lowering.skip_blocks_of_.insert(lowering.skip_blocks_of_.begin(), skip_blocks_of_.begin(), skip_blocks_of_.end());
+    Stmt body = lowering.run_in_block_row();
+    used_names_.insert(lowering.used_names_.begin(), lowering.used_names_.end());
+    body = relabel_shared_loops(body);
+    return block({std::make_shared<Comment>("the other operands outside " + blocks_of() + ", where " + zero() +
+                                            ", into the same block row: " + ast::to_string(*rest.iteration.body)),
+                  body});
+  }
+
+  // The loops of a block row's rest, below the owner's loops down to the row (see rest_in_block_row).
+  Stmt run_in_block_row() {
+    reserve_names();
+    plan_loops();
+    check_fusions();
+    plan_positions();
+    plan_output();
+    const auto& mine = program_.iteration.iterators;
+    const auto& owners = block_row_owner_->program_.iteration.iterators;
+    bool same_rows = row_depth_ == block_row_owner_->row_depth_;
+    for (int d = 0; same_rows && d <= row_depth_; ++d) same_rows = mine[d].var == owners[d].var;
+    if (!same_rows)
+      throw_unsupported("the loops of " + program_.output().tensor + "'s block rows differ between " + names(skip_blocks_of_) +
+                        "'s blocks and the other operands' entries outside them, so they cannot share a block row; "
+                        "reorder so the block rows are outermost");
+    std::vector<Stmt> body;
+    for (int d = -1; d <= row_depth_; ++d) append(body, position_declares(d));
+    body.push_back(loop_nest(row_depth_ + 1));
+    return block(std::move(body));
   }
 
   // The expression with `tensor` read as zero (null: zero altogether).
@@ -1770,8 +2040,10 @@ class Lowering {
       body.push_back(innermost_statement());
       return block(std::move(body));
     }
-    if (scattered_ && depth - 1 == row_depth_ && !added_to_) {
-      body.push_back(block_rows_ ? around_block_row(loop_and_added_parts(depth)) : around_row(loop_and_added_parts(depth)));
+    if (scattered_ && depth - 1 == row_depth_ && !added_to_ && !block_row_owner_) {
+      if (block_rows_ && !outside_blocks_of_.empty())
+        body.push_back(around_block_row(block({loop_and_added_parts(depth), rest_in_block_row()})));
+      else body.push_back(block_rows_ ? around_block_row(loop_and_added_parts(depth)) : around_row(loop_and_added_parts(depth)));
       return block(std::move(body));
     }
     if (depth - 1 == output_depth_ && scalar_accumulator_ && counting_) {
@@ -2160,8 +2432,10 @@ class Lowering {
   bool adds_to_parent_sum_ = false;         // ... which sums the entry in a scalar: this adds into it
   ScalarType value_type_, index_type_;
   std::set<std::string> used_names_;
-  std::string outside_blocks_of_;  // a blocked operand whose blocks other operands' entries lie outside of
-  std::string skip_blocks_of_;     // lowering that rest: skip the coordinates in this operand's blocks
+  // The blocked operands (the first gives the block loops, the others are blocked alike) whose
+  // blocks other operands' entries lie outside of; lowering that rest, those whose blocks it skips.
+  std::vector<std::string> outside_blocks_of_, skip_blocks_of_;
+  const Lowering* block_row_owner_ = nullptr;  // ... inside this lowering's block row, into its workspace
   bool assembled_;  // the output's structure is built here (see LoweringPhase)
   bool scattered_ = false;  // ... and its rows are gathered in a workspace (see plan_workspace)
   bool block_rows_ = false;  // ... whole blocks of them, keyed by the gathered level (plan_block_workspace)

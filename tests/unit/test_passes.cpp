@@ -784,14 +784,29 @@ TEST_CASE("bsr: what is refused, with what works") {
   spgen::Compilation everywhere = compile("C(i,j) = A(i,j) + B(i,j) + D(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "D": {"format": "dense"}, "C": {"format": "dense"}}})");
   CHECK(contains(everywhere.stage2_dump, "# co-iterate j_blk: every coordinate, with cursors into A\n"));
   CHECK(!contains(everywhere.stage2_dump, "outside A's blocks"));
-  CHECK(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "dense"}}, "target": "cuda"})") ==
-        "c.json: /tensors: error: B stores index j compressed, and A splits it into blocks: B is then located inside A's "
-        "blocks (by binary search), which serves only terms that multiply it by A, and the entries of B outside them cannot "
-        "follow here (not on the cuda target); store B dense, or A unblocked (csr)\n");
-  CHECK(contains(error_of("C(i,j) = A(i,j) - B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "dense"}}})"),
-                 "c.json: /tensors: error: B stores index j in a compressed level blocked by 4, and A splits it into blocks"));
-  CHECK(contains(error_of("C(i,j) = A(i,j) - B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "dense"}}})"),
-                 "cannot follow here (B is blocked otherwise)"));
+  // On cuda the rest is a kernel of its own, a row per thread of the grid.
+  spgen::Compilation on_gpu = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "dense"}}, "target": "cuda"})");
+  CHECK(contains(on_gpu.stage2_dump, "  # the other operands outside A's blocks, where A is zero: B(i,j)\n  for i in [0, dim_i) bind(grid, 256 threads):\n"));
+  CHECK(contains(on_gpu.files[1].text, "// every thread of the grid over i\n"));
+  CHECK(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "coo"}, "C": {"format": "dense"}}, "target": "cuda"})") ==
+        "c.json: /tensors: error: the entries of B outside A's blocks follow in a kernel of their own on the cuda target, one "
+        "output row per iteration of its outer loop, but that loop (i) is a merge or repeats its rows; run it on the cpu target\n");
+  // The rest's loop over k is named apart from A's, so that a split of k transforms A's loop alone
+  // (it used to replace the rest's loop with a copy of A's).
+  spgen::Compilation split_k = compile("C(i,k) = (A(i,j) + B(i,j)) * X(j,k)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "X": {"format": "dense"}, "C": {"format": "dense"}},
+      "schedule": [{"op": "split", "var": "k", "factor": 4, "into": ["k0", "k1"]}]})");
+  CHECK(contains(split_k.stage2_dump, "        for k_2 at k in [0, dim_k):\n          let pC1_2: int64 = i * dim_k + k\n"));
+  CHECK(contains(split_k.stage2_dump, "C_vals[pC1_2] += B_vals[pB1_2] * X_vals[pX1_2]\n"));
+  // Blocked otherwise: the rest follows B's own blocks (loops of their own names), A located and skipped.
+  spgen::Compilation otherwise = compile("C(i,j) = A(i,j) - B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "dense"}}})");
+  CHECK(contains(otherwise.stage2_dump, "  # the other operands outside A's blocks, where A is zero: -B(i,j)\n  for i_blk_2 in [0, (dim_i + 3) / 4):\n"));
+  CHECK(contains(otherwise.stage2_dump, "        let i: int64 = i_blk_2 * 4 + i_in_2\n        let pA0_2: int64 = i / 2\n"));
+  CHECK(contains(otherwise.stage2_dump, "          if pA1_2_found == false:\n            C_vals[pC1_2] += -B_vals[pB3_2]\n"));
+  CHECK(error_of("C(i,j) = A(i,j) - B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": {"levels": [{"kind": "compressed", "floordiv": 4}, {"kind": "compressed", "floordiv": 4}, {"kind": "dense", "mod": 4}, {"kind": "dense", "mod": 4}], "order": [1, 0, 0, 1]}}, "C": {"format": "dense"}}})") ==
+        "c.json: /tensors: error: B stores index j in a compressed level blocked by 4, and A splits it into blocks: B is then "
+        "located inside A's blocks (by binary search), which serves only terms that multiply it by A, and the entries of B "
+        "outside them cannot follow here (B is blocked otherwise, in levels that A's block loops cannot visit in order); "
+        "store B dense, or A unblocked (csr)\n");
   CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "bsr", "block": [4, 4]}}})"),
                  "c.json: /tensors: error: output C would share the structure of B, but B is located inside A's blocks (by "
                  "arithmetic on its coordinate / and % its blocks)"));
@@ -801,11 +816,6 @@ TEST_CASE("bsr: what is refused, with what works") {
   CHECK(contains(located.stage2_dump, "# locate j in B by binary search (A splits j into blocks, so no cursor can follow it)\n"));
   CHECK(contains(located.stage2_dump, "let pB1_found: bool = pB1 < pB1_end && int64(B_crd1[pB1]) == j\n"));
   CHECK(contains(located.stage2_dump, "C_vals[pC1] = A_vals[pA3] * (pB1_found ? B_vals[pB1] : 0)"));
-  // An output blocked on j where no operand is, though an operand blocks i (C bsr from row blocks).
-  CHECK(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": {"levels": [{"kind": "dense", "floordiv": 2}, "compressed", {"kind": "dense", "mod": 2}], "order": [0, 1, 0]}}, "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})") ==
-        "c.json: /tensors/C/format: error: sparse output C (bsr) blocks index j, but no operand does, while A blocks index i: "
-        "an output's blocks come either from operands blocked alike on every index it blocks, or, where no operand blocks "
-        "any of them, from a block-row workspace; give an operand that block, or make C unblocked on j\n");
   CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [2, 2]}, "C": {"format": "bsr", "block": [2, 3]}}})"),
                  "c.json: /tensors/C/format: error: sparse output C blocks index j by 3, but A blocks it by 2; give them the same block"));
   // Found by fuzzing: an output in the searched operand's structure would miss its entries outside the blocks.
@@ -833,17 +843,68 @@ TEST_CASE("bsr: what is refused, with what works") {
           "schedule": [{"op": "vectorize", "var": "j_in"}]})");
   CHECK(contains(vectorized.stage2_dump, "for j_in in [0, min(4, dim_j - j_blk * 4)) vectorize"));
   CHECK(contains(assembled.stage2_dump, "for zero C at p in [0, int64(C_pos1[(dim_i + 1) / 2]) * 2 * 2)"));
-  // Beside a term without a blocked operand, the rest of B would need blocks the loops never visit.
-  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})"),
-                 "the entries of B outside them cannot follow here (the output C is assembled in A's block loops, and its "
-                 "blocks outside A's would arrive after them; with A unblocked, a block-row workspace gathers them); store B "
-                 "dense, or A unblocked (csr)\n"));
   CHECK(contains(error_of(kSpmv, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}}, "schedule": [{"op": "reorder", "order": ["j", "i"]}]})"),
                  "c.json: /schedule/0: error: reorder: index j is split into the loops j_blk and j_in by the blocked format of A"));
   CHECK(contains(error_of(kSpmv, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}}, "schedule": [{"op": "reorder", "order": ["i_in", "i_blk"]}]})"),
                  "this order puts j_blk outside i_blk, but A (bsr) stores j_blk in a level below i_blk"));
   CHECK(contains(error_of("y(i) = A(i,i_blk) * x(i_blk)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}}})"),
                  "the block loops of index i are named i_blk and i_in, but the spec already uses i_blk as an index variable"));
+}
+
+TEST_CASE("bsr output beside a term without the blocked operand: A's blocks and the rest share a block-row workspace") {
+  const char* add = "C(i,j) = A(i,j) + B(i,j)";
+  spgen::Compilation c = compile(add, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}},
+                                          "schedule": [{"op": "parallel", "var": "i_blk"}]})");
+  // A's block loops drive; C's blocks are gathered by A's block column.
+  CHECK(contains(c.stage1_dump, "output, blocks gathered by level 1 in a block-row workspace\n"));
+  CHECK(contains(c.stage1_dump, "over [i_blk: spatial, j_blk: spatial, i_in: spatial, j_in: spatial]"));
+  CHECK(contains(c.stage2_dump, "# gather each block row of C by j_blk in a workspace of whole blocks (A's blocks, and the other "
+                                "operands' entries outside them); append them sorted\n"));
+  CHECK(contains(c.stage2_dump, "C_blocks[j_blk * 4 + (i_in * 2 + j_in)] += A_vals[pA3] + (pB1_found ? B_vals[pB1] : 0)\n"));
+  // Then, in the same block row, B's entries outside A's blocks (A located at j / 2), into the same workspace.
+  CHECK(contains(c.stage2_dump, "      # the other operands outside A's blocks, where A is zero, into the same block row: B(i,j)\n"
+                                "      for i_in_2 in [0, min(2, dim_i - i_blk * 2)) sequential:\n"));
+  CHECK(contains(c.stage2_dump, "# locate j / 2 in A by binary search (to skip the blocks of A, done above)\n"));
+  CHECK(contains(c.stage2_dump, "          if pA1_2_found == false:\n            let j_blk_3: int64 = j / 2\n"
+                                "            if C_seen[j_blk_3] != i_blk:\n"));
+  CHECK(contains(c.stage2_dump, "C_blocks[j_blk_3 * 4 + (i_in_2 * 2 + j % 2)] += B_vals[pB1_2]\n"));
+  CHECK(contains(c.stage2_dump, "      sort C_touched[0, C_ntouched)\n"));
+  // The count phase skips A's blocks too (they were counted by A's loops).
+  size_t count_phase = c.stage2_dump.find("kernel sparse_add(");
+  CHECK(contains(c.stage2_dump.substr(0, count_phase), "if pA1_2_found == false:\n"));
+  // Operands that block only some of the output's blocked indices: A gives the block rows, a
+  // workspace keyed by j / 3 the block columns.
+  spgen::Compilation rows = compile(add, R"({"tensors": {"A": {"format": {"levels": [{"kind": "dense", "floordiv": 2}, "compressed", {"kind": "dense", "mod": 2}], "order": [0, 1, 0]}},
+      "B": {"format": {"levels": [{"kind": "dense", "floordiv": 2}, "compressed", {"kind": "dense", "mod": 2}], "order": [0, 1, 0]}}, "C": {"format": "bsr", "block": [2, 3]}}})");
+  CHECK(contains(rows.stage1_dump, "over [i_blk: spatial, j: spatial, i_in: spatial]"));
+  CHECK(contains(rows.stage2_dump, "# gather each block row of C by j / 3 in a workspace of whole blocks (the operands give only "
+                                   "some of C's blocked indices); append them sorted\n"));
+  CHECK(contains(rows.stage2_dump, "C_blocks[j_blk * 6 + (i_in * 3 + j % 3)] += (inA ? A_vals[pA2] : 0) + (inB ? B_vals[pB2] : 0)\n"));
+  // Blocked alike with no term outside the blocks: the block loops still append C's blocks in order.
+  spgen::Compilation alike = compile(add, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [2, 2]}, "C": {"format": "bsr", "block": [2, 2]}}})");
+  CHECK(!contains(alike.stage2_dump, "workspace"));
+  // Operands blocked alike: the rest lies outside the union of their blocks.
+  spgen::Compilation alike_rest = compile("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 3]}, "B": {"format": "bsr", "block": [2, 3]}, "D": {"format": "coo"}, "C": {"format": "bsr", "block": [2, 3]}}})");
+  CHECK(contains(alike_rest.stage2_dump, "# gather each block row of C by j_blk in a workspace of whole blocks (A's and B's blocks, and the other operands' entries outside them)"));
+  CHECK(contains(alike_rest.stage2_dump, "# the other operands outside A's and B's blocks, where A and B are zero, into the same block row: -(3 * D(i,j))\n"));
+  CHECK(contains(alike_rest.stage2_dump, "if (pA1_2_found || pB1_2_found) == false:\n"));
+  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j) + D(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [2, 2]}, "D": {"format": "csr"}, "C": {"format": "dense"}}})"),
+                 "cannot follow here (the loop over the blocks of j visits other blocks than the union of those of A and B (where "
+                 "they multiply, or other operands' blocks))"));
+  // Compressed block rows (block-DCSR): the loop over block rows visits every one, with a cursor into A's.
+  spgen::Compilation block_dcsr = compile(add, R"({"tensors": {"A": {"format": {"levels": [{"kind": "compressed", "floordiv": 2}, {"kind": "compressed", "floordiv": 2}, {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]}},
+      "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})");
+  CHECK(contains(block_dcsr.stage2_dump, "# co-iterate i_blk: every coordinate, with cursors into A\n"));
+  CHECK(contains(block_dcsr.stage2_dump, "if (pA0_2_found && pA1_2_found) == false:\n"));
+  // Refused: block rows stored compressed (block-DCSR), another operand blocked otherwise.
+  CHECK(contains(error_of(add, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"},
+      "C": {"format": {"levels": [{"kind": "compressed", "floordiv": 2}, {"kind": "compressed", "floordiv": 2}, {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]}}}})"),
+                 "cannot follow here (the output C (custom) stores its block rows in a compressed level, which the rest cannot "
+                 "share with A's block loops; make that level dense (bsr))"));
+  CHECK(contains(error_of(add, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "bsr", "block": [2, 2]}}})"),
+                 "cannot follow here (B is blocked otherwise, and its blocks would need block rows of their own)"));
+  CHECK(contains(error_of(add, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 3]}}})"),
+                 "c.json: /tensors/C/format: error: sparse output C blocks index j by 3, but A blocks it by 2; give them the same block"));
 }
 
 TEST_CASE("bsr output that no operand blocks: a block-row workspace gathers whole blocks") {
