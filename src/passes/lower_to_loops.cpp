@@ -808,7 +808,7 @@ class Lowering {
     for (int id : program_.structure_of(output).axes) some_entry_unvisited |= program_.axes[id].kind == sparse::AxisKind::SparseFixed;
     some_entry_unvisited |= !outside_blocks_of_.empty();  // the rest adds into the output
     needs_zero_fill_ = !assembled_ && !accumulate && (reduction_outside || some_entry_unvisited);
-    // Dense levels below a compressed (or ragged) one store every coordinate under an entry,
+    // Dense levels below a compressed (or ragged, or ELL) one store every coordinate under an entry,
     // written or not. So do the gaps of a ragged row.
     // So do an ELL row's slots past its entries (padding).
     if (assembled_ && !counting_)
@@ -820,8 +820,9 @@ class Lowering {
   }
 
   static bool dense_below_compressed_or_ragged(const Format& format) {
-    auto first = std::find_if(format.levels.begin(), format.levels.end(),
-                              [](LevelKind k) { return k == LevelKind::Compressed || k == LevelKind::DenseVariable; });
+    auto first = std::find_if(format.levels.begin(), format.levels.end(), [](LevelKind k) {
+      return k == LevelKind::Compressed || k == LevelKind::DenseVariable || k == LevelKind::SparseFixed;
+    });
     return std::find(first, format.levels.end(), LevelKind::Dense) != format.levels.end();
   }
 
@@ -1277,13 +1278,18 @@ class Lowering {
       if (output.format.block(l).part != BlockPart::None) return;  // blocked outputs have their own checks
     const std::string why = out_of_order_reason(output);
     if (why.empty()) return;
-    if (config_.target == Target::Cuda)
+    if (config_.target == Target::Cuda) {
+      const LevelKind entries = output.format.levels[entry_level(output.format)];
+      const bool last_appended = entries != LevelKind::Dense && entries != LevelKind::DenseVariable;
+      const bool ell_above = why.find("ELL level") != std::string::npos;
       throw CompileError(format_config_error(
           config_.file, "/tensors/" + output.tensor + "/format",
           "sparse output " + output.tensor + " (" + output.format.name + ") gets its entries out of order: " + why +
-              "; on the cpu target the kernel lists them and sorts the list, which the cuda target does not do yet; "
-              "reorder so the output's loops are outermost, or store " + output.tensor +
-              " with dense or dense-variable levels above its last one"));
+              "; the cpu target lists them, sorts the list and packs it, which the cuda target does not do yet: " +
+              (ell_above ? "keep " + output.tensor + "'s ELL level last"
+                         : "reorder so the output's loops are outermost, or store " + output.tensor +
+                               (last_appended ? " with dense or dense-variable levels only" : " with dense or dense-variable levels above its last one"))));
+    }
     listed_ = true;
     list_keys_ = fresh_name(output.tensor + "_keys");
     list_values_ = fresh_name(output.tensor + "_entries");
