@@ -141,6 +141,7 @@ GeneratedFile emit_cpu_source(const LoweredFunc& func, const GenerationContext& 
   if (uses_sort(func.body) ||
       std::any_of(assemble.begin(), assemble.end(), [](const LoweredFunc& phase) { return uses_sort(phase.body); }))
     file.text += std::string(*templates::lookup("cpu_sort.cpp.in")) + "\n";
+  if (uses_sort(func.body, true)) file.text += std::string(*templates::lookup("cpu_sort_entries.cpp.in")) + "\n";
   for (const LoweredFunc& phase : assemble) file.text += print_function(phase) + "\n";
   for (const LoweredFunc& part : parts) file.text += print_function(part, "static") + "\n";
   file.text += print_function(func);
