@@ -1249,6 +1249,15 @@ class Lowering {
     for (size_t level = 0; level < last; ++level)
       if (format.levels[level] == LevelKind::SparseFixed)
         return "it stores index " + program_.axes[output.axes[level]].index_var + " in an ELL level above its last one";
+    // A level stored below another whose loop is inside its own (a loop order discordant with
+    // the output's storage order, which the operands or a reorder impose).
+    for (size_t below = 1; below < format.levels.size(); ++below)
+      for (size_t above = 0; above < below; ++above) {
+        const std::string& outer = program_.axes[output.axes[below]].index_var;
+        const std::string& inner = program_.axes[output.axes[above]].index_var;
+        if (program_.depth_of(outer) < program_.depth_of(inner))
+          return "it stores index " + outer + " in a level below index " + inner + ", whose loop is inside " + outer + "'s";
+      }
     const LevelKind entries = format.levels[entry_level(format)];
     const bool last_appended = entries == LevelKind::Compressed || entries == LevelKind::CompressedNonUnique ||
                                entries == LevelKind::SparseFixed;
@@ -2263,6 +2272,14 @@ class Lowering {
 bool output_is_assembled(const sparse::Program& program) {
   const sparse::SparseBuffer& output = program.output();
   return !output.format.all_dense() && output.shares_structure_with.empty();
+}
+
+bool output_may_be_listed(const sparse::Program& program, const Config& config) {
+  const sparse::SparseBuffer& output = program.output();
+  if (!output_is_assembled(program) || output.gathered_level >= 0 || config.target != Target::Cpu) return false;
+  for (size_t l = 0; l < output.format.levels.size(); ++l)
+    if (output.format.block(l).part != BlockPart::None) return false;
+  return true;
 }
 
 std::vector<int> assembled_levels(const sparse::Program& program) {
