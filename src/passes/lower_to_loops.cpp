@@ -1425,6 +1425,10 @@ class Lowering {
       } else if (counted) {
         Stmt count = std::make_shared<Store>(axis.pos, count_slot, cast(index_type_, int64(1)), true);
         stmts.push_back(is_new ? std::make_shared<If>(is_new, count, nullptr) : count);
+      } else if (counting_ && l + 1 < stop && output_axis(l + 1).kind == sparse::AxisKind::SparseVariable) {
+        // A compressed level's positions count its distinct prefixes whatever its parent's are:
+        // counting further down, this level's are not needed.
+        continue;
       } else {
         // The next free position (compressed, COO), or the parent's next slot (ELL).
         std::string next = fresh_name("q" + output.tensor + std::to_string(l));
