@@ -730,6 +730,14 @@ class Lowering {
           // An ELL row starts at its first slot; its positions only say how many it needs.
           position.value = axis.kind == sparse::AxisKind::SparseFixed ? mul(parent, int64(axis.width))
                                                                       : cast(ScalarType::Int64, load(axis.pos, parent, index_type_));
+          // Under a ragged level, a coordinate past its row's largest one that holds entries has
+          // no position there (nothing is written under it): its cursor must not read past the
+          // pos array.
+          bool under_ragged = false;
+          for (size_t above = 0; above < level; ++above)
+            under_ragged |= program_.axes[buffer.axes[above]].kind == sparse::AxisKind::DenseVariable;
+          if (under_ragged && axis.kind != sparse::AxisKind::SparseFixed)
+            position.value = select(binary(BinOp::Lt, parent, structure_size(buffer, level)), position.value, int64(0));
           position.is_cursor = true;
         } else {
           if (!iterates_axis(depth, buffer.axes[level]))
@@ -949,12 +957,17 @@ class Lowering {
         const sparse::Axis& axis = program_.axes[program_.output().axes[open.level]];
         Expr slot = add(value_position(program_.output().tensor), int64(1));
         // Under a parent that is itself a cursor (the next free position), an empty last parent
-        // leaves the cursor one past the counts: only a coordinate that holds entries counts.
+        // leaves the cursor one past the counts; under a ragged level, a row is only as long as
+        // its largest coordinate that holds entries, so a larger one is past its positions: only
+        // a coordinate that holds entries counts.
         const std::vector<LevelPosition>& levels = positions_.at(program_.output().tensor);
+        bool under_ragged = false;
+        for (int above = 0; above < open.level; ++above)
+          under_ragged |= program_.axes[program_.output().axes[above]].kind == sparse::AxisKind::DenseVariable;
         if (axis.kind == sparse::AxisKind::DenseVariable) {
           Stmt lengthen = store_ragged_length(axis, slot);
           stmts.push_back(open.every_iteration ? lengthen : std::make_shared<If>(var(open.flag, ScalarType::Bool), lengthen, nullptr));
-        } else if (open.level > 0 && levels[open.level - 1].is_cursor && !open.every_iteration) {
+        } else if (open.level > 0 && (levels[open.level - 1].is_cursor || under_ragged) && !open.every_iteration) {
           stmts.push_back(std::make_shared<If>(var(open.flag, ScalarType::Bool),
                                                std::make_shared<Store>(axis.pos, slot, cast(index_type_, int64(1)), true), nullptr));
         } else {
