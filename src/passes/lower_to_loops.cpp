@@ -70,9 +70,9 @@ class Lowering {
     func.name = counting_ ? assemble_function_name(program_, counted_level_) : program_.kernel_name;
     reserve_names();
     plan_loops();
+    plan_listed();
     func.params = make_params();
     check_fusions();
-    plan_listed();
     plan_positions();
     plan_output();
     std::vector<Stmt> body;
@@ -250,8 +250,12 @@ class Lowering {
     }
     if (counting_) return;
     std::string entries = level_size_prose(output, static_cast<int>(output.axes.size()) - 1);
+    // Listed entries are keyed by their coordinates flattened in one 64-bit integer.
+    std::string listed = listed_ ? "; its entries are listed and sorted by their flattened coordinates, so the product of " +
+                                       output.tensor + "'s dimensions must be below 2^63"
+                                 : "";
     params.push_back(make_param(output.values, ParamKind::Values, value_type_, output.tensor, -1,
-                                "output " + output.tensor + "(" + join(output.indices) + "), one value per entry", entries));
+                                "output " + output.tensor + "(" + join(output.indices) + "), one value per entry" + listed, entries));
     params.back().is_const = false;
   }
 
