@@ -2081,17 +2081,16 @@ class Driver {
     }
   }
 
-  // Dense, compressed and ragged (dense-variable) levels, possibly ending in a COO segment (a
-  // compressed-nonunique level, then singletons) or in one ELL (sparse-fixed) level, not all
-  // dense: the shapes the kernels can assemble (is_assemblable in passes/build_sparse_ir.cpp).
+  // Dense, compressed, ragged (dense-variable) and ELL (sparse-fixed) levels, possibly ending in
+  // a COO segment (a compressed-nonunique level, then singletons), not all dense: the shapes the
+  // kernels can assemble (is_assemblable in passes/build_sparse_ir.cpp).
   static bool is_assembled_shape(const std::vector<Level>& levels) {
     bool in_coo_segment = false;
     for (size_t l = 0; l < levels.size(); ++l) {
-      const bool ell_last = levels[l] == Level::SparseFixed && l + 1 == levels.size();
       if (levels[l] == Level::CompressedNonUnique && !in_coo_segment) in_coo_segment = true;
       else if (in_coo_segment ? levels[l] != Level::Singleton
                               : levels[l] != Level::Dense && levels[l] != Level::Compressed &&
-                                    levels[l] != Level::DenseVariable && !ell_last)
+                                    levels[l] != Level::DenseVariable && levels[l] != Level::SparseFixed)
         return false;
     }
     return !all_dense(levels);

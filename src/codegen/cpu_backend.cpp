@@ -1,6 +1,7 @@
 #include "codegen/cpu_backend.h"
 
 #include <algorithm>
+#include <set>
 
 #include "codegen/abi_header.h"
 #include "codegen/c_printer.h"
@@ -19,10 +20,17 @@ class CpuStmtPrinter : public CStmtPrinter {
 
  protected:
   // A workspace's touched coordinates: the radix sort of templates/cpu_sort.cpp.in.
+  // With values: the list of an output's entries, keyed by their flattened coordinates.
   std::string print_sort(const Sort& sort, const std::string& indent) override {
     const bool from_start = is_const_int(sort.begin, 0);
-    return indent + "spgen_sort_coordinates(" + sort.buffer + ".data()" + (from_start ? "" : " + " + expr_.print(sort.begin)) +
-           ", " + (from_start ? expr_.print(sort.end) : expr_.print(sort.end) + " - " + expr_.print(sort.begin)) + ");\n";
+    const std::string offset = from_start ? "" : " + " + expr_.print(sort.begin);
+    const std::string count = from_start ? expr_.print(sort.end) : expr_.print(sort.end) + " - " + expr_.print(sort.begin);
+    growable_.erase(sort.buffer);  // sorted: its length is known, the stores that follow stay inside it
+    growable_.erase(sort.values);
+    if (!sort.values.empty())
+      return indent + "spgen_sort_entries(" + sort.buffer + ".data()" + offset + ", " + sort.values + ".data()" + offset + ", " +
+             count + ");\n";
+    return indent + "spgen_sort_coordinates(" + sort.buffer + ".data()" + offset + ", " + count + ");\n";
   }
 
   std::string loop_preamble(const For& loop, const std::string& indent) const override {
@@ -52,8 +60,14 @@ class CpuStmtPrinter : public CStmtPrinter {
     return out;
   }
 
+  // A growable list doubles its length when a store reaches past its end.
   std::string print_store(const Store& store, const std::string& indent) override {
     std::string text = CStmtPrinter::print_store(store, indent);
+    if (growable_.count(store.buffer)) {
+      const std::string at = expr_.print(store.index);
+      text = indent + "if (" + at + " >= static_cast<int64_t>(" + store.buffer + ".size())) " + store.buffer + ".resize(2 * " + at +
+             " + 64);\n" + text;
+    }
     return store.atomic ? indent + "#pragma omp atomic\n" + text : text;
   }
 
@@ -61,6 +75,8 @@ class CpuStmtPrinter : public CStmtPrinter {
   // them inside it, and share the loop's iterations with `omp for`. Statements after the loop
   // (a private copy's combine) run in every thread.
   std::string print_allocate(const Allocate& node, int depth) override {
+    for (const Workspace& w : node.buffers)
+      if (w.growable) growable_.insert(w.name);
     std::vector<Stmt> stmts = statements_of(node.body);
     const For* loop = stmts.empty() ? nullptr : as_for(stmts.front());
     if (!loop || !loop->annotations.parallel) return CStmtPrinter::print_allocate(node, depth);
@@ -74,6 +90,7 @@ class CpuStmtPrinter : public CStmtPrinter {
 
  private:
   bool in_parallel_region_ = false;
+  std::set<std::string> growable_;  // the lists being appended to (names are unique in a function)
 };
 
 // Array parameters are read through loads, sizes through variables; an assemble phase reads no
@@ -124,6 +141,7 @@ GeneratedFile emit_cpu_source(const LoweredFunc& func, const GenerationContext& 
   if (uses_sort(func.body) ||
       std::any_of(assemble.begin(), assemble.end(), [](const LoweredFunc& phase) { return uses_sort(phase.body); }))
     file.text += std::string(*templates::lookup("cpu_sort.cpp.in")) + "\n";
+  if (uses_sort(func.body, true)) file.text += std::string(*templates::lookup("cpu_sort_entries.cpp.in")) + "\n";
   for (const LoweredFunc& phase : assemble) file.text += print_function(phase) + "\n";
   for (const LoweredFunc& part : parts) file.text += print_function(part, "static") + "\n";
   file.text += print_function(func);

@@ -201,6 +201,10 @@ struct Workspace {
   // cuda: an array in the block's shared memory, which every thread of the block reads (a tile
   // of an operand, `cache`); not initialised. `size` is computable on the host (sizes only).
   bool shared = false;
+  // cpu: a list the kernel appends to, whose length is only known once the loops are done (an
+  // output's entries listed out of order): it starts empty and grows as stores reach its end,
+  // until it is sorted.
+  bool growable = false;
 };
 
 struct Allocate : StmtNode {
@@ -209,11 +213,14 @@ struct Allocate : StmtNode {
   Allocate(std::vector<Workspace> b, Stmt s) : StmtNode(StmtKind::Allocate), buffers(std::move(b)), body(std::move(s)) {}
 };
 
-// Sorts buffer[begin, end) in increasing order (a workspace's list of touched coordinates).
+// Sorts buffer[begin, end) in increasing order (a workspace's list of touched coordinates);
+// with `values`, moves values[begin, end) along with their keys (a list of an output's entries).
 struct Sort : StmtNode {
   std::string buffer;
   Expr begin, end;
-  Sort(std::string b, Expr x, Expr y) : StmtNode(StmtKind::Sort), buffer(std::move(b)), begin(std::move(x)), end(std::move(y)) {}
+  std::string values;
+  Sort(std::string b, Expr x, Expr y, std::string v = "")
+      : StmtNode(StmtKind::Sort), buffer(std::move(b)), begin(std::move(x)), end(std::move(y)), values(std::move(v)) {}
 };
 
 // callee(args...): a decomposition's executor running one part's kernel (passes/build_executor.h).

@@ -177,8 +177,8 @@ class Stage2Dumper {
         out += pad + "allocate";
         for (size_t b = 0; b < node.buffers.size(); ++b) {
           const Workspace& w = node.buffers[b];
-          out += std::string(b ? ", " : " ") + (w.local ? "local " : "") + (w.shared ? "shared " : "") + w.name + ": " + scalar_type_name(w.type) +
-                 (w.vector ? " vectors" : "") +
+          out += std::string(b ? ", " : " ") + (w.local ? "local " : "") + (w.shared ? "shared " : "") +
+                 (w.growable ? "growable " : "") + w.name + ": " + scalar_type_name(w.type) + (w.vector ? " vectors" : "") +
                  "[" + printer.print(w.size) + "]" + (w.init ? " = " + printer.print(w.init) : "");
         }
         out += ":\n";
@@ -187,7 +187,8 @@ class Stage2Dumper {
       }
       case StmtKind::Sort: {
         const auto& node = static_cast<const Sort&>(*s);
-        out += pad + "sort " + node.buffer + "[" + printer.print(node.begin) + ", " + printer.print(node.end) + ")\n";
+        out += pad + "sort " + node.buffer + "[" + printer.print(node.begin) + ", " + printer.print(node.end) + ")" +
+               (node.values.empty() ? "" : " with " + node.values) + "\n";
         return;
       }
       case StmtKind::Barrier:

@@ -269,11 +269,13 @@ bool uses_vectors(const Stmt& stmt) {
   return finder.found;
 }
 
-bool uses_sort(const Stmt& stmt) {
+bool uses_sort(const Stmt& stmt, bool with_values) {
   struct Finder : IRVisitor {
+    bool with_values = false;
     bool found = false;
-    void visit_sort(const Sort&) override { found = true; }
+    void visit_sort(const Sort& node) override { found |= !with_values || !node.values.empty(); }
   } finder;
+  finder.with_values = with_values;
   finder.visit(stmt);
   return finder.found;
 }

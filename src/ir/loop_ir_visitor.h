@@ -113,8 +113,9 @@ class FindLoops : public IRVisitor {
 // workspaces, or lane sums. Its generated file then needs the vector helpers.
 bool uses_vectors(const Stmt& stmt);
 
-// Whether a statement sorts a workspace (a scattered output's touched coordinates).
-bool uses_sort(const Stmt& stmt);
+// Whether a statement sorts a workspace (a scattered output's touched coordinates); with
+// `with_values`, a list of keys with their values (an output's listed entries).
+bool uses_sort(const Stmt& stmt, bool with_values = false);
 
 // Names of all variables an expression reads.
 std::vector<std::string> vars_read(const Expr& expr);

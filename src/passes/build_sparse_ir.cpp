@@ -44,20 +44,19 @@ void top_level_factors(const ast::ExprPtr& expr, std::vector<const ast::Expr*>& 
 
 // Outputs whose structure the kernel builds itself (count, prefix sum, fill, level by level;
 // Driver::is_assembled_shape in templates/spgen_run_runtime.hpp is its twin):
-// dense, compressed and ragged (dense-variable) levels, whose entries can be appended in loop
-// order (a ragged row is sized by its largest coordinate that holds entries, and located, not
-// appended), possibly ending in a COO segment (one compressed-nonunique level, then singletons:
-// one position per entry) or in one ELL (sparse-fixed) level, whose rows are counted so that the
-// caller can check the width before the fill.
+// dense, compressed, ragged (dense-variable) and ELL (sparse-fixed) levels, whose entries can be
+// appended in loop order (a ragged row is sized by its largest coordinate that holds entries, and
+// located, not appended; an ELL level's rows are counted so that the caller can check the width
+// before the fill; above the last level, its entries are listed and sorted first), possibly
+// ending in a COO segment (one compressed-nonunique level, then singletons: one position per entry).
 bool is_assemblable(const Format& format) {
   bool in_coo_segment = false;
   for (size_t l = 0; l < format.levels.size(); ++l) {
     LevelKind kind = format.levels[l];
-    bool ell_last = kind == LevelKind::SparseFixed && l + 1 == format.levels.size();
     if (kind == LevelKind::CompressedNonUnique && !in_coo_segment) in_coo_segment = true;
     else if (in_coo_segment ? kind != LevelKind::Singleton
                             : kind != LevelKind::Dense && kind != LevelKind::Compressed &&
-                                  kind != LevelKind::DenseVariable && !ell_last)
+                                  kind != LevelKind::DenseVariable && kind != LevelKind::SparseFixed)
       return false;
   }
   return !format.all_dense();
@@ -299,9 +298,9 @@ sparse::Program build_sparse_ir(const ast::Spec& spec, const Config& config) {
         throw CompileError(format_config_error(
             config.file, "/tensors/" + buffer.tensor + "/format",
             "sparse output " + buffer.tensor + " (" + buffer.format.name +
-                ") cannot be assembled: an output is assembled when its levels are dense, compressed and dense-variable ones "
-                "(csr, dcsr, csf, sv, ragged, ...), possibly ending in one compressed-nonunique level and singletons (coo) or in "
-                "one sparse-fixed level (ell), or it shares the structure of an input with the same format and indices "
+                ") cannot be assembled: an output is assembled when its levels are dense, compressed, dense-variable and "
+                "sparse-fixed ones (csr, dcsr, csf, sv, ragged, ell, ...), possibly ending in one compressed-nonunique level "
+                "and singletons (coo), or it shares the structure of an input with the same format and indices "
                 "that multiplies the whole right-hand side (as X does in SDDMM)"));
     }
     if (buffer.shares_structure_with.empty()) {  // else its axes are filled in below

@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "passes/lower_to_loops.h"
+
 namespace spgen {
 
 namespace {
@@ -46,6 +48,37 @@ std::vector<sparse::OrderConstraint> soft_order_preferences(const sparse::Progra
                                          "compressed level inside its parents"));
 }
 
+// The loop order that places every loop after its hard predecessors, each time the one with
+// fewest unplaced soft predecessors (ties keep spec order: deterministic), or empty if none does.
+std::vector<sparse::Iterator> order_loops(const sparse::Program& program, const std::vector<sparse::OrderConstraint>& hard,
+                                          const std::vector<sparse::OrderConstraint>& soft, std::set<std::string>& placed) {
+  std::vector<sparse::Iterator> remaining = program.iteration.iterators;
+  std::vector<sparse::Iterator> ordered;
+  placed.clear();
+  auto unplaced_predecessors = [&](const std::vector<sparse::OrderConstraint>& edges, const std::string& var) {
+    int count = 0;
+    for (const sparse::OrderConstraint& e : edges)
+      if (e.after == var && e.before != var && !placed.count(e.before)) ++count;
+    return count;
+  };
+  while (!remaining.empty()) {
+    int best = -1, best_soft = 0;
+    for (size_t r = 0; r < remaining.size(); ++r) {
+      if (unplaced_predecessors(hard, remaining[r].var) > 0) continue;
+      int soft_count = unplaced_predecessors(soft, remaining[r].var);
+      if (best < 0 || soft_count < best_soft) {
+        best = static_cast<int>(r);
+        best_soft = soft_count;
+      }
+    }
+    if (best < 0) return {};
+    placed.insert(remaining[best].var);
+    ordered.push_back(remaining[best]);
+    remaining.erase(remaining.begin() + best);
+  }
+  return ordered;
+}
+
 }  // namespace
 
 void infer_loop_order(sparse::Program& program, const Config& config) {
@@ -56,32 +89,18 @@ void infer_loop_order(sparse::Program& program, const Config& config) {
     c.after = loop_of(program, c.after);
   }
   std::vector<sparse::OrderConstraint> soft = soft_order_preferences(program);
-  std::vector<sparse::Iterator> remaining = program.iteration.iterators;
-  std::vector<sparse::Iterator> ordered;
   std::set<std::string> placed;
-  auto unplaced_predecessors = [&](const std::vector<sparse::OrderConstraint>& edges, const std::string& var) {
-    int count = 0;
-    for (const sparse::OrderConstraint& e : edges)
-      if (e.after == var && e.before != var && !placed.count(e.before)) ++count;
-    return count;
-  };
-  while (!remaining.empty()) {
-    // Among loops whose hard predecessors are placed, take the one with fewest unplaced soft
-    // predecessors; ties keep spec order (deterministic).
-    int best = -1, best_soft = 0;
-    for (size_t r = 0; r < remaining.size(); ++r) {
-      if (unplaced_predecessors(hard, remaining[r].var) > 0) continue;
-      int soft_count = unplaced_predecessors(soft, remaining[r].var);
-      if (best < 0 || soft_count < best_soft) {
-        best = static_cast<int>(r);
-        best_soft = soft_count;
-      }
-    }
-    if (best < 0) fail_conflicting_orders(hard, placed, config);
-    placed.insert(remaining[best].var);
-    ordered.push_back(remaining[best]);
-    remaining.erase(remaining.begin() + best);
+  std::vector<sparse::Iterator> ordered = order_loops(program, hard, soft, placed);
+  // An output stored against the operands' order (dcsc from csr operands) has its entries
+  // listed and sorted (passes/lower_to_loops.cpp): only the operands' orders are hard then.
+  if (ordered.empty() && output_may_be_listed(program, config)) {
+    std::vector<sparse::OrderConstraint> operands;
+    for (const sparse::OrderConstraint& c : hard)
+      if (c.tensor != program.output().tensor) operands.push_back(c);
+    std::set<std::string> placed_without_output;
+    ordered = order_loops(program, operands, soft, placed_without_output);
   }
+  if (ordered.empty()) fail_conflicting_orders(hard, placed, config);
   program.iteration.iterators = ordered;
 }
 

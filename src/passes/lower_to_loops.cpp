@@ -76,6 +76,7 @@ class Lowering {
     func.name = counting_ ? assemble_function_name(program_, counted_level_) : program_.kernel_name;
     reserve_names();
     plan_loops();
+    plan_listed();
     func.params = make_params();
     check_fusions();
     plan_positions();
@@ -85,6 +86,7 @@ class Lowering {
     if (counting_) body.push_back(clear_counts());
     if (needs_zero_fill_) body.push_back(zero_fill());
     Stmt nest = loop_nest(0);
+    if (listed_) nest = list_and_pack(nest);
     body.push_back(workspaces_.empty() ? nest : std::make_shared<Allocate>(workspaces_, nest));
     if (!outside_blocks_of_.empty() && !block_rows_) {
       Stmt rest = lower_outside_blocks();
@@ -259,8 +261,12 @@ class Lowering {
     }
     if (counting_) return;
     std::string entries = level_size_prose(output, static_cast<int>(output.axes.size()) - 1);
+    // Listed entries are keyed by their coordinates flattened in one 64-bit integer.
+    std::string listed = listed_ ? "; its entries are listed and sorted by their flattened coordinates, so the product of " +
+                                       output.tensor + "'s dimensions must be below 2^63"
+                                 : "";
     params.push_back(make_param(output.values, ParamKind::Values, value_type_, output.tensor, -1,
-                                "output " + output.tensor + "(" + join(output.indices) + "), one value per entry", entries));
+                                "output " + output.tensor + "(" + join(output.indices) + "), one value per entry" + listed, entries));
     params.back().is_const = false;
   }
 
@@ -786,6 +792,7 @@ class Lowering {
     for (const sparse::SparseBuffer& buffer : program_.buffers) {
       if (!buffer.shares_structure_with.empty()) continue;
       std::vector<LevelPosition>& levels = positions_[buffer.tensor];
+      if (buffer.is_output && listed_) continue;  // its entries are listed, then packed (list_and_pack)
       Expr parent = int64(0);
       int parent_depth = -1;
       std::string found_above;  // the flag of the nearest level above located inside the blocks
@@ -848,6 +855,14 @@ class Lowering {
           // An ELL row starts at its first slot; its positions only say how many it needs.
           position.value = axis.kind == sparse::AxisKind::SparseFixed ? mul(parent, int64(axis.width))
                                                                       : cast(ScalarType::Int64, load(axis.pos, parent, index_type_));
+          // Under a ragged level, a coordinate past its row's largest one that holds entries has
+          // no position there (nothing is written under it): its cursor must not read past the
+          // pos array.
+          bool under_ragged = false;
+          for (size_t above = 0; above < level; ++above)
+            under_ragged |= program_.axes[buffer.axes[above]].kind == sparse::AxisKind::DenseVariable;
+          if (under_ragged && axis.kind != sparse::AxisKind::SparseFixed)
+            position.value = select(binary(BinOp::Lt, parent, structure_size(buffer, level)), position.value, int64(0));
           position.is_cursor = true;
         } else {
           if (!iterates_axis(depth, buffer.axes[level]))
@@ -909,7 +924,8 @@ class Lowering {
                  (!counting_ || counted_level_ == entry_level(output.format));
     block_rows_ = assembled_ && output.gathered_level >= 0 && (!counting_ || counted_level_ == output.gathered_level);
     scattered_ |= block_rows_;
-    if (assembled_) plan_open_levels(output);
+    if (listed_) scattered_ = block_rows_ = false;
+    if (assembled_ && !listed_) plan_open_levels(output);
     if (block_rows_) plan_block_workspace(output);
     else if (scattered_) plan_workspace(output);
     output_overwrites_ = !accumulate && !reduction_outside;
@@ -925,7 +941,7 @@ class Lowering {
     for (int id : program_.structure_of(output).axes) some_entry_unvisited |= program_.axes[id].kind == sparse::AxisKind::SparseFixed;
     some_entry_unvisited |= !outside_blocks_of_.empty();  // the rest adds into the output
     needs_zero_fill_ = !assembled_ && !accumulate && (reduction_outside || some_entry_unvisited);
-    // Dense levels below a compressed (or ragged) one store every coordinate under an entry,
+    // Dense levels below a compressed (or ragged, or ELL) one store every coordinate under an entry,
     // written or not. So do the gaps of a ragged row.
     // So do an ELL row's slots past its entries (padding).
     if (assembled_ && !counting_)
@@ -937,8 +953,9 @@ class Lowering {
   }
 
   static bool dense_below_compressed_or_ragged(const Format& format) {
-    auto first = std::find_if(format.levels.begin(), format.levels.end(),
-                              [](LevelKind k) { return k == LevelKind::Compressed || k == LevelKind::DenseVariable; });
+    auto first = std::find_if(format.levels.begin(), format.levels.end(), [](LevelKind k) {
+      return k == LevelKind::Compressed || k == LevelKind::DenseVariable || k == LevelKind::SparseFixed;
+    });
     return std::find(first, format.levels.end(), LevelKind::Dense) != format.levels.end();
   }
 
@@ -1065,12 +1082,17 @@ class Lowering {
         const sparse::Axis& axis = program_.axes[program_.output().axes[open.level]];
         Expr slot = add(value_position(program_.output().tensor), int64(1));
         // Under a parent that is itself a cursor (the next free position), an empty last parent
-        // leaves the cursor one past the counts: only a coordinate that holds entries counts.
+        // leaves the cursor one past the counts; under a ragged level, a row is only as long as
+        // its largest coordinate that holds entries, so a larger one is past its positions: only
+        // a coordinate that holds entries counts.
         const std::vector<LevelPosition>& levels = positions_.at(program_.output().tensor);
+        bool under_ragged = false;
+        for (int above = 0; above < open.level; ++above)
+          under_ragged |= program_.axes[program_.output().axes[above]].kind == sparse::AxisKind::DenseVariable;
         if (axis.kind == sparse::AxisKind::DenseVariable) {
           Stmt lengthen = store_ragged_length(axis, slot);
           stmts.push_back(open.every_iteration ? lengthen : std::make_shared<If>(var(open.flag, ScalarType::Bool), lengthen, nullptr));
-        } else if (open.level > 0 && levels[open.level - 1].is_cursor && !open.every_iteration) {
+        } else if (open.level > 0 && (levels[open.level - 1].is_cursor || under_ragged) && !open.every_iteration) {
           stmts.push_back(std::make_shared<If>(var(open.flag, ScalarType::Bool),
                                                std::make_shared<Store>(axis.pos, slot, cast(index_type_, int64(1)), true), nullptr));
         } else {
@@ -1216,6 +1238,7 @@ class Lowering {
 
   Stmt write_output(Expr value) const {
     const sparse::SparseBuffer& output = program_.output();
+    if (listed_) return list_entry(std::move(value));
     if (!assembled_)
       return std::make_shared<Store>(output.values, value_position(output.tensor), std::move(value), !output_overwrites_);
     if (block_rows_) return scatter_into_block(std::move(value));
@@ -1347,6 +1370,246 @@ class Lowering {
     return block(std::move(stmts));
   }
 
+  // ---- a list of the output's entries ----
+  // An assembled output whose entries the loops produce out of storage order: a summed loop sits
+  // outside a compressed level above the last (C = A^T B with A csr and C dcsr: the loop order
+  // is k, i, j, so each row i comes back for every k), outside the rows of a last level that is
+  // appended to (C csr there: no row is finished before the next begins), or a loop repeats the
+  // coordinates of such a level; or an ELL level sits above the last one (its slots hold the
+  // first W distinct coordinates of each parent, which only a sorted view gives). Then no cursor
+  // or row workspace can follow the entries: the loops list each entry as (key, value), the key
+  // being its coordinates flattened in storage order, the list is sorted by key, repeats are
+  // summed, and the sorted list is packed level by level (as the pack routines do from COO).
+  // Each phase does so: an assemble phase counts its level's entries per parent from the list.
+  // Returns why, or "" when the entries come in order.
+  std::string out_of_order_reason(const sparse::SparseBuffer& output) const {
+    const Format& format = output.format;
+    const size_t last = format.levels.size() - 1;
+    for (size_t level = 0; level < last; ++level)
+      if (format.levels[level] == LevelKind::SparseFixed)
+        return "it stores index " + program_.axes[output.axes[level]].index_var + " in an ELL level above its last one";
+    // A level stored below another whose loop is inside its own (a loop order discordant with
+    // the output's storage order, which the operands or a reorder impose).
+    for (size_t below = 1; below < format.levels.size(); ++below)
+      for (size_t above = 0; above < below; ++above) {
+        const std::string& outer = program_.axes[output.axes[below]].index_var;
+        const std::string& inner = program_.axes[output.axes[above]].index_var;
+        if (program_.depth_of(outer) < program_.depth_of(inner))
+          return "it stores index " + outer + " in a level below index " + inner + ", whose loop is inside " + outer + "'s";
+      }
+    const LevelKind entries = format.levels[entry_level(format)];
+    const bool last_appended = entries == LevelKind::Compressed || entries == LevelKind::CompressedNonUnique ||
+                               entries == LevelKind::SparseFixed;
+    for (size_t level = 0; level < last; ++level) {
+      const sparse::Axis& axis = program_.axes[output.axes[level]];
+      const bool appended = axis.kind == sparse::AxisKind::SparseVariable;
+      if (!appended && !last_appended) continue;  // dense and ragged levels are located
+      const int depth = program_.depth_of(axis.index_var);
+      for (int d = 0; d < depth; ++d)
+        if (program_.iteration.iterators[d].is_reduction)
+          return "it is summed over " + program_.iteration.iterators[d].var + " outside its " +
+                 (appended ? "compressed level " + std::to_string(level) : "rows") + " (index " + axis.index_var + ")";
+      if (appended && static_cast<int>(level) < entry_level(format))
+        for (int id : plans_[depth].axes)
+          if (repeats(program_.axes[id]))
+            return "the loop over " + axis.index_var + " visits each coordinate once per entry of " + program_.axes[id].tensor +
+                   " (a non-unique level)";
+    }
+    return "";
+  }
+
+  void plan_listed() {
+    if (!assembled_) return;
+    const sparse::SparseBuffer& output = program_.output();
+    if (output.gathered_level >= 0) return;
+    for (size_t l = 0; l < output.format.levels.size(); ++l)
+      if (output.format.block(l).part != BlockPart::None) return;  // blocked outputs have their own checks
+    const std::string why = out_of_order_reason(output);
+    if (why.empty()) return;
+    if (config_.target == Target::Cuda) {
+      const LevelKind entries = output.format.levels[entry_level(output.format)];
+      const bool last_appended = entries != LevelKind::Dense && entries != LevelKind::DenseVariable;
+      const bool ell_above = why.find("ELL level") != std::string::npos;
+      throw CompileError(format_config_error(
+          config_.file, "/tensors/" + output.tensor + "/format",
+          "sparse output " + output.tensor + " (" + output.format.name + ") gets its entries out of order: " + why +
+              "; the cpu target lists them, sorts the list and packs it, which the cuda target does not do yet: " +
+              (ell_above ? "keep " + output.tensor + "'s ELL level last"
+                         : "reorder so the output's loops are outermost, or store " + output.tensor +
+                               (last_appended ? " with dense or dense-variable levels only" : " with dense or dense-variable levels above its last one"))));
+    }
+    listed_ = true;
+    list_keys_ = fresh_name(output.tensor + "_keys");
+    list_values_ = fresh_name(output.tensor + "_entries");
+    list_count_ = fresh_name(output.tensor + "_listed");
+  }
+
+  // The output's level `level` (its coordinate's extent: no output that is listed is blocked).
+  const sparse::Axis& output_axis(size_t level) const { return program_.axes[program_.output().axes[level]]; }
+
+  // The product of the extents of the output's levels from `from` down.
+  Expr extent_below(size_t from) const {
+    Expr product = int64(1);
+    for (size_t l = from; l < program_.output().axes.size(); ++l) product = mul(product, axis_length(output_axis(l)));
+    return product;
+  }
+
+  // One more entry: its key (coordinates in storage order, flattened) and, filling, its value.
+  Stmt list_entry(Expr value) const {
+    const sparse::SparseBuffer& output = program_.output();
+    Expr key = int64(0);
+    for (size_t l = 0; l < output.axes.size(); ++l)
+      key = add(mul(key, axis_length(output_axis(l))), var(output_axis(l).index_var));
+    std::vector<Stmt> stmts = {std::make_shared<Store>(list_keys_, var(list_count_), key, false)};
+    if (!counting_) stmts.push_back(std::make_shared<Store>(list_values_, var(list_count_), std::move(value), false));
+    stmts.push_back(std::make_shared<Assign>(list_count_, int64(1), true));
+    return block(std::move(stmts));
+  }
+
+  // The loops list the entries; then the list is sorted, repeats summed, and packed.
+  Stmt list_and_pack(Stmt nest) {
+    const sparse::SparseBuffer& output = program_.output();
+    std::vector<Workspace> lists = {{list_keys_, ScalarType::Int64, int64(0), int64(0)}};
+    lists.back().growable = true;
+    if (!counting_) {
+      lists.push_back({list_values_, value_type_, int64(0), std::make_shared<FloatImm>(0.0, "0", value_type_)});
+      lists.back().growable = true;
+    }
+    // Repeats of a key are adjacent once sorted: keep the first, adding the others' values into it.
+    std::string e = fresh_name("e"), distinct = fresh_name(output.tensor + "_distinct");
+    Expr key = load(list_keys_, var(e), ScalarType::Int64);
+    Expr previous = load(list_keys_, sub(var(distinct), int64(1)), ScalarType::Int64);
+    std::vector<Stmt> keep = {std::make_shared<Store>(list_keys_, var(distinct), key, false)};
+    Stmt add_repeat;
+    if (!counting_) {
+      keep.push_back(std::make_shared<Store>(list_values_, var(distinct), load(list_values_, var(e), value_type_), false));
+      add_repeat = std::make_shared<Store>(list_values_, sub(var(distinct), int64(1)), load(list_values_, var(e), value_type_), true);
+    }
+    keep.push_back(std::make_shared<Assign>(distinct, int64(1), true));
+    Stmt first = std::make_shared<If>(logical_or(binary(BinOp::Eq, var(distinct), int64(0)), binary(BinOp::Ne, key, previous)),
+                                      block(std::move(keep)), add_repeat);
+    std::vector<Stmt> body = {
+        std::make_shared<Comment>("list the entries of " + output.tensor + " as the loops produce them (out of order: " +
+                                  out_of_order_reason(output) + "), keyed by their coordinates in storage order"),
+        std::make_shared<Declare>(list_count_, ScalarType::Int64, int64(0), true),
+        nest,
+        std::make_shared<Comment>("sort the list by key and sum the repeats of each key"),
+        std::make_shared<Sort>(list_keys_, int64(0), var(list_count_), counting_ ? "" : list_values_),
+        std::make_shared<Declare>(distinct, ScalarType::Int64, int64(0), true),
+        std::make_shared<For>("sum repeats of " + output.tensor, e, int64(0), var(list_count_), first),
+        std::make_shared<Comment>(counting_ ? "count the entries of level " + std::to_string(counted_level_) + " per parent position"
+                                            : "store the entries level by level, in storage order")};
+    // An ELL level above the last: its slots start as padding (the last one's are, by zero_fill).
+    for (size_t l = 0; l + 1 < output.axes.size() && !counting_; ++l) {
+      const sparse::Axis& axis = output_axis(l);
+      if (axis.kind != sparse::AxisKind::SparseFixed) continue;
+      std::string p = fresh_name("p");
+      body.push_back(std::make_shared<For>("pad " + output.tensor, p, int64(0), structure_size(output, l + 1),
+                                           std::make_shared<Store>(axis.crd, var(p), cast(index_type_, int64(-1)), false)));
+    }
+    append(body, pack_list(distinct));
+    return std::make_shared<Allocate>(lists, block(std::move(body)));
+  }
+
+  // Packs the sorted, distinct list: per entry, each level's position from its parent's (dense:
+  // arithmetic; ragged: located; compressed: the next position where the entry's coordinates
+  // down to that level differ from the previous entry's; COO: one position per entry; ELL: the
+  // parent's next slot). An assemble phase stops at its level and counts there.
+  std::vector<Stmt> pack_list(const std::string& distinct) {
+    const sparse::SparseBuffer& output = program_.output();
+    const size_t levels = output.axes.size();
+    const size_t stop = counting_ ? static_cast<size_t>(counted_level_) : levels;
+    std::string u = fresh_name("u"), key = fresh_name(output.tensor + "_key"), previous = fresh_name(output.tensor + "_previous");
+    std::vector<Stmt> before;
+    // strides[l]: the extent of the levels below l, so that key / strides[l] is the entry's
+    // coordinates down to level l, and that modulo level l's extent its coordinate there.
+    std::vector<Expr> strides(levels);
+    for (size_t l = 0; l < levels; ++l) {
+      std::string stride = fresh_name(output.tensor + "_stride" + std::to_string(l));
+      before.push_back(std::make_shared<Declare>(stride, ScalarType::Int64, extent_below(l + 1), false));
+      strides[l] = var(stride);
+    }
+    auto prefix = [&](const std::string& of, size_t l) { return binary(BinOp::Div, var(of), strides[l]); };
+    // The entry differs from the previous one in its coordinates down to level l (the first entry
+    // differs from none).
+    auto changed = [&](size_t l) {
+      return logical_or(binary(BinOp::Eq, var(u), int64(0)), binary(BinOp::Ne, prefix(key, l), prefix(previous, l)));
+    };
+    // at[l]: level l's statements, which wrap those of the levels below (guarded by guards[l]:
+    // an ELL level stores nothing past a parent's W slots); at[levels]: the value's store.
+    std::vector<std::vector<Stmt>> at(levels + 1);
+    std::vector<Expr> guards(levels + 1);
+    Expr parent = int64(0);
+    for (size_t l = 0; l < levels && l <= stop; ++l) {
+      const sparse::Axis& axis = output_axis(l);
+      const bool counted = counting_ && l == stop;
+      const bool nonunique = output.format.levels[l] == LevelKind::CompressedNonUnique;
+      Expr coordinate = binary(BinOp::Mod, prefix(key, l), axis_length(axis));
+      Expr count_slot = add(parent, int64(1));  // counts sit one slot up, for the prefix sum
+      // A compressed or ELL level gets a new position where the coordinates down to it change (the
+      // last level's keys are distinct); a COO segment's compressed-nonunique level, at every entry.
+      Expr is_new = nonunique || l + 1 == levels ? nullptr : changed(l);
+      std::vector<Stmt>& stmts = at[l];
+      Expr here;
+      if (axis.kind == sparse::AxisKind::DenseFixed) {
+        here = add(mul(parent, axis_length(axis)), coordinate);
+      } else if (axis.kind == sparse::AxisKind::Singleton) {
+        if (!counting_) stmts.push_back(std::make_shared<Store>(axis.crd, parent, cast(index_type_, coordinate), false));
+        here = parent;
+      } else if (axis.kind == sparse::AxisKind::DenseVariable && counted) {
+        Expr length = binary(BinOp::Max, load(axis.pos, count_slot, index_type_), cast(index_type_, add(coordinate, int64(1))));
+        stmts.push_back(std::make_shared<Store>(axis.pos, count_slot, length, false));
+      } else if (axis.kind == sparse::AxisKind::DenseVariable) {
+        here = add(cast(ScalarType::Int64, load(axis.pos, parent, index_type_)), coordinate);
+      } else if (counted) {
+        Stmt count = std::make_shared<Store>(axis.pos, count_slot, cast(index_type_, int64(1)), true);
+        stmts.push_back(is_new ? std::make_shared<If>(is_new, count, nullptr) : count);
+      } else if (counting_ && l + 1 < stop && output_axis(l + 1).kind == sparse::AxisKind::SparseVariable) {
+        // A compressed level's positions count its distinct prefixes whatever its parent's are:
+        // counting further down, this level's are not needed.
+        continue;
+      } else {
+        // The next free position (compressed, COO), or the parent's next slot (ELL).
+        std::string next = fresh_name("q" + output.tensor + std::to_string(l));
+        before.push_back(std::make_shared<Declare>(next, ScalarType::Int64, int64(0), true));
+        Expr row_end;
+        if (axis.kind == sparse::AxisKind::SparseFixed) {
+          Expr parent_changed = l == 0 ? binary(BinOp::Eq, var(u), int64(0)) : changed(l - 1);
+          stmts.push_back(std::make_shared<If>(parent_changed, std::make_shared<Assign>(next, mul(parent, int64(axis.width)), false), nullptr));
+          row_end = mul(add(parent, int64(1)), int64(axis.width));
+        }
+        std::vector<Stmt> advance;
+        if (!counting_) {
+          Stmt store = std::make_shared<Store>(axis.crd, var(next), cast(index_type_, coordinate), false);
+          advance.push_back(row_end ? std::make_shared<If>(binary(BinOp::Lt, var(next), row_end), store, nullptr) : store);
+        }
+        advance.push_back(std::make_shared<Assign>(next, int64(1), true));
+        stmts.push_back(is_new ? std::make_shared<If>(is_new, block(std::move(advance)), nullptr) : block(std::move(advance)));
+        here = sub(var(next), int64(1));
+        if (row_end) guards[l] = binary(BinOp::Lt, here, row_end);
+      }
+      if (counted) break;
+      std::string position = fresh_name("p" + output.tensor + std::to_string(l));
+      stmts.push_back(std::make_shared<Declare>(position, ScalarType::Int64, here, false));
+      parent = var(position);
+    }
+    if (!counting_) at[levels].push_back(std::make_shared<Store>(output.values, parent, load(list_values_, var(u), value_type_), false));
+    Stmt inner;
+    for (size_t l = levels + 1; l-- > 0;) {
+      std::vector<Stmt> stmts = std::move(at[l]);
+      if (inner) stmts.push_back(guards[l] ? std::make_shared<If>(guards[l], inner, nullptr) : inner);
+      if (!stmts.empty()) inner = block(std::move(stmts));
+    }
+    std::vector<Stmt> entry = {
+        std::make_shared<Declare>(key, ScalarType::Int64, load(list_keys_, var(u), ScalarType::Int64), false),
+        std::make_shared<Declare>(previous, ScalarType::Int64,
+                                  select(binary(BinOp::Lt, int64(0), var(u)), load(list_keys_, sub(var(u), int64(1)), ScalarType::Int64), int64(-1)),
+                                  false),
+        inner};
+    before.push_back(std::make_shared<For>("pack " + output.tensor, u, int64(0), var(distinct), block(std::move(entry))));
+    return before;
+  }
+
   // ---- a block-row workspace ----
   // An output blocked where no operand is (C bsr r x c = A csr + B csr): the loops go over block
   // rows (i_blk) and the rows inside one (i_in), the operands read at i = i_blk*r + i_in, and the
@@ -1467,6 +1730,10 @@ class Lowering {
   // Loops inside a row share its workspace: they stay sequential.
   LoopAnnotations loop_annotations(int depth) const {
     LoopAnnotations annotations;
+    if (listed_) {
+      annotations.sequential_reason = "it appends to the list of " + program_.output().tensor + "'s entries";
+      return annotations;
+    }
     if (assembled_ && depth > append_depth_ && depth <= output_depth_ && !inside_marked_blocks(depth))  // (summed loops inside touch neither)
       annotations.sequential_reason = std::string(counting_ ? "it counts" : "it appends") + " the entries of " +
                                       program_.output().tensor + " under one parent position";
@@ -2460,6 +2727,8 @@ class Lowering {
   };
   std::vector<OpenLevel> open_levels_;  // compressed (or counted ragged) output levels above the last (plan_open_levels)
   int append_depth_ = -1;  // loops deeper than this share the output's cursors or counts
+  bool listed_ = false;    // the output's entries are listed, sorted and packed (plan_listed)
+  std::string list_keys_, list_values_, list_count_;
   std::vector<LoopPlan> plans_;  // per loop depth
   std::set<int> by_runs_;        // COO levels visited once per run of equal coordinates (plan_runs)
   // Per tensor, the "present here" flags of the merge loops around the code being built: where
@@ -2478,6 +2747,14 @@ class Lowering {
 bool output_is_assembled(const sparse::Program& program) {
   const sparse::SparseBuffer& output = program.output();
   return !output.format.all_dense() && output.shares_structure_with.empty();
+}
+
+bool output_may_be_listed(const sparse::Program& program, const Config& config) {
+  const sparse::SparseBuffer& output = program.output();
+  if (!output_is_assembled(program) || output.gathered_level >= 0 || config.target != Target::Cpu) return false;
+  for (size_t l = 0; l < output.format.levels.size(); ++l)
+    if (output.format.block(l).part != BlockPart::None) return false;
+  return true;
 }
 
 std::vector<int> assembled_levels(const sparse::Program& program) {

@@ -274,6 +274,28 @@ TEST_CASE("spgen run refuses an ELL output whose row needs more slots than its w
         "%%MatrixMarket matrix coordinate real general\n3 3 5\n1 1 1\n2 1 2\n2 2 4\n2 3 3\n3 3 5\n");
 }
 
+TEST_CASE("spgen run refuses an ELL level above the last whose parent needs more slots than its width") {
+  TempDir dir;
+  // ELL slots over the rows (level 0), each row compressed: A + B stores rows 0, 1 and 2, three rows for two slots.
+  write_text(dir.file("ell.json"), R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"},
+      "C": {"format": {"levels": [{"kind": "sparse-fixed", "width": 2}, "compressed"]}}}})");
+  write_text(dir.file("a.mtx"), "%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 1.0\n2 1 2.0\n2 3 3.0\n");
+  write_text(dir.file("b.mtx"), "%%MatrixMarket matrix coordinate real general\n3 3 2\n2 2 4.0\n3 3 5.0\n");
+  ProcessResult r = spgen({"run", spec("matadd.spg"), "--config", dir.file("ell.json"), "--input", "A=" + dir.file("a.mtx"),
+                           "--input", "B=" + dir.file("b.mtx"), "--output", "C=" + dir.file("c.mtx")});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("output C: parent position 0 of level 0 gets 3 entries, more than the ELL width 2") != std::string::npos);
+  CHECK(!std::filesystem::exists(dir.file("c.mtx")));
+  write_text(dir.file("ell.json"), R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"},
+      "C": {"format": {"levels": [{"kind": "sparse-fixed", "width": 3}, "compressed"]}}}})");
+  ProcessResult fits = spgen({"run", spec("matadd.spg"), "--config", dir.file("ell.json"), "--input", "A=" + dir.file("a.mtx"),
+                              "--input", "B=" + dir.file("b.mtx"), "--output", "C=" + dir.file("c.mtx")});
+  INFO(fits.err);
+  REQUIRE(fits.exit_code == 0);
+  CHECK(read_text(dir.file("c.mtx")) ==
+        "%%MatrixMarket matrix coordinate real general\n3 3 5\n1 1 1\n2 1 2\n2 2 4\n2 3 3\n3 3 5\n");
+}
+
 TEST_CASE("spgen run keeps the compiled driver runtime and its precompiled header in SPGEN_RUN_CACHE and reuses them; off keeps nothing") {
   TempDir dir;
   std::vector<std::string> run = {spgen_binary(), "run", spec("spmv.spg"), "--config", spec("spmv_csr.json"), "--input",

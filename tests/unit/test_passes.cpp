@@ -336,10 +336,13 @@ TEST_CASE("assembled sparse output: a COO output appends each entry's coordinate
                                      "        C_vals[pC0] = C_row[j_out]\n"
                                      "        pC0 += 1\n"
                                      "      C_rows[0] += 1\n"));
-  // A summed loop outside the rows cannot finish a row before the next begins.
-  CHECK(contains(error_of("C(i,j) = A(k,i) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "coo"}}})"),
-                 "c.json: /tensors: error: sparse output C is summed over k outside its rows, so no row can be finished "
-                 "before the next begins"));
+  // A summed loop outside the rows cannot finish a row before the next begins: the entries are listed.
+  spgen::Compilation transposed = compile("C(i,j) = A(k,i) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "coo"}}})");
+  CHECK(contains(transposed.stage2_dump, "C_keys[C_listed] = i * dim_j + j"));
+  CHECK(contains(transposed.stage2_dump, "      C_crd0[qC0] = int32(C_key / dim_j % dim_i)\n"
+                                         "      qC0 += 1\n"
+                                         "      let pC0: int64 = qC0 - 1\n"
+                                         "      C_crd1[pC0] = int32(C_key / C_stride1 % dim_j)\n"));
   // A dense level above the COO segment: entries are counted per row, which may be parallel.
   spgen::Compilation rows = compile("C(i,j,k) = A(i,j,k) + B(i,j,k)",
                                     R"({"tensors": {"A": {"format": {"levels": ["dense", "compressed", "compressed"]}}, "B": {"format": {"levels": ["dense", "compressed", "compressed"]}},
@@ -406,7 +409,9 @@ TEST_CASE("assembled sparse output: a ragged level above the last is sized by it
   CHECK(contains(counts, "for zero C at p in [0, int64(C_pos1[dim_i]) + 1) parallel(static):"));
   CHECK(contains(counts, "      let pC1: int64 = int64(C_pos1[i]) + j\n"));
   CHECK(contains(counts, "C_pos2[pC1 + 1] += 1"));
-  CHECK(contains(c.stage2_dump, "      let pC1: int64 = int64(C_pos1[i]) + j\n      var pC2: int64 = int64(C_pos2[pC1])\n"));
+  // (a j past the row's largest one that holds entries has no position: the cursor reads nothing there)
+  CHECK(contains(c.stage2_dump, "      let pC1: int64 = int64(C_pos1[i]) + j\n"
+                                "      var pC2: int64 = pC1 < int64(C_pos1[dim_i]) ? int64(C_pos2[pC1]) : 0\n"));
   CHECK(!contains(c.stage2_dump, "# zero C"));  // gaps hold no entries below
   // A dense level below a ragged one stores every coordinate under its positions: zeroed first.
   spgen::Compilation dense_below = compile(tensor_add, R"({"tensors": {"A": {"format": "csf"}, "C": {"format": {"levels": ["dense-variable", "dense", "compressed"]}}}})");
@@ -428,34 +433,99 @@ TEST_CASE("assembled sparse output: ELL rows under a compressed level are counte
                                   "position, increasing, then padding marked -1; length C_pos0[1] * 4"));
 }
 
-TEST_CASE("assembled sparse output: what cannot be appended is refused") {
-  CHECK(contains(error_of("C(i,j) = A(k,i) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}}})"),
-                 "sparse output C is summed over k outside its rows, so no row can be finished before the next begins"));
-  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "C": {"format": {"levels": [{"kind": "sparse-fixed", "width": 4}, "compressed"]}}}})"),
-                 "/tensors/C/format: error: sparse output C (custom) cannot be assembled: an output is assembled when its "
-                 "levels are dense, compressed and dense-variable ones"));
-
-  // A summed loop outside a compressed level above the last: only located (dense, ragged) levels take
-  // coordinates out of order, and the last level too when it is appended to.
+TEST_CASE("assembled sparse output: entries that arrive out of order are listed, sorted, summed and packed") {
+  // C = A^T B with A csr: the loop order is k, i, j, so k is summed outside both levels of a dcsr C.
   const char* transposed = "C(i,j) = A(k,i) * B(k,j)";
-  CHECK(contains(error_of(transposed, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "dcsr"}}})"),
-                 "c.json: /tensors/C/format: error: sparse output C (dcsr) is summed over k outside its compressed level 0 (index i), "
-                 "whose coordinates would then arrive out of order and repeatedly, but a compressed level appends each coordinate "
-                 "once, in increasing order; reorder so the output's loops are outermost, or store C with dense or dense-variable "
-                 "levels only"));
-  CHECK(contains(error_of(transposed, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": {"levels": ["compressed", "dense-variable"]}}}})"),
-                 "or store C with dense or dense-variable levels above its last one (their positions are located from the "
-                 "coordinates, which may come in any order)"));
-  CHECK(compile(transposed, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": {"levels": ["dense-variable", "dense"]}}}})").assemble.size() == 1);
+  spgen::Compilation dcsr = compile(transposed, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "dcsr"}}})");
+  REQUIRE(dcsr.assemble.size() == 2);
+  // Each phase lists the entries' keys; level 0 counts the distinct rows, level 1 each row's entries.
+  std::string rows = spgen::loops::dump_stage2(dcsr.assemble[0]);
+  CHECK(contains(rows, "  allocate growable C_keys: int64[0] = 0:\n"));
+  CHECK(contains(rows, "# list the entries of C as the loops produce them (out of order: it is summed over k outside its compressed "
+                       "level 0 (index i)), keyed by their coordinates in storage order"));
+  CHECK(contains(rows, "for k in [0, dim_k) sequential:"));
+  CHECK(contains(rows, "          C_keys[C_listed] = i * dim_j + j\n          C_listed += 1\n"));
+  CHECK(contains(rows, "    sort C_keys[0, C_listed)\n"));
+  CHECK(contains(rows, "      if u == 0 || C_key / dim_j != C_previous / dim_j:\n        C_pos0[1] += 1\n"));
+  std::string entries = spgen::loops::dump_stage2(dcsr.assemble[1]);
+  CHECK(contains(entries, "      let pC0: int64 = qC0 - 1\n      C_pos1[pC0 + 1] += 1\n"));
+  // The fill sorts the values with their keys, sums repeats, then stores each level's coordinates.
+  CHECK(contains(dcsr.stage2_dump, "allocate growable C_keys: int64[0] = 0, growable C_entries: float32[0] = 0:"));
+  CHECK(contains(dcsr.stage2_dump, "          C_entries[C_listed] = A_vals[pA1] * B_vals[pB1]\n"));
+  CHECK(contains(dcsr.stage2_dump, "    sort C_keys[0, C_listed) with C_entries\n"));
+  CHECK(contains(dcsr.stage2_dump, "      else:\n        C_entries[C_distinct - 1] += C_entries[e]\n"));
+  CHECK(contains(dcsr.stage2_dump, "        C_crd0[qC0] = int32(C_key / dim_j % dim_i)\n"));
+  CHECK(contains(dcsr.stage2_dump, "      C_vals[pC1] = C_entries[u]\n"));
+  CHECK(contains(dcsr.files[1].text, "spgen_sort_entries(C_keys.data(), C_entries.data(), C_listed);"));
+  CHECK(contains(dcsr.files[1].text, "if (C_listed >= static_cast<int64_t>(C_keys.size())) C_keys.resize(2 * C_listed + 64);"));
+  // The loops append to one list: they stay sequential.
+  CHECK(contains(error_of(transposed, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}},
+      "schedule": [{"op": "parallel", "var": "k", "reduction": "atomic"}]})"),
+                 "c.json: /schedule/0: error: parallel: cannot parallelize k: it appends to the list of C's entries"));
+  // A summed loop that a reorder forces outside the rows of a csr C.
+  spgen::Compilation reordered = compile("C(i,j) = A(i,k) * B(k,j)", R"({"tensors": {"A": {"format": "dense"}, "B": {"format": "csr"}, "C": {"format": "csr"}},
+      "schedule": [{"op": "reorder", "order": ["k", "i", "j"]}]})");
+  CHECK(contains(reordered.stage2_dump, "(out of order: it is summed over k outside its rows (index i))"));
+  // Dense or ragged levels are located: no list where only they get coordinates out of order.
+  CHECK(!contains(compile(transposed, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": {"levels": ["dense-variable", "dense"]}}}})").stage2_dump,
+                  "C_keys"));
+
+  // The cuda target does not list entries yet.
+  CHECK(contains(error_of(transposed, R"({"target": "cuda", "tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "dcsr"}}})"),
+                 "c.json: /tensors/C/format: error: sparse output C (dcsr) gets its entries out of order: it is summed over k outside "
+                 "its compressed level 0 (index i); the cpu target lists them, sorts the list and packs it, which the cuda target "
+                 "does not do yet: reorder so the output's loops are outermost, or store C with dense or dense-variable levels only"));
+  CHECK(contains(error_of(transposed, R"({"target": "cuda", "tensors": {"A": {"format": "csr"}, "B": {"format": "csr"},
+      "C": {"format": {"levels": ["compressed", "dense-variable"]}}}})"),
+                 "or store C with dense or dense-variable levels above its last one"));
+}
+
+TEST_CASE("assembled sparse output: an ELL level above the last keeps each parent's first W distinct coordinates") {
+  spgen::Compilation c = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"},
+      "C": {"format": {"levels": [{"kind": "sparse-fixed", "width": 4}, "compressed"]}}}})");
+  REQUIRE(c.assemble.size() == 2);
+  CHECK(contains(c.stage2_dump, "(out of order: it stores index i in an ELL level above its last one)"));
+  // Its rows are counted for the width check; the level below counts under W slots per parent.
+  std::string slots = spgen::loops::dump_stage2(c.assemble[0]);
+  CHECK(contains(slots, "      if u == 0 || C_key / dim_j != C_previous / dim_j:\n        C_pos0[1] += 1\n"));
+  std::string below = spgen::loops::dump_stage2(c.assemble[1]);
+  CHECK(contains(below, "for zero C at p in [0, 4 + 1):"));
+  // The fill pads the slots, restarts at a parent's first slot, and stores nothing past its W slots.
+  CHECK(contains(c.stage2_dump, "    for pad C at p in [0, 4):\n      C_crd0[p] = -1\n"));
+  CHECK(contains(c.stage2_dump, "      if u == 0:\n        qC0 = 0\n"));
+  CHECK(contains(c.stage2_dump, "        if qC0 < 4:\n          C_crd0[qC0] = int32(C_key / dim_j % dim_i)\n"));
+  CHECK(contains(c.stage2_dump, "      if qC0 - 1 < 4:\n"));
+  CHECK(contains(c.files[0].text, "C_pos0  int32_t*        output C level 0 (sparse-fixed, index i): positions, written here"));
+  // A dense level below an ELL one stores every coordinate under a slot: zeroed first.
+  spgen::Compilation dense_below = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"},
+      "C": {"format": {"levels": [{"kind": "sparse-fixed", "width": 4}, "dense"]}}}})");
+  CHECK(contains(dense_below.stage2_dump, "# zero C: the loops below skip entries that must be zero"));
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"target": "cuda", "tensors": {"A": {"format": "csr"},
+      "C": {"format": {"levels": [{"kind": "sparse-fixed", "width": 4}, "compressed"]}}}})"),
+                 "gets its entries out of order: it stores index i in an ELL level above its last one; the cpu target lists them, "
+                 "sorts the list and packs it, which the cuda target does not do yet: keep C's ELL level last"));
+}
+
+TEST_CASE("assembled sparse output: what cannot be appended is refused") {
+  // A COO segment has one position per entry: no level may follow it.
+  CHECK(contains(error_of("C(i,j,k) = A(i,j,k) + B(i,j,k)", R"({"tensors": {"A": {"format": "csf"}, "C": {"format": {"levels": ["compressed-nonunique", "singleton", "compressed"]}}}})"),
+                 "/tensors/C/format: error: sparse output C (custom) cannot be assembled: an output is assembled when its "
+                 "levels are dense, compressed, dense-variable and sparse-fixed ones"));
 
   // A loop moved above the output's cursor would restart it (stage II reorder after a split).
   CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"C": {"format": "csr"}},
       "schedule": [{"op": "split", "var": "j", "factor": 4}, {"op": "reorder", "order": ["j0", "i"]}]})"),
                  "c.json: /schedule/1: error: reorder: the loops j0, i cannot be reordered: i declares pC1, which the loops inside it advance"));
-  // A level stored against the loop order cannot be appended to.
-  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "dcsc"}}})"),
+  // A level stored against the loop order cannot be appended to: the cpu lists the entries (the
+  // operands' order wins), the cuda target refuses.
+  CHECK(contains(compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "dcsc"}}})").stage2_dump,
+                 "(out of order: it stores index i in a level below index j, whose loop is inside i's)"));
+  CHECK(contains(compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"C": {"format": "dcsr"}}, "schedule": [{"op": "reorder", "order": ["j", "i"]}]})").stage2_dump,
+                 "(out of order: it stores index j in a level below index i, whose loop is inside j's)"));
+  CHECK(contains(compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"C": {"format": "dcsr"}}})").stage2_dump, "for i in [0, dim_i)"));
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"target": "cuda", "tensors": {"A": {"format": "csr"}, "C": {"format": "dcsc"}}})"),
                  "no loop order can iterate both C (which stores i inside j) and A (which stores j inside i)"));
-  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"C": {"format": "dcsr"}}, "schedule": [{"op": "reorder", "order": ["j", "i"]}]})"),
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"target": "cuda", "tensors": {"C": {"format": "dcsr"}}, "schedule": [{"op": "reorder", "order": ["j", "i"]}]})"),
                  "c.json: /schedule/0: error: reorder: this order puts j outside i, but C (dcsr) stores j in a level below i"));
   // `+=` into an assembled output adds its previous value as a term without the summed index: one
   // loop nest (test_place_sum_parts.cpp).
