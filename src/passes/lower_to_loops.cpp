@@ -75,6 +75,7 @@ class Lowering {
     LoweredFunc func;
     func.name = counting_ ? assemble_function_name(program_, counted_level_) : program_.kernel_name;
     reserve_names();
+    if (whole_) check_added_parts_unblocked();
     plan_loops();
     plan_listed();
     func.params = make_params();
@@ -2185,27 +2186,52 @@ class Lowering {
 
   // The added parts join the body's nest where the shared loops end: in a row workspace that
   // gathers the output's last level (SpGEMM), or in the scalar sum of one output entry.
-  void check_added_parts() const {
+  std::string summed_outside_added_parts() const {
+    return whole_->iteration.iterators[static_cast<size_t>(shared_loops_)].var;
+  }
+
+  // Why the added parts need a place in the body's nest (the start of each refusal below).
+  std::string why_added_parts_join() const {
     const sparse::SparseBuffer& output = program_.output();
-    const std::string& summed = whole_->iteration.iterators[static_cast<size_t>(shared_loops_)].var;
+    const std::string summed = summed_outside_added_parts();
     std::vector<std::string> body_summed;
     for (const sparse::Iterator& it : program_.iteration.iterators)
       if (it.is_reduction) body_summed.push_back(it.var);
     std::string terms = describe_terms(*program_.iteration.body, body_summed);
     for (const sparse::AddedPart& part : whole_->iteration.added_parts) terms += "; " + describe_terms(*part.body, part.summed);
-    const std::string why = "the right-hand side sums its terms over different indices (" + terms + "), and " + output.tensor +
-                            " (" + output.format.name + ") is a sparse output the kernel assembles, so they share one loop " +
-                            "nest: the terms without " + summed + " are added where the loops outside " + summed + " end";
+    return "the right-hand side sums its terms over different indices (" + terms + "), and " + output.tensor + " (" +
+           output.format.name + ") is a sparse output the kernel assembles, so they share one loop nest: the terms without " +
+           summed + " are added where the loops outside " + summed + " end";
+  }
+
+  // Checked before the loops are planned: the body's loops (loops_of its terms) lack the block
+  // loops that only a blocked output has.
+  void check_added_parts_unblocked() const {
+    const sparse::SparseBuffer& output = program_.output();
+    if (!program_.blocked_vars.empty() || output.gathered_level >= 0)
+      throw CompileError(format_config_error(config_.file, "/tensors/" + output.tensor + "/format",
+                                             why_added_parts_join() +
+                                                 ", which is not supported beside a blocked format (blocked loops, or "
+                                                 "a workspace of whole blocks); store the tensors unblocked, or " +
+                                                 output.tensor + " dense"));
+  }
+
+  void check_added_parts() const {
+    const sparse::SparseBuffer& output = program_.output();
+    const std::string summed = summed_outside_added_parts();
+    const std::string why = why_added_parts_join();
     for (const sparse::Fusion& f : program_.iteration.fusions)
       throw CompileError(format_config_error(config_.file, f.op_path,
                                              "fuse: " + why + ", which a fused loop over " + f.outer + " and " + f.inner +
                                                  " does not have; leave out the fuse, or make " + output.tensor + " dense"));
     const std::string where = "/tensors/" + output.tensor + "/format";
-    if (!program_.blocked_vars.empty() || output.gathered_level >= 0)
-      throw CompileError(format_config_error(config_.file, where,
-                                             why + ", which is not supported beside a blocked format (blocked loops, or "
-                                                   "a workspace of whole blocks); store the tensors unblocked, or " +
-                                                 output.tensor + " dense"));
+    if (listed_)
+      throw CompileError(format_config_error(
+          config_.file, where,
+          why + ", but " + summed + " is iterated outside " + output.tensor +
+              "'s loops, so its entries arrive out of order and are listed and sorted, which an added part's nest does not "
+              "join; store the operands so that " + summed + " can be iterated inside " + output.tensor + "'s loops, or make " +
+              output.tensor + " dense"));
     bool into_rows = scattered_ && !block_rows_ && row_depth_ + 1 == shared_loops_;
     bool into_sum = scalar_accumulator_ && output_depth_ + 1 == shared_loops_;
     if (!into_rows && !into_sum)

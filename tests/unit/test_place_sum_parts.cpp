@@ -111,4 +111,19 @@ TEST_CASE("place sum parts: what one loop nest cannot do is refused") {
                  "they share one loop nest: the terms without k are added where the loops outside k end, which is not "
                  "supported beside a blocked format (blocked loops, or a workspace of whole blocks); store the tensors "
                  "unblocked, or C dense"));
+  // ... also where the summed loop is outside the output's rows: the body's loops lack i_in
+  // (it once crashed while planning them).
+  const char* transposed_bias = "C(i,k) = A(j,i) * B(j,k) + D(i,k)";
+  CHECK(contains(error_of(transposed_bias, csr_all(R"("bsr", "block": [2, 2])")),
+                 "c.json: /tensors/C/format: error: the right-hand side sums its terms over different indices (A(j,i) * "
+                 "B(j,k) (summed over j); D(i,k) (no summed index)), and C (bsr) is a sparse output the kernel assembles, so "
+                 "they share one loop nest: the terms without j are added where the loops outside j end, which is not "
+                 "supported beside a blocked format"));
+  // Entries that arrive out of order (j outside the rows of C) are listed and sorted.
+  CHECK(contains(error_of(transposed_bias, csr_all()),
+                 "c.json: /tensors/C/format: error: the right-hand side sums its terms over different indices (A(j,i) * "
+                 "B(j,k) (summed over j); D(i,k) (no summed index)), and C (csr) is a sparse output the kernel assembles, so "
+                 "they share one loop nest: the terms without j are added where the loops outside j end, but j is iterated "
+                 "outside C's loops, so its entries arrive out of order and are listed and sorted, which an added part's nest "
+                 "does not join; store the operands so that j can be iterated inside C's loops, or make C dense"));
 }
