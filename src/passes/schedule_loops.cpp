@@ -93,7 +93,12 @@ class Scheduler {
            "have theirs, inside the loops outside the first summed index), which no schedule op can tell apart; " +
            "schedule the loops they share, or " + label + " where only one part has it");
     for (const LoopInfo& info : all)
-      if (info.loop->label == label) return info;
+      if (info.loop->label == label) {
+        // The loops of a sum's rest beside a blocked operand (lower_to_loops) are no iterator of
+        // the program, nor made by an op: they are not scheduled.
+        if (!origin_.count(label)) fail("loop " + label + " " + unscheduled_nest_text() + "; schedule the loops of the main nest: " + main_loop_labels());
+        return info;
+      }
     for (const std::string& merge : merge_loop_labels(func_.body))
       if (merge == label)
         fail("loop " + label + " co-iterates several sparse operands (a two-finger merge), which no schedule op "
@@ -102,6 +107,17 @@ class Scheduler {
     for (const LoopInfo& info : all)
       if (info.loop->label.rfind("zero ", 0) != 0) known += (known.empty() ? "" : ", ") + info.loop->label;
     fail("no loop named " + label + " (the loops are: " + known + ")");
+  }
+
+  static std::string unscheduled_nest_text() {
+    return "iterates the terms outside a blocked operand's blocks, a nest of its own that schedule ops do not transform";
+  }
+
+  std::string main_loop_labels() const {
+    std::string known;
+    for (const LoopInfo& info : loops())
+      if (origin_.count(info.loop->label)) known += (known.empty() ? "" : ", ") + info.loop->label;
+    return known;
   }
 
   bool is_reduction(const std::string& label) const {

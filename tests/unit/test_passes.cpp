@@ -850,6 +850,12 @@ TEST_CASE("bsr: what is refused, with what works") {
   CHECK(contains(rest.stage2_dump, "# locate j / 2 in A by binary search (to skip the blocks of A, done above)\n"));
   CHECK(contains(rest.stage2_dump, "if pA1_2_found == false:\n"));
   CHECK(contains(rest.stage2_dump, "C_vals[pC1_2] += B_vals[pB1_2]\n"));
+  // The rest's loops are a nest of their own that no op schedules (a split of its i once failed
+  // inside the scheduler: the main nest has i_blk and i_in, no i).
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "ragged"}, "C": {"format": "dense"}},
+      "schedule": [{"op": "split", "var": "i", "factor": 4}]})"),
+                 "c.json: /schedule/0: error: split: loop i iterates the terms outside a blocked operand's blocks, a nest of its "
+                 "own that schedule ops do not transform; schedule the loops of the main nest: i_blk, j_blk, i_in, j_in"));
   // ... unless a dense term makes the block loops visit every block (B is then found everywhere).
   spgen::Compilation everywhere = compile("C(i,j) = A(i,j) + B(i,j) + D(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "D": {"format": "dense"}, "C": {"format": "dense"}}})");
   CHECK(contains(everywhere.stage2_dump, "# co-iterate j_blk: every coordinate, with cursors into A\n"));
