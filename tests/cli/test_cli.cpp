@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "process.h"
 
@@ -252,48 +253,44 @@ TEST_CASE("spgen run prints the median time and writes the output") {
   CHECK(c.find("\n3 5\n") != std::string::npos);
 }
 
-TEST_CASE("spgen run refuses an ELL output whose row needs more slots than its width, writing nothing") {
+// C = A + B (matadd.spg) with C's ELL level `ell_level` (a JSON format) as narrow as `narrow` slots:
+// spgen run stops with `error` and writes nothing; with `narrow + 1` slots C holds every entry (the
+// padding of the shorter parents is not an entry). Row 2 of A + B has three entries, and three rows
+// hold entries.
+static void check_ell_width_overflow(const std::function<std::string(int)>& format, int narrow, const std::string& error) {
   TempDir dir;
-  write_text(dir.file("ell.json"), R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "ell", "width": 2}}})");
-  // Row 2 of A + B holds three entries (columns 1, 2, 3); the others fit in two slots.
   write_text(dir.file("a.mtx"), "%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 1.0\n2 1 2.0\n2 3 3.0\n");
   write_text(dir.file("b.mtx"), "%%MatrixMarket matrix coordinate real general\n3 3 2\n2 2 4.0\n3 3 5.0\n");
-  ProcessResult r = spgen({"run", spec("matadd.spg"), "--config", dir.file("ell.json"), "--input", "A=" + dir.file("a.mtx"),
-                           "--input", "B=" + dir.file("b.mtx"), "--output", "C=" + dir.file("c.mtx")});
+  auto run_with_width = [&](int width) {
+    write_text(dir.file("ell.json"),
+               R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": )" + format(width) + "}}");
+    return spgen({"run", spec("matadd.spg"), "--config", dir.file("ell.json"), "--input", "A=" + dir.file("a.mtx"), "--input",
+                  "B=" + dir.file("b.mtx"), "--output", "C=" + dir.file("c.mtx")});
+  };
+  ProcessResult r = run_with_width(narrow);
   CHECK(r.exit_code == 1);
-  CHECK(r.err.find("output C: parent position 1 of level 1 gets 3 entries, more than the ELL width 2; give C a wider "
-                   "ELL format (or csr)") != std::string::npos);
+  CHECK(r.err.find(error) != std::string::npos);
   CHECK(!std::filesystem::exists(dir.file("c.mtx")));
-  // Three slots hold it: the padding of the shorter rows is not an entry.
-  write_text(dir.file("ell.json"), R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "ell", "width": 3}}})");
-  ProcessResult fits = spgen({"run", spec("matadd.spg"), "--config", dir.file("ell.json"), "--input", "A=" + dir.file("a.mtx"),
-                              "--input", "B=" + dir.file("b.mtx"), "--output", "C=" + dir.file("c.mtx")});
+  ProcessResult fits = run_with_width(narrow + 1);
   INFO(fits.err);
   REQUIRE(fits.exit_code == 0);
   CHECK(read_text(dir.file("c.mtx")) ==
         "%%MatrixMarket matrix coordinate real general\n3 3 5\n1 1 1\n2 1 2\n2 2 4\n2 3 3\n3 3 5\n");
 }
 
+TEST_CASE("spgen run refuses an ELL output whose row needs more slots than its width, writing nothing") {
+  check_ell_width_overflow([](int width) { return R"({"format": "ell", "width": )" + std::to_string(width) + "}"; }, 2,
+                           "output C: parent position 1 of level 1 gets 3 entries, more than the ELL width 2; give C a wider "
+                           "ELL format (or csr)");
+}
+
 TEST_CASE("spgen run refuses an ELL level above the last whose parent needs more slots than its width") {
-  TempDir dir;
-  // ELL slots over the rows (level 0), each row compressed: A + B stores rows 0, 1 and 2, three rows for two slots.
-  write_text(dir.file("ell.json"), R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"},
-      "C": {"format": {"levels": [{"kind": "sparse-fixed", "width": 2}, "compressed"]}}}})");
-  write_text(dir.file("a.mtx"), "%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 1.0\n2 1 2.0\n2 3 3.0\n");
-  write_text(dir.file("b.mtx"), "%%MatrixMarket matrix coordinate real general\n3 3 2\n2 2 4.0\n3 3 5.0\n");
-  ProcessResult r = spgen({"run", spec("matadd.spg"), "--config", dir.file("ell.json"), "--input", "A=" + dir.file("a.mtx"),
-                           "--input", "B=" + dir.file("b.mtx"), "--output", "C=" + dir.file("c.mtx")});
-  CHECK(r.exit_code == 1);
-  CHECK(r.err.find("output C: parent position 0 of level 0 gets 3 entries, more than the ELL width 2") != std::string::npos);
-  CHECK(!std::filesystem::exists(dir.file("c.mtx")));
-  write_text(dir.file("ell.json"), R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"},
-      "C": {"format": {"levels": [{"kind": "sparse-fixed", "width": 3}, "compressed"]}}}})");
-  ProcessResult fits = spgen({"run", spec("matadd.spg"), "--config", dir.file("ell.json"), "--input", "A=" + dir.file("a.mtx"),
-                              "--input", "B=" + dir.file("b.mtx"), "--output", "C=" + dir.file("c.mtx")});
-  INFO(fits.err);
-  REQUIRE(fits.exit_code == 0);
-  CHECK(read_text(dir.file("c.mtx")) ==
-        "%%MatrixMarket matrix coordinate real general\n3 3 5\n1 1 1\n2 1 2\n2 2 4\n2 3 3\n3 3 5\n");
+  // ELL slots over the rows (level 0), each row compressed: three rows for two slots.
+  check_ell_width_overflow(
+      [](int width) {
+        return R"({"format": {"levels": [{"kind": "sparse-fixed", "width": )" + std::to_string(width) + R"(}, "compressed"]}})";
+      },
+      2, "output C: parent position 0 of level 0 gets 3 entries, more than the ELL width 2");
 }
 
 TEST_CASE("spgen run keeps the compiled driver runtime and its precompiled header in SPGEN_RUN_CACHE and reuses them; off keeps nothing") {
