@@ -2731,9 +2731,10 @@ class Lowering {
       for (const std::string& tensor : term) {
         const std::string& structure = program_.structure_of(program_.buffer(tensor)).tensor;
         auto here = std::find_if(operands.begin(), operands.end(), [&](const Operand& o) { return o.axis->tensor == structure; });
-        // An operand of this loop is absent where its parent is (its range is empty there).
+        // An operand of this loop is absent where its parent is (its range is empty there); else the
+        // enclosing merges' flags (a searched level's flag is declared further in, out of scope here).
         all = logical_and(all, here != operands.end() && !here->present.empty() ? var(here->present, ScalarType::Bool)
-                                                                                : presence(tensor));
+                                                                                : presence(tensor, 0));
       }
       if (!all) return inner;
       any = logical_or(any, all);
