@@ -42,6 +42,7 @@ struct LoopPlan {
   std::vector<int> located;     // ... those reached by direct lookup from the coordinate, not a cursor
   bool dense_universe = false;  // some term has no compressed factor on v: visit every coordinate
   IterationSpace space;
+  IterationSpace terms;  // every term's tensors, on this variable or not (tensor_terms)
 
   bool locates(int axis) const { return std::find(located.begin(), located.end(), axis) != located.end(); }
   // The first streamed axis: a Driven loop's only one.
@@ -386,7 +387,9 @@ class Lowering {
     for (size_t d = 0; d < iterators.size(); ++d) {
       LoopPlan& plan = plans_[d];
       const std::string& var = iterators[d].var;
-      plan.space = iteration_space(whole_ && d < static_cast<size_t>(shared_loops_) ? *whole_sum() : *program_.iteration.body, var);
+      const ast::Expr& iterated = whole_ && d < static_cast<size_t>(shared_loops_) ? *whole_sum() : *program_.iteration.body;
+      plan.space = iteration_space(iterated, var);
+      plan.terms = tensor_terms(iterated);
       defer_located_terms(plan, var);
       std::set<std::string> sparse_tensors;
       for (const Conjunction& c : plan.space) {
@@ -2703,7 +2706,7 @@ class Lowering {
   // coordinate is present in some operand by construction), nor does a conjunction that holds
   // wherever the loop goes (the driving level alone).
   Stmt guarded(const LoopPlan& plan, const std::vector<Operand>& operands, Stmt inner) const {
-    if (plan.dense_universe) return inner;
+    if (plan.dense_universe) return where_some_term_present(plan, operands, std::move(inner));
     bool pure_union = std::all_of(plan.space.begin(), plan.space.end(), [](const Conjunction& c) { return c.size() == 1; });
     if (pure_union) return inner;
     Expr holds;
@@ -2714,6 +2717,29 @@ class Lowering {
       holds = logical_or(holds, all);
     }
     return std::make_shared<If>(holds, inner, nullptr);
+  }
+
+  // A loop that visits every coordinate for a term that is absent here (its dense level lies
+  // under a parent an enclosing merge may lack: E(i,j) with E's i compressed) would give an
+  // assembled output entries where no term is stored: those run only where some term is.
+  // Values there are zeros anyway, so a dense output (or one sharing a structure) needs no test.
+  Stmt where_some_term_present(const LoopPlan& plan, const std::vector<Operand>& operands, Stmt inner) const {
+    if (!assembled_) return inner;
+    Expr any;
+    for (const Conjunction& term : plan.terms) {
+      Expr all;
+      for (const std::string& tensor : term) {
+        const std::string& structure = program_.structure_of(program_.buffer(tensor)).tensor;
+        auto here = std::find_if(operands.begin(), operands.end(), [&](const Operand& o) { return o.axis->tensor == structure; });
+        // An operand of this loop is absent where its parent is (its range is empty there); else the
+        // enclosing merges' flags (a searched level's flag is declared further in, out of scope here).
+        all = logical_and(all, here != operands.end() && !here->present.empty() ? var(here->present, ScalarType::Bool)
+                                                                                : presence(tensor, 0));
+      }
+      if (!all) return inner;
+      any = logical_or(any, all);
+    }
+    return any ? std::make_shared<If>(any, std::move(inner), nullptr) : inner;
   }
 
   const sparse::Program& program_;

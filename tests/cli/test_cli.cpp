@@ -293,6 +293,41 @@ TEST_CASE("spgen run refuses an ELL level above the last whose parent needs more
       2, "output C: parent position 0 of level 0 gets 3 entries, more than the ELL width 2");
 }
 
+TEST_CASE("an assembled output stores only the coordinates some term stores, not those of a dense level under an absent parent") {
+  TempDir dir;
+  // E's j level is dense under its compressed rows: E stores rows 2 and 4 whole, B stores (1,1) and (4,3). A row
+  // E lacks holds only B's entries, though the j loop visits every coordinate there for E's term.
+  std::string cases = source_root() + "/tests/e2e/cases/";
+  std::string ttv_sum = cases + "ttv_sum.spg";
+  write_text(dir.file("b.tns"), "1 1 1 1.0\n4 3 2 2.0\n");
+  write_text(dir.file("e.tns"), "2 3 2 3.0\n4 1 1 1.5\n");
+  write_text(dir.file("c.mtx"), "%%MatrixMarket matrix array real general\n2 1\n1\n10\n");
+  const std::string expected = "%%MatrixMarket matrix coordinate real general\n4 3 7\n1 1 1\n2 1 0\n2 2 0\n2 3 30\n4 1 1.5\n4 2 0\n4 3 20\n";
+  // csr, and ELL rows of width 3 above compressed ones (the rows 1, 2 and 4 fit; every row would not).
+  for (const char* config : {"ttv_sum_dense_under_compressed_csr_out.json", "ttv_sum_dense_under_compressed_ell3_out.json"}) {
+    CAPTURE(config);
+    std::string json = cases + config;
+    if (std::string(config).find("ell3") != std::string::npos) {
+      json = dir.file(config);
+      write_text(json, R"({"tensors": {"A": {"format": {"levels": [{"kind": "sparse-fixed", "width": 3}, "compressed"]}},
+          "B": {"format": {"levels": ["dense", "compressed", "compressed"]}},
+          "E": {"format": {"levels": ["compressed", "dense", "compressed"]}}, "c": {"format": "dense"}}})");
+    }
+    ProcessResult r = spgen({"run", ttv_sum, "--config", json, "--input", "B=" + dir.file("b.tns"), "--input",
+                             "E=" + dir.file("e.tns"), "--input", "c=" + dir.file("c.mtx"), "--output", "A=" + dir.file("a.mtx")});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(read_text(dir.file("a.mtx")) == expected);
+    // Empty operands: no entries at all.
+    ProcessResult empty = spgen({"run", ttv_sum, "--config", json, "--input", "B=random", "--input", "E=random", "--input",
+                                 "c=random", "--dim", "i=37", "--dim", "j=29", "--dim", "k=5", "--density", "0", "--output",
+                                 "A=" + dir.file("empty.mtx")});
+    INFO(empty.err);
+    REQUIRE(empty.exit_code == 0);
+    CHECK(read_text(dir.file("empty.mtx")) == "%%MatrixMarket matrix coordinate real general\n37 29 0\n");
+  }
+}
+
 TEST_CASE("spgen run keeps the compiled driver runtime and its precompiled header in SPGEN_RUN_CACHE and reuses them; off keeps nothing") {
   TempDir dir;
   std::vector<std::string> run = {spgen_binary(), "run", spec("spmv.spg"), "--config", spec("spmv_csr.json"), "--input",

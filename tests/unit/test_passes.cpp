@@ -433,6 +433,23 @@ TEST_CASE("assembled sparse output: ELL rows under a compressed level are counte
                                   "position, increasing, then padding marked -1; length C_pos0[1] * 4"));
 }
 
+TEST_CASE("assembled sparse output: a dense level under an absent parent adds no entries") {
+  // E's j level is dense under its compressed i: the j loop visits every coordinate, but where E lacks row i only
+  // B's entries are in the iteration space, so the output's entry is counted and written only where some term is.
+  const char* ttv_sum = "A(i,j) = (B(i,j,k) + E(i,j,k)) * c(k)";
+  const std::string operands = R"("B": {"format": {"levels": ["dense", "compressed", "compressed"]}},
+      "E": {"format": {"levels": ["compressed", "dense", "compressed"]}}, "c": {"format": "dense"})";
+  spgen::Compilation csr = compile(ttv_sum, R"({"tensors": {"A": {"format": "csr"}, )" + operands + "}}");
+  REQUIRE(csr.assemble.size() == 1);
+  std::string count = spgen::loops::dump_stage2(csr.assemble[0]);
+  CHECK(contains(count, "    for j in [0, dim_j) sequential:\n      let inB: bool = pB1 < pB1_end && int64(B_crd1[pB1]) == j\n"
+                        "      if inB || inE:\n        A_pos1[i + 1] += 1\n"));
+  CHECK(contains(csr.stage2_dump, "      let pE1: int64 = pE0 * dim_j + j\n      if inB || inE:\n"));
+  // A dense output stores every coordinate anyway: its loops are not guarded.
+  spgen::Compilation dense = compile(ttv_sum, R"({"tensors": {"A": {"format": "dense"}, )" + operands + "}}");
+  CHECK(!contains(dense.stage2_dump, "if inB || inE:"));
+}
+
 TEST_CASE("assembled sparse output: entries that arrive out of order are listed, sorted, summed and packed") {
   // C = A^T B with A csr: the loop order is k, i, j, so k is summed outside both levels of a dcsr C.
   const char* transposed = "C(i,j) = A(k,i) * B(k,j)";
