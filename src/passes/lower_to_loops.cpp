@@ -2650,8 +2650,10 @@ class Lowering {
       std::string how = cursors.empty() ? "with " + looked_up
                                         : "with cursors into " + streamed + (lookups.empty() ? "" : "; " + looked_up);
       setup.insert(setup.begin(), std::make_shared<Comment>("co-iterate " + index_var + ": every coordinate, " + how));
-      LoopAnnotations annotations;
-      if (!cursors.empty()) {
+      // What keeps any loop at this depth sequential (an output appended to under one parent) ...
+      LoopAnnotations annotations = loop_annotations(depth);
+      if (!cursors.empty()) {  // ... and the cursors it advances
+
         std::string names;
         for (const Operand& c : cursors) names += (names.empty() ? "" : ", ") + c.axis->tensor;
         annotations.sequential_reason = "it advances co-iteration cursors into " + names;

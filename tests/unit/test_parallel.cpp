@@ -201,3 +201,16 @@ TEST_CASE("config errors of fuse") {
   CHECK(contains(error_of(kSpmm, R"({"schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e f"}]})"),
                  "/schedule/0/into: error: \"e f\" is not a valid loop variable name"));
 }
+
+TEST_CASE("parallel: a loop that visits every coordinate while appending to a sparse output stays sequential") {
+  // i co-iterates ragged A (every row) and a dense-variable B level, and y (sv) appends one entry
+  // per i under its one parent position: parallel iterations would race on that cursor (this
+  // was accepted once, and the entries came out of order).
+  CHECK(contains(error_of("y(i) = (A(i,j) + B(i,j)) * x(j)", R"({"tensors": {"y": {"format": "sv"}, "A": {"format": "ragged"},
+      "B": {"format": {"levels": ["dense-variable", "compressed"]}}}, "schedule": [{"op": "parallel", "var": "i"}]})"),
+                 "c.json: /schedule/0: error: parallel: cannot parallelize i: it appends the entries of y under one parent position"));
+  // ... and so does the same loop in a sum of two summed parts, one loop nest into y.
+  CHECK(contains(error_of("y(i) = A(i,j) * x(j) + B(i,k) * z(k)", R"({"tensors": {"y": {"format": "sv"}, "A": {"format": "ragged"},
+      "B": {"format": {"levels": ["dense-variable", "compressed"]}}, "z": {"format": "sv"}}, "schedule": [{"op": "parallel", "var": "i"}]})"),
+                 "cannot parallelize i: it appends the entries of y under one parent position"));
+}
