@@ -2249,20 +2249,27 @@ class Lowering {
   // Where the shared loops visit a coordinate that only other parts store (a union), each term
   // of this nest's body lacks a stored operand, so the body adds zeros: its loops are skipped.
   // Null where some term is stored wherever the shared loops go.
-  Expr body_present() const {
+  Stmt where_body_present(Stmt nest) const {
+    return only_where(some_term_present(tensor_terms(*program_.iteration.body),
+                                        [&](const std::string& tensor) { return presence(tensor); }),
+                      std::move(nest));
+  }
+
+  // Where some term has all its tensors present (`present_of`: a tensor's flag, null for
+  // always); null where some term is always present.
+  static Expr some_term_present(const IterationSpace& terms, const std::function<Expr(const std::string&)>& present_of) {
     Expr any;
-    for (const Conjunction& term : tensor_terms(*program_.iteration.body)) {
+    for (const Conjunction& term : terms) {
       Expr all;
-      for (const std::string& tensor : term) all = logical_and(all, presence(tensor));
+      for (const std::string& tensor : term) all = logical_and(all, present_of(tensor));
       if (!all) return nullptr;
       any = logical_or(any, all);
     }
     return any;
   }
 
-  Stmt where_body_present(Stmt nest) const {
-    Expr present = body_present();
-    return present ? std::make_shared<If>(present, std::move(nest), nullptr) : nest;
+  static Stmt only_where(Expr condition, Stmt stmt) {
+    return condition ? std::make_shared<If>(std::move(condition), std::move(stmt), nullptr) : stmt;
   }
 
   // The loop at `depth` and, where the shared loops end, the added parts' nests after it.
@@ -2727,21 +2734,20 @@ class Lowering {
   // Values there are zeros anyway, so a dense output (or one sharing a structure) needs no test.
   Stmt where_some_term_present(const LoopPlan& plan, const std::vector<Operand>& operands, Stmt inner) const {
     if (!assembled_) return inner;
-    Expr any;
-    for (const Conjunction& term : plan.terms) {
-      Expr all;
-      for (const std::string& tensor : term) {
-        const std::string& structure = program_.structure_of(program_.buffer(tensor)).tensor;
-        auto here = std::find_if(operands.begin(), operands.end(), [&](const Operand& o) { return o.axis->tensor == structure; });
-        // An operand of this loop is absent where its parent is (its range is empty there); else the
-        // enclosing merges' flags (a searched level's flag is declared further in, out of scope here).
-        all = logical_and(all, here != operands.end() && !here->present.empty() ? var(here->present, ScalarType::Bool)
-                                                                                : presence(tensor, 0));
-      }
-      if (!all) return inner;
-      any = logical_or(any, all);
-    }
-    return any ? std::make_shared<If>(any, std::move(inner), nullptr) : inner;
+    return only_where(some_term_present(plan.terms,
+                                        [&](const std::string& tensor) {
+                                          const std::string& structure = program_.structure_of(program_.buffer(tensor)).tensor;
+                                          auto here = std::find_if(operands.begin(), operands.end(), [&](const Operand& o) {
+                                            return o.axis->tensor == structure;
+                                          });
+                                          // An operand of this loop is absent where its parent is (its range is
+                                          // empty there); else the enclosing merges' flags (a searched level's flag
+                                          // is declared further in, out of scope here).
+                                          return here != operands.end() && !here->present.empty()
+                                                     ? var(here->present, ScalarType::Bool)
+                                                     : presence(tensor, 0);
+                                        }),
+                      std::move(inner));
   }
 
   const sparse::Program& program_;
