@@ -118,6 +118,15 @@ std::string CStmtPrinter::print_sort(const Sort& sort, const std::string& indent
   return indent + "std::sort(" + at(sort.begin) + ", " + at(sort.end) + ");\n";
 }
 
+std::string CStmtPrinter::print_declare(const Declare& node, const std::string& indent) {
+  return indent + (node.is_mutable ? "" : "const ") + expr_.type_name(node.type) + " " + node.name + " = " +
+         expr_.print(node.init) + ";\n";
+}
+
+std::string CStmtPrinter::print_assign(const Assign& node, const std::string& indent) {
+  return indent + node.name + (node.accumulate ? " += " : " = ") + expr_.print(node.value) + ";\n";
+}
+
 std::string CStmtPrinter::print(const Stmt& stmt, int depth) {
   std::string pad(2 * depth, ' ');
   switch (stmt->kind) {
@@ -137,15 +146,8 @@ std::string CStmtPrinter::print(const Stmt& stmt, int depth) {
       if (node.else_case) out += pad + "} else {\n" + print(node.else_case, depth + 1);
       return out + pad + "}\n";
     }
-    case StmtKind::Declare: {
-      const auto& node = static_cast<const Declare&>(*stmt);
-      return pad + (node.is_mutable ? "" : "const ") + expr_.type_name(node.type) + " " + node.name + " = " +
-             expr_.print(node.init) + ";\n";
-    }
-    case StmtKind::Assign: {
-      const auto& node = static_cast<const Assign&>(*stmt);
-      return pad + node.name + (node.accumulate ? " += " : " = ") + expr_.print(node.value) + ";\n";
-    }
+    case StmtKind::Declare: return print_declare(static_cast<const Declare&>(*stmt), pad);
+    case StmtKind::Assign: return print_assign(static_cast<const Assign&>(*stmt), pad);
     case StmtKind::Store: return print_store(static_cast<const Store&>(*stmt), pad);
     case StmtKind::Comment: return pad + "// " + static_cast<const Comment&>(*stmt).text + "\n";
     case StmtKind::Allocate: return print_allocate(static_cast<const Allocate&>(*stmt), depth);

@@ -46,6 +46,8 @@ class CStmtPrinter {
   virtual std::string loop_preamble(const loops::For& loop, const std::string& indent) const;
   virtual std::string print_for(const loops::For& loop, int depth);
   virtual std::string print_store(const loops::Store& store, const std::string& indent);
+  virtual std::string print_declare(const loops::Declare& declare, const std::string& indent);
+  virtual std::string print_assign(const loops::Assign& assign, const std::string& indent);
   // A decomposition's executor calling a part: `callee(args);` by default.
   virtual std::string print_call(const loops::Call& call, const std::string& indent);
   // A workspace's touched coordinates: std::sort, by default.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
 #include <stdexcept>
 
@@ -86,11 +87,36 @@ std::vector<Workspace> row_workspaces(const std::vector<Stmt>& body) {
   return collect.found;
 }
 
+// An output's list of entries that arrive out of order (lower_to_loops.cpp, list_and_pack): an
+// Allocate of growable lists around the loops that append to them, the Sort of the list, and
+// the loops that sum its repeats and pack it. On the GPU the loops run twice, first only
+// counting the entries (the list's length, which the host reads back to allocate the list),
+// then listing them, each thread taking its entry's slot from an atomic cursor; the host sorts
+// the list (spgen_sort_entries) and one thread sums the repeats and packs it.
+struct EntryList {
+  std::string tensor;
+  std::string keys, values;  // values: empty where an assemble phase lists keys only
+  ScalarType value_type = ScalarType::Float32;
+  std::string count;  // the list's length so far; on the host, once counted, its length
+  std::string cursor() const { return "spgen_" + count; }  // device: the next free slot
+  std::string spare(const std::string& list) const { return "spgen_" + list + "_spare"; }  // the sort's other half
+};
+
+const Allocate* as_entry_list(const Stmt& stmt) {
+  if (stmt->kind != StmtKind::Allocate) return nullptr;
+  const auto& node = static_cast<const Allocate&>(*stmt);
+  return std::any_of(node.buffers.begin(), node.buffers.end(), [](const Workspace& w) { return w.growable; }) ? &node : nullptr;
+}
+
+// How a kernel prints an entry list's loops: counting the entries, or listing them.
+enum class Listing { None, Count, List };
+
 class CudaStmtPrinter : public CStmtPrinter {
  public:
-  CudaStmtPrinter(const CExprPrinter& expr, std::string output, std::set<std::string> counted_positions, SharedLayout shared)
+  CudaStmtPrinter(const CExprPrinter& expr, std::string output, std::set<std::string> counted_positions, SharedLayout shared,
+                  const EntryList* list = nullptr, Listing listing = Listing::None)
       : CStmtPrinter(expr), output_(std::move(output)), counted_positions_(std::move(counted_positions)),
-        shared_(std::move(shared)) {}
+        shared_(std::move(shared)), list_(list), listing_(listing) {}
 
  protected:
   std::string loop_preamble(const For& loop, const std::string& indent) const override {
@@ -164,7 +190,23 @@ class CudaStmtPrinter : public CStmtPrinter {
            ");\n";
   }
 
+  // An entry's slot: the cursor's value before this thread advanced it, as one atomic step.
+  std::string print_assign(const Assign& assign, const std::string& indent) override {
+    if (listing_ == Listing::None || assign.name != list_->count) return CStmtPrinter::print_assign(assign, indent);
+    std::string advance = "atomicAdd(reinterpret_cast<unsigned long long*>(" + list_->cursor() + "), 1ull)";
+    if (listing_ == Listing::Count) return indent + advance + ";\n";
+    return indent + assign.name + " = (int64_t)" + advance + " + 1;  // the slot after this entry's\n";
+  }
+
+  std::string print_declare(const Declare& declare, const std::string& indent) override {
+    if (listing_ == Listing::Count && declare.name == list_->count) return "";  // the cursor counts
+    return CStmtPrinter::print_declare(declare, indent);
+  }
+
   std::string print_store(const Store& store, const std::string& indent) override {
+    // Counting, an entry's key and value go unused (the loops compute them alike).
+    if (listing_ == Listing::Count && (store.buffer == list_->keys || store.buffer == list_->values))
+      return indent + "(void)(" + expr_.print(store.value) + ");\n";
     // An assemble phase counts an output level's entries under each parent; threads that share a
     // parent (a bound loop inside it) would lose counts, so counting is atomic wherever threads run.
     if (store.accumulate && bound_loops_ && counted_positions_.count(store.buffer)) {
@@ -182,6 +224,8 @@ class CudaStmtPrinter : public CStmtPrinter {
   std::string output_;  // the output's values array: the one that atomic loops add into
   std::set<std::string> counted_positions_;  // the output's pos arrays that an assemble phase counts into
   SharedLayout shared_;
+  const EntryList* list_;
+  Listing listing_;
   int atomic_loops_ = 0;  // atomic-reduced loops around the statement being printed
   int bound_loops_ = 0;   // loops bound to GPU indices around it
 };
@@ -193,7 +237,46 @@ struct Kernel {
   std::map<std::string, const For*> bound;  // `bind` annotation → the loop that has it
   std::vector<const Param*> params;         // those the body uses, in ABI order
   std::vector<Workspace> workspaces;        // its row workspaces, one parameter each after the params
+  // An entry list's kernels: its loops counting or listing the entries, or its packing.
+  std::shared_ptr<const EntryList> list;
+  Listing listing = Listing::None;
+  bool packs_list = false;
+  std::vector<Param> list_params;  // the list's arrays (and cursor or length), after the params
 };
+
+Kernel kernel_of(std::string name, std::vector<Stmt> body) {
+  Kernel kernel;
+  kernel.name = std::move(name);
+  kernel.body = std::move(body);
+  return kernel;
+}
+
+// The parameters of an entry list's kernel: what it fills or reads of the list.
+std::vector<Param> entry_list_params(const EntryList& list, Listing listing) {
+  auto scalar = [](const std::string& name) {
+    Param p;
+    p.name = name;
+    p.kind = ParamKind::Dim;
+    p.type = ScalarType::Int64;
+    return p;
+  };
+  auto array = [&](const std::string& name, ScalarType type) {
+    Param p = scalar(name);
+    p.kind = ParamKind::Values;
+    p.type = type;
+    p.is_array = true;
+    p.is_const = false;
+    return p;
+  };
+  std::vector<Param> params;
+  if (listing != Listing::Count) {
+    params.push_back(array(list.keys, ScalarType::Int64));
+    if (!list.values.empty()) params.push_back(array(list.values, list.value_type));
+  }
+  if (listing != Listing::None) params.push_back(array(list.cursor(), ScalarType::Int64));
+  else params.push_back(scalar(list.count));
+  return params;
+}
 
 // The zero fill (bound to the whole grid) and an assemble phase's prefix sum (a scan by one
 // block) are kernels of their own; the rest of the nest is the main kernel. They are launched in
@@ -203,6 +286,41 @@ std::vector<Kernel> split_into_kernels(const LoweredFunc& func) {
   std::vector<Kernel> kernels;
   std::vector<Stmt> statements;  // of the kernel being collected, comments included
   for (const Stmt& s : top) {
+    if (const Allocate* lists = as_entry_list(s)) {
+      if (!statements.empty()) kernels.push_back(kernel_of(func.name + "_main", std::move(statements)));
+      statements.clear();
+      std::vector<Stmt> inner = statements_of(lists->body);
+      auto sort = std::find_if(inner.begin(), inner.end(), [](const Stmt& x) { return x->kind == StmtKind::Sort; });
+      if (sort == inner.end()) throw std::logic_error("cuda: an entry list that is never sorted");
+      const auto& sorted = static_cast<const Sort&>(**sort);
+      if (sorted.end->kind != ExprKind::Var) throw std::logic_error("cuda: an entry list whose length is not a variable");
+      auto list = std::make_shared<EntryList>();
+      list->keys = sorted.buffer;
+      list->values = sorted.values;
+      list->count = static_cast<const Var&>(*sorted.end).name;
+      for (const Workspace& w : lists->buffers)
+        if (w.name == list->values) list->value_type = w.type;
+      for (const Param& p : func.params)
+        if (p.is_array && !p.is_const && list->tensor.empty()) list->tensor = p.tensor;  // the output
+      std::vector<Stmt> loops(inner.begin(), sort), pack(sort + 1, inner.end());
+      while (!loops.empty() && loops.back()->kind == StmtKind::Comment) {  // they describe the sort and packing
+        pack.insert(pack.begin(), loops.back());
+        loops.pop_back();
+      }
+      for (Listing listing : {Listing::Count, Listing::List}) {
+        Kernel kernel = kernel_of(func.name + (listing == Listing::Count ? "_count_entries" : "_list_entries"), loops);
+        kernel.list = list;
+        kernel.listing = listing;
+        kernel.list_params = entry_list_params(*list, listing);
+        kernels.push_back(std::move(kernel));
+      }
+      Kernel packing = kernel_of(func.name + "_pack_entries", pack);
+      packing.list = list;
+      packing.packs_list = true;
+      packing.list_params = entry_list_params(*list, Listing::None);
+      kernels.push_back(std::move(packing));
+      continue;
+    }
     const For* loop = as_for(s);
     if (!loop || (loop->annotations.bind != "grid" && loop->annotations.bind != "scan")) {
       statements.push_back(s);
@@ -213,14 +331,14 @@ std::vector<Kernel> split_into_kernels(const LoweredFunc& func) {
       comments.insert(comments.begin(), statements.back());
       statements.pop_back();
     }
-    if (!statements.empty()) kernels.push_back({func.name + "_main", std::move(statements), {}, {}, {}});
+    if (!statements.empty()) kernels.push_back(kernel_of(func.name + "_main", std::move(statements)));
     std::string name = func.name + "_" + loop->label;
     std::replace(name.begin(), name.end(), ' ', '_');
     comments.push_back(s);
-    kernels.push_back({name, comments, {}, {}, {}});
+    kernels.push_back(kernel_of(name, comments));
     statements.clear();
   }
-  if (!statements.empty()) kernels.push_back({func.name + "_main", statements, {}, {}, {}});
+  if (!statements.empty()) kernels.push_back(kernel_of(func.name + "_main", statements));
 
   struct Uses : IRVisitor {
     std::set<std::string> names;
@@ -306,6 +424,7 @@ class Launcher {
     int64_t tx = block_threads(kernel, 'x'), ty = block_threads(kernel, 'y');
     std::string args;
     for (const Param* p : kernel.params) args += (args.empty() ? "" : ", ") + p->name;
+    for (const Param& p : kernel.list_params) args += (args.empty() ? "" : ", ") + p.name;
     std::string out = "  {  // " + kernel.name + ": " + geometry(kernel) + "\n";
     std::vector<std::string> checks;
     std::string grid = "1";
@@ -426,13 +545,17 @@ class Launcher {
 // The helpers beyond the preamble's that the kernels call, each from its template.
 std::string helpers_used(const std::vector<const LoweredFunc*>& functions) {
   struct Uses : IRVisitor {
-    bool block_sum = false, vectors = false, scan = false, row_workspaces = false, sort = false;
+    bool block_sum = false, vectors = false, scan = false, row_workspaces = false, sort = false, sort_entries = false;
+    std::set<std::string> lists;  // entry lists, which the host sorts
     void visit_allocate(const Allocate& node) override {
-      for (const Workspace& w : node.buffers) row_workspaces |= !w.local && !w.shared;
+      for (const Workspace& w : node.buffers) {
+        row_workspaces |= !w.local && !w.shared;  // an entry list is allocated alike
+        if (w.growable) lists.insert(w.name);
+      }
       IRVisitor::visit_allocate(node);
     }
     void visit_sort(const Sort& node) override {
-      sort = true;
+      (lists.count(node.buffer) ? sort_entries : sort) = true;
       IRVisitor::visit_sort(node);
     }
     void visit_for(const For& node) override {
@@ -449,7 +572,8 @@ std::string helpers_used(const std::vector<const LoweredFunc*>& functions) {
          (uses.scan ? templates::render("cuda_block_scan.cu.in", {}) : "") +
          (uses.vectors ? templates::render("cuda_vector_helpers.cu.in", {}) : "") +
          (uses.row_workspaces ? templates::render("cuda_row_workspace.cu.in", {}) : "") +
-         (uses.sort ? templates::render("cuda_sort.cu.in", {}) : "");
+         (uses.sort ? templates::render("cuda_sort.cu.in", {}) : "") +
+         (uses.sort_entries ? templates::render("cuda_sort_entries.cu.in", {}) : "");
 }
 
 std::string output_values(const LoweredFunc& func) {
@@ -503,6 +627,58 @@ std::string emit_executor(const LoweredFunc& executor) {
          "  return 0;\n}\n";
 }
 
+// Indents each line of `text` by two more spaces.
+std::string indented(const std::string& text) {
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    end = end == std::string::npos ? text.size() : end + 1;
+    out += "  " + text.substr(start, end - start);
+    start = end;
+  }
+  return out;
+}
+
+// The host's part in an entry list (EntryList): allocate the cursor, count the entries, read
+// their number back (waiting for the count), allocate the list and the sort's spare half at that
+// length, list the entries, sort them, pack them, free it all. `kernels`: the launches of the
+// counting, listing and packing kernels. The first error is returned.
+std::string entry_list_launches(const EntryList& list, const std::vector<std::string>& kernels) {
+  CExprPrinter expr;
+  std::string values_type = expr.type_name(list.value_type);
+  std::vector<std::pair<std::string, std::string>> arrays = {{list.keys, "int64_t"}, {list.spare(list.keys), "int64_t"}};
+  if (!list.values.empty()) {
+    arrays.push_back({list.values, values_type});
+    arrays.push_back({list.spare(list.values), values_type});
+  }
+  auto launch = [](const std::string& kernel) {
+    return "    if (status == cudaSuccess) {\n" + indented(indented(kernel)) + "      status = cudaGetLastError();\n    }\n";
+  };
+  std::string out = "  {  // " + list.tensor + "'s entries arrive out of order: count them, list them, sort the list, pack it\n";
+  out += "    int64_t* " + list.cursor() + " = nullptr;  // the list's next free slot, which threads take atomically\n";
+  for (const auto& [name, type] : arrays) out += "    " + type + "* " + name + " = nullptr;\n";
+  out += "    int64_t " + list.count + " = 0;  // the list's length\n";
+  out += "    cudaError_t status = spgen_workspace_alloc(&" + list.cursor() + ", 1, 0, stream);\n";
+  out += launch(kernels.at(0));
+  out += "    // the host waits for the count, to allocate the list at its length\n";
+  out += "    if (status == cudaSuccess)\n      status = cudaMemcpyAsync(&" + list.count + ", " + list.cursor() +
+         ", sizeof(int64_t), cudaMemcpyDeviceToHost, stream);\n";
+  out += "    if (status == cudaSuccess) status = cudaStreamSynchronize(stream);\n";
+  for (const auto& [name, type] : arrays)
+    out += "    if (status == cudaSuccess) status = spgen_workspace_alloc(&" + name + ", " + list.count + ", 0, stream);\n";
+  out += "    if (status == cudaSuccess) status = cudaMemsetAsync(" + list.cursor() + ", 0, sizeof(int64_t), stream);\n";
+  out += launch(kernels.at(1));
+  std::string no_values = "static_cast<" + values_type + "*>(nullptr)";
+  out += "    if (status == cudaSuccess)\n      status = spgen_sort_entries(" + list.keys + ", " +
+         (list.values.empty() ? no_values : list.values) + ", " + list.spare(list.keys) + ", " +
+         (list.values.empty() ? no_values : list.spare(list.values)) + ", " + list.count + ", stream);\n";
+  out += launch(kernels.at(2));
+  out += "    if (" + list.cursor() + ") cudaFreeAsync(" + list.cursor() + ", stream);\n";
+  for (const auto& [name, type] : arrays) out += "    if (" + name + ") cudaFreeAsync(" + name + ", stream);\n";
+  return out + "    if (status != cudaSuccess) return (int)status;\n  }\n";
+}
+
 // One host function of the ABI (`linkage`: extern "C") or of the file (static): its kernels, then
 // the function that launches them in order on a stream.
 std::string emit_host_function(const LoweredFunc& func, const std::string& linkage) {
@@ -512,6 +688,7 @@ std::string emit_host_function(const LoweredFunc& func, const std::string& linka
   std::vector<Kernel> kernels = split_into_kernels(func);
   std::set<std::string> passed;
   std::string launches;
+  std::vector<std::string> list_launches;  // an entry list's kernels: counting, listing, packing
   std::set<std::string> counted_positions;  // the output levels an assemble phase counts into
   for (const Param& p : func.params)
     if (p.kind == ParamKind::Pos && !p.is_const) counted_positions.insert(p.name);
@@ -525,11 +702,20 @@ std::string emit_host_function(const LoweredFunc& func, const std::string& linka
     }
     for (const Workspace& w : kernel.workspaces)
       text += (text.back() == '(' ? "\n    " : ",\n    ") + expr.type_name(w.type) + "* __restrict__ " + workspace_param(w);
+    for (const Param& p : kernel.list_params) text += (text.back() == '(' ? "\n    " : ",\n    ") + c_param(p, true);
     text += ") {\n";
     SharedLayout shared = shared_layout(kernel.body);
     if (!is_const_int(shared.bytes, 0)) text += "  extern __shared__ __align__(16) unsigned char spgen_shared[];\n";
-    launches += launcher.launch(kernel, shared.bytes);
-    CudaStmtPrinter printer(expr, output_values(func), counted_positions, std::move(shared));
+    if (!kernel.list) {
+      launches += launcher.launch(kernel, shared.bytes);
+    } else {
+      list_launches.push_back(launcher.launch(kernel, shared.bytes));
+      if (kernel.packs_list) {
+        launches += entry_list_launches(*kernel.list, list_launches);
+        list_launches.clear();
+      }
+    }
+    CudaStmtPrinter printer(expr, output_values(func), counted_positions, std::move(shared), kernel.list.get(), kernel.listing);
     for (const Stmt& s : kernel.body) text += printer.print(s, 1);
     text += "}\n";
   }

@@ -1430,18 +1430,6 @@ class Lowering {
       if (output.format.block(l).part != BlockPart::None) return;  // blocked outputs have their own checks
     const std::string why = out_of_order_reason(output);
     if (why.empty()) return;
-    if (config_.target == Target::Cuda) {
-      const LevelKind entries = output.format.levels[entry_level(output.format)];
-      const bool last_appended = entries != LevelKind::Dense && entries != LevelKind::DenseVariable;
-      const bool ell_above = why.find("ELL level") != std::string::npos;
-      throw CompileError(format_config_error(
-          config_.file, "/tensors/" + output.tensor + "/format",
-          "sparse output " + output.tensor + " (" + output.format.name + ") gets its entries out of order: " + why +
-              "; the cpu target lists them, sorts the list and packs it, which the cuda target does not do yet: " +
-              (ell_above ? "keep " + output.tensor + "'s ELL level last"
-                         : "reorder so the output's loops are outermost, or store " + output.tensor +
-                               (last_appended ? " with dense or dense-variable levels only" : " with dense or dense-variable levels above its last one"))));
-    }
     listed_ = true;
     list_keys_ = fresh_name(output.tensor + "_keys");
     list_values_ = fresh_name(output.tensor + "_entries");
@@ -1459,14 +1447,20 @@ class Lowering {
   }
 
   // One more entry: its key (coordinates in storage order, flattened) and, filling, its value.
+  // On cuda the count advances first, as one atomic step that takes the entry's slot (the
+  // backend prints it so; threads may list at once), and the entry goes to the slot before it.
   Stmt list_entry(Expr value) const {
     const sparse::SparseBuffer& output = program_.output();
     Expr key = int64(0);
     for (size_t l = 0; l < output.axes.size(); ++l)
       key = add(mul(key, axis_length(output_axis(l))), var(output_axis(l).index_var));
-    std::vector<Stmt> stmts = {std::make_shared<Store>(list_keys_, var(list_count_), key, false)};
-    if (!counting_) stmts.push_back(std::make_shared<Store>(list_values_, var(list_count_), std::move(value), false));
-    stmts.push_back(std::make_shared<Assign>(list_count_, int64(1), true));
+    const bool cuda = config_.target == Target::Cuda;
+    Expr slot = cuda ? sub(var(list_count_), int64(1)) : var(list_count_);
+    std::vector<Stmt> stmts;
+    if (cuda) stmts.push_back(std::make_shared<Assign>(list_count_, int64(1), true));
+    stmts.push_back(std::make_shared<Store>(list_keys_, slot, key, false));
+    if (!counting_) stmts.push_back(std::make_shared<Store>(list_values_, slot, std::move(value), false));
+    if (!cuda) stmts.push_back(std::make_shared<Assign>(list_count_, int64(1), true));
     return block(std::move(stmts));
   }
 
@@ -2809,9 +2803,9 @@ bool output_is_assembled(const sparse::Program& program) {
   return !output.format.all_dense() && output.shares_structure_with.empty();
 }
 
-bool output_may_be_listed(const sparse::Program& program, const Config& config) {
+bool output_may_be_listed(const sparse::Program& program, const Config&) {  // every target lists
   const sparse::SparseBuffer& output = program.output();
-  if (!output_is_assembled(program) || output.gathered_level >= 0 || config.target != Target::Cpu) return false;
+  if (!output_is_assembled(program) || output.gathered_level >= 0) return false;
   for (size_t l = 0; l < output.format.levels.size(); ++l)
     if (output.format.block(l).part != BlockPart::None) return false;
   return true;

@@ -20,7 +20,7 @@ enum class LoweringPhase { Compute, Assemble };
 // True when the output's structure is built by the kernels (an assemble phase is needed).
 bool output_is_assembled(const sparse::Program& program);
 // True when the output's entries may be listed, sorted and packed where they arrive out of
-// storage order (an assembled, unblocked output on the cpu target): its storage order then
+// storage order (an assembled, unblocked output): its storage order then
 // constrains the loop order only where some order satisfies it (passes/infer_loop_order).
 bool output_may_be_listed(const sparse::Program& program, const Config& config);
 // The output levels that have an assemble phase (those with a pos array), or none.
