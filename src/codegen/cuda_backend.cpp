@@ -192,7 +192,9 @@ class CudaStmtPrinter : public CStmtPrinter {
 
   // An entry's slot: the cursor's value before this thread advanced it, as one atomic step.
   std::string print_assign(const Assign& assign, const std::string& indent) override {
-    if (listing_ == Listing::None || assign.name != list_->count) return CStmtPrinter::print_assign(assign, indent);
+    if (!assign.atomic) return CStmtPrinter::print_assign(assign, indent);
+    if (listing_ == Listing::None || assign.name != list_->count || !assign.accumulate)
+      throw std::logic_error("cuda: an atomic step of " + assign.name + ", which is no entry list's cursor");
     std::string advance = "atomicAdd(reinterpret_cast<unsigned long long*>(" + list_->cursor() + "), 1ull)";
     if (listing_ == Listing::Count) return indent + advance + ";\n";
     return indent + assign.name + " = (int64_t)" + advance + " + 1;  // the slot after this entry's\n";
@@ -549,7 +551,7 @@ std::string helpers_used(const std::vector<const LoweredFunc*>& functions) {
     std::set<std::string> lists;  // entry lists, which the host sorts
     void visit_allocate(const Allocate& node) override {
       for (const Workspace& w : node.buffers) {
-        row_workspaces |= !w.local && !w.shared;  // an entry list is allocated alike
+        row_workspaces |= !w.local && !w.shared && !w.growable;
         if (w.growable) lists.insert(w.name);
       }
       IRVisitor::visit_allocate(node);
@@ -659,14 +661,14 @@ std::string entry_list_launches(const EntryList& list, const std::vector<std::st
   out += "    int64_t* " + list.cursor() + " = nullptr;  // the list's next free slot, which threads take atomically\n";
   for (const auto& [name, type] : arrays) out += "    " + type + "* " + name + " = nullptr;\n";
   out += "    int64_t " + list.count + " = 0;  // the list's length\n";
-  out += "    cudaError_t status = spgen_workspace_alloc(&" + list.cursor() + ", 1, 0, stream);\n";
+  out += "    cudaError_t status = spgen_list_alloc(&" + list.cursor() + ", 1, stream);\n";
   out += launch(kernels.at(0));
   out += "    // the host waits for the count, to allocate the list at its length\n";
   out += "    if (status == cudaSuccess)\n      status = cudaMemcpyAsync(&" + list.count + ", " + list.cursor() +
          ", sizeof(int64_t), cudaMemcpyDeviceToHost, stream);\n";
   out += "    if (status == cudaSuccess) status = cudaStreamSynchronize(stream);\n";
   for (const auto& [name, type] : arrays)
-    out += "    if (status == cudaSuccess) status = spgen_workspace_alloc(&" + name + ", " + list.count + ", 0, stream);\n";
+    out += "    if (status == cudaSuccess) status = spgen_list_alloc(&" + name + ", " + list.count + ", stream);\n";
   out += "    if (status == cudaSuccess) status = cudaMemsetAsync(" + list.cursor() + ", 0, sizeof(int64_t), stream);\n";
   out += launch(kernels.at(1));
   std::string no_values = "static_cast<" + values_type + "*>(nullptr)";

@@ -163,12 +163,17 @@ struct Declare : StmtNode {
       : StmtNode(StmtKind::Declare), name(std::move(n)), type(t), init(std::move(i)), is_mutable(m) {}
 };
 
-// name = value, or name += value when `accumulate`.
+// name = value, or name += value when `accumulate`. An `atomic` one is a cursor's step that
+// threads take at once (cuda: a list's next slot): `name += value` as one atomic addition to a
+// count that every thread shares, after which `name` holds this thread's sum. It is no scalar a
+// thread sums into, so a loop around it needs no reduction.
 struct Assign : StmtNode {
   std::string name;
   Expr value;
   bool accumulate;
-  Assign(std::string n, Expr v, bool acc) : StmtNode(StmtKind::Assign), name(std::move(n)), value(std::move(v)), accumulate(acc) {}
+  bool atomic;
+  Assign(std::string n, Expr v, bool acc, bool at = false)
+      : StmtNode(StmtKind::Assign), name(std::move(n)), value(std::move(v)), accumulate(acc), atomic(at) {}
 };
 
 // buffer[index] = value, or += when `accumulate`. An `atomic` store is an addition that other

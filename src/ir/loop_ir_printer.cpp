@@ -158,7 +158,7 @@ class Stage2Dumper {
       }
       case StmtKind::Assign: {
         const auto& node = static_cast<const Assign&>(*s);
-        out += pad + node.name + (node.accumulate ? " += " : " = ") + printer.print(node.value) + "\n";
+        out += pad + (node.atomic ? "atomic " : "") + node.name + (node.accumulate ? " += " : " = ") + printer.print(node.value) + "\n";
         return;
       }
       case StmtKind::Store: {

@@ -131,7 +131,7 @@ Stmt IRMutator::mutate_declare(const Declare& node, const Stmt& self) {
 
 Stmt IRMutator::mutate_assign(const Assign& node, const Stmt& self) {
   Expr value = mutate(node.value);
-  return value == node.value ? self : std::make_shared<Assign>(node.name, value, node.accumulate);
+  return value == node.value ? self : std::make_shared<Assign>(node.name, value, node.accumulate, node.atomic);
 }
 
 Stmt IRMutator::mutate_allocate(const Allocate& node, const Stmt& self) {
@@ -184,7 +184,7 @@ std::vector<std::string> scalars_assigned_outside(const Stmt& stmt, bool overwri
     std::vector<std::string> assigned;
     std::vector<std::string> declared;
     void visit_assign(const Assign& node) override {
-      if (!(overwrites_only && node.accumulate) &&
+      if (!node.atomic && !(overwrites_only && node.accumulate) &&
           std::find(assigned.begin(), assigned.end(), node.name) == assigned.end())
         assigned.push_back(node.name);
       IRVisitor::visit_assign(node);

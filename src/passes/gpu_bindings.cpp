@@ -96,6 +96,19 @@ class NestSnapshot : public IRVisitor {
   void visit_store(const Store& node) override {
     if (output_.count(node.buffer)) stores.push_back({&node, stack_, after_shuffle_});
   }
+  // An output's entry list (lower_to_loops.cpp, list_and_pack): what follows its sort (summing
+  // repeats, packing) is a one-thread kernel of its own (cuda_backend.cpp); the loops that list
+  // the entries are the nest.
+  void visit_allocate(const Allocate& node) override {
+    if (std::none_of(node.buffers.begin(), node.buffers.end(), [](const Workspace& w) { return w.growable; }))
+      return IRVisitor::visit_allocate(node);
+    const Block* block = node.body->kind == StmtKind::Block ? static_cast<const Block*>(node.body.get()) : nullptr;
+    for (const Stmt& s : statements_of(node.body)) {
+      if (s->kind == StmtKind::Sort) break;
+      parent_ = block;
+      visit(s);
+    }
+  }
 
  private:
   void enter(Scope scope, const std::function<void()>& visit_children) {

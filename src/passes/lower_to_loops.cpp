@@ -1447,8 +1447,8 @@ class Lowering {
   }
 
   // One more entry: its key (coordinates in storage order, flattened) and, filling, its value.
-  // On cuda the count advances first, as one atomic step that takes the entry's slot (the
-  // backend prints it so; threads may list at once), and the entry goes to the slot before it.
+  // On cuda the count advances first, as one atomic step that takes the entry's slot (threads
+  // may list at once), and the entry goes to the slot before it.
   Stmt list_entry(Expr value) const {
     const sparse::SparseBuffer& output = program_.output();
     Expr key = int64(0);
@@ -1457,7 +1457,7 @@ class Lowering {
     const bool cuda = config_.target == Target::Cuda;
     Expr slot = cuda ? sub(var(list_count_), int64(1)) : var(list_count_);
     std::vector<Stmt> stmts;
-    if (cuda) stmts.push_back(std::make_shared<Assign>(list_count_, int64(1), true));
+    if (cuda) stmts.push_back(std::make_shared<Assign>(list_count_, int64(1), true, /*atomic=*/true));
     stmts.push_back(std::make_shared<Store>(list_keys_, slot, key, false));
     if (!counting_) stmts.push_back(std::make_shared<Store>(list_values_, slot, std::move(value), false));
     if (!cuda) stmts.push_back(std::make_shared<Assign>(list_count_, int64(1), true));
@@ -1728,8 +1728,9 @@ class Lowering {
   // Loops inside a row share its workspace: they stay sequential.
   LoopAnnotations loop_annotations(int depth) const {
     LoopAnnotations annotations;
-    if (listed_) {
-      annotations.sequential_reason = "it appends to the list of " + program_.output().tensor + "'s entries";
+    if (listed_) {  // on cuda each entry takes its slot of the list atomically: any loop may run on threads
+      if (config_.target != Target::Cuda)
+        annotations.sequential_reason = "it appends to the list of " + program_.output().tensor + "'s entries";
       return annotations;
     }
     if (assembled_ && depth > append_depth_ && depth <= output_depth_ && !inside_marked_blocks(depth))  // (summed loops inside touch neither)
