@@ -63,6 +63,7 @@ class NestSnapshot : public IRVisitor {
     const Store* store;
     std::vector<Scope> enclosing;
     bool after_shuffle;  // follows a shuffle-reduced loop in its block: only lane 0 will run it
+    bool listed;         // into an entry list, at a slot of its own (an atomic cursor's)
   };
 
   // `output`: the arrays of the output that the nest writes (values; positions and coordinates
@@ -94,7 +95,8 @@ class NestSnapshot : public IRVisitor {
     IRVisitor::visit_if(node);
   }
   void visit_store(const Store& node) override {
-    if (output_.count(node.buffer)) stores.push_back({&node, stack_, after_shuffle_});
+    if (output_.count(node.buffer) || lists_.count(node.buffer))
+      stores.push_back({&node, stack_, after_shuffle_, lists_.count(node.buffer) > 0});
   }
   // An output's entry list (lower_to_loops.cpp, list_and_pack): what follows its sort (summing
   // repeats, packing) is a one-thread kernel of its own (cuda_backend.cpp); the loops that list
@@ -102,6 +104,7 @@ class NestSnapshot : public IRVisitor {
   void visit_allocate(const Allocate& node) override {
     if (std::none_of(node.buffers.begin(), node.buffers.end(), [](const Workspace& w) { return w.growable; }))
       return IRVisitor::visit_allocate(node);
+    for (const Workspace& w : node.buffers) lists_.insert(w.name);
     const Block* block = node.body->kind == StmtKind::Block ? static_cast<const Block*>(node.body.get()) : nullptr;
     for (const Stmt& s : statements_of(node.body)) {
       if (s->kind == StmtKind::Sort) break;
@@ -119,6 +122,7 @@ class NestSnapshot : public IRVisitor {
   }
 
   std::set<std::string> output_;
+  std::set<std::string> lists_;  // entry lists: each entry stored once, by whichever thread lists it
   std::vector<Scope> stack_;
   const Block* parent_ = nullptr;
   bool after_shuffle_ = false;
@@ -346,9 +350,9 @@ class GpuBindings {
     return counts;
   }
 
-  // A store into the output must be inside a loop bound to every GPU index in use (or follow a
-  // shuffle, which leaves it to lane 0), else each thread on the missing index would repeat it.
-  // Without atomics, threads must reach distinct entries.
+  // A store into the output or its entry list must be inside a loop bound to every GPU index in
+  // use (or follow a shuffle, which leaves it to lane 0), else each thread on the missing index
+  // would repeat it. Without atomics, threads must reach distinct entries (a list's slots are).
   void check_store(const NestSnapshot::StoreSite& site) const {
     std::set<std::string> covered;
     bool atomic = false;
@@ -364,7 +368,7 @@ class GpuBindings {
         fail(b, describe(*site.store) + " lies outside loop " + b.label + ", so every thread on " + bind +
                     " would repeat it (bind a loop around it instead)");
     }
-    if (atomic) return;
+    if (atomic || site.listed) return;
     // A position loop's entries differ between threads only for the same parent position: if an
     // enclosing reduction loop runs in full in every thread, threads meet on the same entries.
     for (size_t k = 0; k < site.enclosing.size(); ++k) {
