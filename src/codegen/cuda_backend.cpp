@@ -595,6 +595,11 @@ GeneratedFile emit_cuda_header(const LoweredFunc& func, const GenerationContext&
     docs.push_back("The positions an assemble phase builds are in device memory too: to size the next arrays,");
     docs.push_back("copy the last one back (cudaMemcpy, which waits for the phase on the default stream).");
   }
+  const std::vector<Stmt> top = statements_of(func.body);
+  if (std::any_of(top.begin(), top.end(), [](const Stmt& s) { return as_entry_list(s) != nullptr; })) {
+    docs.push_back("Each function (each phase) lists the output's entries at a length it counts first: it waits");
+    docs.push_back("for the stream there (cudaStreamSynchronize), so it cannot be captured into a CUDA graph.");
+  }
   return emit_abi_header(func, context, "int", {"cudaStream_t stream"}, docs,
                          "\n// The CUDA runtime's stream type, declared here so that this header needs no CUDA headers.\n"
                          "typedef struct CUstream_st* cudaStream_t;\n",

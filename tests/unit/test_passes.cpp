@@ -513,6 +513,8 @@ TEST_CASE("assembled sparse output: on cuda, entries that arrive out of order ar
   CHECK(contains(source, "status = spgen_sort_entries(C_keys, static_cast<float*>(nullptr), spgen_C_keys_spare, "
                          "static_cast<float*>(nullptr), C_listed, stream);"));  // an assemble phase's keys
   CHECK(contains(source, "static __global__ void __launch_bounds__(256) spgen_merge_entries("));
+  // The header says that the function waits for the stream (for the count).
+  CHECK(contains(c.files[0].text, "at a length it counts first: it waits\n//   for the stream there (cudaStreamSynchronize)"));
   // One thread sums the repeats and packs.
   CHECK(contains(source, "t_pack_entries<<<1, 1, 0, stream>>>(dim_i, dim_j, C_crd0, C_crd1, C_vals, C_keys, C_entries, C_listed);"));
   // A bind of the summed loop is accepted (the cpu refuses to parallelize it, above).
@@ -524,6 +526,13 @@ TEST_CASE("assembled sparse output: on cuda, entries that arrive out of order ar
   CHECK(contains(compile("C(i,j) = A(i,j) + B(i,j)", R"({"target": "cuda", "tensors": {"A": {"format": "csr"},
       "C": {"format": {"levels": [{"kind": "sparse-fixed", "width": 4}, "compressed"]}}}})").stage2_dump,
                  "(out of order: it stores index i in an ELL level above its last one)"));
+  // Refused on cuda as on the cpu: terms summed over different indices into a listed output.
+  CHECK(contains(error_of("C(i,k) = A(j,i) * B(j,k) + D(i,k)", R"({"target": "cuda", "tensors": {"A": {"format": "csr"},
+      "B": {"format": "csr"}, "D": {"format": "csr"}, "C": {"format": "csr"}}})"),
+                 "c.json: /tensors/C/format: error: the right-hand side sums its terms over different indices"));
+  CHECK(contains(error_of("C(i,k) = A(j,i) * B(j,k) + D(i,k)", R"({"target": "cuda", "tensors": {"A": {"format": "csr"},
+      "B": {"format": "csr"}, "D": {"format": "csr"}, "C": {"format": "csr"}}})"),
+                 "so its entries arrive out of order and are listed and sorted, which an added part's nest does not join"));
 }
 
 TEST_CASE("assembled sparse output: an ELL level above the last keeps each parent's first W distinct coordinates") {
