@@ -504,6 +504,7 @@ class Launcher {
     std::string args;
     for (const Param* p : kernel.params) args += (args.empty() ? "" : ", ") + p->name;
     for (const Workspace& w : kernel.workspaces) args += (args.empty() ? "" : ", ") + w.name;
+    for (const Param& p : kernel.list_params) args += (args.empty() ? "" : ", ") + p.name;
     std::string shared = "0";
     if (!is_const_int(shared_bytes, 0)) {
       out += pad + "// dynamic shared memory: at most 48 KiB, else the launch fails with cudaErrorInvalidValue\n";
