@@ -71,6 +71,7 @@ class NestSnapshot : public IRVisitor {
   explicit NestSnapshot(std::set<std::string> output) : output_(std::move(output)) {}
   std::vector<LoopSite> loops;
   std::vector<StoreSite> stores;
+  std::set<std::string> lists;  // entry lists: each entry stored once, by whichever thread lists it
 
  protected:
   void visit_block(const Block& node) override {
@@ -95,8 +96,8 @@ class NestSnapshot : public IRVisitor {
     IRVisitor::visit_if(node);
   }
   void visit_store(const Store& node) override {
-    if (output_.count(node.buffer) || lists_.count(node.buffer))
-      stores.push_back({&node, stack_, after_shuffle_, lists_.count(node.buffer) > 0});
+    if (output_.count(node.buffer) || lists.count(node.buffer))
+      stores.push_back({&node, stack_, after_shuffle_, lists.count(node.buffer) > 0});
   }
   // An output's entry list (lower_to_loops.cpp, list_and_pack): what follows its sort (summing
   // repeats, packing) is a one-thread kernel of its own (cuda_backend.cpp); the loops that list
@@ -104,7 +105,7 @@ class NestSnapshot : public IRVisitor {
   void visit_allocate(const Allocate& node) override {
     if (std::none_of(node.buffers.begin(), node.buffers.end(), [](const Workspace& w) { return w.growable; }))
       return IRVisitor::visit_allocate(node);
-    for (const Workspace& w : node.buffers) lists_.insert(w.name);
+    for (const Workspace& w : node.buffers) lists.insert(w.name);
     const Block* block = node.body->kind == StmtKind::Block ? static_cast<const Block*>(node.body.get()) : nullptr;
     for (const Stmt& s : statements_of(node.body)) {
       if (s->kind == StmtKind::Sort) break;
@@ -122,7 +123,6 @@ class NestSnapshot : public IRVisitor {
   }
 
   std::set<std::string> output_;
-  std::set<std::string> lists_;  // entry lists: each entry stored once, by whichever thread lists it
   std::vector<Scope> stack_;
   const Block* parent_ = nullptr;
   bool after_shuffle_ = false;
@@ -181,6 +181,7 @@ class GpuBindings {
       if (p.tensor == output_ && p.is_array && !p.is_const) output_arrays.insert(p.name);
     NestSnapshot nest(output_arrays);
     nest.visit(func_.body);
+    lists_ = nest.lists;
     std::map<std::string, LoopAnnotations> completed;
     for (const GpuBinding& b : bindings_) {
       const NestSnapshot::LoopSite& site = site_of(nest, b.label);
@@ -251,6 +252,11 @@ class GpuBindings {
       if (stores_into(loop.body, program_.output().values))
         fail(b, "loop " + b.label + " adds into " + output_ + " directly, but a " + strategy +
                     " reduction combines sums kept in scalars (use \"reduction\": \"atomic\")");
+      for (const std::string& list : lists_)
+        if (scalars.empty() && stores_into(loop.body, list))
+          fail(b, "loop " + b.label + " lists the entries of " + output_ + " (they arrive out of order), one slot each, "
+                      "and sums into no scalar, so a " + strategy + " reduction has nothing to combine (use \"reduction\": "
+                      "\"atomic\")");
       for (const std::string& s : scalars)
         if (!site.parent || !declares(*site.parent, s))
           fail(b, "loop " + b.label + " sums into " + s + ", but " + s + " is declared outside the loop around " +
@@ -419,6 +425,7 @@ class GpuBindings {
   const std::vector<GpuBinding>& bindings_;
   const LoopOrigins& origins_;
   std::string output_;
+  std::set<std::string> lists_;  // the output's entry lists, if it has them
 };
 
 }  // namespace

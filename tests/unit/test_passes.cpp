@@ -520,6 +520,11 @@ TEST_CASE("assembled sparse output: on cuda, entries that arrive out of order ar
   // A bind of the summed loop is accepted (the cpu refuses to parallelize it, above).
   CHECK(contains(compile(transposed, R"({"target": "cuda", "tensors": {)" + operands + R"(, "C": {"format": "csr"}},
       "schedule": [{"op": "bind", "var": "k", "to": "threadIdx.x", "reduction": "atomic"}]})").stage2_dump, "bind(threadIdx.x"));
+  // A shuffle has nothing to combine where each entry takes its own slot.
+  CHECK(contains(error_of(transposed, R"({"target": "cuda", "tensors": {)" + operands + R"(, "C": {"format": "csr"}},
+      "schedule": [{"op": "bind", "var": "k", "to": "warp", "reduction": "shuffle"}]})"),
+                 "c.json: /schedule/0: error: bind: loop k lists the entries of C (they arrive out of order), one slot each, and "
+                 "sums into no scalar, so a shuffle reduction has nothing to combine (use \"reduction\": \"atomic\")"));
   // A level order against the operands' (csc from csr) and an ELL level above the last are listed too.
   CHECK(contains(compile("C(i,j) = A(i,j) + B(i,j)", R"({"target": "cuda", "tensors": {"A": {"format": "csr"}, "C": {"format": "dcsc"}}})").stage2_dump,
                  "(out of order: it stores index i in a level below index j, whose loop is inside i's)"));
