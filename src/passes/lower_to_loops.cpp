@@ -79,6 +79,7 @@ class Lowering {
     if (whole_) check_added_parts_unblocked();
     plan_loops();
     plan_listed();
+    names_before_positions_ = used_names_;
     func.params = make_params();
     check_fusions();
     plan_positions();
@@ -87,7 +88,7 @@ class Lowering {
     std::vector<Stmt> body;
     if (counting_) body.push_back(clear_counts());
     if (needs_zero_fill_) body.push_back(zero_fill());
-    Stmt nest = loop_nest(0);
+    Stmt nest = whole_ && listed_ ? listed_parts_nests() : loop_nest(0);
     if (listed_) nest = list_and_pack(nest);
     body.push_back(workspaces_.empty() ? nest : std::make_shared<Allocate>(workspaces_, nest));
     if (!outside_blocks_of_.empty() && !block_rows_) {
@@ -817,8 +818,9 @@ class Lowering {
           levels.push_back(position);
           continue;
         }
-        // Below the shared loops, a nest of a sum's part has no positions of a tensor only other parts read.
-        if ((whole_ || added_to_) && (depth < 0 || depth >= shared_loops_) && !buffer.is_output &&
+        // Below the shared loops (anywhere, when listed), a nest of a sum's part has no positions
+        // of a tensor only other parts read.
+        if ((lists_into_ || ((whole_ || added_to_) && (depth < 0 || depth >= shared_loops_))) && !buffer.is_output &&
             !reads(*program_.iteration.body, buffer.tensor))
           break;
         LevelPosition position;
@@ -1423,6 +1425,14 @@ class Lowering {
   }
 
   void plan_listed() {
+    if (lists_into_) {
+      // A part of a sum into a listed output: its entries join the one list.
+      listed_ = true;
+      list_keys_ = lists_into_->list_keys_;
+      list_values_ = lists_into_->list_values_;
+      list_count_ = lists_into_->list_count_;
+      return;
+    }
     if (!assembled_) return;
     const sparse::SparseBuffer& output = program_.output();
     if (output.gathered_level >= 0) return;
@@ -1430,6 +1440,13 @@ class Lowering {
       if (output.format.block(l).part != BlockPart::None) return;  // blocked outputs have their own checks
     const std::string why = out_of_order_reason(output);
     if (why.empty()) return;
+    if (whole_ && config_.target == Target::Cuda)
+      throw CompileError(format_config_error(
+          config_.file, "/tensors/" + output.tensor + "/format",
+          why_added_parts_join() + ", but " + output.tensor + " gets its entries out of order (" + why +
+              "), so the cpu target lists each term's entries, sorts the list and packs it, which the cuda target does not "
+              "do for a sum whose terms sum over different indices: reorder so the output's loops are outermost, or make " +
+              output.tensor + " dense"));
     if (config_.target == Target::Cuda) {
       const LevelKind entries = output.format.levels[entry_level(output.format)];
       const bool last_appended = entries != LevelKind::Dense && entries != LevelKind::DenseVariable;
@@ -2227,14 +2244,8 @@ class Lowering {
       throw CompileError(format_config_error(config_.file, f.op_path,
                                              "fuse: " + why + ", which a fused loop over " + f.outer + " and " + f.inner +
                                                  " does not have; leave out the fuse, or make " + output.tensor + " dense"));
+    if (listed_) return;  // each part lists its entries in a nest of its own (listed_parts_nests)
     const std::string where = "/tensors/" + output.tensor + "/format";
-    if (listed_)
-      throw CompileError(format_config_error(
-          config_.file, where,
-          why + ", but " + summed + " is iterated outside " + output.tensor +
-              "'s loops, so its entries arrive out of order and are listed and sorted, which an added part's nest does not "
-              "join; store the operands so that " + summed + " can be iterated inside " + output.tensor + "'s loops, or make " +
-              output.tensor + " dense"));
     bool into_rows = scattered_ && !block_rows_ && row_depth_ + 1 == shared_loops_;
     bool into_sum = scalar_accumulator_ && output_depth_ + 1 == shared_loops_;
     if (!into_rows && !into_sum)
@@ -2293,6 +2304,49 @@ class Lowering {
       stmts.push_back(added_nest);
     }
     return block(std::move(stmts));
+  }
+
+  // An output whose entries are listed (plan_listed) needs no shared loops: the body and each
+  // added part list their entries in a nest of their own, one after the other, and the one list
+  // is sorted and packed after them all.
+  Stmt listed_parts_nests() {
+    std::vector<Stmt> nests;
+    std::set<std::string> names = names_before_positions_;  // (this Lowering's own nest is not built)
+    auto list_part = [&](const ast::ExprPtr& terms, const std::vector<std::string>& summed, bool first) {
+      sparse::Program part = *whole_;
+      part.iteration.body = terms;
+      part.iteration.added_parts.clear();
+      part.iteration.iterators = whole_->iteration.loops_of(*terms);
+      Lowering lowering(part, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
+      Stmt nest = lowering.lower_listed_part(*this, names);
+      names = lowering.used_names_;
+      const bool negated = !first && terms->kind == ast::ExprKind::Neg;  // "- b(i)" rather than "+ -b(i)"
+      nests.push_back(std::make_shared<Comment>((first ? "" : negated ? "- " : "+ ") +
+                                                describe_terms(negated ? *terms->lhs : *terms, summed) + ", into the list of " +
+                                                program_.output().tensor + "'s entries"));
+      nests.push_back(nest);
+    };
+    std::vector<std::string> body_summed;
+    for (const sparse::Iterator& it : program_.iteration.iterators)
+      if (it.is_reduction) body_summed.push_back(it.var);
+    list_part(program_.iteration.body, body_summed, true);
+    for (const sparse::AddedPart& part : whole_->iteration.added_parts) list_part(part.body, part.summed, false);
+    used_names_.insert(names.begin(), names.end());
+    return block(std::move(nests));
+  }
+
+  // This Lowering's program is one part of a sum into `into`'s listed output: the whole nest of
+  // its terms, appending to `into`'s list.
+  Stmt lower_listed_part(const Lowering& into, const std::set<std::string>& names) {
+    lists_into_ = &into;
+    used_names_ = names;
+    plan_loops();
+    plan_listed();
+    check_fusions();
+    plan_positions();
+    plan_output();
+    Stmt nest = loop_nest(0);
+    return workspaces_.empty() ? nest : std::make_shared<Allocate>(workspaces_, nest);
   }
 
   // This Lowering's program is an added part's (its loops: the shared ones, then its own): its
@@ -2788,6 +2842,8 @@ class Lowering {
   std::vector<OpenLevel> open_levels_;  // compressed (or counted ragged) output levels above the last (plan_open_levels)
   int append_depth_ = -1;  // loops deeper than this share the output's cursors or counts
   bool listed_ = false;    // the output's entries are listed, sorted and packed (plan_listed)
+  const Lowering* lists_into_ = nullptr;      // a part of a sum whose entries join this Lowering's list
+  std::set<std::string> names_before_positions_;  // used_names_ once the loops and the list are planned
   std::string list_keys_, list_values_, list_count_;
   std::vector<LoopPlan> plans_;  // per loop depth
   std::set<int> by_runs_;        // COO levels visited once per run of equal coordinates (plan_runs)

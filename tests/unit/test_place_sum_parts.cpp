@@ -2,7 +2,8 @@
 // (passes/place_sum_parts.cpp, and the added parts' nests of passes/lower_to_loops.cpp): one
 // loop nest, the stage I and stage II dumps, `+=` through C_prev, and every refusal by its
 // message. The numbers are checked by the e2e cases (spgemm_bias_*, spgemm_acc_*,
-// spgemm_three_*, spmv_bias_*sv_out, spmv_three_sv_out).
+// spgemm_three_*, spmv_bias_*sv_out, spmv_three_sv_out; listed: spgemm_transposed_bias_*,
+// spgemm_transposed_acc_csr, spgemm_bias_csc_out, spgemm_three_csc_out, sddmm_plus_csc_out).
 #include <doctest/doctest.h>
 
 #include <string>
@@ -119,11 +120,50 @@ TEST_CASE("place sum parts: what one loop nest cannot do is refused") {
                  "B(j,k) (summed over j); D(i,k) (no summed index)), and C (bsr) is a sparse output the kernel assembles, so "
                  "they share one loop nest: the terms without j are added where the loops outside j end, which is not "
                  "supported beside a blocked format"));
-  // Entries that arrive out of order (j outside the rows of C) are listed and sorted.
-  CHECK(contains(error_of(transposed_bias, csr_all()),
+  // Entries that arrive out of order are listed by each part's nest (below); the cuda target
+  // lists no entries of such a sum.
+  CHECK(contains(error_of(transposed_bias, csr_all().insert(1, R"("target": "cuda", )")),
                  "c.json: /tensors/C/format: error: the right-hand side sums its terms over different indices (A(j,i) * "
                  "B(j,k) (summed over j); D(i,k) (no summed index)), and C (csr) is a sparse output the kernel assembles, so "
-                 "they share one loop nest: the terms without j are added where the loops outside j end, but j is iterated "
-                 "outside C's loops, so its entries arrive out of order and are listed and sorted, which an added part's nest "
-                 "does not join; store the operands so that j can be iterated inside C's loops, or make C dense"));
+                 "they share one loop nest: the terms without j are added where the loops outside j end, but C gets its "
+                 "entries out of order (it is summed over j outside its rows (index i)), so the cpu target lists each term's "
+                 "entries, sorts the list and packs it, which the cuda target does not do for a sum whose terms sum over "
+                 "different indices: reorder so the output's loops are outermost, or make C dense"));
+}
+
+TEST_CASE("place sum parts: into a listed output, each part lists its entries in a nest of its own") {
+  // j is summed outside C's rows: the entries arrive out of order, so they are listed, each
+  // part's by its own whole nest, then sorted once and packed.
+  spgen::Compilation c = compile("C(i,k) = A(j,i) * B(j,k) - D(i,k)", csr_all());
+  CHECK(contains(c.stage2_dump, "    var C_listed: int64 = 0\n"
+                                "    # A(j,i) * B(j,k) (summed over j), into the list of C's entries\n"
+                                "    for j in [0, dim_j) sequential:\n"
+                                "      for i at pA1 in [int64(A_pos1[j]), int64(A_pos1[j + 1])) sequential:\n"
+                                "        let i: int64 = int64(A_crd1[pA1])\n"
+                                "        for k at pB1 in [int64(B_pos1[j]), int64(B_pos1[j + 1])) sequential:\n"
+                                "          let k: int64 = int64(B_crd1[pB1])\n"
+                                "          C_keys[C_listed] = i * dim_k + k\n"
+                                "          C_entries[C_listed] = A_vals[pA1] * B_vals[pB1]\n"
+                                "          C_listed += 1\n"
+                                "    # - D(i,k) (no summed index), into the list of C's entries\n"
+                                "    for i in [0, dim_i) sequential:\n"
+                                "      for k at pD1 in [int64(D_pos1[i]), int64(D_pos1[i + 1])) sequential:\n"
+                                "        let k: int64 = int64(D_crd1[pD1])\n"
+                                "        C_keys[C_listed] = i * dim_k + k\n"
+                                "        C_entries[C_listed] = -D_vals[pD1]\n"
+                                "        C_listed += 1\n"
+                                "    # sort the list by key and sum the repeats of each key\n"
+                                "    sort C_keys[0, C_listed) with C_entries\n"));
+  // The assemble phase lists the keys the same way.
+  CHECK(contains(c.stage2_dump, "    # - D(i,k) (no summed index), into the list of C's entries\n"
+                                "    for i in [0, dim_i) sequential:\n"
+                                "      for k at pD1 in [int64(D_pos1[i]), int64(D_pos1[i + 1])) sequential:\n"
+                                "        let k: int64 = int64(D_crd1[pD1])\n"
+                                "        C_keys[C_listed] = i * dim_k + k\n"
+                                "        C_listed += 1\n"));
+  // The loops append to one list: parallel is refused, and a loop over k in both nests cannot be named.
+  CHECK(contains(error_of("C(i,k) = A(j,i) * B(j,k) - D(i,k)", csr_all(R"("csr")", R"({"op": "parallel", "var": "j"})")),
+                 "it appends to the list of C's entries"));
+  CHECK(contains(error_of("C(i,k) = A(j,i) * B(j,k) - D(i,k)", csr_all(R"("csr")", R"({"op": "split", "var": "k", "factor": 4})")),
+                 "split: there are several loops over k"));
 }
