@@ -95,8 +95,8 @@ TEST_CASE("place sum parts: what one loop nest cannot do is refused") {
   // A loop over j in both nests: an op on j cannot tell them apart.
   CHECK(contains(error_of(kSpgemmBias, csr_all(R"("csr")", R"({"op": "split", "var": "j", "factor": 4})")),
                  "c.json: /schedule/0: error: split: there are several loops over j (the terms of the sum that sum over "
-                 "different indices each have theirs, inside the loops outside the first summed index), which no schedule "
-                 "op can tell apart; schedule the loops they share, or j where only one part has it"));
+                 "different indices each have theirs, inside the loops outside the first summed index, or in nests of their "
+                 "own where the output's entries are listed), which no schedule op can tell apart; schedule the loops they share, or j where only one part has it"));
   // The shared loops must end at a row workspace or a scalar sum.
   CHECK(contains(error_of(kSpgemmBias, csr_all(R"({"levels": ["compressed", "dense"]})")),
                  "c.json: /tensors/C/format: error: the right-hand side sums its terms over different indices (A(i,k) * "
