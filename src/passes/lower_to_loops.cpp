@@ -2186,13 +2186,18 @@ class Lowering {
   }
 
   // Lowering an added part: the position the body's nest gives this level, where it is known in
-  // the shared loops (every output level is: the output is written through the same cursors).
+  // the shared loops (so are the output's appended levels: written through the same cursors).
   const LevelPosition* shared_position(const sparse::SparseBuffer& buffer, size_t level) const {
     if (!added_to_) return nullptr;
     auto found = added_to_->positions_.find(buffer.tensor);
     if (found == added_to_->positions_.end() || level >= found->second.size()) return nullptr;
     const LevelPosition& position = found->second[level];
-    return buffer.is_output || position.ready_depth < shared_loops_ ? &position : nullptr;
+    if (position.ready_depth < shared_loops_) return &position;
+    // Below the shared loops, an output level located from its coordinate (dense, ragged) is
+    // located again by this nest's own loops; the others are written through the same cursors.
+    const sparse::AxisKind kind = program_.axes[buffer.axes[level]].kind;
+    const bool located = kind == sparse::AxisKind::DenseFixed || kind == sparse::AxisKind::DenseVariable;
+    return buffer.is_output && !located ? &position : nullptr;
   }
 
   // "A(i,k) * B(k,j) (summed over k)"
@@ -2247,15 +2252,25 @@ class Lowering {
     if (listed_) return;  // each part lists its entries in a nest of its own (listed_parts_nests)
     const std::string where = "/tensors/" + output.tensor + "/format";
     bool into_rows = scattered_ && !block_rows_ && row_depth_ + 1 == shared_loops_;
-    bool into_sum = scalar_accumulator_ && output_depth_ + 1 == shared_loops_;
-    if (!into_rows && !into_sum)
+    // A dense or ragged last level below the summed loop: its entries are located, not appended,
+    // so each part adds into them where its own loops find them (the levels above are bound by
+    // the shared loops, else the entries would be listed).
+    const LevelKind last = output.format.levels.back();
+    bool into_entries = !scattered_ && !block_rows_ && output_depth_ >= shared_loops_ &&
+                        (last == LevelKind::Dense || last == LevelKind::DenseVariable);
+    if (!into_rows && !parts_add_into_sum() && !into_entries)
       throw CompileError(format_config_error(
           config_.file, where,
-          why + ", into a row workspace (a summed loop outside the output's last level, compressed) or a scalar sum "
-                "(summed loops inside all of the output's), but " + summed + " lies outside the output's last level, " +
-              level_kind_name(output.format.levels.back()) + ", which no workspace gathers; store " + output.tensor +
-              "'s last level compressed, or make " + output.tensor + " dense"));
+          why + ", into a row workspace (a summed loop just outside the output's last level, compressed), a scalar "
+                "sum (summed loops inside all of the output's) or the located entries of a dense or ragged last level, but " +
+              summed + " lies outside the output's last level, " + level_kind_name(output.format.levels.back()) +
+              ", where none of these gathers them; store " + output.tensor + "'s last level compressed, or make " +
+              output.tensor + " dense"));
   }
+
+  // The added parts add into the scalar sum of one output entry: the shared loops bind the
+  // output's, and the body's summed loops inside them sum into it.
+  bool parts_add_into_sum() const { return scalar_accumulator_ && output_depth_ + 1 == shared_loops_; }
 
   // Where the shared loops visit a coordinate that only other parts store (a union), each term
   // of this nest's body lacks a stored operand, so the body adds zeros: its loops are skipped.
@@ -2295,7 +2310,7 @@ class Lowering {
       Lowering lowering(added, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
       Stmt added_nest = lowering.lower_added_part(*this);
       used_names_ = lowering.used_names_;
-      std::string into = scalar_accumulator_ ? "the sum " + accumulator_
+      std::string into = parts_add_into_sum() ? "the sum " + accumulator_
                          : scattered_       ? "the row workspace of " + program_.output().tensor
                                             : "the entries of " + program_.output().tensor;
       const bool negated = part.body->kind == ast::ExprKind::Neg;  // "- b(i)" rather than "+ -b(i)"
@@ -2372,12 +2387,13 @@ class Lowering {
     presence_ = body.presence_;
     output_depth_ = -1;
     for (const std::string& var : program_.output().indices) output_depth_ = std::max(output_depth_, program_.depth_of(var));
-    if (body.scalar_accumulator_) {
+    if (body.parts_add_into_sum()) {
       // Into the body's sum of the entry, before it is written.
       scalar_accumulator_ = adds_to_parent_sum_ = true;
       accumulator_ = body.accumulator_;
     } else {
-      // Into the row workspace; summed loops inside the output's have a sum of their own.
+      // Into the row workspace or the located entries; summed loops inside the output's have a
+      // sum of their own.
       scalar_accumulator_ = output_depth_ < static_cast<int>(program_.iteration.iterators.size()) - 1;
       if (scalar_accumulator_) accumulator_ = fresh_name("acc");
     }

@@ -97,14 +97,6 @@ TEST_CASE("place sum parts: what one loop nest cannot do is refused") {
                  "c.json: /schedule/0: error: split: there are several loops over j (the terms of the sum that sum over "
                  "different indices each have theirs, inside the loops outside the first summed index, or in nests of their "
                  "own where the output's entries are listed), which no schedule op can tell apart; schedule the loops they share, or j where only one part has it"));
-  // The shared loops must end at a row workspace or a scalar sum.
-  CHECK(contains(error_of(kSpgemmBias, csr_all(R"({"levels": ["compressed", "dense"]})")),
-                 "c.json: /tensors/C/format: error: the right-hand side sums its terms over different indices (A(i,k) * "
-                 "B(k,j) (summed over k); D(i,j) (no summed index)), and C (custom) is a sparse output the kernel assembles, "
-                 "so they share one loop nest: the terms without k are added where the loops outside k end, into a row "
-                 "workspace (a summed loop outside the output's last level, compressed) or a scalar sum (summed loops inside "
-                 "all of the output's), but k lies outside the output's last level, dense, which no workspace gathers; store "
-                 "C's last level compressed, or make C dense"));
   // Blocked outputs.
   CHECK(contains(error_of(kSpgemmBias, csr_all(R"("bsr", "block": [2, 2])")),
                  "c.json: /tensors/C/format: error: the right-hand side sums its terms over different indices (A(i,k) * "
@@ -166,4 +158,34 @@ TEST_CASE("place sum parts: into a listed output, each part lists its entries in
                  "it appends to the list of C's entries"));
   CHECK(contains(error_of("C(i,k) = A(j,i) * B(j,k) - D(i,k)", csr_all(R"("csr")", R"({"op": "split", "var": "k", "factor": 4})")),
                  "split: there are several loops over k"));
+}
+
+TEST_CASE("place sum parts: into a dense or ragged last level below the summed loop, each part adds into the located entries") {
+  // k is summed outside C's dense last level: no workspace, the entries are located (row
+  // position * dim_j + j); D's nest locates them again after the k loop.
+  spgen::Compilation c = compile(kSpgemmBias, csr_all(R"({"levels": ["compressed", "dense"]})"));
+  CHECK(contains(c.stage2_dump, "        let pC1: int64 = pC0 * dim_j + j\n"
+                                "        C_crd0[pC0] = int32(i)\n"
+                                "        C0_nonempty = true\n"
+                                "        C_vals[pC1] += A_vals[pA1] * B_vals[pB1]\n"
+                                "    # + D(i,j) (no summed index), into the entries of C\n"
+                                "    for j at pD1 in [int64(D_pos1[i]), int64(D_pos1[i + 1])) sequential:\n"
+                                "      let j: int64 = int64(D_crd1[pD1])\n"
+                                "      let pC1_2: int64 = pC0 * dim_j + j\n"
+                                "      C_crd0[pC0] = int32(i)\n"
+                                "      C0_nonempty = true\n"
+                                "      C_vals[pC1_2] += D_vals[pD1]\n"
+                                "    pC0 += int64(C0_nonempty)\n"));
+  // A ragged C: the assemble phase takes each row's length from both parts' columns.
+  spgen::Compilation ragged = compile(kSpgemmBias, csr_all(R"("ragged")"));
+  CHECK(contains(ragged.stage2_dump, "    # + D(i,j) (no summed index), into the entries of C\n"
+                                     "    for j at pD1 in [int64(D_pos1[i]), int64(D_pos1[i + 1])) sequential:\n"
+                                     "      let j: int64 = int64(D_crd1[pD1])\n"
+                                     "      C_pos1[i + 1] = max(C_pos1[i + 1], int32(j + 1))\n"));
+  // A sum over l inside the rows and over k outside them: D goes into the row workspace, not
+  // into the scalar that sums over l inside the k loop (it once did, out of that scalar's scope).
+  spgen::Compilation chain = compile("C(i,j) = A(i,k) * T(k,j,l) * x(l) + D(i,j)",
+                                     R"({"tensors": {"A": {"format": "csr"}, "T": {"format": "csf"}, "D": {"format": "csr"}, "C": {"format": "csr"}}})");
+  CHECK(contains(chain.stage2_dump, "      # + D(i,j) (no summed index), into the row workspace of C\n"));
+  CHECK(!contains(chain.stage2_dump, "into the sum acc"));
 }
