@@ -813,6 +813,8 @@ class Lowering {
           // Visited by runs (its singleton child iterates the run) as the shared loop visits it.
           if (added_to_->by_runs_.count(buffer.axes[level])) by_runs_.insert(buffer.axes[level]);
           else by_runs_.erase(buffer.axes[level]);
+          // Located inside the blocks by the shared loops: this nest runs only where it was found.
+          if (position.searched) searched_flags_[buffer.tensor].push_back({static_cast<int>(level), position.found});
           parent = var(position.name);
           parent_depth = position.ready_depth;
           levels.push_back(position);
@@ -2229,16 +2231,24 @@ class Lowering {
            summed + " are added where the loops outside " + summed + " end";
   }
 
-  // Checked before the loops are planned: the body's loops (loops_of its terms) lack the block
-  // loops that only a blocked output has.
+  // Checked before the loops are planned: a blocked operand's blocks and the other operands'
+  // entries outside them (the rest, lower_outside_blocks) would be a second way into the output.
   void check_added_parts_unblocked() const {
     const sparse::SparseBuffer& output = program_.output();
-    if (!program_.blocked_vars.empty() || output.gathered_level >= 0)
-      throw CompileError(format_config_error(config_.file, "/tensors/" + output.tensor + "/format",
-                                             why_added_parts_join() +
-                                                 ", which is not supported beside a blocked format (blocked loops, or "
-                                                 "a workspace of whole blocks); store the tensors unblocked, or " +
-                                                 output.tensor + " dense"));
+    std::vector<std::string> blocked_operands;
+    for (const sparse::BlockedVar& b : program_.blocked_vars)
+      if (b.tensor != output.tensor && std::find(blocked_operands.begin(), blocked_operands.end(), b.tensor) == blocked_operands.end())
+        blocked_operands.push_back(b.tensor);
+    if (blocked_operands.empty()) return;
+    // `+=`: the output's previous value is read in the output's format (read_previous_output).
+    const bool previous = program_.buffer(blocked_operands.front()).previous_output;
+    throw CompileError(format_config_error(
+        config_.file, "/tensors/" + (previous ? output.tensor : blocked_operands.front()) + "/format",
+        why_added_parts_join() + ", which is not supported beside a blocked operand (" + names(blocked_operands) +
+            (previous ? ", the value of " + output.tensor + " before `+=`, stored as " + output.tensor + " is" : "") +
+            ": its blocks, and the other operands' entries outside them); " +
+            (previous ? "store " + output.tensor + " unblocked, or make it dense"
+                      : "store the operands unblocked, or make " + output.tensor + " dense")));
   }
 
   void check_added_parts() const {
@@ -2252,13 +2262,16 @@ class Lowering {
     if (listed_) return;  // each part lists its entries in a nest of its own (listed_parts_nests)
     const std::string where = "/tensors/" + output.tensor + "/format";
     bool into_rows = scattered_ && !block_rows_ && row_depth_ + 1 == shared_loops_;
+    // A blocked output's block row (its loops outside the summed one: plan_block_workspace)
+    // gathers every entry under it, the parts' too.
+    bool into_blocks = block_rows_ && row_depth_ < shared_loops_;
     // A dense or ragged last level below the summed loop: its entries are located, not appended,
     // so each part adds into them where its own loops find them (the levels above are bound by
     // the shared loops, else the entries would be listed).
     const LevelKind last = output.format.levels.back();
     bool into_entries = !scattered_ && !block_rows_ && output_depth_ >= shared_loops_ &&
                         (last == LevelKind::Dense || last == LevelKind::DenseVariable);
-    if (!into_rows && !parts_add_into_sum() && !into_entries)
+    if (!into_rows && !into_blocks && !parts_add_into_sum() && !into_entries)
       throw CompileError(format_config_error(
           config_.file, where,
           why + ", into a row workspace (a summed loop just outside the output's last level, compressed), a scalar "
@@ -2277,8 +2290,22 @@ class Lowering {
   // Null where some term is stored wherever the shared loops go.
   Stmt where_body_present(Stmt nest) const {
     return only_where(some_term_present(tensor_terms(*program_.iteration.body),
-                                        [&](const std::string& tensor) { return presence(tensor); }),
+                                        [&](const std::string& tensor) { return presence_in_shared_loops(tensor); }),
                       std::move(nest));
+  }
+
+  // presence(tensor) as the shared loops know it: a level located inside the blocks below them
+  // (a binary search per coordinate) is searched by the nest itself.
+  Expr presence_in_shared_loops(const std::string& tensor) const {
+    const std::string& structure = program_.structure_of(program_.buffer(tensor)).tensor;
+    Expr all;
+    if (auto found = presence_.find(structure); found != presence_.end())
+      for (const std::string& flag : found->second) all = logical_and(all, var(flag, ScalarType::Bool));
+    if (auto found = searched_flags_.find(structure); found != searched_flags_.end())
+      for (const auto& [level, flag] : found->second)
+        if (positions_.at(structure)[static_cast<size_t>(level)].ready_depth < shared_loops_)
+          all = logical_and(all, var(flag, ScalarType::Bool));
+    return all;
   }
 
   // Where some term has all its tensors present (`present_of`: a tensor's flag, null for
@@ -2306,11 +2333,12 @@ class Lowering {
       sparse::Program added = *whole_;
       added.iteration.body = part.body;
       added.iteration.added_parts.clear();
-      added.iteration.iterators = whole_->iteration.loops_of(*part.body);
+      added.iteration.iterators = whole_->iteration.loops_of(*part.body, whole_->blocked_vars);
       Lowering lowering(added, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
       Stmt added_nest = lowering.lower_added_part(*this);
       used_names_ = lowering.used_names_;
       std::string into = parts_add_into_sum() ? "the sum " + accumulator_
+                         : block_rows_      ? "the block row workspace of " + program_.output().tensor
                          : scattered_       ? "the row workspace of " + program_.output().tensor
                                             : "the entries of " + program_.output().tensor;
       const bool negated = part.body->kind == ast::ExprKind::Neg;  // "- b(i)" rather than "+ -b(i)"
@@ -2331,7 +2359,7 @@ class Lowering {
       sparse::Program part = *whole_;
       part.iteration.body = terms;
       part.iteration.added_parts.clear();
-      part.iteration.iterators = whole_->iteration.loops_of(*terms);
+      part.iteration.iterators = whole_->iteration.loops_of(*terms, whole_->blocked_vars);
       Lowering lowering(part, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
       Stmt nest = lowering.lower_listed_part(*this, names);
       names = lowering.used_names_;
@@ -2373,6 +2401,10 @@ class Lowering {
     plan_loops();
     plan_positions();
     scattered_ = body.scattered_;
+    block_rows_ = body.block_rows_;
+    block_size_ = body.block_size_;
+    block_key_ = body.block_key_;
+    block_offset_ = body.block_offset_;
     coo_segment_ = body.coo_segment_;
     row_depth_ = body.row_depth_;
     row_ = body.row_;
@@ -2910,7 +2942,7 @@ LoweredFunc lower_to_loops(const sparse::Program& program, const Config& config,
   // The body's nest, over its loops; the added parts' nests join it (loop_and_added_parts).
   sparse::Program body = program;
   body.iteration.added_parts.clear();
-  body.iteration.iterators = program.iteration.loops_of(*program.iteration.body);
+  body.iteration.iterators = program.iteration.loops_of(*program.iteration.body, program.blocked_vars);
   return Lowering(body, config, phase, level, &program).run();
 }
 

@@ -97,21 +97,20 @@ TEST_CASE("place sum parts: what one loop nest cannot do is refused") {
                  "c.json: /schedule/0: error: split: there are several loops over j (the terms of the sum that sum over "
                  "different indices each have theirs, inside the loops outside the first summed index, or in nests of their "
                  "own where the output's entries are listed), which no schedule op can tell apart; schedule the loops they share, or j where only one part has it"));
-  // Blocked outputs.
-  CHECK(contains(error_of(kSpgemmBias, csr_all(R"("bsr", "block": [2, 2])")),
-                 "c.json: /tensors/C/format: error: the right-hand side sums its terms over different indices (A(i,k) * "
-                 "B(k,j) (summed over k); D(i,j) (no summed index)), and C (bsr) is a sparse output the kernel assembles, so "
-                 "they share one loop nest: the terms without k are added where the loops outside k end, which is not "
-                 "supported beside a blocked format (blocked loops, or a workspace of whole blocks); store the tensors "
-                 "unblocked, or C dense"));
-  // ... also where the summed loop is outside the output's rows: the body's loops lack i_in
-  // (it once crashed while planning them).
+  // Beside a blocked operand: its blocks and the other operands' entries outside them.
   const char* transposed_bias = "C(i,k) = A(j,i) * B(j,k) + D(i,k)";
-  CHECK(contains(error_of(transposed_bias, csr_all(R"("bsr", "block": [2, 2])")),
-                 "c.json: /tensors/C/format: error: the right-hand side sums its terms over different indices (A(j,i) * "
-                 "B(j,k) (summed over j); D(i,k) (no summed index)), and C (bsr) is a sparse output the kernel assembles, so "
-                 "they share one loop nest: the terms without j are added where the loops outside j end, which is not "
-                 "supported beside a blocked format"));
+  const std::string beside_blocked_a = error_of(kSpgemmBias, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]},
+      "D": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})");
+  CHECK(contains(beside_blocked_a, "c.json: /tensors/A/format: error: the right-hand side sums its terms over different indices"));
+  CHECK(contains(beside_blocked_a, ", which is not supported beside a blocked operand (A: its blocks, and the other operands' "
+                                   "entries outside them); store the operands unblocked, or make C dense"));
+  // `+=` into a blocked output reads its previous value blocked alike.
+  CHECK(contains(error_of("C(i,j) += A(i,k) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})"),
+                 "c.json: /tensors/C/format: error: the right-hand side sums its terms over different indices (A(i,k) * "
+                 "B(k,j) (summed over k); C_prev(i,j) (no summed index)), and C (bsr) is a sparse output the kernel "
+                 "assembles, so they share one loop nest: the terms without k are added where the loops outside k end, which "
+                 "is not supported beside a blocked operand (C_prev, the value of C before `+=`, stored as C is: its blocks, "
+                 "and the other operands' entries outside them); store C unblocked, or make it dense"));
   // Entries that arrive out of order are listed by each part's nest (below); the cuda target
   // lists no entries of such a sum.
   CHECK(contains(error_of(transposed_bias, csr_all().insert(1, R"("target": "cuda", )")),
@@ -188,4 +187,22 @@ TEST_CASE("place sum parts: into a dense or ragged last level below the summed l
                                      R"({"tensors": {"A": {"format": "csr"}, "T": {"format": "csf"}, "D": {"format": "csr"}, "C": {"format": "csr"}}})");
   CHECK(contains(chain.stage2_dump, "      # + D(i,j) (no summed index), into the row workspace of C\n"));
   CHECK(!contains(chain.stage2_dump, "into the sum acc"));
+}
+
+TEST_CASE("place sum parts: into a blocked output, each part scatters into the block row's workspace of whole blocks") {
+  spgen::Compilation c = compile(kSpgemmBias, csr_all(R"("bsr", "block": [2, 2])"));
+  CHECK(contains(c.stage1_dump, "  one loop nest: A(i,k) * B(k,j) over [i_blk, i_in, k, j]\n"
+                                "  + D(i,j) (no summed index): inside [i_blk, i_in], then over [j], into the same output entries\n"));
+  CHECK(contains(c.stage2_dump, "            C_blocks[j_blk * 4 + (i_in * 2 + j % 2)] += A_vals[pA1] * B_vals[pB1]\n"
+                                "        # + D(i,j) (no summed index), into the block row workspace of C\n"
+                                "        for j at pD1 in [int64(D_pos1[i]), int64(D_pos1[i + 1])) sequential:\n"
+                                "          let j: int64 = int64(D_crd1[pD1])\n"
+                                "          let j_blk: int64 = j / 2\n"
+                                "          if C_seen[j_blk] != i_blk:\n"));
+  // An operand located inside the blocks by the shared loops (D dcsr: a binary search per row):
+  // its nest runs only where the row was found.
+  spgen::Compilation dcsr = compile(kSpgemmBias, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"},
+      "D": {"format": "dcsr"}, "C": {"format": "bsr", "block": [2, 2]}}})");
+  CHECK(contains(dcsr.stage2_dump, "        # + D(i,j) (no summed index), into the block row workspace of C\n"
+                                   "        if pD0_found:\n"));
 }
