@@ -45,9 +45,11 @@ size_t SparseIteration::shared_loops() const {
   return d;
 }
 
-std::vector<Iterator> SparseIteration::loops_of(const ast::Expr& terms) const {
+std::vector<Iterator> SparseIteration::loops_of(const ast::Expr& terms, const std::vector<BlockedVar>& blocked) const {
   std::set<std::string> used(output.indices.begin(), output.indices.end());
   for (const ast::Access* access : ast::collect_accesses(terms)) used.insert(access->indices.begin(), access->indices.end());
+  for (const BlockedVar& b : blocked)
+    if (used.count(b.var)) used.insert({b.outer, b.inner});
   std::vector<Iterator> loops(iterators.begin(), iterators.begin() + static_cast<std::ptrdiff_t>(shared_loops()));
   for (size_t d = shared_loops(); d < iterators.size(); ++d)
     if (used.count(iterators[d].var)) loops.push_back(iterators[d]);
@@ -165,7 +167,7 @@ std::string dump_stage1(const Program& program) {
     for (size_t d = 0; d < it.shared_loops(); ++d) shared.push_back(it.iterators[d].var);
     auto vars = [&](const ast::Expr& terms, size_t from) {
       std::vector<std::string> names;
-      std::vector<Iterator> loops = it.loops_of(terms);
+      std::vector<Iterator> loops = it.loops_of(terms, program.blocked_vars);
       for (size_t d = from; d < loops.size(); ++d) names.push_back(loops[d].var);
       return join(names, ", ");
     };

@@ -105,8 +105,9 @@ struct SparseIteration {
   // The loops outside the first summed loop: those that body and the added parts share.
   size_t shared_loops() const;
   // The loops of the nest that computes `terms` (body or an added part's): the shared loops,
-  // then those below them over the output's index variables and those `terms` reads, in loop order.
-  std::vector<Iterator> loops_of(const ast::Expr& terms) const;
+  // then those below them over the output's index variables and those `terms` reads (a blocked
+  // one's block loops), in loop order.
+  std::vector<Iterator> loops_of(const ast::Expr& terms, const std::vector<BlockedVar>& blocked = {}) const;
 };
 
 struct Program {

@@ -79,6 +79,7 @@ class Lowering {
     if (whole_) check_added_parts_unblocked();
     plan_loops();
     plan_listed();
+    names_before_positions_ = used_names_;
     func.params = make_params();
     check_fusions();
     plan_positions();
@@ -87,7 +88,7 @@ class Lowering {
     std::vector<Stmt> body;
     if (counting_) body.push_back(clear_counts());
     if (needs_zero_fill_) body.push_back(zero_fill());
-    Stmt nest = loop_nest(0);
+    Stmt nest = whole_ && listed_ ? listed_parts_nests() : loop_nest(0);
     if (listed_) nest = list_and_pack(nest);
     body.push_back(workspaces_.empty() ? nest : std::make_shared<Allocate>(workspaces_, nest));
     if (!outside_blocks_of_.empty() && !block_rows_) {
@@ -812,13 +813,16 @@ class Lowering {
           // Visited by runs (its singleton child iterates the run) as the shared loop visits it.
           if (added_to_->by_runs_.count(buffer.axes[level])) by_runs_.insert(buffer.axes[level]);
           else by_runs_.erase(buffer.axes[level]);
+          // Located inside the blocks by the shared loops: this nest runs only where it was found.
+          if (position.searched) searched_flags_[buffer.tensor].push_back({static_cast<int>(level), position.found});
           parent = var(position.name);
           parent_depth = position.ready_depth;
           levels.push_back(position);
           continue;
         }
-        // Below the shared loops, a nest of a sum's part has no positions of a tensor only other parts read.
-        if ((whole_ || added_to_) && (depth < 0 || depth >= shared_loops_) && !buffer.is_output &&
+        // Below the shared loops (anywhere, when listed), a nest of a sum's part has no positions
+        // of a tensor only other parts read.
+        if ((lists_into_ || ((whole_ || added_to_) && (depth < 0 || depth >= shared_loops_))) && !buffer.is_output &&
             !reads(*program_.iteration.body, buffer.tensor))
           break;
         LevelPosition position;
@@ -1423,6 +1427,14 @@ class Lowering {
   }
 
   void plan_listed() {
+    if (lists_into_) {
+      // A part of a sum into a listed output: its entries join the one list.
+      listed_ = true;
+      list_keys_ = lists_into_->list_keys_;
+      list_values_ = lists_into_->list_values_;
+      list_count_ = lists_into_->list_count_;
+      return;
+    }
     if (!assembled_) return;
     const sparse::SparseBuffer& output = program_.output();
     if (output.gathered_level >= 0) return;
@@ -1430,6 +1442,13 @@ class Lowering {
       if (output.format.block(l).part != BlockPart::None) return;  // blocked outputs have their own checks
     const std::string why = out_of_order_reason(output);
     if (why.empty()) return;
+    if (whole_ && config_.target == Target::Cuda)
+      throw CompileError(format_config_error(
+          config_.file, "/tensors/" + output.tensor + "/format",
+          why_added_parts_join() + ", but " + output.tensor + " gets its entries out of order (" + why +
+              "), so the cpu target lists each term's entries, sorts the list and packs it, which the cuda target does not "
+              "do for a sum whose terms sum over different indices: reorder so the output's loops are outermost, or make " +
+              output.tensor + " dense"));
     listed_ = true;
     list_keys_ = fresh_name(output.tensor + "_keys");
     list_values_ = fresh_name(output.tensor + "_entries");
@@ -2164,13 +2183,18 @@ class Lowering {
   }
 
   // Lowering an added part: the position the body's nest gives this level, where it is known in
-  // the shared loops (every output level is: the output is written through the same cursors).
+  // the shared loops (so are the output's appended levels: written through the same cursors).
   const LevelPosition* shared_position(const sparse::SparseBuffer& buffer, size_t level) const {
     if (!added_to_) return nullptr;
     auto found = added_to_->positions_.find(buffer.tensor);
     if (found == added_to_->positions_.end() || level >= found->second.size()) return nullptr;
     const LevelPosition& position = found->second[level];
-    return buffer.is_output || position.ready_depth < shared_loops_ ? &position : nullptr;
+    if (position.ready_depth < shared_loops_) return &position;
+    // Below the shared loops, an output level located from its coordinate (dense, ragged) is
+    // located again by this nest's own loops; the others are written through the same cursors.
+    const sparse::AxisKind kind = program_.axes[buffer.axes[level]].kind;
+    const bool located = kind == sparse::AxisKind::DenseFixed || kind == sparse::AxisKind::DenseVariable;
+    return buffer.is_output && !located ? &position : nullptr;
   }
 
   // "A(i,k) * B(k,j) (summed over k)"
@@ -2202,16 +2226,24 @@ class Lowering {
            summed + " are added where the loops outside " + summed + " end";
   }
 
-  // Checked before the loops are planned: the body's loops (loops_of its terms) lack the block
-  // loops that only a blocked output has.
+  // Checked before the loops are planned: a blocked operand's blocks and the other operands'
+  // entries outside them (the rest, lower_outside_blocks) would be a second way into the output.
   void check_added_parts_unblocked() const {
     const sparse::SparseBuffer& output = program_.output();
-    if (!program_.blocked_vars.empty() || output.gathered_level >= 0)
-      throw CompileError(format_config_error(config_.file, "/tensors/" + output.tensor + "/format",
-                                             why_added_parts_join() +
-                                                 ", which is not supported beside a blocked format (blocked loops, or "
-                                                 "a workspace of whole blocks); store the tensors unblocked, or " +
-                                                 output.tensor + " dense"));
+    std::vector<std::string> blocked_operands;
+    for (const sparse::BlockedVar& b : program_.blocked_vars)
+      if (b.tensor != output.tensor && std::find(blocked_operands.begin(), blocked_operands.end(), b.tensor) == blocked_operands.end())
+        blocked_operands.push_back(b.tensor);
+    if (blocked_operands.empty()) return;
+    // `+=`: the output's previous value is read in the output's format (read_previous_output).
+    const bool previous = program_.buffer(blocked_operands.front()).previous_output;
+    throw CompileError(format_config_error(
+        config_.file, "/tensors/" + (previous ? output.tensor : blocked_operands.front()) + "/format",
+        why_added_parts_join() + ", which is not supported beside a blocked operand (" + names(blocked_operands) +
+            (previous ? ", the value of " + output.tensor + " before `+=`, stored as " + output.tensor + " is" : "") +
+            ": its blocks, and the other operands' entries outside them); " +
+            (previous ? "store " + output.tensor + " unblocked, or make it dense"
+                      : "store the operands unblocked, or make " + output.tensor + " dense")));
   }
 
   void check_added_parts() const {
@@ -2222,32 +2254,53 @@ class Lowering {
       throw CompileError(format_config_error(config_.file, f.op_path,
                                              "fuse: " + why + ", which a fused loop over " + f.outer + " and " + f.inner +
                                                  " does not have; leave out the fuse, or make " + output.tensor + " dense"));
+    if (listed_) return;  // each part lists its entries in a nest of its own (listed_parts_nests)
     const std::string where = "/tensors/" + output.tensor + "/format";
-    if (listed_)
-      throw CompileError(format_config_error(
-          config_.file, where,
-          why + ", but " + summed + " is iterated outside " + output.tensor +
-              "'s loops, so its entries arrive out of order and are listed and sorted, which an added part's nest does not "
-              "join; store the operands so that " + summed + " can be iterated inside " + output.tensor + "'s loops, or make " +
-              output.tensor + " dense"));
     bool into_rows = scattered_ && !block_rows_ && row_depth_ + 1 == shared_loops_;
-    bool into_sum = scalar_accumulator_ && output_depth_ + 1 == shared_loops_;
-    if (!into_rows && !into_sum)
+    // A blocked output's block row (its loops outside the summed one: plan_block_workspace)
+    // gathers every entry under it, the parts' too.
+    bool into_blocks = block_rows_ && row_depth_ < shared_loops_;
+    // A dense or ragged last level below the summed loop: its entries are located, not appended,
+    // so each part adds into them where its own loops find them (the levels above are bound by
+    // the shared loops, else the entries would be listed).
+    const LevelKind last = output.format.levels.back();
+    bool into_entries = !scattered_ && !block_rows_ && output_depth_ >= shared_loops_ &&
+                        (last == LevelKind::Dense || last == LevelKind::DenseVariable);
+    if (!into_rows && !into_blocks && !parts_add_into_sum() && !into_entries)
       throw CompileError(format_config_error(
           config_.file, where,
-          why + ", into a row workspace (a summed loop outside the output's last level, compressed) or a scalar sum "
-                "(summed loops inside all of the output's), but " + summed + " lies outside the output's last level, " +
-              level_kind_name(output.format.levels.back()) + ", which no workspace gathers; store " + output.tensor +
-              "'s last level compressed, or make " + output.tensor + " dense"));
+          why + ", into a row workspace (a summed loop just outside the output's last level, compressed), a scalar "
+                "sum (summed loops inside all of the output's) or the located entries of a dense or ragged last level, but " +
+              summed + " lies outside the output's last level, " + level_kind_name(output.format.levels.back()) +
+              ", where none of these gathers them; store " + output.tensor + "'s last level compressed, or make " +
+              output.tensor + " dense"));
   }
+
+  // The added parts add into the scalar sum of one output entry: the shared loops bind the
+  // output's, and the body's summed loops inside them sum into it.
+  bool parts_add_into_sum() const { return scalar_accumulator_ && output_depth_ + 1 == shared_loops_; }
 
   // Where the shared loops visit a coordinate that only other parts store (a union), each term
   // of this nest's body lacks a stored operand, so the body adds zeros: its loops are skipped.
   // Null where some term is stored wherever the shared loops go.
   Stmt where_body_present(Stmt nest) const {
     return only_where(some_term_present(tensor_terms(*program_.iteration.body),
-                                        [&](const std::string& tensor) { return presence(tensor); }),
+                                        [&](const std::string& tensor) { return presence_in_shared_loops(tensor); }),
                       std::move(nest));
+  }
+
+  // presence(tensor) as the shared loops know it: a level located inside the blocks below them
+  // (a binary search per coordinate) is searched by the nest itself.
+  Expr presence_in_shared_loops(const std::string& tensor) const {
+    const std::string& structure = program_.structure_of(program_.buffer(tensor)).tensor;
+    Expr all;
+    if (auto found = presence_.find(structure); found != presence_.end())
+      for (const std::string& flag : found->second) all = logical_and(all, var(flag, ScalarType::Bool));
+    if (auto found = searched_flags_.find(structure); found != searched_flags_.end())
+      for (const auto& [level, flag] : found->second)
+        if (positions_.at(structure)[static_cast<size_t>(level)].ready_depth < shared_loops_)
+          all = logical_and(all, var(flag, ScalarType::Bool));
+    return all;
   }
 
   // Where some term has all its tensors present (`present_of`: a tensor's flag, null for
@@ -2275,11 +2328,12 @@ class Lowering {
       sparse::Program added = *whole_;
       added.iteration.body = part.body;
       added.iteration.added_parts.clear();
-      added.iteration.iterators = whole_->iteration.loops_of(*part.body);
+      added.iteration.iterators = whole_->iteration.loops_of(*part.body, whole_->blocked_vars);
       Lowering lowering(added, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
       Stmt added_nest = lowering.lower_added_part(*this);
       used_names_ = lowering.used_names_;
-      std::string into = scalar_accumulator_ ? "the sum " + accumulator_
+      std::string into = parts_add_into_sum() ? "the sum " + accumulator_
+                         : block_rows_      ? "the block row workspace of " + program_.output().tensor
                          : scattered_       ? "the row workspace of " + program_.output().tensor
                                             : "the entries of " + program_.output().tensor;
       const bool negated = part.body->kind == ast::ExprKind::Neg;  // "- b(i)" rather than "+ -b(i)"
@@ -2288,6 +2342,49 @@ class Lowering {
       stmts.push_back(added_nest);
     }
     return block(std::move(stmts));
+  }
+
+  // An output whose entries are listed (plan_listed) needs no shared loops: the body and each
+  // added part list their entries in a nest of their own, one after the other, and the one list
+  // is sorted and packed after them all.
+  Stmt listed_parts_nests() {
+    std::vector<Stmt> nests;
+    std::set<std::string> names = names_before_positions_;  // (this Lowering's own nest is not built)
+    auto list_part = [&](const ast::ExprPtr& terms, const std::vector<std::string>& summed, bool first) {
+      sparse::Program part = *whole_;
+      part.iteration.body = terms;
+      part.iteration.added_parts.clear();
+      part.iteration.iterators = whole_->iteration.loops_of(*terms, whole_->blocked_vars);
+      Lowering lowering(part, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
+      Stmt nest = lowering.lower_listed_part(*this, names);
+      names = lowering.used_names_;
+      const bool negated = !first && terms->kind == ast::ExprKind::Neg;  // "- b(i)" rather than "+ -b(i)"
+      nests.push_back(std::make_shared<Comment>((first ? "" : negated ? "- " : "+ ") +
+                                                describe_terms(negated ? *terms->lhs : *terms, summed) + ", into the list of " +
+                                                program_.output().tensor + "'s entries"));
+      nests.push_back(nest);
+    };
+    std::vector<std::string> body_summed;
+    for (const sparse::Iterator& it : program_.iteration.iterators)
+      if (it.is_reduction) body_summed.push_back(it.var);
+    list_part(program_.iteration.body, body_summed, true);
+    for (const sparse::AddedPart& part : whole_->iteration.added_parts) list_part(part.body, part.summed, false);
+    used_names_.insert(names.begin(), names.end());
+    return block(std::move(nests));
+  }
+
+  // This Lowering's program is one part of a sum into `into`'s listed output: the whole nest of
+  // its terms, appending to `into`'s list.
+  Stmt lower_listed_part(const Lowering& into, const std::set<std::string>& names) {
+    lists_into_ = &into;
+    used_names_ = names;
+    plan_loops();
+    plan_listed();
+    check_fusions();
+    plan_positions();
+    plan_output();
+    Stmt nest = loop_nest(0);
+    return workspaces_.empty() ? nest : std::make_shared<Allocate>(workspaces_, nest);
   }
 
   // This Lowering's program is an added part's (its loops: the shared ones, then its own): its
@@ -2299,6 +2396,10 @@ class Lowering {
     plan_loops();
     plan_positions();
     scattered_ = body.scattered_;
+    block_rows_ = body.block_rows_;
+    block_size_ = body.block_size_;
+    block_key_ = body.block_key_;
+    block_offset_ = body.block_offset_;
     coo_segment_ = body.coo_segment_;
     row_depth_ = body.row_depth_;
     row_ = body.row_;
@@ -2313,12 +2414,13 @@ class Lowering {
     presence_ = body.presence_;
     output_depth_ = -1;
     for (const std::string& var : program_.output().indices) output_depth_ = std::max(output_depth_, program_.depth_of(var));
-    if (body.scalar_accumulator_) {
+    if (body.parts_add_into_sum()) {
       // Into the body's sum of the entry, before it is written.
       scalar_accumulator_ = adds_to_parent_sum_ = true;
       accumulator_ = body.accumulator_;
     } else {
-      // Into the row workspace; summed loops inside the output's have a sum of their own.
+      // Into the row workspace or the located entries; summed loops inside the output's have a
+      // sum of their own.
       scalar_accumulator_ = output_depth_ < static_cast<int>(program_.iteration.iterators.size()) - 1;
       if (scalar_accumulator_) accumulator_ = fresh_name("acc");
     }
@@ -2783,6 +2885,8 @@ class Lowering {
   std::vector<OpenLevel> open_levels_;  // compressed (or counted ragged) output levels above the last (plan_open_levels)
   int append_depth_ = -1;  // loops deeper than this share the output's cursors or counts
   bool listed_ = false;    // the output's entries are listed, sorted and packed (plan_listed)
+  const Lowering* lists_into_ = nullptr;      // a part of a sum whose entries join this Lowering's list
+  std::set<std::string> names_before_positions_;  // used_names_ once the loops and the list are planned
   std::string list_keys_, list_values_, list_count_;
   std::vector<LoopPlan> plans_;  // per loop depth
   std::set<int> by_runs_;        // COO levels visited once per run of equal coordinates (plan_runs)
@@ -2833,7 +2937,7 @@ LoweredFunc lower_to_loops(const sparse::Program& program, const Config& config,
   // The body's nest, over its loops; the added parts' nests join it (loop_and_added_parts).
   sparse::Program body = program;
   body.iteration.added_parts.clear();
-  body.iteration.iterators = program.iteration.loops_of(*program.iteration.body);
+  body.iteration.iterators = program.iteration.loops_of(*program.iteration.body, program.blocked_vars);
   return Lowering(body, config, phase, level, &program).run();
 }
 

@@ -87,10 +87,12 @@ class Scheduler {
   LoopInfo find(const std::string& label) const {
     std::vector<LoopInfo> all = loops();
     // A sum's terms that sum over different indices, in one loop nest: the body's loops and an
-    // added part's below the shared loops may iterate the same index variable.
+    // added part's below the shared loops may iterate the same index variable (all of them, when
+    // each part lists the entries of the output in a nest of its own).
     if (std::count_if(all.begin(), all.end(), [&](const LoopInfo& info) { return info.loop->label == label; }) > 1)
       fail("there are several loops over " + label + " (the terms of the sum that sum over different indices each " +
-           "have theirs, inside the loops outside the first summed index), which no schedule op can tell apart; " +
+           "have theirs, inside the loops outside the first summed index, or in nests of their own where the output's "
+           "entries are listed), which no schedule op can tell apart; " +
            "schedule the loops they share, or " + label + " where only one part has it");
     for (const LoopInfo& info : all)
       if (info.loop->label == label) {

@@ -2,7 +2,8 @@
 // (passes/place_sum_parts.cpp, and the added parts' nests of passes/lower_to_loops.cpp): one
 // loop nest, the stage I and stage II dumps, `+=` through C_prev, and every refusal by its
 // message. The numbers are checked by the e2e cases (spgemm_bias_*, spgemm_acc_*,
-// spgemm_three_*, spmv_bias_*sv_out, spmv_three_sv_out).
+// spgemm_three_*, spmv_bias_*sv_out, spmv_three_sv_out; listed: spgemm_transposed_bias_*,
+// spgemm_transposed_acc_csr, spgemm_bias_csc_out, spgemm_three_csc_out, sddmm_plus_csc_out).
 #include <doctest/doctest.h>
 
 #include <string>
@@ -94,36 +95,114 @@ TEST_CASE("place sum parts: what one loop nest cannot do is refused") {
   // A loop over j in both nests: an op on j cannot tell them apart.
   CHECK(contains(error_of(kSpgemmBias, csr_all(R"("csr")", R"({"op": "split", "var": "j", "factor": 4})")),
                  "c.json: /schedule/0: error: split: there are several loops over j (the terms of the sum that sum over "
-                 "different indices each have theirs, inside the loops outside the first summed index), which no schedule "
-                 "op can tell apart; schedule the loops they share, or j where only one part has it"));
-  // The shared loops must end at a row workspace or a scalar sum.
-  CHECK(contains(error_of(kSpgemmBias, csr_all(R"({"levels": ["compressed", "dense"]})")),
-                 "c.json: /tensors/C/format: error: the right-hand side sums its terms over different indices (A(i,k) * "
-                 "B(k,j) (summed over k); D(i,j) (no summed index)), and C (custom) is a sparse output the kernel assembles, "
-                 "so they share one loop nest: the terms without k are added where the loops outside k end, into a row "
-                 "workspace (a summed loop outside the output's last level, compressed) or a scalar sum (summed loops inside "
-                 "all of the output's), but k lies outside the output's last level, dense, which no workspace gathers; store "
-                 "C's last level compressed, or make C dense"));
-  // Blocked outputs.
-  CHECK(contains(error_of(kSpgemmBias, csr_all(R"("bsr", "block": [2, 2])")),
-                 "c.json: /tensors/C/format: error: the right-hand side sums its terms over different indices (A(i,k) * "
-                 "B(k,j) (summed over k); D(i,j) (no summed index)), and C (bsr) is a sparse output the kernel assembles, so "
-                 "they share one loop nest: the terms without k are added where the loops outside k end, which is not "
-                 "supported beside a blocked format (blocked loops, or a workspace of whole blocks); store the tensors "
-                 "unblocked, or C dense"));
-  // ... also where the summed loop is outside the output's rows: the body's loops lack i_in
-  // (it once crashed while planning them).
+                 "different indices each have theirs, inside the loops outside the first summed index, or in nests of their "
+                 "own where the output's entries are listed), which no schedule op can tell apart; schedule the loops they share, or j where only one part has it"));
+  // Beside a blocked operand: its blocks and the other operands' entries outside them.
   const char* transposed_bias = "C(i,k) = A(j,i) * B(j,k) + D(i,k)";
-  CHECK(contains(error_of(transposed_bias, csr_all(R"("bsr", "block": [2, 2])")),
-                 "c.json: /tensors/C/format: error: the right-hand side sums its terms over different indices (A(j,i) * "
-                 "B(j,k) (summed over j); D(i,k) (no summed index)), and C (bsr) is a sparse output the kernel assembles, so "
-                 "they share one loop nest: the terms without j are added where the loops outside j end, which is not "
-                 "supported beside a blocked format"));
-  // Entries that arrive out of order (j outside the rows of C) are listed and sorted.
-  CHECK(contains(error_of(transposed_bias, csr_all()),
+  const std::string beside_blocked_a = error_of(kSpgemmBias, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]},
+      "D": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})");
+  CHECK(contains(beside_blocked_a, "c.json: /tensors/A/format: error: the right-hand side sums its terms over different indices"));
+  CHECK(contains(beside_blocked_a, ", which is not supported beside a blocked operand (A: its blocks, and the other operands' "
+                                   "entries outside them); store the operands unblocked, or make C dense"));
+  // `+=` into a blocked output reads its previous value blocked alike.
+  CHECK(contains(error_of("C(i,j) += A(i,k) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})"),
+                 "c.json: /tensors/C/format: error: the right-hand side sums its terms over different indices (A(i,k) * "
+                 "B(k,j) (summed over k); C_prev(i,j) (no summed index)), and C (bsr) is a sparse output the kernel "
+                 "assembles, so they share one loop nest: the terms without k are added where the loops outside k end, which "
+                 "is not supported beside a blocked operand (C_prev, the value of C before `+=`, stored as C is: its blocks, "
+                 "and the other operands' entries outside them); store C unblocked, or make it dense"));
+  // Entries that arrive out of order are listed by each part's nest (below); the cuda target
+  // lists no entries of such a sum.
+  CHECK(contains(error_of(transposed_bias, csr_all().insert(1, R"("target": "cuda", )")),
                  "c.json: /tensors/C/format: error: the right-hand side sums its terms over different indices (A(j,i) * "
                  "B(j,k) (summed over j); D(i,k) (no summed index)), and C (csr) is a sparse output the kernel assembles, so "
-                 "they share one loop nest: the terms without j are added where the loops outside j end, but j is iterated "
-                 "outside C's loops, so its entries arrive out of order and are listed and sorted, which an added part's nest "
-                 "does not join; store the operands so that j can be iterated inside C's loops, or make C dense"));
+                 "they share one loop nest: the terms without j are added where the loops outside j end, but C gets its "
+                 "entries out of order (it is summed over j outside its rows (index i)), so the cpu target lists each term's "
+                 "entries, sorts the list and packs it, which the cuda target does not do for a sum whose terms sum over "
+                 "different indices: reorder so the output's loops are outermost, or make C dense"));
+}
+
+TEST_CASE("place sum parts: into a listed output, each part lists its entries in a nest of its own") {
+  // j is summed outside C's rows: the entries arrive out of order, so they are listed, each
+  // part's by its own whole nest, then sorted once and packed.
+  spgen::Compilation c = compile("C(i,k) = A(j,i) * B(j,k) - D(i,k)", csr_all());
+  CHECK(contains(c.stage2_dump, "    var C_listed: int64 = 0\n"
+                                "    # A(j,i) * B(j,k) (summed over j), into the list of C's entries\n"
+                                "    for j in [0, dim_j) sequential:\n"
+                                "      for i at pA1 in [int64(A_pos1[j]), int64(A_pos1[j + 1])) sequential:\n"
+                                "        let i: int64 = int64(A_crd1[pA1])\n"
+                                "        for k at pB1 in [int64(B_pos1[j]), int64(B_pos1[j + 1])) sequential:\n"
+                                "          let k: int64 = int64(B_crd1[pB1])\n"
+                                "          C_keys[C_listed] = i * dim_k + k\n"
+                                "          C_entries[C_listed] = A_vals[pA1] * B_vals[pB1]\n"
+                                "          C_listed += 1\n"
+                                "    # - D(i,k) (no summed index), into the list of C's entries\n"
+                                "    for i in [0, dim_i) sequential:\n"
+                                "      for k at pD1 in [int64(D_pos1[i]), int64(D_pos1[i + 1])) sequential:\n"
+                                "        let k: int64 = int64(D_crd1[pD1])\n"
+                                "        C_keys[C_listed] = i * dim_k + k\n"
+                                "        C_entries[C_listed] = -D_vals[pD1]\n"
+                                "        C_listed += 1\n"
+                                "    # sort the list by key and sum the repeats of each key\n"
+                                "    sort C_keys[0, C_listed) with C_entries\n"));
+  // The assemble phase lists the keys the same way.
+  CHECK(contains(c.stage2_dump, "    # - D(i,k) (no summed index), into the list of C's entries\n"
+                                "    for i in [0, dim_i) sequential:\n"
+                                "      for k at pD1 in [int64(D_pos1[i]), int64(D_pos1[i + 1])) sequential:\n"
+                                "        let k: int64 = int64(D_crd1[pD1])\n"
+                                "        C_keys[C_listed] = i * dim_k + k\n"
+                                "        C_listed += 1\n"));
+  // The loops append to one list: parallel is refused, and a loop over k in both nests cannot be named.
+  CHECK(contains(error_of("C(i,k) = A(j,i) * B(j,k) - D(i,k)", csr_all(R"("csr")", R"({"op": "parallel", "var": "j"})")),
+                 "it appends to the list of C's entries"));
+  CHECK(contains(error_of("C(i,k) = A(j,i) * B(j,k) - D(i,k)", csr_all(R"("csr")", R"({"op": "split", "var": "k", "factor": 4})")),
+                 "split: there are several loops over k"));
+}
+
+TEST_CASE("place sum parts: into a dense or ragged last level below the summed loop, each part adds into the located entries") {
+  // k is summed outside C's dense last level: no workspace, the entries are located (row
+  // position * dim_j + j); D's nest locates them again after the k loop.
+  spgen::Compilation c = compile(kSpgemmBias, csr_all(R"({"levels": ["compressed", "dense"]})"));
+  CHECK(contains(c.stage2_dump, "        let pC1: int64 = pC0 * dim_j + j\n"
+                                "        C_crd0[pC0] = int32(i)\n"
+                                "        C0_nonempty = true\n"
+                                "        C_vals[pC1] += A_vals[pA1] * B_vals[pB1]\n"
+                                "    # + D(i,j) (no summed index), into the entries of C\n"
+                                "    for j at pD1 in [int64(D_pos1[i]), int64(D_pos1[i + 1])) sequential:\n"
+                                "      let j: int64 = int64(D_crd1[pD1])\n"
+                                "      let pC1_2: int64 = pC0 * dim_j + j\n"
+                                "      C_crd0[pC0] = int32(i)\n"
+                                "      C0_nonempty = true\n"
+                                "      C_vals[pC1_2] += D_vals[pD1]\n"
+                                "    pC0 += int64(C0_nonempty)\n"));
+  // A ragged C: the assemble phase takes each row's length from both parts' columns.
+  spgen::Compilation ragged = compile(kSpgemmBias, csr_all(R"("ragged")"));
+  CHECK(contains(ragged.stage2_dump, "    # + D(i,j) (no summed index), into the entries of C\n"
+                                     "    for j at pD1 in [int64(D_pos1[i]), int64(D_pos1[i + 1])) sequential:\n"
+                                     "      let j: int64 = int64(D_crd1[pD1])\n"
+                                     "      C_pos1[i + 1] = max(C_pos1[i + 1], int32(j + 1))\n"));
+  // A sum over l inside the rows and over k outside them: D goes into the row workspace, not
+  // into the scalar that sums over l inside the k loop (it once did, out of that scalar's scope).
+  spgen::Compilation chain = compile("C(i,j) = A(i,k) * T(k,j,l) * x(l) + D(i,j)",
+                                     R"({"tensors": {"A": {"format": "csr"}, "T": {"format": "csf"}, "D": {"format": "csr"}, "C": {"format": "csr"}}})");
+  CHECK(contains(chain.stage2_dump, "      # + D(i,j) (no summed index), into the row workspace of C\n"));
+  CHECK(!contains(chain.stage2_dump, "into the sum acc"));
+}
+
+TEST_CASE("place sum parts: into a blocked output, each part scatters into the block row's workspace of whole blocks") {
+  spgen::Compilation c = compile(kSpgemmBias, csr_all(R"("bsr", "block": [2, 2])"));
+  CHECK(contains(c.stage1_dump, "  one loop nest: A(i,k) * B(k,j) over [i_blk, i_in, k, j]\n"
+                                "  + D(i,j) (no summed index): inside [i_blk, i_in], then over [j], into the same output entries\n"));
+  CHECK(contains(c.stage2_dump, "            C_blocks[j_blk * 4 + (i_in * 2 + j % 2)] += A_vals[pA1] * B_vals[pB1]\n"
+                                "        # + D(i,j) (no summed index), into the block row workspace of C\n"
+                                "        for j at pD1 in [int64(D_pos1[i]), int64(D_pos1[i + 1])) sequential:\n"
+                                "          let j: int64 = int64(D_crd1[pD1])\n"
+                                "          let j_blk: int64 = j / 2\n"
+                                "          if C_seen[j_blk] != i_blk:\n"));
+  // An operand located inside the blocks by the shared loops (D dcsr: a binary search per row):
+  // its nest runs only where the row was found.
+  spgen::Compilation dcsr = compile(kSpgemmBias, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"},
+      "D": {"format": "dcsr"}, "C": {"format": "bsr", "block": [2, 2]}}})");
+  CHECK(contains(dcsr.stage2_dump, "        # + D(i,j) (no summed index), into the block row workspace of C\n"
+                                   "        if pD0_found:\n"));
 }
