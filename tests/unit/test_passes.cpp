@@ -537,7 +537,7 @@ TEST_CASE("assembled sparse output: on cuda, entries that arrive out of order ar
                  "c.json: /tensors/C/format: error: the right-hand side sums its terms over different indices"));
   CHECK(contains(error_of("C(i,k) = A(j,i) * B(j,k) + D(i,k)", R"({"target": "cuda", "tensors": {"A": {"format": "csr"},
       "B": {"format": "csr"}, "D": {"format": "csr"}, "C": {"format": "csr"}}})"),
-                 "so its entries arrive out of order and are listed and sorted, which an added part's nest does not join"));
+                 "which the cuda target does not do for a sum whose terms sum over different indices"));
 }
 
 TEST_CASE("assembled sparse output: an ELL level above the last keeps each parent's first W distinct coordinates") {
