@@ -555,7 +555,7 @@ class Lowering {
     for (const std::string& tensor : alike)
       for (int id : program_.buffer(tensor).axes) {
         const sparse::Axis& axis = program_.axes[id];
-        if (axis.kind == sparse::AxisKind::DenseFixed) continue;
+        if (axis.kind == sparse::AxisKind::DenseFixed || axis.blocked_apart()) continue;  // (apart: located in the block row)
         if (axis.block_part != BlockPart::Block) return tensor + " stores " + axis.mode_var + " unblocked in a sparse level";
         int depth = program_.depth_of(axis.index_var);
         const LoopPlan& plan = plans_[depth];
@@ -569,13 +569,12 @@ class Lowering {
                                     : " visits other blocks than the union of those of " + names(alike) +
                                           " (where they multiply, or other operands' blocks)");
       }
-    std::string otherwise = blocked_otherwise();
+    std::string otherwise = blocked_otherwise(alike);
     for (const sparse::Axis& axis : program_.axes)
-      if (axis.blocked_apart() && reads(axis.tensor) && axis.tensor != otherwise)
+      if (axis.blocked_apart() && reads(axis.tensor) && axis.tensor != otherwise &&
+          !std::count(alike.begin(), alike.end(), axis.tensor))
         return axis.tensor + " is blocked otherwise" + (otherwise.empty() ? "" : ", as " + otherwise + " is");
-    if (!otherwise.empty() && gathered)
-      return otherwise + " is blocked otherwise, and its blocks would need block rows of their own";
-    if (!otherwise.empty()) {
+    if (!otherwise.empty() && !gathered) {
       const Format& mine = program_.buffer(blocker).format;
       const Format& theirs = program_.buffer(otherwise).format;
       bool same_shape = mine.mode_order == theirs.mode_order && mine.levels.size() == theirs.levels.size();
@@ -589,9 +588,12 @@ class Lowering {
   // The operand blocked otherwise than the loops (B bsr 4x4 beside A bsr 2x2), if any: its
   // entries outside the blocks are the rest's, which follows its own blocks
   // (lower_outside_blocks), so it may be the only one.
-  std::string blocked_otherwise() const {
+  // The operands blocked alike whose blocks the loops visit are not: a rest into a gathered
+  // output locates them in its block rows (A 2x3 + B 3x2 - 3 * D: B's rows in the rest of A).
+  std::string blocked_otherwise(const std::vector<std::string>& alike) const {
     for (const sparse::Axis& axis : program_.axes)
-      if (axis.blocked_apart() && reads(axis.tensor)) return axis.tensor;
+      if (axis.blocked_apart() && reads(axis.tensor) && !std::count(alike.begin(), alike.end(), axis.tensor))
+        return axis.tensor;
     return "";
   }
 
@@ -2002,21 +2004,30 @@ class Lowering {
       else continue;
       kept.insert(b.var);
     }
-    // An operand blocked otherwise gives the rest its block loops, in place of the blocker's (a
-    // dense output only: see outside_blocks_refusal), under the same names and in the same order.
-    const std::string otherwise = gathered ? "" : blocked_otherwise();
+    // An operand blocked otherwise gives the rest its block loops, in place of the blocker's,
+    // under the same names: into a dense output, on every index (in the same order: see
+    // outside_blocks_refusal); into a gathered output, on the index of its key level only (the
+    // block row's loops stay the output's, the operand located in them at i / and % its block),
+    // those loops then inside the block row's, where the key's plain loop would be, and the
+    // output's levels on that index reached at its coordinate / and % their block.
+    const std::string otherwise = blocked_otherwise(outside_blocks_of_);
+    std::set<std::string> by_otherwise;  // the variables whose block loops `otherwise` gives
     for (const sparse::BlockedVar& b : program_.blocked_vars) {
-      if (b.tensor != blocker || otherwise.empty()) continue;
+      if (b.tensor != blocker || otherwise.empty() || (gathered && !output_gathered_var(b.var))) continue;
+      bool blocks = false;
       for (sparse::Axis& axis : rest.axes)
         if (axis.tensor == otherwise && axis.mode_var == b.var && axis.block_part != BlockPart::None) {
           axis.index_var = axis.block_part == BlockPart::Block ? b.outer : b.inner;
           if (axis.block_part == BlockPart::Block) rest.blocked_vars.push_back({b.var, b.outer, b.inner, axis.block, otherwise});
+          blocks |= axis.block_part == BlockPart::Block;
         }
+      if (!blocks) continue;  // (gathered: `otherwise` stores the key's index unblocked, and drives its plain loop)
       kept.insert(b.var);
+      by_otherwise.insert(b.var);
     }
     for (sparse::Axis& axis : rest.axes)
       if (removed(axis.tensor) || (axis.tensor == output.tensor && axis.block_part != BlockPart::None &&
-                                                !kept.count(axis.mode_var)))
+                                   (!kept.count(axis.mode_var) || by_otherwise.count(axis.mode_var))))
         axis.index_var = axis.mode_var;  // now blocked_apart()
     rest.iteration.body = program_.iteration.body;
     for (const std::string& tensor : outside_blocks_of_) rest.iteration.body = without(rest.iteration.body, tensor);
@@ -2024,6 +2035,11 @@ class Lowering {
     rest.iteration.iterators.clear();
     for (const sparse::Iterator& it : program_.iteration.iterators) {
       const sparse::BlockedVar* blocked = program_.blocked_loop(it.var);
+      if (gathered && blocked && blocked->tensor == blocker && by_otherwise.count(blocked->var)) {
+        if (it.var == blocked->inner)
+          for (const std::string& loop : {blocked->outer, blocked->inner}) rest.iteration.iterators.push_back({loop, it.is_reduction});
+        continue;
+      }
       if (!blocked || blocked->tensor != blocker || kept.count(blocked->var)) rest.iteration.iterators.push_back(it);
       else if (it.var == blocked->inner) rest.iteration.iterators.push_back({blocked->var, it.is_reduction});
     }
@@ -2107,6 +2123,9 @@ class Lowering {
     std::vector<Stmt> body;
     for (int d = -1; d <= row_depth_; ++d) append(body, position_declares(d));
     body.push_back(loop_nest(row_depth_ + 1));
+    // Its loops follow an operand blocked otherwise (A 2x3 + B 3x2 - 3 * D into bsr 2x3): the
+    // entries outside its blocks too follow, into the same block row.
+    if (!outside_blocks_of_.empty()) body.push_back(rest_in_block_row());
     return block(std::move(body));
   }
 
