@@ -472,6 +472,7 @@ class Lowering {
         std::string refusal = outside_blocks_refusal(blocker);
         if (refusal.empty()) {
           outside_blocks_of_ = alike;
+          blocks_done_ = blocks_visited(blocker);
           continue;
         }
         throw_unsupported(axis.tensor + " stores index " + axis.mode_var + " " + stored + ", and " + blocker +
@@ -510,6 +511,28 @@ class Lowering {
     std::string all;
     for (size_t t = 0; t < tensors.size(); ++t) all += (t == 0 ? "" : t + 1 == tensors.size() ? " and " : ", ") + tensors[t];
     return all;
+  }
+
+  // The blocks that the loops of `blocker` visit, as a union of intersections of the operands
+  // blocked alike (A + B: A's or B's; A .* B + D: those A and B both store): a block is visited
+  // where each loop over blocks that does not visit every coordinate visits its coordinate, the
+  // union of its space's conjunctions.
+  IterationSpace blocks_visited(const std::string& blocker) const {
+    std::set<int> depths;
+    for (const sparse::BlockedVar& b : program_.blocked_vars)
+      if (b.tensor == blocker && !visits_every_coordinate(program_.depth_of(b.outer))) depths.insert(program_.depth_of(b.outer));
+    IterationSpace visited = {{}};
+    for (int depth : depths) {
+      IterationSpace both;
+      for (const Conjunction& above : visited)
+        for (const Conjunction& here : plans_[depth].space) {
+          Conjunction all = above;
+          all.insert(here.begin(), here.end());
+          if (std::find(both.begin(), both.end(), all) == both.end()) both.push_back(all);
+        }
+      visited = both;
+    }
+    return visited;
   }
 
   // The block loops of `blocker` visit every block (a term without a stored factor on them).
@@ -560,15 +583,28 @@ class Lowering {
         int depth = program_.depth_of(axis.index_var);
         const LoopPlan& plan = plans_[depth];
         bool union_of_alike = std::all_of(plan.space.begin(), plan.space.end(), [&](const Conjunction& c) {
-          return c.size() == 1 && std::count(alike.begin(), alike.end(), *c.begin());
+          return !c.empty() && std::all_of(c.begin(), c.end(), [&](const std::string& t) { return std::count(alike.begin(), alike.end(), t) > 0; });
         });
         union_of_alike &= std::any_of(plan.space.begin(), plan.space.end(), [&](const Conjunction& c) { return c.count(tensor) > 0; });
         if (!visits_every_coordinate(depth) && !union_of_alike)
           return "the loop over the blocks of " + axis.mode_var +
                  (alike.size() == 1 ? " visits other operands' blocks too"
-                                    : " visits other blocks than the union of those of " + names(alike) +
-                                          " (where they multiply, or other operands' blocks)");
+                                    : " visits other blocks than those of " + names(alike) + " (other operands' blocks)");
       }
+    // The rest reads the operands blocked alike as zero: each term that holds one must lie
+    // inside the blocks visited (A .* B within the blocks A and B both store).
+    const IterationSpace visited = blocks_visited(blocker);
+    for (const Conjunction& term : tensor_terms(*program_.iteration.body)) {
+      Conjunction blocked;
+      for (const std::string& t : term)
+        if (std::count(alike.begin(), alike.end(), t)) blocked.insert(t);
+      bool inside = blocked.empty() || std::any_of(visited.begin(), visited.end(), [&](const Conjunction& c) {
+                      return std::includes(blocked.begin(), blocked.end(), c.begin(), c.end());
+                    });
+      if (!inside)
+        return "the term of " + names(std::vector<std::string>(term.begin(), term.end())) +
+               " has entries outside the blocks that the loops visit, which the rest would read as zero";
+    }
     std::string otherwise = blocked_otherwise(alike);
     for (const sparse::Axis& axis : program_.axes)
       if (axis.blocked_apart() && reads(axis.tensor) && axis.tensor != otherwise &&
@@ -1926,7 +1962,11 @@ class Lowering {
     if (skip_blocks_of_.empty()) return statement;
     // The blocks of the blocked operands were done before (lower_outside_blocks).
     Expr in_blocks;
-    for (const std::string& tensor : skip_blocks_of_) in_blocks = logical_or(in_blocks, presence(tensor));
+    for (const Conjunction& visited : skip_blocks_of_) {
+      Expr all;
+      for (const std::string& tensor : visited) all = logical_and(all, presence(tensor));
+      in_blocks = logical_or(in_blocks, all);
+    }
     return std::make_shared<If>(binary(BinOp::Eq, in_blocks, std::make_shared<IntImm>(0, ScalarType::Bool)), statement, nullptr);
   }
 
@@ -1940,7 +1980,7 @@ class Lowering {
     Lowering lowering(rest, config_, LoweringPhase::Compute, -1);
     lowering.used_names_ = used_names_;
     lowering.skip_blocks_of_ = skip_blocks_of_;  // (a rest's own rest skips both)
-    lowering.skip_blocks_of_.insert(lowering.skip_blocks_of_.end(), outside_blocks_of_.begin(), outside_blocks_of_.end());
+    lowering.skip_blocks_of_.insert(lowering.skip_blocks_of_.end(), blocks_done_.begin(), blocks_done_.end());
     LoweredFunc func = lowering.run();
     used_names_.insert(lowering.used_names_.begin(), lowering.used_names_.end());
     Stmt comment = std::make_shared<Comment>("the other operands outside " + blocks_of() + ", where " + zero() + ": " +
@@ -1980,12 +2020,39 @@ class Lowering {
   }
 
   // "A's blocks", "A's and E's blocks"; "A is zero", "A and E are zero".
+  // Where the operands blocked alike multiply: "the blocks A and B both store"; "A .* B is zero".
   std::string blocks_of() const {
     std::vector<std::string> owners;
+    bool products = std::any_of(blocks_done_.begin(), blocks_done_.end(), [](const Conjunction& c) { return c.size() > 1; });
+    if (products) {
+      for (const Conjunction& c : blocks_done_) owners.push_back(names(std::vector<std::string>(c.begin(), c.end())));
+      return "the blocks " + names(owners) + (blocks_done_.size() == 1 ? " both store" : " store together");
+    }
     for (const std::string& t : outside_blocks_of_) owners.push_back(t + "'s");
     return names(owners) + " blocks";
   }
-  std::string zero() const { return names(outside_blocks_of_) + (outside_blocks_of_.size() > 1 ? " are zero" : " is zero"); }
+  std::string zero() const {
+    bool products = std::any_of(blocks_done_.begin(), blocks_done_.end(), [](const Conjunction& c) { return c.size() > 1; });
+    if (products) {
+      std::vector<std::string> terms;
+      for (const Conjunction& c : blocks_done_) {
+        std::string term;
+        for (const std::string& t : c) term += (term.empty() ? "" : " .* ") + t;
+        terms.push_back(term);
+      }
+      return names(terms) + (terms.size() > 1 ? " are zero" : " is zero");
+    }
+    return names(outside_blocks_of_) + (outside_blocks_of_.size() > 1 ? " are zero" : " is zero");
+  }
+
+  // The operands whose blocks a rest skips.
+  std::vector<std::string> skipped_tensors() const {
+    std::vector<std::string> tensors;
+    for (const Conjunction& c : skip_blocks_of_)
+      for (const std::string& t : c)
+        if (!std::count(tensors.begin(), tensors.end(), t)) tensors.push_back(t);
+    return tensors;
+  }
 
   // The same spec with the blocked operand gone (zero) and its blocks apart from the loops. A
   // gathered output keeps the block loops of its indices that the blocked operand gave (i_blk,
@@ -2094,7 +2161,7 @@ class Lowering {
     sparse::Program rest = rest_program();
     Lowering lowering(rest, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
     lowering.used_names_ = used_names_;
-    lowering.skip_blocks_of_ = outside_blocks_of_;
+    lowering.skip_blocks_of_ = blocks_done_;
     lowering.block_row_owner_ = this;
     lowering.skip_blocks_of_.insert(lowering.skip_blocks_of_.begin(), skip_blocks_of_.begin(), skip_blocks_of_.end());
     Stmt body = lowering.run_in_block_row();
@@ -2117,7 +2184,7 @@ class Lowering {
     bool same_rows = row_depth_ == block_row_owner_->row_depth_;
     for (int d = 0; same_rows && d <= row_depth_; ++d) same_rows = mine[d].var == owners[d].var;
     if (!same_rows)
-      throw_unsupported("the loops of " + program_.output().tensor + "'s block rows differ between " + names(skip_blocks_of_) +
+      throw_unsupported("the loops of " + program_.output().tensor + "'s block rows differ between " + names(skipped_tensors()) +
                         "'s blocks and the other operands' entries outside them, so they cannot share a block row; "
                         "reorder so the block rows are outermost");
     std::vector<Stmt> body;
@@ -2780,7 +2847,9 @@ class Lowering {
   std::set<std::string> used_names_;
   // The blocked operands (the first gives the block loops, the others are blocked alike) whose
   // blocks other operands' entries lie outside of; lowering that rest, those whose blocks it skips.
-  std::vector<std::string> outside_blocks_of_, skip_blocks_of_;
+  std::vector<std::string> outside_blocks_of_;
+  IterationSpace blocks_done_;     // ... the blocks its loops visit (blocks_visited), of those operands
+  IterationSpace skip_blocks_of_;  // lowering a rest: the blocks done before (each all of a conjunction's)
   const Lowering* block_row_owner_ = nullptr;  // ... inside this lowering's block row, into its workspace
   bool assembled_;  // the output's structure is built here (see LoweringPhase)
   bool scattered_ = false;  // ... and its rows are gathered in a workspace (see plan_workspace)
