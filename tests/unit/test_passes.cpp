@@ -981,9 +981,13 @@ TEST_CASE("bsr output beside a term without the blocked operand: A's blocks and 
   CHECK(contains(alike_rest.stage2_dump, "# gather each block row of C by j_blk in a workspace of whole blocks (A's and B's blocks, and the other operands' entries outside them)"));
   CHECK(contains(alike_rest.stage2_dump, "# the other operands outside A's and B's blocks, where A and B are zero, into the same block row: -(3 * D(i,j))\n"));
   CHECK(contains(alike_rest.stage2_dump, "if (pA1_2_found || pB1_2_found) == false:\n"));
-  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j) + D(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [2, 2]}, "D": {"format": "csr"}, "C": {"format": "dense"}}})"),
-                 "cannot follow here (the loop over the blocks of j visits other blocks than the union of those of A and B (where "
-                 "they multiply, or other operands' blocks))"));
+  // Operands blocked alike whose product the block loops visit: the rest lies outside the blocks
+  // both store, and skips where both do.
+  spgen::Compilation product_rest = compile("C(i,j) = A(i,j) * B(i,j) + D(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [2, 2]}, "D": {"format": "csr"}, "C": {"format": "dense"}}})");
+  CHECK(contains(product_rest.stage2_dump, "  # the other operands outside the blocks A and B both store, where A .* B is zero: D(i,j)\n"));
+  CHECK(contains(product_rest.stage2_dump, "      if (pA1_2_found && pB1_2_found) == false:\n        C_vals[pC1_2] += D_vals[pD1_2]\n"));
+  spgen::Compilation product_gathered = compile("C(i,j) = A(i,j) * B(i,j) + D(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [2, 2]}, "D": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})");
+  CHECK(contains(product_gathered.stage2_dump, "# the other operands outside the blocks A and B both store, where A .* B is zero, into the same block row: D(i,j)\n"));
   // Compressed block rows (block-DCSR): the loop over block rows visits every one, with a cursor into A's.
   spgen::Compilation block_dcsr = compile(add, R"({"tensors": {"A": {"format": {"levels": [{"kind": "compressed", "floordiv": 2}, {"kind": "compressed", "floordiv": 2}, {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]}},
       "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})");
@@ -994,8 +998,23 @@ TEST_CASE("bsr output beside a term without the blocked operand: A's blocks and 
       "C": {"format": {"levels": [{"kind": "compressed", "floordiv": 2}, {"kind": "compressed", "floordiv": 2}, {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]}}}})"),
                  "cannot follow here (the output C (custom) stores its block rows in a compressed level, which the rest cannot "
                  "share with A's block loops; make that level dense (bsr))"));
-  CHECK(contains(error_of(add, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "bsr", "block": [2, 2]}}})"),
-                 "cannot follow here (B is blocked otherwise, and its blocks would need block rows of their own)"));
+  // An operand blocked otherwise: in each block row, its own block loops over the block columns,
+  // its rows located at i / 4 and i % 4, scattered at j / 2.
+  spgen::Compilation otherwise = compile(add, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "bsr", "block": [2, 2]}}})");
+  CHECK(contains(otherwise.stage2_dump, "      # the other operands outside A's blocks, where A is zero, into the same block row: B(i,j)\n"
+                                        "      for i_in_2 in [0, min(2, dim_i - i_blk * 2)) sequential:\n"
+                                        "        let i: int64 = i_blk * 2 + i_in_2\n"));
+  CHECK(contains(otherwise.stage2_dump, "        for j_blk_3 at pB1_2 in [int64(B_pos1[pB0_2]), int64(B_pos1[pB0_2 + 1])) sequential:\n"));
+  CHECK(contains(otherwise.stage2_dump, "          let pB2_2: int64 = pB1_2 * 4 + i % 4\n"
+                                        "          for j_in_2 in [0, min(4, dim_j - j_blk_3 * 4)) sequential:\n"));
+  CHECK(contains(otherwise.stage2_dump, "              C_blocks[j_blk_4 * 4 + (i_in_2 * 2 + j % 2)] += B_vals[pB3_2]\n"));
+  // ... and the rest of that rest (outside both) in the same block row.
+  spgen::Compilation otherwise_three = compile("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 3]}, "B": {"format": "bsr", "block": [3, 2]}, "D": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 3]}}})");
+  CHECK(contains(otherwise_three.stage2_dump, "# the other operands outside B's blocks, where B is zero, into the same block row: -(3 * D(i,j))\n"));
+  CHECK(contains(otherwise_three.stage2_dump, "          if (pA1_3_found || pB1_3_found) == false:\n"));
+  // Two operands blocked otherwise are still refused.
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "D": {"format": "bsr", "block": [3, 3]}, "C": {"format": "bsr", "block": [2, 2]}}})"),
+                 "cannot follow here (D is blocked otherwise, as B is)"));
   CHECK(contains(error_of(add, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 3]}}})"),
                  "c.json: /tensors/C/format: error: sparse output C blocks index j by 3, but A blocks it by 2; give them the same block"));
 }
