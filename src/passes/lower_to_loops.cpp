@@ -1988,8 +1988,9 @@ class Lowering {
     Stmt body = relabel_shared_loops(func.body);
     if (config_.target != Target::Cuda) return block({comment, body});
     // On the GPU the block loops' kernel would run the rest in every thread: the rest is a kernel
-    // of its own after it, its outer loop spread over the grid, which its iterations' distinct
-    // output rows allow.
+    // of its own after it, its outer loop spread over the grid. Iterations that may meet on an
+    // output entry (a summed outer loop, COO rows that repeat) add into it atomically; a merge's
+    // cursors cannot be shared out.
     std::vector<Stmt> top;
     std::function<void(const Stmt&)> flatten = [&](const Stmt& s) {
       if (s->kind == StmtKind::Block) for (const Stmt& t : static_cast<const Block&>(*s).stmts) flatten(t);
@@ -1999,15 +2000,16 @@ class Lowering {
     const For* loop = top.size() == 1 ? as_for(top.front()) : nullptr;
     const sparse::Iterator& outer = rest.iteration.iterators.front();
     const LoopPlan& plan = lowering.plans_.front();
-    bool distinct_rows = !outer.is_reduction && (plan.kind == LoopKind::Dense ||
-                                                 (plan.kind == LoopKind::Driven && !lowering.repeats(rest.axes[plan.stream()])));
-    if (!loop || !distinct_rows)
+    if (!loop || (plan.kind != LoopKind::Dense && plan.kind != LoopKind::Driven))
       throw_unsupported("the entries of " + names(rest_tensors(rest)) + " outside " + blocks_of() +
-                        " follow in a kernel of their own on the cuda target, one output row per iteration of its outer "
-                        "loop, but that loop (" + outer.var + ") " +
-                        (outer.is_reduction ? "sums" : "is a merge or repeats its rows") + "; run it on the cpu target");
+                        " follow in a kernel of their own on the cuda target, its outer loop spread over the threads "
+                        "of the grid, but that loop (" + outer.var + ") merges " + names(rest_tensors(rest)) +
+                        " with cursors that no thread can share; run it on the cpu target, or store " + outer.var +
+                        " in a dense level in all but one of them (csr rather than dcsr)");
+    bool distinct_rows = !outer.is_reduction && (plan.kind == LoopKind::Dense || !lowering.repeats(rest.axes[plan.stream()]));
     LoopAnnotations annotations = loop->annotations;
     annotations.own_kernel = true;
+    if (!distinct_rows) annotations.bind_reduction = "atomic";
     return block({comment, std::make_shared<For>(loop->label, loop->var, loop->begin, loop->end, loop->body, annotations)});
   }
 

@@ -881,9 +881,14 @@ TEST_CASE("bsr: what is refused, with what works") {
   spgen::Compilation on_gpu = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "dense"}}, "target": "cuda"})");
   CHECK(contains(on_gpu.stage2_dump, "  # the other operands outside A's blocks, where A is zero: B(i,j)\n  for i in [0, dim_i) bind(grid, 256 threads):\n"));
   CHECK(contains(on_gpu.files[1].text, "// every thread of the grid over i\n"));
-  CHECK(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "coo"}, "C": {"format": "dense"}}, "target": "cuda"})") ==
-        "c.json: /tensors: error: the entries of B outside A's blocks follow in a kernel of their own on the cuda target, one "
-        "output row per iteration of its outer loop, but that loop (i) is a merge or repeats its rows; run it on the cpu target\n");
+  // A rest whose rows repeat (COO) adds atomically; one that merges cursors is refused.
+  spgen::Compilation repeats = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "coo"}, "C": {"format": "dense"}}, "target": "cuda"})");
+  CHECK(contains(repeats.stage2_dump, "  for i at pB0_2 in [int64(B_pos0[0]), int64(B_pos0[1])) sequential bind(grid, 256 threads, atomic):\n"));
+  CHECK(contains(repeats.files[1].text, "atomicAdd(&C_vals[pC1_2], B_vals[pB0_2]);"));
+  CHECK(error_of("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "dcsr"}, "D": {"format": "dcsr"}, "C": {"format": "dense"}}, "target": "cuda"})") ==
+        "c.json: /tensors: error: the entries of B and D outside A's blocks follow in a kernel of their own on the cuda target, its "
+        "outer loop spread over the threads of the grid, but that loop (i) merges B and D with cursors that no thread can share; "
+        "run it on the cpu target, or store i in a dense level in all but one of them (csr rather than dcsr)\n");
   // The rest's loop over k is named apart from A's, so that a split of k transforms A's loop alone
   // (it used to replace the rest's loop with a copy of A's).
   spgen::Compilation split_k = compile("C(i,k) = (A(i,j) + B(i,j)) * X(j,k)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "X": {"format": "dense"}, "C": {"format": "dense"}},
