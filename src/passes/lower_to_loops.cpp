@@ -90,7 +90,7 @@ class Lowering {
     Stmt nest = loop_nest(0);
     if (listed_) nest = list_and_pack(nest);
     body.push_back(workspaces_.empty() ? nest : std::make_shared<Allocate>(workspaces_, nest));
-    if (!outside_blocks_of_.empty() && !block_rows_) {
+    if (!outside_blocks_of_.empty() && !rest_in_rows_) {
       Stmt rest = lower_outside_blocks();
       if (config_.target == Target::Cuda) append(body, statements_of(rest));  // its loop a top-level kernel
       else body.push_back(rest);
@@ -559,10 +559,10 @@ class Lowering {
     if (!output.format.all_dense() && !gathered) return "the output is not dense";
     if (gathered) {
       for (int level = 0; level < output.gathered_level; ++level)
-        if (output.format.levels[level] != LevelKind::Dense)
+        if (output.format.levels[level] != LevelKind::Dense && output.format.levels[level] != LevelKind::Compressed)
           return "the output " + output.tensor + " (" + output.format.name + ") stores its block rows in a " +
                  level_kind_name(output.format.levels[level]) + " level, which the rest cannot share with " + blocker +
-                 "'s block loops; make that level dense (bsr)";
+                 "'s block loops; make that level dense (bsr) or compressed (block-DCSR)";
       for (int d = 0; d <= gathered_row_depth(); ++d)
         if (!visits_every_coordinate(d))
           return "the loop " + program_.iteration.iterators[d].var + " over the output's block rows visits only " +
@@ -965,9 +965,19 @@ class Lowering {
                   coo_segment_) &&
                  (!counting_ || counted_level_ == entry_level(output.format));
     block_rows_ = assembled_ && output.gathered_level >= 0 && (!counting_ || counted_level_ == output.gathered_level);
+    rest_in_rows_ = assembled_ && output.gathered_level >= 0 && (!counting_ || counted_level_ <= output.gathered_level);
     scattered_ |= block_rows_;
-    if (listed_) scattered_ = block_rows_ = false;
+    if (listed_) scattered_ = block_rows_ = rest_in_rows_ = false;
+    if (block_row_owner_) share_owner_rows();
     if (assembled_ && !listed_) plan_open_levels(output);
+    if (rest_in_rows_ && !outside_blocks_of_.empty())  // (the rest raises the flags too)
+      for (OpenLevel& open : open_levels_) open.every_iteration = false;
+    if (block_row_owner_) share_owner_flags();
+    if (rest_in_rows_ && !block_rows_) {
+      // Counting a compressed level above the gathered one (block-DCSR's block rows): the rest
+      // still runs inside each block row, raising the same flag.
+      row_depth_ = gathered_row_depth();
+    }
     if (block_rows_) plan_block_workspace(output);
     else if (scattered_) plan_workspace(output);
     output_overwrites_ = !accumulate && !reduction_outside;
@@ -2062,7 +2072,7 @@ class Lowering {
   sparse::Program rest_program() {
     sparse::Program rest = program_;
     const sparse::SparseBuffer& output = program_.output();
-    const bool gathered = block_rows_;
+    const bool gathered = rest_in_rows_;
     std::set<std::string> kept;  // the variables whose block loops the rest keeps
     rest.blocked_vars.clear();
     const std::string& blocker = outside_blocks_of_.front();
@@ -2174,6 +2184,30 @@ class Lowering {
                   body});
   }
 
+  // A rest inside its owner's block row appends to the same output rows: the output's positions
+  // above the gathered level (a block-DCSR block row's cursor) and the flags that open them are
+  // the owner's, declared and advanced by its loops.
+  void share_owner_rows() {
+    const sparse::SparseBuffer& output = program_.output();
+    std::vector<LevelPosition>& mine = positions_.at(output.tensor);
+    const std::vector<LevelPosition>& owners = block_row_owner_->positions_.at(output.tensor);
+    const int levels = std::min({output.gathered_level + 1, static_cast<int>(mine.size()), static_cast<int>(owners.size())});
+    for (int level = 0; level < levels; ++level) {
+      if (mine[level].name == owners[level].name) continue;
+      mine[level].name = owners[level].name;
+      owner_rows_.insert(owners[level].name);
+    }
+  }
+  void share_owner_flags() {
+    for (OpenLevel& open : open_levels_)
+      for (const OpenLevel& owner : block_row_owner_->open_levels_)
+        if (owner.level == open.level) {
+          open.flag = owner.flag;
+          open.cursor = owner.cursor;
+          open.every_iteration = owner.every_iteration;
+        }
+  }
+
   // The loops of a block row's rest, below the owner's loops down to the row (see rest_in_block_row).
   Stmt run_in_block_row() {
     reserve_names();
@@ -2190,8 +2224,10 @@ class Lowering {
                         "'s blocks and the other operands' entries outside them, so they cannot share a block row; "
                         "reorder so the block rows are outermost");
     std::vector<Stmt> body;
-    for (int d = -1; d <= row_depth_; ++d) append(body, position_declares(d));
-    body.push_back(loop_nest(row_depth_ + 1));
+    for (int d = -1; d <= row_depth_; ++d)
+      for (const Stmt& declare : position_declares(d))
+        if (declare->kind != StmtKind::Declare || !owner_rows_.count(static_cast<const Declare&>(*declare).name)) body.push_back(declare);
+    body.push_back(loops_from(row_depth_ + 1));  // (the owner's loops declare and advance the output's open levels)
     // Its loops follow an operand blocked otherwise (A 2x3 + B 3x2 - 3 * D into bsr 2x3): the
     // entries outside its blocks too follow, into the same block row.
     if (!outside_blocks_of_.empty()) body.push_back(rest_in_block_row());
@@ -2429,6 +2465,11 @@ class Lowering {
     if (depth == 0) append(body, position_declares(-1));  // order-0 tensors, dense roots without loops
     if (depth == static_cast<int>(iterators.size())) {
       body.push_back(innermost_statement());
+      return block(std::move(body));
+    }
+    if (rest_in_rows_ && !block_rows_ && !outside_blocks_of_.empty() && depth - 1 == row_depth_ && !added_to_ &&
+        !block_row_owner_) {
+      body.push_back(block({loop_and_added_parts(depth), rest_in_block_row()}));
       return block(std::move(body));
     }
     if (scattered_ && depth - 1 == row_depth_ && !added_to_ && !block_row_owner_) {
@@ -2855,7 +2896,11 @@ class Lowering {
   const Lowering* block_row_owner_ = nullptr;  // ... inside this lowering's block row, into its workspace
   bool assembled_;  // the output's structure is built here (see LoweringPhase)
   bool scattered_ = false;  // ... and its rows are gathered in a workspace (see plan_workspace)
-  bool block_rows_ = false;  // ... whole blocks of them, keyed by the gathered level (plan_block_workspace)
+  bool block_rows_ = false;
+  // The output's blocks are gathered per block row (in this phase, or the levels above counted):
+  // a rest beside a blocked operand runs inside each block row (rest_in_block_row).
+  bool rest_in_rows_ = false;
+  std::set<std::string> owner_rows_;  // a rest's own names for the owner's output positions (not declared)  // ... whole blocks of them, keyed by the gathered level (plan_block_workspace)
   Expr block_size_;          // ... the values of one block: the dense levels below the gathered one
   std::string block_key_;    // ... the gathered level's coordinate, declared where an entry is scattered
   std::string block_offset_;  // ... the loop variable over a block's values (zeroing, appending)

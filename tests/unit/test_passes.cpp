@@ -998,11 +998,18 @@ TEST_CASE("bsr output beside a term without the blocked operand: A's blocks and 
       "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})");
   CHECK(contains(block_dcsr.stage2_dump, "# co-iterate i_blk: every coordinate, with cursors into A\n"));
   CHECK(contains(block_dcsr.stage2_dump, "if (pA0_2_found && pA1_2_found) == false:\n"));
-  // Refused: block rows stored compressed (block-DCSR), another operand blocked otherwise.
-  CHECK(contains(error_of(add, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"},
-      "C": {"format": {"levels": [{"kind": "compressed", "floordiv": 2}, {"kind": "compressed", "floordiv": 2}, {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]}}}})"),
-                 "cannot follow here (the output C (custom) stores its block rows in a compressed level, which the rest cannot "
-                 "share with A's block loops; make that level dense (bsr))"));
+  // Block rows stored compressed (block-DCSR): the rest runs inside each block row in every
+  // phase, raising the flag that stores the block row at the owner's cursor.
+  spgen::Compilation into_block_dcsr = compile(add, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"},
+      "C": {"format": {"levels": [{"kind": "compressed", "floordiv": 2}, {"kind": "compressed", "floordiv": 2}, {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]}}}})");
+  const size_t level1 = into_block_dcsr.stage2_dump.find("kernel sparse_add_assemble_level1(");
+  const std::string level0_phase = into_block_dcsr.stage2_dump.substr(0, level1);
+  CHECK(contains(level0_phase, "    # the other operands outside A's blocks, where A is zero, into the same block row: B(i,j)\n"
+                               "    for i_in_2 in [0, min(2, dim_i - i_blk * 2)) sequential:\n"));
+  CHECK(contains(level0_phase, "        if pA1_2_found == false:\n          C0_nonempty = true\n    C_pos0[pC0 + 1] += int32(int64(C0_nonempty))\n"));
+  CHECK(contains(into_block_dcsr.stage2_dump, "            if C_seen[j_blk_3] != pC0:\n              C_seen[j_blk_3] = pC0\n"
+                                              "              C_crd0[pC0] = int32(i_blk)\n              C0_nonempty = true\n"));
+  CHECK(!contains(into_block_dcsr.stage2_dump, "pC0_2"));
   // An operand blocked otherwise: in each block row, its own block loops over the block columns,
   // its rows located at i / 4 and i % 4, scattered at j / 2.
   spgen::Compilation otherwise = compile(add, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "bsr", "block": [2, 2]}}})");
