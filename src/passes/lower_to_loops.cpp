@@ -521,6 +521,12 @@ class Lowering {
     std::set<int> depths;
     for (const sparse::BlockedVar& b : program_.blocked_vars)
       if (b.tensor == blocker && !visits_every_coordinate(program_.depth_of(b.outer))) depths.insert(program_.depth_of(b.outer));
+    for (int id : program_.buffer(blocker).axes) {  // its unblocked sparse levels (DCSR-like rows above the blocks)
+      const sparse::Axis& axis = program_.axes[id];
+      if (axis.kind == sparse::AxisKind::DenseFixed || axis.block_part != BlockPart::None) continue;
+      int depth = program_.depth_of(axis.index_var);
+      if (depth >= 0 && !visits_every_coordinate(depth)) depths.insert(depth);
+    }
     IterationSpace visited = {{}};
     for (int depth : depths) {
       IterationSpace both;
@@ -579,7 +585,8 @@ class Lowering {
       for (int id : program_.buffer(tensor).axes) {
         const sparse::Axis& axis = program_.axes[id];
         if (axis.kind == sparse::AxisKind::DenseFixed || axis.blocked_apart()) continue;  // (apart: located in the block row)
-        if (axis.block_part != BlockPart::Block) return tensor + " stores " + axis.mode_var + " unblocked in a sparse level";
+        // (An unblocked sparse level, DCSR-like rows above column blocks, is located by the rest
+        // as its blocks are: its loop too must visit exactly their union, or every coordinate.)
         int depth = program_.depth_of(axis.index_var);
         const LoopPlan& plan = plans_[depth];
         bool union_of_alike = std::all_of(plan.space.begin(), plan.space.end(), [&](const Conjunction& c) {
@@ -587,8 +594,8 @@ class Lowering {
         });
         union_of_alike &= std::any_of(plan.space.begin(), plan.space.end(), [&](const Conjunction& c) { return c.count(tensor) > 0; });
         if (!visits_every_coordinate(depth) && !union_of_alike)
-          return "the loop over the blocks of " + axis.mode_var +
-                 (alike.size() == 1 ? " visits other operands' blocks too"
+          return std::string("the loop over ") + (axis.block_part == BlockPart::Block ? "the blocks of " : "") + axis.mode_var +
+                 (alike.size() == 1 ? " visits other operands' " + std::string(axis.block_part == BlockPart::Block ? "blocks" : "coordinates") + " too"
                                     : " visits other blocks than those of " + names(alike) + " (other operands' blocks)");
       }
     // The rest reads the operands blocked alike as zero: each term that holds one must lie
@@ -1855,7 +1862,14 @@ class Lowering {
   bool is_located_in_blocks(const sparse::Axis& axis) const {
     const sparse::BlockedVar* blocked = program_.blocked(axis.index_var);
     if (axis.tensor == program_.output().tensor) return false;  // a block-row workspace gathers its blocks
-    return axis.kind != sparse::AxisKind::DenseFixed && ((blocked && blocked->tensor != axis.tensor) || axis.blocked_apart());
+    if (axis.kind == sparse::AxisKind::DenseFixed) return false;
+    // A rest locates the blocks it skips, their unblocked sparse levels too (DCSR-like rows).
+    if (axis.block_part == BlockPart::None && skips_blocks_of(axis.tensor) && !reads(axis.tensor)) return true;
+    return (blocked && blocked->tensor != axis.tensor) || axis.blocked_apart();
+  }
+
+  bool skips_blocks_of(const std::string& tensor) const {
+    return std::any_of(skip_blocks_of_.begin(), skip_blocks_of_.end(), [&](const Conjunction& c) { return c.count(tensor) > 0; });
   }
 
   // The coordinate at which a level is read: its variable's, or the part a level blocked apart stores.

@@ -881,6 +881,15 @@ TEST_CASE("bsr: what is refused, with what works") {
   spgen::Compilation on_gpu = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "dense"}}, "target": "cuda"})");
   CHECK(contains(on_gpu.stage2_dump, "  # the other operands outside A's blocks, where A is zero: B(i,j)\n  for i in [0, dim_i) bind(grid, 256 threads):\n"));
   CHECK(contains(on_gpu.files[1].text, "// every thread of the grid over i\n"));
+  // A blocked operand with an unblocked sparse level (compressed rows above column blocks): the
+  // rest locates its row too, and skips where both its row and its block are found.
+  const char* col_blocks = R"({"format": {"levels": ["compressed", {"kind": "compressed", "floordiv": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 1]}})";
+  spgen::Compilation rows_located = compile("C(i,j) = A(i,j) + B(i,j)", std::string(R"({"tensors": {"A": )") + col_blocks + R"(, "B": {"format": "csr"}, "C": {"format": "dense"}}})");
+  CHECK(contains(rows_located.stage2_dump, "    # locate i in A by binary search (to skip the blocks of A, done above)\n"));
+  CHECK(contains(rows_located.stage2_dump, "      if (pA0_2_found && pA1_2_found) == false:\n        C_vals[pC1_2] += B_vals[pB1_2]\n"));
+  // ... where the block loops' row loop visits exactly its rows or every row (B dcsr merges there).
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", std::string(R"({"tensors": {"A": )") + col_blocks + R"(, "B": {"format": "dcsr"}, "C": {"format": "dense"}}})"),
+                 "cannot follow here (the loop over i visits other operands' coordinates too)"));
   // A rest whose rows repeat (COO) adds atomically; one that merges cursors is refused.
   spgen::Compilation repeats = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "coo"}, "C": {"format": "dense"}}, "target": "cuda"})");
   CHECK(contains(repeats.stage2_dump, "  for i at pB0_2 in [int64(B_pos0[0]), int64(B_pos0[1])) sequential bind(grid, 256 threads, atomic):\n"));
