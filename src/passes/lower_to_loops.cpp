@@ -617,14 +617,6 @@ class Lowering {
       if (axis.blocked_apart() && reads(axis.tensor) && axis.tensor != otherwise &&
           !std::count(alike.begin(), alike.end(), axis.tensor))
         return axis.tensor + " is blocked otherwise" + (otherwise.empty() ? "" : ", as " + otherwise + " is");
-    if (!otherwise.empty() && !gathered) {
-      const Format& mine = program_.buffer(blocker).format;
-      const Format& theirs = program_.buffer(otherwise).format;
-      bool same_shape = mine.mode_order == theirs.mode_order && mine.levels.size() == theirs.levels.size();
-      for (size_t l = 0; same_shape && l < mine.levels.size(); ++l) same_shape = mine.block(l).part == theirs.block(l).part;
-      if (!same_shape)
-        return otherwise + " is blocked otherwise, in levels that " + blocker + "'s block loops cannot visit in order";
-    }
     return "";
   }
 
@@ -2135,6 +2127,26 @@ class Lowering {
       }
       if (!blocked || blocked->tensor != blocker || kept.count(blocked->var)) rest.iteration.iterators.push_back(it);
       else if (it.var == blocked->inner) rest.iteration.iterators.push_back({blocked->var, it.is_reduction});
+    }
+    // Into a dense output, the loops that follow an operand blocked otherwise go in its level
+    // order (block-CSC B beside bsr A: j_blk, i_blk, j_in, i_in), in the places they held.
+    if (!gathered && !otherwise.empty()) {
+      const sparse::SparseBuffer& theirs = rest.buffer(otherwise);
+      auto rank = [&](const std::string& loop) {
+        for (size_t l = 0; l < theirs.axes.size(); ++l)
+          if (rest.axes[theirs.axes[l]].index_var == loop) return static_cast<int>(l);
+        return -1;
+      };
+      std::vector<size_t> places;
+      std::vector<sparse::Iterator> theirs_loops;
+      for (size_t d = 0; d < rest.iteration.iterators.size(); ++d)
+        if (rank(rest.iteration.iterators[d].var) >= 0) {
+          places.push_back(d);
+          theirs_loops.push_back(rest.iteration.iterators[d]);
+        }
+      std::stable_sort(theirs_loops.begin(), theirs_loops.end(),
+                       [&](const sparse::Iterator& a, const sparse::Iterator& b) { return rank(a.var) < rank(b.var); });
+      for (size_t k = 0; k < places.size(); ++k) rest.iteration.iterators[places[k]] = theirs_loops[k];
     }
     // The block loops the rest keeps get names of their own (schedule ops find loops by name, and
     // name the blocker's), but for those of the block row it shares.

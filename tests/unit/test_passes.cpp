@@ -909,11 +909,13 @@ TEST_CASE("bsr: what is refused, with what works") {
   CHECK(contains(otherwise.stage2_dump, "  # the other operands outside A's blocks, where A is zero: -B(i,j)\n  for i_blk_2 in [0, (dim_i + 3) / 4):\n"));
   CHECK(contains(otherwise.stage2_dump, "        let i: int64 = i_blk_2 * 4 + i_in_2\n        let pA0_2: int64 = i / 2\n"));
   CHECK(contains(otherwise.stage2_dump, "          if pA1_2_found == false:\n            C_vals[pC1_2] += -B_vals[pB3_2]\n"));
-  CHECK(error_of("C(i,j) = A(i,j) - B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": {"levels": [{"kind": "compressed", "floordiv": 4}, {"kind": "compressed", "floordiv": 4}, {"kind": "dense", "mod": 4}, {"kind": "dense", "mod": 4}], "order": [1, 0, 0, 1]}}, "C": {"format": "dense"}}})") ==
-        "c.json: /tensors: error: B stores index j in a compressed level blocked by 4, and A splits it into blocks: B is then "
-        "located inside A's blocks (by binary search), which serves only terms that multiply it by A, and the entries of B "
-        "outside them cannot follow here (B is blocked otherwise, in levels that A's block loops cannot visit in order); "
-        "store B dense, or A unblocked (csr)\n");
+  // ... in B's own level order where its block levels lie otherwise (block columns outermost).
+  spgen::Compilation by_columns = compile("C(i,j) = A(i,j) - B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": {"levels": [{"kind": "compressed", "floordiv": 4}, {"kind": "compressed", "floordiv": 4}, {"kind": "dense", "mod": 4}, {"kind": "dense", "mod": 4}], "order": [1, 0, 0, 1]}}, "C": {"format": "dense"}}})");
+  CHECK(contains(by_columns.stage2_dump, "  # the other operands outside A's blocks, where A is zero: -B(i,j)\n"
+                                         "  for j_blk_2 at pB0_2 in [int64(B_pos0[0]), int64(B_pos0[1])):\n"));
+  CHECK(contains(by_columns.stage2_dump, "    for i_blk_2 at pB1_2 in [int64(B_pos1[pB0_2]), int64(B_pos1[pB0_2 + 1])):\n"));
+  CHECK(contains(by_columns.stage2_dump, "      for i_in_2 in [0, min(4, dim_i - i_blk_2 * 4)):\n"));
+  CHECK(contains(by_columns.stage2_dump, "        for j_in_2 in [0, min(4, dim_j - j_blk_2 * 4)):\n"));
   CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "bsr", "block": [4, 4]}}})"),
                  "c.json: /tensors: error: output C would share the structure of B, but B is located inside A's blocks (by "
                  "arithmetic on its coordinate / and % its blocks)"));
