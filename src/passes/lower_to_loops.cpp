@@ -612,11 +612,8 @@ class Lowering {
         return "the term of " + names(std::vector<std::string>(term.begin(), term.end())) +
                " has entries outside the blocks that the loops visit, which the rest would read as zero";
     }
-    std::string otherwise = blocked_otherwise(alike);
-    for (const sparse::Axis& axis : program_.axes)
-      if (axis.blocked_apart() && reads(axis.tensor) && axis.tensor != otherwise &&
-          !std::count(alike.begin(), alike.end(), axis.tensor))
-        return axis.tensor + " is blocked otherwise" + (otherwise.empty() ? "" : ", as " + otherwise + " is");
+    // Several operands blocked otherwise (B 4x4, D 3x3 beside A 2x2): the first gives the rest
+    // its loops, and the others, located inside its blocks, follow in the rest's own rest.
     return "";
   }
 
@@ -2013,20 +2010,31 @@ class Lowering {
       else top.push_back(s);
     };
     flatten(body);
-    const For* loop = top.size() == 1 ? as_for(top.front()) : nullptr;
+    // Its loop, then the kernels of its own rest, if any (beside a second operand blocked otherwise).
+    std::vector<Stmt> own_rest(top.begin() + (top.empty() ? 0 : 1), top.end());
+    bool own_rest_kernels = std::all_of(own_rest.begin(), own_rest.end(), [](const Stmt& s) {
+      return s->kind == StmtKind::Comment || (as_for(s) && as_for(s)->annotations.own_kernel);
+    });
+    const For* loop = !top.empty() && own_rest_kernels ? as_for(top.front()) : nullptr;
     const sparse::Iterator& outer = rest.iteration.iterators.front();
     const LoopPlan& plan = lowering.plans_.front();
-    if (!loop || (plan.kind != LoopKind::Dense && plan.kind != LoopKind::Driven))
+    if (plan.kind != LoopKind::Dense && plan.kind != LoopKind::Driven)
       throw_unsupported("the entries of " + names(rest_tensors(rest)) + " outside " + blocks_of() +
                         " follow in a kernel of their own on the cuda target, its outer loop spread over the threads "
                         "of the grid, but that loop (" + outer.var + ") merges " + names(rest_tensors(rest)) +
                         " with cursors that no thread can share; run it on the cpu target, or store " + outer.var +
                         " in a dense level in all but one of them (csr rather than dcsr)");
+    if (!loop)
+      throw_unsupported("the entries of " + names(rest_tensors(rest)) + " outside " + blocks_of() +
+                        " follow in a kernel of their own on the cuda target, but its loops do not form one nest; run it "
+                        "on the cpu target");
     bool distinct_rows = !outer.is_reduction && (plan.kind == LoopKind::Dense || !lowering.repeats(rest.axes[plan.stream()]));
     LoopAnnotations annotations = loop->annotations;
     annotations.own_kernel = true;
     if (!distinct_rows) annotations.bind_reduction = "atomic";
-    return block({comment, std::make_shared<For>(loop->label, loop->var, loop->begin, loop->end, loop->body, annotations)});
+    std::vector<Stmt> kernels = {comment, std::make_shared<For>(loop->label, loop->var, loop->begin, loop->end, loop->body, annotations)};
+    kernels.insert(kernels.end(), own_rest.begin(), own_rest.end());
+    return block(std::move(kernels));
   }
 
   // The operands the rest reads.
