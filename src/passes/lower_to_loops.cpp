@@ -622,9 +622,15 @@ class Lowering {
   // (lower_outside_blocks), so it may be the only one.
   // The operands blocked alike whose blocks the loops visit are not: a rest into a gathered
   // output locates them in its block rows (A 2x3 + B 3x2 - 3 * D: B's rows in the rest of A).
+  // Only an operand that the rest reads gives it loops (A .* B + D, B 4x4: the rest is D alone).
   std::string blocked_otherwise(const std::vector<std::string>& alike) const {
+    ast::ExprPtr rest = program_.iteration.body;
+    for (const std::string& tensor : alike) rest = rest ? without(rest, tensor) : nullptr;
+    std::set<std::string> read;
+    if (rest)
+      for (const ast::Access* access : ast::collect_accesses(*rest)) read.insert(access->tensor);
     for (const sparse::Axis& axis : program_.axes)
-      if (axis.blocked_apart() && reads(axis.tensor) && !std::count(alike.begin(), alike.end(), axis.tensor))
+      if (axis.blocked_apart() && read.count(axis.tensor) && !std::count(alike.begin(), alike.end(), axis.tensor))
         return axis.tensor;
     return "";
   }
