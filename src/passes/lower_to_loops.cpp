@@ -617,12 +617,12 @@ class Lowering {
     return "";
   }
 
-  // The operand blocked otherwise than the loops (B bsr 4x4 beside A bsr 2x2), if any: its
-  // entries outside the blocks are the rest's, which follows its own blocks
-  // (lower_outside_blocks), so it may be the only one.
-  // The operands blocked alike whose blocks the loops visit are not: a rest into a gathered
-  // output locates them in its block rows (A 2x3 + B 3x2 - 3 * D: B's rows in the rest of A).
-  // Only an operand that the rest reads gives it loops (A .* B + D, B 4x4: the rest is D alone).
+  // The first operand blocked otherwise than the loops (B bsr 4x4 beside A bsr 2x2), if any:
+  // its entries outside the blocks are the rest's, which follows its own blocks
+  // (lower_outside_blocks); another one (D bsr 3x3) follows in the rest's own rest. The
+  // operands blocked alike whose blocks the loops visit are not (a rest into a gathered output
+  // locates them in its block rows: A 2x3 + B 3x2 - 3 * D, B's rows in the rest of A), and only
+  // an operand that the rest reads gives it loops (A .* B + D, B 4x4: the rest is D alone).
   std::string blocked_otherwise(const std::vector<std::string>& alike) const {
     ast::ExprPtr rest = program_.iteration.body;
     for (const std::string& tensor : alike) rest = rest ? without(rest, tensor) : nullptr;
@@ -975,7 +975,7 @@ class Lowering {
     if (rest_in_rows_ && !outside_blocks_of_.empty())  // (the rest raises the flags too)
       for (OpenLevel& open : open_levels_) open.every_iteration = false;
     if (block_row_owner_) share_owner_flags();
-    if (rest_in_rows_ && !block_rows_) {
+    if (rest_in_rows_ && !block_rows_ && (!outside_blocks_of_.empty() || block_row_owner_)) {
       // Counting a compressed level above the gathered one (block-DCSR's block rows): the rest
       // still runs inside each block row, raising the same flag.
       row_depth_ = gathered_row_depth();
@@ -2104,8 +2104,8 @@ class Lowering {
       kept.insert(b.var);
     }
     // An operand blocked otherwise gives the rest its block loops, in place of the blocker's,
-    // under the same names: into a dense output, on every index (in the same order: see
-    // outside_blocks_refusal); into a gathered output, on the index of its key level only (the
+    // under the same names: into a dense output, on every index it blocks (in its level order,
+    // below); into a gathered output, on the index of its key level only (the
     // block row's loops stay the output's, the operand located in them at i / and % its block),
     // those loops then inside the block row's, where the key's plain loop would be, and the
     // output's levels on that index reached at its coordinate / and % their block.
