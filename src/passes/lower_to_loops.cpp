@@ -91,7 +91,7 @@ class Lowering {
     Stmt nest = whole_ && listed_ ? listed_parts_nests() : loop_nest(0);
     if (listed_) nest = list_and_pack(nest);
     body.push_back(workspaces_.empty() ? nest : std::make_shared<Allocate>(workspaces_, nest));
-    if (!outside_blocks_of_.empty() && !block_rows_) {
+    if (!outside_blocks_of_.empty() && !rest_in_rows_) {
       Stmt rest = lower_outside_blocks();
       if (config_.target == Target::Cuda) append(body, statements_of(rest));  // its loop a top-level kernel
       else body.push_back(rest);
@@ -473,6 +473,7 @@ class Lowering {
         std::string refusal = outside_blocks_refusal(blocker);
         if (refusal.empty()) {
           outside_blocks_of_ = alike;
+          blocks_done_ = blocks_visited(blocker);
           continue;
         }
         throw_unsupported(axis.tensor + " stores index " + axis.mode_var + " " + stored + ", and " + blocker +
@@ -513,6 +514,34 @@ class Lowering {
     return all;
   }
 
+  // The blocks that the loops of `blocker` visit, as a union of intersections of the operands
+  // blocked alike (A + B: A's or B's; A .* B + D: those A and B both store): a block is visited
+  // where each loop over blocks that does not visit every coordinate visits its coordinate, the
+  // union of its space's conjunctions.
+  IterationSpace blocks_visited(const std::string& blocker) const {
+    std::set<int> depths;
+    for (const sparse::BlockedVar& b : program_.blocked_vars)
+      if (b.tensor == blocker && !visits_every_coordinate(program_.depth_of(b.outer))) depths.insert(program_.depth_of(b.outer));
+    for (int id : program_.buffer(blocker).axes) {  // its unblocked sparse levels (DCSR-like rows above the blocks)
+      const sparse::Axis& axis = program_.axes[id];
+      if (axis.kind == sparse::AxisKind::DenseFixed || axis.block_part != BlockPart::None) continue;
+      int depth = program_.depth_of(axis.index_var);
+      if (depth >= 0 && !visits_every_coordinate(depth)) depths.insert(depth);
+    }
+    IterationSpace visited = {{}};
+    for (int depth : depths) {
+      IterationSpace both;
+      for (const Conjunction& above : visited)
+        for (const Conjunction& here : plans_[depth].space) {
+          Conjunction all = above;
+          all.insert(here.begin(), here.end());
+          if (std::find(both.begin(), both.end(), all) == both.end()) both.push_back(all);
+        }
+      visited = both;
+    }
+    return visited;
+  }
+
   // The block loops of `blocker` visit every block (a term without a stored factor on them).
   bool blocks_visit_every_coordinate(const std::string& blocker) const {
     for (const sparse::BlockedVar& b : program_.blocked_vars)
@@ -537,10 +566,10 @@ class Lowering {
     if (!output.format.all_dense() && !gathered) return "the output is not dense";
     if (gathered) {
       for (int level = 0; level < output.gathered_level; ++level)
-        if (output.format.levels[level] != LevelKind::Dense)
+        if (output.format.levels[level] != LevelKind::Dense && output.format.levels[level] != LevelKind::Compressed)
           return "the output " + output.tensor + " (" + output.format.name + ") stores its block rows in a " +
                  level_kind_name(output.format.levels[level]) + " level, which the rest cannot share with " + blocker +
-                 "'s block loops; make that level dense (bsr)";
+                 "'s block loops; make that level dense (bsr) or compressed (block-DCSR)";
       for (int d = 0; d <= gathered_row_depth(); ++d)
         if (!visits_every_coordinate(d))
           return "the loop " + program_.iteration.iterators[d].var + " over the output's block rows visits only " +
@@ -556,43 +585,54 @@ class Lowering {
     for (const std::string& tensor : alike)
       for (int id : program_.buffer(tensor).axes) {
         const sparse::Axis& axis = program_.axes[id];
-        if (axis.kind == sparse::AxisKind::DenseFixed) continue;
-        if (axis.block_part != BlockPart::Block) return tensor + " stores " + axis.mode_var + " unblocked in a sparse level";
+        if (axis.kind == sparse::AxisKind::DenseFixed || axis.blocked_apart()) continue;  // (apart: located in the block row)
+        // (An unblocked sparse level, DCSR-like rows above column blocks, is located by the rest
+        // as its blocks are: its loop too must visit exactly their union, or every coordinate.)
         int depth = program_.depth_of(axis.index_var);
         const LoopPlan& plan = plans_[depth];
         bool union_of_alike = std::all_of(plan.space.begin(), plan.space.end(), [&](const Conjunction& c) {
-          return c.size() == 1 && std::count(alike.begin(), alike.end(), *c.begin());
+          return !c.empty() && std::all_of(c.begin(), c.end(), [&](const std::string& t) { return std::count(alike.begin(), alike.end(), t) > 0; });
         });
         union_of_alike &= std::any_of(plan.space.begin(), plan.space.end(), [&](const Conjunction& c) { return c.count(tensor) > 0; });
         if (!visits_every_coordinate(depth) && !union_of_alike)
-          return "the loop over the blocks of " + axis.mode_var +
-                 (alike.size() == 1 ? " visits other operands' blocks too"
-                                    : " visits other blocks than the union of those of " + names(alike) +
-                                          " (where they multiply, or other operands' blocks)");
+          return std::string("the loop over ") + (axis.block_part == BlockPart::Block ? "the blocks of " : "") + axis.mode_var +
+                 (alike.size() == 1 ? " visits other operands' " + std::string(axis.block_part == BlockPart::Block ? "blocks" : "coordinates") + " too"
+                                    : " visits other blocks than those of " + names(alike) + " (other operands' blocks)");
       }
-    std::string otherwise = blocked_otherwise();
-    for (const sparse::Axis& axis : program_.axes)
-      if (axis.blocked_apart() && reads(axis.tensor) && axis.tensor != otherwise)
-        return axis.tensor + " is blocked otherwise" + (otherwise.empty() ? "" : ", as " + otherwise + " is");
-    if (!otherwise.empty() && gathered)
-      return otherwise + " is blocked otherwise, and its blocks would need block rows of their own";
-    if (!otherwise.empty()) {
-      const Format& mine = program_.buffer(blocker).format;
-      const Format& theirs = program_.buffer(otherwise).format;
-      bool same_shape = mine.mode_order == theirs.mode_order && mine.levels.size() == theirs.levels.size();
-      for (size_t l = 0; same_shape && l < mine.levels.size(); ++l) same_shape = mine.block(l).part == theirs.block(l).part;
-      if (!same_shape)
-        return otherwise + " is blocked otherwise, in levels that " + blocker + "'s block loops cannot visit in order";
+    // The rest reads the operands blocked alike as zero: each term that holds one must lie
+    // inside the blocks visited (A .* B within the blocks A and B both store).
+    const IterationSpace visited = blocks_visited(blocker);
+    for (const Conjunction& term : tensor_terms(*program_.iteration.body)) {
+      Conjunction blocked;
+      for (const std::string& t : term)
+        if (std::count(alike.begin(), alike.end(), t)) blocked.insert(t);
+      bool inside = blocked.empty() || std::any_of(visited.begin(), visited.end(), [&](const Conjunction& c) {
+                      return std::includes(blocked.begin(), blocked.end(), c.begin(), c.end());
+                    });
+      if (!inside)
+        return "the term of " + names(std::vector<std::string>(term.begin(), term.end())) +
+               " has entries outside the blocks that the loops visit, which the rest would read as zero";
     }
+    // Several operands blocked otherwise (B 4x4, D 3x3 beside A 2x2): the first gives the rest
+    // its loops, and the others, located inside its blocks, follow in the rest's own rest.
     return "";
   }
 
-  // The operand blocked otherwise than the loops (B bsr 4x4 beside A bsr 2x2), if any: its
-  // entries outside the blocks are the rest's, which follows its own blocks
-  // (lower_outside_blocks), so it may be the only one.
-  std::string blocked_otherwise() const {
+  // The first operand blocked otherwise than the loops (B bsr 4x4 beside A bsr 2x2), if any:
+  // its entries outside the blocks are the rest's, which follows its own blocks
+  // (lower_outside_blocks); another one (D bsr 3x3) follows in the rest's own rest. The
+  // operands blocked alike whose blocks the loops visit are not (a rest into a gathered output
+  // locates them in its block rows: A 2x3 + B 3x2 - 3 * D, B's rows in the rest of A), and only
+  // an operand that the rest reads gives it loops (A .* B + D, B 4x4: the rest is D alone).
+  std::string blocked_otherwise(const std::vector<std::string>& alike) const {
+    ast::ExprPtr rest = program_.iteration.body;
+    for (const std::string& tensor : alike) rest = rest ? without(rest, tensor) : nullptr;
+    std::set<std::string> read;
+    if (rest)
+      for (const ast::Access* access : ast::collect_accesses(*rest)) read.insert(access->tensor);
     for (const sparse::Axis& axis : program_.axes)
-      if (axis.blocked_apart() && reads(axis.tensor)) return axis.tensor;
+      if (axis.blocked_apart() && read.count(axis.tensor) && !std::count(alike.begin(), alike.end(), axis.tensor))
+        return axis.tensor;
     return "";
   }
 
@@ -931,9 +971,19 @@ class Lowering {
                   coo_segment_) &&
                  (!counting_ || counted_level_ == entry_level(output.format));
     block_rows_ = assembled_ && output.gathered_level >= 0 && (!counting_ || counted_level_ == output.gathered_level);
+    rest_in_rows_ = assembled_ && output.gathered_level >= 0 && (!counting_ || counted_level_ <= output.gathered_level);
     scattered_ |= block_rows_;
-    if (listed_) scattered_ = block_rows_ = false;
+    if (listed_) scattered_ = block_rows_ = rest_in_rows_ = false;
+    if (block_row_owner_) share_owner_rows();
     if (assembled_ && !listed_) plan_open_levels(output);
+    if (rest_in_rows_ && !outside_blocks_of_.empty())  // (the rest raises the flags too)
+      for (OpenLevel& open : open_levels_) open.every_iteration = false;
+    if (block_row_owner_) share_owner_flags();
+    if (rest_in_rows_ && !block_rows_ && (!outside_blocks_of_.empty() || block_row_owner_)) {
+      // Counting a compressed level above the gathered one (block-DCSR's block rows): the rest
+      // still runs inside each block row, raising the same flag.
+      row_depth_ = gathered_row_depth();
+    }
     if (block_rows_) plan_block_workspace(output);
     else if (scattered_) plan_workspace(output);
     output_overwrites_ = !accumulate && !reduction_outside;
@@ -1821,7 +1871,14 @@ class Lowering {
   bool is_located_in_blocks(const sparse::Axis& axis) const {
     const sparse::BlockedVar* blocked = program_.blocked(axis.index_var);
     if (axis.tensor == program_.output().tensor) return false;  // a block-row workspace gathers its blocks
-    return axis.kind != sparse::AxisKind::DenseFixed && ((blocked && blocked->tensor != axis.tensor) || axis.blocked_apart());
+    if (axis.kind == sparse::AxisKind::DenseFixed) return false;
+    // A rest locates the blocks it skips, their unblocked sparse levels too (DCSR-like rows).
+    if (axis.block_part == BlockPart::None && skips_blocks_of(axis.tensor) && !reads(axis.tensor)) return true;
+    return (blocked && blocked->tensor != axis.tensor) || axis.blocked_apart();
+  }
+
+  bool skips_blocks_of(const std::string& tensor) const {
+    return std::any_of(skip_blocks_of_.begin(), skip_blocks_of_.end(), [&](const Conjunction& c) { return c.count(tensor) > 0; });
   }
 
   // The coordinate at which a level is read: its variable's, or the part a level blocked apart stores.
@@ -1938,7 +1995,11 @@ class Lowering {
     if (skip_blocks_of_.empty()) return statement;
     // The blocks of the blocked operands were done before (lower_outside_blocks).
     Expr in_blocks;
-    for (const std::string& tensor : skip_blocks_of_) in_blocks = logical_or(in_blocks, presence(tensor));
+    for (const Conjunction& visited : skip_blocks_of_) {
+      Expr all;
+      for (const std::string& tensor : visited) all = logical_and(all, presence(tensor));
+      in_blocks = logical_or(in_blocks, all);
+    }
     return std::make_shared<If>(binary(BinOp::Eq, in_blocks, std::make_shared<IntImm>(0, ScalarType::Bool)), statement, nullptr);
   }
 
@@ -1952,7 +2013,7 @@ class Lowering {
     Lowering lowering(rest, config_, LoweringPhase::Compute, -1);
     lowering.used_names_ = used_names_;
     lowering.skip_blocks_of_ = skip_blocks_of_;  // (a rest's own rest skips both)
-    lowering.skip_blocks_of_.insert(lowering.skip_blocks_of_.end(), outside_blocks_of_.begin(), outside_blocks_of_.end());
+    lowering.skip_blocks_of_.insert(lowering.skip_blocks_of_.end(), blocks_done_.begin(), blocks_done_.end());
     LoweredFunc func = lowering.run();
     used_names_.insert(lowering.used_names_.begin(), lowering.used_names_.end());
     Stmt comment = std::make_shared<Comment>("the other operands outside " + blocks_of() + ", where " + zero() + ": " +
@@ -1960,27 +2021,40 @@ class Lowering {
     Stmt body = relabel_shared_loops(func.body);
     if (config_.target != Target::Cuda) return block({comment, body});
     // On the GPU the block loops' kernel would run the rest in every thread: the rest is a kernel
-    // of its own after it, its outer loop spread over the grid, which its iterations' distinct
-    // output rows allow.
+    // of its own after it, its outer loop spread over the grid. Iterations that may meet on an
+    // output entry (a summed outer loop, COO rows that repeat) add into it atomically; a merge's
+    // cursors cannot be shared out.
     std::vector<Stmt> top;
     std::function<void(const Stmt&)> flatten = [&](const Stmt& s) {
       if (s->kind == StmtKind::Block) for (const Stmt& t : static_cast<const Block&>(*s).stmts) flatten(t);
       else top.push_back(s);
     };
     flatten(body);
-    const For* loop = top.size() == 1 ? as_for(top.front()) : nullptr;
+    // Its loop, then the kernels of its own rest, if any (beside a second operand blocked otherwise).
+    std::vector<Stmt> own_rest(top.begin() + (top.empty() ? 0 : 1), top.end());
+    bool own_rest_kernels = std::all_of(own_rest.begin(), own_rest.end(), [](const Stmt& s) {
+      return s->kind == StmtKind::Comment || (as_for(s) && as_for(s)->annotations.own_kernel);
+    });
+    const For* loop = !top.empty() && own_rest_kernels ? as_for(top.front()) : nullptr;
     const sparse::Iterator& outer = rest.iteration.iterators.front();
     const LoopPlan& plan = lowering.plans_.front();
-    bool distinct_rows = !outer.is_reduction && (plan.kind == LoopKind::Dense ||
-                                                 (plan.kind == LoopKind::Driven && !lowering.repeats(rest.axes[plan.stream()])));
-    if (!loop || !distinct_rows)
+    if (plan.kind != LoopKind::Dense && plan.kind != LoopKind::Driven)
       throw_unsupported("the entries of " + names(rest_tensors(rest)) + " outside " + blocks_of() +
-                        " follow in a kernel of their own on the cuda target, one output row per iteration of its outer "
-                        "loop, but that loop (" + outer.var + ") " +
-                        (outer.is_reduction ? "sums" : "is a merge or repeats its rows") + "; run it on the cpu target");
+                        " follow in a kernel of their own on the cuda target, its outer loop spread over the threads "
+                        "of the grid, but that loop (" + outer.var + ") merges " + names(rest_tensors(rest)) +
+                        " with cursors that no thread can share; run it on the cpu target, or store " + outer.var +
+                        " in a dense level in all but one of them (csr rather than dcsr)");
+    if (!loop)
+      throw_unsupported("the entries of " + names(rest_tensors(rest)) + " outside " + blocks_of() +
+                        " follow in a kernel of their own on the cuda target, but its loops do not form one nest; run it "
+                        "on the cpu target");
+    bool distinct_rows = !outer.is_reduction && (plan.kind == LoopKind::Dense || !lowering.repeats(rest.axes[plan.stream()]));
     LoopAnnotations annotations = loop->annotations;
     annotations.own_kernel = true;
-    return block({comment, std::make_shared<For>(loop->label, loop->var, loop->begin, loop->end, loop->body, annotations)});
+    if (!distinct_rows) annotations.bind_reduction = "atomic";
+    std::vector<Stmt> kernels = {comment, std::make_shared<For>(loop->label, loop->var, loop->begin, loop->end, loop->body, annotations)};
+    kernels.insert(kernels.end(), own_rest.begin(), own_rest.end());
+    return block(std::move(kernels));
   }
 
   // The operands the rest reads.
@@ -1992,12 +2066,39 @@ class Lowering {
   }
 
   // "A's blocks", "A's and E's blocks"; "A is zero", "A and E are zero".
+  // Where the operands blocked alike multiply: "the blocks A and B both store"; "A .* B is zero".
   std::string blocks_of() const {
     std::vector<std::string> owners;
+    bool products = std::any_of(blocks_done_.begin(), blocks_done_.end(), [](const Conjunction& c) { return c.size() > 1; });
+    if (products) {
+      for (const Conjunction& c : blocks_done_) owners.push_back(names(std::vector<std::string>(c.begin(), c.end())));
+      return "the blocks " + names(owners) + (blocks_done_.size() == 1 ? " both store" : " store together");
+    }
     for (const std::string& t : outside_blocks_of_) owners.push_back(t + "'s");
     return names(owners) + " blocks";
   }
-  std::string zero() const { return names(outside_blocks_of_) + (outside_blocks_of_.size() > 1 ? " are zero" : " is zero"); }
+  std::string zero() const {
+    bool products = std::any_of(blocks_done_.begin(), blocks_done_.end(), [](const Conjunction& c) { return c.size() > 1; });
+    if (products) {
+      std::vector<std::string> terms;
+      for (const Conjunction& c : blocks_done_) {
+        std::string term;
+        for (const std::string& t : c) term += (term.empty() ? "" : " .* ") + t;
+        terms.push_back(term);
+      }
+      return names(terms) + (terms.size() > 1 ? " are zero" : " is zero");
+    }
+    return names(outside_blocks_of_) + (outside_blocks_of_.size() > 1 ? " are zero" : " is zero");
+  }
+
+  // The operands whose blocks a rest skips.
+  std::vector<std::string> skipped_tensors() const {
+    std::vector<std::string> tensors;
+    for (const Conjunction& c : skip_blocks_of_)
+      for (const std::string& t : c)
+        if (!std::count(tensors.begin(), tensors.end(), t)) tensors.push_back(t);
+    return tensors;
+  }
 
   // The same spec with the blocked operand gone (zero) and its blocks apart from the loops. A
   // gathered output keeps the block loops of its indices that the blocked operand gave (i_blk,
@@ -2005,7 +2106,7 @@ class Lowering {
   sparse::Program rest_program() {
     sparse::Program rest = program_;
     const sparse::SparseBuffer& output = program_.output();
-    const bool gathered = block_rows_;
+    const bool gathered = rest_in_rows_;
     std::set<std::string> kept;  // the variables whose block loops the rest keeps
     rest.blocked_vars.clear();
     const std::string& blocker = outside_blocks_of_.front();
@@ -2016,21 +2117,30 @@ class Lowering {
       else continue;
       kept.insert(b.var);
     }
-    // An operand blocked otherwise gives the rest its block loops, in place of the blocker's (a
-    // dense output only: see outside_blocks_refusal), under the same names and in the same order.
-    const std::string otherwise = gathered ? "" : blocked_otherwise();
+    // An operand blocked otherwise gives the rest its block loops, in place of the blocker's,
+    // under the same names: into a dense output, on every index it blocks (in its level order,
+    // below); into a gathered output, on the index of its key level only (the
+    // block row's loops stay the output's, the operand located in them at i / and % its block),
+    // those loops then inside the block row's, where the key's plain loop would be, and the
+    // output's levels on that index reached at its coordinate / and % their block.
+    const std::string otherwise = blocked_otherwise(outside_blocks_of_);
+    std::set<std::string> by_otherwise;  // the variables whose block loops `otherwise` gives
     for (const sparse::BlockedVar& b : program_.blocked_vars) {
-      if (b.tensor != blocker || otherwise.empty()) continue;
+      if (b.tensor != blocker || otherwise.empty() || (gathered && !output_gathered_var(b.var))) continue;
+      bool blocks = false;
       for (sparse::Axis& axis : rest.axes)
         if (axis.tensor == otherwise && axis.mode_var == b.var && axis.block_part != BlockPart::None) {
           axis.index_var = axis.block_part == BlockPart::Block ? b.outer : b.inner;
           if (axis.block_part == BlockPart::Block) rest.blocked_vars.push_back({b.var, b.outer, b.inner, axis.block, otherwise});
+          blocks |= axis.block_part == BlockPart::Block;
         }
+      if (!blocks) continue;  // (gathered: `otherwise` stores the key's index unblocked, and drives its plain loop)
       kept.insert(b.var);
+      by_otherwise.insert(b.var);
     }
     for (sparse::Axis& axis : rest.axes)
       if (removed(axis.tensor) || (axis.tensor == output.tensor && axis.block_part != BlockPart::None &&
-                                                !kept.count(axis.mode_var)))
+                                   (!kept.count(axis.mode_var) || by_otherwise.count(axis.mode_var))))
         axis.index_var = axis.mode_var;  // now blocked_apart()
     rest.iteration.body = program_.iteration.body;
     for (const std::string& tensor : outside_blocks_of_) rest.iteration.body = without(rest.iteration.body, tensor);
@@ -2038,8 +2148,33 @@ class Lowering {
     rest.iteration.iterators.clear();
     for (const sparse::Iterator& it : program_.iteration.iterators) {
       const sparse::BlockedVar* blocked = program_.blocked_loop(it.var);
+      if (gathered && blocked && blocked->tensor == blocker && by_otherwise.count(blocked->var)) {
+        if (it.var == blocked->inner)
+          for (const std::string& loop : {blocked->outer, blocked->inner}) rest.iteration.iterators.push_back({loop, it.is_reduction});
+        continue;
+      }
       if (!blocked || blocked->tensor != blocker || kept.count(blocked->var)) rest.iteration.iterators.push_back(it);
       else if (it.var == blocked->inner) rest.iteration.iterators.push_back({blocked->var, it.is_reduction});
+    }
+    // Into a dense output, the loops that follow an operand blocked otherwise go in its level
+    // order (block-CSC B beside bsr A: j_blk, i_blk, j_in, i_in), in the places they held.
+    if (!gathered && !otherwise.empty()) {
+      const sparse::SparseBuffer& theirs = rest.buffer(otherwise);
+      auto rank = [&](const std::string& loop) {
+        for (size_t l = 0; l < theirs.axes.size(); ++l)
+          if (rest.axes[theirs.axes[l]].index_var == loop) return static_cast<int>(l);
+        return -1;
+      };
+      std::vector<size_t> places;
+      std::vector<sparse::Iterator> theirs_loops;
+      for (size_t d = 0; d < rest.iteration.iterators.size(); ++d)
+        if (rank(rest.iteration.iterators[d].var) >= 0) {
+          places.push_back(d);
+          theirs_loops.push_back(rest.iteration.iterators[d]);
+        }
+      std::stable_sort(theirs_loops.begin(), theirs_loops.end(),
+                       [&](const sparse::Iterator& a, const sparse::Iterator& b) { return rank(a.var) < rank(b.var); });
+      for (size_t k = 0; k < places.size(); ++k) rest.iteration.iterators[places[k]] = theirs_loops[k];
     }
     // The block loops the rest keeps get names of their own (schedule ops find loops by name, and
     // name the blocker's), but for those of the block row it shares.
@@ -2092,7 +2227,7 @@ class Lowering {
     sparse::Program rest = rest_program();
     Lowering lowering(rest, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
     lowering.used_names_ = used_names_;
-    lowering.skip_blocks_of_ = outside_blocks_of_;
+    lowering.skip_blocks_of_ = blocks_done_;
     lowering.block_row_owner_ = this;
     lowering.skip_blocks_of_.insert(lowering.skip_blocks_of_.begin(), skip_blocks_of_.begin(), skip_blocks_of_.end());
     Stmt body = lowering.run_in_block_row();
@@ -2101,6 +2236,30 @@ class Lowering {
     return block({std::make_shared<Comment>("the other operands outside " + blocks_of() + ", where " + zero() +
                                             ", into the same block row: " + ast::to_string(*rest.iteration.body)),
                   body});
+  }
+
+  // A rest inside its owner's block row appends to the same output rows: the output's positions
+  // above the gathered level (a block-DCSR block row's cursor) and the flags that open them are
+  // the owner's, declared and advanced by its loops.
+  void share_owner_rows() {
+    const sparse::SparseBuffer& output = program_.output();
+    std::vector<LevelPosition>& mine = positions_.at(output.tensor);
+    const std::vector<LevelPosition>& owners = block_row_owner_->positions_.at(output.tensor);
+    const int levels = std::min({output.gathered_level + 1, static_cast<int>(mine.size()), static_cast<int>(owners.size())});
+    for (int level = 0; level < levels; ++level) {
+      if (mine[level].name == owners[level].name) continue;
+      mine[level].name = owners[level].name;
+      owner_rows_.insert(owners[level].name);
+    }
+  }
+  void share_owner_flags() {
+    for (OpenLevel& open : open_levels_)
+      for (const OpenLevel& owner : block_row_owner_->open_levels_)
+        if (owner.level == open.level) {
+          open.flag = owner.flag;
+          open.cursor = owner.cursor;
+          open.every_iteration = owner.every_iteration;
+        }
   }
 
   // The loops of a block row's rest, below the owner's loops down to the row (see rest_in_block_row).
@@ -2115,12 +2274,17 @@ class Lowering {
     bool same_rows = row_depth_ == block_row_owner_->row_depth_;
     for (int d = 0; same_rows && d <= row_depth_; ++d) same_rows = mine[d].var == owners[d].var;
     if (!same_rows)
-      throw_unsupported("the loops of " + program_.output().tensor + "'s block rows differ between " + names(skip_blocks_of_) +
+      throw_unsupported("the loops of " + program_.output().tensor + "'s block rows differ between " + names(skipped_tensors()) +
                         "'s blocks and the other operands' entries outside them, so they cannot share a block row; "
                         "reorder so the block rows are outermost");
     std::vector<Stmt> body;
-    for (int d = -1; d <= row_depth_; ++d) append(body, position_declares(d));
-    body.push_back(loop_nest(row_depth_ + 1));
+    for (int d = -1; d <= row_depth_; ++d)
+      for (const Stmt& declare : position_declares(d))
+        if (declare->kind != StmtKind::Declare || !owner_rows_.count(static_cast<const Declare&>(*declare).name)) body.push_back(declare);
+    body.push_back(loops_from(row_depth_ + 1));  // (the owner's loops declare and advance the output's open levels)
+    // Its loops follow an operand blocked otherwise (A 2x3 + B 3x2 - 3 * D into bsr 2x3): the
+    // entries outside its blocks too follow, into the same block row.
+    if (!outside_blocks_of_.empty()) body.push_back(rest_in_block_row());
     return block(std::move(body));
   }
 
@@ -2438,6 +2602,11 @@ class Lowering {
     if (depth == 0) append(body, position_declares(-1));  // order-0 tensors, dense roots without loops
     if (depth == static_cast<int>(iterators.size())) {
       body.push_back(innermost_statement());
+      return block(std::move(body));
+    }
+    if (rest_in_rows_ && !block_rows_ && !outside_blocks_of_.empty() && depth - 1 == row_depth_ && !added_to_ &&
+        !block_row_owner_) {
+      body.push_back(block({loop_and_added_parts(depth), rest_in_block_row()}));
       return block(std::move(body));
     }
     if (scattered_ && depth - 1 == row_depth_ && !added_to_ && !block_row_owner_) {
@@ -2858,11 +3027,17 @@ class Lowering {
   std::set<std::string> used_names_;
   // The blocked operands (the first gives the block loops, the others are blocked alike) whose
   // blocks other operands' entries lie outside of; lowering that rest, those whose blocks it skips.
-  std::vector<std::string> outside_blocks_of_, skip_blocks_of_;
+  std::vector<std::string> outside_blocks_of_;
+  IterationSpace blocks_done_;     // ... the blocks its loops visit (blocks_visited), of those operands
+  IterationSpace skip_blocks_of_;  // lowering a rest: the blocks done before (each all of a conjunction's)
   const Lowering* block_row_owner_ = nullptr;  // ... inside this lowering's block row, into its workspace
   bool assembled_;  // the output's structure is built here (see LoweringPhase)
   bool scattered_ = false;  // ... and its rows are gathered in a workspace (see plan_workspace)
-  bool block_rows_ = false;  // ... whole blocks of them, keyed by the gathered level (plan_block_workspace)
+  bool block_rows_ = false;
+  // The output's blocks are gathered per block row (in this phase, or the levels above counted):
+  // a rest beside a blocked operand runs inside each block row (rest_in_block_row).
+  bool rest_in_rows_ = false;
+  std::set<std::string> owner_rows_;  // a rest's own names for the owner's output positions (not declared)  // ... whole blocks of them, keyed by the gathered level (plan_block_workspace)
   Expr block_size_;          // ... the values of one block: the dense levels below the gathered one
   std::string block_key_;    // ... the gathered level's coordinate, declared where an entry is scattered
   std::string block_offset_;  // ... the loop variable over a block's values (zeroing, appending)

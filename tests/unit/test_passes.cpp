@@ -918,9 +918,23 @@ TEST_CASE("bsr: what is refused, with what works") {
   spgen::Compilation on_gpu = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "dense"}}, "target": "cuda"})");
   CHECK(contains(on_gpu.stage2_dump, "  # the other operands outside A's blocks, where A is zero: B(i,j)\n  for i in [0, dim_i) bind(grid, 256 threads):\n"));
   CHECK(contains(on_gpu.files[1].text, "// every thread of the grid over i\n"));
-  CHECK(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "coo"}, "C": {"format": "dense"}}, "target": "cuda"})") ==
-        "c.json: /tensors: error: the entries of B outside A's blocks follow in a kernel of their own on the cuda target, one "
-        "output row per iteration of its outer loop, but that loop (i) is a merge or repeats its rows; run it on the cpu target\n");
+  // A blocked operand with an unblocked sparse level (compressed rows above column blocks): the
+  // rest locates its row too, and skips where both its row and its block are found.
+  const char* col_blocks = R"({"format": {"levels": ["compressed", {"kind": "compressed", "floordiv": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 1]}})";
+  spgen::Compilation rows_located = compile("C(i,j) = A(i,j) + B(i,j)", std::string(R"({"tensors": {"A": )") + col_blocks + R"(, "B": {"format": "csr"}, "C": {"format": "dense"}}})");
+  CHECK(contains(rows_located.stage2_dump, "    # locate i in A by binary search (to skip the blocks of A, done above)\n"));
+  CHECK(contains(rows_located.stage2_dump, "      if (pA0_2_found && pA1_2_found) == false:\n        C_vals[pC1_2] += B_vals[pB1_2]\n"));
+  // ... where the block loops' row loop visits exactly its rows or every row (B dcsr merges there).
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", std::string(R"({"tensors": {"A": )") + col_blocks + R"(, "B": {"format": "dcsr"}, "C": {"format": "dense"}}})"),
+                 "cannot follow here (the loop over i visits other operands' coordinates too)"));
+  // A rest whose rows repeat (COO) adds atomically; one that merges cursors is refused.
+  spgen::Compilation repeats = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "coo"}, "C": {"format": "dense"}}, "target": "cuda"})");
+  CHECK(contains(repeats.stage2_dump, "  for i at pB0_2 in [int64(B_pos0[0]), int64(B_pos0[1])) sequential bind(grid, 256 threads, atomic):\n"));
+  CHECK(contains(repeats.files[1].text, "atomicAdd(&C_vals[pC1_2], B_vals[pB0_2]);"));
+  CHECK(error_of("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "dcsr"}, "D": {"format": "dcsr"}, "C": {"format": "dense"}}, "target": "cuda"})") ==
+        "c.json: /tensors: error: the entries of B and D outside A's blocks follow in a kernel of their own on the cuda target, its "
+        "outer loop spread over the threads of the grid, but that loop (i) merges B and D with cursors that no thread can share; "
+        "run it on the cpu target, or store i in a dense level in all but one of them (csr rather than dcsr)\n");
   // The rest's loop over k is named apart from A's, so that a split of k transforms A's loop alone
   // (it used to replace the rest's loop with a copy of A's).
   spgen::Compilation split_k = compile("C(i,k) = (A(i,j) + B(i,j)) * X(j,k)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "X": {"format": "dense"}, "C": {"format": "dense"}},
@@ -932,11 +946,13 @@ TEST_CASE("bsr: what is refused, with what works") {
   CHECK(contains(otherwise.stage2_dump, "  # the other operands outside A's blocks, where A is zero: -B(i,j)\n  for i_blk_2 in [0, (dim_i + 3) / 4):\n"));
   CHECK(contains(otherwise.stage2_dump, "        let i: int64 = i_blk_2 * 4 + i_in_2\n        let pA0_2: int64 = i / 2\n"));
   CHECK(contains(otherwise.stage2_dump, "          if pA1_2_found == false:\n            C_vals[pC1_2] += -B_vals[pB3_2]\n"));
-  CHECK(error_of("C(i,j) = A(i,j) - B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": {"levels": [{"kind": "compressed", "floordiv": 4}, {"kind": "compressed", "floordiv": 4}, {"kind": "dense", "mod": 4}, {"kind": "dense", "mod": 4}], "order": [1, 0, 0, 1]}}, "C": {"format": "dense"}}})") ==
-        "c.json: /tensors: error: B stores index j in a compressed level blocked by 4, and A splits it into blocks: B is then "
-        "located inside A's blocks (by binary search), which serves only terms that multiply it by A, and the entries of B "
-        "outside them cannot follow here (B is blocked otherwise, in levels that A's block loops cannot visit in order); "
-        "store B dense, or A unblocked (csr)\n");
+  // ... in B's own level order where its block levels lie otherwise (block columns outermost).
+  spgen::Compilation by_columns = compile("C(i,j) = A(i,j) - B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": {"levels": [{"kind": "compressed", "floordiv": 4}, {"kind": "compressed", "floordiv": 4}, {"kind": "dense", "mod": 4}, {"kind": "dense", "mod": 4}], "order": [1, 0, 0, 1]}}, "C": {"format": "dense"}}})");
+  CHECK(contains(by_columns.stage2_dump, "  # the other operands outside A's blocks, where A is zero: -B(i,j)\n"
+                                         "  for j_blk_2 at pB0_2 in [int64(B_pos0[0]), int64(B_pos0[1])):\n"));
+  CHECK(contains(by_columns.stage2_dump, "    for i_blk_2 at pB1_2 in [int64(B_pos1[pB0_2]), int64(B_pos1[pB0_2 + 1])):\n"));
+  CHECK(contains(by_columns.stage2_dump, "      for i_in_2 in [0, min(4, dim_i - i_blk_2 * 4)):\n"));
+  CHECK(contains(by_columns.stage2_dump, "        for j_in_2 in [0, min(4, dim_j - j_blk_2 * 4)):\n"));
   CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "bsr", "block": [4, 4]}}})"),
                  "c.json: /tensors: error: output C would share the structure of B, but B is located inside A's blocks (by "
                  "arithmetic on its coordinate / and % its blocks)"));
@@ -1018,21 +1034,48 @@ TEST_CASE("bsr output beside a term without the blocked operand: A's blocks and 
   CHECK(contains(alike_rest.stage2_dump, "# gather each block row of C by j_blk in a workspace of whole blocks (A's and B's blocks, and the other operands' entries outside them)"));
   CHECK(contains(alike_rest.stage2_dump, "# the other operands outside A's and B's blocks, where A and B are zero, into the same block row: -(3 * D(i,j))\n"));
   CHECK(contains(alike_rest.stage2_dump, "if (pA1_2_found || pB1_2_found) == false:\n"));
-  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j) + D(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [2, 2]}, "D": {"format": "csr"}, "C": {"format": "dense"}}})"),
-                 "cannot follow here (the loop over the blocks of j visits other blocks than the union of those of A and B (where "
-                 "they multiply, or other operands' blocks))"));
+  // Operands blocked alike whose product the block loops visit: the rest lies outside the blocks
+  // both store, and skips where both do.
+  spgen::Compilation product_rest = compile("C(i,j) = A(i,j) * B(i,j) + D(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [2, 2]}, "D": {"format": "csr"}, "C": {"format": "dense"}}})");
+  CHECK(contains(product_rest.stage2_dump, "  # the other operands outside the blocks A and B both store, where A .* B is zero: D(i,j)\n"));
+  CHECK(contains(product_rest.stage2_dump, "      if (pA1_2_found && pB1_2_found) == false:\n        C_vals[pC1_2] += D_vals[pD1_2]\n"));
+  spgen::Compilation product_gathered = compile("C(i,j) = A(i,j) * B(i,j) + D(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [2, 2]}, "D": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})");
+  CHECK(contains(product_gathered.stage2_dump, "# the other operands outside the blocks A and B both store, where A .* B is zero, into the same block row: D(i,j)\n"));
   // Compressed block rows (block-DCSR): the loop over block rows visits every one, with a cursor into A's.
   spgen::Compilation block_dcsr = compile(add, R"({"tensors": {"A": {"format": {"levels": [{"kind": "compressed", "floordiv": 2}, {"kind": "compressed", "floordiv": 2}, {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]}},
       "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})");
   CHECK(contains(block_dcsr.stage2_dump, "# co-iterate i_blk: every coordinate, with cursors into A\n"));
   CHECK(contains(block_dcsr.stage2_dump, "if (pA0_2_found && pA1_2_found) == false:\n"));
-  // Refused: block rows stored compressed (block-DCSR), another operand blocked otherwise.
-  CHECK(contains(error_of(add, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"},
-      "C": {"format": {"levels": [{"kind": "compressed", "floordiv": 2}, {"kind": "compressed", "floordiv": 2}, {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]}}}})"),
-                 "cannot follow here (the output C (custom) stores its block rows in a compressed level, which the rest cannot "
-                 "share with A's block loops; make that level dense (bsr))"));
-  CHECK(contains(error_of(add, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "bsr", "block": [2, 2]}}})"),
-                 "cannot follow here (B is blocked otherwise, and its blocks would need block rows of their own)"));
+  // Block rows stored compressed (block-DCSR): the rest runs inside each block row in every
+  // phase, raising the flag that stores the block row at the owner's cursor.
+  spgen::Compilation into_block_dcsr = compile(add, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"},
+      "C": {"format": {"levels": [{"kind": "compressed", "floordiv": 2}, {"kind": "compressed", "floordiv": 2}, {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]}}}})");
+  const size_t level1 = into_block_dcsr.stage2_dump.find("kernel sparse_add_assemble_level1(");
+  const std::string level0_phase = into_block_dcsr.stage2_dump.substr(0, level1);
+  CHECK(contains(level0_phase, "    # the other operands outside A's blocks, where A is zero, into the same block row: B(i,j)\n"
+                               "    for i_in_2 in [0, min(2, dim_i - i_blk * 2)) sequential:\n"));
+  CHECK(contains(level0_phase, "        if pA1_2_found == false:\n          C0_nonempty = true\n    C_pos0[pC0 + 1] += int32(int64(C0_nonempty))\n"));
+  CHECK(contains(into_block_dcsr.stage2_dump, "            if C_seen[j_blk_3] != pC0:\n              C_seen[j_blk_3] = pC0\n"
+                                              "              C_crd0[pC0] = int32(i_blk)\n              C0_nonempty = true\n"));
+  CHECK(!contains(into_block_dcsr.stage2_dump, "pC0_2"));
+  // An operand blocked otherwise: in each block row, its own block loops over the block columns,
+  // its rows located at i / 4 and i % 4, scattered at j / 2.
+  spgen::Compilation otherwise = compile(add, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "bsr", "block": [2, 2]}}})");
+  CHECK(contains(otherwise.stage2_dump, "      # the other operands outside A's blocks, where A is zero, into the same block row: B(i,j)\n"
+                                        "      for i_in_2 in [0, min(2, dim_i - i_blk * 2)) sequential:\n"
+                                        "        let i: int64 = i_blk * 2 + i_in_2\n"));
+  CHECK(contains(otherwise.stage2_dump, "        for j_blk_3 at pB1_2 in [int64(B_pos1[pB0_2]), int64(B_pos1[pB0_2 + 1])) sequential:\n"));
+  CHECK(contains(otherwise.stage2_dump, "          let pB2_2: int64 = pB1_2 * 4 + i % 4\n"
+                                        "          for j_in_2 in [0, min(4, dim_j - j_blk_3 * 4)) sequential:\n"));
+  CHECK(contains(otherwise.stage2_dump, "              C_blocks[j_blk_4 * 4 + (i_in_2 * 2 + j % 2)] += B_vals[pB3_2]\n"));
+  // ... and the rest of that rest (outside both) in the same block row.
+  spgen::Compilation otherwise_three = compile("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 3]}, "B": {"format": "bsr", "block": [3, 2]}, "D": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 3]}}})");
+  CHECK(contains(otherwise_three.stage2_dump, "# the other operands outside B's blocks, where B is zero, into the same block row: -(3 * D(i,j))\n"));
+  CHECK(contains(otherwise_three.stage2_dump, "          if (pA1_3_found || pB1_3_found) == false:\n"));
+  // Two operands blocked otherwise: the first's blocks, then the second's outside both.
+  spgen::Compilation two_otherwise = compile("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "D": {"format": "bsr", "block": [3, 3]}, "C": {"format": "bsr", "block": [2, 2]}}})");
+  CHECK(contains(two_otherwise.stage2_dump, "      # the other operands outside B's blocks, where B is zero, into the same block row: -(3 * D(i,j))\n"));
+  CHECK(contains(two_otherwise.stage2_dump, "        for j_blk_3_2 at pD1_3 in [int64(D_pos1[pD0_3]), int64(D_pos1[pD0_3 + 1])) sequential:\n"));
   CHECK(contains(error_of(add, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 3]}}})"),
                  "c.json: /tensors/C/format: error: sparse output C blocks index j by 3, but A blocks it by 2; give them the same block"));
 }
