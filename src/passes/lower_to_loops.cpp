@@ -931,7 +931,7 @@ class Lowering {
     // Reductions outside the last compressed level (or COO segment) scatter into a row workspace;
     // below a dense or ragged last level they just add into its entries. Counting a level above
     // the last needs no workspace: a row holds an entry as soon as anything is written under it.
-    coo_segment_ = output.format.levels[entry_level(output.format)] == LevelKind::CompressedNonUnique;
+    coo_segment_ = assembled_ && output.format.levels[entry_level(output.format)] == LevelKind::CompressedNonUnique;
     scattered_ = assembled_ && reduction_outside &&
                  (output.format.levels.back() == LevelKind::Compressed || output.format.levels.back() == LevelKind::SparseFixed ||
                   coo_segment_) &&
@@ -1437,7 +1437,10 @@ class Lowering {
       for (int d = 0; d < depth; ++d)
         if (program_.iteration.iterators[d].is_reduction)
           return "it is summed over " + program_.iteration.iterators[d].var + " outside its " +
-                 (appended ? "compressed level " + std::to_string(level) : "rows") + " (index " + axis.index_var + ")";
+                 (!appended                                     ? std::string("rows")
+                  : axis.kind == sparse::AxisKind::Singleton ? "COO segment's level " + std::to_string(level)
+                                                             : "compressed level " + std::to_string(level)) +
+                 " (index " + axis.index_var + ")";
       if (appended && static_cast<int>(level) < entry_level(format))
         for (int id : plans_[depth].axes)
           if (repeats(program_.axes[id]))
