@@ -60,6 +60,16 @@ class CpuStmtPrinter : public CStmtPrinter {
     return out;
   }
 
+  // In a parallel region, a loop run in thread order (joining per-thread lists) runs in each
+  // thread, one after another: an ordered loop of one iteration per thread around it.
+  std::string print_for(const For& loop, int depth) override {
+    if (!loop.annotations.in_thread_order || !in_parallel_region_) return CStmtPrinter::print_for(loop, depth);
+    std::string pad(2 * depth, ' ');
+    return pad + "#ifdef _OPENMP\n" + pad + "#pragma omp for ordered schedule(static, 1)\n" + pad +
+           "for (int spgen_thread = 0; spgen_thread < omp_get_num_threads(); spgen_thread++)\n" + pad +
+           "#pragma omp ordered\n" + pad + "#endif\n" + CStmtPrinter::print_for(loop, depth);
+  }
+
   // A growable list doubles its length when a store reaches past its end.
   std::string print_store(const Store& store, const std::string& indent) override {
     std::string text = CStmtPrinter::print_store(store, indent);

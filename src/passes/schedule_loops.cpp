@@ -179,6 +179,10 @@ class Scheduler {
     // What kept the loop sequential (cursors it advances) holds for both halves.
     LoopAnnotations sequential;
     sequential.sequential_reason = loop.annotations.sequential_reason;
+    // Only the whole outermost loop keeps per-thread lists of a listed output's entries.
+    if (loop.annotations.lists_entries)
+      sequential.sequential_reason = "it appends to the list of " + program_.output().tensor +
+                                     "'s entries, which each thread keeps for the whole outermost loop only";
     sequential.repeats_coordinates = loop.annotations.repeats_coordinates;
     Stmt inner = std::make_shared<For>(split.inner, split.inner, int64(0), inner_extent, body, sequential);
     Stmt outer = std::make_shared<For>(split.outer, split.outer, int64(0), outer_extent, inner, sequential);
@@ -582,6 +586,16 @@ class Scheduler {
     LoopInfo info = find(parallel.var);
     // Repeated coordinates race like a summed index: a reduction makes the loop parallel.
     const bool repeats = info.loop->annotations.repeats_coordinates;
+    const bool lists = info.loop->annotations.lists_entries;
+    if (lists && (!parallel.reduction.empty() || !parallel.balance.empty() || parallel.schedule != OmpSchedule::Static ||
+                  parallel.chunk))
+      fail("cannot parallelize " + parallel.var + " with " +
+           (!parallel.reduction.empty() ? "a reduction"
+            : !parallel.balance.empty() ? "a balance"
+                                        : std::string("a schedule other than static without chunk")) +
+           ": it lists the entries of " + program_.output().tensor +
+           ", whose per-thread lists are joined in thread order, which is the loop's order under \"schedule\": \"static\" "
+           "only (repeats then add up in the same order as sequentially); each thread's list needs no reduction");
     if (repeats && parallel.reduction.empty())
       fail("cannot parallelize " + parallel.var + ": " + info.loop->annotations.sequential_reason +
            " (add \"reduction\": \"atomic\" or \"privatize\")");
@@ -590,7 +604,7 @@ class Scheduler {
       fail("cannot parallelize " + parallel.var + ": the kernel keeps a row workspace, which each thread owns for "
            "the outermost loop only; parallelize " + loops().front().loop->label + " instead");
     const std::string& output = program_.output().tensor;
-    bool reduction = is_reduction(parallel.var) || repeats;
+    bool reduction = (is_reduction(parallel.var) || repeats) && !lists;
     if (reduction && parallel.reduction.empty())
       fail("cannot parallelize " + parallel.var + ": it iterates the reduction index " + origin_.at(parallel.var) +
            ", so threads would race on the same entries of " + output +
