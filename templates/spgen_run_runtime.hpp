@@ -91,6 +91,9 @@ struct KernelInfo {
   // The input that holds the output's value before a `+=` kernel that assembles its sparse output
   // anew (`C_prev`): `--input C` fills it, and without one it is empty. -1: none.
   int previous_output = -1;
+  // The kernel lists its sparse output's entries keyed by their coordinates flattened into one
+  // int64 (entries that arrive out of order): the product of the output's dimensions must fit.
+  bool lists_output = false;
 };
 
 inline const char* level_name(Level level) {
@@ -2108,6 +2111,22 @@ class Driver {
     return !all_dense(levels);
   }
 
+  // A listed output's keys are its coordinates flattened in storage order (i * dim_j + j), in
+  // int64: the product of its dimensions must stay below 2^63.
+  static void require_listable(const TensorInfo& ti, const std::vector<int64_t>& dims) {
+    int64_t product = 1;
+    std::string shape;
+    bool fits = true;
+    for (int64_t d : dims) {
+      shape += (shape.empty() ? "" : " x ") + std::to_string(d);
+      fits = fits && detail::mul_fits(product, d, product);
+    }
+    if (!fits)
+      throw std::runtime_error("output " + ti.name + " (" + shape + "): the kernel lists its entries keyed by their "
+                               "coordinates flattened into one int64, but the product of its dimensions exceeds 2^63 - 1; "
+                               "store " + ti.name + " so that its entries arrive in order (see docs/formats.md)");
+  }
+
   // Runs the assemble phase once to learn each assembled output's entry count, and sizes its
   // coordinates and values (later runs rebuild the same structure in place).
   void size_assembled_outputs(Run<Index, Value>& run, const std::function<void(Run<Index, Value>&)>& assemble) {
@@ -2163,6 +2182,7 @@ class Driver {
         if (plan_.source[t] != Plan::Source::None)
           throw std::runtime_error("output " + ti.name + " is built by the kernel; it takes no --input");
         out.dims = tensor_dims(ti, run.sizes());
+        if (info_.lists_output) require_listable(ti, out.dims);
         out.pos.assign(ti.levels.size(), {});  // sized by the assemble hook, level by level
         out.crd.assign(ti.levels.size(), {});
         continue;  // no initial values: every run rebuilds it
