@@ -118,7 +118,7 @@ std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Pro
   const For* outer = spine.front();
   bool outer_parallel_ok = !is_reduction(program, outer->label) && outer->annotations.sequential_reason.empty();
   // A listed output's outer loop: per-thread lists joined in thread order, the loop's under a static schedule.
-  if (outer->annotations.lists_entries && outer->annotations.sequential_reason.empty())
+  if (!outer->annotations.listed.keys.empty() && outer->annotations.sequential_reason.empty())
     ops.push_back(make_op(ParallelOp{outer->label, OmpSchedule::Static, 0, {}, {}, 0}, static_cast<int>(ops.size())));
   else if (outer_parallel_ok)
     ops.push_back(make_op(ParallelOp{outer->label, OmpSchedule::Dynamic, 16, {}, {}, 0}, static_cast<int>(ops.size())));

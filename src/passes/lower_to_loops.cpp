@@ -1474,9 +1474,6 @@ class Lowering {
     list_keys_ = fresh_name(output.tensor + "_keys");
     list_values_ = fresh_name(output.tensor + "_entries");
     list_count_ = fresh_name(output.tensor + "_listed");
-    part_keys_ = fresh_name(output.tensor + "_part_keys");
-    part_values_ = fresh_name(output.tensor + "_part_entries");
-    part_count_ = fresh_name(output.tensor + "_part_listed");
   }
 
   // The output's level `level` (its coordinate's extent: no output that is listed is blocked).
@@ -1489,58 +1486,16 @@ class Lowering {
     return product;
   }
 
-  // One more entry, in the outer loop's part of the list: its key (coordinates in storage order,
-  // flattened) and, filling, its value.
+  // One more entry: its key (coordinates in storage order, flattened) and, filling, its value.
   Stmt list_entry(Expr value) const {
     const sparse::SparseBuffer& output = program_.output();
     Expr key = int64(0);
     for (size_t l = 0; l < output.axes.size(); ++l)
       key = add(mul(key, axis_length(output_axis(l))), var(output_axis(l).index_var));
-    Expr count = load(part_count_, int64(0), ScalarType::Int64);
-    std::vector<Stmt> stmts = {std::make_shared<Store>(part_keys_, count, key, false)};
-    if (!counting_) stmts.push_back(std::make_shared<Store>(part_values_, count, std::move(value), false));
-    stmts.push_back(std::make_shared<Store>(part_count_, int64(0), int64(1), true));
+    std::vector<Stmt> stmts = {std::make_shared<Store>(list_keys_, var(list_count_), key, false)};
+    if (!counting_) stmts.push_back(std::make_shared<Store>(list_values_, var(list_count_), std::move(value), false));
+    stmts.push_back(std::make_shared<Assign>(list_count_, int64(1), true));
     return block(std::move(stmts));
-  }
-
-  // The loops append to a part of the list (each thread's own when the outer loop is parallel),
-  // then each part joins the list in thread order: a static schedule gives each thread one
-  // contiguous range of the outer loop, in thread order, so the list is the sequential loops'.
-  // Leading comments stay outside; an outer statement that is not the loop keeps it sequential.
-  std::vector<Stmt> list_in_parts(Stmt nest) {
-    std::vector<Stmt> stmts = statements_of(nest), before;
-    while (!stmts.empty() && stmts.front()->kind == StmtKind::Comment) {
-      before.push_back(stmts.front());
-      stmts.erase(stmts.begin());
-    }
-    for (Stmt& stmt : stmts)
-      if (stmt->kind == StmtKind::For && static_cast<const For&>(*stmt).annotations.lists_entries && stmt != stmts.front()) {
-        const For& loop = static_cast<const For&>(*stmt);
-        LoopAnnotations annotations = loop.annotations;
-        annotations.lists_entries = false;
-        annotations.sequential_reason = "it appends to the list of " + program_.output().tensor + "'s entries";
-        stmt = std::make_shared<For>(loop.label, loop.var, loop.begin, loop.end, loop.body, annotations);
-      }
-    const sparse::SparseBuffer& output = program_.output();
-    std::string t = fresh_name("t");
-    std::vector<Stmt> join = {std::make_shared<Store>(list_keys_, var(list_count_), load(part_keys_, var(t), ScalarType::Int64), false)};
-    if (!counting_)
-      join.push_back(std::make_shared<Store>(list_values_, var(list_count_), load(part_values_, var(t), value_type_), false));
-    join.push_back(std::make_shared<Assign>(list_count_, int64(1), true));
-    LoopAnnotations in_order;
-    in_order.in_thread_order = true;
-    stmts.push_back(std::make_shared<Comment>("join this thread's part of the list (all of it, when the loops are sequential)"));
-    stmts.push_back(std::make_shared<For>("join " + output.tensor, t, int64(0), load(part_count_, int64(0), ScalarType::Int64),
-                                          block(std::move(join)), in_order));
-    std::vector<Workspace> parts = {{part_keys_, ScalarType::Int64, int64(0), int64(0)}};
-    parts.back().growable = true;
-    if (!counting_) {
-      parts.push_back({part_values_, value_type_, int64(0), std::make_shared<FloatImm>(0.0, "0", value_type_)});
-      parts.back().growable = true;
-    }
-    parts.push_back({part_count_, ScalarType::Int64, int64(1), int64(0)});
-    before.push_back(std::make_shared<Allocate>(parts, block(std::move(stmts))));
-    return before;
   }
 
   // The loops list the entries; then the list is sorted, repeats summed, and packed.
@@ -1569,7 +1524,7 @@ class Lowering {
         std::make_shared<Comment>("list the entries of " + output.tensor + " as the loops produce them (out of order: " +
                                   out_of_order_reason(output) + "), keyed by their coordinates in storage order"),
         std::make_shared<Declare>(list_count_, ScalarType::Int64, int64(0), true),
-        block(list_in_parts(nest)),
+        nest,
         std::make_shared<Comment>("sort the list by key and sum the repeats of each key"),
         std::make_shared<Sort>(list_keys_, int64(0), var(list_count_), counting_ ? "" : list_values_),
         std::make_shared<Declare>(distinct, ScalarType::Int64, int64(0), true),
@@ -1810,9 +1765,15 @@ class Lowering {
   LoopAnnotations loop_annotations(int depth) const {
     LoopAnnotations annotations;
     if (listed_) {
-      // The outermost loop appends to lists of its own (per thread when parallel, see list_and_pack).
-      if (depth == 0) annotations.lists_entries = true;
-      else annotations.sequential_reason = "it appends to the list of " + program_.output().tensor + "'s entries";
+      // The outermost loop may run in parallel, each thread listing into lists of its own that
+      // join the list in thread order (schedule_loops' parallel); the loops inside stay sequential.
+      if (depth == 0) {
+        annotations.listed.keys = list_keys_;
+        annotations.listed.count = list_count_;
+        if (!counting_) annotations.listed.values = list_values_;
+      } else {
+        annotations.sequential_reason = "it appends to the list of " + program_.output().tensor + "'s entries";
+      }
       return annotations;
     }
     if (assembled_ && depth > append_depth_ && depth <= output_depth_ && !inside_marked_blocks(depth))  // (summed loops inside touch neither)
@@ -2641,7 +2602,7 @@ class Lowering {
     if (fused) {
       body.insert(body.begin(), std::make_shared<Comment>("fuse " + fused->outer + ", " + fused->inner +
                                                           ": one loop over the entries of " + fused->tensor));
-    } else if (repeats(axis) && !program_.iteration.iterators[depth].is_reduction && !annotations.lists_entries) {
+    } else if (repeats(axis) && !program_.iteration.iterators[depth].is_reduction && annotations.listed.keys.empty()) {
       annotations.sequential_reason = "its coordinates repeat (a non-unique level of " + axis.tensor +
                                       "), so iterations may write the same entry of " + program_.output().tensor;
       annotations.repeats_coordinates = true;
@@ -2867,7 +2828,6 @@ class Lowering {
   int append_depth_ = -1;  // loops deeper than this share the output's cursors or counts
   bool listed_ = false;    // the output's entries are listed, sorted and packed (plan_listed)
   std::string list_keys_, list_values_, list_count_;
-  std::string part_keys_, part_values_, part_count_;  // the outer loop's part of the list (per thread)
   std::vector<LoopPlan> plans_;  // per loop depth
   std::set<int> by_runs_;        // COO levels visited once per run of equal coordinates (plan_runs)
   // Per tensor, the "present here" flags of the merge loops around the code being built: where

@@ -338,7 +338,7 @@ TEST_CASE("assembled sparse output: a COO output appends each entry's coordinate
                                      "      C_rows[0] += 1\n"));
   // A summed loop outside the rows cannot finish a row before the next begins: the entries are listed.
   spgen::Compilation transposed = compile("C(i,j) = A(k,i) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "coo"}}})");
-  CHECK(contains(transposed.stage2_dump, "C_part_keys[C_part_listed[0]] = i * dim_j + j"));
+  CHECK(contains(transposed.stage2_dump, "C_keys[C_listed] = i * dim_j + j"));
   CHECK(contains(transposed.stage2_dump, "      C_crd0[qC0] = int32(C_key / dim_j % dim_i)\n"
                                          "      qC0 += 1\n"
                                          "      let pC0: int64 = qC0 - 1\n"
@@ -504,17 +504,15 @@ TEST_CASE("assembled sparse output: entries that arrive out of order are listed,
   CHECK(contains(rows, "  allocate growable C_keys: int64[0] = 0:\n"));
   CHECK(contains(rows, "# list the entries of C as the loops produce them (out of order: it is summed over k outside its compressed "
                        "level 0 (index i)), keyed by their coordinates in storage order"));
-  CHECK(contains(rows, "    allocate growable C_part_keys: int64[0] = 0, C_part_listed: int64[1] = 0:\n      for k in [0, dim_k):\n"));
-  CHECK(contains(rows, "            C_part_keys[C_part_listed[0]] = i * dim_j + j\n            C_part_listed[0] += 1\n"));
-  CHECK(contains(rows, "      for join C at t in [0, C_part_listed[0]) in thread order:\n"
-                       "        C_keys[C_listed] = C_part_keys[t]\n        C_listed += 1\n"));
+  CHECK(contains(rows, "    for k in [0, dim_k):\n"));
+  CHECK(contains(rows, "          C_keys[C_listed] = i * dim_j + j\n          C_listed += 1\n"));
   CHECK(contains(rows, "    sort C_keys[0, C_listed)\n"));
   CHECK(contains(rows, "      if u == 0 || C_key / dim_j != C_previous / dim_j:\n        C_pos0[1] += 1\n"));
   std::string entries = spgen::loops::dump_stage2(dcsr.assemble[1]);
   CHECK(contains(entries, "      let pC0: int64 = qC0 - 1\n      C_pos1[pC0 + 1] += 1\n"));
   // The fill sorts the values with their keys, sums repeats, then stores each level's coordinates.
   CHECK(contains(dcsr.stage2_dump, "allocate growable C_keys: int64[0] = 0, growable C_entries: float32[0] = 0:"));
-  CHECK(contains(dcsr.stage2_dump, "            C_part_entries[C_part_listed[0]] = A_vals[pA1] * B_vals[pB1]\n"));
+  CHECK(contains(dcsr.stage2_dump, "          C_entries[C_listed] = A_vals[pA1] * B_vals[pB1]\n"));
   CHECK(contains(dcsr.stage2_dump, "    sort C_keys[0, C_listed) with C_entries\n"));
   CHECK(contains(dcsr.stage2_dump, "      else:\n        C_entries[C_distinct - 1] += C_entries[e]\n"));
   CHECK(contains(dcsr.stage2_dump, "        C_crd0[qC0] = int32(C_key / dim_j % dim_i)\n"));
@@ -525,12 +523,21 @@ TEST_CASE("assembled sparse output: entries that arrive out of order are listed,
   // join in thread order (the loop's order), so no reduction and no other schedule.
   spgen::Compilation parallel = compile(transposed, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}},
       "schedule": [{"op": "parallel", "var": "k"}]})");
-  CHECK(contains(parallel.stage2_dump, "      for k in [0, dim_k) parallel(static):\n"));
-  CHECK(contains(parallel.files[1].text, "    #pragma omp parallel\n    {\n      std::vector<int64_t> C_part_keys(0, 0);\n"));
+  CHECK(contains(parallel.stage2_dump, "    allocate growable C_keys_thread: int64[0] = 0, growable C_entries_thread: float32[0] = 0, "
+                                       "local C_listed_thread: int64[1] = 0:\n      for k in [0, dim_k) parallel(static):\n"));
+  CHECK(contains(parallel.stage2_dump, "            C_keys_thread[C_listed_thread[0]] = i * dim_j + j\n"
+                                       "            C_entries_thread[C_listed_thread[0]] = A_vals[pA1] * B_vals[pB1]\n"
+                                       "            C_listed_thread[0] += 1\n"));
+  CHECK(contains(parallel.stage2_dump, "      for join C at t in [0, C_listed_thread[0]) in thread order:\n"
+                                       "        C_keys[C_listed] = C_keys_thread[t]\n"
+                                       "        C_entries[C_listed] = C_entries_thread[t]\n        C_listed += 1\n"));
+  CHECK(contains(parallel.files[1].text, "    #pragma omp parallel\n    {\n      std::vector<int64_t> C_keys_thread(0, 0);\n"));
   CHECK(contains(parallel.files[1].text, "      #ifdef _OPENMP\n      #pragma omp for ordered schedule(static, 1)\n"
                                          "      for (int spgen_thread = 0; spgen_thread < omp_get_num_threads(); spgen_thread++)\n"
                                          "      #pragma omp ordered\n      #endif\n"
-                                         "      for (int64_t t = 0; t < C_part_listed[0]; t++) {\n"));
+                                         "      for (int64_t t = 0; t < C_listed_thread[0]; t++) {\n"));
+  CHECK(contains(parallel.files[1].text, "#ifdef _OPENMP\n#include <omp.h>\n#endif\n"));
+  CHECK(!contains(dcsr.files[1].text, "omp.h"));  // sequential: the list as before
   CHECK(contains(spgen::loops::dump_stage2(parallel.assemble[0]), "for k in [0, dim_k) parallel(static):"));
   CHECK(contains(compile(transposed, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}},
       "schedule": "auto"})").stage2_dump, "      for k in [0, dim_k) parallel(static):\n"));
