@@ -1765,9 +1765,10 @@ class Lowering {
   LoopAnnotations loop_annotations(int depth) const {
     LoopAnnotations annotations;
     if (listed_) {
-      // The outermost loop may run in parallel, each thread listing into lists of its own that
-      // join the list in thread order (schedule_loops' parallel); the loops inside stay sequential.
-      if (depth == 0) {
+      // On the cpu the outermost loop may run in parallel, each thread listing into lists of its
+      // own that join the list in thread order (schedule_loops' parallel); the loops inside stay
+      // sequential.
+      if (depth == 0 && config_.target == Target::Cpu) {
         annotations.listed.keys = list_keys_;
         annotations.listed.count = list_count_;
         if (!counting_) annotations.listed.values = list_values_;
