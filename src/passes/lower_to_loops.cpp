@@ -316,7 +316,10 @@ class Lowering {
           break;
         default:
           what = axis.unique ? ": coordinates, strictly increasing under each parent"
-                             : ": coordinates, non-decreasing; one position per entry (coordinates repeat)";
+                 : segment_end(buffer.format, static_cast<int>(level)) + 1 < static_cast<int>(buffer.format.levels.size())
+                     ? ": coordinates, non-decreasing; one position per distinct coordinates of the COO segment (the "
+                       "levels below it hang under that position)"
+                     : ": coordinates, non-decreasing; one position per entry (coordinates repeat)";
       }
       params.push_back(make_param(axis.crd, ParamKind::Crd, index_type_, buffer.tensor, level, where + what, size));
     }
