@@ -503,12 +503,15 @@ int build_level(const Format& f, const Entries& en, const int64_t* dims, int l, 
     }
     case kCompressed:
     case kCompressedNonUnique: {
-      // A position per distinct coordinate (compressed), or per distinct coordinates of the COO
-      // segment, this level and its singletons (one per entry, unless levels lie below it).
+      // A position per distinct coordinate (compressed), or per entry (compressed-nonunique), or
+      // per distinct coordinates of a COO segment (this level and its singletons) that has levels
+      // below it.
       int segment_end = l;
       if (level.kind == kCompressedNonUnique)
         while (segment_end + 1 < f.order && f.levels[segment_end + 1].kind == kSingleton) ++segment_end;
+      const bool grouped = level.kind == kCompressed || (segment_end > l && segment_end + 1 < f.order);
       const auto same = [&](int64_t a, int64_t b) {
+        if (!grouped) return false;
         for (int s = l; s <= segment_end; ++s)
           if (en.key(a, s) != en.key(b, s)) return false;
         return true;

@@ -984,11 +984,12 @@ inline Bounds expand_dense_level(const SortedEntries& entries, int level, int64_
 // (compressed-nonunique) one position per entry, so a coordinate repeats once per entry below it
 // (entries are sorted and merged over all levels).
 template <class I>
-// A compressed level: a position per distinct coordinate under each parent. A COO segment's
-// compressed-nonunique level (`segment_end`: its last singleton) has a position per distinct
-// coordinates of the segment: one per entry, unless levels lie below the segment.
+// A compressed level: a position per distinct coordinate under each parent. A compressed-
+// nonunique level (unique false) has one per entry, or, where it starts a COO segment (its
+// singletons end at `segment_end`) with levels below, one per distinct coordinates of the segment.
 Bounds build_compressed_level(const SortedEntries& entries, int level, int64_t dim, const Bounds& parent,
-                              std::vector<I>& pos, std::vector<I>& crd, int segment_end) {
+                              std::vector<I>& pos, std::vector<I>& crd, bool unique, int segment_end) {
+  const bool grouped = unique || (segment_end > level && segment_end + 1 < entries.order);
   if (dim > 0) check_fits_index<I>(dim - 1, "coordinate");
   const int64_t parents = static_cast<int64_t>(parent.size()) - 1;
   pos.assign(1, I(0));
@@ -1003,6 +1004,7 @@ Bounds build_compressed_level(const SortedEntries& entries, int level, int64_t d
       child.push_back(e);
       ++e;
       const auto same = [&] {
+        if (!grouped) return false;
         for (int l = level; l <= segment_end; ++l)
           if (entries.coord(e, l) != entries.coord(first, l)) return false;
         return true;
@@ -1110,8 +1112,8 @@ Bounds build_level(const SortedEntries& entries, int level, Level kind, int64_t 
                    const Bounds& parent, std::vector<I>& pos, std::vector<I>& crd) {
   switch (kind) {
     case Level::Dense: return expand_dense_level(entries, level, dim, parent);
-    case Level::Compressed: return build_compressed_level(entries, level, dim, parent, pos, crd, level);
-    case Level::CompressedNonUnique: return build_compressed_level(entries, level, dim, parent, pos, crd, segment_end);
+    case Level::Compressed: return build_compressed_level(entries, level, dim, parent, pos, crd, true, level);
+    case Level::CompressedNonUnique: return build_compressed_level(entries, level, dim, parent, pos, crd, false, segment_end);
     case Level::Singleton: return build_singleton_level(entries, level, dim, parent, crd);
     case Level::DenseVariable: return build_dense_variable_level(entries, level, parent, pos);
     case Level::SparseFixed: return build_sparse_fixed_level(entries, level, dim, width, parent, crd);

@@ -316,7 +316,8 @@ class Lowering {
           break;
         default:
           what = axis.unique ? ": coordinates, strictly increasing under each parent"
-                 : segment_end(buffer.format, static_cast<int>(level)) + 1 < static_cast<int>(buffer.format.levels.size())
+                 : segment_end(buffer.format, static_cast<int>(level)) > static_cast<int>(level) &&
+                           segment_end(buffer.format, static_cast<int>(level)) + 1 < static_cast<int>(buffer.format.levels.size())
                      ? ": coordinates, non-decreasing; one position per distinct coordinates of the COO segment (the "
                        "levels below it hang under that position)"
                      : ": coordinates, non-decreasing; one position per entry (coordinates repeat)";
