@@ -250,18 +250,30 @@ int build_level(const Format& f, const Entries& en, const int64_t* dims, int l, 
     }
     case kCompressed:
     case kCompressedNonUnique: {
-      const bool unique = level.kind == kCompressed;
+      // A position per distinct coordinate (compressed), or per entry (compressed-nonunique), or
+      // per distinct coordinates of a COO segment (this level and its singletons) that has levels
+      // below it.
+      int segment_end = l;
+      if (level.kind == kCompressedNonUnique)
+        while (segment_end + 1 < f.order && f.levels[segment_end + 1].kind == kSingleton) ++segment_end;
+      const bool grouped = level.kind == kCompressed || (segment_end > l && segment_end + 1 < f.order);
+      const auto same = [&](int64_t a, int64_t b) {
+        if (!grouped) return false;
+        for (int s = l; s <= segment_end; ++s)
+          if (en.key(a, s) != en.key(b, s)) return false;
+        return true;
+      };
       pos->reserve(static_cast<size_t>(parents) + 1);
       pos->push_back(0);
       for (int64_t p = 0; p < parents; ++p) {
         int64_t e = parent[static_cast<size_t>(p)];
         const int64_t end = parent[static_cast<size_t>(p) + 1];
         while (e < end) {
-          const int64_t c = en.key(e, l);
-          crd->push_back(static_cast<Index>(c));
+          const int64_t first = e;
+          crd->push_back(static_cast<Index>(en.key(e, l)));
           child.push_back(e);
           ++e;
-          while (unique && e < end && en.key(e, l) == c) ++e;
+          while (e < end && same(e, first)) ++e;
         }
         if (static_cast<int64_t>(crd->size()) > kIndexMax) return SPGEN_ERR_DIM;
         pos->push_back(static_cast<Index>(crd->size()));
@@ -269,11 +281,12 @@ int build_level(const Format& f, const Entries& en, const int64_t* dims, int l, 
       break;
     }
     case kSingleton: {
-      // Below a compressed-nonunique or singleton level every position holds one entry.
+      // Below a compressed-nonunique or singleton level every position holds one coordinate of
+      // the segment (one entry, or the entries of the levels below it).
       crd->reserve(static_cast<size_t>(parents));
       for (int64_t p = 0; p < parents; ++p) {
         const int64_t e = parent[static_cast<size_t>(p)];
-        if (parent[static_cast<size_t>(p) + 1] != e + 1) return SPGEN_ERR_LENGTH;  // not a COO shape
+        if (parent[static_cast<size_t>(p) + 1] <= e) return SPGEN_ERR_LENGTH;  // not a COO shape
         crd->push_back(static_cast<Index>(en.key(e, l)));
       }
       child = parent;

@@ -91,6 +91,9 @@ struct KernelInfo {
   // The input that holds the output's value before a `+=` kernel that assembles its sparse output
   // anew (`C_prev`): `--input C` fills it, and without one it is empty. -1: none.
   int previous_output = -1;
+  // The kernel lists its sparse output's entries keyed by their coordinates flattened into one
+  // int64 (entries that arrive out of order): the product of the output's dimensions must fit.
+  bool lists_output = false;
 };
 
 inline const char* level_name(Level level) {
@@ -981,8 +984,12 @@ inline Bounds expand_dense_level(const SortedEntries& entries, int level, int64_
 // (compressed-nonunique) one position per entry, so a coordinate repeats once per entry below it
 // (entries are sorted and merged over all levels).
 template <class I>
+// A compressed level: a position per distinct coordinate under each parent. A compressed-
+// nonunique level (unique false) has one per entry, or, where it starts a COO segment (its
+// singletons end at `segment_end`) with levels below, one per distinct coordinates of the segment.
 Bounds build_compressed_level(const SortedEntries& entries, int level, int64_t dim, const Bounds& parent,
-                              std::vector<I>& pos, std::vector<I>& crd, bool unique) {
+                              std::vector<I>& pos, std::vector<I>& crd, bool unique, int segment_end) {
+  const bool grouped = unique || (segment_end > level && segment_end + 1 < entries.order);
   if (dim > 0) check_fits_index<I>(dim - 1, "coordinate");
   const int64_t parents = static_cast<int64_t>(parent.size()) - 1;
   pos.assign(1, I(0));
@@ -992,11 +999,17 @@ Bounds build_compressed_level(const SortedEntries& entries, int level, int64_t d
     int64_t e = parent[static_cast<size_t>(p)];
     const int64_t end = parent[static_cast<size_t>(p) + 1];
     while (e < end) {
-      const int64_t c = entries.coord(e, level);
-      crd.push_back(static_cast<I>(c));
+      const int64_t first = e;
+      crd.push_back(static_cast<I>(entries.coord(e, level)));
       child.push_back(e);
       ++e;
-      while (unique && e < end && entries.coord(e, level) == c) ++e;
+      const auto same = [&] {
+        if (!grouped) return false;
+        for (int l = level; l <= segment_end; ++l)
+          if (entries.coord(e, l) != entries.coord(first, l)) return false;
+        return true;
+      };
+      while (e < end && same()) ++e;
     }
     check_fits_index<I>(static_cast<int64_t>(crd.size()), "position count");
     pos.push_back(static_cast<I>(crd.size()));
@@ -1005,8 +1018,9 @@ Bounds build_compressed_level(const SortedEntries& entries, int level, int64_t d
   return child;
 }
 
-// A singleton level: the coordinate of the one entry under each parent position (below a
-// compressed-nonunique or singleton level, every position holds exactly one entry).
+// A singleton level: the coordinate of the entries under each parent position (below a
+// compressed-nonunique or singleton level, every position holds one entry, or the entries of the
+// levels below the COO segment, which share its coordinates).
 template <class I>
 Bounds build_singleton_level(const SortedEntries& entries, int level, int64_t dim, const Bounds& parent,
                              std::vector<I>& crd) {
@@ -1015,9 +1029,8 @@ Bounds build_singleton_level(const SortedEntries& entries, int level, int64_t di
   crd.reserve(static_cast<size_t>(parents));
   for (int64_t p = 0; p < parents; ++p) {
     const int64_t e = parent[static_cast<size_t>(p)];
-    if (parent[static_cast<size_t>(p) + 1] != e + 1)
-      throw std::logic_error("singleton level " + std::to_string(level) + ": a parent position holds " +
-                             std::to_string(parent[static_cast<size_t>(p) + 1] - e) + " entries");
+    if (parent[static_cast<size_t>(p) + 1] <= e)
+      throw std::logic_error("singleton level " + std::to_string(level) + ": a parent position holds no entry");
     crd.push_back(static_cast<I>(entries.coord(e, level)));
   }
   return parent;
@@ -1095,12 +1108,12 @@ Bounds build_sparse_fixed_level(const SortedEntries& entries, int level, int64_t
 }
 
 template <class I>
-Bounds build_level(const SortedEntries& entries, int level, Level kind, int64_t dim, int64_t width,
+Bounds build_level(const SortedEntries& entries, int level, Level kind, int64_t dim, int64_t width, int segment_end,
                    const Bounds& parent, std::vector<I>& pos, std::vector<I>& crd) {
   switch (kind) {
     case Level::Dense: return expand_dense_level(entries, level, dim, parent);
-    case Level::Compressed: return build_compressed_level(entries, level, dim, parent, pos, crd, true);
-    case Level::CompressedNonUnique: return build_compressed_level(entries, level, dim, parent, pos, crd, false);
+    case Level::Compressed: return build_compressed_level(entries, level, dim, parent, pos, crd, true, level);
+    case Level::CompressedNonUnique: return build_compressed_level(entries, level, dim, parent, pos, crd, false, segment_end);
     case Level::Singleton: return build_singleton_level(entries, level, dim, parent, crd);
     case Level::DenseVariable: return build_dense_variable_level(entries, level, parent, pos);
     case Level::SparseFixed: return build_sparse_fixed_level(entries, level, dim, width, parent, crd);
@@ -1161,7 +1174,9 @@ Packed<I, V> pack(const Coo& t, const std::vector<Level>& levels, const std::vec
   detail::Bounds bounds = {0, entries.size()};  // the root: one position holding everything
   for (int l = 0; l < dense_suffix; ++l) {
     const size_t ul = static_cast<size_t>(l);
-    bounds = detail::build_level(entries, l, levels[ul], dims[ul], detail::level_width(widths, ul), bounds,
+    int segment_end = l;  // a COO segment's last singleton
+    while (segment_end + 1 < order && levels[static_cast<size_t>(segment_end) + 1] == Level::Singleton) ++segment_end;
+    bounds = detail::build_level(entries, l, levels[ul], dims[ul], detail::level_width(widths, ul), segment_end, bounds,
                                  p.pos[ul], p.crd[ul]);
   }
   detail::fill_dense_suffix(entries, dims, dense_suffix, bounds, p.vals);
@@ -2085,15 +2100,33 @@ class Driver {
   // a COO segment (a compressed-nonunique level, then singletons), not all dense: the shapes the
   // kernels can assemble (is_assemblable in passes/build_sparse_ir.cpp).
   static bool is_assembled_shape(const std::vector<Level>& levels) {
-    bool in_coo_segment = false;
+    bool in_coo_segment = false, below_coo_segment = false;
     for (size_t l = 0; l < levels.size(); ++l) {
-      if (levels[l] == Level::CompressedNonUnique && !in_coo_segment) in_coo_segment = true;
-      else if (in_coo_segment ? levels[l] != Level::Singleton
-                              : levels[l] != Level::Dense && levels[l] != Level::Compressed &&
-                                    levels[l] != Level::DenseVariable && levels[l] != Level::SparseFixed)
+      if (in_coo_segment && levels[l] != Level::Singleton) in_coo_segment = false, below_coo_segment = true;
+      if (levels[l] == Level::CompressedNonUnique && !in_coo_segment && !below_coo_segment) in_coo_segment = true;
+      else if (below_coo_segment ? levels[l] != Level::Dense && levels[l] != Level::Compressed
+               : in_coo_segment  ? levels[l] != Level::Singleton
+                                 : levels[l] != Level::Dense && levels[l] != Level::Compressed &&
+                                       levels[l] != Level::DenseVariable && levels[l] != Level::SparseFixed)
         return false;
     }
     return !all_dense(levels);
+  }
+
+  // A listed output's keys are its coordinates flattened in storage order (i * dim_j + j), in
+  // int64: the product of its dimensions must stay below 2^63.
+  static void require_listable(const TensorInfo& ti, const std::vector<int64_t>& dims) {
+    int64_t product = 1;
+    std::string shape;
+    bool fits = true;
+    for (int64_t d : dims) {
+      shape += (shape.empty() ? "" : " x ") + std::to_string(d);
+      fits = fits && detail::mul_fits(product, d, product);
+    }
+    if (!fits)
+      throw std::runtime_error("output " + ti.name + " (" + shape + "): the kernel lists its entries keyed by their "
+                               "coordinates flattened into one int64, but the product of its dimensions exceeds 2^63 - 1; "
+                               "store " + ti.name + " so that its entries arrive in order (see docs/formats.md)");
   }
 
   // Runs the assemble phase once to learn each assembled output's entry count, and sizes its
@@ -2151,6 +2184,7 @@ class Driver {
         if (plan_.source[t] != Plan::Source::None)
           throw std::runtime_error("output " + ti.name + " is built by the kernel; it takes no --input");
         out.dims = tensor_dims(ti, run.sizes());
+        if (info_.lists_output) require_listable(ti, out.dims);
         out.pos.assign(ti.levels.size(), {});  // sized by the assemble hook, level by level
         out.crd.assign(ti.levels.size(), {});
         continue;  // no initial values: every run rebuilds it

@@ -60,6 +60,16 @@ class CpuStmtPrinter : public CStmtPrinter {
     return out;
   }
 
+  // In a parallel region, a loop run in thread order (joining per-thread lists) runs in each
+  // thread, one after another: an ordered loop of one iteration per thread around it.
+  std::string print_for(const For& loop, int depth) override {
+    if (!loop.annotations.in_thread_order || !in_parallel_region_) return CStmtPrinter::print_for(loop, depth);
+    std::string pad(2 * depth, ' ');
+    return pad + "#ifdef _OPENMP\n" + pad + "#pragma omp for ordered schedule(static, 1)\n" + pad +
+           "for (int spgen_thread = 0; spgen_thread < omp_get_num_threads(); spgen_thread++)\n" + pad +
+           "#pragma omp ordered\n" + pad + "#endif\n" + CStmtPrinter::print_for(loop, depth);
+  }
+
   // A growable list doubles its length when a store reaches past its end.
   std::string print_store(const Store& store, const std::string& indent) override {
     std::string text = CStmtPrinter::print_store(store, indent);
@@ -92,6 +102,20 @@ class CpuStmtPrinter : public CStmtPrinter {
   bool in_parallel_region_ = false;
   std::set<std::string> growable_;  // the lists being appended to (names are unique in a function)
 };
+
+// Per-thread lists joined in thread order under a parallel loop (omp_get_num_threads).
+bool joins_in_thread_order(const LoweredFunc& func) {
+  struct Finder : IRVisitor {
+    bool parallel = false, found = false;
+    void visit_for(const For& node) override {
+      parallel |= node.annotations.parallel;
+      found |= node.annotations.in_thread_order && parallel;
+      IRVisitor::visit_for(node);
+    }
+  } finder;
+  finder.visit(func.body);
+  return finder.found;
+}
 
 // Array parameters are read through loads, sizes through variables; an assemble phase reads no
 // values, and sizes the sparse structure already bounds may go unread.
@@ -142,6 +166,9 @@ GeneratedFile emit_cpu_source(const LoweredFunc& func, const GenerationContext& 
       std::any_of(assemble.begin(), assemble.end(), [](const LoweredFunc& phase) { return uses_sort(phase.body); }))
     file.text += std::string(*templates::lookup("cpu_sort.cpp.in")) + "\n";
   if (uses_sort(func.body, true)) file.text += std::string(*templates::lookup("cpu_sort_entries.cpp.in")) + "\n";
+  if (joins_in_thread_order(func) ||
+      std::any_of(assemble.begin(), assemble.end(), [](const LoweredFunc& phase) { return joins_in_thread_order(phase); }))
+    file.text += std::string(*templates::lookup("cpu_thread_order.cpp.in")) + "\n";
   for (const LoweredFunc& phase : assemble) file.text += print_function(phase) + "\n";
   for (const LoweredFunc& part : parts) file.text += print_function(part, "static") + "\n";
   file.text += print_function(func);

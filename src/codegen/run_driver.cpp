@@ -5,6 +5,7 @@
 #include "codegen/abi_header.h"
 #include "codegen/c_printer.h"
 #include "codegen/pack_routines.h"
+#include "ir/loop_ir_visitor.h"
 #include "passes/lower_to_loops.h"
 #include "support/templates.h"
 
@@ -236,6 +237,8 @@ GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Prog
                                  {"tensors", tensors},
                                  {"accumulate", program.iteration.accumulate ? "true" : "false"},
                                  {"previous_output", std::to_string(previous_output)},
+                                 // a listed output's entries are keyed by their flattened coordinates
+                                 {"lists_output", loops::uses_sort(func.body, true) ? "true" : "false"},
                                  {"call_args", call_args},
                                  {"assemble_function", assemble_function},
                                  {"assemble_method", assemble_method},

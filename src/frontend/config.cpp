@@ -385,7 +385,10 @@ class ConfigReader {
   }
 
   // COO's shape: a non-unique level is followed by singletons, and singletons follow nothing else.
+  // Below the segment (one position per distinct coordinates of its levels) lie dense or
+  // compressed levels, as below any other position.
   void check_level_sequence(const Format& format, const std::string& path) const {
+    bool below_segment = false;
     for (size_t l = 0; l < format.levels.size(); ++l) {
       LevelKind kind = format.levels[l];
       LevelKind above = l ? format.levels[l - 1] : LevelKind::Dense;
@@ -395,6 +398,10 @@ class ConfigReader {
         fail(level_path, "a singleton level must follow a compressed-nonunique or singleton level");
       if (above == LevelKind::CompressedNonUnique && kind != LevelKind::Singleton)
         fail(level_path, "a compressed-nonunique level must be followed by a singleton level");
+      below_segment |= below_coo && kind != LevelKind::Singleton;
+      if (below_segment && kind != LevelKind::Dense && kind != LevelKind::Compressed)
+        fail(level_path, "only dense and compressed levels may lie below a COO segment (compressed-nonunique, "
+                         "singletons)");
     }
     if (!format.levels.empty() && format.levels.back() == LevelKind::CompressedNonUnique)
       fail(path + "/levels/" + std::to_string(format.levels.size() - 1),

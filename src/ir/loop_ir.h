@@ -104,6 +104,17 @@ struct LoopAnnotations {
   // The loop walks a non-unique level (COO rows): iterations may add into one output entry, so
   // it may run in parallel only with a reduction (atomic adds or private copies).
   bool repeats_coordinates = false;
+  // cpu: the outermost loop of a listed output appends its entries to these lists (keys, values
+  // but for an assemble phase, and their count; empty: none). `parallel` gives each thread lists
+  // of its own, joined after the loop in thread order, which under a static schedule without
+  // chunk is the loop's order, so the result is the sequential loop's. Its iterations may repeat
+  // or sum into entries: no reduction is needed.
+  struct ListedEntries {
+    std::string keys, values, count;
+  } listed;
+  // cpu: in a parallel region, the loop runs in each thread, one thread after another in thread
+  // order (the concatenation of per-thread lists); elsewhere it is a plain loop.
+  bool in_thread_order = false;
   std::vector<std::string> simd_reductions;  // scalars a vectorized (or reduced parallel) loop sums into
   // Scalars declared before a parallel loop that its body sets (a cursor): each thread keeps its
   // own copy, starting from the value before the loop (OpenMP's firstprivate).

@@ -222,6 +222,7 @@ class Stage2Dumper {
     }
     if (a.unroll) text += " unroll(" + std::to_string(a.unroll) + ")";
     if (!a.sequential_reason.empty()) text += " sequential";
+    if (a.in_thread_order) text += " in thread order";
     if (a.own_kernel && a.bind.empty()) text += " own kernel";
     if (!a.bind.empty()) {
       text += " bind(" + a.bind;

@@ -116,7 +116,10 @@ std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Pro
   if (spine.empty()) return ops;
   if (target == Target::Cuda) return auto_schedule_cuda(func, program, spine);
   const For* outer = spine.front();
-  bool outer_parallel_ok = !is_reduction(program, outer->label) && outer->annotations.sequential_reason.empty();
+  // A listed output's outer loop stays sequential: its per-thread lists and their join cost more
+  // than the loop saves while the sort after it is sequential (docs/formats.md, listed outputs).
+  bool outer_parallel_ok = !is_reduction(program, outer->label) && outer->annotations.sequential_reason.empty() &&
+                           outer->annotations.listed.keys.empty();
   if (outer_parallel_ok)
     ops.push_back(make_op(ParallelOp{outer->label, OmpSchedule::Dynamic, 16, {}, {}, 0}, static_cast<int>(ops.size())));
   // Vectorize an innermost dense loop (contiguous accesses) unless it sums into one output entry.

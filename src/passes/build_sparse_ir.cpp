@@ -48,15 +48,18 @@ void top_level_factors(const ast::ExprPtr& expr, std::vector<const ast::Expr*>& 
 // appended in loop order (a ragged row is sized by its largest coordinate that holds entries, and
 // located, not appended; an ELL level's rows are counted so that the caller can check the width
 // before the fill; above the last level, its entries are listed and sorted first), possibly
-// ending in a COO segment (one compressed-nonunique level, then singletons: one position per entry).
+// with one COO segment (one compressed-nonunique level, then singletons: one position per entry,
+// or per distinct coordinates of the segment where dense or compressed levels lie below it).
 bool is_assemblable(const Format& format) {
-  bool in_coo_segment = false;
+  bool in_coo_segment = false, below_coo_segment = false;
   for (size_t l = 0; l < format.levels.size(); ++l) {
     LevelKind kind = format.levels[l];
-    if (kind == LevelKind::CompressedNonUnique && !in_coo_segment) in_coo_segment = true;
-    else if (in_coo_segment ? kind != LevelKind::Singleton
-                            : kind != LevelKind::Dense && kind != LevelKind::Compressed &&
-                                  kind != LevelKind::DenseVariable && kind != LevelKind::SparseFixed)
+    if (in_coo_segment && kind != LevelKind::Singleton) in_coo_segment = false, below_coo_segment = true;
+    if (kind == LevelKind::CompressedNonUnique && !in_coo_segment && !below_coo_segment) in_coo_segment = true;
+    else if (below_coo_segment ? kind != LevelKind::Dense && kind != LevelKind::Compressed
+             : in_coo_segment  ? kind != LevelKind::Singleton
+                               : kind != LevelKind::Dense && kind != LevelKind::Compressed &&
+                                    kind != LevelKind::DenseVariable && kind != LevelKind::SparseFixed)
       return false;
   }
   return !format.all_dense();
@@ -299,8 +302,8 @@ sparse::Program build_sparse_ir(const ast::Spec& spec, const Config& config) {
             config.file, "/tensors/" + buffer.tensor + "/format",
             "sparse output " + buffer.tensor + " (" + buffer.format.name +
                 ") cannot be assembled: an output is assembled when its levels are dense, compressed, dense-variable and "
-                "sparse-fixed ones (csr, dcsr, csf, sv, ragged, ell, ...), possibly ending in one compressed-nonunique level "
-                "and singletons (coo), or it shares the structure of an input with the same format and indices "
+                "sparse-fixed ones (csr, dcsr, csf, sv, ragged, ell, ...), possibly with one compressed-nonunique level "
+                "and singletons (coo), and dense or compressed levels below them, or it shares the structure of an input with the same format and indices "
                 "that multiplies the whole right-hand side (as X does in SDDMM)"));
     }
     if (buffer.shares_structure_with.empty()) {  // else its axes are filled in below

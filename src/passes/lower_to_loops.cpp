@@ -53,11 +53,21 @@ struct LoopPlan {
   }
 };
 
+// The last level of the COO segment that starts at `level` (its singletons share its positions).
+int segment_end(const Format& format, int level) {
+  while (level + 1 < static_cast<int>(format.levels.size()) && format.levels[level + 1] == LevelKind::Singleton) ++level;
+  return level;
+}
+
 // The output level whose positions are its entries: a COO segment's compressed-nonunique level
-// (the singletons below it share its positions), else the last level.
+// where the segment ends the format (the singletons below it share its positions), else the last
+// level (below a COO segment, whose positions are then its distinct coordinates).
 int entry_level(const Format& format) {
   auto coo = std::find(format.levels.begin(), format.levels.end(), LevelKind::CompressedNonUnique);
-  return coo != format.levels.end() ? static_cast<int>(coo - format.levels.begin()) : static_cast<int>(format.levels.size()) - 1;
+  int last = static_cast<int>(format.levels.size()) - 1;
+  if (coo == format.levels.end()) return last;
+  int level = static_cast<int>(coo - format.levels.begin());
+  return segment_end(format, level) == last ? level : last;
 }
 
 class Lowering {
@@ -307,7 +317,11 @@ class Lowering {
           break;
         default:
           what = axis.unique ? ": coordinates, strictly increasing under each parent"
-                             : ": coordinates, non-decreasing; one position per entry (coordinates repeat)";
+                 : segment_end(buffer.format, static_cast<int>(level)) > static_cast<int>(level) &&
+                           segment_end(buffer.format, static_cast<int>(level)) + 1 < static_cast<int>(buffer.format.levels.size())
+                     ? ": coordinates, non-decreasing; one position per distinct coordinates of the COO segment (the "
+                       "levels below it hang under that position)"
+                     : ": coordinates, non-decreasing; one position per entry (coordinates repeat)";
       }
       params.push_back(make_param(axis.crd, ParamKind::Crd, index_type_, buffer.tensor, level, where + what, size));
     }
@@ -965,7 +979,7 @@ class Lowering {
     // Reductions outside the last compressed level (or COO segment) scatter into a row workspace;
     // below a dense or ragged last level they just add into its entries. Counting a level above
     // the last needs no workspace: a row holds an entry as soon as anything is written under it.
-    coo_segment_ = std::count(output.format.levels.begin(), output.format.levels.end(), LevelKind::CompressedNonUnique) > 0;
+    coo_segment_ = assembled_ && output.format.levels[entry_level(output.format)] == LevelKind::CompressedNonUnique;
     scattered_ = assembled_ && reduction_outside &&
                  (output.format.levels.back() == LevelKind::Compressed || output.format.levels.back() == LevelKind::SparseFixed ||
                   coo_segment_) &&
@@ -1012,7 +1026,8 @@ class Lowering {
 
   static bool dense_below_compressed_or_ragged(const Format& format) {
     auto first = std::find_if(format.levels.begin(), format.levels.end(), [](LevelKind k) {
-      return k == LevelKind::Compressed || k == LevelKind::DenseVariable || k == LevelKind::SparseFixed;
+      return k == LevelKind::Compressed || k == LevelKind::CompressedNonUnique || k == LevelKind::DenseVariable ||
+             k == LevelKind::SparseFixed;
     });
     return std::find(first, format.levels.end(), LevelKind::Dense) != format.levels.end();
   }
@@ -1033,20 +1048,29 @@ class Lowering {
         continue;
       }
       if (axis.kind != sparse::AxisKind::SparseVariable) continue;
+      // A COO segment above the last level holds a position per distinct coordinates of its
+      // levels: it is open until the loop of the segment's innermost index.
+      const int last_of_level = axis.unique ? level : segment_end(output.format, level);
       int depth = program_.depth_of(axis.index_var);
+      for (int l = level; l <= last_of_level; ++l)
+        depth = std::max(depth, program_.depth_of(program_.axes[output.axes[l]].index_var));
       for (int d = 0; d < depth; ++d)
         if (program_.iteration.iterators[d].is_reduction)
           throw CompileError(format_config_error(config_.file, "/tensors/" + output.tensor + "/format",
                                                  summed_outside_compressed_level(output, level, program_.iteration.iterators[d].var)));
-      for (int id : plans_[depth].axes)
-        if (repeats(program_.axes[id]))
-          throw_unsupported("sparse output " + output.tensor + " (" + output.format.name + ") stores " + axis.index_var +
-                            " in compressed level " + std::to_string(level) + ", but the loop over " + axis.index_var +
-                            " visits each coordinate once per entry of " + program_.axes[id].tensor +
-                            " (a non-unique level), so it cannot be appended to; make that level of " + output.tensor +
-                            " dense");
+      for (int l = level; l <= last_of_level; ++l) {
+        const std::string& var_l = program_.axes[output.axes[l]].index_var;
+        for (int id : plans_[program_.depth_of(var_l)].axes)
+          if (repeats(program_.axes[id]))
+            throw_unsupported("sparse output " + output.tensor + " (" + output.format.name + ") stores " + var_l +
+                              " in compressed level " + std::to_string(l) + ", but the loop over " + var_l +
+                              " visits each coordinate once per entry of " + program_.axes[id].tensor +
+                              " (a non-unique level), so it cannot be appended to; make that level of " + output.tensor +
+                              " dense");
+      }
       OpenLevel open;
       open.level = level;
+      open.last_level = last_of_level;
       open.depth = depth;
       open.flag = fresh_name(output.tensor + std::to_string(level) + "_nonempty");
       open.counted = counting_ && open.level == counted_level_;
@@ -1087,7 +1111,7 @@ class Lowering {
   // summed loops outside it are no obstacle, and nothing is opened when filling.
   void open_ragged_level(const sparse::SparseBuffer& output, int level) {
     OpenLevel open;
-    open.level = level;
+    open.level = open.last_level = level;
     open.depth = program_.depth_of(program_.axes[output.axes[level]].index_var);
     open.flag = fresh_name(output.tensor + std::to_string(level) + "_nonempty");
     open.counted = true;
@@ -1128,7 +1152,7 @@ class Lowering {
       if (!open.every_iteration)
         stmts.push_back(std::make_shared<Declare>(open.flag, ScalarType::Bool, std::make_shared<IntImm>(0, ScalarType::Bool), true));
       else if (!open.counted)
-        stmts.push_back(store_open_coordinate(open.level, open.cursor));
+        stmts.push_back(store_open_coordinate(open.level, open.last_level, open.cursor));
     }
     stmts.push_back(body);
     for (const OpenLevel& open : open_levels_) {
@@ -1167,7 +1191,7 @@ class Lowering {
     std::vector<Stmt> stmts;
     for (const OpenLevel& open : open_levels_) {
       if (open.every_iteration) continue;  // marked before its loop's body
-      if (!counting_) stmts.push_back(store_open_coordinate(open.level, open.cursor));
+      if (!counting_) stmts.push_back(store_open_coordinate(open.level, open.last_level, open.cursor));
       stmts.push_back(std::make_shared<Assign>(open.flag, std::make_shared<IntImm>(1, ScalarType::Bool), false));
     }
     return stmts;
@@ -1180,10 +1204,14 @@ class Lowering {
     return std::make_shared<Store>(axis.pos, slot, length, false);
   }
 
-  // The coordinate of the output's open `level`, stored at its cursor.
-  Stmt store_open_coordinate(int level, const std::string& cursor) const {
-    const sparse::Axis& axis = program_.axes[program_.output().axes[level]];
-    return std::make_shared<Store>(axis.crd, var(cursor), cast(index_type_, var(axis.index_var)), false);
+  // The coordinate of the output's open level (and of a COO segment's singletons), stored at its cursor.
+  Stmt store_open_coordinate(int first_level, int last_level, const std::string& cursor) const {
+    std::vector<Stmt> stores;
+    for (int level = first_level; level <= last_level; ++level) {
+      const sparse::Axis& axis = program_.axes[program_.output().axes[level]];
+      stores.push_back(std::make_shared<Store>(axis.crd, var(cursor), cast(index_type_, var(axis.index_var)), false));
+    }
+    return stores.size() == 1 ? stores.front() : block(std::move(stores));
   }
 
   // `slot` runs only while `cursor` is within the W slots of ELL row `row` (a parent position):
@@ -1460,13 +1488,17 @@ class Lowering {
                                entries == LevelKind::SparseFixed;
     for (size_t level = 0; level < last; ++level) {
       const sparse::Axis& axis = program_.axes[output.axes[level]];
-      const bool appended = axis.kind == sparse::AxisKind::SparseVariable;
+      // A COO segment's singletons are appended with its compressed-nonunique level.
+      const bool appended = axis.kind == sparse::AxisKind::SparseVariable || axis.kind == sparse::AxisKind::Singleton;
       if (!appended && !last_appended) continue;  // dense and ragged levels are located
       const int depth = program_.depth_of(axis.index_var);
       for (int d = 0; d < depth; ++d)
         if (program_.iteration.iterators[d].is_reduction)
           return "it is summed over " + program_.iteration.iterators[d].var + " outside its " +
-                 (appended ? "compressed level " + std::to_string(level) : "rows") + " (index " + axis.index_var + ")";
+                 (!appended                                     ? std::string("rows")
+                  : axis.kind == sparse::AxisKind::Singleton ? "COO segment's level " + std::to_string(level)
+                                                             : "compressed level " + std::to_string(level)) +
+                 " (index " + axis.index_var + ")";
       if (appended && static_cast<int>(level) < entry_level(format))
         for (int id : plans_[depth].axes)
           if (repeats(program_.axes[id]))
@@ -1614,8 +1646,10 @@ class Lowering {
       Expr coordinate = binary(BinOp::Mod, prefix(key, l), axis_length(axis));
       Expr count_slot = add(parent, int64(1));  // counts sit one slot up, for the prefix sum
       // A compressed or ELL level gets a new position where the coordinates down to it change (the
-      // last level's keys are distinct); a COO segment's compressed-nonunique level, at every entry.
-      Expr is_new = nonunique || l + 1 == levels ? nullptr : changed(l);
+      // last level's keys are distinct); a COO segment's compressed-nonunique level, at every entry,
+      // or where the coordinates down to its last singleton change if levels lie below it.
+      const size_t last_of_level = nonunique ? static_cast<size_t>(segment_end(output.format, static_cast<int>(l))) : l;
+      Expr is_new = last_of_level + 1 == levels ? nullptr : changed(last_of_level);
       std::vector<Stmt>& stmts = at[l];
       Expr here;
       if (axis.kind == sparse::AxisKind::DenseFixed) {
@@ -1797,9 +1831,21 @@ class Lowering {
   // Loops inside a row share its workspace: they stay sequential.
   LoopAnnotations loop_annotations(int depth) const {
     LoopAnnotations annotations;
-    if (listed_) {  // on cuda each entry takes its slot of the list atomically: any loop may run on threads
-      if (config_.target != Target::Cuda)
+    if (listed_) {
+      // On cuda each entry takes its slot of the list atomically: any loop may run on threads. On
+      // the cpu the outermost loop may run in parallel, each thread listing into lists of its own
+      // that join the list in thread order (schedule_loops' parallel); the loops inside stay
+      // sequential.
+      if (config_.target == Target::Cuda) return annotations;
+      // (A part of a scoped sum appends to the list after the parts before it: its loops stay
+      // sequential, listed_parts_nests.)
+      if (depth == 0 && lists_into_ == nullptr) {
+        annotations.listed.keys = list_keys_;
+        annotations.listed.count = list_count_;
+        if (!counting_) annotations.listed.values = list_values_;
+      } else {
         annotations.sequential_reason = "it appends to the list of " + program_.output().tensor + "'s entries";
+      }
       return annotations;
     }
     if (assembled_ && depth > append_depth_ && depth <= output_depth_ && !inside_marked_blocks(depth))  // (summed loops inside touch neither)
@@ -2830,7 +2876,7 @@ class Lowering {
     if (fused) {
       body.insert(body.begin(), std::make_shared<Comment>("fuse " + fused->outer + ", " + fused->inner +
                                                           ": one loop over the entries of " + fused->tensor));
-    } else if (repeats(axis) && !program_.iteration.iterators[depth].is_reduction) {
+    } else if (repeats(axis) && !program_.iteration.iterators[depth].is_reduction && annotations.listed.keys.empty()) {
       annotations.sequential_reason = "its coordinates repeat (a non-unique level of " + axis.tensor +
                                       "), so iterations may write the same entry of " + program_.output().tensor;
       annotations.repeats_coordinates = true;
@@ -3051,6 +3097,7 @@ class Lowering {
   int counted_level_ = -1;  // ... which counts this compressed level of the output
   struct OpenLevel {
     int level = 0, depth = 0;  // output level and the loop depth that binds its coordinate
+    int last_level = 0;        // level, or a COO segment's last singleton (its coordinates are stored too)
     std::string flag, cursor;  // cursor empty when this level is the one counted
     bool counted = false;
     // Every iteration of its loop writes entries below (only whole blocks' loops are inside):

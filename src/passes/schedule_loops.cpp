@@ -181,6 +181,10 @@ class Scheduler {
     // What kept the loop sequential (cursors it advances) holds for both halves.
     LoopAnnotations sequential;
     sequential.sequential_reason = loop.annotations.sequential_reason;
+    // Only the whole outermost loop keeps per-thread lists of a listed output's entries.
+    if (!loop.annotations.listed.keys.empty())
+      sequential.sequential_reason = "it appends to the list of " + program_.output().tensor +
+                                     "'s entries, which each thread keeps for the whole outermost loop only";
     sequential.repeats_coordinates = loop.annotations.repeats_coordinates;
     Stmt inner = std::make_shared<For>(split.inner, split.inner, int64(0), inner_extent, body, sequential);
     Stmt outer = std::make_shared<For>(split.outer, split.outer, int64(0), outer_extent, inner, sequential);
@@ -584,6 +588,16 @@ class Scheduler {
     LoopInfo info = find(parallel.var);
     // Repeated coordinates race like a summed index: a reduction makes the loop parallel.
     const bool repeats = info.loop->annotations.repeats_coordinates;
+    const bool lists = !info.loop->annotations.listed.keys.empty();
+    if (lists && (!parallel.reduction.empty() || !parallel.balance.empty() || parallel.schedule != OmpSchedule::Static ||
+                  parallel.chunk))
+      fail("cannot parallelize " + parallel.var + " with " +
+           (!parallel.reduction.empty() ? "a reduction"
+            : !parallel.balance.empty() ? "a balance"
+                                        : std::string("a schedule other than static without chunk")) +
+           ": it lists the entries of " + program_.output().tensor +
+           ", whose per-thread lists are joined in thread order, which is the loop's order under \"schedule\": \"static\" "
+           "only (repeats then add up in the same order as sequentially); each thread's list needs no reduction");
     if (repeats && parallel.reduction.empty())
       fail("cannot parallelize " + parallel.var + ": " + info.loop->annotations.sequential_reason +
            " (add \"reduction\": \"atomic\" or \"privatize\")");
@@ -592,7 +606,7 @@ class Scheduler {
       fail("cannot parallelize " + parallel.var + ": the kernel keeps a row workspace, which each thread owns for "
            "the outermost loop only; parallelize " + loops().front().loop->label + " instead");
     const std::string& output = program_.output().tensor;
-    bool reduction = is_reduction(parallel.var) || repeats;
+    bool reduction = (is_reduction(parallel.var) || repeats) && !lists;
     if (reduction && parallel.reduction.empty())
       fail("cannot parallelize " + parallel.var + ": it iterates the reduction index " + origin_.at(parallel.var) +
            ", so threads would race on the same entries of " + output +
@@ -648,6 +662,7 @@ class Scheduler {
       replacement = balance_by_nonzeros(loop, body, annotations, parallel.parts ? parallel.parts : kDefaultParts);
     }
     if (!private_copy.empty()) replacement = privatized(replacement, private_copy);
+    if (lists) replacement = listed_per_thread(*as_for(replacement));
     func_.body = RewriteLoop(parallel.var, [&](const For&) { return replacement; }).mutate(func_.body);
     any_parallel_ = true;
   }
@@ -682,6 +697,56 @@ class Scheduler {
     std::string output_, target_;
     bool atomic_;
   };
+
+  // A listed output's outermost loop in parallel: each thread appends to lists of its own (the
+  // loop's stores into the output's lists redirected there), which then join the output's lists
+  // one thread after another in thread order. A static schedule gives each thread one contiguous
+  // range of the loop, in thread order, so the joined list is the sequential loop's.
+  Stmt listed_per_thread(const For& loop) {
+    const LoopAnnotations::ListedEntries& listed = loop.annotations.listed;
+    std::string keys = fresh(listed.keys + "_thread"), count = fresh(listed.count + "_thread");
+    std::string values = listed.values.empty() ? "" : fresh(listed.values + "_thread");
+    ScalarType value_type = config_.value_type == ValueType::Float32 ? ScalarType::Float32 : ScalarType::Float64;
+    struct ToThreadLists : IRMutator {
+      const LoopAnnotations::ListedEntries* listed;
+      std::string keys, values, count;
+      Stmt mutate_store(const Store& node, const Stmt& self) override {
+        if (node.buffer != listed->keys && (listed->values.empty() || node.buffer != listed->values))
+          return IRMutator::mutate_store(node, self);
+        return std::make_shared<Store>(node.buffer == listed->keys ? keys : values, load(count, int64(0), ScalarType::Int64),
+                                       mutate(node.value), false);
+      }
+      Stmt mutate_assign(const Assign& node, const Stmt& self) override {
+        if (node.name != listed->count) return IRMutator::mutate_assign(node, self);
+        return std::make_shared<Store>(count, int64(0), node.value, true);
+      }
+    } redirect;
+    redirect.listed = &listed;
+    redirect.keys = keys;
+    redirect.values = values;
+    redirect.count = count;
+    Stmt body = redirect.mutate(loop.body);
+    std::string t = fresh("t");
+    std::vector<Stmt> join = {std::make_shared<Store>(listed.keys, var(listed.count), load(keys, var(t), ScalarType::Int64), false)};
+    if (!values.empty())
+      join.push_back(std::make_shared<Store>(listed.values, var(listed.count), load(values, var(t), value_type), false));
+    join.push_back(std::make_shared<Assign>(listed.count, int64(1), true));
+    LoopAnnotations in_order;
+    in_order.in_thread_order = true;
+    std::vector<Workspace> lists = {{keys, ScalarType::Int64, int64(0), int64(0)}};
+    lists.back().growable = true;
+    if (!values.empty()) {
+      lists.push_back({values, value_type, int64(0), std::make_shared<FloatImm>(0.0, "0", value_type)});
+      lists.back().growable = true;
+    }
+    lists.push_back({count, ScalarType::Int64, int64(1), int64(0)});
+    lists.back().local = true;  // a counter in the thread's frame
+    return std::make_shared<Allocate>(
+        lists, block({std::make_shared<For>(loop.label, loop.var, loop.begin, loop.end, body, loop.annotations),
+                      std::make_shared<Comment>("join this thread's list to " + listed.keys + ", in thread order"),
+                      std::make_shared<For>("join " + program_.output().tensor, t, int64(0), load(count, int64(0), ScalarType::Int64),
+                                            block(std::move(join)), in_order)}));
+  }
 
   // Each thread adds into its own zeroed copy of the (dense) output; when its share of the
   // loop is done, it adds the copy into the output with atomic adds, all threads at once.

@@ -293,6 +293,33 @@ TEST_CASE("spgen run refuses an ELL level above the last whose parent needs more
       2, "output C: parent position 0 of level 0 gets 3 entries, more than the ELL width 2");
 }
 
+TEST_CASE("spgen run refuses a listed output whose flattened coordinates would not fit in 63 bits") {
+  // C = A^T B into dcsr lists its entries keyed by i * dim_j + j: 3037000500^2 exceeds 2^63 - 1.
+  TempDir dir;
+  const std::string huge = "%%MatrixMarket matrix coordinate real general\n2 3037000500 1\n1 3037000500 2.0\n";
+  write_text(dir.file("a.mtx"), huge);
+  write_text(dir.file("b.mtx"), huge);
+  write_text(dir.file("c.json"), R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "dcsr"}},
+                                    "types": {"index": "int64"}})");
+  const std::string spec_file = source_root() + "/tests/e2e/cases/spgemm_transposed.spg";
+  ProcessResult r = spgen({"run", spec_file, "--config", dir.file("c.json"), "--input", "A=" + dir.file("a.mtx"), "--input",
+                           "B=" + dir.file("b.mtx"), "--output", "C=" + dir.file("c.mtx")});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("output C (3037000500 x 3037000500): the kernel lists its entries keyed by their coordinates flattened "
+                   "into one int64, but the product of its dimensions exceeds 2^63 - 1") != std::string::npos);
+  CHECK(!std::filesystem::exists(dir.file("c.mtx")));
+  // One column fewer fits: the entry comes back.
+  const std::string fits = "%%MatrixMarket matrix coordinate real general\n2 3037000499 1\n1 3037000499 2.0\n";
+  write_text(dir.file("a.mtx"), fits);
+  write_text(dir.file("b.mtx"), fits);
+  ProcessResult ok = spgen({"run", spec_file, "--config", dir.file("c.json"), "--input", "A=" + dir.file("a.mtx"), "--input",
+                            "B=" + dir.file("b.mtx"), "--output", "C=" + dir.file("c.mtx")});
+  INFO(ok.err);
+  REQUIRE(ok.exit_code == 0);
+  CHECK(read_text(dir.file("c.mtx")) ==
+        "%%MatrixMarket matrix coordinate real general\n3037000499 3037000499 1\n3037000499 3037000499 4\n");
+}
+
 TEST_CASE("an assembled output stores only the coordinates some term stores, not those of a dense level under an absent parent") {
   TempDir dir;
   // E's j level is dense under its compressed rows: E stores rows 2 and 4 whole, B stores (1,1) and (4,3). A row

@@ -75,6 +75,11 @@ const std::vector<Case>& cases() {
       {"pk_ragged", kSpmm, R"({"C": {"format": "dense"}, "A": {"format": "ragged"}})", "A", {D, DV}, {0, 1}, 0, false, true, {7, 9}, ""},
       {"pk_csf", kTtv, R"({"A": {"format": "dense"}, "B": {"format": "csf"}})", "B", {C, C, C}, {0, 1, 2}, 0, true, false, {5, 6, 4}, ""},
       {"pk_coo3", kTtv, R"({"A": {"format": "dense"}, "B": {"format": "coo"}})", "B", {NU, S, S}, {0, 1, 2}, 0, false, false, {5, 6, 4}, ""},
+      // COO rows (i,j) of dense or compressed k fibres: a position per distinct (i,j).
+      {"pk_coo_rows_dense", kTtv, R"({"A": {"format": "dense"}, "B": {"format": {"levels": ["compressed-nonunique", "singleton", "dense"]}}})", "B",
+       {NU, S, D}, {0, 1, 2}, 0, false, true, {5, 6, 4}, ""},
+      {"pk_coo_rows_compressed", kTtv, R"({"A": {"format": "dense"}, "B": {"format": {"levels": ["compressed-nonunique", "singleton", "compressed"]}}})", "B",
+       {NU, S, C}, {0, 1, 2}, 0, true, false, {5, 6, 4}, ""},
       {"pk_dense_suffix", kTtv, R"({"A": {"format": "dense"}, "B": {"format": {"levels": ["dense", "compressed", "dense"]}}})", "B", {D, C, D},
        {0, 1, 2}, 0, false, true, {4, 6, 3}, ""},
       {"pk_dense_cm", kSpmv, R"({"y": {"format": "dense"}, "A": {"format": {"levels": ["dense", "dense"], "order": [1, 0]}}})", "A", {D, D},
@@ -906,6 +911,8 @@ TEST_CASE("ell (width 3)") { check_case("pk_ell"); }
 TEST_CASE("ragged: the gaps of a row are explicit zeros") { check_case("pk_ragged"); }
 TEST_CASE("csf of order 3") { check_case("pk_csf"); }
 TEST_CASE("coo of order 3") { check_case("pk_coo3"); }
+TEST_CASE("COO rows of dense fibres: a position per distinct (i,j), its fibre's zeros explicit") { check_case("pk_coo_rows_dense"); }
+TEST_CASE("COO rows of compressed fibres: int64 indices") { check_case("pk_coo_rows_compressed"); }
 TEST_CASE("dense, compressed, dense: a dense suffix of explicit zeros") { check_case("pk_dense_suffix"); }
 TEST_CASE("column-major dense") { check_case("pk_dense_cm"); }
 TEST_CASE("sddmm's sparse input") { check_case("pk_sddmm"); }

@@ -514,6 +514,13 @@ TEST_CASE("config error: COO, ELL and ragged misuse") {
         config_error("/tensors/A/width", "\"width\" belongs to the \"ell\" format"));
   CHECK(format_error("x", "\"coo\"", kSpmv) ==
         config_error("/tensors/x/format", "format \"coo\" needs a tensor of order 2 or more, but x has order 1"));
+  // Below a COO segment: dense and compressed levels, nothing else.
+  CHECK(format_error("B", R"({"levels": ["compressed-nonunique", "singleton", {"kind": "sparse-fixed", "width": 2}]})", kTtv) ==
+        config_error("/tensors/B/format/levels/2",
+                     "only dense and compressed levels may lie below a COO segment (compressed-nonunique, singletons)"));
+  CHECK(format_error("B", R"({"levels": ["compressed-nonunique", "singleton", "dense-variable"]})", kTtv) ==
+        config_error("/tensors/B/format/levels/2",
+                     "only dense and compressed levels may lie below a COO segment (compressed-nonunique, singletons)"));
 }
 
 TEST_CASE("config error: order not a permutation") {

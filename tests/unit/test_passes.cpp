@@ -352,6 +352,50 @@ TEST_CASE("assembled sparse output: a COO output appends each entry's coordinate
   CHECK(contains(rows.stage2_dump, "C_crd2[pC1] = int32(k)"));
 }
 
+TEST_CASE("assembled sparse output: levels below a COO segment hang under a position per distinct coordinates of the segment") {
+  // COO rows (i,j) of dense k fibres: the segment is opened like a compressed level above the last
+  // (a flag raised by the entries below, its coordinates stored at its cursor), k located under it.
+  spgen::Compilation dense = compile("C(i,j,k) = A(i,j) * X(j,k)",
+                                     R"({"tensors": {"A": {"format": "csr"}, "X": {"format": "dense"},
+                                         "C": {"format": {"levels": ["compressed-nonunique", "singleton", "dense"]}}}})");
+  REQUIRE(dense.assemble.size() == 1);
+  CHECK(contains(spgen::loops::dump_stage2(dense.assemble[0]), "C_pos0[pC0 + 1] += int32(int64(C0_nonempty))"));
+  CHECK(contains(dense.stage2_dump, "for zero C at p in [0, int64(C_pos0[1]) * dim_k):"));
+  CHECK(contains(dense.stage2_dump, "      var C0_nonempty: bool = false\n"
+                                    "      for k in [0, dim_k) sequential:\n"
+                                    "        let pC2: int64 = pC0 * dim_k + k\n"));
+  CHECK(contains(dense.stage2_dump, "        C_crd0[pC0] = int32(i)\n"
+                                    "        C_crd1[pC0] = int32(j)\n"
+                                    "        C0_nonempty = true\n"
+                                    "        C_vals[pC2] = A_vals[pA1] * X_vals[pX1]\n"
+                                    "      pC0 += int64(C0_nonempty)\n"));
+  // Compressed l fibres under the (i,j) positions, scattered over k: a phase per level, the
+  // workspace's rows marked by the segment's position.
+  spgen::Compilation ttm = compile("C(i,j,l) = A(i,j,k) * B(k,l)",
+                                   R"({"tensors": {"A": {"format": "csf"}, "B": {"format": "csr"},
+                                       "C": {"format": {"levels": ["compressed-nonunique", "singleton", "compressed"]}}}})");
+  REQUIRE(ttm.assemble.size() == 2);
+  CHECK(ttm.assemble[0].name == "t_assemble_level0");
+  CHECK(ttm.assemble[1].name == "t_assemble_level2");
+  CHECK(contains(ttm.stage2_dump, "if C_seen[l] != pC0:"));
+  CHECK(contains(ttm.stage2_dump, "        var pC2: int64 = int64(C_pos2[pC0])\n"));
+  // Out of order (A csc: j outside i): listed, the segment's position advancing where (i,j) changes.
+  spgen::Compilation listed = compile("C(i,j,k) = A(i,j) * X(j,k)",
+                                      R"({"tensors": {"A": {"format": "csc"}, "X": {"format": "dense"},
+                                          "C": {"format": {"levels": ["compressed-nonunique", "singleton", "dense"]}}}})");
+  CHECK(contains(listed.stage2_dump, "      if u == 0 || C_key / dim_k != C_previous / dim_k:\n"
+                                     "        C_crd0[qC0] = int32(C_key / C_stride0 % dim_i)\n"
+                                     "        qC0 += 1\n"
+                                     "      let pC0: int64 = qC0 - 1\n"
+                                     "      C_crd1[pC0] = int32(C_key / dim_k % dim_j)\n"));
+  // A summed loop between the segment's indices (reordered i, k, j... here k outside j) repeats
+  // (i,j) coordinates: listed too.
+  spgen::Compilation summed = compile("C(i,j,l) = A(i,k) * B(k,j,l)",
+                                      R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csf"},
+                                          "C": {"format": {"levels": ["compressed-nonunique", "singleton", "dense"]}}}})");
+  CHECK(contains(summed.stage2_dump, "it is summed over k outside its COO segment's level 1 (index j)"));
+}
+
 TEST_CASE("assembled sparse output: a ragged row's length is its largest coordinate + 1, and it is located, not appended") {
   spgen::Compilation c = compile("C(i,j) = A(k,i) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "ragged"}}})");
   REQUIRE(c.assemble.size() == 1);
@@ -460,7 +504,7 @@ TEST_CASE("assembled sparse output: entries that arrive out of order are listed,
   CHECK(contains(rows, "  allocate growable C_keys: int64[0] = 0:\n"));
   CHECK(contains(rows, "# list the entries of C as the loops produce them (out of order: it is summed over k outside its compressed "
                        "level 0 (index i)), keyed by their coordinates in storage order"));
-  CHECK(contains(rows, "for k in [0, dim_k) sequential:"));
+  CHECK(contains(rows, "    for k in [0, dim_k):\n"));
   CHECK(contains(rows, "          C_keys[C_listed] = i * dim_j + j\n          C_listed += 1\n"));
   CHECK(contains(rows, "    sort C_keys[0, C_listed)\n"));
   CHECK(contains(rows, "      if u == 0 || C_key / dim_j != C_previous / dim_j:\n        C_pos0[1] += 1\n"));
@@ -475,10 +519,42 @@ TEST_CASE("assembled sparse output: entries that arrive out of order are listed,
   CHECK(contains(dcsr.stage2_dump, "      C_vals[pC1] = C_entries[u]\n"));
   CHECK(contains(dcsr.files[1].text, "spgen_sort_entries(C_keys.data(), C_entries.data(), C_listed);"));
   CHECK(contains(dcsr.files[1].text, "if (C_listed >= static_cast<int64_t>(C_keys.size())) C_keys.resize(2 * C_listed + 64);"));
-  // The loops append to one list: they stay sequential.
+  // The outer loop may run in parallel: each thread lists its static range of k, and the parts
+  // join in thread order (the loop's order), so no reduction and no other schedule.
+  spgen::Compilation parallel = compile(transposed, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}},
+      "schedule": [{"op": "parallel", "var": "k"}]})");
+  CHECK(contains(parallel.stage2_dump, "    allocate growable C_keys_thread: int64[0] = 0, growable C_entries_thread: float32[0] = 0, "
+                                       "local C_listed_thread: int64[1] = 0:\n      for k in [0, dim_k) parallel(static):\n"));
+  CHECK(contains(parallel.stage2_dump, "            C_keys_thread[C_listed_thread[0]] = i * dim_j + j\n"
+                                       "            C_entries_thread[C_listed_thread[0]] = A_vals[pA1] * B_vals[pB1]\n"
+                                       "            C_listed_thread[0] += 1\n"));
+  CHECK(contains(parallel.stage2_dump, "      for join C at t in [0, C_listed_thread[0]) in thread order:\n"
+                                       "        C_keys[C_listed] = C_keys_thread[t]\n"
+                                       "        C_entries[C_listed] = C_entries_thread[t]\n        C_listed += 1\n"));
+  CHECK(contains(parallel.files[1].text, "    #pragma omp parallel\n    {\n      std::vector<int64_t> C_keys_thread(0, 0);\n"));
+  CHECK(contains(parallel.files[1].text, "      #ifdef _OPENMP\n      #pragma omp for ordered schedule(static, 1)\n"
+                                         "      for (int spgen_thread = 0; spgen_thread < omp_get_num_threads(); spgen_thread++)\n"
+                                         "      #pragma omp ordered\n      #endif\n"
+                                         "      for (int64_t t = 0; t < C_listed_thread[0]; t++) {\n"));
+  CHECK(contains(parallel.files[1].text, "#ifdef _OPENMP\n#include <omp.h>\n#endif\n"));
+  CHECK(!contains(dcsr.files[1].text, "omp.h"));  // sequential: the list as before
+  CHECK(contains(spgen::loops::dump_stage2(parallel.assemble[0]), "for k in [0, dim_k) parallel(static):"));
+  // auto leaves it sequential (the lists' join costs more than the loop saves, the sort being sequential).
+  CHECK(contains(compile("C(i,j) = A(k,i) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "dcsc"}},
+      "schedule": "auto"})").stage2_dump, "    for k in [0, dim_k):\n"));
   CHECK(contains(error_of(transposed, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}},
       "schedule": [{"op": "parallel", "var": "k", "reduction": "atomic"}]})"),
-                 "c.json: /schedule/0: error: parallel: cannot parallelize k: it appends to the list of C's entries"));
+                 "c.json: /schedule/0: error: parallel: cannot parallelize k with a reduction: it lists the entries of C"));
+  CHECK(contains(error_of(transposed, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}},
+      "schedule": [{"op": "parallel", "var": "k", "schedule": "dynamic", "chunk": 4}]})"),
+                 "cannot parallelize k with a schedule other than static without chunk: it lists the entries of C"));
+  // Inner loops, and the halves of a split outer loop, append to the thread's list: sequential.
+  CHECK(contains(error_of(transposed, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}},
+      "schedule": [{"op": "parallel", "var": "i"}]})"),
+                 "c.json: /schedule/0: error: parallel: cannot parallelize i: it appends to the list of C's entries"));
+  CHECK(contains(error_of(transposed, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}},
+      "schedule": [{"op": "split", "var": "k", "factor": 8}, {"op": "parallel", "var": "k0"}]})"),
+                 "cannot parallelize k0: it appends to the list of C's entries, which each thread keeps for the whole outermost loop only"));
   // A summed loop that a reorder forces outside the rows of a csr C.
   spgen::Compilation reordered = compile("C(i,j) = A(i,k) * B(k,j)", R"({"tensors": {"A": {"format": "dense"}, "B": {"format": "csr"}, "C": {"format": "csr"}},
       "schedule": [{"op": "reorder", "order": ["k", "i", "j"]}]})");
@@ -563,10 +639,10 @@ TEST_CASE("assembled sparse output: an ELL level above the last keeps each paren
 }
 
 TEST_CASE("assembled sparse output: what cannot be appended is refused") {
-  // A COO segment has one position per entry: no level may follow it.
-  CHECK(contains(error_of("C(i,j,k) = A(i,j,k) + B(i,j,k)", R"({"tensors": {"A": {"format": "csf"}, "C": {"format": {"levels": ["compressed-nonunique", "singleton", "compressed"]}}}})"),
-                 "/tensors/C/format: error: sparse output C (custom) cannot be assembled: an output is assembled when its "
-                 "levels are dense, compressed, dense-variable and sparse-fixed ones"));
+  // Below a COO segment (a position per distinct coordinates of its levels) only dense and
+  // compressed levels may follow.
+  CHECK(contains(error_of("C(i,j,k) = A(i,j,k) + B(i,j,k)", R"({"tensors": {"A": {"format": "csf"}, "C": {"format": {"levels": ["compressed-nonunique", "singleton", "dense-variable"]}}}})"),
+                 "/tensors/C/format/levels/2: error: only dense and compressed levels may lie below a COO segment"));
 
   // A loop moved above the output's cursor would restart it (stage II reorder after a split).
   CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"C": {"format": "csr"}},
