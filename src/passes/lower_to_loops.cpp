@@ -879,6 +879,9 @@ class Lowering {
         if ((lists_into_ || ((whole_ || added_to_) && (depth < 0 || depth >= shared_loops_))) && !buffer.is_output &&
             !reads(*program_.iteration.body, buffer.tensor))
           break;
+        // Nor has a rest beside a blocked operand of a tensor it neither reads nor skips the blocks
+        // of (B csr in A .* B + D, A bsr: B is zero outside A's blocks, so the rest is D alone).
+        if (!skip_blocks_of_.empty() && !buffer.is_output && !reads(buffer.tensor) && !skips_blocks_of(buffer.tensor)) break;
         LevelPosition position;
         position.name = fresh_name("p" + buffer.tensor + std::to_string(level));
         if (axis.kind == sparse::AxisKind::DenseFixed) {
