@@ -1492,13 +1492,6 @@ class Lowering {
       if (output.format.block(l).part != BlockPart::None) return;  // blocked outputs have their own checks
     const std::string why = out_of_order_reason(output);
     if (why.empty()) return;
-    if (whole_ && config_.target == Target::Cuda)
-      throw CompileError(format_config_error(
-          config_.file, "/tensors/" + output.tensor + "/format",
-          why_added_parts_join() + ", but " + output.tensor + " gets its entries out of order (" + why +
-              "), so the cpu target lists each term's entries, sorts the list and packs it, which the cuda target does not "
-              "do for a sum whose terms sum over different indices: reorder so the output's loops are outermost, or make " +
-              output.tensor + " dense"));
     listed_ = true;
     list_keys_ = fresh_name(output.tensor + "_keys");
     list_values_ = fresh_name(output.tensor + "_entries");
@@ -2522,6 +2515,7 @@ class Lowering {
       Lowering lowering(part, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
       Stmt nest = lowering.lower_listed_part(*this, names);
       names = lowering.used_names_;
+      if (config_.target == Target::Cuda && !first) nest = own_listing_kernel(nest, names);
       const bool negated = !first && terms->kind == ast::ExprKind::Neg;  // "- b(i)" rather than "+ -b(i)"
       nests.push_back(std::make_shared<Comment>((first ? "" : negated ? "- " : "+ ") +
                                                 describe_terms(negated ? *terms->lhs : *terms, summed) + ", into the list of " +
@@ -2535,6 +2529,26 @@ class Lowering {
     for (const sparse::AddedPart& part : whole_->iteration.added_parts) list_part(part.body, part.summed, false);
     used_names_.insert(names.begin(), names.end());
     return block(std::move(nests));
+  }
+
+  // On cuda an added part's nest lists its entries in kernels of its own (cuda_backend.cpp:
+  // listing_kernels), after the body's, its outer loop spread over the grid (gpu_bindings.cpp);
+  // each entry takes its slot atomically, so any iterations may run at once. A nest that is no
+  // such loop (one that advances co-iteration cursors) runs in one thread, inside a loop of one trip.
+  static Stmt own_listing_kernel(const Stmt& nest, std::set<std::string>& names) {
+    LoopAnnotations annotations;
+    annotations.own_kernel = true;
+    const std::vector<Stmt> stmts = statements_of(nest);
+    const For* loop = stmts.size() == 1 ? as_for(stmts.front()) : nullptr;
+    if (loop && loop->annotations.sequential_reason.empty()) {
+      LoopAnnotations own = loop->annotations;
+      own.own_kernel = true;
+      return std::make_shared<For>(loop->label, loop->var, loop->begin, loop->end, loop->body, own);
+    }
+    std::string once = "once";
+    for (int suffix = 2; names.count(once); ++suffix) once = "once_" + std::to_string(suffix);
+    names.insert(once);
+    return std::make_shared<For>("one thread", once, int64(0), int64(1), nest, annotations);
   }
 
   // This Lowering's program is one part of a sum into `into`'s listed output: the whole nest of
