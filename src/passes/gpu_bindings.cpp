@@ -185,8 +185,9 @@ class GpuBindings {
     std::map<std::string, LoopAnnotations> completed;
     for (const GpuBinding& b : bindings_)
       if (!has_site(nest, b.label))  // (the snapshot leaves out the loops of kernels of their own)
-        fail(b, "loop " + b.label + " is in the nest of an added part of the sum, which lists its entries of " + output_ +
-                    " in kernels of its own, its outer loop spread over the grid: bind the loops of the first term's nest");
+        fail(b, "loop " + b.label + " is in a nest that lists entries of " + output_ + " in kernels of its own, its outer loop "
+                    "spread over the grid (an added part of the sum, or the first term's nest where a part has a loop "
+                    "of its outer loop's label), which no op binds");
     for (const GpuBinding& b : bindings_) {
       const NestSnapshot::LoopSite& site = site_of(nest, b.label);
       completed[b.label] = site.loop->annotations;

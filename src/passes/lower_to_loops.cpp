@@ -2515,7 +2515,6 @@ class Lowering {
       Lowering lowering(part, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
       Stmt nest = lowering.lower_listed_part(*this, names);
       names = lowering.used_names_;
-      if (config_.target == Target::Cuda && !first) nest = own_listing_kernel(nest, names);
       const bool negated = !first && terms->kind == ast::ExprKind::Neg;  // "- b(i)" rather than "+ -b(i)"
       nests.push_back(std::make_shared<Comment>((first ? "" : negated ? "- " : "+ ") +
                                                 describe_terms(negated ? *terms->lhs : *terms, summed) + ", into the list of " +
@@ -2527,21 +2526,47 @@ class Lowering {
       if (it.is_reduction) body_summed.push_back(it.var);
     list_part(program_.iteration.body, body_summed, true);
     for (const sparse::AddedPart& part : whole_->iteration.added_parts) list_part(part.body, part.summed, false);
+    if (config_.target == Target::Cuda) {
+      // nests: a comment and a nest per part. The first term's nest is scheduled as one (its
+      // ops name its loops), unless an added part's nest has a loop of its outer loop's label,
+      // which no op could tell apart: then it too lists in kernels of its own.
+      const For* first_outer = statements_of(nests[1]).size() == 1 ? as_for(statements_of(nests[1]).front()) : nullptr;
+      bool shared_label = false;
+      for (size_t k = 3; k < nests.size() && first_outer; k += 2) shared_label |= has_loop_labelled(nests[k], first_outer->label);
+      for (size_t k = shared_label ? 1 : 3; k < nests.size(); k += 2) nests[k] = own_listing_kernel(nests[k], names);
+    }
     used_names_.insert(names.begin(), names.end());
     return block(std::move(nests));
+  }
+
+  static bool has_loop_labelled(const Stmt& stmt, const std::string& label) {
+    struct Find : IRVisitor {
+      const std::string& label;
+      bool found = false;
+      explicit Find(const std::string& l) : label(l) {}
+      void visit_for(const For& node) override {
+        found |= node.label == label;
+        IRVisitor::visit_for(node);
+      }
+    } find(label);
+    find.visit(stmt);
+    return find.found;
   }
 
   // On cuda an added part's nest lists its entries in kernels of its own (cuda_backend.cpp:
   // listing_kernels), after the body's, its outer loop spread over the grid (gpu_bindings.cpp);
   // each entry takes its slot atomically, so any iterations may run at once. A nest that is no
-  // such loop (one that advances co-iteration cursors) runs in one thread, inside a loop of one trip.
+  // such loop (a merge, or a loop that advances co-iteration cursors) runs in one thread, inside
+  // a loop of one trip.
   static Stmt own_listing_kernel(const Stmt& nest, std::set<std::string>& names) {
     LoopAnnotations annotations;
     annotations.own_kernel = true;
     const std::vector<Stmt> stmts = statements_of(nest);
     const For* loop = stmts.size() == 1 ? as_for(stmts.front()) : nullptr;
-    if (loop && loop->annotations.sequential_reason.empty()) {
+    // (Iterations that meet on an entry of the output, COO rows that repeat, list it twice; the sort sums them.)
+    if (loop && (loop->annotations.sequential_reason.empty() || loop->annotations.repeats_coordinates)) {
       LoopAnnotations own = loop->annotations;
+      own.sequential_reason.clear();
       own.own_kernel = true;
       return std::make_shared<For>(loop->label, loop->var, loop->begin, loop->end, loop->body, own);
     }
