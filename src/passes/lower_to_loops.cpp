@@ -2558,13 +2558,22 @@ class Lowering {
   // each entry takes its slot atomically, so any iterations may run at once. A nest that is no
   // such loop (a merge, or a loop that advances co-iteration cursors) runs in one thread, inside
   // a loop of one trip.
+  // A nest around heap workspaces (allocated once per kernel, for every thread) stays as it is:
+  // the first term's kernel runs it, or one of its own between nests that are.
   static Stmt own_listing_kernel(const Stmt& nest, std::set<std::string>& names) {
+    if (nest->kind == StmtKind::Allocate) {
+      const auto& buffers = static_cast<const Allocate&>(*nest).buffers;
+      if (std::any_of(buffers.begin(), buffers.end(), [](const Workspace& w) { return !w.local && !w.shared; })) return nest;
+    }
     LoopAnnotations annotations;
     annotations.own_kernel = true;
     const std::vector<Stmt> stmts = statements_of(nest);
     const For* loop = stmts.size() == 1 ? as_for(stmts.front()) : nullptr;
-    // (Iterations that meet on an entry of the output, COO rows that repeat, list it twice; the sort sums them.)
-    if (loop && (loop->annotations.sequential_reason.empty() || loop->annotations.repeats_coordinates)) {
+    // (Iterations that meet on an entry of the output, COO rows that repeat, list it twice; the
+    // sort sums them: that reason alone keeps no loop sequential here.)
+    const std::string repeat_reason = "its coordinates repeat";
+    if (loop && (loop->annotations.sequential_reason.empty() ||
+                 (loop->annotations.repeats_coordinates && loop->annotations.sequential_reason.rfind(repeat_reason, 0) == 0))) {
       LoopAnnotations own = loop->annotations;
       own.sequential_reason.clear();
       own.own_kernel = true;
