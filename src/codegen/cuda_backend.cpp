@@ -280,6 +280,44 @@ std::vector<Param> entry_list_params(const EntryList& list, Listing listing) {
   return params;
 }
 
+// The statements that list an entry list's entries, as kernels: a nest of its own (a part of a
+// sum into the list, lower_to_loops.cpp: listed_parts_nests), spread over the grid, with the
+// comments before it, is a kernel of its own; the rest is one kernel. Each starts with the
+// declarations before the first nest (the list's length, which every listing kernel steps); the
+// first with the comments among them too.
+std::vector<std::vector<Stmt>> listing_kernels(const std::vector<Stmt>& loops) {
+  std::vector<Stmt> leading;  // the declarations among the comments and declarations that start the loops
+  size_t first = 0;
+  for (; first < loops.size() && (loops[first]->kind == StmtKind::Declare || loops[first]->kind == StmtKind::Comment); ++first)
+    if (loops[first]->kind == StmtKind::Declare) leading.push_back(loops[first]);
+  std::vector<std::vector<Stmt>> groups;
+  std::vector<Stmt> current;
+  auto lists_something = [](const std::vector<Stmt>& stmts) {
+    return std::any_of(stmts.begin(), stmts.end(), [](const Stmt& x) { return x->kind != StmtKind::Comment; });
+  };
+  for (size_t k = first; k < loops.size(); ++k) {
+    const For* loop = as_for(loops[k]);
+    if (!loop || !loop->annotations.own_kernel) {
+      current.push_back(loops[k]);
+      continue;
+    }
+    std::vector<Stmt> comments;  // the ones just before the nest describe it
+    while (!current.empty() && current.back()->kind == StmtKind::Comment) {
+      comments.insert(comments.begin(), current.back());
+      current.pop_back();
+    }
+    if (lists_something(current)) groups.push_back(current);
+    current = comments;
+    current.push_back(loops[k]);
+    groups.push_back(current);
+    current.clear();
+  }
+  if (lists_something(current) || groups.empty()) groups.push_back(current);
+  groups.front().insert(groups.front().begin(), loops.begin(), loops.begin() + static_cast<std::ptrdiff_t>(first));
+  for (size_t g = 1; g < groups.size(); ++g) groups[g].insert(groups[g].begin(), leading.begin(), leading.end());
+  return groups;
+}
+
 // The zero fill (bound to the whole grid) and an assemble phase's prefix sum (a scan by one
 // block) are kernels of their own; the rest of the nest is the main kernel. They are launched in
 // the nest's order: the zero fill first, the prefix sum after the counts.
@@ -309,13 +347,16 @@ std::vector<Kernel> split_into_kernels(const LoweredFunc& func) {
         pack.insert(pack.begin(), loops.back());
         loops.pop_back();
       }
-      for (Listing listing : {Listing::Count, Listing::List}) {
-        Kernel kernel = kernel_of(func.name + (listing == Listing::Count ? "_count_entries" : "_list_entries"), loops);
-        kernel.list = list;
-        kernel.listing = listing;
-        kernel.list_params = entry_list_params(*list, listing);
-        kernels.push_back(std::move(kernel));
-      }
+      std::vector<std::vector<Stmt>> groups = listing_kernels(loops);
+      for (Listing listing : {Listing::Count, Listing::List})
+        for (size_t g = 0; g < groups.size(); ++g) {
+          std::string name = func.name + (listing == Listing::Count ? "_count_entries" : "_list_entries");
+          Kernel kernel = kernel_of(g ? name + "_" + std::to_string(g + 1) : name, groups[g]);
+          kernel.list = list;
+          kernel.listing = listing;
+          kernel.list_params = entry_list_params(*list, listing);
+          kernels.push_back(std::move(kernel));
+        }
       Kernel packing = kernel_of(func.name + "_pack_entries", pack);
       packing.list = list;
       packing.packs_list = true;
@@ -653,6 +694,7 @@ std::string indented(const std::string& text) {
 // length, list the entries, sort them, pack them, free it all. `kernels`: the launches of the
 // counting, listing and packing kernels. The first error is returned.
 std::string entry_list_launches(const EntryList& list, const std::vector<std::string>& kernels) {
+  const size_t listing_kernels = (kernels.size() - 1) / 2;  // counting, then as many listing, then packing
   CExprPrinter expr;
   std::string values_type = expr.type_name(list.value_type);
   std::vector<std::pair<std::string, std::string>> arrays = {{list.keys, "int64_t"}, {list.spare(list.keys), "int64_t"}};
@@ -668,7 +710,7 @@ std::string entry_list_launches(const EntryList& list, const std::vector<std::st
   for (const auto& [name, type] : arrays) out += "    " + type + "* " + name + " = nullptr;\n";
   out += "    int64_t " + list.count + " = 0;  // the list's length\n";
   out += "    cudaError_t status = spgen_list_alloc(&" + list.cursor() + ", 1, stream);\n";
-  out += launch(kernels.at(0));
+  for (size_t k = 0; k < listing_kernels; ++k) out += launch(kernels.at(k));
   out += "    // the host waits for the count, to allocate the list at its length\n";
   out += "    if (status == cudaSuccess)\n      status = cudaMemcpyAsync(&" + list.count + ", " + list.cursor() +
          ", sizeof(int64_t), cudaMemcpyDeviceToHost, stream);\n";
@@ -676,12 +718,12 @@ std::string entry_list_launches(const EntryList& list, const std::vector<std::st
   for (const auto& [name, type] : arrays)
     out += "    if (status == cudaSuccess) status = spgen_list_alloc(&" + name + ", " + list.count + ", stream);\n";
   out += "    if (status == cudaSuccess) status = cudaMemsetAsync(" + list.cursor() + ", 0, sizeof(int64_t), stream);\n";
-  out += launch(kernels.at(1));
+  for (size_t k = 0; k < listing_kernels; ++k) out += launch(kernels.at(listing_kernels + k));
   std::string no_values = "static_cast<" + values_type + "*>(nullptr)";
   out += "    if (status == cudaSuccess)\n      status = spgen_sort_entries(" + list.keys + ", " +
          (list.values.empty() ? no_values : list.values) + ", " + list.spare(list.keys) + ", " +
          (list.values.empty() ? no_values : list.spare(list.values)) + ", " + list.count + ", stream);\n";
-  out += launch(kernels.at(2));
+  out += launch(kernels.back());
   out += "    if (" + list.cursor() + ") cudaFreeAsync(" + list.cursor() + ", stream);\n";
   for (const auto& [name, type] : arrays) out += "    if (" + name + ") cudaFreeAsync(" + name + ", stream);\n";
   return out + "    if (status != cudaSuccess) return (int)status;\n  }\n";

@@ -75,6 +75,7 @@ std::vector<ScheduleOp> auto_schedule_cuda(const LoweredFunc& func, const sparse
                                            const std::vector<const For*>& spine) {
   const For* outer = spine.front();
   if (!outer->annotations.sequential_reason.empty()) return {};
+  if (outer->annotations.own_kernel) return {};  // a listing nest of a sum's part, already over the grid
   auto strategy = [&](const For& loop) -> std::string {
     if (!is_reduction(program, loop.label)) return "";
     bool sums_into_scalar = !scalars_assigned_outside(loop.body).empty();

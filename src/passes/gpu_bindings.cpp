@@ -183,6 +183,11 @@ class GpuBindings {
     nest.visit(func_.body);
     lists_ = nest.lists;
     std::map<std::string, LoopAnnotations> completed;
+    for (const GpuBinding& b : bindings_)
+      if (!has_site(nest, b.label))  // (the snapshot leaves out the loops of kernels of their own)
+        fail(b, "loop " + b.label + " is in a nest that lists entries of " + output_ + " in kernels of its own, its outer loop "
+                    "spread over the grid (an added part of the sum, or the first term's nest where a part has a loop "
+                    "of its outer loop's label), which no op binds");
     for (const GpuBinding& b : bindings_) {
       const NestSnapshot::LoopSite& site = site_of(nest, b.label);
       completed[b.label] = site.loop->annotations;
@@ -208,6 +213,10 @@ class GpuBindings {
 
   const GpuBinding& binding_of(const std::string& label) const {
     return *std::find_if(bindings_.begin(), bindings_.end(), [&](const GpuBinding& b) { return b.label == label; });
+  }
+
+  static bool has_site(const NestSnapshot& nest, const std::string& label) {
+    return std::any_of(nest.loops.begin(), nest.loops.end(), [&](const NestSnapshot::LoopSite& s) { return s.loop->label == label; });
   }
 
   static const NestSnapshot::LoopSite& site_of(const NestSnapshot& nest, const std::string& label) {
@@ -407,7 +416,26 @@ class GpuBindings {
       s = std::make_shared<For>(loop->label, loop->var, loop->begin, loop->end, loop->body, a);
     }
     func_.body = block(std::move(stmts));
+    func_.body = BindListingKernels().mutate(func_.body);
   }
+
+  // The added parts' nests that list entries in kernels of their own (lower_to_loops.cpp:
+  // own_listing_kernel): each entry takes its slot atomically, so the grid's threads share the
+  // outer loop (a part's loop of one trip runs in one thread).
+  class BindListingKernels : public IRMutator {
+   protected:
+    Stmt mutate_allocate(const Allocate& node, const Stmt& self) override {
+      if (std::none_of(node.buffers.begin(), node.buffers.end(), [](const Workspace& w) { return w.growable; })) return self;
+      return IRMutator::mutate_allocate(node, self);
+    }
+    Stmt mutate_for(const For& node, const Stmt& self) override {
+      if (!node.annotations.own_kernel || !node.annotations.bind.empty()) return self;
+      LoopAnnotations a = node.annotations;
+      a.bind = "grid";
+      a.bind_threads = kZeroFillThreads;
+      return std::make_shared<For>(node.label, node.var, node.begin, node.end, node.body, a);
+    }
+  };
 
   static std::string describe(const Store& store) {
     return "the store into " + store.buffer + "[" + ExprPrinter().print(store.index) + "]";

@@ -1527,13 +1527,6 @@ class Lowering {
       if (output.format.block(l).part != BlockPart::None) return;  // blocked outputs have their own checks
     const std::string why = out_of_order_reason(output);
     if (why.empty()) return;
-    if (whole_ && config_.target == Target::Cuda)
-      throw CompileError(format_config_error(
-          config_.file, "/tensors/" + output.tensor + "/format",
-          why_added_parts_join() + ", but " + output.tensor + " gets its entries out of order (" + why +
-              "), so the cpu target lists each term's entries, sorts the list and packs it, which the cuda target does not "
-              "do for a sum whose terms sum over different indices: reorder so the output's loops are outermost, or make " +
-              output.tensor + " dense"));
     listed_ = true;
     list_keys_ = fresh_name(output.tensor + "_keys");
     list_values_ = fresh_name(output.tensor + "_entries");
@@ -2582,8 +2575,63 @@ class Lowering {
       if (it.is_reduction) body_summed.push_back(it.var);
     list_part(program_.iteration.body, body_summed, true);
     for (const sparse::AddedPart& part : whole_->iteration.added_parts) list_part(part.body, part.summed, false);
+    if (config_.target == Target::Cuda) {
+      // nests: a comment and a nest per part. The first term's nest is scheduled as one (its
+      // ops name its loops), unless an added part's nest has a loop of its outer loop's label,
+      // which no op could tell apart: then it too lists in kernels of its own.
+      const For* first_outer = statements_of(nests[1]).size() == 1 ? as_for(statements_of(nests[1]).front()) : nullptr;
+      bool shared_label = false;
+      for (size_t k = 3; k < nests.size() && first_outer; k += 2) shared_label |= has_loop_labelled(nests[k], first_outer->label);
+      for (size_t k = shared_label ? 1 : 3; k < nests.size(); k += 2) nests[k] = own_listing_kernel(nests[k], names);
+    }
     used_names_.insert(names.begin(), names.end());
     return block(std::move(nests));
+  }
+
+  static bool has_loop_labelled(const Stmt& stmt, const std::string& label) {
+    struct Find : IRVisitor {
+      const std::string& label;
+      bool found = false;
+      explicit Find(const std::string& l) : label(l) {}
+      void visit_for(const For& node) override {
+        found |= node.label == label;
+        IRVisitor::visit_for(node);
+      }
+    } find(label);
+    find.visit(stmt);
+    return find.found;
+  }
+
+  // On cuda an added part's nest lists its entries in kernels of its own (cuda_backend.cpp:
+  // listing_kernels), after the body's, its outer loop spread over the grid (gpu_bindings.cpp);
+  // each entry takes its slot atomically, so any iterations may run at once. A nest that is no
+  // such loop (a merge, or a loop that advances co-iteration cursors) runs in one thread, inside
+  // a loop of one trip.
+  // A nest around heap workspaces (allocated once per kernel, for every thread) stays as it is:
+  // the first term's kernel runs it, or one of its own between nests that are.
+  static Stmt own_listing_kernel(const Stmt& nest, std::set<std::string>& names) {
+    if (nest->kind == StmtKind::Allocate) {
+      const auto& buffers = static_cast<const Allocate&>(*nest).buffers;
+      if (std::any_of(buffers.begin(), buffers.end(), [](const Workspace& w) { return !w.local && !w.shared; })) return nest;
+    }
+    LoopAnnotations annotations;
+    annotations.own_kernel = true;
+    const std::vector<Stmt> stmts = statements_of(nest);
+    const For* loop = stmts.size() == 1 ? as_for(stmts.front()) : nullptr;
+    // (Iterations that meet on an entry of the output, COO rows that repeat, list it twice; the
+    // sort sums them: that reason alone keeps no loop sequential here.)
+    const std::string repeat_reason = "its coordinates repeat";
+    if (loop && (loop->annotations.sequential_reason.empty() ||
+                 (loop->annotations.repeats_coordinates && loop->annotations.sequential_reason.rfind(repeat_reason, 0) == 0))) {
+      LoopAnnotations own = loop->annotations;
+      own.sequential_reason.clear();
+      own.own_kernel = true;
+      return std::make_shared<For>(loop->label, loop->var, loop->begin, loop->end, loop->body, own);
+    }
+    std::string once = "once";
+    for (int suffix = 2; names.count(once); ++suffix) once = "once_" + std::to_string(suffix);
+    names.insert(once);
+    return std::make_shared<For>("one thread", once, int64(0), int64(1), nest, annotations);
   }
 
   // This Lowering's program is one part of a sum into `into`'s listed output: the whole nest of

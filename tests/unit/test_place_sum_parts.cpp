@@ -98,7 +98,6 @@ TEST_CASE("place sum parts: what one loop nest cannot do is refused") {
                  "different indices each have theirs, inside the loops outside the first summed index, or in nests of their "
                  "own where the output's entries are listed), which no schedule op can tell apart; schedule the loops they share, or j where only one part has it"));
   // Beside a blocked operand: its blocks and the other operands' entries outside them.
-  const char* transposed_bias = "C(i,k) = A(j,i) * B(j,k) + D(i,k)";
   const std::string beside_blocked_a = error_of(kSpgemmBias, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]},
       "D": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})");
   CHECK(contains(beside_blocked_a, "c.json: /tensors/A/format: error: the right-hand side sums its terms over different indices"));
@@ -111,15 +110,6 @@ TEST_CASE("place sum parts: what one loop nest cannot do is refused") {
                  "assembles, so they share one loop nest: the terms without k are added where the loops outside k end, which "
                  "is not supported beside a blocked operand (C_prev, the value of C before `+=`, stored as C is: its blocks, "
                  "and the other operands' entries outside them); store C unblocked, or make it dense"));
-  // Entries that arrive out of order are listed by each part's nest (below); the cuda target
-  // lists no entries of such a sum.
-  CHECK(contains(error_of(transposed_bias, csr_all().insert(1, R"("target": "cuda", )")),
-                 "c.json: /tensors/C/format: error: the right-hand side sums its terms over different indices (A(j,i) * "
-                 "B(j,k) (summed over j); D(i,k) (no summed index)), and C (csr) is a sparse output the kernel assembles, so "
-                 "they share one loop nest: the terms without j are added where the loops outside j end, but C gets its "
-                 "entries out of order (it is summed over j outside its rows (index i)), so the cpu target lists each term's "
-                 "entries, sorts the list and packs it, which the cuda target does not do for a sum whose terms sum over "
-                 "different indices: reorder so the output's loops are outermost, or make C dense"));
 }
 
 TEST_CASE("place sum parts: into a listed output, each part lists its entries in a nest of its own") {
@@ -157,6 +147,67 @@ TEST_CASE("place sum parts: into a listed output, each part lists its entries in
                  "it appends to the list of C's entries"));
   CHECK(contains(error_of("C(i,k) = A(j,i) * B(j,k) - D(i,k)", csr_all(R"("csr")", R"({"op": "split", "var": "k", "factor": 4})")),
                  "split: there are several loops over k"));
+}
+
+TEST_CASE("place sum parts: into a listed output on cuda, each part's nest lists through the same atomic cursor") {
+  const std::string cuda = std::string(csr_all()).insert(1, R"("target": "cuda", )");
+  spgen::Compilation c = compile("C(i,k) = A(j,i) * B(j,k) - D(i,k)", cuda);
+  // The body's nest as the cuda listing's (unbound here); D's in kernels of its own, its rows
+  // over the grid; every entry takes its slot of the one list atomically.
+  CHECK(contains(c.stage2_dump, "    var C_listed: int64 = 0\n"
+                                "    # A(j,i) * B(j,k) (summed over j), into the list of C's entries\n"
+                                "    for j in [0, dim_j):\n"
+                                "      for i at pA1 in [int64(A_pos1[j]), int64(A_pos1[j + 1])):\n"
+                                "        let i: int64 = int64(A_crd1[pA1])\n"
+                                "        for k at pB1 in [int64(B_pos1[j]), int64(B_pos1[j + 1])):\n"
+                                "          let k: int64 = int64(B_crd1[pB1])\n"
+                                "          atomic C_listed += 1\n"
+                                "          C_keys[C_listed - 1] = i * dim_k + k\n"
+                                "          C_entries[C_listed - 1] = A_vals[pA1] * B_vals[pB1]\n"
+                                "    # - D(i,k) (no summed index), into the list of C's entries\n"
+                                "    for i in [0, dim_i) bind(grid, 256 threads):\n"
+                                "      for k at pD1 in [int64(D_pos1[i]), int64(D_pos1[i + 1])):\n"
+                                "        let k: int64 = int64(D_crd1[pD1])\n"
+                                "        atomic C_listed += 1\n"
+                                "        C_keys[C_listed - 1] = i * dim_k + k\n"
+                                "        C_entries[C_listed - 1] = -D_vals[pD1]\n"
+                                "    # sort the list by key and sum the repeats of each key\n"
+                                "    sort C_keys[0, C_listed) with C_entries\n"));
+  // The host counts with each nest's kernel, then lists with each, then sorts and packs once.
+  const std::string& source = c.files[1].text;
+  const size_t count = source.find("k_count_entries<<<1, 1, 0, stream>>>("), count_d = source.find("k_count_entries_2<<<");
+  const size_t list = source.find("k_list_entries<<<1, 1, 0, stream>>>("), list_d = source.find("k_list_entries_2<<<");
+  const size_t sort = source.find("status = spgen_sort_entries(C_keys, C_entries,"), pack = source.find("k_pack_entries<<<");
+  CHECK(count < count_d);
+  CHECK(count_d < list);
+  CHECK(list < list_d);
+  CHECK(list_d < sort);
+  CHECK(sort < pack);
+  CHECK(pack != std::string::npos);
+  CHECK(contains(source, "  int64_t C_listed = 0;\n"
+                         "  // - D(i,k) (no summed index), into the list of C's entries\n"
+                         "  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < dim_i; i += (int64_t)gridDim.x * blockDim.x) {"));
+  // Ops schedule the body's nest; D's loops are no op's.
+  CHECK(contains(compile("C(i,k) = A(j,i) * B(j,k) - D(i,k)", std::string(csr_all(R"("csr")",
+                     R"({"op": "bind", "var": "j", "to": "threadIdx.x", "reduction": "atomic"})")).insert(1, R"("target": "cuda", )")).stage2_dump,
+                 "    for j in [0, dim_j) bind(threadIdx.x, 32 threads, atomic):\n"));
+  // Where a part's nest loops over the body's outer index (i, both), neither can be named: the
+  // body's nest lists in kernels of its own too, its rows over the grid, and `auto` leaves both.
+  spgen::Compilation both = compile(kSpgemmBias, std::string(csr_all(R"("csc")")).insert(1, R"("target": "cuda", )"));
+  CHECK(contains(both.stage2_dump, "    # A(i,k) * B(k,j) (summed over k), into the list of C's entries\n"
+                                   "    for i in [0, dim_i) bind(grid, 256 threads):\n"));
+  CHECK(contains(both.stage2_dump, "    # + D(i,j) (no summed index), into the list of C's entries\n"
+                                   "    for i in [0, dim_i) bind(grid, 256 threads):\n"));
+  CHECK(contains(error_of(kSpgemmBias, std::string(csr_all(R"("csc")", R"({"op": "bind", "var": "k", "to": "threadIdx.x"})"))
+                                           .insert(1, R"("target": "cuda", )")),
+                 "c.json: /schedule/0: error: bind: loop k is in a nest that lists entries of C in kernels of its own, its "
+                 "outer loop spread over the grid (an added part of the sum, or the first term's nest where a part has a "
+                 "loop of its outer loop's label), which no op binds"));
+  // A part whose outer loop merges (D coo: a cursor over its runs of rows) lists in one thread.
+  CHECK(contains(compile("C(i,k) = A(j,i) * B(j,k) + D(i,k)", R"({"target": "cuda", "tensors": {"A": {"format": "csr"},
+      "B": {"format": "csr"}, "D": {"format": "coo"}, "C": {"format": "csr"}}})").stage2_dump,
+                 "    # + D(i,k) (no summed index), into the list of C's entries\n"
+                 "    for one thread at once in [0, 1) bind(grid, 256 threads):\n"));
 }
 
 TEST_CASE("place sum parts: into a dense or ragged last level below the summed loop, each part adds into the located entries") {
