@@ -1284,13 +1284,20 @@ class Lowering {
   // The tensor is stored at the current point (null: always, no merge loop around here involves
   // it, and none of its levels above `above_level` is found by binary search).
   Expr presence(const std::string& tensor, int above_level = INT_MAX) const {
+    return presence_with_searched(tensor, [&](const std::string&, int level) { return level < above_level; });
+  }
+
+  // The merge loops' presence flags of the tensor's structure, and the found flags of those of
+  // its levels located by binary search that `counts(structure, level)` keeps.
+  template <class KeepSearched>
+  Expr presence_with_searched(const std::string& tensor, const KeepSearched& counts) const {
     const std::string& structure = program_.structure_of(program_.buffer(tensor)).tensor;
     Expr all;
     if (auto found = presence_.find(structure); found != presence_.end())
       for (const std::string& flag : found->second) all = logical_and(all, var(flag, ScalarType::Bool));
     if (auto found = searched_flags_.find(structure); found != searched_flags_.end())
       for (const auto& [level, flag] : found->second)
-        if (level < above_level) all = logical_and(all, var(flag, ScalarType::Bool));
+        if (counts(structure, level)) all = logical_and(all, var(flag, ScalarType::Bool));
     return all;
   }
 
@@ -2498,15 +2505,9 @@ class Lowering {
   // presence(tensor) as the shared loops know it: a level located inside the blocks below them
   // (a binary search per coordinate) is searched by the nest itself.
   Expr presence_in_shared_loops(const std::string& tensor) const {
-    const std::string& structure = program_.structure_of(program_.buffer(tensor)).tensor;
-    Expr all;
-    if (auto found = presence_.find(structure); found != presence_.end())
-      for (const std::string& flag : found->second) all = logical_and(all, var(flag, ScalarType::Bool));
-    if (auto found = searched_flags_.find(structure); found != searched_flags_.end())
-      for (const auto& [level, flag] : found->second)
-        if (positions_.at(structure)[static_cast<size_t>(level)].ready_depth < shared_loops_)
-          all = logical_and(all, var(flag, ScalarType::Bool));
-    return all;
+    return presence_with_searched(tensor, [&](const std::string& structure, int level) {
+      return positions_.at(structure)[static_cast<size_t>(level)].ready_depth < shared_loops_;
+    });
   }
 
   // Where some term has all its tensors present (`present_of`: a tensor's flag, null for
