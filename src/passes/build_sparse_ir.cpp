@@ -105,6 +105,9 @@ void check_blocked_output(const Config& config, const sparse::Program& program) 
                        "no operand blocks any of them, from a block-row workspace; give an operand that block, or make " +
                        output.tensor + " unblocked on " + var);
     }
+    // An output unblocked on every index has its entries listed and sorted where they arrive a
+    // block at a time (lower_to_loops); one blocked on other indices follows the blocks there.
+    if (block.part == BlockPart::None && !output.format.is_blocked()) continue;
     if (block.part == BlockPart::None)
       fail_blocked(config, output.tensor,
                    "sparse output " + output.tensor + " (" + output.format.name + ") stores index " + var + ", which " +

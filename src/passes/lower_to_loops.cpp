@@ -1481,6 +1481,12 @@ class Lowering {
   std::string out_of_order_reason(const sparse::SparseBuffer& output) const {
     const Format& format = output.format;
     const size_t last = format.levels.size() - 1;
+    // (build_sparse_ir lets an output unblocked on every index beside a blocked operand through.)
+    for (size_t level = 0; level < format.levels.size(); ++level) {
+      const std::string& var = program_.axes[output.axes[level]].mode_var;
+      if (const sparse::BlockedVar* blocked = program_.blocked(var); blocked && blocked->tensor != output.tensor)
+        return blocked->tensor + " splits index " + var + " into blocks, so its entries arrive a block at a time";
+    }
     for (size_t level = 0; level < last; ++level)
       if (format.levels[level] == LevelKind::SparseFixed)
         return "it stores index " + program_.axes[output.axes[level]].index_var + " in an ELL level above its last one";
@@ -1534,6 +1540,13 @@ class Lowering {
       if (output.format.block(l).part != BlockPart::None) return;  // blocked outputs have their own checks
     const std::string why = out_of_order_reason(output);
     if (why.empty()) return;
+    if (!outside_blocks_of_.empty())  // (the rest would need to join the list before its sort)
+      throw CompileError(format_config_error(
+          config_.file, "/tensors/" + output.tensor + "/format",
+          "sparse output " + output.tensor + " (" + output.format.name + ") gets its entries out of order (" + why +
+              ") beside a term without " + outside_blocks_of_.front() +
+              ", whose entries outside its blocks are added after them; make " + output.tensor + " dense, or block it as " +
+              outside_blocks_of_.front() + " is"));
     listed_ = true;
     list_keys_ = fresh_name(output.tensor + "_keys");
     list_values_ = fresh_name(output.tensor + "_entries");

@@ -1047,9 +1047,13 @@ TEST_CASE("bsr: what is refused, with what works") {
   spgen::Compilation alike = compile("C(i,j) = A(i,j) + B(i,j)",
                                      R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [2, 2]}, "C": {"format": "dense"}}})");
   CHECK(contains(alike.stage2_dump, "# co-iterate j_blk: two-finger merge of A, B\n"));
-  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "C": {"format": "csr"}}})"),
-                 "c.json: /tensors/C/format: error: sparse output C (csr) stores index i, which A (bsr) splits into blocks, "
-                 "unblocked: its entries would arrive a block at a time, out of order; make C dense, or block it as A is (2)"));
+  // An output unblocked on the blocked indices gets its entries a block at a time: listed.
+  CHECK(contains(compile("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "C": {"format": "csr"}}})").stage2_dump,
+                 "# list the entries of C as the loops produce them (out of order: A splits index i into blocks, so its "
+                 "entries arrive a block at a time), keyed by their coordinates in storage order\n"));
+  // Beside a term without A, B's entries outside A's blocks cannot join such a list.
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "csr"}}})"),
+                 "c.json: /tensors: error: B stores index j compressed, and A splits it into blocks"));
   // Blocked alike, an assembled output: its blocks are counted and appended in the block loops.
   spgen::Compilation assembled = compile("C(i,j) = A(i,j) + B(i,j)",
       R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [2, 2]}, "C": {"format": "bsr", "block": [2, 2]}}})");
