@@ -4,7 +4,7 @@
 // declarations) and run on a machine without a GPU. See docs/testing.md.
 //
 // Each launch runs its blocks one after another; inside a block every thread is a real
-// std::thread, so `__syncthreads()` is a real barrier over the block and the warp primitives are
+// std::thread (of a pool kept across launches), so `__syncthreads()` is a real barrier over the block and the warp primitives are
 // real exchanges among the 32 lanes of a warp. A barrier that not every thread (or lane) reaches
 // aborts the program with a message instead of hanging. Launches are synchronous.
 #pragma once
