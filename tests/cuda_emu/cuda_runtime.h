@@ -827,7 +827,7 @@ class ThreadPool {
   const void* body_object_ = nullptr;
   std::atomic<uint32_t> generation_{0};   // launches started; workers sleep on it
   std::atomic<uint64_t> claims_{0};       // generation << 32 | thread count << 16 | next thread id
-  std::atomic<int> finished_{0};          // threads of the current launch done
+  std::atomic<uint32_t> finished_{0};     // threads of the current launch done
   std::atomic<uint32_t> done_{0};         // the last launch done; the launching thread sleeps on it
 };
 
