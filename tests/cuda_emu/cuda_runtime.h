@@ -4,7 +4,7 @@
 // declarations) and run on a machine without a GPU. See docs/testing.md.
 //
 // Each launch runs its blocks one after another; inside a block every thread is a real
-// std::thread, so `__syncthreads()` is a real barrier over the block and the warp primitives are
+// std::thread (of a pool kept across launches), so `__syncthreads()` is a real barrier over the block and the warp primitives are
 // real exchanges among the 32 lanes of a warp. A barrier that not every thread (or lane) reaches
 // aborts the program with a message instead of hanging. Launches are synchronous.
 #pragma once
@@ -447,14 +447,18 @@ inline void wait_while_equal(std::atomic<uint32_t>& word, uint32_t value) {
 #endif
 }
 
-// Wakes every thread sleeping in wait_while_equal(word, ...).
-inline void wake_all(std::atomic<uint32_t>& word) {
+// Wakes up to `count` of the threads sleeping in wait_while_equal(word, ...).
+inline void wake(std::atomic<uint32_t>& word, int count) {
 #ifdef __linux__
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, count, nullptr, nullptr, 0);
 #else
+  (void)count;
   word.notify_all();
 #endif
 }
+
+// Wakes every thread sleeping in wait_while_equal(word, ...).
+inline void wake_all(std::atomic<uint32_t>& word) { wake(word, INT_MAX); }
 
 // Arrives at `barrier`, which completes when `expected` threads have arrived, and waits for that
 // (unlocked: the completing thread wakes the others through the generation's futex).
@@ -757,6 +761,76 @@ class Watchdog {
   std::thread thread_;
 };
 
+// The threads that run the threads of a launch's blocks, kept for the next launch: creating and
+// joining a thread costs about 30 us of CPU (its stack's mapping and page faults), so 1024-thread
+// launches paid ~30 ms each. Between launches the workers sleep on a futex; a launch wakes them,
+// each claims a thread id of the launch (the ones left over go back to sleep), and the last one
+// done wakes the launching thread. The pool grows to the largest launch and lives as long as the
+// program (its workers are detached and asleep at exit).
+class ThreadPool {
+ public:
+  static ThreadPool& instance() {
+    static ThreadPool* pool = new ThreadPool;  // never destroyed: its workers may outlive main
+    return *pool;
+  }
+
+  // Runs body(t) for every t in [0, count), each on a thread of its own, and returns when all
+  // have returned.
+  template <class Body>
+  void run(int count, const Body& body) {
+    std::lock_guard<std::mutex> lock(launch_mutex_);
+    const uint32_t generation = generation_.load(std::memory_order_relaxed);
+    while (workers_ < count) {
+      std::thread(&ThreadPool::work, this, generation).detach();
+      ++workers_;
+    }
+    body_ = [](const void* b, int thread) { (*static_cast<const Body*>(b))(thread); };
+    body_object_ = &body;
+    finished_.store(0, std::memory_order_relaxed);
+    // The launch's generation, its thread count and the next thread id to claim, in one word, so
+    // that a claim sees all three of the same launch.
+    claims_.store(static_cast<uint64_t>(generation + 1) << 32 | static_cast<uint64_t>(count) << 16,
+                  std::memory_order_release);
+    generation_.store(generation + 1, std::memory_order_release);
+    // As many as the launch needs: sleeping workers are alike, and each one woken claims a thread
+    // id (or finds them all taken by workers that had not gone to sleep yet).
+    wake(generation_, count);
+    wait_while_equal(done_, generation);
+  }
+
+ private:
+  ThreadPool() = default;
+
+  void work(uint32_t seen) {
+    for (;;) {
+      wait_while_equal(generation_, seen);
+      uint64_t claims = claims_.load(std::memory_order_acquire);
+      for (;;) {
+        const uint32_t count = static_cast<uint32_t>(claims >> 16 & 0xffff), thread = static_cast<uint32_t>(claims & 0xffff);
+        seen = static_cast<uint32_t>(claims >> 32);
+        if (thread >= count) break;  // every thread id of this launch is taken
+        if (!claims_.compare_exchange_weak(claims, claims + 1, std::memory_order_acq_rel, std::memory_order_acquire))
+          continue;
+        body_(body_object_, static_cast<int>(thread));
+        if (finished_.fetch_add(1, std::memory_order_acq_rel) + 1 == count) {
+          done_.store(seen, std::memory_order_release);
+          wake_all(done_);
+        }
+        break;
+      }
+    }
+  }
+
+  std::mutex launch_mutex_;                // one launch at a time
+  int workers_ = 0;
+  void (*body_)(const void*, int) = nullptr;
+  const void* body_object_ = nullptr;
+  std::atomic<uint32_t> generation_{0};   // launches started; workers sleep on it
+  std::atomic<uint64_t> claims_{0};       // generation << 32 | thread count << 16 | next thread id
+  std::atomic<uint32_t> finished_{0};     // threads of the current launch done
+  std::atomic<uint32_t> done_{0};         // the last launch done; the launching thread sleeps on it
+};
+
 template <class... Params>
 class Launch {
  public:
@@ -800,12 +874,9 @@ class Launch {
         finish_block(state);
       }
     };
-    std::vector<std::thread> threads;
-    threads.reserve(static_cast<size_t>(state.threads));
     start_block(state);
     Watchdog watchdog(state, grid);
-    for (int t = 0; t < state.threads; ++t) threads.emplace_back(body, t);
-    for (std::thread& t : threads) t.join();
+    ThreadPool::instance().run(state.threads, body);
   }
 
  private:

@@ -320,6 +320,27 @@ int probe_misaligned(bool aligned) {
   return 0;
 }
 
+// Each thread of each block marks its thread id once, after a barrier: launches of different
+// sizes in a row (the emulator reuses its threads across launches) each run every thread of
+// every block once, and no thread twice.
+__global__ void mark_thread(int* marks) {
+  __syncthreads();
+  atomicAdd(&marks[threadIdx.x], 1);
+}
+
+int probe_relaunch() {
+  for (int threads : {64, 1024, 32, 256, 1024}) {
+    int* marks = device_copy(std::vector<int>(1024, 0));
+    mark_thread<<<3, threads>>>(marks);
+    std::vector<int> got = host_copy(marks, 1024);
+    int wrong = 0;
+    for (int t = 0; t < 1024; ++t) wrong += got[t] != (t < threads ? 3 : 0);
+    std::printf("%d threads: %d wrong\n", threads, wrong);
+    cudaFree(marks);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -332,6 +353,7 @@ int main(int argc, char** argv) {
   if (!std::strcmp(probe, "divergent") && argc > 2) return probe_divergent(argv[2]);
   if (!std::strcmp(probe, "launch-errors")) return probe_launch_errors();
   if (!std::strcmp(probe, "grid-cap")) return probe_grid_cap();
+  if (!std::strcmp(probe, "relaunch")) return probe_relaunch();
   if (!std::strcmp(probe, "atomics")) return probe_atomics();
   if (!std::strcmp(probe, "atomic-counters")) return probe_race(true);
   if (!std::strcmp(probe, "racy-counters")) return probe_race(false);

@@ -163,6 +163,13 @@ TEST_CASE("the grid cap runs fewer blocks and a grid-stride kernel still covers 
   }
 }
 
+TEST_CASE("launches of different sizes in a row run every thread of every block once") {
+  ProcessResult run = probe({"relaunch"});
+  INFO(run.err);
+  CHECK(run.exit_code == 0);
+  CHECK(run.out == "64 threads: 0 wrong\n1024 threads: 0 wrong\n32 threads: 0 wrong\n256 threads: 0 wrong\n1024 threads: 0 wrong\n");
+}
+
 TEST_CASE("atomics from 1024 threads lose no update") {
   int biggest = -1;
   for (int t = 0; t < 1024; ++t) biggest = std::max(biggest, (t * 37) % 1021);
@@ -197,7 +204,7 @@ TEST_CASE("with NVCC_EMU_SANITIZE=thread, threads that race on memory are report
   CHECK(atomic.exit_code == 0);
   CHECK(atomic.out == "counted 128\n");
   // Barriers, shuffles, shared memory and atomics give every access an order TSan sees.
-  for (const char* name : {"warp", "shared", "dynamic-shared", "votes", "atomics", "grid-cap", "launch-errors"}) {
+  for (const char* name : {"warp", "shared", "dynamic-shared", "votes", "atomics", "grid-cap", "launch-errors", "relaunch"}) {
     CAPTURE(name);
     ProcessResult run = probe({name}, {}, tsan);
     INFO(run.err);

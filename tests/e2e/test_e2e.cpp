@@ -84,10 +84,11 @@ std::vector<Kernel> all_kernels() {
   return kernels;
 }
 
-// The environment of `spgen run`: CUDA kernels are built by the emulator's nvcc-emu.
+// The environment of `spgen run`: CUDA kernels are built by the emulator's nvcc-emu, which
+// precompiles the driver runtime's header with its own (where meson gives it a cache).
 std::vector<std::string> run_env(const Kernel& k) {
   if (!is_cuda(k)) return {};
-  return {"NVCC=" + source_root() + "/tests/cuda_emu/nvcc-emu"};
+  return {"NVCC=" + source_root() + "/tests/cuda_emu/nvcc-emu", "NVCC_EMU_PRECOMPILE=spgen_run_runtime.hpp"};
 }
 
 bool is_sparse(const Kernel& k, const std::string& tensor) { return !k.config.format_of(tensor).all_dense(); }
