@@ -982,11 +982,10 @@ inline Bounds expand_dense_level(const SortedEntries& entries, int level, int64_
 
 // A compressed level in pos/crd: the distinct coordinates under each parent when `unique`, or
 // (compressed-nonunique) one position per entry, so a coordinate repeats once per entry below it
-// (entries are sorted and merged over all levels).
+// (entries are sorted and merged over all levels); where a compressed-nonunique level starts a
+// COO segment (its singletons end at `segment_end`) with levels below, one position per distinct
+// coordinates of the segment.
 template <class I>
-// A compressed level: a position per distinct coordinate under each parent. A compressed-
-// nonunique level (unique false) has one per entry, or, where it starts a COO segment (its
-// singletons end at `segment_end`) with levels below, one per distinct coordinates of the segment.
 Bounds build_compressed_level(const SortedEntries& entries, int level, int64_t dim, const Bounds& parent,
                               std::vector<I>& pos, std::vector<I>& crd, bool unique, int segment_end) {
   const bool grouped = unique || (segment_end > level && segment_end + 1 < entries.order);
