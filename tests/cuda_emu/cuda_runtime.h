@@ -3,10 +3,15 @@
 // which rewrites the launches `k<<<grid, block, shmem, stream>>>(args)` and the `__shared__`
 // declarations) and run on a machine without a GPU. See docs/testing.md.
 //
-// Each launch runs its blocks one after another; inside a block every thread is a real
-// std::thread (of a pool kept across launches), so `__syncthreads()` is a real barrier over the block and the warp primitives are
-// real exchanges among the 32 lanes of a warp. A barrier that not every thread (or lane) reaches
-// aborts the program with a message instead of hanging. Launches are synchronous.
+// Each launch runs its blocks one after another. The threads of a block are fibers on the
+// launching thread (x86-64 Linux): each runs until it reaches a barrier (`__syncthreads()`, a
+// warp shuffle or vote) or returns, then the next ready one runs, so a barrier costs two stack
+// switches instead of a sleep and a wake-up in the kernel. Under ThreadSanitizer or
+// AddressSanitizer (which do not follow hand-made stack switches), elsewhere, or with
+// SPGEN_EMU_OS_THREADS defined, every thread is a real std::thread of a pool kept across
+// launches. Either way the warp primitives are real exchanges among the 32 lanes of a warp, and a
+// barrier that not every thread (or lane) reaches aborts the program with a message instead of
+// hanging. Launches are synchronous.
 #pragma once
 
 #include <atomic>
@@ -29,8 +34,21 @@
 
 #ifdef __linux__
 #include <linux/futex.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#endif
+
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define SPGEN_EMU_OS_THREADS 1
+#endif
+#endif
+#if defined(SPGEN_EMU_OS_THREADS) || defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__) || \
+    !defined(__x86_64__) || !defined(__linux__)
+#define SPGEN_EMU_FIBERS 0
+#else
+#define SPGEN_EMU_FIBERS 1
 #endif
 
 #define __global__
@@ -374,6 +392,7 @@ struct Barrier {
   std::atomic<uint32_t> generation{0};  // completed rounds (waiters wait on it, unlocked)
   const char* what = nullptr;           // the primitive the first arrival called
   unsigned mask = 0;                    // warp barriers: the lanes taking part
+  std::vector<int> waiters;             // fibers: the threads waiting for this round
 };
 
 // The state of the block that is running. Every barrier of the block uses one mutex, so that a
@@ -398,6 +417,7 @@ struct Block {
   int finished = 0;  // threads done with the current block
   uint64_t block_generation = 0;
   std::condition_variable next_block;
+  std::atomic<int> running{-1};  // fibers: the thread that runs now, for the watchdog
 };
 
 inline thread_local Block* current_block = nullptr;
@@ -460,6 +480,110 @@ inline void wake(std::atomic<uint32_t>& word, int count) {
 // Wakes every thread sleeping in wait_while_equal(word, ...).
 inline void wake_all(std::atomic<uint32_t>& word) { wake(word, INT_MAX); }
 
+#if SPGEN_EMU_FIBERS
+// Saves the callee-saved registers and the floating-point control words on the running stack,
+// stores the stack pointer in *save, and continues on the stack `load`, saved the same way (or
+// laid out so by Fibers::start). Hand-written because swapcontext makes a system call at
+// every switch (the signal mask), and a switch is all a barrier costs here.
+__attribute__((naked, noinline, noipa)) inline void switch_stack(void** /*save*/, void* /*load*/) {
+  asm volatile(
+      "pushq %rbp\n\tpushq %rbx\n\tpushq %r12\n\tpushq %r13\n\tpushq %r14\n\tpushq %r15\n\t"
+      "subq $8, %rsp\n\tstmxcsr (%rsp)\n\tfnstcw 4(%rsp)\n\t"
+      "movq %rsp, (%rdi)\n\tmovq %rsi, %rsp\n\t"
+      "ldmxcsr (%rsp)\n\tfldcw 4(%rsp)\n\taddq $8, %rsp\n\t"
+      "popq %r15\n\tpopq %r14\n\tpopq %r13\n\tpopq %r12\n\tpopq %rbx\n\tpopq %rbp\n\tret");
+}
+
+// The threads of the running block as fibers on the launching thread, each on a stack of its
+// own (kept for the next launch). `run` starts them in thread order; a thread that waits at a
+// barrier calls `suspend`, and the thread that completes the barrier makes the waiters ready
+// again (`make_ready`); ready threads run in the order they became ready.
+class Fibers {
+ public:
+  static Fibers& instance() {
+    static Fibers fibers;
+    return fibers;
+  }
+
+  // Runs body(t) for every t in [0, count), each on a fiber of its own, until all have
+  // returned; `on_switch(t)` runs on the launching thread before each switch to thread t.
+  template <class Body, class OnSwitch>
+  void run(int count, const Body& body, const OnSwitch& on_switch) {
+    while (static_cast<int>(stacks_.size()) < count) stacks_.push_back(new_stack());
+    saved_.resize(static_cast<size_t>(count));
+    ready_.assign(static_cast<size_t>(count), 0);
+    body_ = [](const void* b, int thread) { (*static_cast<const Body*>(b))(thread); };
+    body_object_ = &body;
+    for (int t = 0; t < count; ++t) {
+      saved_[static_cast<size_t>(t)] = start_frame(stacks_[static_cast<size_t>(t)]);
+      ready_[static_cast<size_t>(t)] = t;
+    }
+    head_ = 0;
+    queued_ = count;
+    while (queued_ > 0) {
+      running_ = ready_[head_];
+      head_ = (head_ + 1) % ready_.size();
+      --queued_;
+      on_switch(running_);
+      switch_stack(&scheduler_, saved_[static_cast<size_t>(running_)]);
+    }
+    running_ = -1;
+  }
+
+  // The running thread waits until another one makes it ready.
+  void suspend() { switch_stack(&saved_[static_cast<size_t>(running_)], scheduler_); }
+  void make_ready(int thread) {
+    ready_[(head_ + queued_) % ready_.size()] = thread;
+    ++queued_;
+  }
+  int running() const { return running_; }
+
+ private:
+  static constexpr size_t kStackBytes = size_t{512} << 10;  // mapped lazily: pages touched only
+  static constexpr size_t kGuardBytes = size_t{4} << 10;     // below it, an overflow faults
+
+  Fibers() = default;
+
+  static char* new_stack() {
+    void* memory = mmap(nullptr, kStackBytes + kGuardBytes, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (memory == MAP_FAILED) fail("cannot map a stack for a thread of the block");
+    mprotect(memory, kGuardBytes, PROT_NONE);
+    return static_cast<char*>(memory) + kGuardBytes + kStackBytes;  // stacks grow down
+  }
+
+  // A stack that switch_stack enters at `entry`, as if entry had been called (the stack pointer
+  // 8 bytes off 16 at its first instruction, a zero return address it never uses).
+  static void* start_frame(char* top) {
+    uint64_t* sp = reinterpret_cast<uint64_t*>(top);
+    *--sp = 0;                                          // entry's return address
+    *--sp = reinterpret_cast<uint64_t>(&entry);         // where switch_stack's ret goes
+    for (int r = 0; r < 6; ++r) *--sp = 0;              // rbp, rbx, r12 to r15
+    *--sp = uint64_t{0x037f} << 32 | uint64_t{0x1f80};  // x87 control word, MXCSR: the defaults
+    return sp;
+  }
+
+  [[noreturn]] static void entry() {
+    Fibers& f = instance();
+    f.body_(f.body_object_, f.running_);
+    void* unused = nullptr;
+    switch_stack(&unused, f.scheduler_);  // never resumed: the next block starts a new frame
+    __builtin_unreachable();
+  }
+
+  std::vector<char*> stacks_;  // the top of each thread's stack
+  std::vector<void*> saved_;   // each thread's saved stack pointer
+  void* scheduler_ = nullptr;  // the launching thread's, while a thread runs
+  std::vector<int> ready_;     // a ring of the ready threads
+  size_t head_ = 0;
+  int queued_ = 0;
+  int running_ = -1;
+  void (*body_)(const void*, int) = nullptr;
+  const void* body_object_ = nullptr;
+};
+#endif
+
+
 // Arrives at `barrier`, which completes when `expected` threads have arrived, and waits for that
 // (unlocked: the completing thread wakes the others through the generation's futex).
 // `publish(round)` runs at arrival, under the lock; returns the round that completed.
@@ -480,13 +604,24 @@ inline uint32_t arrive_and_wait(Block& b, std::unique_lock<std::mutex>& lock, Ba
     barrier.what = nullptr;
     b.waiting -= barrier.expected - 1;
     barrier.generation.store(round + 1, std::memory_order_release);
+#if SPGEN_EMU_FIBERS
+    for (int waiter : barrier.waiters) Fibers::instance().make_ready(waiter);
+    barrier.waiters.clear();
+#else
     wake_all(barrier.generation);
+#endif
     return round;
   }
   ++b.waiting;
   check_deadlock(b);
+#if SPGEN_EMU_FIBERS
+  barrier.waiters.push_back(Fibers::instance().running());
+  lock.unlock();
+  Fibers::instance().suspend();
+#else
   lock.unlock();
   wait_while_equal(barrier.generation, round);
+#endif
   return round;
 }
 
@@ -743,7 +878,12 @@ class Watchdog {
       }
       if (std::chrono::duration<double>(Clock::now() - since).count() < barrier_timeout_s()) continue;
       std::lock_guard<std::mutex> block_lock(b.mutex);
+#if SPGEN_EMU_FIBERS
+      // One thread has run all this time without a switch: a hang unless it is the block's last.
+      if (b.live <= 1) continue;
+#else
       if (b.waiting == 0) continue;  // long work without barriers is no hang
+#endif
       const uint64_t linear = b.block_generation;
       blockIdx = uint3{static_cast<unsigned>(linear % grid.x), static_cast<unsigned>(linear / grid.x % grid.y),
                        static_cast<unsigned>(linear / (static_cast<uint64_t>(grid.x) * grid.y))};
@@ -752,6 +892,15 @@ class Watchdog {
       if (b.block_barrier.arrived > 0) report_unreached(b.block_barrier, false, 0, detail);
       for (size_t w = 0; w < b.warp_count; ++w)
         if (b.warps[w].arrived > 0) report_unreached(b.warps[w], true, static_cast<int>(w), detail);
+#if SPGEN_EMU_FIBERS
+      // Nothing arrived yet: the running thread went first and the others have not started.
+      const int thread = b.running.load(std::memory_order_relaxed);
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%g s", barrier_timeout_s());
+      fail("thread " + std::to_string(thread) + " of block " + block_name() + " ran for " + seconds +
+           " without reaching a barrier or returning, while the block's " + std::to_string(b.live - 1) +
+           " other threads wait for it (the emulator runs a block's threads one at a time)");
+#endif
     }
   }
 
@@ -860,6 +1009,36 @@ class Launch {
     state.block_barrier.expected = state.threads;
     state.live = state.threads;
     const uint64_t blocks = static_cast<uint64_t>(grid.x) * grid.y * grid.z;
+#if SPGEN_EMU_FIBERS
+    current_block = &state;
+    blockDim = block;
+    gridDim = grid;
+    auto body = [&](int thread) {
+      std::tuple<Params...> mine = params;  // parameters are per-thread copies
+      std::apply(kernel, mine);
+      leave_block(state);
+    };
+    auto on_switch = [&](int thread) {
+      current_thread = thread;
+      threadIdx = uint3{thread % block.x, thread / block.x % block.y, thread / (block.x * block.y)};
+      state.running.store(thread, std::memory_order_relaxed);
+      state.progress.fetch_add(1, std::memory_order_relaxed);
+    };
+    Watchdog watchdog(state, grid);
+    for (uint64_t linear = 0; linear < blocks; ++linear) {
+      blockIdx = uint3{static_cast<unsigned>(linear % grid.x), static_cast<unsigned>(linear / grid.x % grid.y),
+                       static_cast<unsigned>(linear / (static_cast<uint64_t>(grid.x) * grid.y))};
+      {
+        std::lock_guard<std::mutex> lock(state.mutex);
+        state.block_generation = linear;
+        state.live = state.threads;
+        state.waiting = 0;
+        start_block(state);
+      }
+      Fibers::instance().run(state.threads, body, on_switch);
+    }
+    current_block = nullptr;
+#else
     auto body = [&](int thread) {
       current_block = &state;
       current_thread = thread;
@@ -877,12 +1056,21 @@ class Launch {
     start_block(state);
     Watchdog watchdog(state, grid);
     ThreadPool::instance().run(state.threads, body);
+#endif
   }
 
  private:
   static void start_block(Block& b) {
     // Shared memory starts as garbage on the GPU: NaN bytes make a read before a write visible.
     std::memset(b.dynamic_shared.data(), 0xff, b.dynamic_shared.size());
+  }
+
+  // A fiber's end of its block: leaving while others wait at a barrier that needs it is a deadlock.
+  static void leave_block(Block& b) {
+    std::lock_guard<std::mutex> lock(b.mutex);
+    --b.live;
+    b.progress.fetch_add(1, std::memory_order_relaxed);
+    check_deadlock(b);
   }
 
   // The end of a thread's block: a thread leaving the kernel while others wait at a barrier that

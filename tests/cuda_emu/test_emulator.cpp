@@ -12,14 +12,16 @@ using namespace spgen_test;
 
 namespace {
 
-// The probe program built with nvcc-emu (with NVCC_EMU_SANITIZE=`sanitize` if not empty), on
-// first use, in a directory that lives as long as the test program.
-std::string build_probe(const std::string& sanitize) {
+// The probe program built with nvcc-emu (with NVCC_EMU_SANITIZE=`sanitize` if not empty; with
+// `define`, a -D flag, if not empty), on first use, in a directory that lives as long as the
+// test program.
+std::string build_probe(const std::string& sanitize, const std::string& define = "") {
   static TempDir dir;
-  std::string out = dir.file("emulator_probe" + sanitize);
-  ProcessResult build = run_process({source_root() + "/tests/cuda_emu/nvcc-emu", "-std=c++17", "-O1", "-arch=native", "-o",
-                                     out, source_root() + "/tests/cuda_emu/emulator_probe.cu"},
-                                    {"NVCC_EMU_SANITIZE=" + sanitize, "NVCC_EMU_CACHE="});
+  std::string out = dir.file("emulator_probe" + sanitize + define);
+  std::vector<std::string> command = {source_root() + "/tests/cuda_emu/nvcc-emu", "-std=c++17", "-O1", "-arch=native", "-o", out};
+  if (!define.empty()) command.push_back("-D" + define);
+  command.push_back(source_root() + "/tests/cuda_emu/emulator_probe.cu");
+  ProcessResult build = run_process(command, {"NVCC_EMU_SANITIZE=" + sanitize, "NVCC_EMU_CACHE="});
   INFO("nvcc-emu: " << build.out << build.err);
   REQUIRE(build.exit_code == 0);
   return out;
@@ -27,6 +29,12 @@ std::string build_probe(const std::string& sanitize) {
 
 const std::string& probe_binary() {
   static const std::string binary = build_probe("");
+  return binary;
+}
+
+// The default build runs a block's threads as fibers; this one as OS threads.
+const std::string& os_threads_binary() {
+  static const std::string binary = build_probe("", "SPGEN_EMU_OS_THREADS");
   return binary;
 }
 
@@ -115,11 +123,26 @@ TEST_CASE("a barrier not every thread reaches ends the program with a message in
     CHECK(run.err.find("cuda emulator: __shfl_down_sync not reached by every lane of warp ") == 0);
     CHECK(run.err.find("(16 of 32 arrived)") != std::string::npos);
   }
-  SUBCASE("a thread that never comes back: the watchdog") {
+  SUBCASE("a thread that never comes back: the watchdog (fibers: the others have not started)") {
     ProcessResult run = probe({"divergent", "stuck"}, {"SPGEN_CUDA_EMU_TIMEOUT=1"});
     CHECK(run.exit_code == 3);
     CHECK(run.err ==
+          "cuda emulator: thread 0 of block (0,0,0) ran for 1 s without reaching a barrier or returning, while the "
+          "block's 31 other threads wait for it (the emulator runs a block's threads one at a time)\n");
+  }
+  SUBCASE("a thread that never comes back: the watchdog (OS threads: the others wait at the barrier)") {
+    ProcessResult run = probe({"divergent", "stuck"}, {"SPGEN_CUDA_EMU_TIMEOUT=1"}, os_threads_binary());
+    CHECK(run.exit_code == 3);
+    CHECK(run.err ==
           "cuda emulator: __syncthreads not reached by every thread of block (0,0,0) (31 of 32 arrived, no progress in 1 s)\n");
+  }
+  SUBCASE("divergent barriers with OS threads") {
+    ProcessResult run = probe({"divergent", "syncthreads"}, {}, os_threads_binary());
+    CHECK(run.exit_code == 3);
+    CHECK(run.err == "cuda emulator: __syncthreads not reached by every thread of block (0,0,0) (16 of 64 arrived)\n");
+    run = probe({"divergent", "shuffle"}, {}, os_threads_binary());
+    CHECK(run.exit_code == 3);
+    CHECK(run.err.find("(16 of 32 arrived)") != std::string::npos);
   }
 }
 
@@ -210,5 +233,19 @@ TEST_CASE("with NVCC_EMU_SANITIZE=thread, threads that race on memory are report
     INFO(run.err);
     CHECK(run.exit_code == 0);
     CHECK(run.err.find("ThreadSanitizer") == std::string::npos);
+  }
+}
+
+TEST_CASE("a block's threads as fibers and as OS threads (SPGEN_EMU_OS_THREADS) give the same results") {
+  for (const char* name : {"warp", "shared", "dynamic-shared", "votes", "atomics", "grid-cap", "launch-errors", "relaunch",
+                           "atomic-counters"}) {
+    CAPTURE(name);
+    ProcessResult fibers = probe({name});
+    ProcessResult threads = probe({name}, {}, os_threads_binary());
+    INFO(fibers.err << threads.err);
+    CHECK(fibers.exit_code == 0);
+    CHECK(threads.exit_code == 0);
+    CHECK(!fibers.out.empty());
+    CHECK(fibers.out == threads.out);
   }
 }
