@@ -491,6 +491,7 @@ class Lowering {
         if (refusal.empty()) {
           outside_blocks_of_ = alike;
           blocks_done_ = blocks_visited(blocker);
+          if (int level = ungated_merge_level(blocker); level >= 0) skip_levels_above_[blocker] = level;
           continue;
         }
         throw_unsupported(axis.tensor + " stores index " + axis.mode_var + " " + stored + ", and " + blocker +
@@ -606,6 +607,14 @@ class Lowering {
     // Every loop over blocks visits exactly the blocks of the operands blocked alike (their
     // union), or every block: the rest then skips what they hold.
     const std::vector<std::string> alike = blocked_alike(blocker);
+    // (A loop beyond their blocks with no loop over blocks inside: the rest skips the blocks
+    // above it, where the output is dense and one operand blocks.)
+    if (int level = ungated_merge_level(blocker); level >= 0 && (gathered || alike.size() != 1)) {
+      const sparse::Axis& axis = program_.axes[program_.buffer(blocker).axes[static_cast<size_t>(level)]];
+      return "the loop over " + axis.mode_var + " visits other operands' coordinates too, and no loop over " + blocker +
+             "'s blocks inside it keeps to " + blocker + "'s" +
+             (gathered ? ", which a block-row workspace of the output needs" : ", which operands blocked alike need");
+    }
     for (const std::string& tensor : alike)
       for (int id : program_.buffer(tensor).axes) {
         const sparse::Axis& axis = program_.axes[id];
@@ -616,7 +625,8 @@ class Lowering {
         // only the others are stored, the tensor is absent and that loop below visits nothing.)
         int depth = program_.depth_of(axis.index_var);
         if (!visits_every_coordinate(depth) && !union_of_alike(depth, alike, tensor) &&
-            !(axis.block_part == BlockPart::None && union_of_alike(depth, alike, tensor, true) && gated_below(axis, alike)))
+            !(axis.block_part == BlockPart::None && union_of_alike(depth, alike, tensor, true) && gated_below(axis, alike)) &&
+            !(axis.level == ungated_merge_level(blocker) && !gathered && alike.size() == 1))
           return std::string("the loop over ") + (axis.block_part == BlockPart::Block ? "the blocks of " : "") + axis.mode_var +
                  (alike.size() == 1 ? " visits other operands' " + std::string(axis.block_part == BlockPart::Block ? "blocks" : "coordinates") + " too"
                                     : " visits other blocks than those of " + names(alike) + " (other operands' blocks)") +
@@ -651,6 +661,34 @@ class Lowering {
     };
     bool holds = std::any_of(space.begin(), space.end(), [&](const Conjunction& c) { return c.count(tensor) > 0 && of_alike(c); });
     return holds && (among_others || std::all_of(space.begin(), space.end(), of_alike));
+  }
+
+  // The level of the blocked operand, below its block levels, whose loop merges other operands'
+  // coordinates or visits every coordinate with no loop over its blocks inside it (A: block rows
+  // of 2 above compressed columns, B dcsc: the loop over j merges A's and B's columns, and the
+  // dense rows inside the block row run for B's columns too; beside a csc D, every column), if
+  // any (-1): inside A's block rows the block loops then
+  // visit every coordinate of the terms, so the rest does only what lies outside A's levels
+  // above it (the block rows A stores), and skips where those are found. Every level of A
+  // below it is dense.
+  int ungated_merge_level(const std::string& blocker) const {
+    const std::vector<std::string> alike = blocked_alike(blocker);
+    const std::vector<int>& levels = program_.buffer(blocker).axes;
+    for (size_t l = 0; l < levels.size(); ++l) {
+      const sparse::Axis& axis = program_.axes[levels[l]];
+      if (axis.kind == sparse::AxisKind::DenseFixed || axis.block_part != BlockPart::None) continue;
+      int depth = program_.depth_of(axis.index_var);
+      bool beyond_theirs = visits_every_coordinate(depth) ||
+                           (!union_of_alike(depth, alike, blocker) && union_of_alike(depth, alike, blocker, true));
+      if (!beyond_theirs) continue;
+      bool blocks_above = false, sparse_below = false;
+      for (size_t above = 0; above < l; ++above)
+        blocks_above |= program_.axes[levels[above]].block_part == BlockPart::Block;
+      for (size_t below = l + 1; below < levels.size(); ++below)
+        sparse_below |= program_.axes[levels[below]].kind != sparse::AxisKind::DenseFixed;
+      return blocks_above && !sparse_below ? static_cast<int>(l) : -1;
+    }
+    return -1;
   }
 
   // A sparse level of `axis`'s tensor below it is visited by a loop deeper than its own that
@@ -918,6 +956,10 @@ class Lowering {
         // Nor has a rest beside a blocked operand of a tensor it neither reads nor skips the blocks
         // of (B csr in A .* B + D, A bsr: B is zero outside A's blocks, so the rest is D alone).
         if (!skip_blocks_of_.empty() && !buffer.is_output && !reads(buffer.tensor) && !skips_blocks_of(buffer.tensor)) break;
+        // ... nor of the levels of one whose skip counts only those above them.
+        if (auto above = skip_levels_above_.find(buffer.tensor);
+            above != skip_levels_above_.end() && !reads(buffer.tensor) && static_cast<int>(level) >= above->second)
+          break;
         LevelPosition position;
         position.name = fresh_name("p" + buffer.tensor + std::to_string(level));
         if (axis.kind == sparse::AxisKind::DenseFixed) {
@@ -2101,7 +2143,10 @@ class Lowering {
     Expr in_blocks;
     for (const Conjunction& visited : skip_blocks_of_) {
       Expr all;
-      for (const std::string& tensor : visited) all = logical_and(all, presence(tensor));
+      for (const std::string& tensor : visited) {
+        auto levels = skip_levels_above_.find(tensor);
+        all = logical_and(all, presence(tensor, levels == skip_levels_above_.end() ? INT_MAX : levels->second));
+      }
       in_blocks = logical_or(in_blocks, all);
     }
     return std::make_shared<If>(binary(BinOp::Eq, in_blocks, std::make_shared<IntImm>(0, ScalarType::Bool)), statement, nullptr);
@@ -2118,6 +2163,7 @@ class Lowering {
       auto lowering = std::make_unique<Lowering>(rest, config_, LoweringPhase::Compute, -1);
       lowering->used_names_ = used_names_;
       lowering->skip_blocks_of_ = skip_blocks_of_;  // (a rest's own rest skips both)
+      lowering->skip_levels_above_ = skip_levels_above_;
       lowering->skip_blocks_of_.insert(lowering->skip_blocks_of_.end(), blocks_done_.begin(), blocks_done_.end());
       lowering->located_vars_ = located_vars;
       return lowering;
@@ -3197,6 +3243,8 @@ class Lowering {
   std::vector<std::string> outside_blocks_of_;
   IterationSpace blocks_done_;     // ... the blocks its loops visit (blocks_visited), of those operands
   IterationSpace skip_blocks_of_;  // lowering a rest: the blocks done before (each all of a conjunction's)
+  // ... by tensor, where only its levels above one were done (ungated_merge_level): their count
+  std::map<std::string, int> skip_levels_above_;
   const Lowering* block_row_owner_ = nullptr;  // ... inside this lowering's block row, into its workspace
   bool assembled_;  // the output's structure is built here (see LoweringPhase)
   bool scattered_ = false;  // ... and its rows are gathered in a workspace (see plan_workspace)

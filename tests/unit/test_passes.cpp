@@ -1006,11 +1006,18 @@ TEST_CASE("bsr: what is refused, with what works") {
   CHECK(contains(rows_merged.stage2_dump, "    for j_blk at pA1 in [inA ? int64(A_pos1[pA0]) : 0, inA ? int64(A_pos1[pA0 + 1]) : 0):\n"));
   CHECK(contains(rows_merged.stage2_dump, "      if (pA0_2_found && pA1_2_found) == false:\n        C_vals[pC1_2] += B_vals[pB1_2]\n"));
   // An unblocked level below a block level (A: block rows of 2, compressed j, rows inside) whose
-  // loop merges B's columns has no loop over A's blocks inside it: B's entries there are done
-  // in the block loops wherever A has the block row, which the rest cannot tell apart.
+  // loop merges B's columns (dcsc) has no loop over A's blocks inside it: inside A's block rows
+  // the rows run for B's columns too, so the rest takes B's entries in the other block rows only.
   const char* row_blocks_above_columns = R"({"format": {"levels": [{"kind": "compressed", "floordiv": 2}, "compressed", {"kind": "dense", "mod": 2}], "order": [0, 1, 0]}})";
-  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", std::string(R"({"tensors": {"A": )") + row_blocks_above_columns + R"(, "B": {"format": "dcsc"}, "C": {"format": "dense"}}})"),
-                 "cannot follow here (the loop over j visits other operands' coordinates too, and no loop over A's blocks inside it keeps to A's)"));
+  spgen::Compilation block_rows_skipped = compile("C(i,j) = A(i,j) + B(i,j)", std::string(R"({"tensors": {"A": )") + row_blocks_above_columns + R"(, "B": {"format": "dcsc"}, "C": {"format": "dense"}}})");
+  CHECK(contains(block_rows_skipped.stage2_dump, "    # co-iterate j: two-finger merge of A, B\n"));
+  CHECK(contains(block_rows_skipped.stage2_dump, "      if pA0_2_found == false:\n        C_vals[pC1_2] += B_vals[pB1_2]\n"));
+  CHECK(!contains(block_rows_skipped.stage2_dump, "pA1_2"));  // (A's columns are not located)
+  // ... as where that loop visits every column (D csc): the rest used to skip only where A's
+  // column was found too, adding D's entries in A's block rows twice.
+  spgen::Compilation every_column = compile("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", std::string(R"({"tensors": {"A": )") + row_blocks_above_columns + R"(, "B": {"format": "dcsc"}, "D": {"format": "csc"}, "C": {"format": "dense"}}})");
+  CHECK(contains(every_column.stage2_dump, "    # co-iterate j: every coordinate, with cursors into A, B\n"));
+  CHECK(contains(every_column.stage2_dump, "      if pA0_2_found == false:\n"));
   // A rest whose rows repeat (COO) adds atomically; one whose rows would merge cursors visits
   // every row, each thread locating its row in every operand.
   spgen::Compilation repeats = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "coo"}, "C": {"format": "dense"}}, "target": "cuda"})");
