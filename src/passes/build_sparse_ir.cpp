@@ -235,6 +235,22 @@ void plan_output_blocks(const ast::Spec& spec, const Config& config, sparse::Pro
 // "located inside the blocks"): dense levels by arithmetic, the others by lookup or search, and
 // levels blocked apart (other blocks) at the coordinate / or % their block.
 void plan_blocked_vars(const ast::Spec& spec, const Config& config, sparse::Program& program) {
+  // An output in the structure of an unblocked input X (C = X .* (A + B), A bsr) has exactly
+  // X's entries, so X's loops must visit them all: where X stores an index that an operand
+  // blocks in a non-dense level (inside the blocks X would only be located, and its entries
+  // outside them would go unwritten), no operand gives block loops; each blocked operand is
+  // reached at X's coordinates, / and % its blocks, as an operand blocked otherwise is.
+  bool blocks_apart = false;
+  const sparse::SparseBuffer& output = program.buffers.front();
+  if (!output.shares_structure_with.empty()) {
+    const sparse::SparseBuffer& shared = program.buffer(output.shares_structure_with);
+    for (size_t l = 0; l < shared.format.levels.size() && !shared.format.is_blocked(); ++l) {
+      if (shared.format.levels[l] == LevelKind::Dense) continue;
+      const std::string& var = shared.indices[shared.format.mode_order[l]];
+      for (const sparse::Axis& axis : program.axes)
+        blocks_apart |= axis.block_part == BlockPart::Block && axis.mode_var == var && axis.tensor != output.tensor;
+    }
+  }
   for (const sparse::SparseBuffer& buffer : program.buffers) {
     // An output blocks nothing here: it shares an input's structure, gathers its own blocks
     // (plan_output_blocks), or is refused (check_blocked_output).
@@ -243,6 +259,11 @@ void plan_blocked_vars(const ast::Spec& spec, const Config& config, sparse::Prog
       LevelBlock block = buffer.format.block(l);
       if (block.part != BlockPart::Block) continue;
       const std::string& var = buffer.indices[buffer.format.mode_order[l]];
+      if (blocks_apart) {
+        for (int id : buffer.axes)
+          if (program.axes[id].mode_var == var) program.axes[id].index_var = var;  // now blocked_apart()
+        continue;
+      }
       // Operands blocked alike share the block loops: their block levels merge like any
       // compressed levels, and the in-block levels are dense.
       if (const sparse::BlockedVar* other = program.blocked(var)) {

@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <tuple>
 
@@ -337,8 +338,10 @@ class Lowering {
   // The stored (non-dense) axis of `tensor` that binds `var`, or -1.
   int compressed_axis(const std::string& tensor, const std::string& var) const {
     const sparse::SparseBuffer& buffer = program_.structure_of(program_.buffer(tensor));
-    for (int id : buffer.axes)
-      if (program_.axes[id].kind != sparse::AxisKind::DenseFixed && program_.axes[id].index_var == var) return id;
+    for (int id : buffer.axes)  // (a level blocked apart is located at var / or % its block, never streamed)
+      if (program_.axes[id].kind != sparse::AxisKind::DenseFixed && program_.axes[id].index_var == var &&
+          !program_.axes[id].blocked_apart() && !located_vars_.count(var))
+        return id;
     return -1;
   }
 
@@ -488,6 +491,7 @@ class Lowering {
         if (refusal.empty()) {
           outside_blocks_of_ = alike;
           blocks_done_ = blocks_visited(blocker);
+          if (int level = ungated_merge_level(blocker); level >= 0) skip_levels_above_[blocker] = level;
           continue;
         }
         throw_unsupported(axis.tensor + " stores index " + axis.mode_var + " " + stored + ", and " + blocker +
@@ -542,11 +546,18 @@ class Lowering {
       int depth = program_.depth_of(axis.index_var);
       if (depth >= 0 && !visits_every_coordinate(depth)) depths.insert(depth);
     }
+    // (A loop over an unblocked level that merges other operands' coordinates reaches the body
+    // only where a loop below visits the blocked operands' blocks: see gated_below.)
+    const std::vector<std::string> alike = blocked_alike(blocker);
+    auto holds_alike = [&](const Conjunction& c) {
+      return std::any_of(c.begin(), c.end(), [&](const std::string& t) { return std::count(alike.begin(), alike.end(), t) > 0; });
+    };
     IterationSpace visited = {{}};
     for (int depth : depths) {
       IterationSpace both;
       for (const Conjunction& above : visited)
         for (const Conjunction& here : plans_[depth].space) {
+          if (!holds_alike(here)) continue;
           Conjunction all = above;
           all.insert(here.begin(), here.end());
           if (std::find(both.begin(), both.end(), all) == both.end()) both.push_back(all);
@@ -596,22 +607,30 @@ class Lowering {
     // Every loop over blocks visits exactly the blocks of the operands blocked alike (their
     // union), or every block: the rest then skips what they hold.
     const std::vector<std::string> alike = blocked_alike(blocker);
+    // (A loop beyond their blocks with no loop over blocks inside: the rest skips the blocks
+    // above it, where the output is dense and one operand blocks.)
+    if (int level = ungated_merge_level(blocker); level >= 0 && (gathered || alike.size() != 1)) {
+      const sparse::Axis& axis = program_.axes[program_.buffer(blocker).axes[static_cast<size_t>(level)]];
+      return "the loop over " + axis.mode_var + " visits other operands' coordinates too, and no loop over " + blocker +
+             "'s blocks inside it keeps to " + blocker + "'s" +
+             (gathered ? ", which a block-row workspace of the output needs" : ", which operands blocked alike need");
+    }
     for (const std::string& tensor : alike)
       for (int id : program_.buffer(tensor).axes) {
         const sparse::Axis& axis = program_.axes[id];
         if (axis.kind == sparse::AxisKind::DenseFixed || axis.blocked_apart()) continue;  // (apart: located in the block row)
         // (An unblocked sparse level, DCSR-like rows above column blocks, is located by the rest
-        // as its blocks are: its loop too must visit exactly their union, or every coordinate.)
+        // as its blocks are: its loop too must visit exactly their union, or every coordinate,
+        // or merge other operands' coordinates above a loop that visits exactly the union: where
+        // only the others are stored, the tensor is absent and that loop below visits nothing.)
         int depth = program_.depth_of(axis.index_var);
-        const LoopPlan& plan = plans_[depth];
-        bool union_of_alike = std::all_of(plan.space.begin(), plan.space.end(), [&](const Conjunction& c) {
-          return !c.empty() && std::all_of(c.begin(), c.end(), [&](const std::string& t) { return std::count(alike.begin(), alike.end(), t) > 0; });
-        });
-        union_of_alike &= std::any_of(plan.space.begin(), plan.space.end(), [&](const Conjunction& c) { return c.count(tensor) > 0; });
-        if (!visits_every_coordinate(depth) && !union_of_alike)
+        if (!visits_every_coordinate(depth) && !union_of_alike(depth, alike, tensor) &&
+            !(axis.block_part == BlockPart::None && union_of_alike(depth, alike, tensor, true) && gated_below(axis, alike)) &&
+            !(axis.level == ungated_merge_level(blocker) && !gathered && alike.size() == 1))
           return std::string("the loop over ") + (axis.block_part == BlockPart::Block ? "the blocks of " : "") + axis.mode_var +
                  (alike.size() == 1 ? " visits other operands' " + std::string(axis.block_part == BlockPart::Block ? "blocks" : "coordinates") + " too"
-                                    : " visits other blocks than those of " + names(alike) + " (other operands' blocks)");
+                                    : " visits other blocks than those of " + names(alike) + " (other operands' blocks)") +
+                 (axis.block_part == BlockPart::None ? ", and no loop over " + tensor + "'s blocks inside it keeps to " + tensor + "'s" : "");
       }
     // The rest reads the operands blocked alike as zero: each term that holds one must lie
     // inside the blocks visited (A .* B within the blocks A and B both store).
@@ -630,6 +649,61 @@ class Lowering {
     // Several operands blocked otherwise (B 4x4, D 3x3 beside A 2x2): the first gives the rest
     // its loops, and the others, located inside its blocks, follow in the rest's own rest.
     return "";
+  }
+
+  // The loop at `depth` visits exactly a union of intersections of the operands blocked alike,
+  // one of them `tensor`'s (`among_others`: some of its conjunctions may hold other operands
+  // only).
+  bool union_of_alike(int depth, const std::vector<std::string>& alike, const std::string& tensor, bool among_others = false) const {
+    const IterationSpace& space = plans_[depth].space;
+    auto of_alike = [&](const Conjunction& c) {
+      return !c.empty() && std::all_of(c.begin(), c.end(), [&](const std::string& t) { return std::count(alike.begin(), alike.end(), t) > 0; });
+    };
+    bool holds = std::any_of(space.begin(), space.end(), [&](const Conjunction& c) { return c.count(tensor) > 0 && of_alike(c); });
+    return holds && (among_others || std::all_of(space.begin(), space.end(), of_alike));
+  }
+
+  // The level of the blocked operand, below its block levels, whose loop merges other operands'
+  // coordinates or visits every coordinate with no loop over its blocks inside it (A: block rows
+  // of 2 above compressed columns, B dcsc: the loop over j merges A's and B's columns, and the
+  // dense rows inside the block row run for B's columns too; beside a csc D, every column), if
+  // any (-1): inside A's block rows the block loops then
+  // visit every coordinate of the terms, so the rest does only what lies outside A's levels
+  // above it (the block rows A stores), and skips where those are found. Every level of A
+  // below it is dense.
+  int ungated_merge_level(const std::string& blocker) const {
+    const std::vector<std::string> alike = blocked_alike(blocker);
+    const std::vector<int>& levels = program_.buffer(blocker).axes;
+    for (size_t l = 0; l < levels.size(); ++l) {
+      const sparse::Axis& axis = program_.axes[levels[l]];
+      if (axis.kind == sparse::AxisKind::DenseFixed || axis.block_part != BlockPart::None) continue;
+      int depth = program_.depth_of(axis.index_var);
+      bool beyond_theirs = visits_every_coordinate(depth) ||
+                           (!union_of_alike(depth, alike, blocker) && union_of_alike(depth, alike, blocker, true));
+      if (!beyond_theirs) continue;
+      bool blocks_above = false, sparse_below = false;
+      for (size_t above = 0; above < l; ++above)
+        blocks_above |= program_.axes[levels[above]].block_part == BlockPart::Block;
+      for (size_t below = l + 1; below < levels.size(); ++below)
+        sparse_below |= program_.axes[levels[below]].kind != sparse::AxisKind::DenseFixed;
+      return blocks_above && !sparse_below ? static_cast<int>(l) : -1;
+    }
+    return -1;
+  }
+
+  // A sparse level of `axis`'s tensor below it is visited by a loop deeper than its own that
+  // visits exactly a union of the operands blocked alike: where the tensor is absent at
+  // `axis`'s coordinate, that loop visits nothing (its range under the absent parent is empty).
+  bool gated_below(const sparse::Axis& axis, const std::vector<std::string>& alike) const {
+    const std::vector<int>& levels = program_.buffer(axis.tensor).axes;
+    int depth = program_.depth_of(axis.index_var);
+    for (size_t l = static_cast<size_t>(axis.level) + 1; l < levels.size(); ++l) {
+      const sparse::Axis& below = program_.axes[levels[l]];
+      if (below.kind == sparse::AxisKind::DenseFixed || below.blocked_apart()) continue;
+      int deeper = program_.depth_of(below.index_var);
+      if (deeper > depth && !visits_every_coordinate(deeper) && union_of_alike(deeper, alike, axis.tensor)) return true;
+    }
+    return false;
   }
 
   // The first operand blocked otherwise than the loops (B bsr 4x4 beside A bsr 2x2), if any:
@@ -882,6 +956,10 @@ class Lowering {
         // Nor has a rest beside a blocked operand of a tensor it neither reads nor skips the blocks
         // of (B csr in A .* B + D, A bsr: B is zero outside A's blocks, so the rest is D alone).
         if (!skip_blocks_of_.empty() && !buffer.is_output && !reads(buffer.tensor) && !skips_blocks_of(buffer.tensor)) break;
+        // ... nor of the levels of one whose skip counts only those above them.
+        if (auto above = skip_levels_above_.find(buffer.tensor);
+            above != skip_levels_above_.end() && !reads(buffer.tensor) && static_cast<int>(level) >= above->second)
+          break;
         LevelPosition position;
         position.name = fresh_name("p" + buffer.tensor + std::to_string(level));
         if (axis.kind == sparse::AxisKind::DenseFixed) {
@@ -1936,6 +2014,7 @@ class Lowering {
     if (axis.kind == sparse::AxisKind::DenseFixed) return false;
     // A rest locates the blocks it skips, their unblocked sparse levels too (DCSR-like rows).
     if (axis.block_part == BlockPart::None && skips_blocks_of(axis.tensor) && !reads(axis.tensor)) return true;
+    if (located_vars_.count(axis.index_var)) return true;  // (a cuda rest's outer loop: see lower_outside_blocks)
     return (blocked && blocked->tensor != axis.tensor) || axis.blocked_apart();
   }
 
@@ -1997,8 +2076,13 @@ class Lowering {
     }
     const Expr coordinate = level_coordinate(axis);
     const sparse::BlockedVar* blocked = program_.blocked(axis.index_var);
-    std::string why = blocked ? blocked->tensor + " splits " + axis.index_var + " into blocks, so no cursor can follow it"
-                              : "to skip the blocks of " + axis.tensor + ", done above";
+    std::string why = located_vars_.count(axis.index_var)
+                          ? "each thread takes its own coordinates of " + axis.index_var + ", so no cursor can follow them"
+                      : blocked ? blocked->tensor + " splits " + axis.index_var + " into blocks, so no cursor can follow it"
+                      : reads(axis.tensor) && !program_.output().shares_structure_with.empty()
+                          ? "the loops follow the entries of " + program_.output().shares_structure_with + ", whose structure " +
+                                program_.output().tensor + " shares"
+                          : "to skip the blocks of " + axis.tensor + ", done above";
     std::vector<Stmt> stmts = {std::make_shared<Comment>("locate " + level_coordinate_prose(axis) + " in " + axis.tensor + " by " +
                                                          locate_strategy(axis, !position.parent_run_end.empty()) + " (" +
                                                          why + ")")};
@@ -2059,7 +2143,10 @@ class Lowering {
     Expr in_blocks;
     for (const Conjunction& visited : skip_blocks_of_) {
       Expr all;
-      for (const std::string& tensor : visited) all = logical_and(all, presence(tensor));
+      for (const std::string& tensor : visited) {
+        auto levels = skip_levels_above_.find(tensor);
+        all = logical_and(all, presence(tensor, levels == skip_levels_above_.end() ? INT_MAX : levels->second));
+      }
       in_blocks = logical_or(in_blocks, all);
     }
     return std::make_shared<If>(binary(BinOp::Eq, in_blocks, std::make_shared<IntImm>(0, ScalarType::Bool)), statement, nullptr);
@@ -2072,11 +2159,26 @@ class Lowering {
   // and skip the coordinate where A stores it. It adds into the output, zeroed before the blocks.
   Stmt lower_outside_blocks() {
     sparse::Program rest = rest_program();
-    Lowering lowering(rest, config_, LoweringPhase::Compute, -1);
-    lowering.used_names_ = used_names_;
-    lowering.skip_blocks_of_ = skip_blocks_of_;  // (a rest's own rest skips both)
-    lowering.skip_blocks_of_.insert(lowering.skip_blocks_of_.end(), blocks_done_.begin(), blocks_done_.end());
-    LoweredFunc func = lowering.run();
+    auto lower_rest = [&](const std::set<std::string>& located_vars) {
+      auto lowering = std::make_unique<Lowering>(rest, config_, LoweringPhase::Compute, -1);
+      lowering->used_names_ = used_names_;
+      lowering->skip_blocks_of_ = skip_blocks_of_;  // (a rest's own rest skips both)
+      lowering->skip_levels_above_ = skip_levels_above_;
+      lowering->skip_blocks_of_.insert(lowering->skip_blocks_of_.end(), blocks_done_.begin(), blocks_done_.end());
+      lowering->located_vars_ = located_vars;
+      return lowering;
+    };
+    std::unique_ptr<Lowering> rest_lowering = lower_rest({});
+    LoweredFunc func = rest_lowering->run();
+    // On the GPU the rest's outer loop is spread over the grid, where a merge's cursors cannot
+    // be shared out: where it merges (B and D dcsr), it visits every coordinate instead, each
+    // operand's level there located by binary search (as inside the blocks; an absent row has
+    // no entries), so that each thread has rows of its own.
+    if (config_.target == Target::Cuda && rest_lowering->plans_.front().kind == LoopKind::Merge) {
+      rest_lowering = lower_rest({rest.iteration.iterators.front().var});
+      func = rest_lowering->run();
+    }
+    Lowering& lowering = *rest_lowering;
     used_names_.insert(lowering.used_names_.begin(), lowering.used_names_.end());
     Stmt comment = std::make_shared<Comment>("the other operands outside " + blocks_of() + ", where " + zero() + ": " +
                                              ast::to_string(*rest.iteration.body));
@@ -3141,6 +3243,8 @@ class Lowering {
   std::vector<std::string> outside_blocks_of_;
   IterationSpace blocks_done_;     // ... the blocks its loops visit (blocks_visited), of those operands
   IterationSpace skip_blocks_of_;  // lowering a rest: the blocks done before (each all of a conjunction's)
+  // ... by tensor, where only its levels above one were done (ungated_merge_level): their count
+  std::map<std::string, int> skip_levels_above_;
   const Lowering* block_row_owner_ = nullptr;  // ... inside this lowering's block row, into its workspace
   bool assembled_;  // the output's structure is built here (see LoweringPhase)
   bool scattered_ = false;  // ... and its rows are gathered in a workspace (see plan_workspace)
@@ -3176,6 +3280,9 @@ class Lowering {
   std::set<std::string> names_before_positions_;  // used_names_ once the loops and the list are planned
   std::string list_keys_, list_values_, list_count_;
   std::vector<LoopPlan> plans_;  // per loop depth
+  // Variables whose stored levels are all located at each coordinate of a dense loop, as inside
+  // the blocks (a cuda rest's outer loop, spread over the grid: see lower_outside_blocks).
+  std::set<std::string> located_vars_;
   std::set<int> by_runs_;        // COO levels visited once per run of equal coordinates (plan_runs)
   // Per tensor, the "present here" flags of the merge loops around the code being built: where
   // one is false the tensor stores nothing, so its value reads as zero and its children are empty.
