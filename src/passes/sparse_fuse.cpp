@@ -8,11 +8,12 @@ namespace spgen {
 
 namespace {
 
-// The tensors that store `var` in a level that is not dense (their structures, once each).
+// The operands that store `var` in a level that is not dense (their structures, once each). An
+// assembled output's levels follow the loops (its entries are listed: lower_to_loops.cpp).
 std::vector<const sparse::SparseBuffer*> sparse_holders(const sparse::Program& program, const std::string& var) {
   std::vector<const sparse::SparseBuffer*> holders;
   for (const sparse::SparseBuffer& buffer : program.buffers) {
-    if (!buffer.shares_structure_with.empty()) continue;
+    if (!buffer.shares_structure_with.empty() || buffer.is_output) continue;
     for (int id : buffer.axes)
       if (program.axes[id].index_var == var && program.axes[id].kind != sparse::AxisKind::DenseFixed) {
         holders.push_back(&buffer);
@@ -34,7 +35,6 @@ void apply_sparse_fuse(sparse::Program& program, const Config& config, const Sch
   const auto& fuse = std::get<FuseOp>(op.op);
   auto fail = [&](const std::string& message) { fail_schedule_op(config, op, message); };
   const std::string &outer = fuse.vars[0], &inner = fuse.vars[1];
-  if (config.target == Target::Cuda) fail("fusing sparse levels is supported on the cpu target only for now");
   std::set<std::string> taken(program.index_vars.begin(), program.index_vars.end());
   for (const sparse::Fusion& f : program.iteration.fusions) {
     taken.insert(f.into);
@@ -51,8 +51,6 @@ void apply_sparse_fuse(sparse::Program& program, const Config& config, const Sch
            return order;
          }() +
          "); fuse a sparse level's variable with its parent's, in that order");
-  if (output_is_assembled(program))
-    fail("fusing loops of a kernel that assembles its sparse output " + program.output().tensor + " is not supported");
   for (const sparse::BlockedVar& blocked : program.blocked_vars)
     for (const std::string& var : {outer, inner})
       if (var == blocked.outer || var == blocked.inner)
