@@ -1527,9 +1527,10 @@ class Lowering {
     }
     // A fused loop has no end of its outer variable's rows (no point where a row's appends
     // close), and rows found by a cursor: the entries are listed, whatever order they come in.
-    // (A vector output, `y(i) = A(i,j) * x(j)` into sv, is gathered whole in a workspace
-    // that is appended after the loops, plan_workspace: any order serves.)
-    if (output.axes.size() > 1)
+    // (On the cpu a vector output, `y(i) = A(i,j) * x(j)` into sv, is gathered whole in a
+    // workspace that is appended after the loops, plan_workspace: any order serves. On cuda
+    // one thread would own that workspace, so the threads list the entries there too.)
+    if (output.axes.size() > 1 || config_.target == Target::Cuda)
       for (const sparse::Fusion& f : program_.iteration.fusions)
         for (int id : output.axes)
           if (program_.axes[id].index_var == f.outer || program_.axes[id].index_var == f.inner)
