@@ -23,6 +23,11 @@ std::vector<const sparse::SparseBuffer*> sparse_holders(const sparse::Program& p
   return holders;
 }
 
+// A tensor's name, saying what a `+=` kernel's previous output value is.
+std::string described(const sparse::SparseBuffer& buffer) {
+  return buffer.previous_output ? buffer.tensor + " (the value that += adds into)" : buffer.tensor;
+}
+
 }  // namespace
 
 bool is_sparse_fuse(const ScheduleOp& op, const sparse::Program& program) {
@@ -59,12 +64,12 @@ void apply_sparse_fuse(sparse::Program& program, const Config& config, const Sch
   std::vector<const sparse::SparseBuffer*> holders = sparse_holders(program, inner);
   if (holders.empty()) fail("no operand stores " + inner + " in a sparse level");
   if (holders.size() > 1)
-    fail("both " + holders[0]->tensor + " and " + holders[1]->tensor + " store " + inner +
+    fail("both " + described(*holders[0]) + " and " + described(*holders[1]) + " store " + inner +
          " sparsely; fuse iterates the entries of one tensor (fusing levels of several tensors is not supported)");
   const sparse::SparseBuffer& tensor = *holders[0];
   for (const sparse::SparseBuffer* other : sparse_holders(program, outer))
     if (other != &tensor)
-      fail(other->tensor + " also stores " + outer + " sparsely; fuse iterates the entries of " + tensor.tensor +
+      fail(described(*other) + " also stores " + outer + " sparsely; fuse iterates the entries of " + tensor.tensor +
            " alone (fusing levels of several tensors is not supported)");
   // The two levels, adjacent in storage and at the root: a dense root over a compressed level
   // (csr, csc) or COO's compressed-nonunique root over a singleton.

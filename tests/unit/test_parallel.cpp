@@ -146,6 +146,9 @@ TEST_CASE("stage I fuse errors") {
                           "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}]})"),
                  "/schedule/0: error: fuse: index j is co-iterated with other operands (a term without A visits every "
                  "coordinate), but a fused loop visits only the stored entries of A"));
+  CHECK(contains(error_of("C(i,j) += A(i,j)", R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "dcsr"}},
+                          "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}]})"),
+                 "/schedule/0: error: fuse: both C_prev (the value that += adds into) and A store j sparsely"));
   // Block loops of BSR (found generating wrong sums before it was refused).
   CHECK(contains(error_of(kSpmm, with(R"("tensors": {"A": {"format": "bsr", "block": [2, 2]}})", R"({"op": "fuse", "vars": ["i_blk", "j_blk"], "into": "e"})")),
                  "/schedule/0: error: fuse: loop i_blk is a block loop of A (bsr); fusing the levels of a blocked format "
