@@ -1530,13 +1530,28 @@ class Lowering {
     // (On the cpu a vector output, `y(i) = A(i,j) * x(j)` into sv, is gathered whole in a
     // workspace that is appended after the loops, plan_workspace: any order serves. On cuda
     // one thread would own that workspace, so the threads list the entries there too.)
-    if (output.axes.size() > 1 || config_.target == Target::Cuda)
+    if ((output.axes.size() > 1 && !appends_in_order(output)) || config_.target == Target::Cuda)
       for (const sparse::Fusion& f : program_.iteration.fusions)
         for (int id : output.axes)
           if (program_.axes[id].index_var == f.outer || program_.axes[id].index_var == f.inner)
             return "loop " + f.into + " fuses " + f.outer + " and " + f.inner + " into one loop over the entries of " + f.tensor +
                    ", which closes no row of " + output.tensor;
     return "";
+  }
+
+  // A COO output (one segment over all its levels) has one cursor and no rows to close: a fused
+  // loop over a csr operand's entries, which come in the output's storage order (the checks
+  // before say so) and once each (no summed variable fused), appends them in place on the cpu.
+  bool appends_in_order(const sparse::SparseBuffer& output) const {
+    const Format& format = output.format;
+    if (config_.target == Target::Cuda || format.levels.front() != LevelKind::CompressedNonUnique ||
+        segment_end(format, 0) != static_cast<int>(format.levels.size()) - 1)
+      return false;
+    for (const sparse::Fusion& f : program_.iteration.fusions)
+      if (!fuses_rows(f) || program_.iteration.iterators[program_.depth_of(f.outer)].is_reduction ||
+          program_.iteration.iterators[program_.depth_of(f.inner)].is_reduction)
+        return false;
+    return true;
   }
 
   void plan_listed() {

@@ -170,18 +170,30 @@ TEST_CASE("stage I fuse errors") {
 
 TEST_CASE("stage I fuse into an assembled output: its entries are listed (per thread in parallel), a vector's gathered") {
   const char* copy = "C(i,j) = A(i,j)";
-  spgen::Compilation c = compile(copy, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "coo"}},
+  spgen::Compilation c = compile(copy, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "dcsr"}},
       "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "parallel", "var": "e", "schedule": "static"}]})");
   CHECK(contains(c.stage2_dump, "# list the entries of C as the loops produce them (out of order: loop e fuses i and j into one "
                                 "loop over the entries of A, which closes no row of C)"));
   CHECK(contains(c.stage2_dump, "      for e at pA1 in [int64(A_pos1[0]), int64(A_pos1[dim_i])) parallel(static) private e_row:\n"));
   CHECK(contains(c.stage2_dump, "        C_keys_thread[C_listed_thread[0]] = e_row * dim_j + j\n"));
   // Only the whole fused loop lists per thread; a vectorized or split part of it is refused.
-  CHECK(contains(error_of(copy, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "coo"}}, "schedule": [
+  CHECK(contains(error_of(copy, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "dcsr"}}, "schedule": [
                           {"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "split", "var": "e", "factor": 8},
                           {"op": "parallel", "var": "e0", "schedule": "static"}]})"),
                  "/schedule/2: error: parallel: cannot parallelize e0: it appends to the list of C's entries, which each "
                  "thread keeps for the whole outermost loop only"));
+  // Into coo, a fused csr operand's entries come in order, once each: appended in place through C's cursor.
+  std::string in_order = compile(copy, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "coo"}},
+                                       "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}]})").stage2_dump;
+  CHECK(!contains(in_order, "list the entries"));
+  CHECK(contains(in_order, "    C_crd0[pC0] = int32(e_row)\n    C_crd1[pC0] = int32(j)\n    C_vals[pC0] = A_vals[pA1]\n    pC0 += 1\n"));
+  CHECK(contains(error_of(copy, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "coo"}}, "schedule": [
+                          {"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "parallel", "var": "e", "schedule": "static"}]})"),
+                 "/schedule/1: error: parallel: cannot parallelize e: it appends the entries of C under one parent position"));
+  // SpMM into coo sums over j inside the fused loop: listed, repeats summed.
+  CHECK(contains(compile(kSpmm, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "coo"}},
+                          "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}]})").stage2_dump,
+                 "which closes no row of C"));
   // COO's fused levels visit each entry alone (not by runs of a row): listed, repeats summed.
   CHECK(contains(compile(copy, R"({"tensors": {"A": {"format": "coo"}, "C": {"format": "csr"}},
                           "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}]})").stage2_dump,
