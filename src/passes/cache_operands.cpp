@@ -45,6 +45,14 @@ class CacheOperand {
     if (site == finder.found.end()) fail("no loop named " + cache_.var);
     const For& loop = *site->loop;
     check_uniform(*site);
+    // A fused row loop's rows come from its cursor, which each entry may move: the tile's
+    // position has no row variable to read.
+    for (const sparse::Fusion& f : program_.iteration.fusions)
+      if (program_.axes[program_.buffer(f.tensor).axes[0]].kind == sparse::AxisKind::DenseFixed)
+        for (int axis_id : buffer.axes)
+          if (program_.axes[static_cast<size_t>(axis_id)].index_var == f.outer)
+            fail(cache_.tensor + " is read at " + f.outer + ", the row that fused loop " + f.into +
+                 " finds for each entry of " + f.tensor + "; caching it there is not supported");
 
     // The loop body: its leading declarations (the index a position loop reads) stay first, as
     // the tile's position may need them; the rest reads the tile.

@@ -245,7 +245,11 @@ class GpuBindings {
     const For& loop = *site.loop;
     const std::string& strategy = loop.annotations.bind_reduction;
     bool reduction = is_reduction(b.label);
+    // Per-loop state set with `=` (a fused loop's row cursor) is every thread's own, as a
+    // parallel loop's is on the cpu: only the scalars added into are sums.
     std::vector<std::string> scalars = scalars_assigned_outside(loop.body);
+    const std::vector<std::string> state = scalars_assigned_outside(loop.body, /*overwrites_only=*/true);
+    std::erase_if(scalars, [&](const std::string& s) { return std::find(state.begin(), state.end(), s) != state.end(); });
     if (reduction && strategy.empty())
       fail(b, "threads would race on " + output_ + ": loop " + b.label + " iterates the reduction index " +
                   index_of(b.label) + ", whose iterations add into the same entries of " + output_ +

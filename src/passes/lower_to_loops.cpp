@@ -781,9 +781,12 @@ class Lowering {
       for (int id : plan.axes)
         if (!plan.locates(id)) go_by_runs(id);
     }
+    // (A fused loop visits COO's entries one by one: the output lists them, plan_listed.)
+    auto fused = [&](int depth) { return fusion_at(depth) || (depth > 0 && fusion_at(depth - 1)); };
     if (assembled_)
       for (const std::string& var : program_.output().indices)
-        if (const LoopPlan& plan = plans_[program_.depth_of(var)]; plan.kind == LoopKind::Driven) go_by_runs(plan.stream());
+        if (const LoopPlan& plan = plans_[program_.depth_of(var)]; plan.kind == LoopKind::Driven && !fused(program_.depth_of(var)))
+          go_by_runs(plan.stream());
     for (LoopPlan& plan : plans_)
       if (plan.kind == LoopKind::Driven && by_runs_.count(plan.stream())) plan.kind = LoopKind::Merge;
     // A COO level located inside a blocked operand's blocks is found a run at a time.
@@ -888,7 +891,8 @@ class Lowering {
     return block({std::make_shared<Comment>("fuse " + f.outer + ", " + f.inner + ": one loop over the entries of " + f.tensor),
                   std::make_shared<Declare>(row, ScalarType::Int64, int64(0), true),
                   std::make_shared<For>(f.into, position, pos_at(int64(0)), pos_at(rows), block(std::move(body)),
-                                        loop_annotations(depth + 1))});
+                                        // (into a listed output it is the outer loop, whose threads list apart)
+                                        loop_annotations(listed_ ? depth : depth + 1))});
   }
 
   // The loop at `depth` visits every coordinate of its variable (so no output entry is skipped).
@@ -1599,7 +1603,33 @@ class Lowering {
             return "the loop over " + axis.index_var + " visits each coordinate once per entry of " + program_.axes[id].tensor +
                    " (a non-unique level)";
     }
+    // A fused loop has no end of its outer variable's rows (no point where a row's appends
+    // close), and rows found by a cursor: the entries are listed, whatever order they come in.
+    // (On the cpu a vector output, `y(i) = A(i,j) * x(j)` into sv, is gathered whole in a
+    // workspace that is appended after the loops, plan_workspace: any order serves. On cuda
+    // one thread would own that workspace, so the threads list the entries there too.)
+    if ((output.axes.size() > 1 && !appends_in_order(output)) || config_.target == Target::Cuda)
+      for (const sparse::Fusion& f : program_.iteration.fusions)
+        for (int id : output.axes)
+          if (program_.axes[id].index_var == f.outer || program_.axes[id].index_var == f.inner)
+            return "loop " + f.into + " fuses " + f.outer + " and " + f.inner + " into one loop over the entries of " + f.tensor +
+                   ", which closes no row of " + output.tensor;
     return "";
+  }
+
+  // A COO output (one segment over all its levels) has one cursor and no rows to close: a fused
+  // loop over a csr operand's entries, which come in the output's storage order (the checks
+  // before say so) and once each (no summed variable fused), appends them in place on the cpu.
+  bool appends_in_order(const sparse::SparseBuffer& output) const {
+    const Format& format = output.format;
+    if (config_.target == Target::Cuda || format.levels.front() != LevelKind::CompressedNonUnique ||
+        segment_end(format, 0) != static_cast<int>(format.levels.size()) - 1)
+      return false;
+    for (const sparse::Fusion& f : program_.iteration.fusions)
+      if (!fuses_rows(f) || program_.iteration.iterators[program_.depth_of(f.outer)].is_reduction ||
+          program_.iteration.iterators[program_.depth_of(f.inner)].is_reduction)
+        return false;
+    return true;
   }
 
   void plan_listed() {

@@ -8,11 +8,12 @@ namespace spgen {
 
 namespace {
 
-// The tensors that store `var` in a level that is not dense (their structures, once each).
+// The operands that store `var` in a level that is not dense (their structures, once each). An
+// assembled output's levels follow the loops (its entries are listed: lower_to_loops.cpp).
 std::vector<const sparse::SparseBuffer*> sparse_holders(const sparse::Program& program, const std::string& var) {
   std::vector<const sparse::SparseBuffer*> holders;
   for (const sparse::SparseBuffer& buffer : program.buffers) {
-    if (!buffer.shares_structure_with.empty()) continue;
+    if (!buffer.shares_structure_with.empty() || buffer.is_output) continue;
     for (int id : buffer.axes)
       if (program.axes[id].index_var == var && program.axes[id].kind != sparse::AxisKind::DenseFixed) {
         holders.push_back(&buffer);
@@ -20,6 +21,11 @@ std::vector<const sparse::SparseBuffer*> sparse_holders(const sparse::Program& p
       }
   }
   return holders;
+}
+
+// A tensor's name, saying what a `+=` kernel's previous output value is.
+std::string described(const sparse::SparseBuffer& buffer) {
+  return buffer.previous_output ? buffer.tensor + " (the value that += adds into)" : buffer.tensor;
 }
 
 }  // namespace
@@ -34,7 +40,6 @@ void apply_sparse_fuse(sparse::Program& program, const Config& config, const Sch
   const auto& fuse = std::get<FuseOp>(op.op);
   auto fail = [&](const std::string& message) { fail_schedule_op(config, op, message); };
   const std::string &outer = fuse.vars[0], &inner = fuse.vars[1];
-  if (config.target == Target::Cuda) fail("fusing sparse levels is supported on the cpu target only for now");
   std::set<std::string> taken(program.index_vars.begin(), program.index_vars.end());
   for (const sparse::Fusion& f : program.iteration.fusions) {
     taken.insert(f.into);
@@ -51,8 +56,6 @@ void apply_sparse_fuse(sparse::Program& program, const Config& config, const Sch
            return order;
          }() +
          "); fuse a sparse level's variable with its parent's, in that order");
-  if (output_is_assembled(program))
-    fail("fusing loops of a kernel that assembles its sparse output " + program.output().tensor + " is not supported");
   for (const sparse::BlockedVar& blocked : program.blocked_vars)
     for (const std::string& var : {outer, inner})
       if (var == blocked.outer || var == blocked.inner)
@@ -61,12 +64,12 @@ void apply_sparse_fuse(sparse::Program& program, const Config& config, const Sch
   std::vector<const sparse::SparseBuffer*> holders = sparse_holders(program, inner);
   if (holders.empty()) fail("no operand stores " + inner + " in a sparse level");
   if (holders.size() > 1)
-    fail("both " + holders[0]->tensor + " and " + holders[1]->tensor + " store " + inner +
+    fail("both " + described(*holders[0]) + " and " + described(*holders[1]) + " store " + inner +
          " sparsely; fuse iterates the entries of one tensor (fusing levels of several tensors is not supported)");
   const sparse::SparseBuffer& tensor = *holders[0];
   for (const sparse::SparseBuffer* other : sparse_holders(program, outer))
     if (other != &tensor)
-      fail(other->tensor + " also stores " + outer + " sparsely; fuse iterates the entries of " + tensor.tensor +
+      fail(described(*other) + " also stores " + outer + " sparsely; fuse iterates the entries of " + tensor.tensor +
            " alone (fusing levels of several tensors is not supported)");
   // The two levels, adjacent in storage and at the root: a dense root over a compressed level
   // (csr, csc) or COO's compressed-nonunique root over a singleton.

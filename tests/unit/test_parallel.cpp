@@ -146,6 +146,9 @@ TEST_CASE("stage I fuse errors") {
                           "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}]})"),
                  "/schedule/0: error: fuse: index j is co-iterated with other operands (a term without A visits every "
                  "coordinate), but a fused loop visits only the stored entries of A"));
+  CHECK(contains(error_of("C(i,j) += A(i,j)", R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "dcsr"}},
+                          "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}]})"),
+                 "/schedule/0: error: fuse: both C_prev (the value that += adds into) and A store j sparsely"));
   // Block loops of BSR (found generating wrong sums before it was refused).
   CHECK(contains(error_of(kSpmm, with(R"("tensors": {"A": {"format": "bsr", "block": [2, 2]}})", R"({"op": "fuse", "vars": ["i_blk", "j_blk"], "into": "e"})")),
                  "/schedule/0: error: fuse: loop i_blk is a block loop of A (bsr); fusing the levels of a blocked format "
@@ -159,15 +162,75 @@ TEST_CASE("stage I fuse errors") {
                  "/schedule/0: error: fuse: the name i is already in use; choose another"));
   CHECK(contains(error_of(kSpmv, with(kCsr, R"({"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "reorder", "order": ["i", "j"]})")),
                  "/schedule/1: error: reorder: reorder the index variables before fusing them"));
-  CHECK(contains(error_of(kSpmv, R"({"target": "cuda", "tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}]})"),
-                 "/schedule/0: error: fuse: fusing sparse levels is supported on the cpu target only for now"));
-  CHECK(contains(error_of("y(i) = A(i,j) * x(j)", R"({"tensors": {"A": {"format": "csr"}, "y": {"format": "sv"}},
-                          "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}]})"),
-                 "/schedule/0: error: fuse: fusing loops of a kernel that assembles its sparse output y is not supported"));
   // After a loop op, the loops are stage II: a position loop cannot be fused there.
   CHECK(contains(error_of(kSpmv, with(kCsr, R"({"op": "parallel", "var": "i"}, {"op": "fuse", "vars": ["i", "j"], "into": "e"})")),
                  "/schedule/1: error: fuse: loop j iterates the positions of a sparse level; fuse sparse levels by their "
                  "index variables, before any other op (stage I)"));
+}
+
+TEST_CASE("stage I fuse into an assembled output: its entries are listed (per thread in parallel), a vector's gathered") {
+  const char* copy = "C(i,j) = A(i,j)";
+  spgen::Compilation c = compile(copy, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "dcsr"}},
+      "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "parallel", "var": "e", "schedule": "static"}]})");
+  CHECK(contains(c.stage2_dump, "# list the entries of C as the loops produce them (out of order: loop e fuses i and j into one "
+                                "loop over the entries of A, which closes no row of C)"));
+  CHECK(contains(c.stage2_dump, "      for e at pA1 in [int64(A_pos1[0]), int64(A_pos1[dim_i])) parallel(static) private e_row:\n"));
+  CHECK(contains(c.stage2_dump, "        C_keys_thread[C_listed_thread[0]] = e_row * dim_j + j\n"));
+  // Only the whole fused loop lists per thread; a vectorized or split part of it is refused.
+  CHECK(contains(error_of(copy, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "dcsr"}}, "schedule": [
+                          {"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "split", "var": "e", "factor": 8},
+                          {"op": "parallel", "var": "e0", "schedule": "static"}]})"),
+                 "/schedule/2: error: parallel: cannot parallelize e0: it appends to the list of C's entries, which each "
+                 "thread keeps for the whole outermost loop only"));
+  // Into coo, a fused csr operand's entries come in order, once each: appended in place through C's cursor.
+  std::string in_order = compile(copy, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "coo"}},
+                                       "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}]})").stage2_dump;
+  CHECK(!contains(in_order, "list the entries"));
+  CHECK(contains(in_order, "    C_crd0[pC0] = int32(e_row)\n    C_crd1[pC0] = int32(j)\n    C_vals[pC0] = A_vals[pA1]\n    pC0 += 1\n"));
+  CHECK(contains(error_of(copy, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "coo"}}, "schedule": [
+                          {"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "parallel", "var": "e", "schedule": "static"}]})"),
+                 "/schedule/1: error: parallel: cannot parallelize e: it appends the entries of C under one parent position"));
+  // SpMM into coo sums over j inside the fused loop: listed, repeats summed.
+  CHECK(contains(compile(kSpmm, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "coo"}},
+                          "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}]})").stage2_dump,
+                 "which closes no row of C"));
+  // COO's fused levels visit each entry alone (not by runs of a row): listed, repeats summed.
+  CHECK(contains(compile(copy, R"({"tensors": {"A": {"format": "coo"}, "C": {"format": "csr"}},
+                          "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}]})").stage2_dump,
+                 "    # sort the list by key and sum the repeats of each key\n"));
+  // A sparse vector is gathered whole in its workspace, appended after the loop.
+  const char* sv = R"({"tensors": {"A": {"format": "csr"}, "y": {"format": "sv"}}, "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"})";
+  std::string gathered = compile(kSpmv, std::string(sv) + "]}").stage2_dump;
+  CHECK(!contains(gathered, "list the entries"));
+  CHECK(contains(gathered, "y_row[e_row] += A_vals[pA1] * x_vals[j]"));
+  CHECK(contains(error_of(kSpmv, std::string(sv) + R"(, {"op": "parallel", "var": "e", "reduction": "atomic"}]})"),
+                 "/schedule/1: error: parallel: cannot parallelize e: it adds into the row workspace of y"));
+}
+
+TEST_CASE("stage I fuse on cuda: each thread keeps its own row cursor; rows spanning threads add atomically") {
+  const char* spmv = R"({"target": "cuda", "tensors": {"A": {"format": "csr"}, "y": {"format": "dense"}}, "schedule": [
+      {"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "split", "var": "e", "factor": 128},
+      {"op": "bind", "var": "e0", "to": "blockIdx.x", "reduction": "atomic"}, {"op": "bind", "var": "e1", "to": "threadIdx.x", "reduction": "atomic"}]})";
+  std::string source = compile(kSpmv, spmv).files[1].text;
+  CHECK(contains(source, "  // fuse i, j: one loop over the entries of A\n  int64_t e_row = 0;\n"));
+  CHECK(contains(source, "      atomicAdd(&y_vals[e_row], A_vals[pA1] * x_vals[j]);\n"));
+  CHECK(contains(error_of(kSpmv, R"({"target": "cuda", "tensors": {"A": {"format": "csr"}, "y": {"format": "dense"}}, "schedule": [
+                          {"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "bind", "var": "e", "to": "blockIdx.x"}]})"),
+                 "/schedule/1: error: bind: threads would race on y: loop e iterates the reduction index j"));
+  CHECK(contains(error_of(kSpmv, R"({"target": "cuda", "tensors": {"A": {"format": "csr"}, "y": {"format": "dense"}}, "schedule": [
+                          {"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "bind", "var": "e", "to": "warp", "reduction": "shuffle"}]})"),
+                 "/schedule/1: error: bind: loop e adds into y directly, but a shuffle reduction combines sums kept in scalars"));
+  // SDDMM: each entry its own output entry, no reduction; a tile of A at a fused row is refused.
+  const char* sddmm = R"({"target": "cuda", "tensors": {"X": {"format": "csr"}, "Y": {"format": "csr"}}, "schedule": [
+      {"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "bind", "var": "e", "to": "blockIdx.x"})";
+  CHECK(contains(compile(kSddmm, std::string(sddmm) + "]}").stage2_dump, "Y_vals[pX1] = X_vals[pX1] * acc"));
+  CHECK(contains(error_of(kSddmm, std::string(sddmm) + R"(, {"op": "cache", "tensor": "A", "at": "e"}]})"),
+                 "/schedule/2: error: cache: A is read at i, the row that fused loop e finds for each entry of X; caching it "
+                 "there is not supported"));
+  // A vector output is listed on cuda (one thread would own its workspace): an atomic cursor.
+  CHECK(contains(compile(kSpmv, R"({"target": "cuda", "tensors": {"A": {"format": "csr"}, "y": {"format": "sv"}}, "schedule": [
+                          {"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "bind", "var": "e", "to": "blockIdx.x", "reduction": "atomic"}]})").stage2_dump,
+                 "atomic y_listed += 1"));
 }
 
 TEST_CASE("stage II fuse of dense loops") {
