@@ -3,7 +3,9 @@
 // loop nest, the stage I and stage II dumps, `+=` through C_prev, and every refusal by its
 // message. The numbers are checked by the e2e cases (spgemm_bias_*, spgemm_acc_*,
 // spgemm_three_*, spmv_bias_*sv_out, spmv_three_sv_out; listed: spgemm_transposed_bias_*,
-// spgemm_transposed_acc_csr, spgemm_bias_csc_out, spgemm_three_csc_out, sddmm_plus_csc_out).
+// spgemm_transposed_acc_csr, spgemm_bias_csc_out, spgemm_three_csc_out, sddmm_plus_csc_out;
+// beside a blocked operand: spgemm_bias_bsr_csr_to_*, spgemm_bias_dense_bsr_to_csr,
+// spgemm_acc_bsr_csr, spgemm_three_bsr_bsr_to_csr, and their cuda configs).
 #include <doctest/doctest.h>
 
 #include <string>
