@@ -71,6 +71,66 @@ int entry_level(const Format& format) {
   return segment_end(format, level) == last ? level : last;
 }
 
+// A scoped sum into an assembled output unblocked on an index that an operand blocks: its
+// entries are listed (out_of_order_reason), each part in a nest of its own (listed_part_program).
+bool parts_listed_beside_blocks(const sparse::Program& whole) {
+  const sparse::SparseBuffer& output = whole.output();
+  if (whole.iteration.added_parts.empty() || !output_is_assembled(whole) || output.format.is_blocked()) return false;
+  for (const sparse::BlockedVar& b : whole.blocked_vars)
+    if (std::find(output.indices.begin(), output.indices.end(), b.var) != output.indices.end()) return true;
+  return false;
+}
+
+// One part of a scoped sum into a listed output, as a program of its own: its terms over the
+// whole's loops, blocked only by the tensors it reads. A blocked operand of another part (A bsr
+// in `A B + D`) splits no loop of this one: its block loops become one loop over the index
+// again (D's rows and columns are D's own). A tensor of this part blocked apart from the
+// whole's blocker (other blocks) gives the part its block loops (their names kept: the loops
+// of the whole's iterators).
+sparse::Program listed_part_program(const sparse::Program& whole, const ast::ExprPtr& terms) {
+  sparse::Program part = whole;
+  part.iteration.body = terms;
+  part.iteration.added_parts.clear();
+  std::set<std::string> read = {whole.output().tensor};
+  for (const ast::Access* access : ast::collect_accesses(*terms)) read.insert(access->tensor);
+  std::vector<sparse::BlockedVar> kept;
+  std::map<std::string, std::string> unblocked;  // the removed block loop -> its index ("" for an in-block loop)
+  for (sparse::BlockedVar b : whole.blocked_vars) {
+    std::string alike;
+    for (const sparse::Axis& axis : part.axes)
+      if (read.count(axis.tensor) && (axis.index_var == b.outer || axis.index_var == b.inner) && alike.empty())
+        alike = axis.tensor;
+    if (alike.empty()) {
+      for (const sparse::Axis& axis : part.axes)
+        if (read.count(axis.tensor) && axis.blocked_apart() && axis.mode_var == b.var && alike.empty()) {
+          alike = axis.tensor;
+          b.size = axis.block;
+        }
+      for (sparse::Axis& axis : part.axes)
+        if (read.count(axis.tensor) && axis.blocked_apart() && axis.mode_var == b.var && axis.block == b.size)
+          axis.index_var = axis.block_part == BlockPart::Block ? b.outer : b.inner;
+    }
+    if (alike.empty()) {
+      unblocked[b.outer] = b.var;
+      unblocked[b.inner] = "";
+      continue;
+    }
+    if (!read.count(b.tensor)) b.tensor = alike;
+    kept.push_back(b);
+  }
+  part.blocked_vars = kept;
+  std::vector<sparse::Iterator> iterators;
+  for (sparse::Iterator it : whole.iteration.iterators) {
+    auto removed = unblocked.find(it.var);
+    if (removed != unblocked.end() && removed->second.empty()) continue;
+    if (removed != unblocked.end()) it.var = removed->second;
+    iterators.push_back(it);
+  }
+  part.iteration.iterators = iterators;
+  part.iteration.iterators = part.iteration.loops_of(*terms, part.blocked_vars);
+  return part;
+}
+
 class Lowering {
  public:
   // `whole`: the program whose iteration has added parts, when `program` is its body's nest.
@@ -87,7 +147,9 @@ class Lowering {
     LoweredFunc func;
     func.name = counting_ ? assemble_function_name(program_, counted_level_) : program_.kernel_name;
     reserve_names();
-    if (whole_) check_added_parts_unblocked();
+    if (whole_) check_body_blocked_by_its_own();
+    // The parts of a listed output each list in a nest of their own: they share no loops.
+    if (whole_ && parts_listed_beside_blocks(*whole_)) shared_loops_ = 0;
     plan_loops();
     plan_listed();
     names_before_positions_ = used_names_;
@@ -95,6 +157,7 @@ class Lowering {
     check_fusions();
     plan_positions();
     plan_output();
+    if (whole_) check_added_parts_beside_blocks();
     if (whole_ && !counting_) check_added_parts();
     std::vector<Stmt> body;
     if (counting_) body.push_back(clear_counts());
@@ -1566,7 +1629,9 @@ class Lowering {
     // (build_sparse_ir lets an output unblocked on every index beside a blocked operand through.)
     for (size_t level = 0; level < format.levels.size(); ++level) {
       const std::string& var = program_.axes[output.axes[level]].mode_var;
-      if (const sparse::BlockedVar* blocked = program_.blocked(var); blocked && blocked->tensor != output.tensor)
+      // (The body of a scoped sum is blocked only by its own operands: listed_part_program.)
+      const sparse::Program& blocking = whole_ ? *whole_ : program_;
+      if (const sparse::BlockedVar* blocked = blocking.blocked(var); blocked && blocked->tensor != output.tensor)
         return blocked->tensor + " splits index " + var + " into blocks, so its entries arrive a block at a time";
     }
     for (size_t level = 0; level < last; ++level)
@@ -2584,24 +2649,77 @@ class Lowering {
            summed + " are added where the loops outside " + summed + " end";
   }
 
-  // Checked before the loops are planned: a blocked operand's blocks and the other operands'
-  // entries outside them (the rest, lower_outside_blocks) would be a second way into the output.
-  void check_added_parts_unblocked() const {
-    const sparse::SparseBuffer& output = program_.output();
-    std::vector<std::string> blocked_operands;
+  // The operands blocked otherwise than the output (C_prev of `+=` is blocked as the output is).
+  std::vector<std::string> blocked_operands() const {
+    std::vector<std::string> tensors;
     for (const sparse::BlockedVar& b : program_.blocked_vars)
-      if (b.tensor != output.tensor && std::find(blocked_operands.begin(), blocked_operands.end(), b.tensor) == blocked_operands.end())
-        blocked_operands.push_back(b.tensor);
-    if (blocked_operands.empty()) return;
-    // `+=`: the output's previous value is read in the output's format (read_previous_output).
-    const bool previous = program_.buffer(blocked_operands.front()).previous_output;
+      if (b.tensor != program_.output().tensor && std::find(tensors.begin(), tensors.end(), b.tensor) == tensors.end())
+        tensors.push_back(b.tensor);
+    return tensors;
+  }
+
+  // Into a blocked output, the parts share the loops of the body's blocks (its block rows): an
+  // operand of another part that blocks an index (D bsr in `A B + D`, C_prev of `C += A B`, C
+  // bsr) would split the body's loops into blocks that the body does not read.
+  void check_body_blocked_by_its_own() const {
+    if (parts_listed_beside_blocks(*whole_)) return;
+    std::set<std::string> read;
+    for (const ast::Access* access : ast::collect_accesses(*program_.iteration.body)) read.insert(access->tensor);
+    const sparse::SparseBuffer& output = program_.output();
+    for (const sparse::BlockedVar& b : program_.blocked_vars) {
+      if (b.tensor == output.tensor || read.count(b.tensor)) continue;
+      const bool previous = program_.buffer(b.tensor).previous_output;
+      throw CompileError(format_config_error(
+          config_.file, "/tensors/" + (previous ? output.tensor : b.tensor) + "/format",
+          why_added_parts_join() + "; " +
+              (previous ? b.tensor + ", the value of " + output.tensor + " before `+=`, stored as " + output.tensor + " is,"
+                        : b.tensor + " (" + program_.buffer(b.tensor).format.name + ")") +
+              " splits index " + b.var + " into blocks, which the shared loops would follow, but the terms " +
+              ast::to_string(*program_.iteration.body) + " do not read " + b.tensor +
+              ", which is not supported; " +
+              (previous ? "store " + output.tensor + " unblocked (its entries are then listed), or make it dense"
+                        : "store " + b.tensor + " unblocked, or " + output.tensor + " unblocked (its entries are then listed)")));
+    }
+  }
+
+  // Beside a blocked operand each part's nest goes over that operand's blocks where it reads it,
+  // and over its own operands' entries elsewhere. A listed output takes both in any order
+  // (listed_parts_nests: a nest per part); a row or block-row workspace takes both where the
+  // shared loops visit every coordinate (a dense block-row level), as the parts' coordinates
+  // need not lie in the blocked operand's block rows. A part whose own terms hold a term
+  // without the blocked operand (its entries outside the blocks: lower_outside_blocks) has no
+  // place in either (check_part_without_rest).
+  void check_added_parts_beside_blocks() const {
+    const std::vector<std::string> blocked = blocked_operands();
+    if (blocked.empty()) return;
+    check_part_without_rest();
+    if (listed_) return;
+    const sparse::SparseBuffer& output = program_.output();
+    const bool previous = program_.buffer(blocked.front()).previous_output;
+    for (int d = 0; d < shared_loops_; ++d)
+      if (!visits_every_coordinate(d))
+        throw CompileError(format_config_error(
+            config_.file, "/tensors/" + (previous ? output.tensor : blocked.front()) + "/format",
+            why_added_parts_join() + ", which beside a blocked operand (" + names(blocked) +
+                (previous ? ", the value of " + output.tensor + " before `+=`, stored as " + output.tensor + " is" : "") +
+                ") needs the shared loops to visit every coordinate, but the loop " + program_.iteration.iterators[d].var +
+                " visits only the stored ones, and the other parts' entries may lie elsewhere; store " +
+                (previous ? output.tensor : blocked.front()) + "'s levels above " + program_.iteration.iterators[d].var +
+                " dense (bsr), or make " + output.tensor + " dense"));
+  }
+
+  // A part of a scoped sum (the body, an added or a listed part) beside a blocked operand: its
+  // own terms must all hold the blocked operand, or none of them its index's blocks.
+  void check_part_without_rest() const {
+    if (outside_blocks_of_.empty()) return;
+    const sparse::SparseBuffer& output = program_.output();
     throw CompileError(format_config_error(
-        config_.file, "/tensors/" + (previous ? output.tensor : blocked_operands.front()) + "/format",
-        why_added_parts_join() + ", which is not supported beside a blocked operand (" + names(blocked_operands) +
-            (previous ? ", the value of " + output.tensor + " before `+=`, stored as " + output.tensor + " is" : "") +
-            ": its blocks, and the other operands' entries outside them); " +
-            (previous ? "store " + output.tensor + " unblocked, or make it dense"
-                      : "store the operands unblocked, or make " + output.tensor + " dense")));
+        config_.file, "/tensors/" + outside_blocks_of_.front() + "/format",
+        "the right-hand side sums its terms over different indices, and " + output.tensor + " (" + output.format.name +
+            ") is a sparse output the kernel assembles; the part " + ast::to_string(*program_.iteration.body) +
+            " holds a term without " + names(outside_blocks_of_) +
+            ", whose entries outside its blocks would be a second nest of that part, which is not supported; "
+            "store " + outside_blocks_of_.front() + " unblocked, or make " + output.tensor + " dense"));
   }
 
   void check_added_parts() const {
@@ -2703,10 +2821,7 @@ class Lowering {
     std::vector<Stmt> nests;
     std::set<std::string> names = names_before_positions_;  // (this Lowering's own nest is not built)
     auto list_part = [&](const ast::ExprPtr& terms, const std::vector<std::string>& summed, bool first) {
-      sparse::Program part = *whole_;
-      part.iteration.body = terms;
-      part.iteration.added_parts.clear();
-      part.iteration.iterators = whole_->iteration.loops_of(*terms, whole_->blocked_vars);
+      sparse::Program part = listed_part_program(*whole_, terms);
       Lowering lowering(part, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
       Stmt nest = lowering.lower_listed_part(*this, names);
       names = lowering.used_names_;
@@ -2786,6 +2901,7 @@ class Lowering {
     lists_into_ = &into;
     used_names_ = names;
     plan_loops();
+    check_part_without_rest();
     plan_listed();
     check_fusions();
     plan_positions();
@@ -2801,6 +2917,7 @@ class Lowering {
     shared_loops_ = body.shared_loops_;
     used_names_ = body.used_names_;
     plan_loops();
+    check_part_without_rest();
     plan_positions();
     scattered_ = body.scattered_;
     block_rows_ = body.block_rows_;
@@ -3362,6 +3479,7 @@ LoweredFunc lower_to_loops(const sparse::Program& program, const Config& config,
   sparse::Program body = program;
   body.iteration.added_parts.clear();
   body.iteration.iterators = program.iteration.loops_of(*program.iteration.body, program.blocked_vars);
+  if (parts_listed_beside_blocks(program)) body = listed_part_program(program, program.iteration.body);
   return Lowering(body, config, phase, level, &program).run();
 }
 

@@ -97,8 +97,15 @@ class Scheduler {
     for (const LoopInfo& info : all)
       if (info.loop->label == label) {
         // The loops of a sum's rest beside a blocked operand (lower_to_loops) are no iterator of
-        // the program, nor made by an op: they are not scheduled.
-        if (!origin_.count(label)) fail("loop " + label + " " + unscheduled_nest_text() + "; schedule the loops of the main nest: " + main_loop_labels());
+        // the program, nor made by an op: they are not scheduled. Nor are those of a listed part
+        // of a scoped sum that no blocked operand of another part splits (listed_part_program).
+        if (!origin_.count(label))
+          fail("loop " + label + " " +
+               (program_.iteration.added_parts.empty()
+                    ? unscheduled_nest_text()
+                    : "iterates a part of the sum whose terms sum over different indices unsplit by the blocks of "
+                      "another part's operand, a nest of its own that schedule ops do not transform") +
+               "; schedule the loops of the main nest: " + main_loop_labels());
         return info;
       }
     for (const std::string& merge : merge_loop_labels(func_.body))

@@ -12,15 +12,50 @@ using namespace loops;
 
 namespace {
 
-class ReadNames : public IRVisitor {
+// The declarations that something reads. Names are unique within a kernel but for the index
+// variables that the nests of a sum's parts each declare again (`let i = i_blk * 2 + i_in` in the
+// body's block loops and in an added part's), so a read binds to the nearest declaration of its
+// name before it in the enclosing scopes (the bodies of loops and branches; blocks print flat).
+class ReadDeclares : public IRVisitor {
  public:
-  std::set<std::string> names;
+  std::set<const Declare*> read;
 
  protected:
-  void visit_var(const Var& node) override { names.insert(node.name); }
+  void visit_var(const Var& node) override { read_name(node.name); }
+  void visit_declare(const Declare& node) override {
+    IRVisitor::visit_declare(node);
+    scopes_.back()[node.name] = &node;
+  }
   void visit_for(const For& node) override {
-    for (const std::string& r : node.annotations.simd_reductions) names.insert(r);
-    IRVisitor::visit_for(node);
+    for (const std::string& r : node.annotations.simd_reductions) read_name(r);
+    visit(node.begin);
+    visit(node.end);
+    in_scope(node.body);
+  }
+  void visit_while(const While& node) override {
+    visit(node.cond);
+    in_scope(node.body);
+  }
+  void visit_if(const If& node) override {
+    visit(node.cond);
+    in_scope(node.then_case);
+    if (node.else_case) in_scope(node.else_case);
+  }
+
+ private:
+  std::vector<std::map<std::string, const Declare*>> scopes_ = {{}};
+
+  void read_name(const std::string& name) {
+    for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope)
+      if (auto found = scope->find(name); found != scope->end()) {
+        read.insert(found->second);
+        return;
+      }
+  }
+  void in_scope(const Stmt& body) {
+    scopes_.emplace_back();
+    visit(body);
+    scopes_.pop_back();
   }
 };
 
@@ -57,7 +92,7 @@ bool does_nothing(const Stmt& s) {
 // the dense blocks below the level it counts).
 class DropDeclares : public IRMutator {
  public:
-  explicit DropDeclares(const std::set<std::string>& read) : read_(read) {}
+  explicit DropDeclares(const std::set<const Declare*>& read) : read_(read) {}
   bool changed = false;
 
  protected:
@@ -65,7 +100,7 @@ class DropDeclares : public IRMutator {
     std::vector<Stmt> kept;
     bool dropped = false;
     for (const Stmt& s : node.stmts) {
-      if (s->kind == StmtKind::Declare && !read_.count(static_cast<const Declare&>(*s).name)) {
+      if (s->kind == StmtKind::Declare && !read_.count(static_cast<const Declare*>(s.get()))) {
         dropped = true;
         continue;
       }
@@ -82,7 +117,7 @@ class DropDeclares : public IRMutator {
   }
 
  private:
-  const std::set<std::string>& read_;
+  const std::set<const Declare*>& read_;
 };
 
 }  // namespace
@@ -90,9 +125,9 @@ class DropDeclares : public IRMutator {
 void simplify_declares(LoweredFunc& func) {
   func.body = PropagateCopies().mutate(func.body);
   for (;;) {  // a dropped declaration may have been the only reader of another
-    ReadNames reader;
+    ReadDeclares reader;
     reader.visit(func.body);
-    DropDeclares dropper(reader.names);
+    DropDeclares dropper(reader.read);
     func.body = dropper.mutate(func.body);
     if (!dropper.changed) return;
   }

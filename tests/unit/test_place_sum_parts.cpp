@@ -3,7 +3,9 @@
 // loop nest, the stage I and stage II dumps, `+=` through C_prev, and every refusal by its
 // message. The numbers are checked by the e2e cases (spgemm_bias_*, spgemm_acc_*,
 // spgemm_three_*, spmv_bias_*sv_out, spmv_three_sv_out; listed: spgemm_transposed_bias_*,
-// spgemm_transposed_acc_csr, spgemm_bias_csc_out, spgemm_three_csc_out, sddmm_plus_csc_out).
+// spgemm_transposed_acc_csr, spgemm_bias_csc_out, spgemm_three_csc_out, sddmm_plus_csc_out;
+// beside a blocked operand: spgemm_bias_bsr_csr_to_*, spgemm_bias_dense_bsr_to_csr,
+// spgemm_acc_bsr_csr, spgemm_three_bsr_bsr_to_csr, and their cuda configs).
 #include <doctest/doctest.h>
 
 #include <string>
@@ -97,19 +99,74 @@ TEST_CASE("place sum parts: what one loop nest cannot do is refused") {
                  "c.json: /schedule/0: error: split: there are several loops over j (the terms of the sum that sum over "
                  "different indices each have theirs, inside the loops outside the first summed index, or in nests of their "
                  "own where the output's entries are listed), which no schedule op can tell apart; schedule the loops they share, or j where only one part has it"));
-  // Beside a blocked operand: its blocks and the other operands' entries outside them.
-  const std::string beside_blocked_a = error_of(kSpgemmBias, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]},
-      "D": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})");
-  CHECK(contains(beside_blocked_a, "c.json: /tensors/A/format: error: the right-hand side sums its terms over different indices"));
-  CHECK(contains(beside_blocked_a, ", which is not supported beside a blocked operand (A: its blocks, and the other operands' "
-                                   "entries outside them); store the operands unblocked, or make C dense"));
-  // `+=` into a blocked output reads its previous value blocked alike.
+  // Into a blocked output, an operand of another part than the body blocks the body's loops.
+  CHECK(contains(error_of(kSpgemmBias, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"},
+      "D": {"format": "bsr", "block": [2, 2]}, "C": {"format": "bsr", "block": [2, 2]}}})"),
+                 "c.json: /tensors/D/format: error: the right-hand side sums its terms over different indices"));
+  CHECK(contains(error_of(kSpgemmBias, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"},
+      "D": {"format": "bsr", "block": [2, 2]}, "C": {"format": "bsr", "block": [2, 2]}}})"),
+                 "; D (bsr) splits index i into blocks, which the shared loops would follow, but the terms A(i,k) * "
+                 "B(k,j) do not read D, which is not supported; store D unblocked, or C unblocked (its entries are then listed)"));
+  // `+=` into a blocked output reads its previous value blocked alike: the same.
   CHECK(contains(error_of("C(i,j) += A(i,k) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})"),
                  "c.json: /tensors/C/format: error: the right-hand side sums its terms over different indices (A(i,k) * "
                  "B(k,j) (summed over k); C_prev(i,j) (no summed index)), and C (bsr) is a sparse output the kernel "
-                 "assembles, so they share one loop nest: the terms without k are added where the loops outside k end, which "
-                 "is not supported beside a blocked operand (C_prev, the value of C before `+=`, stored as C is: its blocks, "
-                 "and the other operands' entries outside them); store C unblocked, or make it dense"));
+                 "assembles, so they share one loop nest: the terms without k are added where the loops outside k end; "
+                 "C_prev, the value of C before `+=`, stored as C is, splits index i into blocks, which the shared loops "
+                 "would follow, but the terms A(i,k) * B(k,j) do not read C_prev, which is not supported; store C "
+                 "unblocked (its entries are then listed), or make it dense"));
+  // Block rows stored compressed visit only A's: D's rows elsewhere would be missed.
+  CHECK(contains(error_of(kSpgemmBias, R"({"tensors": {"A": {"format": {"levels": [{"kind": "compressed", "floordiv": 2},
+      {"kind": "compressed", "floordiv": 2}, {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]}},
+      "B": {"format": "csr"}, "D": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})"),
+                 "c.json: /tensors/A/format: error: the right-hand side sums its terms over different indices"));
+  CHECK(contains(error_of(kSpgemmBias, R"({"tensors": {"A": {"format": {"levels": [{"kind": "compressed", "floordiv": 2},
+      {"kind": "compressed", "floordiv": 2}, {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]}},
+      "B": {"format": "csr"}, "D": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})"),
+                 ", which beside a blocked operand (A) needs the shared loops to visit every coordinate, but the loop i_blk "
+                 "visits only the stored ones, and the other parts' entries may lie elsewhere; store A's levels above i_blk "
+                 "dense (bsr), or make C dense"));
+  // A part with a term without the blocked operand (its entries outside the blocks) is refused.
+  CHECK(contains(error_of("C(i,j) = A(i,k) * B(k,j) + D(i,j) + E(i,j)",
+                          R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "D": {"format": "bsr", "block": [2, 2]},
+                              "E": {"format": "csr"}, "C": {"format": "csr"}}})"),
+                 "c.json: /tensors: error: E stores index j compressed, and D splits it into blocks: E is then located "
+                 "inside D's blocks (by binary search), which serves only terms that multiply it by D, and the entries of E "
+                 "outside them cannot follow here (the output is not dense); store E dense, or D unblocked (csr)"));
+}
+
+TEST_CASE("place sum parts: beside a blocked operand, an unblocked output's parts each list their entries") {
+  // A's blocks give C's entries a block at a time: A B lists them over A's blocks, D over its own
+  // rows (no block loops: D is not blocked).
+  spgen::Compilation c = compile(kSpgemmBias, R"({"tensors": {"A": {"format": "bsr", "block": [2, 3]}, "B": {"format": "csr"},
+      "D": {"format": "csr"}, "C": {"format": "csr"}}})");
+  CHECK(contains(c.stage2_dump, "    # A(i,k) * B(k,j) (summed over k_blk, k_in), into the list of C's entries\n"
+                                "    for i_blk in [0, (dim_i + 1) / 2) sequential:\n"));
+  CHECK(contains(c.stage2_dump, "    # + D(i,j) (no summed index), into the list of C's entries\n"
+                                "    for i in [0, dim_i) sequential:\n"
+                                "      for j at pD1 in [int64(D_pos1[i]), int64(D_pos1[i + 1])) sequential:\n"
+                                "        let j: int64 = int64(D_crd1[pD1])\n"
+                                "        C_keys[C_listed] = i * dim_j + j\n"
+                                "        C_entries[C_listed] = D_vals[pD1]\n"
+                                "        C_listed += 1\n"
+                                "    # sort the list by key and sum the repeats of each key\n"));
+  // The listed nests append to one list: sequential; D's loop over its rows is no loop of the
+  // program's (A's blocks split i), so no op names it.
+  const std::string blocked_csr = R"({"tensors": {"A": {"format": "bsr", "block": [2, 3]}, "B": {"format": "csr"},
+      "D": {"format": "csr"}, "C": {"format": "csr"}}, "schedule": [{"op": "parallel", "var": ")";
+  CHECK(contains(error_of(kSpgemmBias, blocked_csr + R"(i_blk"}]})"),
+                 "c.json: /schedule/0: error: parallel: cannot parallelize i_blk: it appends to the list of C's entries"));
+  CHECK(contains(error_of(kSpgemmBias, blocked_csr + R"(i"}]})"),
+                 "c.json: /schedule/0: error: parallel: loop i iterates a part of the sum whose terms sum over different "
+                 "indices unsplit by the blocks of another part's operand, a nest of its own that schedule ops do not "
+                 "transform; schedule the loops of the main nest: i_blk, k_blk, i_in, k_in, j, j"));
+  // Into bsr, A's dense block rows drive C's: D adds into each block row's workspace.
+  spgen::Compilation into_blocks = compile(kSpgemmBias, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]},
+      "B": {"format": "csr"}, "D": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})");
+  CHECK(contains(into_blocks.stage2_dump, "      # + D(i,j) (no summed index), into the block row workspace of C\n"
+                                          "      for i_in in [0, min(2, dim_i - i_blk * 2)) sequential:\n"
+                                          "        let i: int64 = i_blk * 2 + i_in\n"
+                                          "        for j at pD1 in [int64(D_pos1[i]), int64(D_pos1[i + 1])) sequential:\n"));
 }
 
 TEST_CASE("place sum parts: into a listed output, each part lists its entries in a nest of its own") {
