@@ -1847,8 +1847,9 @@ class Lowering {
     std::vector<Stmt> entry = entry_keys(u, key, previous);
     entry.push_back(inner);
     append(before, marks);
-    before.push_back(std::make_shared<For>("pack " + output.tensor, u, int64(0), var(distinct), block(std::move(entry)),
-                                           parallel ? over_grid() : LoopAnnotations{}));
+    // (cuda: a kernel named after the loop, which must not be the pack routine's NAME_pack_C)
+    before.push_back(std::make_shared<For>((parallel ? "pack the entries of " : "pack ") + output.tensor, u, int64(0), var(distinct),
+                                           block(std::move(entry)), parallel ? over_grid() : LoopAnnotations{}));
     return before;
   }
 
