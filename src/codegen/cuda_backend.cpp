@@ -92,11 +92,15 @@ std::vector<Workspace> row_workspaces(const std::vector<Stmt>& body) {
 // the loops that sum its repeats and pack it. On the GPU the loops run twice, first only
 // counting the entries (the list's length, which the host reads back to allocate the list),
 // then listing them, each thread taking its entry's slot from an atomic cursor; the host sorts
-// the list (spgen_sort_entries) and one thread sums the repeats and packs it.
+// the list (spgen_sort_entries), and the packing loops (kernels over the grid, scans by one
+// block) sum the repeats and pack it.
 struct EntryList {
   std::string tensor;
   std::string keys, values;  // values: empty where an assemble phase lists keys only
   ScalarType value_type = ScalarType::Float32;
+  // The packing's other arrays (marks and their running sums, the summed entries): one element
+  // more than the list, allocated with it, zeroed.
+  std::vector<std::pair<std::string, ScalarType>> work;
   std::string count;  // the list's length so far; on the host, once counted, its length
   std::string cursor() const { return "spgen_" + count; }  // device: the next free slot
   std::string spare(const std::string& list) const { return "spgen_" + list + "_spare"; }  // the sort's other half
@@ -243,6 +247,7 @@ struct Kernel {
   std::shared_ptr<const EntryList> list;
   Listing listing = Listing::None;
   bool packs_list = false;
+  bool ends_list = false;  // the list's last packing kernel, after which the host frees it
   std::vector<Param> list_params;  // the list's arrays (and cursor or length), after the params
 };
 
@@ -275,9 +280,79 @@ std::vector<Param> entry_list_params(const EntryList& list, Listing listing) {
     params.push_back(array(list.keys, ScalarType::Int64));
     if (!list.values.empty()) params.push_back(array(list.values, list.value_type));
   }
+  if (listing == Listing::None)
+    for (const auto& [name, type] : list.work) params.push_back(array(name, type));
   if (listing != Listing::None) params.push_back(array(list.cursor(), ScalarType::Int64));
   else params.push_back(scalar(list.count));
   return params;
+}
+
+// The names a statement reads or writes.
+struct NamesUsed : IRVisitor {
+  std::set<std::string> names;
+  void visit_var(const Var& node) override { names.insert(node.name); }
+  void visit_load(const Load& node) override {
+    names.insert(node.buffer);
+    IRVisitor::visit_load(node);
+  }
+  void visit_store(const Store& node) override {
+    names.insert(node.buffer);
+    IRVisitor::visit_store(node);
+  }
+  void visit_assign(const Assign& node) override {
+    names.insert(node.name);
+    IRVisitor::visit_assign(node);
+  }
+};
+
+// The statements that sort out and pack an entry list, as kernels: each loop bound to the grid
+// or a scan, with the comments before it, is a kernel of its own, and the statements between
+// them one kernel (one thread). The declarations among them (the list's distinct count, the
+// keys' strides, a sequential packing's cursors) are not kernels: each kernel starts with those
+// it uses (unused ones would be warnings).
+std::vector<std::pair<std::string, std::vector<Stmt>>> packing_kernels(const std::vector<Stmt>& pack) {
+  std::vector<Stmt> declares;
+  std::vector<std::pair<std::string, std::vector<Stmt>>> groups;
+  std::vector<Stmt> current;
+  auto flush = [&](const std::string& name) {
+    if (std::none_of(current.begin(), current.end(), [](const Stmt& x) { return x->kind != StmtKind::Comment; })) return;
+    NamesUsed uses;
+    for (const Stmt& s : current) uses.visit(s);
+    std::vector<Stmt> used;
+    for (size_t k = declares.size(); k-- > 0;) {
+      const auto& declare = static_cast<const Declare&>(*declares[k]);
+      if (!uses.names.count(declare.name)) continue;
+      used.insert(used.begin(), declares[k]);
+      uses.visit(declare.init);
+    }
+    used.insert(used.end(), current.begin(), current.end());
+    groups.push_back({name, used});
+    current.clear();
+  };
+  for (const Stmt& s : pack) {
+    if (s->kind == StmtKind::Declare) {
+      declares.push_back(s);
+      continue;
+    }
+    const For* loop = as_for(s);
+    if (!loop || (loop->annotations.bind != "grid" && loop->annotations.bind != "scan")) {
+      current.push_back(s);
+      continue;
+    }
+    std::vector<Stmt> comments;  // the ones just before the loop describe it
+    while (!current.empty() && current.back()->kind == StmtKind::Comment) {
+      comments.insert(comments.begin(), current.back());
+      current.pop_back();
+    }
+    flush("pack_entries");
+    current = comments;
+    current.push_back(s);
+    std::string name = loop->label;
+    std::replace(name.begin(), name.end(), ' ', '_');
+    flush(name);
+  }
+  flush("pack_entries");
+  return groups;
 }
 
 // The statements that list an entry list's entries, as kernels: a nest of its own (a part of a
@@ -338,8 +413,10 @@ std::vector<Kernel> split_into_kernels(const LoweredFunc& func) {
       list->keys = sorted.buffer;
       list->values = sorted.values;
       list->count = static_cast<const Var&>(*sorted.end).name;
-      for (const Workspace& w : lists->buffers)
+      for (const Workspace& w : lists->buffers) {
         if (w.name == list->values) list->value_type = w.type;
+        else if (w.name != list->keys) list->work.push_back({w.name, w.type});
+      }
       for (const Param& p : func.params)
         if (p.is_array && !p.is_const && list->tensor.empty()) list->tensor = p.tensor;  // the output
       std::vector<Stmt> loops(inner.begin(), sort), pack(sort + 1, inner.end());
@@ -357,11 +434,19 @@ std::vector<Kernel> split_into_kernels(const LoweredFunc& func) {
           kernel.list_params = entry_list_params(*list, listing);
           kernels.push_back(std::move(kernel));
         }
-      Kernel packing = kernel_of(func.name + "_pack_entries", pack);
-      packing.list = list;
-      packing.packs_list = true;
-      packing.list_params = entry_list_params(*list, Listing::None);
-      kernels.push_back(std::move(packing));
+      std::vector<std::pair<std::string, std::vector<Stmt>>> packing = packing_kernels(pack);
+      if (packing.empty()) throw std::logic_error("cuda: an entry list that is never packed");
+      for (auto& [name, body] : packing) {
+        Kernel kernel = kernel_of(func.name + "_" + name, std::move(body));
+        kernel.list = list;
+        kernel.packs_list = true;
+        NamesUsed uses;
+        for (const Stmt& s : kernel.body) uses.visit(s);
+        for (const Param& p : entry_list_params(*list, Listing::None))
+          if (uses.names.count(p.name)) kernel.list_params.push_back(p);
+        kernels.push_back(std::move(kernel));
+      }
+      kernels.back().ends_list = true;
       continue;
     }
     const For* loop = as_for(s);
@@ -691,10 +776,11 @@ std::string indented(const std::string& text) {
 
 // The host's part in an entry list (EntryList): allocate the cursor, count the entries, read
 // their number back (waiting for the count), allocate the list and the sort's spare half at that
-// length, list the entries, sort them, pack them, free it all. `kernels`: the launches of the
-// counting, listing and packing kernels. The first error is returned.
-std::string entry_list_launches(const EntryList& list, const std::vector<std::string>& kernels) {
-  const size_t listing_kernels = (kernels.size() - 1) / 2;  // counting, then as many listing, then packing
+// length (the packing's arrays one longer), list the entries, sort them, pack them, free it all.
+// `kernels`: the launches of the counting, listing and packing kernels (as many listing as
+// counting). The first error is returned.
+std::string entry_list_launches(const EntryList& list, const std::vector<std::string>& kernels, size_t packing_kernels) {
+  const size_t listing_kernels = (kernels.size() - packing_kernels) / 2;
   CExprPrinter expr;
   std::string values_type = expr.type_name(list.value_type);
   std::vector<std::pair<std::string, std::string>> arrays = {{list.keys, "int64_t"}, {list.spare(list.keys), "int64_t"}};
@@ -702,12 +788,15 @@ std::string entry_list_launches(const EntryList& list, const std::vector<std::st
     arrays.push_back({list.values, values_type});
     arrays.push_back({list.spare(list.values), values_type});
   }
+  std::vector<std::pair<std::string, std::string>> work;
+  for (const auto& [name, type] : list.work) work.push_back({name, expr.type_name(type)});
   auto launch = [](const std::string& kernel) {
     return "    if (status == cudaSuccess) {\n" + indented(indented(kernel)) + "      status = cudaGetLastError();\n    }\n";
   };
   std::string out = "  {  // " + list.tensor + "'s entries arrive out of order: count them, list them, sort the list, pack it\n";
   out += "    int64_t* " + list.cursor() + " = nullptr;  // the list's next free slot, which threads take atomically\n";
   for (const auto& [name, type] : arrays) out += "    " + type + "* " + name + " = nullptr;\n";
+  for (const auto& [name, type] : work) out += "    " + type + "* " + name + " = nullptr;\n";
   out += "    int64_t " + list.count + " = 0;  // the list's length\n";
   out += "    cudaError_t status = spgen_list_alloc(&" + list.cursor() + ", 1, stream);\n";
   for (size_t k = 0; k < listing_kernels; ++k) out += launch(kernels.at(k));
@@ -717,15 +806,18 @@ std::string entry_list_launches(const EntryList& list, const std::vector<std::st
   out += "    if (status == cudaSuccess) status = cudaStreamSynchronize(stream);\n";
   for (const auto& [name, type] : arrays)
     out += "    if (status == cudaSuccess) status = spgen_list_alloc(&" + name + ", " + list.count + ", stream);\n";
+  for (const auto& [name, type] : work)
+    out += "    if (status == cudaSuccess) status = spgen_list_alloc(&" + name + ", " + list.count + " + 1, stream);\n";
   out += "    if (status == cudaSuccess) status = cudaMemsetAsync(" + list.cursor() + ", 0, sizeof(int64_t), stream);\n";
   for (size_t k = 0; k < listing_kernels; ++k) out += launch(kernels.at(listing_kernels + k));
   std::string no_values = "static_cast<" + values_type + "*>(nullptr)";
   out += "    if (status == cudaSuccess)\n      status = spgen_sort_entries(" + list.keys + ", " +
          (list.values.empty() ? no_values : list.values) + ", " + list.spare(list.keys) + ", " +
          (list.values.empty() ? no_values : list.spare(list.values)) + ", " + list.count + ", stream);\n";
-  out += launch(kernels.back());
+  for (size_t k = 2 * listing_kernels; k < kernels.size(); ++k) out += launch(kernels.at(k));
   out += "    if (" + list.cursor() + ") cudaFreeAsync(" + list.cursor() + ", stream);\n";
   for (const auto& [name, type] : arrays) out += "    if (" + name + ") cudaFreeAsync(" + name + ", stream);\n";
+  for (const auto& [name, type] : work) out += "    if (" + name + ") cudaFreeAsync(" + name + ", stream);\n";
   return out + "    if (status != cudaSuccess) return (int)status;\n  }\n";
 }
 
@@ -739,6 +831,7 @@ std::string emit_host_function(const LoweredFunc& func, const std::string& linka
   std::set<std::string> passed;
   std::string launches;
   std::vector<std::string> list_launches;  // an entry list's kernels: counting, listing, packing
+  size_t packing_launches = 0;
   std::set<std::string> counted_positions;  // the output levels an assemble phase counts into
   for (const Param& p : func.params)
     if (p.kind == ParamKind::Pos && !p.is_const) counted_positions.insert(p.name);
@@ -760,9 +853,11 @@ std::string emit_host_function(const LoweredFunc& func, const std::string& linka
       launches += launcher.launch(kernel, shared.bytes);
     } else {
       list_launches.push_back(launcher.launch(kernel, shared.bytes));
-      if (kernel.packs_list) {
-        launches += entry_list_launches(*kernel.list, list_launches);
+      packing_launches += kernel.packs_list;
+      if (kernel.ends_list) {
+        launches += entry_list_launches(*kernel.list, list_launches, packing_launches);
         list_launches.clear();
+        packing_launches = 0;
       }
     }
     CudaStmtPrinter printer(expr, output_values(func), counted_positions, std::move(shared), kernel.list.get(), kernel.listing);

@@ -100,8 +100,8 @@ class NestSnapshot : public IRVisitor {
       stores.push_back({&node, stack_, after_shuffle_, lists.count(node.buffer) > 0});
   }
   // An output's entry list (lower_to_loops.cpp, list_and_pack): what follows its sort (summing
-  // repeats, packing) is a one-thread kernel of its own (cuda_backend.cpp); the loops that list
-  // the entries are the nest.
+  // repeats, packing) is bound there already, in kernels of its own (cuda_backend.cpp); the loops
+  // that list the entries are the nest.
   void visit_allocate(const Allocate& node) override {
     if (std::none_of(node.buffers.begin(), node.buffers.end(), [](const Workspace& w) { return w.growable; }))
       return IRVisitor::visit_allocate(node);

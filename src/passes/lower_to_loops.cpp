@@ -1763,8 +1763,42 @@ class Lowering {
       lists.push_back({list_values_, value_type_, int64(0), std::make_shared<FloatImm>(0.0, "0", value_type_)});
       lists.back().growable = true;
     }
-    // Repeats of a key are adjacent once sorted: keep the first, adding the others' values into it.
-    std::string e = fresh_name("e"), distinct = fresh_name(output.tensor + "_distinct");
+    std::string distinct = fresh_name(output.tensor + "_distinct");
+    std::vector<Stmt> body = {
+        std::make_shared<Comment>("list the entries of " + output.tensor + " as the loops produce them (out of order: " +
+                                  out_of_order_reason(output) + "), keyed by their coordinates in storage order"),
+        std::make_shared<Declare>(list_count_, ScalarType::Int64, int64(0), true),
+        nest,
+        std::make_shared<Comment>("sort the list by key and sum the repeats of each key"),
+        std::make_shared<Sort>(list_keys_, int64(0), var(list_count_), counting_ ? "" : list_values_)};
+    std::string keys = list_keys_, values = list_values_;  // the sorted entries, repeats summed
+    if (config_.target == Target::Cuda) {
+      append(body, sum_repeats_in_parallel(distinct, lists, keys, values));
+    } else {
+      append(body, sum_repeats(distinct));
+    }
+    Stmt packing = std::make_shared<Comment>(counting_ ? "count the entries of level " + std::to_string(counted_level_) + " per parent position"
+                                                       : "store the entries level by level, in storage order");
+    if (config_.target != Target::Cuda) body.push_back(packing);
+    // An ELL level above the last: its slots start as padding (the last one's are, by zero_fill).
+    for (size_t l = 0; l + 1 < output.axes.size() && !counting_; ++l) {
+      const sparse::Axis& axis = output_axis(l);
+      if (axis.kind != sparse::AxisKind::SparseFixed) continue;
+      std::string p = fresh_name("p");
+      body.push_back(std::make_shared<For>("pad " + output.tensor, p, int64(0), structure_size(output, l + 1),
+                                           std::make_shared<Store>(axis.crd, var(p), cast(index_type_, int64(-1)), false),
+                                           config_.target == Target::Cuda ? over_grid() : LoopAnnotations{}));
+    }
+    std::vector<Stmt> pack = pack_list(distinct, keys, values, lists);
+    if (config_.target == Target::Cuda) pack.insert(pack.end() - 1, packing);  // cuda: it describes the packing loop's kernel
+    append(body, pack);
+    return std::make_shared<Allocate>(lists, block(std::move(body)));
+  }
+
+  // Repeats of a key are adjacent once sorted: keep the first, adding the others' values into it.
+  std::vector<Stmt> sum_repeats(const std::string& distinct) {
+    const sparse::SparseBuffer& output = program_.output();
+    std::string e = fresh_name("e");
     Expr key = load(list_keys_, var(e), ScalarType::Int64);
     Expr previous = load(list_keys_, sub(var(distinct), int64(1)), ScalarType::Int64);
     std::vector<Stmt> keep = {std::make_shared<Store>(list_keys_, var(distinct), key, false)};
@@ -1776,37 +1810,92 @@ class Lowering {
     keep.push_back(std::make_shared<Assign>(distinct, int64(1), true));
     Stmt first = std::make_shared<If>(logical_or(binary(BinOp::Eq, var(distinct), int64(0)), binary(BinOp::Ne, key, previous)),
                                       block(std::move(keep)), add_repeat);
-    std::vector<Stmt> body = {
-        std::make_shared<Comment>("list the entries of " + output.tensor + " as the loops produce them (out of order: " +
-                                  out_of_order_reason(output) + "), keyed by their coordinates in storage order"),
-        std::make_shared<Declare>(list_count_, ScalarType::Int64, int64(0), true),
-        nest,
-        std::make_shared<Comment>("sort the list by key and sum the repeats of each key"),
-        std::make_shared<Sort>(list_keys_, int64(0), var(list_count_), counting_ ? "" : list_values_),
-        std::make_shared<Declare>(distinct, ScalarType::Int64, int64(0), true),
-        std::make_shared<For>("sum repeats of " + output.tensor, e, int64(0), var(list_count_), first),
-        std::make_shared<Comment>(counting_ ? "count the entries of level " + std::to_string(counted_level_) + " per parent position"
-                                            : "store the entries level by level, in storage order")};
-    // An ELL level above the last: its slots start as padding (the last one's are, by zero_fill).
-    for (size_t l = 0; l + 1 < output.axes.size() && !counting_; ++l) {
-      const sparse::Axis& axis = output_axis(l);
-      if (axis.kind != sparse::AxisKind::SparseFixed) continue;
-      std::string p = fresh_name("p");
-      body.push_back(std::make_shared<For>("pad " + output.tensor, p, int64(0), structure_size(output, l + 1),
-                                           std::make_shared<Store>(axis.crd, var(p), cast(index_type_, int64(-1)), false)));
-    }
-    append(body, pack_list(distinct));
-    return std::make_shared<Allocate>(lists, block(std::move(body)));
+    return {std::make_shared<Declare>(distinct, ScalarType::Int64, int64(0), true),
+            std::make_shared<For>("sum repeats of " + output.tensor, e, int64(0), var(list_count_), first)};
   }
 
-  // Packs the sorted, distinct list: per entry, each level's position from its parent's (dense:
-  // arithmetic; ragged: located; compressed: the next position where the entry's coordinates
-  // down to that level differ from the previous entry's; COO: one position per entry; ELL: the
-  // parent's next slot). An assemble phase stops at its level and counts there.
-  std::vector<Stmt> pack_list(const std::string& distinct) {
+  // cuda: loops over the list that the grid's threads share, each a kernel of its own; and the
+  // one-block scan that makes marks[1 .. n] their running sums (marks[0] is 0).
+  static LoopAnnotations over_grid() {
+    LoopAnnotations a;
+    a.bind = "grid";
+    a.bind_threads = 256;
+    return a;
+  }
+  static Stmt scan_marks(const std::string& label, const std::string& marks, const Expr& n) {
+    LoopAnnotations a;
+    a.bind = "scan";
+    a.bind_threads = 1024;
+    std::string p = "p";
+    return std::make_shared<For>(label, p, int64(0), n,
+                                 std::make_shared<Store>(marks, add(var(p), int64(1)), load(marks, var(p), ScalarType::Int64), true), a);
+  }
+
+  // One more array of the list's length + 1 (cuda: the host allocates it with the list, zeroed).
+  std::string list_array(const std::string& wanted, ScalarType type, std::vector<Workspace>& lists) {
+    std::string name = fresh_name(wanted);
+    Expr zero = type == ScalarType::Int64 ? int64(0) : std::make_shared<FloatImm>(0.0, "0", type);
+    lists.push_back({name, type, int64(0), zero});
+    lists.back().growable = true;
+    return name;
+  }
+
+  // cuda: the sum of repeats in parallel. Each entry that starts a new key is marked; a scan of
+  // the marks gives each distinct key its slot in new arrays (`keys`, `values`); the key's first
+  // entry sums its run, in sorted order as one thread would, so the result is the same at every run.
+  std::vector<Stmt> sum_repeats_in_parallel(const std::string& distinct, std::vector<Workspace>& lists, std::string& keys,
+                                            std::string& values) {
+    const sparse::SparseBuffer& output = program_.output();
+    std::string heads = list_array(output.tensor + "_heads", ScalarType::Int64, lists);
+    keys = list_array(output.tensor + "_distinct_keys", ScalarType::Int64, lists);
+    if (!counting_) values = list_array(output.tensor + "_sums", value_type_, lists);
+    Expr n = var(list_count_);
+    std::string e = fresh_name("e");
+    Expr key = load(list_keys_, var(e), ScalarType::Int64);
+    Expr starts_key = logical_or(binary(BinOp::Eq, var(e), int64(0)),
+                                 binary(BinOp::Ne, key, load(list_keys_, sub(var(e), int64(1)), ScalarType::Int64)));
+    std::vector<Stmt> out = {
+        std::make_shared<Comment>("mark each sorted entry that starts a new key; the marks' running sums give each key its slot"),
+        std::make_shared<For>("mark keys of " + output.tensor, e, int64(0), n,
+                              std::make_shared<Store>(heads, add(var(e), int64(1)), select(starts_key, int64(1), int64(0)), false),
+                              over_grid()),
+        scan_marks("slot keys of " + output.tensor, heads, n)};
+    std::string slot = fresh_name("slot");
+    std::vector<Stmt> keep = {std::make_shared<Declare>(slot, ScalarType::Int64, sub(load(heads, add(var(e), int64(1)), ScalarType::Int64), int64(1)), false),
+                              std::make_shared<Store>(keys, var(slot), key, false)};
+    if (!counting_) {
+      std::string sum = fresh_name("sum"), r = fresh_name("r");
+      keep.push_back(std::make_shared<Declare>(sum, value_type_, load(list_values_, var(e), value_type_), true));
+      keep.push_back(std::make_shared<Declare>(r, ScalarType::Int64, add(var(e), int64(1)), true));
+      Expr repeats = logical_and(binary(BinOp::Lt, var(r), n), binary(BinOp::Eq, load(list_keys_, var(r), ScalarType::Int64), key));
+      keep.push_back(std::make_shared<While>("repeats of " + output.tensor, repeats,
+                                             block({std::make_shared<Assign>(sum, load(list_values_, var(r), value_type_), true),
+                                                    std::make_shared<Assign>(r, int64(1), true)})));
+      keep.push_back(std::make_shared<Store>(values, var(slot), var(sum), false));
+    }
+    out.push_back(std::make_shared<Comment>("each key's first entry sums its repeats, in sorted order, into the key's slot"));
+    out.push_back(std::make_shared<For>("sum repeats of " + output.tensor, e, int64(0), n,
+                                        std::make_shared<If>(starts_key, block(std::move(keep)), nullptr), over_grid()));
+    out.push_back(std::make_shared<Declare>(distinct, ScalarType::Int64, load(heads, n, ScalarType::Int64), false));
+    return out;
+  }
+
+  // Packs the sorted, distinct list (`keys`, `values`): per entry, each level's position from
+  // its parent's (dense: arithmetic; ragged: located; compressed: the next position where the
+  // entry's coordinates down to that level differ from the previous entry's; COO: one position
+  // per entry; ELL: the parent's next slot). An assemble phase stops at its level and counts there.
+  // On cuda, without ELL levels, the grid's threads share the entries: a compressed level's
+  // position is the running sum of its marks (where the coordinates down to it change), which a
+  // scan computes first, and a counted ragged level is set by its parent's last entry only.
+  std::vector<Stmt> pack_list(const std::string& distinct, const std::string& keys, const std::string& values,
+                              std::vector<Workspace>& lists) {
     const sparse::SparseBuffer& output = program_.output();
     const size_t levels = output.axes.size();
     const size_t stop = counting_ ? static_cast<size_t>(counted_level_) : levels;
+    bool parallel = config_.target == Target::Cuda;
+    for (size_t l = 0; l < levels && l <= stop; ++l)
+      parallel &= output_axis(l).kind != sparse::AxisKind::SparseFixed;
+    std::vector<Stmt> marks;  // parallel: the loops that mark and scan each compressed level's new positions
     std::string u = fresh_name("u"), key = fresh_name(output.tensor + "_key"), previous = fresh_name(output.tensor + "_previous");
     std::vector<Stmt> before;
     // strides[l]: the extent of the levels below l, so that key / strides[l] is the entry's
@@ -1820,8 +1909,17 @@ class Lowering {
     auto prefix = [&](const std::string& of, size_t l) { return binary(BinOp::Div, var(of), strides[l]); };
     // The entry differs from the previous one in its coordinates down to level l (the first entry
     // differs from none).
-    auto changed = [&](size_t l) {
-      return logical_or(binary(BinOp::Eq, var(u), int64(0)), binary(BinOp::Ne, prefix(key, l), prefix(previous, l)));
+    auto changed_at = [&](size_t l, const std::string& entry, const std::string& its_key, const std::string& its_previous) {
+      return logical_or(binary(BinOp::Eq, var(entry), int64(0)), binary(BinOp::Ne, prefix(its_key, l), prefix(its_previous, l)));
+    };
+    auto changed = [&](size_t l) { return changed_at(l, u, key, previous); };
+    // An entry's key and the previous entry's (-1 before the first).
+    auto entry_keys = [&](const std::string& entry, const std::string& its_key, const std::string& its_previous) {
+      return std::vector<Stmt>{
+          std::make_shared<Declare>(its_key, ScalarType::Int64, load(keys, var(entry), ScalarType::Int64), false),
+          std::make_shared<Declare>(its_previous, ScalarType::Int64,
+                                    select(binary(BinOp::Lt, int64(0), var(entry)), load(keys, sub(var(entry), int64(1)), ScalarType::Int64), int64(-1)),
+                                    false)};
     };
     // at[l]: level l's statements, which wrap those of the levels below (guarded by guards[l]:
     // an ELL level stores nothing past a parent's W slots); at[levels]: the value's store.
@@ -1848,7 +1946,14 @@ class Lowering {
         here = parent;
       } else if (axis.kind == sparse::AxisKind::DenseVariable && counted) {
         Expr length = binary(BinOp::Max, load(axis.pos, count_slot, index_type_), cast(index_type_, add(coordinate, int64(1))));
-        stmts.push_back(std::make_shared<Store>(axis.pos, count_slot, length, false));
+        Stmt count = std::make_shared<Store>(axis.pos, count_slot, length, false);
+        if (parallel) {  // threads share parents: the parent's last entry, its longest, sets it alone
+          Expr next_key = load(keys, add(var(u), int64(1)), ScalarType::Int64);
+          Expr last = binary(BinOp::Eq, add(var(u), int64(1)), var(distinct));
+          if (l > 0) last = logical_or(last, binary(BinOp::Ne, binary(BinOp::Div, next_key, strides[l - 1]), prefix(key, l - 1)));
+          count = std::make_shared<If>(last, count, nullptr);
+        }
+        stmts.push_back(count);
       } else if (axis.kind == sparse::AxisKind::DenseVariable) {
         here = add(cast(ScalarType::Int64, load(axis.pos, parent, index_type_)), coordinate);
       } else if (counted) {
@@ -1858,6 +1963,28 @@ class Lowering {
         // A compressed level's positions count its distinct prefixes whatever its parent's are:
         // counting further down, this level's are not needed.
         continue;
+      } else if (parallel) {
+        // The position is the number of new positions up to this entry: the running sum of the
+        // marks (every entry's, where is_new is always true).
+        if (is_new) {
+          std::string level_marks = list_array(output.tensor + "_new" + std::to_string(l), ScalarType::Int64, lists);
+          std::string m = fresh_name("m"), mark_key = fresh_name(output.tensor + "_key"),
+                      mark_previous = fresh_name(output.tensor + "_previous");
+          std::vector<Stmt> mark = entry_keys(m, mark_key, mark_previous);
+          mark.push_back(std::make_shared<Store>(level_marks, add(var(m), int64(1)),
+                                                 select(changed_at(last_of_level, m, mark_key, mark_previous), int64(1), int64(0)), false));
+          std::string what = "level " + std::to_string(l) + " of " + output.tensor;
+          marks.push_back(std::make_shared<Comment>("mark the entries that start a new position of " + what + "; the marks' running sums are the positions"));
+          marks.push_back(std::make_shared<For>("mark " + what, m, int64(0), var(distinct), block(std::move(mark)), over_grid()));
+          marks.push_back(scan_marks("positions of " + what, level_marks, var(distinct)));
+          here = sub(load(level_marks, add(var(u), int64(1)), ScalarType::Int64), int64(1));
+        } else {
+          here = var(u);
+        }
+        if (!counting_) {
+          Stmt store = std::make_shared<Store>(axis.crd, here, cast(index_type_, coordinate), false);
+          stmts.push_back(is_new ? std::make_shared<If>(is_new, store, nullptr) : store);
+        }
       } else {
         // The next free position (compressed, COO), or the parent's next slot (ELL).
         std::string next = fresh_name("q" + output.tensor + std::to_string(l));
@@ -1883,20 +2010,19 @@ class Lowering {
       stmts.push_back(std::make_shared<Declare>(position, ScalarType::Int64, here, false));
       parent = var(position);
     }
-    if (!counting_) at[levels].push_back(std::make_shared<Store>(output.values, parent, load(list_values_, var(u), value_type_), false));
+    if (!counting_) at[levels].push_back(std::make_shared<Store>(output.values, parent, load(values, var(u), value_type_), false));
     Stmt inner;
     for (size_t l = levels + 1; l-- > 0;) {
       std::vector<Stmt> stmts = std::move(at[l]);
       if (inner) stmts.push_back(guards[l] ? std::make_shared<If>(guards[l], inner, nullptr) : inner);
       if (!stmts.empty()) inner = block(std::move(stmts));
     }
-    std::vector<Stmt> entry = {
-        std::make_shared<Declare>(key, ScalarType::Int64, load(list_keys_, var(u), ScalarType::Int64), false),
-        std::make_shared<Declare>(previous, ScalarType::Int64,
-                                  select(binary(BinOp::Lt, int64(0), var(u)), load(list_keys_, sub(var(u), int64(1)), ScalarType::Int64), int64(-1)),
-                                  false),
-        inner};
-    before.push_back(std::make_shared<For>("pack " + output.tensor, u, int64(0), var(distinct), block(std::move(entry))));
+    std::vector<Stmt> entry = entry_keys(u, key, previous);
+    entry.push_back(inner);
+    append(before, marks);
+    // (cuda: a kernel named after the loop, which must not be the pack routine's NAME_pack_C)
+    before.push_back(std::make_shared<For>((parallel ? "pack the entries of " : "pack ") + output.tensor, u, int64(0), var(distinct),
+                                           block(std::move(entry)), parallel ? over_grid() : LoopAnnotations{}));
     return before;
   }
 

@@ -574,8 +574,27 @@ TEST_CASE("assembled sparse output: on cuda, entries that arrive out of order ar
                                 "            C_entries[C_listed - 1] = A_vals[pA1] * B_vals[pB1]\n"));
   // The loops may run on threads: the auto schedule spreads the summed k over blocks and threads.
   CHECK(contains(c.stage2_dump, "for k0 in [0, (dim_k + 127) / 128) bind(blockIdx.x, atomic):"));
-  // The sum of repeats and the packing, after the sort, are no part of the bound nest.
-  CHECK(contains(c.stage2_dump, "    sort C_keys[0, C_listed) with C_entries\n    var C_distinct: int64 = 0\n"));
+  // The sum of repeats and the packing, after the sort, are no part of the bound nest: loops of
+  // their own over the grid, and scans by one block (the marks' running sums).
+  CHECK(contains(c.stage2_dump, "    sort C_keys[0, C_listed) with C_entries\n"
+                                "    # mark each sorted entry that starts a new key; the marks' running sums give each key its slot\n"
+                                "    for mark keys of C at e in [0, C_listed) bind(grid, 256 threads):\n"
+                                "      C_heads[e + 1] = (e == 0 || C_keys[e] != C_keys[e - 1]) ? 1 : 0\n"
+                                "    for slot keys of C at p in [0, C_listed) bind(scan, 1024 threads):\n"
+                                "      C_heads[p + 1] += C_heads[p]\n"));
+  // Each key's first entry sums its run in sorted order, as one thread would (the same bits).
+  CHECK(contains(c.stage2_dump, "        var sum: float32 = C_entries[e]\n"
+                                "        var r: int64 = e + 1\n"
+                                "        while repeats of C (r < C_listed && C_keys[r] == C_keys[e]):\n"
+                                "          sum += C_entries[r]\n"
+                                "          r += 1\n"
+                                "        C_sums[slot] = sum\n"
+                                "    let C_distinct: int64 = C_heads[C_listed]\n"));
+  // A compressed level above the last: its positions are the running sums of its marks.
+  CHECK(contains(c.stage2_dump, "    for positions of level 0 of C at p in [0, C_distinct) bind(scan, 1024 threads):\n"
+                                "      C_new0[p + 1] += C_new0[p]\n"
+                                "    # store the entries level by level, in storage order\n"
+                                "    for pack the entries of C at u in [0, C_distinct) bind(grid, 256 threads):\n"));
   const std::string& source = c.files[1].text;
   // The loops run twice: counting the entries, then listing them at their slots.
   CHECK(contains(source, "static __global__ void __launch_bounds__(128) t_count_entries("));
@@ -591,8 +610,15 @@ TEST_CASE("assembled sparse output: on cuda, entries that arrive out of order ar
   CHECK(contains(source, "static __global__ void __launch_bounds__(256) spgen_merge_entries("));
   // The header says that the function waits for the stream (for the count).
   CHECK(contains(c.files[0].text, "at a length it counts first: it waits\n//   for the stream there (cudaStreamSynchronize)"));
-  // One thread sums the repeats and packs.
-  CHECK(contains(source, "t_pack_entries<<<1, 1, 0, stream>>>(dim_i, dim_j, C_crd0, C_crd1, C_vals, C_keys, C_entries, C_listed);"));
+  // The grid's threads sum the repeats and pack; the marks' arrays are one longer than the list.
+  CHECK(contains(source, "    if (status == cudaSuccess) status = spgen_list_alloc(&C_heads, C_listed + 1, stream);\n"));
+  CHECK(contains(source, "t_slot_keys_of_C<<<1, 1024, 0, stream>>>(C_heads, C_listed);"));
+  CHECK(contains(source, "t_pack_the_entries_of_C<<<spgen_grid_dim(blocks_x, 2147483647), 256, 0, stream>>>(dim_i, dim_j, C_crd0, "
+                         "C_crd1, C_vals, C_heads, C_distinct_keys, C_sums, C_new0, C_listed);"));
+  // An ELL level keeps a one-thread packing (a parent's next slot follows the entries before it).
+  const std::string ell = compile(transposed, R"({"target": "cuda", "tensors": {)" + operands + R"(, "C": {"format": "ell", "width": 64}}})").files[1].text;
+  CHECK(contains(ell, "t_pack_entries<<<1, 1, 0, stream>>>("));
+  CHECK(contains(ell, "t_sum_repeats_of_C<<<"));
   // A bind of the summed loop is accepted (the cpu refuses to parallelize it, above).
   CHECK(contains(compile(transposed, R"({"target": "cuda", "tensors": {)" + operands + R"(, "C": {"format": "csr"}},
       "schedule": [{"op": "bind", "var": "k", "to": "threadIdx.x", "reduction": "atomic"}]})").stage2_dump, "bind(threadIdx.x"));

@@ -234,7 +234,7 @@ TEST_CASE("place sum parts: into a listed output on cuda, each part's nest lists
   const std::string& source = c.files[1].text;
   const size_t count = source.find("k_count_entries<<<1, 1, 0, stream>>>("), count_d = source.find("k_count_entries_2<<<");
   const size_t list = source.find("k_list_entries<<<1, 1, 0, stream>>>("), list_d = source.find("k_list_entries_2<<<");
-  const size_t sort = source.find("status = spgen_sort_entries(C_keys, C_entries,"), pack = source.find("k_pack_entries<<<");
+  const size_t sort = source.find("status = spgen_sort_entries(C_keys, C_entries,"), pack = source.find("k_pack_the_entries_of_C<<<");
   CHECK(count < count_d);
   CHECK(count_d < list);
   CHECK(list < list_d);
