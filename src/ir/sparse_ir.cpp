@@ -79,6 +79,7 @@ std::vector<OrderConstraint> hard_order_constraints(const Program& program) {
   std::vector<OrderConstraint> constraints;
   for (const SparseBuffer& buffer : program.buffers) {
     if (!buffer.shares_structure_with.empty()) continue;  // its owner already contributes
+    if (buffer.listed_blocks) continue;  // its entries are listed and sorted: any order serves
     const std::vector<LevelKind>& levels = buffer.format.levels;
     auto first_sparse = std::find_if(levels.begin(), levels.end(), [](LevelKind k) { return k != LevelKind::Dense; });
     if (first_sparse == levels.end()) continue;  // all dense: random access in any order
@@ -152,6 +153,7 @@ std::string dump_stage1(const Program& program) {
     if (!buffer.shares_structure_with.empty()) out += ", shares the structure of " + buffer.shares_structure_with;
     if (buffer.gathered_level >= 0)
       out += ", blocks gathered by level " + std::to_string(buffer.gathered_level) + " in a block-row workspace";
+    if (buffer.listed_blocks) out += ", entries listed, sorted and packed into its blocks";
     out += "\n";
   }
   std::vector<std::string> iterators;

@@ -84,7 +84,7 @@ std::string block_loop_name(const std::string& var, BlockPart part) {
 // loops give an index: its blocks are keyed and filled by those loops.
 void check_blocked_output(const Config& config, const sparse::Program& program) {
   const sparse::SparseBuffer& output = program.output();
-  if (output.format.all_dense() || !output.shares_structure_with.empty()) return;
+  if (output.format.all_dense() || !output.shares_structure_with.empty() || output.listed_blocks) return;
   const bool gathered = output.gathered_level >= 0;
   for (size_t l = 0; l < output.format.levels.size(); ++l) {
     const std::string& var = output.indices[output.format.mode_order[l]];
@@ -178,6 +178,15 @@ bool has_term_outside_blocks(const ast::Spec& spec, const Config& config, const 
   return false;
 }
 
+// An output whose entries are listed and packed into its blocks (sparse::SparseBuffer::
+// listed_blocks): its blocked levels bind the spec's variables, reached at their coordinate / and
+// % their block, as levels blocked apart from the loops are.
+void list_blocked_output(sparse::Program& program, sparse::SparseBuffer& output) {
+  output.listed_blocks = true;
+  for (int id : output.axes)
+    if (program.axes[id].block_part != BlockPart::None) program.axes[id].index_var = program.axes[id].mode_var;
+}
+
 // An assembled output blocked on indices that no operand blocks (C bsr = A csr + B csr) drives
 // its blocks itself: the blocks of one parent position of its last sparse (compressed) level
 // are gathered whole in a workspace keyed by that level's coordinate (passes/lower_to_loops.cpp,
@@ -193,6 +202,16 @@ bool has_term_outside_blocks(const ast::Spec& spec, const Config& config, const 
 void plan_output_blocks(const ast::Spec& spec, const Config& config, sparse::Program& program) {
   sparse::SparseBuffer& output = program.buffers.front();
   if (output.format.all_dense() || !output.shares_structure_with.empty() || !output.format.is_blocked()) return;
+  // Blocked otherwise than the operands' block loops split an index (C blocked on i only, or by
+  // 2x1, beside A bsr 2x2): those loops give its entries a block of A's at a time, which neither
+  // its own blocks' order nor a workspace keyed by them follows, so they are listed.
+  for (size_t l = 0; l < output.format.levels.size(); ++l) {
+    const sparse::BlockedVar* blocked = program.blocked(output.indices[output.format.mode_order[l]]);
+    LevelBlock block = output.format.block(l);
+    if (blocked && (block.part == BlockPart::None || block.size != blocked->size ||
+                    (block.part == BlockPart::InBlock && output.format.levels[l] != LevelKind::Dense)))
+      return list_blocked_output(program, output);
+  }
   std::set<std::string> by_operands, by_none;  // the output's blocked indices, by whether an operand blocks them
   for (size_t l = 0; l < output.format.levels.size(); ++l) {
     const std::string& var = output.indices[output.format.mode_order[l]];
@@ -204,6 +223,12 @@ void plan_output_blocks(const ast::Spec& spec, const Config& config, sparse::Pro
   int gathered = -1;
   for (size_t l = 0; l < output.format.levels.size(); ++l)
     if (output.format.levels[l] != LevelKind::Dense) gathered = static_cast<int>(l);
+  // Beside an operand that blocks some of its indices, block rows stored in another kind of
+  // level than a workspace of whole blocks serves (ragged, ELL) are listed instead.
+  bool rows_in_other_levels = gathered < 0 || output.format.levels[gathered] != LevelKind::Compressed;
+  for (int l = 0; l < gathered; ++l)
+    rows_in_other_levels |= output.format.levels[l] != LevelKind::Dense && output.format.levels[l] != LevelKind::Compressed;
+  if (rows_in_other_levels && !by_operands.empty()) return list_blocked_output(program, output);
   if (gathered < 0 || output.format.levels[gathered] != LevelKind::Compressed)
     fail_blocked(config, output.tensor,
                  "sparse output " + output.tensor + " (" + output.format.name +
