@@ -79,7 +79,6 @@ std::vector<OrderConstraint> hard_order_constraints(const Program& program) {
   std::vector<OrderConstraint> constraints;
   for (const SparseBuffer& buffer : program.buffers) {
     if (!buffer.shares_structure_with.empty()) continue;  // its owner already contributes
-    if (buffer.listed_blocks) continue;  // its entries are listed and sorted: any order serves
     const std::vector<LevelKind>& levels = buffer.format.levels;
     auto first_sparse = std::find_if(levels.begin(), levels.end(), [](LevelKind k) { return k != LevelKind::Dense; });
     if (first_sparse == levels.end()) continue;  // all dense: random access in any order

@@ -74,57 +74,6 @@ std::string block_loop_name(const std::string& var, BlockPart part) {
   throw CompileError(format_config_error(config.file, "/tensors/" + tensor + "/format", message));
 }
 
-// An output that does not share an input's structure, and whose blocks are not gathered in a
-// block-row workspace (plan_output_blocks), blocks nothing itself: the block loops come from the
-// operands. A dense output is reached at the combined coordinates; an assembled one must
-// be blocked alike on every blocked index (its blocks are then appended in the block loops' order,
-// and their dense in-block levels are zeroed and written), and may block no other index.
-//
-// A gathered output (plan_output_blocks) must still be blocked alike where an operand's block
-// loops give an index: its blocks are keyed and filled by those loops.
-void check_blocked_output(const Config& config, const sparse::Program& program) {
-  const sparse::SparseBuffer& output = program.output();
-  if (output.format.all_dense() || !output.shares_structure_with.empty() || output.listed_blocks) return;
-  const bool gathered = output.gathered_level >= 0;
-  for (size_t l = 0; l < output.format.levels.size(); ++l) {
-    const std::string& var = output.indices[output.format.mode_order[l]];
-    LevelBlock block = output.format.block(l);
-    const sparse::BlockedVar* blocked = program.blocked(var);
-    if (blocked && blocked->tensor == output.tensor) continue;  // the output's own block loops
-    if (block.part == BlockPart::None && !blocked) continue;
-    if (!blocked && gathered) continue;  // reached at its coordinate / and % the block
-    if (!blocked) {
-      // (Where no operand blocks any of its indices, plan_output_blocks gathered its blocks.)
-      const sparse::BlockedVar* other = nullptr;
-      for (size_t o = 0; o < output.format.levels.size() && !other; ++o)
-        if (output.format.block(o).part != BlockPart::None) other = program.blocked(output.indices[output.format.mode_order[o]]);
-      fail_blocked(config, output.tensor,
-                   "sparse output " + output.tensor + " (" + output.format.name + ") blocks index " + var +
-                       ", but no operand does, while " + other->tensor + " blocks index " + other->var +
-                       ": an output's blocks come either from operands blocked alike on every index it blocks, or, where "
-                       "no operand blocks any of them, from a block-row workspace; give an operand that block, or make " +
-                       output.tensor + " unblocked on " + var);
-    }
-    // An output unblocked on every index has its entries listed and sorted where they arrive a
-    // block at a time (lower_to_loops); one blocked on other indices follows the blocks there.
-    if (block.part == BlockPart::None && !output.format.is_blocked()) continue;
-    if (block.part == BlockPart::None)
-      fail_blocked(config, output.tensor,
-                   "sparse output " + output.tensor + " (" + output.format.name + ") stores index " + var + ", which " +
-                       blocked->tensor + " (" + program.buffer(blocked->tensor).format.name +
-                       ") splits into blocks, unblocked: its entries would arrive a block at a time, out of order; make " +
-                       output.tensor + " dense, or block it as " + blocked->tensor + " is (" + std::to_string(blocked->size) + ")");
-    if (block.size != blocked->size)
-      fail_blocked(config, output.tensor,
-                   "sparse output " + output.tensor + " blocks index " + var + " by " + std::to_string(block.size) + ", but " +
-                       blocked->tensor + " blocks it by " + std::to_string(blocked->size) + "; give them the same block");
-    if (block.part == BlockPart::InBlock && output.format.levels[l] != LevelKind::Dense)
-      fail_blocked(config, output.tensor,
-                   "sparse output " + output.tensor + " stores the in-block coordinate of " + var + " in a " +
-                       level_kind_name(output.format.levels[l]) + " level; an assembled blocked output keeps whole blocks (dense in-block levels)");
-  }
-}
-
 // The tensors of each term of a sum (a union of products); a divisor counts as none.
 std::vector<std::set<std::string>> tensor_terms(const ast::Expr& expr) {
   switch (expr.kind) {
@@ -219,7 +168,7 @@ void plan_output_blocks(const ast::Spec& spec, const Config& config, sparse::Pro
     (program.blocked(var) ? by_operands : by_none).insert(var);
   }
   if (by_none.empty() && !has_term_outside_blocks(spec, config, program, by_operands))
-    return;  // the operands' block loops drive and append its blocks (check_blocked_output)
+    return;  // the operands' block loops drive and append its blocks, blocked alike
   int gathered = -1;
   for (size_t l = 0; l < output.format.levels.size(); ++l)
     if (output.format.levels[l] != LevelKind::Dense) gathered = static_cast<int>(l);
@@ -261,8 +210,8 @@ void plan_output_blocks(const ast::Spec& spec, const Config& config, sparse::Pro
 // levels blocked apart (other blocks) at the coordinate / or % their block.
 void plan_blocked_vars(const ast::Spec& spec, const Config& config, sparse::Program& program) {
   for (const sparse::SparseBuffer& buffer : program.buffers) {
-    // An output blocks nothing here: it shares an input's structure, gathers its own blocks
-    // (plan_output_blocks), or is refused (check_blocked_output).
+    // An output blocks nothing here: it shares an input's structure, follows the operands' block
+    // loops, gathers its own blocks, or is listed (plan_output_blocks).
     if (buffer.is_output || !buffer.format.is_blocked()) continue;
     for (size_t l = 0; l < buffer.format.levels.size(); ++l) {
       LevelBlock block = buffer.format.block(l);
@@ -287,7 +236,6 @@ void plan_blocked_vars(const ast::Spec& spec, const Config& config, sparse::Prog
     }
   }
   plan_output_blocks(spec, config, program);
-  check_blocked_output(config, program);
 }
 
 }  // namespace

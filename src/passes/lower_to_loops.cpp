@@ -3231,6 +3231,7 @@ bool output_is_assembled(const sparse::Program& program) {
 bool output_may_be_listed(const sparse::Program& program, const Config&) {  // every target lists
   const sparse::SparseBuffer& output = program.output();
   if (!output_is_assembled(program) || output.gathered_level >= 0) return false;
+  if (output.listed_blocks) return true;
   for (size_t l = 0; l < output.format.levels.size(); ++l)
     if (output.format.block(l).part != BlockPart::None) return false;
   return true;
