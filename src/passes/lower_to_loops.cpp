@@ -1471,17 +1471,6 @@ class Lowering {
   }
 
   // ---- a list of the output's entries ----
-  // An assembled output whose entries the loops produce out of storage order: a summed loop sits
-  // outside a compressed level above the last (C = A^T B with A csr and C dcsr: the loop order
-  // is k, i, j, so each row i comes back for every k), outside the rows of a last level that is
-  // appended to (C csr there: no row is finished before the next begins), or a loop repeats the
-  // coordinates of such a level; or an ELL level sits above the last one (its slots hold the
-  // first W distinct coordinates of each parent, which only a sorted view gives). Then no cursor
-  // or row workspace can follow the entries: the loops list each entry as (key, value), the key
-  // being its coordinates flattened in storage order, the list is sorted by key, repeats are
-  // summed, and the sorted list is packed level by level (as the pack routines do from COO).
-  // Each phase does so: an assemble phase counts its level's entries per parent from the list.
-  // Returns why, or "" when the entries come in order.
   // An output unblocked on every index beside a blocked operand, or blocked otherwise than its
   // block loops (build_sparse_ir's listed_blocks), gets its entries a block of that operand at a
   // time. Returns why, or "".
@@ -1495,6 +1484,17 @@ class Lowering {
     return "";
   }
 
+  // An assembled output whose entries the loops produce out of storage order: a summed loop sits
+  // outside a compressed level above the last (C = A^T B with A csr and C dcsr: the loop order
+  // is k, i, j, so each row i comes back for every k), outside the rows of a last level that is
+  // appended to (C csr there: no row is finished before the next begins), or a loop repeats the
+  // coordinates of such a level; or an ELL level sits above the last one (its slots hold the
+  // first W distinct coordinates of each parent, which only a sorted view gives). Then no cursor
+  // or row workspace can follow the entries: the loops list each entry as (key, value), the key
+  // being its coordinates flattened in storage order, the list is sorted by key, repeats are
+  // summed, and the sorted list is packed level by level (as the pack routines do from COO).
+  // Each phase does so: an assemble phase counts its level's entries per parent from the list.
+  // Returns why, or "" when the entries come in order.
   std::string out_of_order_reason(const sparse::SparseBuffer& output) const {
     const Format& format = output.format;
     const size_t last = format.levels.size() - 1;
@@ -2671,7 +2671,8 @@ class Lowering {
     plan_output();
     Stmt nest = loop_nest(0);
     if (!workspaces_.empty()) nest = std::make_shared<Allocate>(workspaces_, nest);
-    return outside_blocks_of_.empty() ? nest : with_listed_rest(nest, into);
+    if (!outside_blocks_of_.empty()) listed_rests_ = listed_rest(into);  // (the caller places them after the nest)
+    return nest;
   }
 
   // Into a listed output (C csr = A bsr + B csr), the rest of the sum outside the blocked
@@ -2679,20 +2680,28 @@ class Lowering {
   // into a dense output (lower_outside_blocks), appending rather than adding. On cuda it lists in
   // kernels of its own, after the block loops'.
   Stmt with_listed_rest(const Stmt& nest, const Lowering& into) {
+    std::vector<Stmt> stmts = statements_of(nest);
+    append(stmts, listed_rest(into));
+    return block(std::move(stmts));
+  }
+
+  // The rest's comment and nest, then its own rest's (beside a second operand blocked otherwise),
+  // each a kernel of its own on cuda.
+  std::vector<Stmt> listed_rest(const Lowering& into) {
     sparse::Program rest = rest_program();
     Lowering lowering(rest, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
     lowering.skip_blocks_of_ = skip_blocks_of_;  // (a rest's own rest skips both)
     lowering.skip_blocks_of_.insert(lowering.skip_blocks_of_.end(), blocks_done_.begin(), blocks_done_.end());
     Stmt rest_nest = lowering.lower_listed_part(into, used_names_);
     used_names_.insert(lowering.used_names_.begin(), lowering.used_names_.end());
-    rest_nest = relabel_shared_loops(rest_nest);
     if (config_.target == Target::Cuda) rest_nest = own_listing_kernel(rest_nest, used_names_);
-    std::vector<Stmt> stmts = statements_of(nest);
-    stmts.push_back(std::make_shared<Comment>("the other operands outside " + blocks_of() + ", where " + zero() +
-                                              ", into the list of " + program_.output().tensor + "'s entries: " +
-                                              ast::to_string(*rest.iteration.body)));
-    stmts.push_back(rest_nest);
-    return block(std::move(stmts));
+    std::vector<Stmt> stmts = {std::make_shared<Comment>("the other operands outside " + blocks_of() + ", where " + zero() +
+                                                         ", into the list of " + program_.output().tensor + "'s entries: " +
+                                                         ast::to_string(*rest.iteration.body)),
+                               rest_nest};
+    append(stmts, lowering.listed_rests_);
+    for (Stmt& stmt : stmts) stmt = relabel_shared_loops(stmt);
+    return stmts;
   }
 
   // This Lowering's program is an added part's (its loops: the shared ones, then its own): its
@@ -3205,6 +3214,7 @@ class Lowering {
   std::vector<OpenLevel> open_levels_;  // compressed (or counted ragged) output levels above the last (plan_open_levels)
   int append_depth_ = -1;  // loops deeper than this share the output's cursors or counts
   bool listed_ = false;    // the output's entries are listed, sorted and packed (plan_listed)
+  std::vector<Stmt> listed_rests_;  // a listed part's rests outside the blocks, after its nest (listed_rest)
   const Lowering* lists_into_ = nullptr;      // a part of a sum whose entries join this Lowering's list
   std::set<std::string> names_before_positions_;  // used_names_ once the loops and the list are planned
   std::string list_keys_, list_values_, list_count_;
