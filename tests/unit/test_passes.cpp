@@ -1063,6 +1063,10 @@ TEST_CASE("bsr: what is refused, with what works") {
   CHECK(contains(listed_rest.stage2_dump, "        if pA1_2_found == false:\n          C_keys[C_listed] = i * dim_j + j\n"
                                           "          C_entries[C_listed] = B_vals[pB1_2]\n          C_listed += 1\n"
                                           "    # sort the list by key and sum the repeats of each key\n"));
+  // On cuda the rest lists in a kernel of its own, a row per thread of the grid.
+  CHECK(contains(compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "csr"}}, "target": "cuda"})").stage2_dump,
+                 "    # the other operands outside A's blocks, where A is zero, into the list of C's entries: B(i,j)\n"
+                 "    for i in [0, dim_i) bind(grid, 256 threads):\n"));
   // ... blocked on i alike but not on j: listed too, into its row blocks.
   CHECK(contains(compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"},
       "C": {"format": {"levels": [{"kind": "dense", "floordiv": 2}, "compressed", {"kind": "dense", "mod": 2}], "order": [0, 1, 0]}}}})").stage2_dump,
