@@ -2113,7 +2113,8 @@ class Driver {
   }
 
   // A listed output's keys are its coordinates flattened in storage order (i * dim_j + j), in
-  // int64: the product of its dimensions must stay below 2^63.
+  // int64: the product of its dimensions must stay below 2^63. A blocked output's keys flatten
+  // its level coordinates (i / r, i % r), whose extents (block counts, blocks) multiply too.
   static void require_listable(const TensorInfo& ti, const std::vector<int64_t>& dims) {
     int64_t product = 1;
     std::string shape;
@@ -2121,6 +2122,17 @@ class Driver {
     for (int64_t d : dims) {
       shape += (shape.empty() ? "" : " x ") + std::to_string(d);
       fits = fits && detail::mul_fits(product, d, product);
+    }
+    if (!ti.blocks.empty()) {
+      int64_t levels_product = 1;
+      std::vector<bool> seen(dims.size(), false);
+      for (size_t l = 0; l < ti.levels.size() && fits; ++l) {
+        const size_t m = static_cast<size_t>(ti.mode_order[l]);
+        const int64_t b = ti.blocks[l];
+        const int64_t extent = b <= 0 ? dims[m] : seen[m] ? b : dims[m] / b + (dims[m] % b != 0);
+        seen[m] = true;
+        fits = detail::mul_fits(levels_product, extent, levels_product);
+      }
     }
     if (!fits)
       throw std::runtime_error("output " + ti.name + " (" + shape + "): the kernel lists its entries keyed by their "

@@ -152,6 +152,7 @@ std::string dump_stage1(const Program& program) {
     if (!buffer.shares_structure_with.empty()) out += ", shares the structure of " + buffer.shares_structure_with;
     if (buffer.gathered_level >= 0)
       out += ", blocks gathered by level " + std::to_string(buffer.gathered_level) + " in a block-row workspace";
+    if (buffer.listed_blocks) out += ", entries listed, sorted and packed into its blocks";
     out += "\n";
   }
   std::vector<std::string> iterators;

@@ -68,6 +68,11 @@ struct SparseBuffer {
   // give the loops (i_blk, i_in); this level's variable stays one loop, and its blocked levels
   // are reached at its coordinate / and % their block (blocked_apart).
   int gathered_level = -1;
+  // An assembled output blocked otherwise than the operands' block loops give its indices
+  // (blocked on some of them only, by other blocks, or beside a term outside the blocks where no
+  // block-row workspace serves): its levels bind the spec's variables (blocked_apart), and its
+  // entries are listed, sorted and packed into its blocks (passes/lower_to_loops.cpp).
+  bool listed_blocks = false;
   std::string values;                 // name of the values array
 };
 

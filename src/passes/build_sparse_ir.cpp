@@ -74,57 +74,6 @@ std::string block_loop_name(const std::string& var, BlockPart part) {
   throw CompileError(format_config_error(config.file, "/tensors/" + tensor + "/format", message));
 }
 
-// An output that does not share an input's structure, and whose blocks are not gathered in a
-// block-row workspace (plan_output_blocks), blocks nothing itself: the block loops come from the
-// operands. A dense output is reached at the combined coordinates; an assembled one must
-// be blocked alike on every blocked index (its blocks are then appended in the block loops' order,
-// and their dense in-block levels are zeroed and written), and may block no other index.
-//
-// A gathered output (plan_output_blocks) must still be blocked alike where an operand's block
-// loops give an index: its blocks are keyed and filled by those loops.
-void check_blocked_output(const Config& config, const sparse::Program& program) {
-  const sparse::SparseBuffer& output = program.output();
-  if (output.format.all_dense() || !output.shares_structure_with.empty()) return;
-  const bool gathered = output.gathered_level >= 0;
-  for (size_t l = 0; l < output.format.levels.size(); ++l) {
-    const std::string& var = output.indices[output.format.mode_order[l]];
-    LevelBlock block = output.format.block(l);
-    const sparse::BlockedVar* blocked = program.blocked(var);
-    if (blocked && blocked->tensor == output.tensor) continue;  // the output's own block loops
-    if (block.part == BlockPart::None && !blocked) continue;
-    if (!blocked && gathered) continue;  // reached at its coordinate / and % the block
-    if (!blocked) {
-      // (Where no operand blocks any of its indices, plan_output_blocks gathered its blocks.)
-      const sparse::BlockedVar* other = nullptr;
-      for (size_t o = 0; o < output.format.levels.size() && !other; ++o)
-        if (output.format.block(o).part != BlockPart::None) other = program.blocked(output.indices[output.format.mode_order[o]]);
-      fail_blocked(config, output.tensor,
-                   "sparse output " + output.tensor + " (" + output.format.name + ") blocks index " + var +
-                       ", but no operand does, while " + other->tensor + " blocks index " + other->var +
-                       ": an output's blocks come either from operands blocked alike on every index it blocks, or, where "
-                       "no operand blocks any of them, from a block-row workspace; give an operand that block, or make " +
-                       output.tensor + " unblocked on " + var);
-    }
-    // An output unblocked on every index has its entries listed and sorted where they arrive a
-    // block at a time (lower_to_loops); one blocked on other indices follows the blocks there.
-    if (block.part == BlockPart::None && !output.format.is_blocked()) continue;
-    if (block.part == BlockPart::None)
-      fail_blocked(config, output.tensor,
-                   "sparse output " + output.tensor + " (" + output.format.name + ") stores index " + var + ", which " +
-                       blocked->tensor + " (" + program.buffer(blocked->tensor).format.name +
-                       ") splits into blocks, unblocked: its entries would arrive a block at a time, out of order; make " +
-                       output.tensor + " dense, or block it as " + blocked->tensor + " is (" + std::to_string(blocked->size) + ")");
-    if (block.size != blocked->size)
-      fail_blocked(config, output.tensor,
-                   "sparse output " + output.tensor + " blocks index " + var + " by " + std::to_string(block.size) + ", but " +
-                       blocked->tensor + " blocks it by " + std::to_string(blocked->size) + "; give them the same block");
-    if (block.part == BlockPart::InBlock && output.format.levels[l] != LevelKind::Dense)
-      fail_blocked(config, output.tensor,
-                   "sparse output " + output.tensor + " stores the in-block coordinate of " + var + " in a " +
-                       level_kind_name(output.format.levels[l]) + " level; an assembled blocked output keeps whole blocks (dense in-block levels)");
-  }
-}
-
 // The tensors of each term of a sum (a union of products); a divisor counts as none.
 std::vector<std::set<std::string>> tensor_terms(const ast::Expr& expr) {
   switch (expr.kind) {
@@ -178,6 +127,15 @@ bool has_term_outside_blocks(const ast::Spec& spec, const Config& config, const 
   return false;
 }
 
+// An output whose entries are listed and packed into its blocks (sparse::SparseBuffer::
+// listed_blocks): its blocked levels bind the spec's variables, reached at their coordinate / and
+// % their block, as levels blocked apart from the loops are.
+void list_blocked_output(sparse::Program& program, sparse::SparseBuffer& output) {
+  output.listed_blocks = true;
+  for (int id : output.axes)
+    if (program.axes[id].block_part != BlockPart::None) program.axes[id].index_var = program.axes[id].mode_var;
+}
+
 // An assembled output blocked on indices that no operand blocks (C bsr = A csr + B csr) drives
 // its blocks itself: the blocks of one parent position of its last sparse (compressed) level
 // are gathered whole in a workspace keyed by that level's coordinate (passes/lower_to_loops.cpp,
@@ -193,6 +151,16 @@ bool has_term_outside_blocks(const ast::Spec& spec, const Config& config, const 
 void plan_output_blocks(const ast::Spec& spec, const Config& config, sparse::Program& program) {
   sparse::SparseBuffer& output = program.buffers.front();
   if (output.format.all_dense() || !output.shares_structure_with.empty() || !output.format.is_blocked()) return;
+  // Blocked otherwise than the operands' block loops split an index (C blocked on i only, or by
+  // 2x1, beside A bsr 2x2): those loops give its entries a block of A's at a time, which neither
+  // its own blocks' order nor a workspace keyed by them follows, so they are listed.
+  for (size_t l = 0; l < output.format.levels.size(); ++l) {
+    const sparse::BlockedVar* blocked = program.blocked(output.indices[output.format.mode_order[l]]);
+    LevelBlock block = output.format.block(l);
+    if (blocked && (block.part == BlockPart::None || block.size != blocked->size ||
+                    (block.part == BlockPart::InBlock && output.format.levels[l] != LevelKind::Dense)))
+      return list_blocked_output(program, output);
+  }
   std::set<std::string> by_operands, by_none;  // the output's blocked indices, by whether an operand blocks them
   for (size_t l = 0; l < output.format.levels.size(); ++l) {
     const std::string& var = output.indices[output.format.mode_order[l]];
@@ -200,10 +168,16 @@ void plan_output_blocks(const ast::Spec& spec, const Config& config, sparse::Pro
     (program.blocked(var) ? by_operands : by_none).insert(var);
   }
   if (by_none.empty() && !has_term_outside_blocks(spec, config, program, by_operands))
-    return;  // the operands' block loops drive and append its blocks (check_blocked_output)
+    return;  // the operands' block loops drive and append its blocks, blocked alike
   int gathered = -1;
   for (size_t l = 0; l < output.format.levels.size(); ++l)
     if (output.format.levels[l] != LevelKind::Dense) gathered = static_cast<int>(l);
+  // Beside an operand that blocks some of its indices, block rows stored in another kind of
+  // level than a workspace of whole blocks serves (ragged, ELL) are listed instead.
+  bool rows_in_other_levels = gathered < 0 || output.format.levels[gathered] != LevelKind::Compressed;
+  for (int l = 0; l < gathered; ++l)
+    rows_in_other_levels |= output.format.levels[l] != LevelKind::Dense && output.format.levels[l] != LevelKind::Compressed;
+  if (rows_in_other_levels && !by_operands.empty()) return list_blocked_output(program, output);
   if (gathered < 0 || output.format.levels[gathered] != LevelKind::Compressed)
     fail_blocked(config, output.tensor,
                  "sparse output " + output.tensor + " (" + output.format.name +
@@ -252,8 +226,8 @@ void plan_blocked_vars(const ast::Spec& spec, const Config& config, sparse::Prog
     }
   }
   for (const sparse::SparseBuffer& buffer : program.buffers) {
-    // An output blocks nothing here: it shares an input's structure, gathers its own blocks
-    // (plan_output_blocks), or is refused (check_blocked_output).
+    // An output blocks nothing here: it shares an input's structure, follows the operands' block
+    // loops, gathers its own blocks, or is listed (plan_output_blocks).
     if (buffer.is_output || !buffer.format.is_blocked()) continue;
     for (size_t l = 0; l < buffer.format.levels.size(); ++l) {
       LevelBlock block = buffer.format.block(l);
@@ -283,7 +257,6 @@ void plan_blocked_vars(const ast::Spec& spec, const Config& config, sparse::Prog
     }
   }
   plan_output_blocks(spec, config, program);
-  check_blocked_output(config, program);
 }
 
 }  // namespace

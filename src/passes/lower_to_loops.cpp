@@ -163,9 +163,10 @@ class Lowering {
     if (counting_) body.push_back(clear_counts());
     if (needs_zero_fill_) body.push_back(zero_fill());
     Stmt nest = whole_ && listed_ ? listed_parts_nests() : loop_nest(0);
+    if (listed_ && !outside_blocks_of_.empty()) nest = with_listed_rest(nest, *this);
     if (listed_) nest = list_and_pack(nest);
     body.push_back(workspaces_.empty() ? nest : std::make_shared<Allocate>(workspaces_, nest));
-    if (!outside_blocks_of_.empty() && !rest_in_rows_) {
+    if (!outside_blocks_of_.empty() && !rest_in_rows_ && !listed_) {
       Stmt rest = lower_outside_blocks();
       if (config_.target == Target::Cuda) append(body, statements_of(rest));  // its loop a top-level kernel
       else body.push_back(rest);
@@ -648,10 +649,12 @@ class Lowering {
   std::string outside_blocks_refusal(const std::string& blocker) const {
     const sparse::SparseBuffer& output = program_.output();
     bool gathered = assembled_ && output.gathered_level >= 0;
-    if (!output.format.all_dense() && assembled_ && output.format.is_blocked() && !gathered)
+    // A listed output (plan_listed) takes the rest's entries into its list before the sort.
+    const bool listed = assembled_ && !gathered && !blocked_entries_reason(output).empty();
+    if (!listed && !output.format.all_dense() && assembled_ && output.format.is_blocked() && !gathered)
       return "the output " + output.tensor + " is assembled in " + blocker + "'s block loops, and its blocks outside " +
              blocker + "'s would arrive after them; with " + blocker + " unblocked, a block-row workspace gathers them";
-    if (!output.format.all_dense() && !gathered) return "the output is not dense";
+    if (!listed && !output.format.all_dense() && !gathered) return "the output is not dense";
     if (gathered) {
       for (int level = 0; level < output.gathered_level; ++level)
         if (output.format.levels[level] != LevelKind::Dense && output.format.levels[level] != LevelKind::Compressed)
@@ -1016,8 +1019,9 @@ class Lowering {
           continue;
         }
         // Below the shared loops (anywhere, when listed), a nest of a sum's part has no positions
-        // of a tensor only other parts read.
-        if ((lists_into_ || ((whole_ || added_to_) && (depth < 0 || depth >= shared_loops_))) && !buffer.is_output &&
+        // of a tensor only other parts read. (A rest listed beside a blocked operand still locates
+        // the blocks it skips, below.)
+        if (((lists_into_ && skip_blocks_of_.empty()) || ((whole_ || added_to_) && (depth < 0 || depth >= shared_loops_))) && !buffer.is_output &&
             !reads(*program_.iteration.body, buffer.tensor))
           break;
         // Nor has a rest beside a blocked operand of a tensor it neither reads nor skips the blocks
@@ -1612,6 +1616,22 @@ class Lowering {
   }
 
   // ---- a list of the output's entries ----
+  // An output unblocked on every index beside a blocked operand, or blocked otherwise than its
+  // block loops (build_sparse_ir's listed_blocks), gets its entries a block of that operand at a
+  // time. Returns why, or "".
+  std::string blocked_entries_reason(const sparse::SparseBuffer& output) const {
+    if (output.format.is_blocked() && !output.listed_blocks) return "";  // appended in the block loops, or gathered
+    // (The body of a scoped sum is blocked only by its own operands, listed_part_program; the
+    // whole sum's blocks decide.)
+    const sparse::Program& blocking = whole_ ? *whole_ : program_;
+    for (int id : output.axes) {
+      const std::string& var = program_.axes[id].mode_var;
+      if (const sparse::BlockedVar* blocked = blocking.blocked(var); blocked && blocked->tensor != output.tensor)
+        return blocked->tensor + " splits index " + var + " into blocks, so its entries arrive a block at a time";
+    }
+    return "";
+  }
+
   // An assembled output whose entries the loops produce out of storage order: a summed loop sits
   // outside a compressed level above the last (C = A^T B with A csr and C dcsr: the loop order
   // is k, i, j, so each row i comes back for every k), outside the rows of a last level that is
@@ -1626,14 +1646,7 @@ class Lowering {
   std::string out_of_order_reason(const sparse::SparseBuffer& output) const {
     const Format& format = output.format;
     const size_t last = format.levels.size() - 1;
-    // (build_sparse_ir lets an output unblocked on every index beside a blocked operand through.)
-    for (size_t level = 0; level < format.levels.size(); ++level) {
-      const std::string& var = program_.axes[output.axes[level]].mode_var;
-      // (The body of a scoped sum is blocked only by its own operands: listed_part_program.)
-      const sparse::Program& blocking = whole_ ? *whole_ : program_;
-      if (const sparse::BlockedVar* blocked = blocking.blocked(var); blocked && blocked->tensor != output.tensor)
-        return blocked->tensor + " splits index " + var + " into blocks, so its entries arrive a block at a time";
-    }
+    if (std::string why = blocked_entries_reason(output); !why.empty()) return why;
     for (size_t level = 0; level < last; ++level)
       if (format.levels[level] == LevelKind::SparseFixed)
         return "it stores index " + program_.axes[output.axes[level]].index_var + " in an ELL level above its last one";
@@ -1709,24 +1722,18 @@ class Lowering {
     if (!assembled_) return;
     const sparse::SparseBuffer& output = program_.output();
     if (output.gathered_level >= 0) return;
-    for (size_t l = 0; l < output.format.levels.size(); ++l)
-      if (output.format.block(l).part != BlockPart::None) return;  // blocked outputs have their own checks
+    for (size_t l = 0; l < output.format.levels.size() && !output.listed_blocks; ++l)
+      if (output.format.block(l).part != BlockPart::None) return;  // appended in the block loops' order
     const std::string why = out_of_order_reason(output);
     if (why.empty()) return;
-    if (!outside_blocks_of_.empty())  // (the rest would need to join the list before its sort)
-      throw CompileError(format_config_error(
-          config_.file, "/tensors/" + output.tensor + "/format",
-          "sparse output " + output.tensor + " (" + output.format.name + ") gets its entries out of order (" + why +
-              ") beside a term without " + outside_blocks_of_.front() +
-              ", whose entries outside its blocks are added after them; make " + output.tensor + " dense, or block it as " +
-              outside_blocks_of_.front() + " is"));
     listed_ = true;
     list_keys_ = fresh_name(output.tensor + "_keys");
     list_values_ = fresh_name(output.tensor + "_entries");
     list_count_ = fresh_name(output.tensor + "_listed");
   }
 
-  // The output's level `level` (its coordinate's extent: no output that is listed is blocked).
+  // The output's level `level` (its coordinate's extent: the number of blocks, or the block, where
+  // it is blocked).
   const sparse::Axis& output_axis(size_t level) const { return program_.axes[program_.output().axes[level]]; }
 
   // The product of the extents of the output's levels from `from` down.
@@ -1742,8 +1749,13 @@ class Lowering {
   Stmt list_entry(Expr value) const {
     const sparse::SparseBuffer& output = program_.output();
     Expr key = int64(0);
-    for (size_t l = 0; l < output.axes.size(); ++l)
-      key = add(mul(key, axis_length(output_axis(l))), var(output_axis(l).index_var));
+    for (size_t l = 0; l < output.axes.size(); ++l) {
+      const sparse::Axis& axis = output_axis(l);
+      Expr coordinate = var(axis.index_var);  // (a blocked level binds the spec's variable: blocked_apart)
+      if (axis.block_part == BlockPart::Block) coordinate = binary(BinOp::Div, coordinate, int64(axis.block));
+      if (axis.block_part == BlockPart::InBlock) coordinate = binary(BinOp::Mod, coordinate, int64(axis.block));
+      key = add(mul(key, axis_length(axis)), coordinate);
+    }
     const bool cuda = config_.target == Target::Cuda;
     Expr slot = cuda ? sub(var(list_count_), int64(1)) : var(list_count_);
     std::vector<Stmt> stmts;
@@ -3033,7 +3045,38 @@ class Lowering {
     plan_positions();
     plan_output();
     Stmt nest = loop_nest(0);
-    return workspaces_.empty() ? nest : std::make_shared<Allocate>(workspaces_, nest);
+    if (!workspaces_.empty()) nest = std::make_shared<Allocate>(workspaces_, nest);
+    if (!outside_blocks_of_.empty()) listed_rests_ = listed_rest(into);  // (the caller places them after the nest)
+    return nest;
+  }
+
+  // Into a listed output (C csr = A bsr + B csr), the rest of the sum outside the blocked
+  // operand's blocks lists its entries into the same list, before the sort: loops of its own, as
+  // into a dense output (lower_outside_blocks), appending rather than adding. On cuda it lists in
+  // kernels of its own, after the block loops'.
+  Stmt with_listed_rest(const Stmt& nest, const Lowering& into) {
+    std::vector<Stmt> stmts = statements_of(nest);
+    append(stmts, listed_rest(into));
+    return block(std::move(stmts));
+  }
+
+  // The rest's comment and nest, then its own rest's (beside a second operand blocked otherwise),
+  // each a kernel of its own on cuda.
+  std::vector<Stmt> listed_rest(const Lowering& into) {
+    sparse::Program rest = rest_program();
+    Lowering lowering(rest, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
+    lowering.skip_blocks_of_ = skip_blocks_of_;  // (a rest's own rest skips both)
+    lowering.skip_blocks_of_.insert(lowering.skip_blocks_of_.end(), blocks_done_.begin(), blocks_done_.end());
+    Stmt rest_nest = lowering.lower_listed_part(into, used_names_);
+    used_names_.insert(lowering.used_names_.begin(), lowering.used_names_.end());
+    if (config_.target == Target::Cuda) rest_nest = own_listing_kernel(rest_nest, used_names_);
+    std::vector<Stmt> stmts = {std::make_shared<Comment>("the other operands outside " + blocks_of() + ", where " + zero() +
+                                                         ", into the list of " + program_.output().tensor + "'s entries: " +
+                                                         ast::to_string(*rest.iteration.body)),
+                               rest_nest};
+    append(stmts, lowering.listed_rests_);
+    for (Stmt& stmt : stmts) stmt = relabel_shared_loops(stmt);
+    return stmts;
   }
 
   // This Lowering's program is an added part's (its loops: the shared ones, then its own): its
@@ -3549,6 +3592,7 @@ class Lowering {
   std::vector<OpenLevel> open_levels_;  // compressed (or counted ragged) output levels above the last (plan_open_levels)
   int append_depth_ = -1;  // loops deeper than this share the output's cursors or counts
   bool listed_ = false;    // the output's entries are listed, sorted and packed (plan_listed)
+  std::vector<Stmt> listed_rests_;  // a listed part's rests outside the blocks, after its nest (listed_rest)
   const Lowering* lists_into_ = nullptr;      // a part of a sum whose entries join this Lowering's list
   std::set<std::string> names_before_positions_;  // used_names_ once the loops and the list are planned
   std::string list_keys_, list_values_, list_count_;
@@ -3578,6 +3622,7 @@ bool output_is_assembled(const sparse::Program& program) {
 bool output_may_be_listed(const sparse::Program& program, const Config&) {  // every target lists
   const sparse::SparseBuffer& output = program.output();
   if (!output_is_assembled(program) || output.gathered_level >= 0) return false;
+  if (output.listed_blocks) return true;
   for (size_t l = 0; l < output.format.levels.size(); ++l)
     if (output.format.block(l).part != BlockPart::None) return false;
   return true;

@@ -130,9 +130,9 @@ TEST_CASE("place sum parts: what one loop nest cannot do is refused") {
   CHECK(contains(error_of("C(i,j) = A(i,k) * B(k,j) + D(i,j) + E(i,j)",
                           R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "D": {"format": "bsr", "block": [2, 2]},
                               "E": {"format": "csr"}, "C": {"format": "csr"}}})"),
-                 "c.json: /tensors: error: E stores index j compressed, and D splits it into blocks: E is then located "
-                 "inside D's blocks (by binary search), which serves only terms that multiply it by D, and the entries of E "
-                 "outside them cannot follow here (the output is not dense); store E dense, or D unblocked (csr)"));
+                 "c.json: /tensors/D/format: error: the right-hand side sums its terms over different indices, and C (csr) "
+                 "is a sparse output the kernel assembles; the part D(i,j) + E(i,j) holds a term without D, whose entries "
+                 "outside its blocks would be a second nest of that part, which is not supported; store D unblocked, or make C dense"));
 }
 
 TEST_CASE("place sum parts: beside a blocked operand, an unblocked output's parts each list their entries") {
