@@ -602,8 +602,11 @@ class Lowering {
   // union of its space's conjunctions.
   IterationSpace blocks_visited(const std::string& blocker) const {
     std::set<int> depths;
-    for (const sparse::BlockedVar& b : program_.blocked_vars)
-      if (b.tensor == blocker && !visits_every_coordinate(program_.depth_of(b.outer))) depths.insert(program_.depth_of(b.outer));
+    for (const sparse::BlockedVar& b : program_.blocked_vars) {
+      // (A part of a scoped sum may hold none of the blocker's loops: they are another part's.)
+      const int depth = program_.depth_of(b.outer);
+      if (b.tensor == blocker && depth >= 0 && !visits_every_coordinate(depth)) depths.insert(depth);
+    }
     for (int id : program_.buffer(blocker).axes) {  // its unblocked sparse levels (DCSR-like rows above the blocks)
       const sparse::Axis& axis = program_.axes[id];
       if (axis.kind == sparse::AxisKind::DenseFixed || axis.block_part != BlockPart::None) continue;
@@ -634,7 +637,8 @@ class Lowering {
   // The block loops of `blocker` visit every block (a term without a stored factor on them).
   bool blocks_visit_every_coordinate(const std::string& blocker) const {
     for (const sparse::BlockedVar& b : program_.blocked_vars)
-      if (b.tensor == blocker && !visits_every_coordinate(program_.depth_of(b.outer))) return false;
+      if (const int depth = program_.depth_of(b.outer); b.tensor == blocker && depth >= 0 && !visits_every_coordinate(depth))
+        return false;
     return true;
   }
 
@@ -3039,7 +3043,7 @@ class Lowering {
     lists_into_ = &into;
     used_names_ = names;
     plan_loops();
-    check_part_without_rest();
+    if (!listing_rest_) check_part_without_rest();  // (a rest lists its own rest: listed_rest)
     plan_listed();
     check_fusions();
     plan_positions();
@@ -3067,6 +3071,7 @@ class Lowering {
     Lowering lowering(rest, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
     lowering.skip_blocks_of_ = skip_blocks_of_;  // (a rest's own rest skips both)
     lowering.skip_blocks_of_.insert(lowering.skip_blocks_of_.end(), blocks_done_.begin(), blocks_done_.end());
+    lowering.listing_rest_ = true;
     Stmt rest_nest = lowering.lower_listed_part(into, used_names_);
     used_names_.insert(lowering.used_names_.begin(), lowering.used_names_.end());
     if (config_.target == Target::Cuda) rest_nest = own_listing_kernel(rest_nest, used_names_);
@@ -3594,6 +3599,7 @@ class Lowering {
   bool listed_ = false;    // the output's entries are listed, sorted and packed (plan_listed)
   std::vector<Stmt> listed_rests_;  // a listed part's rests outside the blocks, after its nest (listed_rest)
   const Lowering* lists_into_ = nullptr;      // a part of a sum whose entries join this Lowering's list
+  bool listing_rest_ = false;                 // lists the rest of a sum outside a blocked operand's blocks (listed_rest)
   std::set<std::string> names_before_positions_;  // used_names_ once the loops and the list are planned
   std::string list_keys_, list_values_, list_count_;
   std::vector<LoopPlan> plans_;  // per loop depth
