@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "passes/build_sparse_ir.h"
+#include "passes/infer_loop_order.h"
+#include "support/diagnostics.h"
 
 namespace spgen {
 namespace {
@@ -58,14 +60,39 @@ void infer_output_format(sparse::Program& program, Config& config, const ast::Sp
     dense_below |= format.levels[l] == LevelKind::Dense;
   }
   format.name = shorthand_name(format);
+  const Config before = config;
   config.formats[output.tensor] = format;
 
   // Keep what the stage I schedule made of the iteration: its loop order and fusions.
   std::vector<sparse::Iterator> loop_order = program.iteration.iterators;
   std::vector<sparse::Fusion> fusions = program.iteration.fusions;
+  const std::string tensor = output.tensor;
   program = build_sparse_ir(spec, config);
-  program.iteration.iterators = loop_order;
-  program.iteration.fusions = fusions;
+  auto vars_of = [](const std::vector<sparse::Iterator>& iterators) {
+    std::vector<std::string> vars;
+    for (const sparse::Iterator& it : iterators) vars.push_back(it.var);
+    return vars;
+  };
+  std::vector<std::string> old_vars = vars_of(loop_order), new_vars = vars_of(program.iteration.iterators);
+  std::sort(old_vars.begin(), old_vars.end());
+  std::sort(new_vars.begin(), new_vars.end());
+  if (old_vars == new_vars) {
+    program.iteration.iterators = loop_order;
+    program.iteration.fusions = fusions;
+  } else {
+    // The inferred format changed the loops themselves (an output in the structure of an
+    // unblocked operand takes no block loops): order the new ones afresh, which is only right
+    // where the stage I schedule had not ordered the old ones otherwise.
+    sparse::Program plain = build_sparse_ir(spec, before);
+    infer_loop_order(plain, before);
+    if (!fusions.empty() || vars_of(plain.iteration.iterators) != vars_of(loop_order))
+      throw CompileError(format_config_error(
+          config.file, "/tensors/" + tensor + "/format",
+          "the format inferred for " + tensor + " (" + format.name + ", in the structure of " +
+              program.output().shares_structure_with + ") changes the loops that the stage I schedule reordered or fused; give " +
+              tensor + "'s format in the config"));
+    infer_loop_order(program, config);
+  }
   program.buffers.front().format_inferred = true;
 }
 

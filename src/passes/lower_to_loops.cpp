@@ -147,6 +147,12 @@ class Lowering {
     LoweredFunc func;
     func.name = counting_ ? assemble_function_name(program_, counted_level_) : program_.kernel_name;
     reserve_names();
+    if (whole_ && program_.output().listed_blocks)  // (found by fuzzing: the parts' nests lost a level)
+      throw_unsupported("the right-hand side sums its terms over different indices, and " + program_.output().tensor + " (" +
+                        program_.output().format.name +
+                        ") is blocked otherwise than the operands, so its entries are listed and packed into its blocks; "
+                        "listing the parts of such a sum into blocks is not supported: give " + program_.output().tensor +
+                        " the blocked operands' blocks, or make it unblocked or dense");
     if (whole_) check_body_blocked_by_its_own();
     // The parts of a listed output each list in a nest of their own: they share no loops.
     if (whole_ && parts_listed_beside_blocks(*whole_)) shared_loops_ = 0;
@@ -694,6 +700,7 @@ class Lowering {
         // or merge other operands' coordinates above a loop that visits exactly the union: where
         // only the others are stored, the tensor is absent and that loop below visits nothing.)
         int depth = program_.depth_of(axis.index_var);
+        if (depth < 0) continue;  // (a part of a scoped sum without this loop: blocks_visited)
         if (!visits_every_coordinate(depth) && !union_of_alike(depth, alike, tensor) &&
             !(axis.block_part == BlockPart::None && union_of_alike(depth, alike, tensor, true) && gated_below(axis, alike)) &&
             !(axis.level == ungated_merge_level(blocker) && !gathered && alike.size() == 1))

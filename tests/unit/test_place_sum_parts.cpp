@@ -314,3 +314,25 @@ TEST_CASE("place sum parts: into a blocked output, each part scatters into the b
   CHECK(contains(dcsr.stage2_dump, "        # + D(i,j) (no summed index), into the block row workspace of C\n"
                                    "        if pD0_found:\n"));
 }
+
+TEST_CASE("place sum parts: found by fuzzing, refused precisely instead of crashing") {
+  // An added part that holds none of a blocked operand's loops (B blocks the summed k and j; the
+  // part D(i,j) has no k loop): accepted, each part in its own nest.
+  spgen::Compilation bias = compile("C(i,j) = A(i,k) * B(k,j) + D(i,j)",
+                                    R"({"tensors": {"C": {"format": "bsr", "block": [3, 1]}, "A": {"format": "dcsr"},
+                                        "B": {"format": "bsr", "block": [3, 1]}, "D": {"format": "coo"}}})");
+  CHECK(contains(bias.stage2_dump, "# + D(i,j)"));
+  // An output blocked otherwise than the operands, whose entries would be listed into its blocks.
+  CHECK(contains(error_of("Y(i,j) = X(i,j) * A(i,k) * B(j,k) - 0.5 * X(i,j) * C(i,j)",
+                          R"({"tensors": {"Y": {"format": "bsr", "block": [2, 2]}, "X": {"format": "bsr", "block": [1, 1]},
+                              "A": {"format": "csr"}, "B": {"format": "ragged"}, "C": {"format": "bsr", "block": [1, 1]}}})"),
+                 "c.json: /tensors: error: the right-hand side sums its terms over different indices, and Y (bsr) is blocked "
+                 "otherwise than the operands, so its entries are listed and packed into its blocks; listing the parts of such "
+                 "a sum into blocks is not supported"));
+  // An inferred output in the structure of an unblocked operand takes no block loops: the loops
+  // are ordered afresh (they kept i_blk, j_blk and crashed).
+  spgen::Compilation inferred = compile("C(i,j) = A(i,j) * (B(i,j) + D(i,j))",
+                                        R"({"tensors": {"A": {"format": "dcsr"}, "B": {"format": "bsr", "block": [3, 1]}, "D": {"format": "csr"}}})");
+  CHECK(contains(inferred.stage1_dump, "over [i: spatial, j: spatial]"));
+  CHECK(contains(inferred.stage1_dump, "format dcsr (inferred"));
+}
