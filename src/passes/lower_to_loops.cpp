@@ -94,7 +94,7 @@ sparse::Program listed_part_program(const sparse::Program& whole, const ast::Exp
   std::set<std::string> read = {whole.output().tensor};
   for (const ast::Access* access : ast::collect_accesses(*terms)) read.insert(access->tensor);
   std::vector<sparse::BlockedVar> kept;
-  std::map<std::string, std::string> unblocked;  // the removed block loop -> its index ("" for an in-block loop)
+  std::map<std::string, std::string> unblocked;  // a removed loop -> the index's loop in its place ("" for none)
   for (sparse::BlockedVar b : whole.blocked_vars) {
     std::string alike;
     for (const sparse::Axis& axis : part.axes)
@@ -111,8 +111,11 @@ sparse::Program listed_part_program(const sparse::Program& whole, const ast::Exp
           axis.index_var = axis.block_part == BlockPart::Block ? b.outer : b.inner;
     }
     if (alike.empty()) {
-      unblocked[b.outer] = b.var;
-      unblocked[b.inner] = "";
+      // The index's loop takes the in-block loop's place, the later: the loops between the two
+      // (another index's in-block loop, k_in) may give what an unblocked level on it needs (B(k,j)
+      // csr beside D bsr: j after k_in).
+      unblocked[b.outer] = "";
+      unblocked[b.inner] = b.var;
       continue;
     }
     if (!read.count(b.tensor)) b.tensor = alike;
