@@ -287,8 +287,8 @@ std::vector<Param> entry_list_params(const EntryList& list, Listing listing) {
   return params;
 }
 
-// The names a statement reads or writes.
-struct NamesUsed : IRVisitor {
+// The variables and arrays a statement reads or stores into.
+struct NamesAccessed : IRVisitor {
   std::set<std::string> names;
   void visit_var(const Var& node) override { names.insert(node.name); }
   void visit_load(const Load& node) override {
@@ -299,6 +299,10 @@ struct NamesUsed : IRVisitor {
     names.insert(node.buffer);
     IRVisitor::visit_store(node);
   }
+};
+
+// The names a statement reads or writes, scalars assigned included.
+struct NamesUsed : NamesAccessed {
   void visit_assign(const Assign& node) override {
     names.insert(node.name);
     IRVisitor::visit_assign(node);
@@ -468,18 +472,8 @@ std::vector<Kernel> split_into_kernels(const LoweredFunc& func) {
   }
   if (!statements.empty()) kernels.push_back(kernel_of(func.name + "_main", statements));
 
-  struct Uses : IRVisitor {
-    std::set<std::string> names;
+  struct Uses : NamesAccessed {
     std::map<std::string, const For*> bound;
-    void visit_var(const Var& node) override { names.insert(node.name); }
-    void visit_load(const Load& node) override {
-      names.insert(node.buffer);
-      IRVisitor::visit_load(node);
-    }
-    void visit_store(const Store& node) override {
-      names.insert(node.buffer);
-      IRVisitor::visit_store(node);
-    }
     void visit_for(const For& node) override {
       // A loop over the whole block (a `cache` copy) sizes nothing.
       // The first loop on an index sizes it (a tile's remainder loop, bound alike, comes after).
