@@ -369,6 +369,16 @@ inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_
 
 namespace spgen_emu {
 
+// The block of a grid, and the thread of a block, at a linear index (x fastest).
+inline uint3 block_index(uint64_t linear, dim3 grid) {
+  return uint3{static_cast<unsigned>(linear % grid.x), static_cast<unsigned>(linear / grid.x % grid.y),
+               static_cast<unsigned>(linear / (static_cast<uint64_t>(grid.x) * grid.y))};
+}
+inline uint3 thread_index(int thread, dim3 block) {
+  const unsigned t = static_cast<unsigned>(thread);
+  return uint3{t % block.x, t / block.x % block.y, t / (block.x * block.y)};
+}
+
 inline std::string block_name() {
   return "(" + std::to_string(blockIdx.x) + "," + std::to_string(blockIdx.y) + "," + std::to_string(blockIdx.z) + ")";
 }
@@ -885,8 +895,7 @@ class Watchdog {
       if (b.waiting == 0) continue;  // long work without barriers is no hang
 #endif
       const uint64_t linear = b.block_generation;
-      blockIdx = uint3{static_cast<unsigned>(linear % grid.x), static_cast<unsigned>(linear / grid.x % grid.y),
-                       static_cast<unsigned>(linear / (static_cast<uint64_t>(grid.x) * grid.y))};
+      blockIdx = block_index(linear, grid);
       char detail[64];
       std::snprintf(detail, sizeof detail, ", no progress in %g s", barrier_timeout_s());
       if (b.block_barrier.arrived > 0) report_unreached(b.block_barrier, false, 0, detail);
@@ -1020,14 +1029,13 @@ class Launch {
     };
     auto on_switch = [&](int thread) {
       current_thread = thread;
-      threadIdx = uint3{thread % block.x, thread / block.x % block.y, thread / (block.x * block.y)};
+      threadIdx = thread_index(thread, block);
       state.running.store(thread, std::memory_order_relaxed);
       state.progress.fetch_add(1, std::memory_order_relaxed);
     };
     Watchdog watchdog(state, grid);
     for (uint64_t linear = 0; linear < blocks; ++linear) {
-      blockIdx = uint3{static_cast<unsigned>(linear % grid.x), static_cast<unsigned>(linear / grid.x % grid.y),
-                       static_cast<unsigned>(linear / (static_cast<uint64_t>(grid.x) * grid.y))};
+      blockIdx = block_index(linear, grid);
       {
         std::lock_guard<std::mutex> lock(state.mutex);
         state.block_generation = linear;
@@ -1044,10 +1052,9 @@ class Launch {
       current_thread = thread;
       blockDim = block;
       gridDim = grid;
-      threadIdx = uint3{thread % block.x, thread / block.x % block.y, thread / (block.x * block.y)};
+      threadIdx = thread_index(thread, block);
       for (uint64_t linear = 0; linear < blocks; ++linear) {
-        blockIdx = uint3{static_cast<unsigned>(linear % grid.x), static_cast<unsigned>(linear / grid.x % grid.y),
-                         static_cast<unsigned>(linear / (static_cast<uint64_t>(grid.x) * grid.y))};
+        blockIdx = block_index(linear, grid);
         std::tuple<Params...> mine = params;  // parameters are per-thread copies
         std::apply(kernel, mine);
         finish_block(state);
