@@ -611,11 +611,8 @@ class Lowering {
   // union of its space's conjunctions.
   IterationSpace blocks_visited(const std::string& blocker) const {
     std::set<int> depths;
-    for (const sparse::BlockedVar& b : program_.blocked_vars) {
-      // (A part of a scoped sum may hold none of the blocker's loops: they are another part's.)
-      const int depth = program_.depth_of(b.outer);
-      if (b.tensor == blocker && depth >= 0 && !visits_every_coordinate(depth)) depths.insert(depth);
-    }
+    for (const sparse::BlockedVar& b : program_.blocked_vars)
+      if (b.tensor == blocker && !visits_every_coordinate(program_.depth_of(b.outer))) depths.insert(program_.depth_of(b.outer));
     for (int id : program_.buffer(blocker).axes) {  // its unblocked sparse levels (DCSR-like rows above the blocks)
       const sparse::Axis& axis = program_.axes[id];
       if (axis.kind == sparse::AxisKind::DenseFixed || axis.block_part != BlockPart::None) continue;
@@ -646,8 +643,7 @@ class Lowering {
   // The block loops of `blocker` visit every block (a term without a stored factor on them).
   bool blocks_visit_every_coordinate(const std::string& blocker) const {
     for (const sparse::BlockedVar& b : program_.blocked_vars)
-      if (const int depth = program_.depth_of(b.outer); b.tensor == blocker && depth >= 0 && !visits_every_coordinate(depth))
-        return false;
+      if (b.tensor == blocker && !visits_every_coordinate(program_.depth_of(b.outer))) return false;
     return true;
   }
 
@@ -703,7 +699,6 @@ class Lowering {
         // or merge other operands' coordinates above a loop that visits exactly the union: where
         // only the others are stored, the tensor is absent and that loop below visits nothing.)
         int depth = program_.depth_of(axis.index_var);
-        if (depth < 0) continue;  // (a part of a scoped sum without this loop: blocks_visited)
         if (!visits_every_coordinate(depth) && !union_of_alike(depth, alike, tensor) &&
             !(axis.block_part == BlockPart::None && union_of_alike(depth, alike, tensor, true) && gated_below(axis, alike)) &&
             !(axis.level == ungated_merge_level(blocker) && !gathered && alike.size() == 1))
@@ -758,6 +753,7 @@ class Lowering {
       const sparse::Axis& axis = program_.axes[levels[l]];
       if (axis.kind == sparse::AxisKind::DenseFixed || axis.block_part != BlockPart::None) continue;
       int depth = program_.depth_of(axis.index_var);
+      if (depth < 0) continue;  // (a part of a scoped sum without this loop)
       bool beyond_theirs = visits_every_coordinate(depth) ||
                            (!union_of_alike(depth, alike, blocker) && union_of_alike(depth, alike, blocker, true));
       if (!beyond_theirs) continue;
@@ -976,7 +972,10 @@ class Lowering {
   }
 
   // The loop at `depth` visits every coordinate of its variable (so no output entry is skipped).
+  // (A loop this nest does not have, depth -1, restricts nothing: a part of a scoped sum holds
+  // none of the loops of a blocked operand only another part reads.)
   bool visits_every_coordinate(int depth) const {
+    if (depth < 0) return true;
     return plans_[depth].kind == LoopKind::Dense || (plans_[depth].kind == LoopKind::Merge && plans_[depth].dense_universe);
   }
 
