@@ -203,34 +203,42 @@ void cache_runtime_object(const std::string& object, const std::filesystem::path
   if (ec) std::filesystem::remove(partial, ec);
 }
 
-// The runtime header precompiled (a GCC .gch) for the driver's glue, whose compile is mostly
-// parsing it: cache/pch-HASH/ holds a copy of the header and its .gch, built once per compiler,
+// The runtime header precompiled (a .gch) for the driver's glue, whose compile is mostly
+// parsing it: cache/pch2-HASH/ holds a copy of the header and its .gch, built once per compiler,
 // glue flags and header text, and the glue is compiled with `-include` that copy (its own
 // #include of the header then adds nothing: include guard). Empty without a cache, or when the
-// compiler cannot precompile it; the glue then parses the header itself. A .gch that the
-// compiler finds unusable is ignored by it in favour of the header text beside it.
+// compiler cannot precompile it; the glue then parses the header itself.
+// The .gch is built beside the copy at its final path, and the copy is never rewritten: clang's
+// precompiled header names the header's path and modification time and is refused (a fatal
+// error, where GCC falls back to the text) once either changes. Runs may race: the copy is
+// linked into place only where none is, and each run's .gch is renamed over the last (all
+// alike).
 std::string precompiled_runtime_header(const std::vector<std::string>& glue_compile, const std::filesystem::path& dir,
                                        bool verbose) {
   std::filesystem::path cache = runtime_cache_dir();
   if (cache.empty()) return {};
   const std::string header(*templates::lookup("spgen_run_runtime.hpp"));
-  const std::string entry = "pch-" + stable_hash(compiler_identity(glue_compile, dir) + command_line(glue_compile) + "\n" + header);
-  std::filesystem::path kept = cache / entry / "spgen_run_runtime.hpp";
+  const std::string entry = "pch2-" + stable_hash(compiler_identity(glue_compile, dir) + command_line(glue_compile) + "\n" + header);
+  const std::filesystem::path kept = cache / entry / "spgen_run_runtime.hpp";
+  const std::string gch = kept.string() + ".gch";
   std::error_code ec;
-  if (std::filesystem::exists(kept.string() + ".gch", ec)) return kept.string();
-  // Built in a directory of its own, then renamed into place: runs may race (the loser's copy
-  // is removed; the winner's is as good).
-  std::filesystem::path partial = cache / (entry + ".partial-" + std::to_string(getpid()));
-  std::filesystem::create_directories(partial, ec);
+  if (std::filesystem::exists(gch, ec)) return kept.string();
+  std::filesystem::create_directories(kept.parent_path(), ec);
   if (ec) return {};
-  write_files_atomically({{(partial / "spgen_run_runtime.hpp").string(), header}});
+  const std::string pid = std::to_string(getpid());
+  if (!std::filesystem::exists(kept, ec)) {
+    const std::string copy = kept.string() + ".partial-" + pid;
+    write_files_atomically({{copy, header}});
+    std::filesystem::create_hard_link(copy, kept, ec);  // (fails where another run's copy is: as good)
+    std::filesystem::remove(copy, ec);
+  }
+  const std::string partial = gch + ".partial-" + pid;
   std::vector<std::string> command = glue_compile;
-  command.insert(command.end(), {"-x", "c++-header", (partial / "spgen_run_runtime.hpp").string(), "-o",
-                                 (partial / "spgen_run_runtime.hpp.gch").string()});
+  command.insert(command.end(), {"-x", "c++-header", kept.string(), "-o", partial});
   if (verbose) std::fprintf(stderr, "spgen run: %s\n", command_line(command).c_str());
-  if (spawn(command, (dir / "compile-pch.log").string()) == 0) std::filesystem::rename(partial, cache / entry, ec);
-  std::filesystem::remove_all(partial, ec);
-  return std::filesystem::exists(kept.string() + ".gch", ec) ? kept.string() : std::string();
+  if (spawn(command, (dir / "compile-pch.log").string()) == 0) std::filesystem::rename(partial, gch, ec);
+  std::filesystem::remove(partial, ec);
+  return std::filesystem::exists(gch, ec) ? kept.string() : std::string();
 }
 
 // The CPU driver: the kernel, the driver's glue and the runtime compiled at once (the runtime

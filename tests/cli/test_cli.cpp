@@ -377,7 +377,7 @@ TEST_CASE("spgen run keeps the compiled driver runtime and its precompiled heade
   CHECK(second.err.find("spgen_run_runtime_instance.cpp") == std::string::npos);  // reused
   CHECK(second.err.find("-x c++-header") == std::string::npos);
   CHECK(second.err.find(dir.file("cache") + "/runtime-") != std::string::npos);   // linked from the cache
-  CHECK(second.err.find("-include " + dir.file("cache") + "/pch-") != std::string::npos);  // the glue's header
+  CHECK(second.err.find("-include " + dir.file("cache") + "/pch2-") != std::string::npos);  // the glue's header
   CHECK(runtimes() == 1);
   std::filesystem::remove_all(dir.file("cache"));
   ProcessResult off = run_process(run, {"SPGEN_RUN_CACHE=off"});
@@ -385,4 +385,25 @@ TEST_CASE("spgen run keeps the compiled driver runtime and its precompiled heade
   CHECK(off.err.find("-include") == std::string::npos);
   CHECK(runtimes() == 0);
   CHECK(!std::filesystem::exists(dir.file("cache")));
+}
+
+TEST_CASE("spgen run with clang++ reuses the precompiled runtime header it built (clang refuses a moved one)") {
+  if (!std::filesystem::exists("/usr/bin/clang++")) {
+    MESSAGE("skipped: /usr/bin/clang++ not found");
+    return;
+  }
+  TempDir dir;
+  std::vector<std::string> run = {spgen_binary(), "run", spec("spmv.spg"), "--config", spec("spmv_csr.json"), "--input",
+                                  "A=random", "--input", "x=random", "--dim", "i=20", "--dim", "j=10", "--cxxflags=-O0", "-v"};
+  const std::vector<std::string> env = {"SPGEN_RUN_CACHE=" + dir.file("cache"), "CXX=/usr/bin/clang++"};
+  ProcessResult first = run_process(run, env);
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+  CHECK(first.err.find("-x c++-header") != std::string::npos);
+  ProcessResult second = run_process(run, env);
+  INFO(second.err);
+  CHECK(second.exit_code == 0);
+  CHECK(second.err.find("-x c++-header") == std::string::npos);
+  CHECK(second.err.find("-include " + dir.file("cache") + "/pch2-") != std::string::npos);
+  CHECK(second.out.find("time_ms median=") != std::string::npos);
 }
