@@ -1102,7 +1102,10 @@ int hyb(const Csr& a, const Plan& plan, Out& out) {
     for (int64_t p = 0; p < partitions; ++p) {
       if (count[p] == 0) continue;
       int64_t pieces = 0;
-      rows[static_cast<size_t>(part_of(p, count[p], pieces))] += pieces;
+      // (Two statements: in `rows[part_of(..., pieces)] += pieces` C++17 reads the right
+      // operand first, before part_of sets it; GCC 12 happens to call part_of first.)
+      const int64_t k = part_of(p, count[p], pieces);
+      rows[static_cast<size_t>(k)] += pieces;
     }
   }
   for (int k = 0; k < plan.parts; ++k) {
