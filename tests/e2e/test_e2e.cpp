@@ -5,10 +5,12 @@
 // ../shared/data when it exists. CUDA kernels run on the CPU, through the emulator of
 // tests/cuda_emu (nvcc-emu as $NVCC).
 #include <doctest/doctest.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <thread>
 
@@ -33,6 +35,12 @@ struct Kernel {
 };
 
 bool is_cuda(const Kernel& k) { return k.config.target == spgen::Target::Cuda; }
+
+// Whether k's driver is built quickly (-O0; on the cpu by clang where there is one): the many
+// cases of tests/e2e/cases, and the emulated CUDA kernels, whose runs on tiny inputs take
+// hundredths of a second while their compile takes seconds. The kernels of specs/ are built as
+// `spgen run` builds them by default (-O3, $CXX or c++).
+bool built_quickly(const Kernel& k) { return k.pair.config.rfind(source_root() + "/specs/", 0) != 0 || is_cuda(k); }
 
 // SPGEN_E2E_SHARD=k/n: (k, n); (0, 1) without it.
 std::pair<size_t, size_t> shard_setting() {
@@ -80,10 +88,10 @@ std::vector<Kernel> all_kernels() {
     Kernel k{pair, spgen::parse_spec(pair.spec, spgen::read_file(pair.spec)), {}};
     k.config = spgen::read_config(pair.config, spgen::read_file(pair.config), k.spec, pair.name);
     if (shards > 1) {
-      // An emulated CUDA config costs about three cpu ones (its driver's compile against the
-      // emulator, and runs whose every block is real threads), so they spread evenly.
+      // CPU seconds (SPGEN_E2E_TIMES, 2-core machine): a quick cpu build about 1, an emulated
+      // CUDA config 3.5 (its driver's compile against the emulator), a specs/ kernel at -O3 3.
       const size_t cheapest = static_cast<size_t>(std::min_element(shard_cost.begin(), shard_cost.end()) - shard_cost.begin());
-      shard_cost[cheapest] += is_cuda(k) ? 3.0 : 1.0;
+      shard_cost[cheapest] += is_cuda(k) ? 3.5 : built_quickly(k) ? 1.0 : 3.0;
       if (cheapest != shard) continue;
     }
     if (wanted) kernels.push_back(std::move(k));
@@ -91,11 +99,22 @@ std::vector<Kernel> all_kernels() {
   return kernels;
 }
 
+// clang++ compiles a cpu driver at -O0 in a third less CPU time than g++ (the kernel 0.31 s
+// against 0.54, the glue 0.37 against 0.50): where it is installed (.ci/setup installs it),
+// the quick cpu builds use it, which also checks that generated kernels build with a second
+// compiler. Emulated CUDA kernels stay with g++: clang's alignment sanitizer does not check a
+// misaligned float4 copied whole, which the emulator must catch.
+bool has_clang() {
+  static const bool found = std::filesystem::exists("/usr/bin/clang++");
+  return found;
+}
+
 // The environment of `spgen run`: CUDA kernels are built by the emulator's nvcc-emu, which
 // precompiles the driver runtime's header with its own (where meson gives it a cache).
 std::vector<std::string> run_env(const Kernel& k) {
-  if (!is_cuda(k)) return {};
-  return {"NVCC=" + source_root() + "/tests/cuda_emu/nvcc-emu", "NVCC_EMU_PRECOMPILE=spgen_run_runtime.hpp"};
+  if (is_cuda(k)) return {"NVCC=" + source_root() + "/tests/cuda_emu/nvcc-emu", "NVCC_EMU_PRECOMPILE=spgen_run_runtime.hpp", "CXX=g++"};
+  if (built_quickly(k) && has_clang()) return {"CXX=/usr/bin/clang++"};
+  return {};
 }
 
 bool is_sparse(const Kernel& k, const std::string& tensor) { return !k.config.format_of(tensor).all_dense(); }
@@ -231,17 +250,45 @@ bool check_run(const std::vector<std::string>& command_prefix, const Kernel& k,
   return true;
 }
 
-// `quick`: tiny random inputs, where compile time dominates: build the driver at -O1.
+std::vector<std::string> sparse_inputs_of(const Kernel& k) {
+  std::vector<std::string> names;
+  for (const spgen::ast::TensorUse& use : k.spec.tensors)
+    if (!use.is_output && is_sparse(k, use.name)) names.push_back(use.name);
+  return names;
+}
+
+// Whether the real-matrix test runs k on the graphs: kernels with exactly one sparse input, a
+// matrix, and dense other operands; on the cuda target also those whose sparse inputs are all
+// matrices (SpGEMM, C = A + B), each of them the graph (it is square): their grids and row
+// workspaces meet more rows than at random.
+bool runs_on_real_matrices(const Kernel& k) {
+  const std::vector<std::string> sparse_inputs = sparse_inputs_of(k);
+  // Emulated CUDA is slow: of the one-input cuda configs, those of specs/ meet the graph (the
+  // random inputs already check the others, and their 16-block grid cap makes loops stride).
+  // On the cpu, the specs/ kernels with several sparse inputs do too (SpGEMM's long rows).
+  const bool from_specs = k.pair.config.find("/specs/") != std::string::npos;
+  if (sparse_inputs.empty() || (sparse_inputs.size() > 1 && !is_cuda(k) && !from_specs) || k.spec.accumulate) return false;
+  if (is_cuda(k) && sparse_inputs.size() == 1 && !from_specs) return false;
+  return std::none_of(sparse_inputs.begin(), sparse_inputs.end(), [&](const std::string& name) {
+           return k.spec.find_tensor(name)->order != 2 || has_fixed_width_level(k, name);  // (real rows are longer than any ELL width here)
+         }) &&
+         !has_fixed_width_level(k, k.spec.output.tensor);  // (nor does an ELL output hold their rows)
+}
+
+// `quick`: tiny random inputs, where compile time dominates: build the driver at -O0 (its
+// compile takes a sixth less CPU time than at -O1), or at -O1 where it also runs on the graphs
+// (at -O0 those runs took longer than the compile saved: an emulated SpGEMM on cora 18 s
+// against 9).
 std::vector<std::string> spgen_run_command(const Kernel& k, const std::string& keep_dir, bool quick = false) {
   std::vector<std::string> command = {spgen_binary(), "run", k.pair.spec, "--config", k.pair.config, "--keep", keep_dir};
-  if (quick) command.push_back("--cxxflags=-O1");
+  if (quick) command.push_back(runs_on_real_matrices(k) && !data_dir().empty() ? "--cxxflags=-O1" : "--cxxflags=-O0");
   return command;
 }
 
 // The drivers built in this process, by config: the random-input and the real-matrix tests run
 // the same kernels, and compiling the driver dominates their time. The kernels of specs/ are
 // built as `spgen run` builds them (-O3); the many cases of tests/e2e/cases, and the emulated
-// CUDA kernels, at -O1, which keeps the suite's time down.
+// CUDA kernels, at -O0, which keeps the suite's time down.
 class Builds {
  public:
   // An emulated kernel runs each block's threads as real threads, which mostly sleep and wake at
@@ -259,7 +306,7 @@ class Builds {
   // the kept driver after that.
   std::vector<std::string> command(const Kernel& k) {
     auto [it, first] = dirs_.emplace(k.pair.config, dir_.file("build" + std::to_string(dirs_.size())));
-    const bool quick = k.pair.config.rfind(source_root() + "/specs/", 0) != 0 || is_cuda(k);
+    const bool quick = built_quickly(k);
     std::vector<std::string> command = on_one_cpu(k);
     if (first) append(command, spgen_run_command(k, it->second, quick));
     else command.push_back(it->second + "/driver");
@@ -278,6 +325,32 @@ Builds& builds() {
   return kept;
 }
 
+// SPGEN_E2E_TIMES=FILE appends, per config and test case, the CPU seconds (user + system) that
+// its child processes took (spgen run, the compilers, the driver): for finding where the
+// suite's time goes and for balancing the shards.
+class ChildTime {
+ public:
+  ChildTime(const char* test, const Kernel& k) : test_(test), name_(k.pair.name), start_(now()) {}
+  ChildTime(const ChildTime&) = delete;
+  ChildTime& operator=(const ChildTime&) = delete;
+  ~ChildTime() {
+    const char* file = std::getenv("SPGEN_E2E_TIMES");
+    if (!file) return;
+    std::ofstream(file, std::ios::app) << test_ << ' ' << name_ << ' ' << now() - start_ << '\n';
+  }
+
+ private:
+  static double now() {
+    rusage usage{};
+    getrusage(RUSAGE_CHILDREN, &usage);
+    auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+  }
+  const char* test_;
+  std::string name_;
+  double start_;
+};
+
 }  // namespace
 
 TEST_CASE("random inputs: every kernel matches the reference") {
@@ -290,6 +363,7 @@ TEST_CASE("random inputs: every kernel matches the reference") {
   const int64_t sizes_by_position[] = {37, 29, 23, 19, 17};  // not multiples of split factors
   for (const Kernel& k : all_kernels()) {
     CAPTURE(k.pair.config);
+    ChildTime timed("random", k);
     TempDir dir;
     std::map<std::string, int64_t> sizes;
     for (size_t v = 0; v < k.spec.index_vars.size(); ++v) sizes[k.spec.index_vars[v]] = sizes_by_position[v % 5];
@@ -320,24 +394,10 @@ TEST_CASE("real matrices: matrix kernels match the reference on GNN graphs") {
   }
   int runs = 0;
   for (const Kernel& k : all_kernels()) {
-    // Kernels with exactly one sparse input, a matrix, and dense other operands; on the cuda
-    // target also those whose sparse inputs are all matrices (SpGEMM, C = A + B), each of them
-    // the graph (it is square): their grids and row workspaces meet more rows than at random.
-    std::vector<std::string> sparse_inputs;
-    for (const spgen::ast::TensorUse& use : k.spec.tensors)
-      if (!use.is_output && is_sparse(k, use.name)) sparse_inputs.push_back(use.name);
-    // Emulated CUDA is slow: of the one-input cuda configs, those of specs/ meet the graph (the
-    // random inputs already check the others, and their 16-block grid cap makes loops stride).
-    // On the cpu, the specs/ kernels with several sparse inputs do too (SpGEMM's long rows).
-    bool from_specs = k.pair.config.find("/specs/") != std::string::npos;
-    if (sparse_inputs.empty() || (sparse_inputs.size() > 1 && !is_cuda(k) && !from_specs) || k.spec.accumulate) continue;
-    if (is_cuda(k) && sparse_inputs.size() == 1 && !from_specs) continue;
-    if (std::any_of(sparse_inputs.begin(), sparse_inputs.end(), [&](const std::string& name) {
-          return k.spec.find_tensor(name)->order != 2 || has_fixed_width_level(k, name);  // (real rows are longer than any ELL width here)
-        }) ||
-        has_fixed_width_level(k, k.spec.output.tensor))  // (nor does an ELL output hold their rows)
-      continue;
+    if (!runs_on_real_matrices(k)) continue;
+    const std::vector<std::string> sparse_inputs = sparse_inputs_of(k);
     CAPTURE(k.pair.config);
+    ChildTime timed("real", k);
     std::vector<std::string> matrices = {"cora.mtx"};
     // (Emulated CUDA kernels run on cora only: pubmed would take them too long.)
     if (k.pair.name == "spmm_csr" || k.pair.name == "sddmm_csr" || k.pair.name == "spmv_csr") matrices.push_back("pubmed.mtx");
