@@ -547,7 +547,9 @@ class Lowering {
       const std::string& blocker = program_.blocked(axis.index_var)->tensor;
       std::string how = located ? locate_strategy(axis) : "arithmetic on its coordinate / and % its blocks";
       // The loops visit the blocker's entries, not the searched tensor's: an output stored in the
-      // searched tensor's structure would miss the entries outside the blocks.
+      // searched tensor's structure would miss the entries outside the blocks. (plan_blocked_vars
+      // lets the tensor whose structure the output shares give the block loops, and reaches the
+      // others' blocks apart on the indices it stores unblocked, so this is only a safety net.)
       const sparse::SparseBuffer& output = program_.output();
       if (output.shares_structure_with == axis.tensor)
         throw_unsupported("output " + output.tensor + " would share the structure of " + axis.tensor + ", but " +

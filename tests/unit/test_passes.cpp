@@ -1073,9 +1073,20 @@ TEST_CASE("bsr: what is refused, with what works") {
   CHECK(contains(by_columns.stage2_dump, "    for i_blk_2 at pB1_2 in [int64(B_pos1[pB0_2]), int64(B_pos1[pB0_2 + 1])):\n"));
   CHECK(contains(by_columns.stage2_dump, "      for i_in_2 in [0, min(4, dim_i - i_blk_2 * 4)):\n"));
   CHECK(contains(by_columns.stage2_dump, "        for j_in_2 in [0, min(4, dim_j - j_blk_2 * 4)):\n"));
-  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "bsr", "block": [4, 4]}}})"),
-                 "c.json: /tensors: error: output C would share the structure of B, but B is located inside A's blocks (by "
-                 "arithmetic on its coordinate / and % its blocks)"));
+  // An output in the structure of a blocked operand B beside A blocked otherwise (it used to be
+  // refused: B was located inside A's blocks, and its entries outside them went unwritten): B's
+  // blocks give the block loops, and A is reached apart inside them, so every entry of B is written.
+  spgen::Compilation shares_blocked = compile("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "bsr", "block": [4, 4]}}})");
+  CHECK(contains(shares_blocked.stage2_dump, "  for i_blk in [0, (dim_i + 3) / 4):\n    for j_blk at pB1 in [int64(B_pos1[i_blk]), int64(B_pos1[i_blk + 1])):\n"));
+  CHECK(contains(shares_blocked.stage2_dump, "        let pA0: int64 = i / 2\n"));
+  CHECK(contains(shares_blocked.stage2_dump, "          # locate j / 2 in A by binary search (B splits j into blocks, so no cursor can follow it)\n"));
+  CHECK(contains(shares_blocked.stage2_dump, "          C_vals[pB3] = (pA1_found ? A_vals[pA3] : 0) * B_vals[pB3]\n"));
+  // ... and B in blocks of rows (j unblocked) beside A bsr: A gives no loop over j either, its
+  // block column located at j / 2 in B's rows.
+  const char* row_blocks4 = R"({"format": {"levels": [{"kind": "dense", "floordiv": 4}, "compressed", {"kind": "dense", "mod": 4}], "order": [0, 1, 0]}})";
+  spgen::Compilation shares_row_blocks = compile("C(i,j) = A(i,j) * B(i,j)", std::string(R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": )") + row_blocks4 + R"(, "C": )" + row_blocks4 + "}}");
+  CHECK(contains(shares_row_blocks.stage2_dump, "    for j at pB1 in [int64(B_pos1[i_blk]), int64(B_pos1[i_blk + 1])):\n"));
+  CHECK(contains(shares_row_blocks.stage2_dump, "# locate j / 2 in A by binary search"));
   CHECK(contains(error_of("C(i,j) = A(i,j) / B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "dense"}}})"),
                  "dividing by B, which stores index j compressed, is not supported"));
   spgen::Compilation located = compile("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "dense"}}})");
