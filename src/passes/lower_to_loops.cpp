@@ -1176,6 +1176,20 @@ class Lowering {
           some_entry_unvisited |= !visits_every_coordinate(program_.depth_of(blocked->outer));
       }
     some_entry_unvisited |= fused_output_index && output.shares_structure_with.empty();  // rows without entries
+    // An output in an input X's structure has a value at each of X's positions: where the loop
+    // over one of X's stored levels visits only coordinates that other operands store too (X .* B,
+    // or X's block levels merged with those of an operand blocked alike), X's other entries are
+    // never visited and must hold zeros.
+    if (!output.shares_structure_with.empty())
+      for (int id : program_.structure_of(output).axes) {
+        const sparse::Axis& axis = program_.axes[id];
+        int depth = program_.depth_of(axis.index_var);
+        if (axis.kind == sparse::AxisKind::DenseFixed || depth < 0 || visits_every_coordinate(depth)) continue;
+        const IterationSpace& space = plans_[depth].space;
+        some_entry_unvisited |= std::none_of(space.begin(), space.end(), [&](const Conjunction& c) {
+          return c.size() == 1 && c.count(output.shares_structure_with) > 0;
+        });
+      }
     // ELL padding positions of a shared structure are never visited but must hold zeros.
     for (int id : program_.structure_of(output).axes) some_entry_unvisited |= program_.axes[id].kind == sparse::AxisKind::SparseFixed;
     some_entry_unvisited |= !outside_blocks_of_.empty();  // the rest adds into the output

@@ -56,6 +56,16 @@ TEST_CASE("lowering: outputs that some loop skips or adds into are zeroed first"
   std::string acc = compile("y(i) += A(i,j) * x(j)", R"({"tensors": {"A": {"format": "dcsr"}}})").stage2_dump;
   CHECK(!contains(acc, "zero y"));
   CHECK(contains(acc, "y_vals[i] += acc"));
+  // An output in A's structure, where the loops visit only what A and B both store: A's other
+  // entries are zeroed (they used to keep whatever the caller's array held).
+  std::string shared = compile("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}}})").stage2_dump;
+  CHECK(contains(shared, "  # zero C: the loops below skip entries that must be zero\n  for zero C at p in [0, int64(A_pos1[dim_i])):\n"));
+  // ... as where A's block levels merge with those of B blocked alike.
+  std::string shared_blocks = compile("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [2, 2]}, "C": {"format": "bsr", "block": [2, 2]}}})").stage2_dump;
+  CHECK(contains(shared_blocks, "  for zero C at p in [0, int64(A_pos1[(dim_i + 1) / 2]) * 2 * 2):\n"));
+  // Where A's entries are all visited (B located inside, or a union), nothing is zeroed.
+  CHECK(!contains(compile("C(i,j) = A(i,j) * (B(i,j) + D(i,j))", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "bsr", "block": [2, 2]}, "D": {"format": "csr"}, "C": {"format": "csr"}}})").stage2_dump, "zero C"));
+  CHECK(!contains(compile(kSddmm, R"({"tensors": {"X": {"format": "csr"}, "Y": {"format": "csr"}}})").stage2_dump, "zero Y"));
 }
 
 TEST_CASE("lowering: SDDMM writes into the structure it shares and applies X once per entry") {
