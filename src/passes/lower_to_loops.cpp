@@ -2654,6 +2654,7 @@ class Lowering {
     Lowering lowering(rest, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
     lowering.used_names_ = used_names_;
     lowering.skip_blocks_of_ = blocks_done_;
+    lowering.skip_levels_above_ = skip_levels_above_;
     lowering.block_row_owner_ = this;
     lowering.skip_blocks_of_.insert(lowering.skip_blocks_of_.begin(), skip_blocks_of_.begin(), skip_blocks_of_.end());
     Stmt body = lowering.run_in_block_row();
@@ -3095,6 +3096,9 @@ class Lowering {
     sparse::Program rest = rest_program();
     Lowering lowering(rest, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
     lowering.skip_blocks_of_ = skip_blocks_of_;  // (a rest's own rest skips both)
+    // (Where the loop over A's unblocked level merges the others' coordinates, the block loops
+    // did A's block rows whole: the rest skips those, not only A's entries in them.)
+    lowering.skip_levels_above_ = skip_levels_above_;
     lowering.skip_blocks_of_.insert(lowering.skip_blocks_of_.end(), blocks_done_.begin(), blocks_done_.end());
     lowering.listing_rest_ = true;
     Stmt rest_nest = lowering.lower_listed_part(into, used_names_);

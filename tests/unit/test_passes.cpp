@@ -1049,6 +1049,11 @@ TEST_CASE("bsr: what is refused, with what works") {
   CHECK(contains(block_rows_skipped.stage2_dump, "    # co-iterate j: two-finger merge of A, B\n"));
   CHECK(contains(block_rows_skipped.stage2_dump, "      if pA0_2_found == false:\n        C_vals[pC1_2] += B_vals[pB1_2]\n"));
   CHECK(!contains(block_rows_skipped.stage2_dump, "pA1_2"));  // (A's columns are not located)
+  // ... as into a listed output (C csr): its rest used to skip only where A's column was found
+  // too, listing B's entries in A's block rows twice (summed by the pack).
+  spgen::Compilation listed_rows_skipped = compile("C(i,j) = A(i,j) + B(i,j)", std::string(R"({"tensors": {"A": )") + row_blocks_above_columns + R"(, "B": {"format": "dcsc"}, "C": {"format": "csr"}}})");
+  CHECK(contains(listed_rows_skipped.stage2_dump, "        if pA0_2_found == false:\n          C_keys[C_listed] = i * dim_j + j\n"));
+  CHECK(!contains(listed_rows_skipped.stage2_dump, "pA1_2"));
   // ... as where that loop visits every column (D csc): the rest used to skip only where A's
   // column was found too, adding D's entries in A's block rows twice.
   spgen::Compilation every_column = compile("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", std::string(R"({"tensors": {"A": )") + row_blocks_above_columns + R"(, "B": {"format": "dcsc"}, "D": {"format": "csc"}, "C": {"format": "dense"}}})");
