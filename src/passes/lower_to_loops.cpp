@@ -566,7 +566,8 @@ class Lowering {
         if (refusal.empty()) {
           outside_blocks_of_ = alike;
           blocks_done_ = blocks_visited(blocker);
-          if (int level = ungated_merge_level(blocker); level >= 0) skip_levels_above_[blocker] = level;
+          for (const std::string& tensor : alike)  // (each at the same loop: outside_blocks_refusal)
+            if (int level = ungated_merge_level(blocker, tensor); level >= 0) skip_levels_above_[tensor] = level;
           continue;
         }
         throw_unsupported(axis.tensor + " stores index " + axis.mode_var + " " + stored + ", and " + blocker +
@@ -685,12 +686,24 @@ class Lowering {
     // union), or every block: the rest then skips what they hold.
     const std::vector<std::string> alike = blocked_alike(blocker);
     // (A loop beyond their blocks with no loop over blocks inside: the rest skips the blocks
-    // above it, where the output is dense and one operand blocks.)
-    if (int level = ungated_merge_level(blocker); level >= 0 && (gathered || alike.size() != 1)) {
-      const sparse::Axis& axis = program_.axes[program_.buffer(blocker).axes[static_cast<size_t>(level)]];
+    // above it, where the output is not gathered in block rows. Beside operands blocked alike,
+    // the loop must be such a level of each of them: the rest then skips the blocks above it
+    // that any of them stores, as the block loops visited those whole.)
+    const int ungated = ungated_merge_level(blocker);
+    std::string not_ungated;  // an operand blocked alike whose level at that loop is not so
+    if (ungated >= 0)
+      for (const std::string& tensor : alike) {
+        int level = ungated_merge_level(blocker, tensor);
+        if (level < 0 || program_.axes[program_.buffer(tensor).axes[static_cast<size_t>(level)]].index_var !=
+                             program_.axes[program_.buffer(blocker).axes[static_cast<size_t>(ungated)]].index_var)
+          not_ungated = tensor;
+      }
+    if (ungated >= 0 && (gathered || !not_ungated.empty())) {
+      const sparse::Axis& axis = program_.axes[program_.buffer(blocker).axes[static_cast<size_t>(ungated)]];
       return "the loop over " + axis.mode_var + " visits other operands' coordinates too, and no loop over " + blocker +
              "'s blocks inside it keeps to " + blocker + "'s" +
-             (gathered ? ", which a block-row workspace of the output needs" : ", which operands blocked alike need");
+             (gathered ? ", which a block-row workspace of the output needs"
+                       : ", which " + not_ungated + ", blocked alike, needs: its levels below that loop are not all dense, or it has no sparse level there");
     }
     for (const std::string& tensor : alike)
       for (int id : program_.buffer(tensor).axes) {
@@ -703,7 +716,7 @@ class Lowering {
         int depth = program_.depth_of(axis.index_var);
         if (!visits_every_coordinate(depth) && !union_of_alike(depth, alike, tensor) &&
             !(axis.block_part == BlockPart::None && union_of_alike(depth, alike, tensor, true) && gated_below(axis, alike)) &&
-            !(axis.level == ungated_merge_level(blocker) && !gathered && alike.size() == 1))
+            !(ungated >= 0 && axis.level == ungated_merge_level(blocker, tensor) && !gathered))
           return std::string("the loop over ") + (axis.block_part == BlockPart::Block ? "the blocks of " : "") + axis.mode_var +
                  (alike.size() == 1 ? " visits other operands' " + std::string(axis.block_part == BlockPart::Block ? "blocks" : "coordinates") + " too"
                                     : " visits other blocks than those of " + names(alike) + " (other operands' blocks)") +
@@ -748,16 +761,18 @@ class Lowering {
   // visit every coordinate of the terms, so the rest does only what lies outside A's levels
   // above it (the block rows A stores), and skips where those are found. Every level of A
   // below it is dense.
-  int ungated_merge_level(const std::string& blocker) const {
+  // (`tensor`: the same for an operand blocked alike with the blocker, at its own levels.)
+  int ungated_merge_level(const std::string& blocker, const std::string& tensor = "") const {
     const std::vector<std::string> alike = blocked_alike(blocker);
-    const std::vector<int>& levels = program_.buffer(blocker).axes;
+    const std::string& of = tensor.empty() ? blocker : tensor;
+    const std::vector<int>& levels = program_.buffer(of).axes;
     for (size_t l = 0; l < levels.size(); ++l) {
       const sparse::Axis& axis = program_.axes[levels[l]];
       if (axis.kind == sparse::AxisKind::DenseFixed || axis.block_part != BlockPart::None) continue;
       int depth = program_.depth_of(axis.index_var);
       if (depth < 0) continue;  // (a part of a scoped sum without this loop)
       bool beyond_theirs = visits_every_coordinate(depth) ||
-                           (!union_of_alike(depth, alike, blocker) && union_of_alike(depth, alike, blocker, true));
+                           (!union_of_alike(depth, alike, of) && union_of_alike(depth, alike, of, true));
       if (!beyond_theirs) continue;
       bool blocks_above = false, sparse_below = false;
       for (size_t above = 0; above < l; ++above)

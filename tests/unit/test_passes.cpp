@@ -1054,6 +1054,19 @@ TEST_CASE("bsr: what is refused, with what works") {
   spgen::Compilation listed_rows_skipped = compile("C(i,j) = A(i,j) + B(i,j)", std::string(R"({"tensors": {"A": )") + row_blocks_above_columns + R"(, "B": {"format": "dcsc"}, "C": {"format": "csr"}}})");
   CHECK(contains(listed_rows_skipped.stage2_dump, "        if pA0_2_found == false:\n          C_keys[C_listed] = i * dim_j + j\n"));
   CHECK(!contains(listed_rows_skipped.stage2_dump, "pA1_2"));
+  // Beside an operand blocked alike whose level at that loop is such a level too (it used to be
+  // refused): the rest skips the block rows that either stores.
+  const char* compressed_row_blocks = R"({"format": {"levels": [{"kind": "compressed", "floordiv": 2}, "compressed", {"kind": "dense", "mod": 2}], "order": [0, 1, 0]}})";
+  spgen::Compilation alike_rows_skipped = compile("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", std::string(R"({"tensors": {"A": )") + compressed_row_blocks + R"(, "B": )" + compressed_row_blocks + R"(, "D": {"format": "dcsc"}, "C": {"format": "dense"}}})");
+  CHECK(contains(alike_rows_skipped.stage2_dump, "    # co-iterate j: two-finger merge of A, B, D\n"));
+  CHECK(contains(alike_rows_skipped.stage2_dump, "      if ((pA0_2_found || (pA0_2_found && pB0_2_found)) || pB0_2_found) == false:\n        C_vals[pC1_2] += -(3 * D_vals[pD1_2])\n"));
+  CHECK(!contains(alike_rows_skipped.stage2_dump, "pA1_2"));
+  CHECK(!contains(alike_rows_skipped.stage2_dump, "pB1_2"));
+  // ... but not where that operand has no sparse level at that loop (B's columns dense).
+  const char* dense_columns_row_blocks = R"({"format": {"levels": [{"kind": "compressed", "floordiv": 2}, "dense", {"kind": "dense", "mod": 2}], "order": [0, 1, 0]}})";
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", std::string(R"({"tensors": {"A": )") + compressed_row_blocks + R"(, "B": )" + dense_columns_row_blocks + R"(, "D": {"format": "dcsc"}, "C": {"format": "dense"}}})"),
+                 "(the loop over j visits other operands' coordinates too, and no loop over A's blocks inside it keeps to A's, which B, "
+                 "blocked alike, needs: its levels below that loop are not all dense, or it has no sparse level there)"));
   // ... as where that loop visits every column (D csc): the rest used to skip only where A's
   // column was found too, adding D's entries in A's block rows twice.
   spgen::Compilation every_column = compile("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", std::string(R"({"tensors": {"A": )") + row_blocks_above_columns + R"(, "B": {"format": "dcsc"}, "D": {"format": "csc"}, "C": {"format": "dense"}}})");
