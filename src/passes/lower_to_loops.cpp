@@ -1199,7 +1199,11 @@ class Lowering {
       for (int id : program_.structure_of(output).axes) {
         const sparse::Axis& axis = program_.axes[id];
         int depth = program_.depth_of(axis.index_var);
-        if (axis.kind == sparse::AxisKind::DenseFixed || depth < 0 || visits_every_coordinate(depth)) continue;
+        if (depth < 0 || visits_every_coordinate(depth)) continue;
+        if (axis.kind == sparse::AxisKind::DenseFixed) {  // (a loop that follows another operand's level)
+          some_entry_unvisited = true;
+          continue;
+        }
         const IterationSpace& space = plans_[depth].space;
         some_entry_unvisited |= std::none_of(space.begin(), space.end(), [&](const Conjunction& c) {
           return c.size() == 1 && c.count(output.shares_structure_with) > 0;

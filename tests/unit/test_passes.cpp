@@ -66,6 +66,10 @@ TEST_CASE("lowering: outputs that some loop skips or adds into are zeroed first"
   // Where A's entries are all visited (B located inside, or a union), nothing is zeroed.
   CHECK(!contains(compile("C(i,j) = A(i,j) * (B(i,j) + D(i,j))", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "bsr", "block": [2, 2]}, "D": {"format": "csr"}, "C": {"format": "csr"}}})").stage2_dump, "zero C"));
   CHECK(!contains(compile(kSddmm, R"({"tensors": {"X": {"format": "csr"}, "Y": {"format": "csr"}}})").stage2_dump, "zero Y"));
+  // ... and where a dense level of A is looped over another operand's stored coordinates (k of B).
+  std::string dense_level_followed = compile("C(i,j,k) = A(i,j,k) * B(i,k)", R"({"tensors": {"A": {"format": {"levels": ["dense", "compressed", "dense"]}}, "B": {"format": "csr"}, "C": {"format": {"levels": ["dense", "compressed", "dense"]}}}})").stage2_dump;
+  CHECK(contains(dense_level_followed, "  for zero C at p in [0, int64(A_pos1[dim_i]) * dim_k):\n"));
+  CHECK(contains(dense_level_followed, "      for k at pB1 in [int64(B_pos1[i]), int64(B_pos1[i + 1])):\n"));
 }
 
 TEST_CASE("lowering: SDDMM writes into the structure it shares and applies X once per entry") {
