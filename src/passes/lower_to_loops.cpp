@@ -694,8 +694,14 @@ class Lowering {
     if (ungated >= 0)
       for (const std::string& tensor : alike) {
         int level = ungated_merge_level(blocker, tensor);
-        if (level < 0 || program_.axes[program_.buffer(tensor).axes[static_cast<size_t>(level)]].index_var !=
-                             program_.axes[program_.buffer(blocker).axes[static_cast<size_t>(ungated)]].index_var)
+        // (One whose only sparse levels are its blocks, its columns dense, needs none: the rest
+        // skips where its blocks are found, which is its block rows.)
+        bool only_blocks_sparse = true;
+        for (int id : program_.buffer(tensor).axes)
+          only_blocks_sparse &= program_.axes[id].kind == sparse::AxisKind::DenseFixed || program_.axes[id].block_part == BlockPart::Block;
+        if (level < 0 ? !only_blocks_sparse
+                      : program_.axes[program_.buffer(tensor).axes[static_cast<size_t>(level)]].index_var !=
+                            program_.axes[program_.buffer(blocker).axes[static_cast<size_t>(ungated)]].index_var)
           not_ungated = tensor;
       }
     if (ungated >= 0 && (gathered || !not_ungated.empty())) {
@@ -703,7 +709,7 @@ class Lowering {
       return "the loop over " + axis.mode_var + " visits other operands' coordinates too, and no loop over " + blocker +
              "'s blocks inside it keeps to " + blocker + "'s" +
              (gathered ? ", which a block-row workspace of the output needs"
-                       : ", which " + not_ungated + ", blocked alike, needs: its levels below that loop are not all dense, or it has no sparse level there");
+                       : ", which " + not_ungated + ", blocked alike, needs too: it has sparse levels besides its blocks, but none at that loop with only dense levels below it");
     }
     for (const std::string& tensor : alike)
       for (int id : program_.buffer(tensor).axes) {

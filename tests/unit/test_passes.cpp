@@ -1066,11 +1066,17 @@ TEST_CASE("bsr: what is refused, with what works") {
   CHECK(contains(alike_rows_skipped.stage2_dump, "      if ((pA0_2_found || (pA0_2_found && pB0_2_found)) || pB0_2_found) == false:\n        C_vals[pC1_2] += -(3 * D_vals[pD1_2])\n"));
   CHECK(!contains(alike_rows_skipped.stage2_dump, "pA1_2"));
   CHECK(!contains(alike_rows_skipped.stage2_dump, "pB1_2"));
-  // ... but not where that operand has no sparse level at that loop (B's columns dense).
+  // ... also where that operand's only sparse levels are its blocks (B's columns dense: the loop
+  // over j visits every column).
   const char* dense_columns_row_blocks = R"({"format": {"levels": [{"kind": "compressed", "floordiv": 2}, "dense", {"kind": "dense", "mod": 2}], "order": [0, 1, 0]}})";
-  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", std::string(R"({"tensors": {"A": )") + compressed_row_blocks + R"(, "B": )" + dense_columns_row_blocks + R"(, "D": {"format": "dcsc"}, "C": {"format": "dense"}}})"),
-                 "(the loop over j visits other operands' coordinates too, and no loop over A's blocks inside it keeps to A's, which B, "
-                 "blocked alike, needs: its levels below that loop are not all dense, or it has no sparse level there)"));
+  spgen::Compilation dense_columns_alike = compile("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", std::string(R"({"tensors": {"A": )") + compressed_row_blocks + R"(, "B": )" + dense_columns_row_blocks + R"(, "D": {"format": "dcsc"}, "C": {"format": "dense"}}})");
+  CHECK(contains(dense_columns_alike.stage2_dump, "    # co-iterate j: every coordinate, with cursors into A, D\n"));
+  CHECK(contains(dense_columns_alike.stage2_dump, "      if (pA0_2_found || pB0_2_found) == false:\n"));
+  // Still refused: an output gathered in block rows (here A's and B's, stored compressed), which
+  // the loop over block rows would visit only where A or B stores one.
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", std::string(R"({"tensors": {"A": )") + compressed_row_blocks + R"(, "B": )" + compressed_row_blocks + R"(, "D": {"format": "dcsc"}, "C": )" + compressed_row_blocks + "}}"),
+                 "(the loop i_blk over the output's block rows visits only A's, but the other operands' entries lie in the others too; "
+                 "store A's block rows dense (bsr))"));
   // ... as where that loop visits every column (D csc): the rest used to skip only where A's
   // column was found too, adding D's entries in A's block rows twice.
   spgen::Compilation every_column = compile("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", std::string(R"({"tensors": {"A": )") + row_blocks_above_columns + R"(, "B": {"format": "dcsc"}, "D": {"format": "csc"}, "C": {"format": "dense"}}})");
