@@ -204,7 +204,8 @@ void plan_output_blocks(const ast::Spec& spec, const Config& config, sparse::Pro
 }
 
 // The index variables that blocked operands split into block and in-block loops (`i_blk`,
-// `i_in`). The first operand to block a variable gives the loops; operands blocked alike share
+// `i_in`). The first operand to block a variable gives the loops (the input whose structure the
+// output shares comes first); operands blocked alike share
 // them. Every other operand reaches the variable at its coordinate (passes/lower_to_loops.cpp,
 // "located inside the blocks"): dense levels by arithmetic, the others by lookup or search, and
 // levels blocked apart (other blocks) at the coordinate / or % their block.
@@ -214,7 +215,15 @@ void plan_blocked_vars(const ast::Spec& spec, const Config& config, sparse::Prog
   // blocks in a non-dense level (inside the blocks X would only be located, and its entries
   // outside them would go unwritten), no operand gives block loops; each blocked operand is
   // reached at X's coordinates, / and % its blocks, as an operand blocked otherwise is.
+  //
+  // An output in the structure of a blocked input X (C bsr 4x4 = X bsr 4x4 .* A bsr 2x2, or X in
+  // blocks of rows beside A bsr) has exactly X's entries likewise: X gives the block loops of the
+  // indices it blocks (it is planned first), and on every index X stores without blocking it, the
+  // other operands' blocks are reached apart, so that no level of X is ever located inside
+  // another operand's blocks.
   bool blocks_apart = false;
+  std::set<std::string> apart_vars;  // indices on which every operand's blocks are reached apart
+  const sparse::SparseBuffer* shared_blocked = nullptr;
   const sparse::SparseBuffer& output = program.buffers.front();
   if (!output.shares_structure_with.empty()) {
     const sparse::SparseBuffer& shared = program.buffer(output.shares_structure_with);
@@ -224,8 +233,21 @@ void plan_blocked_vars(const ast::Spec& spec, const Config& config, sparse::Prog
       for (const sparse::Axis& axis : program.axes)
         blocks_apart |= axis.block_part == BlockPart::Block && axis.mode_var == var && axis.tensor != output.tensor;
     }
+    if (shared.format.is_blocked()) {
+      shared_blocked = &shared;
+      std::set<std::string> blocked_by_shared;
+      for (size_t l = 0; l < shared.format.levels.size(); ++l)
+        if (shared.format.block(l).part == BlockPart::Block) blocked_by_shared.insert(shared.indices[shared.format.mode_order[l]]);
+      for (const std::string& var : shared.indices)
+        if (!blocked_by_shared.count(var)) apart_vars.insert(var);
+    }
   }
-  for (const sparse::SparseBuffer& buffer : program.buffers) {
+  std::vector<const sparse::SparseBuffer*> planned;
+  if (shared_blocked) planned.push_back(shared_blocked);
+  for (const sparse::SparseBuffer& buffer : program.buffers)
+    if (&buffer != shared_blocked) planned.push_back(&buffer);
+  for (const sparse::SparseBuffer* planned_buffer : planned) {
+    const sparse::SparseBuffer& buffer = *planned_buffer;
     // An output blocks nothing here: it shares an input's structure, follows the operands' block
     // loops, gathers its own blocks, or is listed (plan_output_blocks).
     if (buffer.is_output || !buffer.format.is_blocked()) continue;
@@ -233,7 +255,7 @@ void plan_blocked_vars(const ast::Spec& spec, const Config& config, sparse::Prog
       LevelBlock block = buffer.format.block(l);
       if (block.part != BlockPart::Block) continue;
       const std::string& var = buffer.indices[buffer.format.mode_order[l]];
-      if (blocks_apart) {
+      if (blocks_apart || apart_vars.count(var)) {
         for (int id : buffer.axes)
           if (program.axes[id].mode_var == var) program.axes[id].index_var = var;  // now blocked_apart()
         continue;

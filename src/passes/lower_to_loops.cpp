@@ -547,7 +547,9 @@ class Lowering {
       const std::string& blocker = program_.blocked(axis.index_var)->tensor;
       std::string how = located ? locate_strategy(axis) : "arithmetic on its coordinate / and % its blocks";
       // The loops visit the blocker's entries, not the searched tensor's: an output stored in the
-      // searched tensor's structure would miss the entries outside the blocks.
+      // searched tensor's structure would miss the entries outside the blocks. (plan_blocked_vars
+      // lets the tensor whose structure the output shares give the block loops, and reaches the
+      // others' blocks apart on the indices it stores unblocked, so this is only a safety net.)
       const sparse::SparseBuffer& output = program_.output();
       if (output.shares_structure_with == axis.tensor)
         throw_unsupported("output " + output.tensor + " would share the structure of " + axis.tensor + ", but " +
@@ -564,7 +566,8 @@ class Lowering {
         if (refusal.empty()) {
           outside_blocks_of_ = alike;
           blocks_done_ = blocks_visited(blocker);
-          if (int level = ungated_merge_level(blocker); level >= 0) skip_levels_above_[blocker] = level;
+          for (const std::string& tensor : alike)  // (each at the same loop: outside_blocks_refusal)
+            if (int level = ungated_merge_level(blocker, tensor); level >= 0) skip_levels_above_[tensor] = level;
           continue;
         }
         throw_unsupported(axis.tensor + " stores index " + axis.mode_var + " " + stored + ", and " + blocker +
@@ -683,12 +686,30 @@ class Lowering {
     // union), or every block: the rest then skips what they hold.
     const std::vector<std::string> alike = blocked_alike(blocker);
     // (A loop beyond their blocks with no loop over blocks inside: the rest skips the blocks
-    // above it, where the output is dense and one operand blocks.)
-    if (int level = ungated_merge_level(blocker); level >= 0 && (gathered || alike.size() != 1)) {
-      const sparse::Axis& axis = program_.axes[program_.buffer(blocker).axes[static_cast<size_t>(level)]];
+    // above it, where the output is not gathered in block rows. Beside operands blocked alike,
+    // the loop must be such a level of each of them: the rest then skips the blocks above it
+    // that any of them stores, as the block loops visited those whole.)
+    const int ungated = ungated_merge_level(blocker);
+    std::string not_ungated;  // an operand blocked alike whose level at that loop is not so
+    if (ungated >= 0)
+      for (const std::string& tensor : alike) {
+        int level = ungated_merge_level(blocker, tensor);
+        // (One whose only sparse levels are its blocks, its columns dense, needs none: the rest
+        // skips where its blocks are found, which is its block rows.)
+        bool only_blocks_sparse = true;
+        for (int id : program_.buffer(tensor).axes)
+          only_blocks_sparse &= program_.axes[id].kind == sparse::AxisKind::DenseFixed || program_.axes[id].block_part == BlockPart::Block;
+        if (level < 0 ? !only_blocks_sparse
+                      : program_.axes[program_.buffer(tensor).axes[static_cast<size_t>(level)]].index_var !=
+                            program_.axes[program_.buffer(blocker).axes[static_cast<size_t>(ungated)]].index_var)
+          not_ungated = tensor;
+      }
+    if (ungated >= 0 && (gathered || !not_ungated.empty())) {
+      const sparse::Axis& axis = program_.axes[program_.buffer(blocker).axes[static_cast<size_t>(ungated)]];
       return "the loop over " + axis.mode_var + " visits other operands' coordinates too, and no loop over " + blocker +
              "'s blocks inside it keeps to " + blocker + "'s" +
-             (gathered ? ", which a block-row workspace of the output needs" : ", which operands blocked alike need");
+             (gathered ? ", which a block-row workspace of the output needs"
+                       : ", which " + not_ungated + ", blocked alike, needs too: it has sparse levels besides its blocks, but none at that loop with only dense levels below it");
     }
     for (const std::string& tensor : alike)
       for (int id : program_.buffer(tensor).axes) {
@@ -701,7 +722,7 @@ class Lowering {
         int depth = program_.depth_of(axis.index_var);
         if (!visits_every_coordinate(depth) && !union_of_alike(depth, alike, tensor) &&
             !(axis.block_part == BlockPart::None && union_of_alike(depth, alike, tensor, true) && gated_below(axis, alike)) &&
-            !(axis.level == ungated_merge_level(blocker) && !gathered && alike.size() == 1))
+            !(ungated >= 0 && axis.level == ungated_merge_level(blocker, tensor) && !gathered))
           return std::string("the loop over ") + (axis.block_part == BlockPart::Block ? "the blocks of " : "") + axis.mode_var +
                  (alike.size() == 1 ? " visits other operands' " + std::string(axis.block_part == BlockPart::Block ? "blocks" : "coordinates") + " too"
                                     : " visits other blocks than those of " + names(alike) + " (other operands' blocks)") +
@@ -746,16 +767,18 @@ class Lowering {
   // visit every coordinate of the terms, so the rest does only what lies outside A's levels
   // above it (the block rows A stores), and skips where those are found. Every level of A
   // below it is dense.
-  int ungated_merge_level(const std::string& blocker) const {
+  // (`tensor`: the same for an operand blocked alike with the blocker, at its own levels.)
+  int ungated_merge_level(const std::string& blocker, const std::string& tensor = "") const {
     const std::vector<std::string> alike = blocked_alike(blocker);
-    const std::vector<int>& levels = program_.buffer(blocker).axes;
+    const std::string& of = tensor.empty() ? blocker : tensor;
+    const std::vector<int>& levels = program_.buffer(of).axes;
     for (size_t l = 0; l < levels.size(); ++l) {
       const sparse::Axis& axis = program_.axes[levels[l]];
       if (axis.kind == sparse::AxisKind::DenseFixed || axis.block_part != BlockPart::None) continue;
       int depth = program_.depth_of(axis.index_var);
       if (depth < 0) continue;  // (a part of a scoped sum without this loop)
       bool beyond_theirs = visits_every_coordinate(depth) ||
-                           (!union_of_alike(depth, alike, blocker) && union_of_alike(depth, alike, blocker, true));
+                           (!union_of_alike(depth, alike, of) && union_of_alike(depth, alike, of, true));
       if (!beyond_theirs) continue;
       bool blocks_above = false, sparse_below = false;
       for (size_t above = 0; above < l; ++above)
@@ -1174,6 +1197,24 @@ class Lowering {
           some_entry_unvisited |= !visits_every_coordinate(program_.depth_of(blocked->outer));
       }
     some_entry_unvisited |= fused_output_index && output.shares_structure_with.empty();  // rows without entries
+    // An output in an input X's structure has a value at each of X's positions: where the loop
+    // over one of X's stored levels visits only coordinates that other operands store too (X .* B,
+    // or X's block levels merged with those of an operand blocked alike), X's other entries are
+    // never visited and must hold zeros.
+    if (!output.shares_structure_with.empty())
+      for (int id : program_.structure_of(output).axes) {
+        const sparse::Axis& axis = program_.axes[id];
+        int depth = program_.depth_of(axis.index_var);
+        if (depth < 0 || visits_every_coordinate(depth)) continue;
+        if (axis.kind == sparse::AxisKind::DenseFixed) {  // (a loop that follows another operand's level)
+          some_entry_unvisited = true;
+          continue;
+        }
+        const IterationSpace& space = plans_[depth].space;
+        some_entry_unvisited |= std::none_of(space.begin(), space.end(), [&](const Conjunction& c) {
+          return c.size() == 1 && c.count(output.shares_structure_with) > 0;
+        });
+      }
     // ELL padding positions of a shared structure are never visited but must hold zeros.
     for (int id : program_.structure_of(output).axes) some_entry_unvisited |= program_.axes[id].kind == sparse::AxisKind::SparseFixed;
     some_entry_unvisited |= !outside_blocks_of_.empty();  // the rest adds into the output
@@ -2638,6 +2679,7 @@ class Lowering {
     Lowering lowering(rest, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
     lowering.used_names_ = used_names_;
     lowering.skip_blocks_of_ = blocks_done_;
+    lowering.skip_levels_above_ = skip_levels_above_;
     lowering.block_row_owner_ = this;
     lowering.skip_blocks_of_.insert(lowering.skip_blocks_of_.begin(), skip_blocks_of_.begin(), skip_blocks_of_.end());
     Stmt body = lowering.run_in_block_row();
@@ -3079,6 +3121,9 @@ class Lowering {
     sparse::Program rest = rest_program();
     Lowering lowering(rest, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
     lowering.skip_blocks_of_ = skip_blocks_of_;  // (a rest's own rest skips both)
+    // (Where the loop over A's unblocked level merges the others' coordinates, the block loops
+    // did A's block rows whole: the rest skips those, not only A's entries in them.)
+    lowering.skip_levels_above_ = skip_levels_above_;
     lowering.skip_blocks_of_.insert(lowering.skip_blocks_of_.end(), blocks_done_.begin(), blocks_done_.end());
     lowering.listing_rest_ = true;
     Stmt rest_nest = lowering.lower_listed_part(into, used_names_);

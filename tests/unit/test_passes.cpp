@@ -56,6 +56,20 @@ TEST_CASE("lowering: outputs that some loop skips or adds into are zeroed first"
   std::string acc = compile("y(i) += A(i,j) * x(j)", R"({"tensors": {"A": {"format": "dcsr"}}})").stage2_dump;
   CHECK(!contains(acc, "zero y"));
   CHECK(contains(acc, "y_vals[i] += acc"));
+  // An output in A's structure, where the loops visit only what A and B both store: A's other
+  // entries are zeroed (they used to keep whatever the caller's array held).
+  std::string shared = compile("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}}})").stage2_dump;
+  CHECK(contains(shared, "  # zero C: the loops below skip entries that must be zero\n  for zero C at p in [0, int64(A_pos1[dim_i])):\n"));
+  // ... as where A's block levels merge with those of B blocked alike.
+  std::string shared_blocks = compile("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [2, 2]}, "C": {"format": "bsr", "block": [2, 2]}}})").stage2_dump;
+  CHECK(contains(shared_blocks, "  for zero C at p in [0, int64(A_pos1[(dim_i + 1) / 2]) * 2 * 2):\n"));
+  // Where A's entries are all visited (B located inside, or a union), nothing is zeroed.
+  CHECK(!contains(compile("C(i,j) = A(i,j) * (B(i,j) + D(i,j))", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "bsr", "block": [2, 2]}, "D": {"format": "csr"}, "C": {"format": "csr"}}})").stage2_dump, "zero C"));
+  CHECK(!contains(compile(kSddmm, R"({"tensors": {"X": {"format": "csr"}, "Y": {"format": "csr"}}})").stage2_dump, "zero Y"));
+  // ... and where a dense level of A is looped over another operand's stored coordinates (k of B).
+  std::string dense_level_followed = compile("C(i,j,k) = A(i,j,k) * B(i,k)", R"({"tensors": {"A": {"format": {"levels": ["dense", "compressed", "dense"]}}, "B": {"format": "csr"}, "C": {"format": {"levels": ["dense", "compressed", "dense"]}}}})").stage2_dump;
+  CHECK(contains(dense_level_followed, "  for zero C at p in [0, int64(A_pos1[dim_i]) * dim_k):\n"));
+  CHECK(contains(dense_level_followed, "      for k at pB1 in [int64(B_pos1[i]), int64(B_pos1[i + 1])):\n"));
 }
 
 TEST_CASE("lowering: SDDMM writes into the structure it shares and applies X once per entry") {
@@ -1039,6 +1053,30 @@ TEST_CASE("bsr: what is refused, with what works") {
   CHECK(contains(block_rows_skipped.stage2_dump, "    # co-iterate j: two-finger merge of A, B\n"));
   CHECK(contains(block_rows_skipped.stage2_dump, "      if pA0_2_found == false:\n        C_vals[pC1_2] += B_vals[pB1_2]\n"));
   CHECK(!contains(block_rows_skipped.stage2_dump, "pA1_2"));  // (A's columns are not located)
+  // ... as into a listed output (C csr): its rest used to skip only where A's column was found
+  // too, listing B's entries in A's block rows twice (summed by the pack).
+  spgen::Compilation listed_rows_skipped = compile("C(i,j) = A(i,j) + B(i,j)", std::string(R"({"tensors": {"A": )") + row_blocks_above_columns + R"(, "B": {"format": "dcsc"}, "C": {"format": "csr"}}})");
+  CHECK(contains(listed_rows_skipped.stage2_dump, "        if pA0_2_found == false:\n          C_keys[C_listed] = i * dim_j + j\n"));
+  CHECK(!contains(listed_rows_skipped.stage2_dump, "pA1_2"));
+  // Beside an operand blocked alike whose level at that loop is such a level too (it used to be
+  // refused): the rest skips the block rows that either stores.
+  const char* compressed_row_blocks = R"({"format": {"levels": [{"kind": "compressed", "floordiv": 2}, "compressed", {"kind": "dense", "mod": 2}], "order": [0, 1, 0]}})";
+  spgen::Compilation alike_rows_skipped = compile("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", std::string(R"({"tensors": {"A": )") + compressed_row_blocks + R"(, "B": )" + compressed_row_blocks + R"(, "D": {"format": "dcsc"}, "C": {"format": "dense"}}})");
+  CHECK(contains(alike_rows_skipped.stage2_dump, "    # co-iterate j: two-finger merge of A, B, D\n"));
+  CHECK(contains(alike_rows_skipped.stage2_dump, "      if ((pA0_2_found || (pA0_2_found && pB0_2_found)) || pB0_2_found) == false:\n        C_vals[pC1_2] += -(3 * D_vals[pD1_2])\n"));
+  CHECK(!contains(alike_rows_skipped.stage2_dump, "pA1_2"));
+  CHECK(!contains(alike_rows_skipped.stage2_dump, "pB1_2"));
+  // ... also where that operand's only sparse levels are its blocks (B's columns dense: the loop
+  // over j visits every column).
+  const char* dense_columns_row_blocks = R"({"format": {"levels": [{"kind": "compressed", "floordiv": 2}, "dense", {"kind": "dense", "mod": 2}], "order": [0, 1, 0]}})";
+  spgen::Compilation dense_columns_alike = compile("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", std::string(R"({"tensors": {"A": )") + compressed_row_blocks + R"(, "B": )" + dense_columns_row_blocks + R"(, "D": {"format": "dcsc"}, "C": {"format": "dense"}}})");
+  CHECK(contains(dense_columns_alike.stage2_dump, "    # co-iterate j: every coordinate, with cursors into A, D\n"));
+  CHECK(contains(dense_columns_alike.stage2_dump, "      if (pA0_2_found || pB0_2_found) == false:\n"));
+  // Still refused: an output gathered in block rows (here A's and B's, stored compressed), which
+  // the loop over block rows would visit only where A or B stores one.
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", std::string(R"({"tensors": {"A": )") + compressed_row_blocks + R"(, "B": )" + compressed_row_blocks + R"(, "D": {"format": "dcsc"}, "C": )" + compressed_row_blocks + "}}"),
+                 "(the loop i_blk over the output's block rows visits only A's, but the other operands' entries lie in the others too; "
+                 "store A's block rows dense (bsr))"));
   // ... as where that loop visits every column (D csc): the rest used to skip only where A's
   // column was found too, adding D's entries in A's block rows twice.
   spgen::Compilation every_column = compile("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", std::string(R"({"tensors": {"A": )") + row_blocks_above_columns + R"(, "B": {"format": "dcsc"}, "D": {"format": "csc"}, "C": {"format": "dense"}}})");
@@ -1073,9 +1111,20 @@ TEST_CASE("bsr: what is refused, with what works") {
   CHECK(contains(by_columns.stage2_dump, "    for i_blk_2 at pB1_2 in [int64(B_pos1[pB0_2]), int64(B_pos1[pB0_2 + 1])):\n"));
   CHECK(contains(by_columns.stage2_dump, "      for i_in_2 in [0, min(4, dim_i - i_blk_2 * 4)):\n"));
   CHECK(contains(by_columns.stage2_dump, "        for j_in_2 in [0, min(4, dim_j - j_blk_2 * 4)):\n"));
-  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "bsr", "block": [4, 4]}}})"),
-                 "c.json: /tensors: error: output C would share the structure of B, but B is located inside A's blocks (by "
-                 "arithmetic on its coordinate / and % its blocks)"));
+  // An output in the structure of a blocked operand B beside A blocked otherwise (it used to be
+  // refused: B was located inside A's blocks, and its entries outside them went unwritten): B's
+  // blocks give the block loops, and A is reached apart inside them, so every entry of B is written.
+  spgen::Compilation shares_blocked = compile("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "bsr", "block": [4, 4]}, "C": {"format": "bsr", "block": [4, 4]}}})");
+  CHECK(contains(shares_blocked.stage2_dump, "  for i_blk in [0, (dim_i + 3) / 4):\n    for j_blk at pB1 in [int64(B_pos1[i_blk]), int64(B_pos1[i_blk + 1])):\n"));
+  CHECK(contains(shares_blocked.stage2_dump, "        let pA0: int64 = i / 2\n"));
+  CHECK(contains(shares_blocked.stage2_dump, "          # locate j / 2 in A by binary search (B splits j into blocks, so no cursor can follow it)\n"));
+  CHECK(contains(shares_blocked.stage2_dump, "          C_vals[pB3] = (pA1_found ? A_vals[pA3] : 0) * B_vals[pB3]\n"));
+  // ... and B in blocks of rows (j unblocked) beside A bsr: A gives no loop over j either, its
+  // block column located at j / 2 in B's rows.
+  const char* row_blocks4 = R"({"format": {"levels": [{"kind": "dense", "floordiv": 4}, "compressed", {"kind": "dense", "mod": 4}], "order": [0, 1, 0]}})";
+  spgen::Compilation shares_row_blocks = compile("C(i,j) = A(i,j) * B(i,j)", std::string(R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": )") + row_blocks4 + R"(, "C": )" + row_blocks4 + "}}");
+  CHECK(contains(shares_row_blocks.stage2_dump, "    for j at pB1 in [int64(B_pos1[i_blk]), int64(B_pos1[i_blk + 1])):\n"));
+  CHECK(contains(shares_row_blocks.stage2_dump, "# locate j / 2 in A by binary search"));
   CHECK(contains(error_of("C(i,j) = A(i,j) / B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "dense"}}})"),
                  "dividing by B, which stores index j compressed, is not supported"));
   spgen::Compilation located = compile("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "C": {"format": "dense"}}})");
