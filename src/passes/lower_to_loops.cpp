@@ -134,6 +134,9 @@ sparse::Program listed_part_program(const sparse::Program& whole, const ast::Exp
   return part;
 }
 
+using sparse::block_row_part_program;
+using sparse::parts_in_block_rows;
+
 class Lowering {
  public:
   // `whole`: the program whose iteration has added parts, when `program` is its body's nest.
@@ -156,9 +159,11 @@ class Lowering {
                         ") is blocked otherwise than the operands, so its entries are listed and packed into its blocks; "
                         "listing the parts of such a sum into blocks is not supported: give " + program_.output().tensor +
                         " the blocked operands' blocks, or make it unblocked or dense");
-    if (whole_) check_body_blocked_by_its_own();
     // The parts of a listed output each list in a nest of their own: they share no loops.
     if (whole_ && parts_listed_beside_blocks(*whole_)) shared_loops_ = 0;
+    // The parts gathered in the output's block rows share only the loops of those.
+    if (whole_ && parts_in_block_rows(*whole_)) shared_loops_ = static_cast<int>(sparse::block_row_loops(program_));
+    if (whole_) check_body_blocked_by_its_own();
     plan_loops();
     plan_listed();
     names_before_positions_ = used_names_;
@@ -198,6 +203,9 @@ class Lowering {
     }
     for (const sparse::SparseBuffer& b : program_.buffers) used_names_.insert(b.values);
     for (const sparse::BlockedVar& b : program_.blocked_vars) used_names_.insert({b.outer, b.inner});
+    // (The parts of a sum in the output's block rows have block loops the body may not have.)
+    if (whole_ && parts_in_block_rows(*whole_))
+      for (const sparse::BlockedVar& b : whole_->blocked_vars) used_names_.insert({b.outer, b.inner});
   }
 
   std::string fresh_name(const std::string& wanted) {
@@ -2145,6 +2153,8 @@ class Lowering {
     const sparse::Axis& key_axis = program_.axes[output.axes[output.gathered_level]];
     std::string why = "no operand gives " + output.tensor + "'s blocks";
     if (!outside_blocks_of_.empty()) why = blocks_of() + ", and the other operands' entries outside them";
+    else if (whole_ && parts_in_block_rows(*whole_))
+      why = "the parts of the sum gather into it, each blocked only by its own operands";
     else if (std::any_of(program_.blocked_vars.begin(), program_.blocked_vars.end(),
                          [&](const sparse::BlockedVar& b) { return b.tensor != output.tensor; }))
       why = "the operands give only some of " + output.tensor + "'s blocked indices";
@@ -2814,6 +2824,7 @@ class Lowering {
   // bsr) would split the body's loops into blocks that the body does not read.
   void check_body_blocked_by_its_own() const {
     if (parts_listed_beside_blocks(*whole_)) return;
+    if (parts_in_block_rows(*whole_) && parts_share_block_rows()) return;
     std::set<std::string> read;
     for (const ast::Access* access : ast::collect_accesses(*program_.iteration.body)) read.insert(access->tensor);
     const sparse::SparseBuffer& output = program_.output();
@@ -2831,6 +2842,27 @@ class Lowering {
               (previous ? "store " + output.tensor + " unblocked (its entries are then listed), or make it dense"
                         : "store " + b.tensor + " unblocked, or " + output.tensor + " unblocked (its entries are then listed)")));
     }
+  }
+
+  // Every part's program begins with the block-row loops, spatial and dense in the output (its
+  // block rows visited whole), in the same order: the body's nest can hold the parts'.
+  bool parts_share_block_rows() const {
+    const sparse::SparseBuffer& output = program_.output();
+    if (shared_loops_ < 1) return false;
+    for (int level = 0; level < output.gathered_level; ++level)
+      if (program_.axes[output.axes[level]].kind != sparse::AxisKind::DenseFixed) return false;
+    auto begins_alike = [&](const sparse::Program& part) {
+      if (static_cast<int>(part.iteration.iterators.size()) <= shared_loops_) return false;
+      for (int d = 0; d < shared_loops_; ++d) {
+        const sparse::Iterator& it = part.iteration.iterators[d];
+        if (it.var != program_.iteration.iterators[d].var || it.is_reduction) return false;
+      }
+      return true;
+    };
+    if (!begins_alike(program_)) return false;
+    for (const sparse::AddedPart& part : whole_->iteration.added_parts)
+      if (!begins_alike(block_row_part_program(*whole_, part.body))) return false;
+    return true;
   }
 
   // Beside a blocked operand each part's nest goes over that operand's blocks where it reads it,
@@ -2950,6 +2982,7 @@ class Lowering {
       added.iteration.body = part.body;
       added.iteration.added_parts.clear();
       added.iteration.iterators = whole_->iteration.loops_of(*part.body, whole_->blocked_vars);
+      if (parts_in_block_rows(*whole_)) added = block_row_part_program(*whole_, part.body);
       Lowering lowering(added, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
       Stmt added_nest = lowering.lower_added_part(*this);
       used_names_ = lowering.used_names_;
@@ -3100,10 +3133,15 @@ class Lowering {
     shared_loops_ = body.shared_loops_;
     used_names_ = body.used_names_;
     plan_loops();
-    check_part_without_rest();
+    // Into a block-row workspace, a term of the part without its blocked operand (D + E, D bsr,
+    // E csr: E's entries outside D's blocks) follows in the same block row (rest_in_block_row),
+    // as beside the body's blocks; elsewhere it would be a second nest of the part.
+    const bool rest_in_block_row = body.block_rows_ && !outside_blocks_of_.empty();
+    if (!rest_in_block_row) check_part_without_rest();
     plan_positions();
     scattered_ = body.scattered_;
     block_rows_ = body.block_rows_;
+    rest_in_rows_ = body.rest_in_rows_;
     block_size_ = body.block_size_;
     block_key_ = body.block_key_;
     block_offset_ = body.block_offset_;
@@ -3133,7 +3171,8 @@ class Lowering {
     }
     split_hoistable_factors();
     Stmt nest = loops_from(shared_loops_);
-    return shared_loops_ < static_cast<int>(program_.iteration.iterators.size()) ? where_body_present(nest) : nest;
+    if (shared_loops_ < static_cast<int>(program_.iteration.iterators.size())) nest = where_body_present(nest);
+    return rest_in_block_row ? block({nest, this->rest_in_block_row()}) : nest;
   }
 
   // The loops at `depth` and below, with the flags of the output levels the enclosing loop binds.
@@ -3666,6 +3705,7 @@ LoweredFunc lower_to_loops(const sparse::Program& program, const Config& config,
   body.iteration.added_parts.clear();
   body.iteration.iterators = program.iteration.loops_of(*program.iteration.body, program.blocked_vars);
   if (parts_listed_beside_blocks(program)) body = listed_part_program(program, program.iteration.body);
+  if (parts_in_block_rows(program)) body = block_row_part_program(program, program.iteration.body);
   return Lowering(body, config, phase, level, &program).run();
 }
 
