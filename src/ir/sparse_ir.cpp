@@ -105,11 +105,15 @@ Program block_row_part_program(const Program& whole, const ast::ExprPtr& terms) 
   part.iteration.added_parts.clear();
   const SparseBuffer& output = whole.output();
   const std::string& gathered_var = output.indices[static_cast<size_t>(output.format.mode_order[output.gathered_level])];
-  std::set<std::string> read;
-  for (const ast::Access* access : ast::collect_accesses(*terms)) read.insert(access->tensor);
+  std::set<std::string> read, used(output.indices.begin(), output.indices.end());
+  for (const ast::Access* access : ast::collect_accesses(*terms)) {
+    read.insert(access->tensor);
+    used.insert(access->indices.begin(), access->indices.end());
+  }
   std::vector<BlockedVar> kept;
   std::map<std::string, std::string> unblocked;  // a removed loop -> the index's loop in its place ("" for none)
   for (BlockedVar b : whole.blocked_vars) {
+    if (!used.count(b.var)) continue;  // another part's summed index (A bsr's k): no loop of this part
     std::string alike;
     for (const Axis& axis : part.axes)
       if (read.count(axis.tensor) && axis.tensor != output.tensor && (axis.index_var == b.outer || axis.index_var == b.inner) &&

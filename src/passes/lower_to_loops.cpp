@@ -489,7 +489,7 @@ class Lowering {
       const ast::Expr& iterated = whole_ && d < static_cast<size_t>(shared_loops_) ? *whole_sum() : *program_.iteration.body;
       plan.space = iteration_space(iterated, var);
       plan.terms = tensor_terms(iterated);
-      defer_located_terms(plan, var);
+      defer_located_terms(plan, var, whole_ && d < static_cast<size_t>(shared_loops_));
       std::set<std::string> sparse_tensors;
       for (const Conjunction& c : plan.space) {
         sparse_tensors.insert(c.begin(), c.end());
@@ -514,8 +514,11 @@ class Lowering {
   // On the loop over a blocked operand's blocks, an operand located inside them is no stream: a
   // term with the blocked operand looks it up there, and a term without it (A + B) is left to
   // the rest that follows the blocks (lower_outside_blocks), unless a dense term makes the loop
-  // visit every block anyway.
-  void defer_located_terms(LoopPlan& plan, const std::string& loop) const {
+  // visit every block anyway. A loop that a scoped sum's parts share (`shared`) also visits
+  // the added parts' coordinates: their streamed operands' (D block-DCSR), or every one where a
+  // part has no stream on it (its operands located below, or dense: D csr's rows lie in any block
+  // row).
+  void defer_located_terms(LoopPlan& plan, const std::string& loop, bool shared) const {
     const sparse::BlockedVar* blocked = program_.blocked_loop(loop);
     if (!blocked || loop != blocked->outer || blocked->tensor == program_.output().tensor) return;
     auto located_here = [&](const std::string& tensor) {
@@ -523,17 +526,19 @@ class Lowering {
         if (is_located_in_blocks(program_.axes[id]) && program_.axes[id].index_var == blocked->var) return true;
       return false;
     };
-    IterationSpace with_located = terms(
-        *program_.iteration.body,
-        [&](const std::string& tensor) { return compressed_axis(tensor, loop) >= 0 || located_here(tensor); },
-        [](const IterationSpace&) {});
+    auto stored_or_located = [&](const std::string& tensor) { return compressed_axis(tensor, loop) >= 0 || located_here(tensor); };
+    IterationSpace with_located = terms(*program_.iteration.body, stored_or_located, [](const IterationSpace&) {});
     IterationSpace space;
-    for (Conjunction c : with_located) {
+    auto add = [&](Conjunction c, bool of_body) {
       bool streamed = std::any_of(c.begin(), c.end(), [&](const std::string& t) { return compressed_axis(t, loop) >= 0; });
-      if (!streamed && !c.empty()) continue;  // only located operands: after the blocks
+      if (!streamed && !c.empty() && of_body) return;  // only located operands: after the blocks
       for (auto t = c.begin(); t != c.end();) t = compressed_axis(*t, loop) >= 0 ? std::next(t) : c.erase(t);
       space.push_back(c);
-    }
+    };
+    for (const Conjunction& c : with_located) add(c, true);
+    if (shared)
+      for (const sparse::AddedPart& part : whole_->iteration.added_parts)
+        for (const Conjunction& c : terms(*part.body, stored_or_located, [](const IterationSpace&) {})) add(c, false);
     plan.space = space;
   }
 
@@ -2793,6 +2798,9 @@ class Lowering {
   // The added parts join the body's nest where the shared loops end: in a row workspace that
   // gathers the output's last level (SpGEMM), or in the scalar sum of one output entry.
   std::string summed_outside_added_parts() const {
+    if (parts_in_block_rows(*whole_))  // (the whole's loops are not the body's: block_row_part_program)
+      for (const sparse::Iterator& it : program_.iteration.iterators)
+        if (it.is_reduction) return it.var;
     return whole_->iteration.iterators[static_cast<size_t>(shared_loops_)].var;
   }
 

@@ -120,17 +120,19 @@ TEST_CASE("place sum parts: what one loop nest cannot do is refused") {
                  "C_prev, the value of C before `+=`, stored as C is, splits index i into blocks, which the shared loops "
                  "would follow, but the terms A(i,k) * B(k,j) do not read C_prev, which is not supported; store C "
                  "unblocked (its entries are then listed), or make it dense"));
-  // Block rows stored compressed visit only A's: D's rows elsewhere would be missed.
-  CHECK(contains(error_of(kSpgemmBias, R"({"tensors": {"A": {"format": {"levels": [{"kind": "compressed", "floordiv": 2},
-      {"kind": "compressed", "floordiv": 2}, {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]}},
-      "B": {"format": "csr"}, "D": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})"),
-                 "c.json: /tensors/A/format: error: the right-hand side sums its terms over different indices"));
-  CHECK(contains(error_of(kSpgemmBias, R"({"tensors": {"A": {"format": {"levels": [{"kind": "compressed", "floordiv": 2},
-      {"kind": "compressed", "floordiv": 2}, {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]}},
-      "B": {"format": "csr"}, "D": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})"),
-                 ", which beside a blocked operand (A) needs the shared loops to visit every coordinate, but the loop i_blk "
-                 "visits only the stored ones, and the other parts' entries may lie elsewhere; store A's levels above i_blk "
-                 "dense (bsr), or make C dense"));
+  // Block rows stored compressed in the body's operand and in every other part's (A and D
+  // block-DCSR): the shared loop merges them, which is refused (a part without a stream there, D
+  // csr, makes it visit every block row: see below).
+  const std::string block_dcsr = R"({"levels": [{"kind": "compressed", "floordiv": 2}, {"kind": "compressed", "floordiv": 2},
+      {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]})";
+  CHECK(contains(error_of(kSpgemmBias, R"({"tensors": {"A": {"format": )" + block_dcsr + R"(}, "B": {"format": "csr"},
+      "D": {"format": )" + block_dcsr + R"(}, "C": {"format": "bsr", "block": [2, 2]}}})"),
+                 "c.json: /tensors/A/format: error: the right-hand side sums its terms over different indices (A(i,k) * "
+                 "B(k,j) (summed over k_blk, k_in); D(i,j) (no summed index)), and C (bsr) is a sparse output the kernel "
+                 "assembles, so they share one loop nest: the terms without k_blk are added where the loops outside k_blk "
+                 "end, which beside a blocked operand (A) needs the shared loops to visit every coordinate, but the loop "
+                 "i_blk visits only the stored ones, and the other parts' entries may lie elsewhere; store A's levels above "
+                 "i_blk dense (bsr), or make C dense"));
   // A part with a term without the blocked operand (its entries outside the blocks) is refused.
   CHECK(contains(error_of("C(i,j) = A(i,k) * B(k,j) + D(i,j) + E(i,j)",
                           R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "D": {"format": "bsr", "block": [2, 2]},
@@ -185,6 +187,17 @@ TEST_CASE("place sum parts: into bsr, a part's own blocked operand gives its loo
                                         "E": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})");
   CHECK(contains(rest.stage2_dump, "      # the other operands outside D's blocks, where D is zero, into the same block row: E(i,j)\n"
                                    "      for i_in_2 in [0, min(2, dim_i - i_blk * 2)) sequential:\n"));
+  // The body's block rows stored compressed (A block-DCSR): the block-row loop visits every block
+  // row, with a cursor into A's, as D's rows lie in any.
+  spgen::Compilation compressed_rows = compile(kSpgemmBias, R"({"tensors": {"A": {"format": {"levels": [
+      {"kind": "compressed", "floordiv": 2}, {"kind": "compressed", "floordiv": 2}, {"kind": "dense", "mod": 2},
+      {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]}}, "B": {"format": "csr"}, "D": {"format": "csr"},
+      "C": {"format": "bsr", "block": [2, 2]}}})");
+  CHECK(contains(compressed_rows.stage2_dump, "    # co-iterate i_blk: every coordinate, with cursors into A\n"));
+  CHECK(contains(compressed_rows.stage2_dump, "      if inA:\n"
+                                              "        for k_blk at pA1 in [inA ? int64(A_pos1[pA0]) : 0, inA ? int64(A_pos1[pA0 + 1]) : 0) sequential:\n"));
+  CHECK(contains(compressed_rows.stage2_dump, "      # + D(i,j) (no summed index), into the block row workspace of C\n"
+                                              "      for i_in in [0, min(2, dim_i - i_blk * 2)) sequential:\n"));
   // The block-row loops are shared, so an op on i_in names loops of two parts.
   CHECK(contains(error_of(kSpgemmBias, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"},
       "D": {"format": "bsr", "block": [2, 2]}, "C": {"format": "bsr", "block": [2, 2]}}, "schedule": [{"op": "parallel", "var": "i_in"}]})"),
