@@ -8,7 +8,10 @@
 // spgemm_acc_bsr_csr, spgemm_three_bsr_bsr_to_csr, and their cuda configs; a part's own blocked
 // operand in the block rows of a bsr output: spgemm_bias_csr_csr_bsr_to_bsr,
 // spgemm_bias_bsr_csr_bsr_to_bsr, spgemm_bias_csr_csr_block_dcsr_to_bsr, spgemm_acc_bsr_out,
-// spgemm_three_csr_bsr_to_bsr, spgemm_bias_sum_bsr_csr_to_bsr, and their cuda configs).
+// spgemm_three_csr_bsr_to_bsr, spgemm_bias_sum_bsr_csr_to_bsr, spgemm_bias_bsr_csr_block_dcsr_to_bsr,
+// and their cuda configs; the body's block rows compressed: spgemm_bias_block_dcsr_csr_to_bsr,
+// spgemm_acc_block_dcsr_csr_to_bsr, spgemm_bias_sum_block_dcsr_bsr_csr_to_bsr,
+// spgemm_bias_cuda_block_dcsr_csr_to_bsr).
 #include <doctest/doctest.h>
 
 #include <string>
