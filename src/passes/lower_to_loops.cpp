@@ -3015,13 +3015,16 @@ class Lowering {
     auto list_part = [&](const ast::ExprPtr& terms, const std::vector<std::string>& summed, bool first) {
       sparse::Program part = listed_part_program(*whole_, terms);
       Lowering lowering(part, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
-      Stmt nest = lowering.lower_listed_part(*this, names);
+      Stmt nest = lowering.lower_listed_part(*this, names, !first);
       names = lowering.used_names_;
       const bool negated = !first && terms->kind == ast::ExprKind::Neg;  // "- b(i)" rather than "+ -b(i)"
       nests.push_back(std::make_shared<Comment>((first ? "" : negated ? "- " : "+ ") +
                                                 describe_terms(negated ? *terms->lhs : *terms, summed) + ", into the list of " +
                                                 program_.output().tensor + "'s entries"));
       nests.push_back(nest);
+      // An added part with a term without its blocked operand (D + E, D bsr, E csr): E's entries
+      // outside D's blocks list after the part's nest (each rest a comment and a nest).
+      for (const Stmt& rest : lowering.listed_rests_) nests.push_back(rest);
     };
     std::vector<std::string> body_summed;
     for (const sparse::Iterator& it : program_.iteration.iterators)
@@ -3089,11 +3092,12 @@ class Lowering {
 
   // This Lowering's program is one part of a sum into `into`'s listed output: the whole nest of
   // its terms, appending to `into`'s list.
-  Stmt lower_listed_part(const Lowering& into, const std::set<std::string>& names) {
+  // An added part's own rest outside its blocked operand's blocks (`with_rest`) lists after it.
+  Stmt lower_listed_part(const Lowering& into, const std::set<std::string>& names, bool with_rest = false) {
     lists_into_ = &into;
     used_names_ = names;
     plan_loops();
-    if (!listing_rest_) check_part_without_rest();  // (a rest lists its own rest: listed_rest)
+    if (!listing_rest_ && !with_rest) check_part_without_rest();  // (a rest lists its own rest: listed_rest)
     plan_listed();
     check_fusions();
     plan_positions();

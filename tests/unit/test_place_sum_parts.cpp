@@ -136,13 +136,15 @@ TEST_CASE("place sum parts: what one loop nest cannot do is refused") {
                  "end, which beside a blocked operand (A) needs the shared loops to visit every coordinate, but the loop "
                  "i_blk visits only the stored ones, and the other parts' entries may lie elsewhere; store A's levels above "
                  "i_blk dense (bsr), or make C dense"));
-  // A part with a term without the blocked operand (its entries outside the blocks) is refused.
-  CHECK(contains(error_of("C(i,j) = A(i,k) * B(k,j) + D(i,j) + E(i,j)",
-                          R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "D": {"format": "bsr", "block": [2, 2]},
+  // The body with a term without its blocked operand (its entries outside the blocks) is refused
+  // (an added part's such term follows its blocks: see the tests below).
+  CHECK(contains(error_of("C(i,j) = A(i,k) * B(k,j) + E(i,k) * B(k,j) + D(i,j)",
+                          R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "D": {"format": "csr"},
                               "E": {"format": "csr"}, "C": {"format": "csr"}}})"),
-                 "c.json: /tensors/D/format: error: the right-hand side sums its terms over different indices, and C (csr) "
-                 "is a sparse output the kernel assembles; the part D(i,j) + E(i,j) holds a term without D, whose entries "
-                 "outside its blocks would be a second nest of that part, which is not supported; store D unblocked, or make C dense"));
+                 "c.json: /tensors/A/format: error: the right-hand side sums its terms over different indices, and C (csr) "
+                 "is a sparse output the kernel assembles; the part A(i,k) * B(k,j) + E(i,k) * B(k,j) holds a term without A, "
+                 "whose entries outside its blocks would be a second nest of that part, which is not supported; store A "
+                 "unblocked, or make C dense"));
 }
 
 TEST_CASE("place sum parts: into bsr, a part's own blocked operand gives its loops in the block rows the parts share") {
@@ -239,6 +241,22 @@ TEST_CASE("place sum parts: beside a blocked operand, an unblocked output's part
                                           "      for i_in in [0, min(2, dim_i - i_blk * 2)) sequential:\n"
                                           "        let i: int64 = i_blk * 2 + i_in\n"
                                           "        for j at pD1 in [int64(D_pos1[i]), int64(D_pos1[i + 1])) sequential:\n"));
+}
+
+TEST_CASE("place sum parts: into a listed output, a part's term without its blocked operand lists after the part") {
+  // D + E, D bsr: D's blocks (E located in them), then E's entries outside them, into the list.
+  spgen::Compilation c = compile("C(i,j) = A(i,k) * B(k,j) + D(i,j) + E(i,j)",
+                                 R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "D": {"format": "bsr", "block": [2, 2]},
+                                     "E": {"format": "csr"}, "C": {"format": "csr"}}})");
+  CHECK(contains(c.stage2_dump, "            C_entries[C_listed] = D_vals[pD3] + (pE1_found ? E_vals[pE1] : 0)\n"
+                                "            C_listed += 1\n"
+                                "    # the other operands outside D's blocks, where D is zero, into the list of C's entries: E(i,j)\n"
+                                "    for i in [0, dim_i) sequential:\n"));
+  CHECK(contains(c.stage2_dump, "        if pD1_2_found == false:\n"
+                                "          C_keys[C_listed] = i * dim_j + j\n"
+                                "          C_entries[C_listed] = E_vals[pE1_2]\n"
+                                "          C_listed += 1\n"
+                                "    # sort the list by key and sum the repeats of each key\n"));
 }
 
 TEST_CASE("place sum parts: into a listed output, each part lists its entries in a nest of its own") {
