@@ -42,6 +42,7 @@ struct LoopPlan {
   std::vector<int> axes;        // the stored (non-dense) axes on its variable, by tensor name
   std::vector<int> located;     // ... those reached by direct lookup from the coordinate, not a cursor
   bool dense_universe = false;  // some term has no compressed factor on v: visit every coordinate
+  bool universe_of_parts_only = false;  // ... only an added part's, on a loop the parts share (defer_located_terms)
   IterationSpace space;
   IterationSpace terms;  // every term's tensors, on this variable or not (tensor_terms)
 
@@ -536,9 +537,12 @@ class Lowering {
       space.push_back(c);
     };
     for (const Conjunction& c : with_located) add(c, true);
+    const bool body_universe = std::any_of(space.begin(), space.end(), [](const Conjunction& c) { return c.empty(); });
     if (shared)
       for (const sparse::AddedPart& part : whole_->iteration.added_parts)
         for (const Conjunction& c : terms(*part.body, stored_or_located, [](const IterationSpace&) {})) add(c, false);
+    plan.universe_of_parts_only =
+        !body_universe && std::any_of(space.begin(), space.end(), [](const Conjunction& c) { return c.empty(); });
     plan.space = space;
   }
 
@@ -656,8 +660,15 @@ class Lowering {
   // The block loops of `blocker` visit every block (a term without a stored factor on them).
   bool blocks_visit_every_coordinate(const std::string& blocker) const {
     for (const sparse::BlockedVar& b : program_.blocked_vars)
-      if (b.tensor == blocker && !visits_every_coordinate(program_.depth_of(b.outer))) return false;
+      if (b.tensor == blocker && !body_visits_every_coordinate(program_.depth_of(b.outer))) return false;
     return true;
+  }
+
+  // visits_every_coordinate as the body's own terms see it: a loop that a scoped sum's parts
+  // share may visit every coordinate for another part's sake only (defer_located_terms), which
+  // lets no term of the body skip the blocks' rest.
+  bool body_visits_every_coordinate(int depth) const {
+    return (depth < 0 || !plans_[depth].universe_of_parts_only) && visits_every_coordinate(depth);
   }
 
   // Why the entries of other operands outside `blocker`'s blocks cannot be lowered after the
@@ -684,9 +695,10 @@ class Lowering {
                  level_kind_name(output.format.levels[level]) + " level, which the rest cannot share with " + blocker +
                  "'s block loops; make that level dense (bsr) or compressed (block-DCSR)";
       for (int d = 0; d <= gathered_row_depth(); ++d)
-        if (!visits_every_coordinate(d))
+        if (!body_visits_every_coordinate(d))
           return "the loop " + program_.iteration.iterators[d].var + " over the output's block rows visits only " +
-                 blocker + "'s, but the other operands' entries lie in the others too; store " + blocker +
+                 blocker + "'s" + (plans_[d].universe_of_parts_only ? " for these terms (the others only for another part of the sum)" : "") +
+                 ", but the other operands' entries lie in the others too; store " + blocker +
                  "'s block rows dense (bsr)";
     }
     if (!program_.iteration.fusions.empty()) return "a fuse";
@@ -2883,7 +2895,9 @@ class Lowering {
   void check_added_parts_beside_blocks() const {
     const std::vector<std::string> blocked = blocked_operands();
     if (blocked.empty()) return;
-    check_part_without_rest();
+    // The body's own term without its blocked operand (A B + E B + D, A bsr) follows the blocks:
+    // into the list (listed_parts_nests), or in each block row (rest_in_block_row).
+    if (!listed_ && !rest_in_rows_) check_part_without_rest();
     if (listed_) return;
     const sparse::SparseBuffer& output = program_.output();
     const bool previous = program_.buffer(blocked.front()).previous_output;
@@ -3015,7 +3029,8 @@ class Lowering {
     auto list_part = [&](const ast::ExprPtr& terms, const std::vector<std::string>& summed, bool first) {
       sparse::Program part = listed_part_program(*whole_, terms);
       Lowering lowering(part, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
-      Stmt nest = lowering.lower_listed_part(*this, names, !first);
+      // (The body's own rest lists after every part's nest: run's with_listed_rest.)
+      Stmt nest = lowering.lower_listed_part(*this, names, true, !first);
       names = lowering.used_names_;
       const bool negated = !first && terms->kind == ast::ExprKind::Neg;  // "- b(i)" rather than "+ -b(i)"
       nests.push_back(std::make_shared<Comment>((first ? "" : negated ? "- " : "+ ") +
@@ -3092,8 +3107,10 @@ class Lowering {
 
   // This Lowering's program is one part of a sum into `into`'s listed output: the whole nest of
   // its terms, appending to `into`'s list.
-  // An added part's own rest outside its blocked operand's blocks (`with_rest`) lists after it.
-  Stmt lower_listed_part(const Lowering& into, const std::set<std::string>& names, bool with_rest = false) {
+  // A part's own rest outside its blocked operand's blocks (`with_rest`) lists after it: built
+  // here into listed_rests_ where `list_rest`.
+  Stmt lower_listed_part(const Lowering& into, const std::set<std::string>& names, bool with_rest = false,
+                         bool list_rest = true) {
     lists_into_ = &into;
     used_names_ = names;
     plan_loops();
@@ -3104,7 +3121,7 @@ class Lowering {
     plan_output();
     Stmt nest = loop_nest(0);
     if (!workspaces_.empty()) nest = std::make_shared<Allocate>(workspaces_, nest);
-    if (!outside_blocks_of_.empty()) listed_rests_ = listed_rest(into);  // (the caller places them after the nest)
+    if (!outside_blocks_of_.empty() && list_rest) listed_rests_ = listed_rest(into);  // (the caller places them after the nest)
     return nest;
   }
 

@@ -11,7 +11,8 @@
 // spgemm_three_csr_bsr_to_bsr, spgemm_bias_sum_bsr_csr_to_bsr, spgemm_bias_bsr_csr_block_dcsr_to_bsr,
 // and their cuda configs; the body's block rows compressed: spgemm_bias_block_dcsr_csr_to_bsr,
 // spgemm_acc_block_dcsr_csr_to_bsr, spgemm_bias_sum_block_dcsr_bsr_csr_to_bsr,
-// spgemm_bias_cuda_block_dcsr_csr_to_bsr).
+// spgemm_bias_cuda_block_dcsr_csr_to_bsr; a part's term without its blocked operand:
+// spgemm_bias_sum_*, spgemm_rest_bias_*).
 #include <doctest/doctest.h>
 
 #include <string>
@@ -136,15 +137,17 @@ TEST_CASE("place sum parts: what one loop nest cannot do is refused") {
                  "end, which beside a blocked operand (A) needs the shared loops to visit every coordinate, but the loop "
                  "i_blk visits only the stored ones, and the other parts' entries may lie elsewhere; store A's levels above "
                  "i_blk dense (bsr), or make C dense"));
-  // The body with a term without its blocked operand (its entries outside the blocks) is refused
-  // (an added part's such term follows its blocks: see the tests below).
+  // The body's term without its blocked operand follows the blocks (see the tests below), but
+  // not where the body's own loop visits only the blocker's block rows (E block-DCSR, A dcsr
+  // located in them): that the shared loop visits the others for D's sake does not count.
   CHECK(contains(error_of("C(i,j) = A(i,k) * B(k,j) + E(i,k) * B(k,j) + D(i,j)",
-                          R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"}, "D": {"format": "csr"},
-                              "E": {"format": "csr"}, "C": {"format": "csr"}}})"),
-                 "c.json: /tensors/A/format: error: the right-hand side sums its terms over different indices, and C (csr) "
-                 "is a sparse output the kernel assembles; the part A(i,k) * B(k,j) + E(i,k) * B(k,j) holds a term without A, "
-                 "whose entries outside its blocks would be a second nest of that part, which is not supported; store A "
-                 "unblocked, or make C dense"));
+                          R"({"tensors": {"A": {"format": "dcsr"}, "B": {"format": "csr"}, "D": {"format": "csr"},
+                              "E": {"format": )" + block_dcsr + R"(}, "C": {"format": "bsr", "block": [2, 2]}}})"),
+                 "c.json: /tensors: error: A stores index i compressed, and E splits it into blocks: A is then located "
+                 "inside E's blocks (by binary search), which serves only terms that multiply it by E, and the entries of A "
+                 "outside them cannot follow here (the loop i_blk over the output's block rows visits only E's for these "
+                 "terms (the others only for another part of the sum), but the other operands' entries lie in the others "
+                 "too; store E's block rows dense (bsr)); store A dense, or E unblocked (csr)"));
 }
 
 TEST_CASE("place sum parts: into bsr, a part's own blocked operand gives its loops in the block rows the parts share") {
@@ -241,6 +244,22 @@ TEST_CASE("place sum parts: beside a blocked operand, an unblocked output's part
                                           "      for i_in in [0, min(2, dim_i - i_blk * 2)) sequential:\n"
                                           "        let i: int64 = i_blk * 2 + i_in\n"
                                           "        for j at pD1 in [int64(D_pos1[i]), int64(D_pos1[i + 1])) sequential:\n"));
+}
+
+TEST_CASE("place sum parts: the body's term without its blocked operand follows the blocks") {
+  const std::string formats = R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"},
+      "D": {"format": "csr"}, "E": {"format": "csr"}, "C": {"format": )";
+  // Into bsr: in each block row, after the added part D, E B outside A's blocks.
+  spgen::Compilation into_blocks = compile("C(i,j) = A(i,k) * B(k,j) + E(i,k) * B(k,j) + D(i,j)",
+                                           formats + R"("bsr", "block": [2, 2]}}})");
+  CHECK(contains(into_blocks.stage2_dump, "          C_blocks[j_blk * 4 + (i_in * 2 + j % 2)] += D_vals[pD1]\n"
+                                          "      # the other operands outside A's blocks, where A is zero, into the same block "
+                                          "row: E(i,k) * B(k,j)\n"));
+  // Into a listed csr: after every part's nest, into the same list.
+  spgen::Compilation listed = compile("C(i,j) = A(i,k) * B(k,j) + E(i,k) * B(k,j) + D(i,j)", formats + R"("csr"}}})");
+  CHECK(contains(listed.stage2_dump, "    # + D(i,j) (no summed index), into the list of C's entries\n"));
+  CHECK(contains(listed.stage2_dump, "    # the other operands outside A's blocks, where A is zero, into the list of C's entries: "
+                                     "E(i,k) * B(k,j)\n"));
 }
 
 TEST_CASE("place sum parts: into a listed output, a part's term without its blocked operand lists after the part") {
