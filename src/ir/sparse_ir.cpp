@@ -1,6 +1,7 @@
 #include "ir/sparse_ir.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -73,6 +74,84 @@ const BlockedVar* Program::blocked_loop(const std::string& loop) const {
   for (const BlockedVar& b : blocked_vars)
     if (b.outer == loop || b.inner == loop) return &b;
   return nullptr;
+}
+
+// A scoped sum into an output gathered in block-row workspaces (gathered_level: C bsr beside a
+// term without the blocked operand) where the body does not read an operand that blocks an
+// index (D bsr in `C bsr = A csr B + D`; C_prev of `C += A B`, C bsr): the blocked operand's
+// loops would split the body's loops into blocks it does not read. Instead each part is lowered
+// blocked only by its own operands (block_row_part_program), and the parts share only the
+// output's block-row loops (i_blk), each gathering its entries into the block row's workspace.
+bool parts_in_block_rows(const Program& whole) {
+  const SparseBuffer& output = whole.output();
+  // (Only an assembled output gathers its block rows.)
+  if (whole.iteration.added_parts.empty() || output.gathered_level < 0 || output.listed_blocks) return false;
+  std::set<std::string> read;
+  for (const ast::Access* access : ast::collect_accesses(*whole.iteration.body)) read.insert(access->tensor);
+  for (const BlockedVar& b : whole.blocked_vars)
+    if (b.tensor != output.tensor && !read.count(b.tensor)) return true;
+  return false;
+}
+
+// One part of such a sum (parts_in_block_rows), as a program of its own: its terms over the
+// whole's loops, blocked by the operands it reads. An index that only another part's operand
+// blocks is split by the output's block rows where it is a block-row index (i into i_blk, i_in:
+// the loops the parts share, as for an output blocked where no operand is), and is one loop
+// where it keys the workspace (j: the output's levels on it reached at j / and % the block,
+// the loop in the in-block loop's place).
+Program block_row_part_program(const Program& whole, const ast::ExprPtr& terms) {
+  Program part = whole;
+  part.iteration.body = terms;
+  part.iteration.added_parts.clear();
+  const SparseBuffer& output = whole.output();
+  const std::string& gathered_var = output.indices[static_cast<size_t>(output.format.mode_order[output.gathered_level])];
+  std::set<std::string> read, used(output.indices.begin(), output.indices.end());
+  for (const ast::Access* access : ast::collect_accesses(*terms)) {
+    read.insert(access->tensor);
+    used.insert(access->indices.begin(), access->indices.end());
+  }
+  std::vector<BlockedVar> kept;
+  std::map<std::string, std::string> unblocked;  // a removed loop -> the index's loop in its place ("" for none)
+  for (BlockedVar b : whole.blocked_vars) {
+    if (!used.count(b.var)) continue;  // another part's summed index (A bsr's k): no loop of this part
+    std::string alike;
+    for (const Axis& axis : part.axes)
+      if (read.count(axis.tensor) && axis.tensor != output.tensor && (axis.index_var == b.outer || axis.index_var == b.inner) &&
+          alike.empty())
+        alike = axis.tensor;
+    const bool output_index = std::find(output.indices.begin(), output.indices.end(), b.var) != output.indices.end();
+    if (alike.empty() && b.tensor != output.tensor && output_index && b.var == gathered_var) {
+      unblocked[b.outer] = "";
+      unblocked[b.inner] = b.var;
+      for (int id : output.axes)
+        if (part.axes[id].mode_var == b.var) part.axes[id].index_var = b.var;  // now blocked_apart()
+      continue;
+    }
+    if (alike.empty() && b.tensor != output.tensor && output_index) b.tensor = output.tensor;  // its block rows
+    else if (!alike.empty() && !read.count(b.tensor)) b.tensor = alike;
+    kept.push_back(b);
+  }
+  part.blocked_vars = kept;
+  std::vector<Iterator> iterators;
+  for (Iterator it : whole.iteration.iterators) {
+    auto removed = unblocked.find(it.var);
+    if (removed != unblocked.end() && removed->second.empty()) continue;
+    if (removed != unblocked.end()) it.var = removed->second;
+    iterators.push_back(it);
+  }
+  part.iteration.iterators = iterators;
+  part.iteration.iterators = part.iteration.loops_of(*terms, part.blocked_vars);
+  return part;
+}
+
+// The loops those parts share: the output's block-row loops (its levels above the gathered
+// one), in the body's program (block_row_part_program).
+size_t block_row_loops(const Program& part) {
+  const SparseBuffer& output = part.output();
+  int loops = 0;
+  for (int level = 0; level < output.gathered_level; ++level)
+    loops = std::max(loops, part.depth_of(part.axes[output.axes[level]].index_var) + 1);
+  return static_cast<size_t>(loops);
 }
 
 std::vector<OrderConstraint> hard_order_constraints(const Program& program) {
@@ -164,22 +243,29 @@ std::string dump_stage1(const Program& program) {
   out += "  " + program.spec_text + "\n";
   if (!program.iteration.added_parts.empty()) {
     const SparseIteration& it = program.iteration;
+    // In a blocked output's block rows, each part is blocked by its own operands (parts_in_block_rows).
+    const bool in_block_rows = parts_in_block_rows(program);
+    const size_t shared_loops = in_block_rows ? block_row_loops(block_row_part_program(program, it.body)) : it.shared_loops();
     std::vector<std::string> shared;
-    for (size_t d = 0; d < it.shared_loops(); ++d) shared.push_back(it.iterators[d].var);
-    auto vars = [&](const ast::Expr& terms, size_t from) {
+    for (size_t d = 0; d < shared_loops && d < it.iterators.size(); ++d)
+      shared.push_back(in_block_rows ? block_row_part_program(program, it.body).iteration.iterators[d].var : it.iterators[d].var);
+    auto vars = [&](const ast::ExprPtr& terms, size_t from) {
       std::vector<std::string> names;
-      std::vector<Iterator> loops = it.loops_of(terms, program.blocked_vars);
+      std::vector<Iterator> loops = in_block_rows ? block_row_part_program(program, terms).iteration.iterators
+                                                  : it.loops_of(*terms, program.blocked_vars);
       for (size_t d = from; d < loops.size(); ++d) names.push_back(loops[d].var);
       return join(names, ", ");
     };
-    out += "  one loop nest: " + ast::to_string(*it.body) + " over [" + vars(*it.body, 0) + "]\n";
+    out += "  one loop nest: " + ast::to_string(*it.body) + " over [" + vars(it.body, 0) + "]" +
+           (in_block_rows ? ", blocked by its own operands" : "") + "\n";
     for (const AddedPart& part : it.added_parts) {
       const bool negated = part.body->kind == ast::ExprKind::Neg;  // "- b(i)" rather than "+ -b(i)"
-      const std::string own = vars(*part.body, it.shared_loops());
+      const std::string own = vars(part.body, shared_loops);
       out += std::string(negated ? "  - " : "  + ") + ast::to_string(negated ? *part.body->lhs : *part.body) + " (" +
              (part.summed.empty() ? "no summed index" : "summed over " + join(part.summed, ", ")) + "): inside [" +
              join(shared, ", ") + "], " + (own.empty() ? "no loops of its own" : "then over [" + own + "]") +
-             ", into the same output entries\n";
+             (in_block_rows ? " blocked by its own operands, into the same block rows of " + program.output().tensor + "\n"
+                            : ", into the same output entries\n");
     }
   }
   return out;

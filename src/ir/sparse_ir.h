@@ -147,6 +147,14 @@ struct OrderConstraint {
 std::vector<OrderConstraint> hard_order_constraints(const Program& program);
 
 // `--emit=stage1`.
+// A sum whose terms sum over different indices (added parts) into an output gathered in
+// block-row workspaces, where the body does not read an operand that blocks an index (D bsr in
+// `C bsr = A csr B + D`): each part is lowered blocked only by its own operands
+// (block_row_part_program), the parts sharing the output's block-row loops (block_row_loops).
+bool parts_in_block_rows(const Program& whole);
+Program block_row_part_program(const Program& whole, const ast::ExprPtr& terms);
+size_t block_row_loops(const Program& part);
+
 std::string dump_stage1(const Program& program);
 
 }  // namespace spgen::sparse

@@ -42,6 +42,7 @@ struct LoopPlan {
   std::vector<int> axes;        // the stored (non-dense) axes on its variable, by tensor name
   std::vector<int> located;     // ... those reached by direct lookup from the coordinate, not a cursor
   bool dense_universe = false;  // some term has no compressed factor on v: visit every coordinate
+  bool universe_of_parts_only = false;  // ... only an added part's, on a loop the parts share (defer_located_terms)
   IterationSpace space;
   IterationSpace terms;  // every term's tensors, on this variable or not (tensor_terms)
 
@@ -134,6 +135,9 @@ sparse::Program listed_part_program(const sparse::Program& whole, const ast::Exp
   return part;
 }
 
+using sparse::block_row_part_program;
+using sparse::parts_in_block_rows;
+
 class Lowering {
  public:
   // `whole`: the program whose iteration has added parts, when `program` is its body's nest.
@@ -156,9 +160,11 @@ class Lowering {
                         ") is blocked otherwise than the operands, so its entries are listed and packed into its blocks; "
                         "listing the parts of such a sum into blocks is not supported: give " + program_.output().tensor +
                         " the blocked operands' blocks, or make it unblocked or dense");
-    if (whole_) check_body_blocked_by_its_own();
     // The parts of a listed output each list in a nest of their own: they share no loops.
     if (whole_ && parts_listed_beside_blocks(*whole_)) shared_loops_ = 0;
+    // The parts gathered in the output's block rows share only the loops of those.
+    if (whole_ && parts_in_block_rows(*whole_)) shared_loops_ = static_cast<int>(sparse::block_row_loops(program_));
+    if (whole_) check_body_blocked_by_its_own();
     plan_loops();
     plan_listed();
     names_before_positions_ = used_names_;
@@ -198,6 +204,9 @@ class Lowering {
     }
     for (const sparse::SparseBuffer& b : program_.buffers) used_names_.insert(b.values);
     for (const sparse::BlockedVar& b : program_.blocked_vars) used_names_.insert({b.outer, b.inner});
+    // (The parts of a sum in the output's block rows have block loops the body may not have.)
+    if (whole_ && parts_in_block_rows(*whole_))
+      for (const sparse::BlockedVar& b : whole_->blocked_vars) used_names_.insert({b.outer, b.inner});
   }
 
   std::string fresh_name(const std::string& wanted) {
@@ -481,7 +490,7 @@ class Lowering {
       const ast::Expr& iterated = whole_ && d < static_cast<size_t>(shared_loops_) ? *whole_sum() : *program_.iteration.body;
       plan.space = iteration_space(iterated, var);
       plan.terms = tensor_terms(iterated);
-      defer_located_terms(plan, var);
+      defer_located_terms(plan, var, whole_ && d < static_cast<size_t>(shared_loops_));
       std::set<std::string> sparse_tensors;
       for (const Conjunction& c : plan.space) {
         sparse_tensors.insert(c.begin(), c.end());
@@ -506,8 +515,11 @@ class Lowering {
   // On the loop over a blocked operand's blocks, an operand located inside them is no stream: a
   // term with the blocked operand looks it up there, and a term without it (A + B) is left to
   // the rest that follows the blocks (lower_outside_blocks), unless a dense term makes the loop
-  // visit every block anyway.
-  void defer_located_terms(LoopPlan& plan, const std::string& loop) const {
+  // visit every block anyway. A loop that a scoped sum's parts share (`shared`) also visits
+  // the added parts' coordinates: their streamed operands' (D block-DCSR), or every one where a
+  // part has no stream on it (its operands located below, or dense: D csr's rows lie in any block
+  // row).
+  void defer_located_terms(LoopPlan& plan, const std::string& loop, bool shared) const {
     const sparse::BlockedVar* blocked = program_.blocked_loop(loop);
     if (!blocked || loop != blocked->outer || blocked->tensor == program_.output().tensor) return;
     auto located_here = [&](const std::string& tensor) {
@@ -515,17 +527,22 @@ class Lowering {
         if (is_located_in_blocks(program_.axes[id]) && program_.axes[id].index_var == blocked->var) return true;
       return false;
     };
-    IterationSpace with_located = terms(
-        *program_.iteration.body,
-        [&](const std::string& tensor) { return compressed_axis(tensor, loop) >= 0 || located_here(tensor); },
-        [](const IterationSpace&) {});
+    auto stored_or_located = [&](const std::string& tensor) { return compressed_axis(tensor, loop) >= 0 || located_here(tensor); };
+    IterationSpace with_located = terms(*program_.iteration.body, stored_or_located, [](const IterationSpace&) {});
     IterationSpace space;
-    for (Conjunction c : with_located) {
+    auto add = [&](Conjunction c, bool of_body) {
       bool streamed = std::any_of(c.begin(), c.end(), [&](const std::string& t) { return compressed_axis(t, loop) >= 0; });
-      if (!streamed && !c.empty()) continue;  // only located operands: after the blocks
+      if (!streamed && !c.empty() && of_body) return;  // only located operands: after the blocks
       for (auto t = c.begin(); t != c.end();) t = compressed_axis(*t, loop) >= 0 ? std::next(t) : c.erase(t);
       space.push_back(c);
-    }
+    };
+    for (const Conjunction& c : with_located) add(c, true);
+    const bool body_universe = std::any_of(space.begin(), space.end(), [](const Conjunction& c) { return c.empty(); });
+    if (shared)
+      for (const sparse::AddedPart& part : whole_->iteration.added_parts)
+        for (const Conjunction& c : terms(*part.body, stored_or_located, [](const IterationSpace&) {})) add(c, false);
+    plan.universe_of_parts_only =
+        !body_universe && std::any_of(space.begin(), space.end(), [](const Conjunction& c) { return c.empty(); });
     plan.space = space;
   }
 
@@ -646,8 +663,15 @@ class Lowering {
   // The block loops of `blocker` visit every block (a term without a stored factor on them).
   bool blocks_visit_every_coordinate(const std::string& blocker) const {
     for (const sparse::BlockedVar& b : program_.blocked_vars)
-      if (b.tensor == blocker && !visits_every_coordinate(program_.depth_of(b.outer))) return false;
+      if (b.tensor == blocker && !body_visits_every_coordinate(program_.depth_of(b.outer))) return false;
     return true;
+  }
+
+  // visits_every_coordinate as the body's own terms see it: a loop that a scoped sum's parts
+  // share may visit every coordinate for another part's sake only (defer_located_terms), which
+  // lets no term of the body skip the blocks' rest.
+  bool body_visits_every_coordinate(int depth) const {
+    return (depth < 0 || !plans_[depth].universe_of_parts_only) && visits_every_coordinate(depth);
   }
 
   // Why the entries of other operands outside `blocker`'s blocks cannot be lowered after the
@@ -674,9 +698,10 @@ class Lowering {
                  level_kind_name(output.format.levels[level]) + " level, which the rest cannot share with " + blocker +
                  "'s block loops; make that level dense (bsr) or compressed (block-DCSR)";
       for (int d = 0; d <= gathered_row_depth(); ++d)
-        if (!visits_every_coordinate(d))
+        if (!body_visits_every_coordinate(d))
           return "the loop " + program_.iteration.iterators[d].var + " over the output's block rows visits only " +
-                 blocker + "'s, but the other operands' entries lie in the others too; store " + blocker +
+                 blocker + "'s" + (plans_[d].universe_of_parts_only ? " for these terms (the others only for another part of the sum)" : "") +
+                 ", but the other operands' entries lie in the others too; store " + blocker +
                  "'s block rows dense (bsr)";
     }
     if (!program_.iteration.fusions.empty()) return "a fuse";
@@ -2186,6 +2211,8 @@ class Lowering {
     const sparse::Axis& key_axis = program_.axes[output.axes[output.gathered_level]];
     std::string why = "no operand gives " + output.tensor + "'s blocks";
     if (!outside_blocks_of_.empty()) why = blocks_of() + ", and the other operands' entries outside them";
+    else if (whole_ && parts_in_block_rows(*whole_))
+      why = "the parts of the sum gather into it, each blocked only by its own operands";
     else if (std::any_of(program_.blocked_vars.begin(), program_.blocked_vars.end(),
                          [&](const sparse::BlockedVar& b) { return b.tensor != output.tensor; }))
       why = "the operands give only some of " + output.tensor + "'s blocked indices";
@@ -2825,6 +2852,9 @@ class Lowering {
   // The added parts join the body's nest where the shared loops end: in a row workspace that
   // gathers the output's last level (SpGEMM), or in the scalar sum of one output entry.
   std::string summed_outside_added_parts() const {
+    if (parts_in_block_rows(*whole_))  // (the whole's loops are not the body's: block_row_part_program)
+      for (const sparse::Iterator& it : program_.iteration.iterators)
+        if (it.is_reduction) return it.var;
     return whole_->iteration.iterators[static_cast<size_t>(shared_loops_)].var;
   }
 
@@ -2856,6 +2886,7 @@ class Lowering {
   // bsr) would split the body's loops into blocks that the body does not read.
   void check_body_blocked_by_its_own() const {
     if (parts_listed_beside_blocks(*whole_)) return;
+    if (parts_in_block_rows(*whole_) && parts_share_block_rows()) return;
     std::set<std::string> read;
     for (const ast::Access* access : ast::collect_accesses(*program_.iteration.body)) read.insert(access->tensor);
     const sparse::SparseBuffer& output = program_.output();
@@ -2875,6 +2906,27 @@ class Lowering {
     }
   }
 
+  // Every part's program begins with the block-row loops, spatial and dense in the output (its
+  // block rows visited whole), in the same order: the body's nest can hold the parts'.
+  bool parts_share_block_rows() const {
+    const sparse::SparseBuffer& output = program_.output();
+    if (shared_loops_ < 1) return false;
+    for (int level = 0; level < output.gathered_level; ++level)
+      if (program_.axes[output.axes[level]].kind != sparse::AxisKind::DenseFixed) return false;
+    auto begins_alike = [&](const sparse::Program& part) {
+      if (static_cast<int>(part.iteration.iterators.size()) <= shared_loops_) return false;
+      for (int d = 0; d < shared_loops_; ++d) {
+        const sparse::Iterator& it = part.iteration.iterators[d];
+        if (it.var != program_.iteration.iterators[d].var || it.is_reduction) return false;
+      }
+      return true;
+    };
+    if (!begins_alike(program_)) return false;
+    for (const sparse::AddedPart& part : whole_->iteration.added_parts)
+      if (!begins_alike(block_row_part_program(*whole_, part.body))) return false;
+    return true;
+  }
+
   // Beside a blocked operand each part's nest goes over that operand's blocks where it reads it,
   // and over its own operands' entries elsewhere. A listed output takes both in any order
   // (listed_parts_nests: a nest per part); a row or block-row workspace takes both where the
@@ -2885,7 +2937,9 @@ class Lowering {
   void check_added_parts_beside_blocks() const {
     const std::vector<std::string> blocked = blocked_operands();
     if (blocked.empty()) return;
-    check_part_without_rest();
+    // The body's own term without its blocked operand (A B + E B + D, A bsr) follows the blocks:
+    // into the list (listed_parts_nests), or in each block row (rest_in_block_row).
+    if (!listed_ && !rest_in_rows_) check_part_without_rest();
     if (listed_) return;
     const sparse::SparseBuffer& output = program_.output();
     const bool previous = program_.buffer(blocked.front()).previous_output;
@@ -2992,6 +3046,7 @@ class Lowering {
       added.iteration.body = part.body;
       added.iteration.added_parts.clear();
       added.iteration.iterators = whole_->iteration.loops_of(*part.body, whole_->blocked_vars);
+      if (parts_in_block_rows(*whole_)) added = block_row_part_program(*whole_, part.body);
       Lowering lowering(added, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
       Stmt added_nest = lowering.lower_added_part(*this);
       used_names_ = lowering.used_names_;
@@ -3016,13 +3071,17 @@ class Lowering {
     auto list_part = [&](const ast::ExprPtr& terms, const std::vector<std::string>& summed, bool first) {
       sparse::Program part = listed_part_program(*whole_, terms);
       Lowering lowering(part, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
-      Stmt nest = lowering.lower_listed_part(*this, names);
+      // (The body's own rest lists after every part's nest: run's with_listed_rest.)
+      Stmt nest = lowering.lower_listed_part(*this, names, true, !first);
       names = lowering.used_names_;
       const bool negated = !first && terms->kind == ast::ExprKind::Neg;  // "- b(i)" rather than "+ -b(i)"
       nests.push_back(std::make_shared<Comment>((first ? "" : negated ? "- " : "+ ") +
                                                 describe_terms(negated ? *terms->lhs : *terms, summed) + ", into the list of " +
                                                 program_.output().tensor + "'s entries"));
       nests.push_back(nest);
+      // An added part with a term without its blocked operand (D + E, D bsr, E csr): E's entries
+      // outside D's blocks list after the part's nest (each rest a comment and a nest).
+      for (const Stmt& rest : lowering.listed_rests_) nests.push_back(rest);
     };
     std::vector<std::string> body_summed;
     for (const sparse::Iterator& it : program_.iteration.iterators)
@@ -3090,18 +3149,21 @@ class Lowering {
 
   // This Lowering's program is one part of a sum into `into`'s listed output: the whole nest of
   // its terms, appending to `into`'s list.
-  Stmt lower_listed_part(const Lowering& into, const std::set<std::string>& names) {
+  // A part's own rest outside its blocked operand's blocks (`with_rest`) lists after it: built
+  // here into listed_rests_ where `list_rest`.
+  Stmt lower_listed_part(const Lowering& into, const std::set<std::string>& names, bool with_rest = false,
+                         bool list_rest = true) {
     lists_into_ = &into;
     used_names_ = names;
     plan_loops();
-    if (!listing_rest_) check_part_without_rest();  // (a rest lists its own rest: listed_rest)
+    if (!listing_rest_ && !with_rest) check_part_without_rest();  // (a rest lists its own rest: listed_rest)
     plan_listed();
     check_fusions();
     plan_positions();
     plan_output();
     Stmt nest = loop_nest(0);
     if (!workspaces_.empty()) nest = std::make_shared<Allocate>(workspaces_, nest);
-    if (!outside_blocks_of_.empty()) listed_rests_ = listed_rest(into);  // (the caller places them after the nest)
+    if (!outside_blocks_of_.empty() && list_rest) listed_rests_ = listed_rest(into);  // (the caller places them after the nest)
     return nest;
   }
 
@@ -3145,10 +3207,15 @@ class Lowering {
     shared_loops_ = body.shared_loops_;
     used_names_ = body.used_names_;
     plan_loops();
-    check_part_without_rest();
+    // Into a block-row workspace, a term of the part without its blocked operand (D + E, D bsr,
+    // E csr: E's entries outside D's blocks) follows in the same block row (rest_in_block_row),
+    // as beside the body's blocks; elsewhere it would be a second nest of the part.
+    const bool rest_in_block_row = body.block_rows_ && !outside_blocks_of_.empty();
+    if (!rest_in_block_row) check_part_without_rest();
     plan_positions();
     scattered_ = body.scattered_;
     block_rows_ = body.block_rows_;
+    rest_in_rows_ = body.rest_in_rows_;
     block_size_ = body.block_size_;
     block_key_ = body.block_key_;
     block_offset_ = body.block_offset_;
@@ -3178,7 +3245,8 @@ class Lowering {
     }
     split_hoistable_factors();
     Stmt nest = loops_from(shared_loops_);
-    return shared_loops_ < static_cast<int>(program_.iteration.iterators.size()) ? where_body_present(nest) : nest;
+    if (shared_loops_ < static_cast<int>(program_.iteration.iterators.size())) nest = where_body_present(nest);
+    return rest_in_block_row ? block({nest, this->rest_in_block_row()}) : nest;
   }
 
   // The loops at `depth` and below, with the flags of the output levels the enclosing loop binds.
@@ -3711,6 +3779,7 @@ LoweredFunc lower_to_loops(const sparse::Program& program, const Config& config,
   body.iteration.added_parts.clear();
   body.iteration.iterators = program.iteration.loops_of(*program.iteration.body, program.blocked_vars);
   if (parts_listed_beside_blocks(program)) body = listed_part_program(program, program.iteration.body);
+  if (parts_in_block_rows(program)) body = block_row_part_program(program, program.iteration.body);
   return Lowering(body, config, phase, level, &program).run();
 }
 

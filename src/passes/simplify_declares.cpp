@@ -59,8 +59,11 @@ class ReadDeclares : public IRVisitor {
   }
 };
 
-// Names are unique within a kernel (the lowering and the schedule allocate fresh ones), so a
-// copy can be substituted everywhere without tracking scopes.
+// A copy (`let a = b`) is substituted where its declaration is in scope. Names are unique
+// within a kernel but for those that the nests of a sum's parts each declare again (see
+// ReadDeclares: `let j_blk_2 = j_blk` in one part's nest, `let j_blk_2 = j / 3` in the next), so
+// a copy ends with the scope that declares it, and a declaration of its name that is no copy
+// ends it too.
 class PropagateCopies : public IRMutator {
  protected:
   Expr mutate_var(const Var& node, const Expr& self) override {
@@ -72,11 +75,26 @@ class PropagateCopies : public IRMutator {
     const auto& declare = static_cast<const Declare&>(*result);
     if (!declare.is_mutable && declare.init->kind == ExprKind::Var && declare.init->type == declare.type)
       copies_[declare.name] = declare.init;
+    else
+      copies_.erase(declare.name);
     return result;
   }
+  Stmt mutate_for(const For& node, const Stmt& self) override { return in_scope([&] { return IRMutator::mutate_for(node, self); }); }
+  Stmt mutate_while(const While& node, const Stmt& self) override {
+    return in_scope([&] { return IRMutator::mutate_while(node, self); });
+  }
+  Stmt mutate_if(const If& node, const Stmt& self) override { return in_scope([&] { return IRMutator::mutate_if(node, self); }); }
 
  private:
   std::map<std::string, Expr> copies_;
+
+  template <typename F>
+  Stmt in_scope(F mutate) {
+    std::map<std::string, Expr> outside = copies_;
+    Stmt result = mutate();
+    copies_ = std::move(outside);
+    return result;
+  }
 };
 
 // A statement that does nothing: an empty block, or a loop over one (its bounds have no effects).

@@ -5,7 +5,14 @@
 // spgemm_three_*, spmv_bias_*sv_out, spmv_three_sv_out; listed: spgemm_transposed_bias_*,
 // spgemm_transposed_acc_csr, spgemm_bias_csc_out, spgemm_three_csc_out, sddmm_plus_csc_out;
 // beside a blocked operand: spgemm_bias_bsr_csr_to_*, spgemm_bias_dense_bsr_to_csr,
-// spgemm_acc_bsr_csr, spgemm_three_bsr_bsr_to_csr, and their cuda configs).
+// spgemm_acc_bsr_csr, spgemm_three_bsr_bsr_to_csr, and their cuda configs; a part's own blocked
+// operand in the block rows of a bsr output: spgemm_bias_csr_csr_bsr_to_bsr,
+// spgemm_bias_bsr_csr_bsr_to_bsr, spgemm_bias_csr_csr_block_dcsr_to_bsr, spgemm_acc_bsr_out,
+// spgemm_three_csr_bsr_to_bsr, spgemm_bias_sum_bsr_csr_to_bsr, spgemm_bias_bsr_csr_block_dcsr_to_bsr,
+// and their cuda configs; the body's block rows compressed: spgemm_bias_block_dcsr_csr_to_bsr,
+// spgemm_acc_block_dcsr_csr_to_bsr, spgemm_bias_sum_block_dcsr_bsr_csr_to_bsr,
+// spgemm_bias_cuda_block_dcsr_csr_to_bsr; a part's term without its blocked operand:
+// spgemm_bias_sum_*, spgemm_rest_bias_*).
 #include <doctest/doctest.h>
 
 #include <string>
@@ -99,15 +106,17 @@ TEST_CASE("place sum parts: what one loop nest cannot do is refused") {
                  "c.json: /schedule/0: error: split: there are several loops over j (the terms of the sum that sum over "
                  "different indices each have theirs, inside the loops outside the first summed index, or in nests of their "
                  "own where the output's entries are listed), which no schedule op can tell apart; schedule the loops they share, or j where only one part has it"));
-  // Into a blocked output, an operand of another part than the body blocks the body's loops.
-  CHECK(contains(error_of(kSpgemmBias, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"},
+  // Into a blocked output that the operands' block loops drive (no term without them: A and B
+  // dense), an operand of another part than the body blocks the body's loops. (With a term
+  // without them, C's block rows gather every part: see the test below.)
+  CHECK(contains(error_of(kSpgemmBias, R"({"tensors": {"A": {"format": "dense"}, "B": {"format": "dense"},
       "D": {"format": "bsr", "block": [2, 2]}, "C": {"format": "bsr", "block": [2, 2]}}})"),
                  "c.json: /tensors/D/format: error: the right-hand side sums its terms over different indices"));
-  CHECK(contains(error_of(kSpgemmBias, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"},
+  CHECK(contains(error_of(kSpgemmBias, R"({"tensors": {"A": {"format": "dense"}, "B": {"format": "dense"},
       "D": {"format": "bsr", "block": [2, 2]}, "C": {"format": "bsr", "block": [2, 2]}}})"),
                  "; D (bsr) splits index i into blocks, which the shared loops would follow, but the terms A(i,k) * "
                  "B(k,j) do not read D, which is not supported; store D unblocked, or C unblocked (its entries are then listed)"));
-  // `+=` into a blocked output reads its previous value blocked alike: the same.
+  // `+=` into a blocked output reads its previous value blocked alike: the same (B dense).
   CHECK(contains(error_of("C(i,j) += A(i,k) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})"),
                  "c.json: /tensors/C/format: error: the right-hand side sums its terms over different indices (A(i,k) * "
                  "B(k,j) (summed over k); C_prev(i,j) (no summed index)), and C (bsr) is a sparse output the kernel "
@@ -115,24 +124,92 @@ TEST_CASE("place sum parts: what one loop nest cannot do is refused") {
                  "C_prev, the value of C before `+=`, stored as C is, splits index i into blocks, which the shared loops "
                  "would follow, but the terms A(i,k) * B(k,j) do not read C_prev, which is not supported; store C "
                  "unblocked (its entries are then listed), or make it dense"));
-  // Block rows stored compressed visit only A's: D's rows elsewhere would be missed.
-  CHECK(contains(error_of(kSpgemmBias, R"({"tensors": {"A": {"format": {"levels": [{"kind": "compressed", "floordiv": 2},
-      {"kind": "compressed", "floordiv": 2}, {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]}},
-      "B": {"format": "csr"}, "D": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})"),
-                 "c.json: /tensors/A/format: error: the right-hand side sums its terms over different indices"));
-  CHECK(contains(error_of(kSpgemmBias, R"({"tensors": {"A": {"format": {"levels": [{"kind": "compressed", "floordiv": 2},
-      {"kind": "compressed", "floordiv": 2}, {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]}},
-      "B": {"format": "csr"}, "D": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})"),
-                 ", which beside a blocked operand (A) needs the shared loops to visit every coordinate, but the loop i_blk "
-                 "visits only the stored ones, and the other parts' entries may lie elsewhere; store A's levels above i_blk "
-                 "dense (bsr), or make C dense"));
-  // A part with a term without the blocked operand (its entries outside the blocks) is refused.
-  CHECK(contains(error_of("C(i,j) = A(i,k) * B(k,j) + D(i,j) + E(i,j)",
-                          R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "D": {"format": "bsr", "block": [2, 2]},
-                              "E": {"format": "csr"}, "C": {"format": "csr"}}})"),
-                 "c.json: /tensors/D/format: error: the right-hand side sums its terms over different indices, and C (csr) "
-                 "is a sparse output the kernel assembles; the part D(i,j) + E(i,j) holds a term without D, whose entries "
-                 "outside its blocks would be a second nest of that part, which is not supported; store D unblocked, or make C dense"));
+  // Block rows stored compressed in the body's operand and in every other part's (A and D
+  // block-DCSR): the shared loop merges them, which is refused (a part without a stream there, D
+  // csr, makes it visit every block row: see below).
+  const std::string block_dcsr = R"({"levels": [{"kind": "compressed", "floordiv": 2}, {"kind": "compressed", "floordiv": 2},
+      {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]})";
+  CHECK(contains(error_of(kSpgemmBias, R"({"tensors": {"A": {"format": )" + block_dcsr + R"(}, "B": {"format": "csr"},
+      "D": {"format": )" + block_dcsr + R"(}, "C": {"format": "bsr", "block": [2, 2]}}})"),
+                 "c.json: /tensors/A/format: error: the right-hand side sums its terms over different indices (A(i,k) * "
+                 "B(k,j) (summed over k_blk, k_in); D(i,j) (no summed index)), and C (bsr) is a sparse output the kernel "
+                 "assembles, so they share one loop nest: the terms without k_blk are added where the loops outside k_blk "
+                 "end, which beside a blocked operand (A) needs the shared loops to visit every coordinate, but the loop "
+                 "i_blk visits only the stored ones, and the other parts' entries may lie elsewhere; store A's levels above "
+                 "i_blk dense (bsr), or make C dense"));
+  // The body's term without its blocked operand follows the blocks (see the tests below), but
+  // not where the body's own loop visits only the blocker's block rows (E block-DCSR, A dcsr
+  // located in them): that the shared loop visits the others for D's sake does not count.
+  CHECK(contains(error_of("C(i,j) = A(i,k) * B(k,j) + E(i,k) * B(k,j) + D(i,j)",
+                          R"({"tensors": {"A": {"format": "dcsr"}, "B": {"format": "csr"}, "D": {"format": "csr"},
+                              "E": {"format": )" + block_dcsr + R"(}, "C": {"format": "bsr", "block": [2, 2]}}})"),
+                 "c.json: /tensors: error: A stores index i compressed, and E splits it into blocks: A is then located "
+                 "inside E's blocks (by binary search), which serves only terms that multiply it by E, and the entries of A "
+                 "outside them cannot follow here (the loop i_blk over the output's block rows visits only E's for these "
+                 "terms (the others only for another part of the sum), but the other operands' entries lie in the others "
+                 "too; store E's block rows dense (bsr)); store A dense, or E unblocked (csr)"));
+}
+
+TEST_CASE("place sum parts: into bsr, a part's own blocked operand gives its loops in the block rows the parts share") {
+  // D's blocks would split the loops of A B, which does not read D: each part is blocked by its
+  // own operands, and they share only C's block rows (i_blk), each adding into its workspace.
+  spgen::Compilation c = compile(kSpgemmBias, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"},
+      "D": {"format": "bsr", "block": [2, 2]}, "C": {"format": "bsr", "block": [2, 2]}}})");
+  CHECK(contains(c.stage1_dump, "  one loop nest: A(i,k) * B(k,j) over [i_blk, i_in, k, j], blocked by its own operands\n"
+                                "  + D(i,j) (no summed index): inside [i_blk], then over [j_blk, i_in, j_in] blocked by its own "
+                                "operands, into the same block rows of C\n"));
+  CHECK(contains(c.stage2_dump, "    for i_blk in [0, (dim_i + 1) / 2):\n"
+                                "      var pC1: int64 = int64(C_pos1[i_blk])\n"
+                                "      # gather each block row of C by j / 2 in a workspace of whole blocks (the parts of the sum "
+                                "gather into it, each blocked only by its own operands); append them sorted\n"
+                                "      var C_ntouched: int64 = 0\n"
+                                "      for i_in in [0, min(2, dim_i - i_blk * 2)) sequential:\n"
+                                "        let i: int64 = i_blk * 2 + i_in\n"
+                                "        for k at pA1 in [int64(A_pos1[i]), int64(A_pos1[i + 1])) sequential:\n"));
+  CHECK(contains(c.stage2_dump, "            C_blocks[j_blk_2 * 4 + (i_in * 2 + j % 2)] += A_vals[pA1] * B_vals[pB1]\n"
+                                "      # + D(i,j) (no summed index), into the block row workspace of C\n"
+                                "      for j_blk at pD1 in [int64(D_pos1[i_blk]), int64(D_pos1[i_blk + 1])) sequential:\n"
+                                "        let j_blk: int64 = int64(D_crd1[pD1])\n"
+                                "        for i_in in [0, min(2, dim_i - i_blk * 2)) sequential:\n"
+                                "          let pD2: int64 = pD1 * 2 + i_in\n"
+                                "          for j_in in [0, min(2, dim_j - j_blk * 2)) sequential:\n"
+                                "            let pD3: int64 = pD2 * 2 + j_in\n"
+                                "            if C_seen[j_blk] != i_blk:\n"));
+  CHECK(contains(c.stage2_dump, "            C_blocks[j_blk * 4 + (i_in * 2 + j_in)] += D_vals[pD3]\n"
+                                "      sort C_touched[0, C_ntouched)\n"));
+  // The count: both parts mark the block row's blocks.
+  CHECK(contains(c.stage2_dump, "          for j_in in [0, min(2, dim_j - j_blk * 2)) sequential:\n"
+                                "            if C_seen[j_blk] != i_blk:\n"
+                                "              C_seen[j_blk] = i_blk\n"
+                                "              C_pos1[i_blk + 1] += 1\n"
+                                "  # prefix sum: counts become positions\n"));
+  // `+=`: C_prev, read blocked as C is, is such a part.
+  spgen::Compilation acc = compile("C(i,j) += A(i,k) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"},
+      "C": {"format": "bsr", "block": [2, 2]}}})");
+  CHECK(contains(acc.stage2_dump, "      # + C_prev(i,j) (no summed index), into the block row workspace of C\n"
+                                  "      for j_blk at pC_prev1 in [int64(C_prev_pos1[i_blk]), int64(C_prev_pos1[i_blk + 1])) sequential:\n"));
+  // A part with a term without its blocked operand (E beside D's blocks) follows D's blocks in the
+  // same block row, outside them.
+  spgen::Compilation rest = compile("C(i,j) = A(i,k) * B(k,j) + D(i,j) + E(i,j)",
+                                    R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "D": {"format": "bsr", "block": [2, 2]},
+                                        "E": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})");
+  CHECK(contains(rest.stage2_dump, "      # the other operands outside D's blocks, where D is zero, into the same block row: E(i,j)\n"
+                                   "      for i_in_2 in [0, min(2, dim_i - i_blk * 2)) sequential:\n"));
+  // The body's block rows stored compressed (A block-DCSR): the block-row loop visits every block
+  // row, with a cursor into A's, as D's rows lie in any.
+  spgen::Compilation compressed_rows = compile(kSpgemmBias, R"({"tensors": {"A": {"format": {"levels": [
+      {"kind": "compressed", "floordiv": 2}, {"kind": "compressed", "floordiv": 2}, {"kind": "dense", "mod": 2},
+      {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]}}, "B": {"format": "csr"}, "D": {"format": "csr"},
+      "C": {"format": "bsr", "block": [2, 2]}}})");
+  CHECK(contains(compressed_rows.stage2_dump, "    # co-iterate i_blk: every coordinate, with cursors into A\n"));
+  CHECK(contains(compressed_rows.stage2_dump, "      if inA:\n"
+                                              "        for k_blk at pA1 in [inA ? int64(A_pos1[pA0]) : 0, inA ? int64(A_pos1[pA0 + 1]) : 0) sequential:\n"));
+  CHECK(contains(compressed_rows.stage2_dump, "      # + D(i,j) (no summed index), into the block row workspace of C\n"
+                                              "      for i_in in [0, min(2, dim_i - i_blk * 2)) sequential:\n"));
+  // The block-row loops are shared, so an op on i_in names loops of two parts.
+  CHECK(contains(error_of(kSpgemmBias, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"},
+      "D": {"format": "bsr", "block": [2, 2]}, "C": {"format": "bsr", "block": [2, 2]}}, "schedule": [{"op": "parallel", "var": "i_in"}]})"),
+                 "c.json: /schedule/0: error: parallel: there are several loops over i_in"));
 }
 
 TEST_CASE("place sum parts: beside a blocked operand, an unblocked output's parts each list their entries") {
@@ -167,6 +244,38 @@ TEST_CASE("place sum parts: beside a blocked operand, an unblocked output's part
                                           "      for i_in in [0, min(2, dim_i - i_blk * 2)) sequential:\n"
                                           "        let i: int64 = i_blk * 2 + i_in\n"
                                           "        for j at pD1 in [int64(D_pos1[i]), int64(D_pos1[i + 1])) sequential:\n"));
+}
+
+TEST_CASE("place sum parts: the body's term without its blocked operand follows the blocks") {
+  const std::string formats = R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"},
+      "D": {"format": "csr"}, "E": {"format": "csr"}, "C": {"format": )";
+  // Into bsr: in each block row, after the added part D, E B outside A's blocks.
+  spgen::Compilation into_blocks = compile("C(i,j) = A(i,k) * B(k,j) + E(i,k) * B(k,j) + D(i,j)",
+                                           formats + R"("bsr", "block": [2, 2]}}})");
+  CHECK(contains(into_blocks.stage2_dump, "          C_blocks[j_blk * 4 + (i_in * 2 + j % 2)] += D_vals[pD1]\n"
+                                          "      # the other operands outside A's blocks, where A is zero, into the same block "
+                                          "row: E(i,k) * B(k,j)\n"));
+  // Into a listed csr: after every part's nest, into the same list.
+  spgen::Compilation listed = compile("C(i,j) = A(i,k) * B(k,j) + E(i,k) * B(k,j) + D(i,j)", formats + R"("csr"}}})");
+  CHECK(contains(listed.stage2_dump, "    # + D(i,j) (no summed index), into the list of C's entries\n"));
+  CHECK(contains(listed.stage2_dump, "    # the other operands outside A's blocks, where A is zero, into the list of C's entries: "
+                                     "E(i,k) * B(k,j)\n"));
+}
+
+TEST_CASE("place sum parts: into a listed output, a part's term without its blocked operand lists after the part") {
+  // D + E, D bsr: D's blocks (E located in them), then E's entries outside them, into the list.
+  spgen::Compilation c = compile("C(i,j) = A(i,k) * B(k,j) + D(i,j) + E(i,j)",
+                                 R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "D": {"format": "bsr", "block": [2, 2]},
+                                     "E": {"format": "csr"}, "C": {"format": "csr"}}})");
+  CHECK(contains(c.stage2_dump, "            C_entries[C_listed] = D_vals[pD3] + (pE1_found ? E_vals[pE1] : 0)\n"
+                                "            C_listed += 1\n"
+                                "    # the other operands outside D's blocks, where D is zero, into the list of C's entries: E(i,j)\n"
+                                "    for i in [0, dim_i) sequential:\n"));
+  CHECK(contains(c.stage2_dump, "        if pD1_2_found == false:\n"
+                                "          C_keys[C_listed] = i * dim_j + j\n"
+                                "          C_entries[C_listed] = E_vals[pE1_2]\n"
+                                "          C_listed += 1\n"
+                                "    # sort the list by key and sum the repeats of each key\n"));
 }
 
 TEST_CASE("place sum parts: into a listed output, each part lists its entries in a nest of its own") {
