@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--target", run.target, "cpu or cuda (compiled with nvcc, run on the GPU): replaces the config's target")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   run_cmd->add_option("--keep", run.keep_dir, "keep the generated sources and driver in this directory");
-  run_cmd->add_option("--cxxflags", run.extra_cxxflags, "extra flags for the C++ compiler (nvcc for the cuda target)");
+  run_cmd->add_option("--cxxflags", run.extra_cxxflags, "extra flags for the C++ compiler (nvcc for the cuda target); the cached driver runtime stays at -O3");
   run_cmd->add_flag("-v,--verbose", run.verbose, "print the compile command");
   std::vector<std::pair<const DriverFlag*, std::vector<std::string>>> driver_values;
   driver_values.reserve(std::size(kDriverFlags));

@@ -82,6 +82,20 @@ const BlockedVar* Program::blocked_loop(const std::string& loop) const {
 // loops would split the body's loops into blocks it does not read. Instead each part is lowered
 // blocked only by its own operands (block_row_part_program), and the parts share only the
 // output's block-row loops (i_blk), each gathering its entries into the block row's workspace.
+void set_part_loops(Program& part, const Program& whole, std::vector<BlockedVar> kept,
+                    const std::map<std::string, std::string>& unblocked) {
+  part.blocked_vars = std::move(kept);
+  std::vector<Iterator> iterators;
+  for (Iterator it : whole.iteration.iterators) {
+    auto removed = unblocked.find(it.var);
+    if (removed != unblocked.end() && removed->second.empty()) continue;
+    if (removed != unblocked.end()) it.var = removed->second;
+    iterators.push_back(it);
+  }
+  part.iteration.iterators = iterators;
+  part.iteration.iterators = part.iteration.loops_of(*part.iteration.body, part.blocked_vars);
+}
+
 bool parts_in_block_rows(const Program& whole) {
   const SparseBuffer& output = whole.output();
   // (Only an assembled output gathers its block rows.)
@@ -131,16 +145,7 @@ Program block_row_part_program(const Program& whole, const ast::ExprPtr& terms) 
     else if (!alike.empty() && !read.count(b.tensor)) b.tensor = alike;
     kept.push_back(b);
   }
-  part.blocked_vars = kept;
-  std::vector<Iterator> iterators;
-  for (Iterator it : whole.iteration.iterators) {
-    auto removed = unblocked.find(it.var);
-    if (removed != unblocked.end() && removed->second.empty()) continue;
-    if (removed != unblocked.end()) it.var = removed->second;
-    iterators.push_back(it);
-  }
-  part.iteration.iterators = iterators;
-  part.iteration.iterators = part.iteration.loops_of(*terms, part.blocked_vars);
+  set_part_loops(part, whole, std::move(kept), unblocked);
   return part;
 }
 

@@ -4,6 +4,7 @@
 // SDDMM is stored over the axes of its sparse input.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -146,7 +147,12 @@ struct OrderConstraint {
 // through its parents, so their coordinates must be bound first.
 std::vector<OrderConstraint> hard_order_constraints(const Program& program);
 
-// `--emit=stage1`.
+// A part of a scoped sum (its body already set) takes `kept` as its blocked variables and the
+// whole's loops less its removed block loops (`unblocked`: a removed loop -> the index's loop in
+// its place, "" for none), ordered for its terms.
+void set_part_loops(Program& part, const Program& whole, std::vector<BlockedVar> kept,
+                    const std::map<std::string, std::string>& unblocked);
+
 // A sum whose terms sum over different indices (added parts) into an output gathered in
 // block-row workspaces, where the body does not read an operand that blocks an index (D bsr in
 // `C bsr = A csr B + D`): each part is lowered blocked only by its own operands
@@ -155,6 +161,7 @@ bool parts_in_block_rows(const Program& whole);
 Program block_row_part_program(const Program& whole, const ast::ExprPtr& terms);
 size_t block_row_loops(const Program& part);
 
+// `--emit=stage1`.
 std::string dump_stage1(const Program& program);
 
 }  // namespace spgen::sparse

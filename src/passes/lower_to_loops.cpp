@@ -122,16 +122,7 @@ sparse::Program listed_part_program(const sparse::Program& whole, const ast::Exp
     if (!read.count(b.tensor)) b.tensor = alike;
     kept.push_back(b);
   }
-  part.blocked_vars = kept;
-  std::vector<sparse::Iterator> iterators;
-  for (sparse::Iterator it : whole.iteration.iterators) {
-    auto removed = unblocked.find(it.var);
-    if (removed != unblocked.end() && removed->second.empty()) continue;
-    if (removed != unblocked.end()) it.var = removed->second;
-    iterators.push_back(it);
-  }
-  part.iteration.iterators = iterators;
-  part.iteration.iterators = part.iteration.loops_of(*terms, part.blocked_vars);
+  sparse::set_part_loops(part, whole, std::move(kept), unblocked);
   return part;
 }
 

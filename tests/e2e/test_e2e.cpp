@@ -5,13 +5,17 @@
 // ../shared/data when it exists. CUDA kernels run on the CPU, through the emulator of
 // tests/cuda_emu (nvcc-emu as $NVCC).
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "frontend/config.h"
@@ -56,6 +60,52 @@ std::pair<size_t, size_t> shard_setting() {
   return {shard, shards};
 }
 
+// The shards of one `meson test` run (SPGEN_E2E_SHARD=k/n, their parent the same process) take
+// their configs from one list, each config the first claimer's: a file created with O_EXCL in
+// SPGEN_E2E_CLAIMS/<the parent's pid>/ (else under the temporary directory). So both shards
+// stay busy to the end, whatever each config costs (a static split by estimated cost left one
+// core idle for five minutes). Without SPGEN_E2E_SHARD every config is this process's.
+class Claims {
+ public:
+  static Claims& instance() {
+    static Claims claims;
+    return claims;
+  }
+
+  // Whether this process takes `name` in `phase` (the random-input or the real-matrix test).
+  bool take(const std::string& phase, const std::string& name) {
+    if (dir_.empty()) return true;
+    const std::string path = dir_ + "/" + phase + "-" + name;
+    const int fd = open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+    if (fd < 0) return false;
+    close(fd);
+    mine_.insert(phase + "-" + name);
+    return true;
+  }
+  bool taken_here(const std::string& phase, const std::string& name) const {
+    return dir_.empty() || mine_.count(phase + "-" + name) > 0;
+  }
+  bool taken_by_any(const std::string& phase, const std::string& name) const {
+    return !dir_.empty() && std::filesystem::exists(dir_ + "/" + phase + "-" + name);
+  }
+
+ private:
+  Claims() {
+    if (shard_setting().second < 2) return;
+    const char* base = std::getenv("SPGEN_E2E_CLAIMS");
+    const std::filesystem::path root = base && *base ? std::filesystem::path(base) : std::filesystem::temp_directory_path() / "spgen-e2e-claims";
+    dir_ = (root / std::to_string(getppid())).string();
+    std::error_code ec;
+    std::filesystem::create_directories(dir_, ec);
+    // Other runs' lists, a day old, go (a live run's is younger).
+    const auto day_ago = std::filesystem::file_time_type::clock::now() - std::chrono::hours(24);
+    for (const auto& entry : std::filesystem::directory_iterator(root, ec))
+      if (entry.path() != dir_ && entry.last_write_time(ec) < day_ago) std::filesystem::remove_all(entry.path(), ec);
+  }
+  std::string dir_;
+  std::set<std::string> mine_;
+};
+
 std::vector<Kernel> all_kernels() {
   std::string root = source_root();
   std::vector<SpecConfigPair> pairs = spec_config_pairs({root + "/specs"}, root + "/specs");
@@ -75,26 +125,15 @@ std::vector<Kernel> all_kernels() {
       if (comma) only.push_back(rest.substr(0, comma));
       rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
     }
-  // SPGEN_E2E_SHARD=k/n keeps the k-th of n shards of about equal cost (meson runs the shards in
-  // parallel): in name order, each config goes to the shard with the least estimated cost so far.
-  const auto [shard, shards] = shard_setting();
-  std::vector<double> shard_cost(shards, 0.0);
   std::vector<Kernel> kernels;
   for (const SpecConfigPair& pair : pairs) {
     const bool wanted = only.empty() || std::any_of(only.begin(), only.end(), [&](const std::string& part) {
                           return pair.name.find(part) != std::string::npos;
                         });
-    if (!wanted && shards == 1) continue;  // (sharding reads every config, for its cost)
+    if (!wanted) continue;
     Kernel k{pair, spgen::parse_spec(pair.spec, spgen::read_file(pair.spec)), {}};
     k.config = spgen::read_config(pair.config, spgen::read_file(pair.config), k.spec, pair.name);
-    if (shards > 1) {
-      // CPU seconds (SPGEN_E2E_TIMES, 2-core machine): a quick cpu build about 1, an emulated
-      // CUDA config 3.5 (its driver's compile against the emulator), a specs/ kernel at -O3 3.
-      const size_t cheapest = static_cast<size_t>(std::min_element(shard_cost.begin(), shard_cost.end()) - shard_cost.begin());
-      shard_cost[cheapest] += is_cuda(k) ? 3.5 : built_quickly(k) ? 1.0 : 3.0;
-      if (cheapest != shard) continue;
-    }
-    if (wanted) kernels.push_back(std::move(k));
+    kernels.push_back(std::move(k));
   }
   return kernels;
 }
@@ -276,12 +315,13 @@ bool runs_on_real_matrices(const Kernel& k) {
 }
 
 // `quick`: tiny random inputs, where compile time dominates: build the driver at -O0 (its
-// compile takes a sixth less CPU time than at -O1), or at -O1 where it also runs on the graphs
-// (at -O0 those runs took longer than the compile saved: an emulated SpGEMM on cora 18 s
-// against 9).
+// compile takes a sixth less CPU time than at -O1), or at -O1 where it is emulated and also
+// runs on the graphs (at -O0 the emulated runs took longer than the compile saved: a SpGEMM on
+// cora 18 s against 9). (A cpu driver's runtime, its file I/O, stays at -O3 in any case.)
 std::vector<std::string> spgen_run_command(const Kernel& k, const std::string& keep_dir, bool quick = false) {
   std::vector<std::string> command = {spgen_binary(), "run", k.pair.spec, "--config", k.pair.config, "--keep", keep_dir};
-  if (quick) command.push_back(runs_on_real_matrices(k) && !data_dir().empty() ? "--cxxflags=-O1" : "--cxxflags=-O0");
+  const bool emulated_on_graphs = is_cuda(k) && runs_on_real_matrices(k) && !data_dir().empty();
+  if (quick) command.push_back(emulated_on_graphs ? "--cxxflags=-O1" : "--cxxflags=-O0");
   return command;
 }
 
@@ -362,6 +402,7 @@ TEST_CASE("random inputs: every kernel matches the reference") {
   };
   const int64_t sizes_by_position[] = {37, 29, 23, 19, 17};  // not multiples of split factors
   for (const Kernel& k : all_kernels()) {
+    if (!Claims::instance().take("random", k.pair.name)) continue;  // (another shard's)
     CAPTURE(k.pair.config);
     ChildTime timed("random", k);
     TempDir dir;
@@ -395,6 +436,11 @@ TEST_CASE("real matrices: matrix kernels match the reference on GNN graphs") {
   int runs = 0;
   for (const Kernel& k : all_kernels()) {
     if (!runs_on_real_matrices(k)) continue;
+    // The shard that built k's driver for random inputs runs it here too; a config that no
+    // shard took there (this test alone) goes to the first that claims it.
+    Claims& claims = Claims::instance();
+    if (!claims.taken_here("random", k.pair.name) && (claims.taken_by_any("random", k.pair.name) || !claims.take("real", k.pair.name)))
+      continue;
     const std::vector<std::string> sparse_inputs = sparse_inputs_of(k);
     CAPTURE(k.pair.config);
     ChildTime timed("real", k);
