@@ -3033,11 +3033,13 @@ class Lowering {
     if (!whole_ || depth != shared_loops_) return loop(depth);
     std::vector<Stmt> stmts = {where_body_present(loop(depth))};
     for (const sparse::AddedPart& part : whole_->iteration.added_parts) {
-      sparse::Program added = *whole_;
-      added.iteration.body = part.body;
-      added.iteration.added_parts.clear();
-      added.iteration.iterators = whole_->iteration.loops_of(*part.body, whole_->blocked_vars);
-      if (parts_in_block_rows(*whole_)) added = block_row_part_program(*whole_, part.body);
+      // (Parts gathered in the output's block rows are each blocked by their own operands.)
+      sparse::Program added = parts_in_block_rows(*whole_) ? block_row_part_program(*whole_, part.body) : *whole_;
+      if (!parts_in_block_rows(*whole_)) {
+        added.iteration.body = part.body;
+        added.iteration.added_parts.clear();
+        added.iteration.iterators = whole_->iteration.loops_of(*part.body, whole_->blocked_vars);
+      }
       Lowering lowering(added, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
       Stmt added_nest = lowering.lower_added_part(*this);
       used_names_ = lowering.used_names_;

@@ -44,7 +44,8 @@ bool is_cuda(const Kernel& k) { return k.config.target == spgen::Target::Cuda; }
 // cases of tests/e2e/cases, and the emulated CUDA kernels, whose runs on tiny inputs take
 // hundredths of a second while their compile takes seconds. The kernels of specs/ are built as
 // `spgen run` builds them by default (-O3, $CXX or c++).
-bool built_quickly(const Kernel& k) { return k.pair.config.rfind(source_root() + "/specs/", 0) != 0 || is_cuda(k); }
+bool from_specs(const Kernel& k) { return k.pair.config.rfind(source_root() + "/specs/", 0) == 0; }
+bool built_quickly(const Kernel& k) { return !from_specs(k) || is_cuda(k); }
 
 // SPGEN_E2E_SHARD=k/n: (k, n); (0, 1) without it.
 std::pair<size_t, size_t> shard_setting() {
@@ -300,21 +301,26 @@ std::vector<std::string> sparse_inputs_of(const Kernel& k) {
 // matrix, and dense other operands; on the cuda target also those whose sparse inputs are all
 // matrices (SpGEMM, C = A + B), each of them the graph (it is square): their grids and row
 // workspaces meet more rows than at random.
+// The index variables that the sparse inputs (the graph, on real matrices) fix.
+std::set<std::string> matrix_indices_of(const Kernel& k, const std::vector<std::string>& sparse_inputs) {
+  std::set<std::string> indices;
+  for (const spgen::ast::Access* access : spgen::ast::collect_accesses(*k.spec.rhs))
+    if (std::count(sparse_inputs.begin(), sparse_inputs.end(), access->tensor))
+      indices.insert(access->indices.begin(), access->indices.end());
+  return indices;
+}
+
 bool runs_on_real_matrices(const Kernel& k) {
   const std::vector<std::string> sparse_inputs = sparse_inputs_of(k);
   // Emulated CUDA is slow: of the one-input cuda configs, those of specs/ meet the graph (the
   // random inputs already check the others, and their 16-block grid cap makes loops stride).
   // On the cpu, the specs/ kernels with several sparse inputs do too (SpGEMM's long rows).
-  const bool from_specs = k.pair.config.find("/specs/") != std::string::npos;
-  if (sparse_inputs.empty() || (sparse_inputs.size() > 1 && !is_cuda(k) && !from_specs) || k.spec.accumulate) return false;
-  if (is_cuda(k) && sparse_inputs.size() == 1 && !from_specs) return false;
+  if (sparse_inputs.empty() || (sparse_inputs.size() > 1 && !is_cuda(k) && !from_specs(k)) || k.spec.accumulate) return false;
+  if (is_cuda(k) && sparse_inputs.size() == 1 && !from_specs(k)) return false;
   // A dense operand as large as the graph's square (C = A + D, D dense n x n) adds 7.3 million
   // random values on cora to write, read and check, and nothing about the graph's structure
   // (the random inputs check its kernel).
-  std::set<std::string> matrix_indices;
-  for (const spgen::ast::Access* access : spgen::ast::collect_accesses(*k.spec.rhs))
-    if (std::count(sparse_inputs.begin(), sparse_inputs.end(), access->tensor))
-      matrix_indices.insert(access->indices.begin(), access->indices.end());
+  const std::set<std::string> matrix_indices = matrix_indices_of(k, sparse_inputs);
   for (const spgen::ast::Access* access : spgen::ast::collect_accesses(*k.spec.rhs))
     if (!is_sparse(k, access->tensor) && access->indices.size() >= 2 &&
         std::all_of(access->indices.begin(), access->indices.end(), [&](const std::string& v) { return matrix_indices.count(v) > 0; }))
@@ -382,7 +388,7 @@ Builds& builds() {
 
 // SPGEN_E2E_TIMES=FILE appends, per config and test case, the CPU seconds (user + system) that
 // its child processes took (spgen run, the compilers, the driver): for finding where the
-// suite's time goes and for balancing the shards.
+// suite's time goes.
 class ChildTime {
  public:
   ChildTime(const char* test, const Kernel& k) : test_(test), name_(k.pair.name), start_(now()) {}
@@ -480,13 +486,9 @@ TEST_CASE("real matrices: matrix kernels match the reference on GNN graphs") {
         saved.emplace_back(use.name, path);
       }
       // Indices the matrix does not fix (a dense operand's width) get a size of 32.
-      std::vector<std::string> matrix_indices;
-      for (const spgen::ast::Access* access : spgen::ast::collect_accesses(*k.spec.rhs))
-        if (std::count(sparse_inputs.begin(), sparse_inputs.end(), access->tensor))
-          matrix_indices.insert(matrix_indices.end(), access->indices.begin(), access->indices.end());
+      const std::set<std::string> matrix_indices = matrix_indices_of(k, sparse_inputs);
       for (const std::string& var : k.spec.index_vars)
-        if (std::find(matrix_indices.begin(), matrix_indices.end(), var) == matrix_indices.end())
-          command.insert(command.end(), {"--dim", var + "=32"});
+        if (!matrix_indices.count(var)) command.insert(command.end(), {"--dim", var + "=32"});
       std::string out_path = dir.file(std::to_string(m) + "_out" + extension_for(k.spec.output.indices.size()));
       // (One emulated CUDA run: it is slow, and its time means nothing.)
       command.insert(command.end(), {"--output", k.spec.output.tensor + "=" + out_path, "--repeat", is_cuda(k) ? "1" : "3"});
