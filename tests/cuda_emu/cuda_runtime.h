@@ -75,15 +75,47 @@ struct dim3 {
   constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
 };
 
-#define SPGEN_EMU_VECTOR2(T, name, align)                       \
-  struct alignas(align) name {                                  \
-    T x, y;                                                     \
-  };                                                            \
+// A vector loaded or stored whole from an address that is not a multiple of its size faults on
+// the GPU. Here each such copy checks its source and destination: a generated kernel reads
+// vectors with `*reinterpret_cast<const float4*>(p)` and writes them by assignment, so the copy
+// constructor and assignment see the address. (A check in the types, rather than UBSan's
+// -fsanitize=alignment over the whole unit, costs nothing to compile and works with any compiler.)
+namespace spgen_emu {
+[[noreturn]] inline void misaligned_vector(const void* address, const char* type, size_t alignment, const char* access);
+inline void check_vector_address(const void* address, const char* type, size_t alignment, const char* access) {
+  // Opaque to the optimizer: it may assume that a float4& is aligned and drop the test.
+  uintptr_t bits = reinterpret_cast<uintptr_t>(address);
+  asm volatile("" : "+r"(bits));
+  if (bits % alignment != 0) misaligned_vector(address, type, alignment, access);
+}
+}  // namespace spgen_emu
+
+#define SPGEN_EMU_VECTOR_COPIES(name, align)                                                          \
+  name(const name& other) {                                                                            \
+    spgen_emu::check_vector_address(&other, #name, align, "load");                                     \
+    __builtin_memcpy(static_cast<void*>(this), static_cast<const void*>(&other), sizeof(name));        \
+  }                                                                                                    \
+  name& operator=(const name& other) {                                                                 \
+    spgen_emu::check_vector_address(&other, #name, align, "load");                                     \
+    spgen_emu::check_vector_address(this, #name, align, "store");                                      \
+    __builtin_memcpy(static_cast<void*>(this), static_cast<const void*>(&other), sizeof(name));        \
+    return *this;                                                                                      \
+  }
+#define SPGEN_EMU_VECTOR2(T, name, align)                                          \
+  struct alignas(align) name {                                                     \
+    T x, y;                                                                        \
+    name() = default;                                                              \
+    constexpr name(T vx, T vy) : x(vx), y(vy) {}                                   \
+    SPGEN_EMU_VECTOR_COPIES(name, align)                                           \
+  };                                                                               \
   inline name make_##name(T x, T y) { return name{x, y}; }
-#define SPGEN_EMU_VECTOR4(T, name, align)                       \
-  struct alignas(align) name {                                  \
-    T x, y, z, w;                                               \
-  };                                                            \
+#define SPGEN_EMU_VECTOR4(T, name, align)                                                    \
+  struct alignas(align) name {                                                               \
+    T x, y, z, w;                                                                            \
+    name() = default;                                                                        \
+    constexpr name(T vx, T vy, T vz, T vw) : x(vx), y(vy), z(vz), w(vw) {}                   \
+    SPGEN_EMU_VECTOR_COPIES(name, align)                                                     \
+  };                                                                                         \
   inline name make_##name(T x, T y, T z, T w) { return name{x, y, z, w}; }
 SPGEN_EMU_VECTOR2(float, float2, 8)
 SPGEN_EMU_VECTOR4(float, float4, 16)
@@ -93,6 +125,7 @@ SPGEN_EMU_VECTOR4(int, int4, 16)
 SPGEN_EMU_VECTOR2(long long, longlong2, 16)
 #undef SPGEN_EMU_VECTOR2
 #undef SPGEN_EMU_VECTOR4
+#undef SPGEN_EMU_VECTOR_COPIES
 
 inline thread_local uint3 threadIdx{0, 0, 0};
 inline thread_local uint3 blockIdx{0, 0, 0};
@@ -148,6 +181,13 @@ namespace spgen_emu {
   std::fprintf(stderr, "cuda emulator: %s\n", message.c_str());
   std::fflush(stderr);
   std::_Exit(3);
+}
+
+[[noreturn]] inline void misaligned_vector(const void* address, const char* type, size_t alignment, const char* access) {
+  char message[160];
+  std::snprintf(message, sizeof message, "misaligned address %p for a %s %s (a GPU fault: it needs %zu-byte alignment)",
+                address, type, access, alignment);
+  fail(message);
 }
 
 inline cudaError_t& last_error() {

@@ -320,6 +320,19 @@ int probe_misaligned(bool aligned) {
   return 0;
 }
 
+// A double2 store to an address that is 8 but not 16-byte aligned (also a GPU fault).
+__global__ void store_double2(double* y, int offset) {
+  *reinterpret_cast<double2*>(y + offset) = make_double2(1.0, 2.0);
+}
+
+int probe_misaligned_store(bool aligned) {
+  double* y = device_copy(std::vector<double>(4, 0.0));
+  store_double2<<<1, 1>>>(y, aligned ? 2 : 1);
+  std::vector<double> got = host_copy(y, 4);
+  std::printf("double2 stored %g %g %g %g\n", got[0], got[1], got[2], got[3]);
+  return 0;
+}
+
 // Each thread of each block marks its thread id once, after a barrier: launches of different
 // sizes in a row (the emulator reuses its threads across launches) each run every thread of
 // every block once, and no thread twice.
@@ -359,5 +372,7 @@ int main(int argc, char** argv) {
   if (!std::strcmp(probe, "racy-counters")) return probe_race(false);
   if (!std::strcmp(probe, "aligned-float4")) return probe_misaligned(true);
   if (!std::strcmp(probe, "misaligned-float4")) return probe_misaligned(false);
+  if (!std::strcmp(probe, "aligned-double2-store")) return probe_misaligned_store(true);
+  if (!std::strcmp(probe, "misaligned-double2-store")) return probe_misaligned_store(false);
   return 2;
 }

@@ -206,14 +206,24 @@ TEST_CASE("atomics from 1024 threads lose no update") {
   CHECK(run.out == want);
 }
 
-TEST_CASE("a misaligned float4 load is caught (it faults on the GPU)") {
+TEST_CASE("a misaligned vector load or store is caught (it faults on the GPU)") {
   ProcessResult aligned = probe({"aligned-float4"});
   CHECK(aligned.exit_code == 0);
   CHECK(aligned.out == "float4 sum 4\n");
   ProcessResult misaligned = probe({"misaligned-float4"});
-  CHECK(misaligned.exit_code != 0);
+  CHECK(misaligned.exit_code == 3);
   CHECK(misaligned.err.find("misaligned address") != std::string::npos);
-  CHECK(misaligned.err.find("float4") != std::string::npos);
+  CHECK(misaligned.err.find("float4 load") != std::string::npos);
+  CHECK(misaligned.err.find("16-byte alignment") != std::string::npos);
+
+  ProcessResult stored = probe({"aligned-double2-store"});
+  CHECK(stored.exit_code == 0);
+  CHECK(stored.out == "double2 stored 0 0 1 2\n");
+  ProcessResult misstored = probe({"misaligned-double2-store"});
+  CHECK(misstored.exit_code == 3);
+  CHECK(misstored.err.find("misaligned address") != std::string::npos);
+  CHECK(misstored.err.find("double2 store") != std::string::npos);
+  CHECK(misstored.out.empty());  // stopped before it printed
 }
 
 TEST_CASE("with NVCC_EMU_SANITIZE=thread, threads that race on memory are reported; the emulator itself is race-free") {

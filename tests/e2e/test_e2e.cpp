@@ -40,7 +40,7 @@ struct Kernel {
 
 bool is_cuda(const Kernel& k) { return k.config.target == spgen::Target::Cuda; }
 
-// Whether k's driver is built quickly (-O0; on the cpu by clang where there is one): the many
+// Whether k's driver is built quickly (-O0, by clang where there is one): the many
 // cases of tests/e2e/cases, and the emulated CUDA kernels, whose runs on tiny inputs take
 // hundredths of a second while their compile takes seconds. The kernels of specs/ are built as
 // `spgen run` builds them by default (-O3, $CXX or c++).
@@ -142,8 +142,8 @@ std::vector<Kernel> all_kernels() {
 // clang++ compiles a cpu driver at -O0 in a third less CPU time than g++ (the kernel 0.31 s
 // against 0.54, the glue 0.37 against 0.50): where it is installed (.ci/setup installs it),
 // the quick cpu builds use it, which also checks that generated kernels build with a second
-// compiler. Emulated CUDA kernels stay with g++: clang's alignment sanitizer does not check a
-// misaligned float4 copied whole, which the emulator must catch.
+// compiler. So do the emulated CUDA kernels' (the emulator's vector types check their own
+// alignment, with any compiler).
 bool has_clang() {
   static const bool found = std::filesystem::exists("/usr/bin/clang++");
   return found;
@@ -152,9 +152,11 @@ bool has_clang() {
 // The environment of `spgen run`: CUDA kernels are built by the emulator's nvcc-emu, which
 // precompiles the driver runtime's header with its own (where meson gives it a cache).
 std::vector<std::string> run_env(const Kernel& k) {
-  if (is_cuda(k)) return {"NVCC=" + source_root() + "/tests/cuda_emu/nvcc-emu", "NVCC_EMU_PRECOMPILE=spgen_run_runtime.hpp", "CXX=g++"};
-  if (built_quickly(k) && has_clang()) return {"CXX=/usr/bin/clang++"};
-  return {};
+  std::vector<std::string> env;
+  if (is_cuda(k)) env = {"NVCC=" + source_root() + "/tests/cuda_emu/nvcc-emu", "NVCC_EMU_PRECOMPILE=spgen_run_runtime.hpp"};
+  if (built_quickly(k) && has_clang()) env.push_back("CXX=/usr/bin/clang++");
+  else if (is_cuda(k)) env.push_back("CXX=g++");
+  return env;
 }
 
 bool is_sparse(const Kernel& k, const std::string& tensor) { return !k.config.format_of(tensor).all_dense(); }
@@ -352,10 +354,10 @@ std::vector<std::string> spgen_run_command(const Kernel& k, const std::string& k
 // CUDA kernels, at -O0, which keeps the suite's time down.
 class Builds {
  public:
-  // An emulated kernel runs each block's threads as real threads, which mostly sleep and wake at
-  // barriers: on one CPU (the shard's own, so that the two shards keep apart) the wake-ups cost a
-  // third less CPU time (spgemm_transposed_cuda_dcsr_out: 13.3 s to 9.0 s). Numerics are the
-  // same; races are the ThreadSanitizer test's to find, not these runs'.
+  // An emulated kernel runs on the shard's own CPU, so that the two shards keep apart. (The
+  // emulator runs a block's threads as fibers of one OS thread; where it falls back to a real
+  // thread per GPU thread, their barrier wake-ups cost a third less CPU time on one CPU.)
+  // Numerics are the same; races are the ThreadSanitizer test's to find, not these runs'.
   static std::vector<std::string> on_one_cpu(const Kernel& k) {
     if (!is_cuda(k) || !std::filesystem::exists("/usr/bin/taskset")) return {};
     const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
