@@ -1106,11 +1106,22 @@ TEST_CASE("bsr: what is refused, with what works") {
   spgen::Compilation dense_columns_alike = compile("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", std::string(R"({"tensors": {"A": )") + compressed_row_blocks + R"(, "B": )" + dense_columns_row_blocks + R"(, "D": {"format": "dcsc"}, "C": {"format": "dense"}}})");
   CHECK(contains(dense_columns_alike.stage2_dump, "    # co-iterate j: every coordinate, with cursors into A, D\n"));
   CHECK(contains(dense_columns_alike.stage2_dump, "      if (pA0_2_found || pB0_2_found) == false:\n"));
-  // Still refused: an output gathered in block rows (here A's and B's, stored compressed), which
-  // the loop over block rows would visit only where A or B stores one.
-  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", std::string(R"({"tensors": {"A": )") + compressed_row_blocks + R"(, "B": )" + compressed_row_blocks + R"(, "D": {"format": "dcsc"}, "C": )" + compressed_row_blocks + "}}"),
-                 "(the loop i_blk over the output's block rows visits only A's, but the other operands' entries lie in the others too; "
-                 "store A's block rows dense (bsr))"));
+  // Into an output gathered in block rows (here A's and B's, stored compressed), the loop over
+  // block rows visits every one (D's entries lie in any), with cursors into A's and B's, and the
+  // loop over j merges D's columns in each (it used to be refused: that loop visited only A's or
+  // B's block rows).
+  spgen::Compilation gathered_every_block_row = compile("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", std::string(R"({"tensors": {"A": )") + compressed_row_blocks + R"(, "B": )" + compressed_row_blocks + R"(, "D": {"format": "dcsc"}, "C": )" + compressed_row_blocks + "}}");
+  CHECK(contains(gathered_every_block_row.stage2_dump, "    # co-iterate i_blk: every coordinate, with cursors into A, B\n"));
+  CHECK(contains(gathered_every_block_row.stage2_dump, "      # co-iterate j: two-finger merge of A, B, D\n"));
+  CHECK(contains(gathered_every_block_row.stage2_dump, "          # locate i in D by binary search (A splits i into blocks, so no cursor can follow it)\n"));
+  CHECK(contains(gathered_every_block_row.stage2_dump,
+                 "          C_blocks[j * 2 + i_in] += (inA && inA_2 ? A_vals[pA2] : 0) + (inB && inB_2 ? B_vals[pB2] : 0) - 3 * (inD && pD1_found ? D_vals[pD1] : 0)\n"));
+  CHECK(!contains(gathered_every_block_row.stage2_dump, "outside A's"));  // (the block loops visit all of D's entries: no rest)
+  // ... and where the rest follows in each block row (block-DCSR A + dcsr B into block-DCSR).
+  const char* block_dcsr = R"({"format": {"levels": [{"kind": "compressed", "floordiv": 2}, {"kind": "compressed", "floordiv": 2}, {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]}})";
+  spgen::Compilation rest_every_block_row = compile("C(i,j) = A(i,j) + B(i,j)", std::string(R"({"tensors": {"A": )") + block_dcsr + R"(, "B": {"format": "dcsr"}, "C": )" + block_dcsr + "}}");
+  CHECK(contains(rest_every_block_row.stage2_dump, "    # co-iterate i_blk: every coordinate, with cursors into A\n"));
+  CHECK(contains(rest_every_block_row.stage2_dump, "      # the other operands outside A's blocks, where A is zero, into the same block row: B(i,j)\n"));
   // ... as where that loop visits every column (D csc): the rest used to skip only where A's
   // column was found too, adding D's entries in A's block rows twice.
   spgen::Compilation every_column = compile("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", std::string(R"({"tensors": {"A": )") + row_blocks_above_columns + R"(, "B": {"format": "dcsc"}, "D": {"format": "csc"}, "C": {"format": "dense"}}})");
