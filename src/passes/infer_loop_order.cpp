@@ -78,9 +78,18 @@ std::string conflict_advice(const sparse::Program& program, const Config& config
 // No loop can be placed: two operands store the same indices in opposite orders.
 [[noreturn]] void fail_conflicting_orders(const sparse::Program& program, const std::vector<sparse::OrderConstraint>& hard,
                                           const std::set<std::string>& placed, const Config& config) {
+  // A tensor in blocks of rows that could be lowered as BSR r x 1 conflicts with csr operands
+  // only so: where the order still fails, another pair conflicts, which is named first.
+  auto splits = [&](const std::string& tensor) {
+    const Format& format = config.format_of(tensor);
+    const std::vector<size_t> inside = levels_inside_row_blocks(format);
+    return !inside.empty() && std::all_of(inside.begin(), inside.end(), [&](size_t l) { return splittable(format, l); });
+  };
+  for (bool skip_splitting : {true, false})
   for (const sparse::OrderConstraint& a : hard)
     for (const sparse::OrderConstraint& b : hard)
-      if (!placed.count(a.before) && a.tensor != b.tensor && a.before == b.after && a.after == b.before)
+      if (!placed.count(a.before) && a.tensor != b.tensor && a.before == b.after && a.after == b.before &&
+          !(skip_splitting && (splits(a.tensor) || splits(b.tensor))))
         throw CompileError(format_config_error(
             config.file, "/tensors/" + b.tensor + "/format",
             "no loop order can iterate both " + a.tensor + " (which stores " + a.after + " inside " + a.before +

@@ -1038,6 +1038,11 @@ TEST_CASE("blocks of rows beside a csr operand are lowered as bsr r x 1") {
                  "through their compressed levels; A stores j in a sparse-fixed level between its block levels (blocks of rows), which cannot be "
                  "split into blocks of 1 (as a dense or compressed level there can: A is then lowered as BSR r x 1, the other operands located "
                  "inside its blocks); make that level compressed, or store A unblocked (csr) or dense"));
+  // Where the order still fails, the error names a pair that the split does not reconcile (B dcsc
+  // and D dcsr), not the blocks of rows.
+  CHECK(contains(error_of("C(i,j) = A(i,j) * (B(i,j) + D(i,j))", std::string(R"({"tensors": {"A": )") + row_blocks + R"(, "B": {"format": "dcsc"}, "D": {"format": "dcsr"}, "C": {"format": "dense"}}})"),
+                 "c.json: /tensors/D/format: error: no loop order can iterate both B (which stores i_in inside j) and D (which stores j inside "
+                 "i_in) through their compressed levels; store one of them in the other mode order (e.g. csr instead of csc) or dense"));
   // `+=` into an output blocked otherwise (bsr 2x2): C_prev and A conflict as blocked operands.
   CHECK(contains(error_of("C(i,j) += A(i,j) * B(i,j)", std::string(R"({"tensors": {"A": )") + row_blocks + R"(, "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})"),
                  "no loop order can iterate both C_prev (which stores j_in inside i_in) and A (which stores i_in inside j_in) through their "
