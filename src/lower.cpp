@@ -98,6 +98,18 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
   it.applied.assign(config.schedule.size(), false);
   // 2. Stage I: sparse axes, buffers and the sparse iteration, in storage-concordant order.
   it.program = build_sparse_ir(spec, config);
+  // Blocks of rows beside an operand that stores their rows outside their columns (csr): lowered
+  // as BSR r x 1 (the same arrays), the other operand located inside the blocks.
+  if (!loop_order_exists(it.program, config)) {
+    Config blocked = config;
+    if (!block_levels_inside_row_blocks(blocked).empty()) {
+      sparse::Program program = build_sparse_ir(spec, blocked);
+      if (loop_order_exists(program, blocked)) {
+        config = std::move(blocked);
+        it.program = std::move(program);
+      }
+    }
+  }
   infer_loop_order(it.program, config);
 
   // 3. Stage I schedule: reorders of index variables and fuses of sparse levels, up to the

@@ -31,18 +31,70 @@ std::vector<sparse::OrderConstraint> soft_order_preferences(const sparse::Progra
   return preferences;
 }
 
+// The levels of `format` that lie between a mode's floordiv and mod levels and store other,
+// unblocked modes (blocks of rows: dense i / r, compressed j, dense i % r stores j there).
+std::vector<size_t> levels_inside_row_blocks(const Format& format) {
+  std::vector<size_t> inside;
+  for (size_t a = 0; a < format.levels.size(); ++a) {
+    if (format.block(a).part != BlockPart::Block) continue;
+    for (size_t b = a + 1; b < format.levels.size(); ++b) {
+      if (format.mode_order[b] != format.mode_order[a]) continue;
+      for (size_t l = a + 1; l < b; ++l)
+        if (format.block(l).part == BlockPart::None && std::find(inside.begin(), inside.end(), l) == inside.end())
+          inside.push_back(l);
+      break;
+    }
+  }
+  std::sort(inside.begin(), inside.end());
+  return inside;
+}
+
+bool splittable(const Format& format, size_t level) {
+  return format.levels[level] == LevelKind::Dense || format.levels[level] == LevelKind::Compressed;
+}
+
+// What would let both `a.tensor` and `b.tensor` be iterated.
+std::string conflict_advice(const sparse::Program& program, const Config& config, const sparse::OrderConstraint& a,
+                            const sparse::OrderConstraint& b) {
+  for (const std::string& tensor : {a.tensor, b.tensor}) {
+    const Format& format = config.format_of(tensor);
+    for (size_t level : levels_inside_row_blocks(format))
+      if (!splittable(format, level)) {
+        const sparse::SparseBuffer& buffer = program.buffer(tensor);
+        return tensor + " stores " + buffer.indices[format.mode_order[level]] + " in a " +
+               level_kind_name(format.levels[level]) +
+               " level between its block levels (blocks of rows), which cannot be split into blocks of 1 (as a "
+               "dense or compressed level there can: " + tensor +
+               " is then lowered as BSR r x 1, the other operands located inside its blocks); make that level "
+               "compressed, or store " + tensor + " unblocked (csr) or dense";
+      }
+  }
+  if (config.format_of(a.tensor).is_blocked() && config.format_of(b.tensor).is_blocked())
+    return "store them in blocks alike (the same blocks, their levels in the same order: " + a.tensor + "'s or " +
+           b.tensor + "'s), or one of them unblocked or dense";
+  return "store one of them in the other mode order (e.g. csr instead of csc) or dense";
+}
+
 // No loop can be placed: two operands store the same indices in opposite orders.
-[[noreturn]] void fail_conflicting_orders(const std::vector<sparse::OrderConstraint>& hard,
+[[noreturn]] void fail_conflicting_orders(const sparse::Program& program, const std::vector<sparse::OrderConstraint>& hard,
                                           const std::set<std::string>& placed, const Config& config) {
+  // A tensor in blocks of rows that could be lowered as BSR r x 1 conflicts with csr operands
+  // only so: where the order still fails, another pair conflicts, which is named first.
+  auto splits = [&](const std::string& tensor) {
+    const Format& format = config.format_of(tensor);
+    const std::vector<size_t> inside = levels_inside_row_blocks(format);
+    return !inside.empty() && std::all_of(inside.begin(), inside.end(), [&](size_t l) { return splittable(format, l); });
+  };
+  for (bool skip_splitting : {true, false})
   for (const sparse::OrderConstraint& a : hard)
     for (const sparse::OrderConstraint& b : hard)
-      if (!placed.count(a.before) && a.tensor != b.tensor && a.before == b.after && a.after == b.before)
+      if (!placed.count(a.before) && a.tensor != b.tensor && a.before == b.after && a.after == b.before &&
+          !(skip_splitting && (splits(a.tensor) || splits(b.tensor))))
         throw CompileError(format_config_error(
             config.file, "/tensors/" + b.tensor + "/format",
             "no loop order can iterate both " + a.tensor + " (which stores " + a.after + " inside " + a.before +
                 ") and " + b.tensor + " (which stores " + b.after + " inside " + b.before +
-                ") through their compressed levels; store one of them in the other mode order (e.g. csr "
-                "instead of csc) or dense"));
+                ") through their compressed levels; " + conflict_advice(program, config, a, b)));
   throw CompileError(format_config_error(config.file, "/tensors",
                                          "the operands' storage orders conflict: no loop order iterates every "
                                          "compressed level inside its parents"));
@@ -79,17 +131,16 @@ std::vector<sparse::Iterator> order_loops(const sparse::Program& program, const 
   return ordered;
 }
 
-}  // namespace
-
-void infer_loop_order(sparse::Program& program, const Config& config) {
-  std::vector<sparse::OrderConstraint> hard = sparse::hard_order_constraints(program);
+// The loop order of infer_loop_order, or empty where none exists (`hard`, `placed`: as found).
+std::vector<sparse::Iterator> find_loop_order(const sparse::Program& program, const Config& config,
+                                              std::vector<sparse::OrderConstraint>& hard, std::set<std::string>& placed) {
+  hard = sparse::hard_order_constraints(program);
   // A level located inside a blocked operand's blocks waits for the in-block loop of its index.
   for (sparse::OrderConstraint& c : hard) {
     c.before = loop_of(program, c.before);
     c.after = loop_of(program, c.after);
   }
   std::vector<sparse::OrderConstraint> soft = soft_order_preferences(program);
-  std::set<std::string> placed;
   std::vector<sparse::Iterator> ordered = order_loops(program, hard, soft, placed);
   // An output stored against the operands' order (dcsc from csr operands) has its entries
   // listed and sorted (passes/lower_to_loops.cpp): only the operands' orders are hard then.
@@ -100,8 +151,44 @@ void infer_loop_order(sparse::Program& program, const Config& config) {
     std::set<std::string> placed_without_output;
     ordered = order_loops(program, operands, soft, placed_without_output);
   }
-  if (ordered.empty()) fail_conflicting_orders(hard, placed, config);
+  return ordered;
+}
+
+}  // namespace
+
+bool loop_order_exists(const sparse::Program& program, const Config& config) {
+  std::vector<sparse::OrderConstraint> hard;
+  std::set<std::string> placed;
+  return !find_loop_order(program, config, hard, placed).empty();
+}
+
+void infer_loop_order(sparse::Program& program, const Config& config) {
+  std::vector<sparse::OrderConstraint> hard;
+  std::set<std::string> placed;
+  std::vector<sparse::Iterator> ordered = find_loop_order(program, config, hard, placed);
+  if (ordered.empty()) fail_conflicting_orders(program, hard, placed, config);
   program.iteration.iterators = ordered;
+}
+
+std::vector<std::string> block_levels_inside_row_blocks(Config& config) {
+  std::vector<std::string> rewritten;
+  for (auto& [tensor, format] : config.formats) {
+    const std::vector<size_t> inside = levels_inside_row_blocks(format);
+    if (inside.empty() || !std::all_of(inside.begin(), inside.end(), [&](size_t l) { return splittable(format, l); }))
+      continue;
+    format.blocks.resize(format.levels.size());
+    format.widths.resize(format.levels.size(), 0);
+    for (size_t l : inside) {  // (j / 1 in place; j % 1 after the other in-block levels, as BSR's j_in)
+      format.blocks[l] = {BlockPart::Block, 1};
+      format.levels.push_back(LevelKind::Dense);
+      format.mode_order.push_back(format.mode_order[l]);
+      format.widths.push_back(0);
+      format.blocks.push_back({BlockPart::InBlock, 1});
+    }
+    format.name += ", its levels between the blocks in blocks of 1 (bsr r x 1: the same arrays)";
+    rewritten.push_back(tensor);
+  }
+  return rewritten;
 }
 
 }  // namespace spgen

@@ -11,4 +11,16 @@ namespace spgen {
 
 void infer_loop_order(sparse::Program& program, const Config& config);
 
+// Whether infer_loop_order finds a loop order (it throws where none exists).
+bool loop_order_exists(const sparse::Program& program, const Config& config);
+
+// Blocks of rows (a mode's floordiv level, then levels of other, unblocked modes, then its mod
+// level: dense i / r, compressed j, dense i % r) store those other levels outside the rows of a
+// block (i_in), while an operand or output that stores i above j (csr) needs j inside i_in: no
+// loop order iterates both. Stored as BSR r x 1, whose arrays are the same (a level j / 1, a dense
+// j % 1 of one coordinate below the rows), j is blocked too, and such an operand is located inside
+// the blocks (binary search of j in row i). Each such tensor of `config` whose levels between its
+// blocks are dense or compressed is so rewritten; returns the names of those rewritten.
+std::vector<std::string> block_levels_inside_row_blocks(Config& config);
+
 }  // namespace spgen

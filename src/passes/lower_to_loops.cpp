@@ -521,13 +521,26 @@ class Lowering {
     auto stored_or_located = [&](const std::string& tensor) { return compressed_axis(tensor, loop) >= 0 || located_here(tensor); };
     IterationSpace with_located = terms(*program_.iteration.body, stored_or_located, [](const IterationSpace&) {});
     IterationSpace space;
+    // Into an output gathered in block rows, the rest runs inside each block row: a loop over
+    // the block rows visits every one for a term of located operands only (D dcsc beside A and
+    // B in compressed block rows), with cursors into the blocked operands'.
+    const sparse::SparseBuffer& output = program_.output();
+    const auto at = std::find_if(program_.iteration.iterators.begin(), program_.iteration.iterators.end(),
+                                 [&](const sparse::Iterator& it) { return it.var == loop; });
+    const bool every_block_row = !whole_ && assembled_ && output.gathered_level >= 0 &&
+                                 at - program_.iteration.iterators.begin() <= gathered_row_depth();
+    bool located_only = false;
     auto add = [&](Conjunction c, bool of_body) {
       bool streamed = std::any_of(c.begin(), c.end(), [&](const std::string& t) { return compressed_axis(t, loop) >= 0; });
-      if (!streamed && !c.empty() && of_body) return;  // only located operands: after the blocks
+      if (!streamed && !c.empty() && of_body) {  // only located operands: after the blocks
+        located_only |= every_block_row;
+        return;
+      }
       for (auto t = c.begin(); t != c.end();) t = compressed_axis(*t, loop) >= 0 ? std::next(t) : c.erase(t);
       space.push_back(c);
     };
     for (const Conjunction& c : with_located) add(c, true);
+    if (located_only && std::find(space.begin(), space.end(), Conjunction{}) == space.end()) space.push_back({});
     const bool body_universe = std::any_of(space.begin(), space.end(), [](const Conjunction& c) { return c.empty(); });
     if (shared)
       for (const sparse::AddedPart& part : whole_->iteration.added_parts)

@@ -1011,6 +1011,45 @@ TEST_CASE("bsr: other operands located inside the blocks, by level kind") {
   CHECK(contains(run.files[1].text, "pB1 < (pB0_found ? pB0_run_end : 0); pB1++"));  // printed with its parentheses
 }
 
+TEST_CASE("blocks of rows beside a csr operand are lowered as bsr r x 1") {
+  // Blocks of rows (dense i / 2, compressed j, dense i % 2) store j outside the rows of a block,
+  // a csr operand i outside j: no loop order iterates both. Lowered with j in blocks of 1 (the
+  // same arrays), the csr operand is located inside the blocks, and the rest follows them.
+  const char* row_blocks = R"({"format": {"levels": [{"kind": "dense", "floordiv": 2}, "compressed", {"kind": "dense", "mod": 2}], "order": [0, 1, 0]}})";
+  spgen::Compilation sum = compile("C(i,j) = A(i,j) + B(i,j)", std::string(R"({"tensors": {"A": )") + row_blocks + R"(, "B": {"format": "csr"}, "C": {"format": "dense"}}})");
+  CHECK(contains(sum.stage1_dump, "A.1 = sparse_variable(j_blk, parent=A.0, length=dim_j, pos=A_pos1, crd=A_crd1, j floordiv 1)\n"));
+  CHECK(contains(sum.stage2_dump, "    for j_blk at pA1 in [int64(A_pos1[i_blk]), int64(A_pos1[i_blk + 1])):\n"));
+  CHECK(contains(sum.stage2_dump, "          # locate j in B by binary search (A splits j into blocks, so no cursor can follow it)\n"));
+  CHECK(contains(sum.stage2_dump, "  # the other operands outside A's blocks, where A is zero: B(i,j)\n"));
+  CHECK(contains(sum.files[0].text, "//   A: custom, its levels between the blocks in blocks of 1 (bsr r x 1: the same arrays) (levels dense i floordiv 2, "
+                                    "compressed j floordiv 1, dense i mod 2, dense j mod 1)\n"));
+  // A product into csr, on cuda (C shares B's structure: A located at B's entries); an output in
+  // blocks of rows is lowered so too (a block-row workspace).
+  spgen::Compilation product = compile("C(i,j) = A(i,j) * B(i,j)", std::string(R"({"tensors": {"A": )") + row_blocks + R"(, "B": {"format": "csr"}, "C": {"format": "csr"}}, "target": "cuda"})");
+  CHECK(contains(product.stage2_dump, "# locate j in A by binary search (the loops follow the entries of B, whose structure C shares)\n"));
+  spgen::Compilation gathered = compile("C(i,j) = A(i,j) + B(i,j)", std::string(R"({"tensors": {"A": )") + row_blocks + R"(, "B": {"format": "csr"}, "C": )" + row_blocks + "}}");
+  CHECK(contains(gathered.stage2_dump, "# gather each block row of C by j_blk in a workspace of whole blocks (A's blocks, and the other operands' entries outside them); append them sorted\n"));
+  // Blocks of rows that need no such split keep their own loops (i_blk, j, i_in).
+  CHECK(contains(compile("y(i) = A(i,j) * x(j)", std::string(R"({"tensors": {"A": )") + row_blocks + "}}").stage2_dump, "for j at pA1 in"));
+  // A level between the blocks that cannot be blocked by 1 (ELL) is refused, saying what would do.
+  const char* ell_row_blocks = R"({"format": {"levels": [{"kind": "compressed", "floordiv": 2}, {"kind": "sparse-fixed", "width": 3}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0]}})";
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", std::string(R"({"tensors": {"A": )") + ell_row_blocks + R"(, "B": {"format": "csr"}, "C": {"format": "dense"}}})"),
+                 "c.json: /tensors/B/format: error: no loop order can iterate both A (which stores i_in inside j) and B (which stores j inside i_in) "
+                 "through their compressed levels; A stores j in a sparse-fixed level between its block levels (blocks of rows), which cannot be "
+                 "split into blocks of 1 (as a dense or compressed level there can: A is then lowered as BSR r x 1, the other operands located "
+                 "inside its blocks); make that level compressed, or store A unblocked (csr) or dense"));
+  // Where the order still fails, the error names a pair that the split does not reconcile (B dcsc
+  // and D dcsr), not the blocks of rows.
+  CHECK(contains(error_of("C(i,j) = A(i,j) * (B(i,j) + D(i,j))", std::string(R"({"tensors": {"A": )") + row_blocks + R"(, "B": {"format": "dcsc"}, "D": {"format": "dcsr"}, "C": {"format": "dense"}}})"),
+                 "c.json: /tensors/D/format: error: no loop order can iterate both B (which stores i_in inside j) and D (which stores j inside "
+                 "i_in) through their compressed levels; store one of them in the other mode order (e.g. csr instead of csc) or dense"));
+  // `+=` into an output blocked otherwise (bsr 2x2): C_prev and A conflict as blocked operands.
+  CHECK(contains(error_of("C(i,j) += A(i,j) * B(i,j)", std::string(R"({"tensors": {"A": )") + row_blocks + R"(, "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})"),
+                 "no loop order can iterate both C_prev (which stores j_in inside i_in) and A (which stores i_in inside j_in) through their "
+                 "compressed levels; store them in blocks alike (the same blocks, their levels in the same order: C_prev's or A's), or one of "
+                 "them unblocked or dense"));
+}
+
 TEST_CASE("bsr: what is refused, with what works") {
   // A term without the blocked operand: its entries outside the blocks follow the blocks.
   spgen::Compilation rest = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "ragged"}, "C": {"format": "dense"}}})");
@@ -1072,11 +1111,22 @@ TEST_CASE("bsr: what is refused, with what works") {
   spgen::Compilation dense_columns_alike = compile("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", std::string(R"({"tensors": {"A": )") + compressed_row_blocks + R"(, "B": )" + dense_columns_row_blocks + R"(, "D": {"format": "dcsc"}, "C": {"format": "dense"}}})");
   CHECK(contains(dense_columns_alike.stage2_dump, "    # co-iterate j: every coordinate, with cursors into A, D\n"));
   CHECK(contains(dense_columns_alike.stage2_dump, "      if (pA0_2_found || pB0_2_found) == false:\n"));
-  // Still refused: an output gathered in block rows (here A's and B's, stored compressed), which
-  // the loop over block rows would visit only where A or B stores one.
-  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", std::string(R"({"tensors": {"A": )") + compressed_row_blocks + R"(, "B": )" + compressed_row_blocks + R"(, "D": {"format": "dcsc"}, "C": )" + compressed_row_blocks + "}}"),
-                 "(the loop i_blk over the output's block rows visits only A's, but the other operands' entries lie in the others too; "
-                 "store A's block rows dense (bsr))"));
+  // Into an output gathered in block rows (here A's and B's, stored compressed), the loop over
+  // block rows visits every one (D's entries lie in any), with cursors into A's and B's, and the
+  // loop over j merges D's columns in each (it used to be refused: that loop visited only A's or
+  // B's block rows).
+  spgen::Compilation gathered_every_block_row = compile("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", std::string(R"({"tensors": {"A": )") + compressed_row_blocks + R"(, "B": )" + compressed_row_blocks + R"(, "D": {"format": "dcsc"}, "C": )" + compressed_row_blocks + "}}");
+  CHECK(contains(gathered_every_block_row.stage2_dump, "    # co-iterate i_blk: every coordinate, with cursors into A, B\n"));
+  CHECK(contains(gathered_every_block_row.stage2_dump, "      # co-iterate j: two-finger merge of A, B, D\n"));
+  CHECK(contains(gathered_every_block_row.stage2_dump, "          # locate i in D by binary search (A splits i into blocks, so no cursor can follow it)\n"));
+  CHECK(contains(gathered_every_block_row.stage2_dump,
+                 "          C_blocks[j * 2 + i_in] += (inA && inA_2 ? A_vals[pA2] : 0) + (inB && inB_2 ? B_vals[pB2] : 0) - 3 * (inD && pD1_found ? D_vals[pD1] : 0)\n"));
+  CHECK(!contains(gathered_every_block_row.stage2_dump, "outside A's"));  // (the block loops visit all of D's entries: no rest)
+  // ... and where the rest follows in each block row (block-DCSR A + dcsr B into block-DCSR).
+  const char* block_dcsr = R"({"format": {"levels": [{"kind": "compressed", "floordiv": 2}, {"kind": "compressed", "floordiv": 2}, {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]}})";
+  spgen::Compilation rest_every_block_row = compile("C(i,j) = A(i,j) + B(i,j)", std::string(R"({"tensors": {"A": )") + block_dcsr + R"(, "B": {"format": "dcsr"}, "C": )" + block_dcsr + "}}");
+  CHECK(contains(rest_every_block_row.stage2_dump, "    # co-iterate i_blk: every coordinate, with cursors into A\n"));
+  CHECK(contains(rest_every_block_row.stage2_dump, "      # the other operands outside A's blocks, where A is zero, into the same block row: B(i,j)\n"));
   // ... as where that loop visits every column (D csc): the rest used to skip only where A's
   // column was found too, adding D's entries in A's block rows twice.
   spgen::Compilation every_column = compile("C(i,j) = A(i,j) + B(i,j) - 3 * D(i,j)", std::string(R"({"tensors": {"A": )") + row_blocks_above_columns + R"(, "B": {"format": "dcsc"}, "D": {"format": "csc"}, "C": {"format": "dense"}}})");
