@@ -1011,16 +1011,48 @@ class Lowering {
         std::make_shared<Comment>("the row of entry " + position + ": the cursor's, or the last row starting at or before it"),
         std::make_shared<If>(outside_row, search, nullptr),
         std::make_shared<Declare>(f.outer, ScalarType::Int64, var(row), false)};
+    append(body, fused_row_changes());
     append(body, position_declares(depth));
     body.push_back(std::make_shared<Declare>(f.inner, ScalarType::Int64,
                                              cast(ScalarType::Int64, load(lower->crd, var(position), index_type_)), false));
     append(body, position_declares(depth + 1));
     body.push_back(loop_nest(depth + 2));
-    return block({std::make_shared<Comment>("fuse " + f.outer + ", " + f.inner + ": one loop over the entries of " + f.tensor),
-                  std::make_shared<Declare>(row, ScalarType::Int64, int64(0), true),
+    std::vector<Stmt> before = {std::make_shared<Comment>("fuse " + f.outer + ", " + f.inner + ": one loop over the entries of " + f.tensor)};
+    if (fused_rows_append_)
+      before.push_back(std::make_shared<Comment>("its entries come in " + program_.output().tensor +
+                                                  "'s storage order, once each: appended in place"));
+    for (const OpenLevel& open : open_levels_)
+      if (!open.fused_row.empty()) before.push_back(std::make_shared<Declare>(open.fused_row, ScalarType::Int64, int64(-1), true));
+    before.push_back(std::make_shared<Declare>(row, ScalarType::Int64, int64(0), true));
+    return block({block(std::move(before)),
                   std::make_shared<For>(f.into, position, pos_at(int64(0)), pos_at(rows), block(std::move(body)),
                                         // (into a listed output it is the outer loop, whose threads list apart)
                                         loop_annotations(listed_ ? depth : depth + 1))});
+  }
+
+  // A fused loop appending an output's rows in place (appends_rows_in_order): where an entry's row
+  // differs from the last entry's, the row level holds one more coordinate. Counting that level
+  // counts it; else its cursor moves on to it (after the first), and filling stores it there.
+  std::vector<Stmt> fused_row_changes() const {
+    std::vector<Stmt> stmts;
+    const sparse::SparseBuffer& output = program_.output();
+    for (const OpenLevel& open : open_levels_) {
+      if (open.fused_row.empty()) continue;
+      const sparse::Axis& axis = program_.axes[output.axes[open.level]];
+      const LevelPosition& position = positions_.at(output.tensor)[open.level];
+      std::vector<Stmt> change;
+      if (open.counted) {
+        change.push_back(std::make_shared<Store>(axis.pos, add(var(position.name), int64(1)), cast(index_type_, int64(1)), true));
+      } else {
+        change.push_back(std::make_shared<If>(binary(BinOp::Le, int64(0), var(open.fused_row)),
+                                              std::make_shared<Assign>(open.cursor, int64(1), true), nullptr));
+        if (!counting_) change.push_back(store_open_coordinate(open.level, open.last_level, open.cursor));
+      }
+      change.push_back(std::make_shared<Assign>(open.fused_row, var(axis.index_var), false));
+      stmts.push_back(std::make_shared<Comment>("a new row of " + output.tensor + " where the entry's row changes"));
+      stmts.push_back(std::make_shared<If>(binary(BinOp::Ne, var(axis.index_var), var(open.fused_row)), block(std::move(change)), nullptr));
+    }
+    return stmts;
   }
 
   // The loop at `depth` visits every coordinate of its variable (so no output entry is skipped).
@@ -1143,6 +1175,12 @@ class Lowering {
           if (under_ragged && axis.kind != sparse::AxisKind::SparseFixed)
             position.value = select(binary(BinOp::Lt, parent, structure_size(buffer, level)), position.value, int64(0));
           position.is_cursor = true;
+          // A fused loop appending in storage order: the last level's cursor runs through all
+          // rows, declared before the loop (appends_rows_in_order).
+          if (fused_rows_append_ && last && !counting_) {
+            position.declare_depth = -1;
+            position.value = cast(ScalarType::Int64, load(axis.pos, int64(0), index_type_));
+          }
         } else {
           if (!iterates_axis(depth, buffer.axes[level]))
             throw std::logic_error("compressed level " + axis.name + " is not iterated by its loop");
@@ -1311,6 +1349,7 @@ class Lowering {
       open.counted = counting_ && open.level == counted_level_;
       if (!open.counted) open.cursor = levels[level].name;
       open.every_iteration = writes_every_iteration(depth);
+      if (fused_rows_append_) open.fused_row = fresh_name(output.tensor + std::to_string(level) + "_row");
       open_levels_.push_back(open);
     }
     // Cursors and counts are shared by the loops inside the first compressed (ragged, ELL) level's parent.
@@ -1383,7 +1422,7 @@ class Lowering {
       return body;
     std::vector<Stmt> stmts;
     for (const OpenLevel& open : open_levels_) {
-      if (open.depth != depth) continue;
+      if (open.depth != depth || !open.fused_row.empty()) continue;
       if (!open.every_iteration)
         stmts.push_back(std::make_shared<Declare>(open.flag, ScalarType::Bool, std::make_shared<IntImm>(0, ScalarType::Bool), true));
       else if (!open.counted)
@@ -1391,7 +1430,7 @@ class Lowering {
     }
     stmts.push_back(body);
     for (const OpenLevel& open : open_levels_) {
-      if (open.depth != depth) continue;
+      if (open.depth != depth || !open.fused_row.empty()) continue;
       Expr entries = open.every_iteration ? int64(1) : cast(ScalarType::Int64, var(open.flag, ScalarType::Bool));
       if (!open.counted) {
         stmts.push_back(std::make_shared<Assign>(open.cursor, entries, true));
@@ -1425,7 +1464,7 @@ class Lowering {
   std::vector<Stmt> open_levels() const {
     std::vector<Stmt> stmts;
     for (const OpenLevel& open : open_levels_) {
-      if (open.every_iteration) continue;  // marked before its loop's body
+      if (open.every_iteration || !open.fused_row.empty()) continue;  // marked before its loop's body
       if (!counting_) stmts.push_back(store_open_coordinate(open.level, open.last_level, open.cursor));
       stmts.push_back(std::make_shared<Assign>(open.flag, std::make_shared<IntImm>(1, ScalarType::Bool), false));
     }
@@ -1783,6 +1822,7 @@ class Lowering {
   // before say so) and once each (no summed variable fused), appends them in place on the cpu.
   bool appends_in_order(const sparse::SparseBuffer& output) const {
     const Format& format = output.format;
+    if (appends_rows_in_order(output)) return true;
     if (config_.target == Target::Cuda || format.levels.front() != LevelKind::CompressedNonUnique ||
         segment_end(format, 0) != static_cast<int>(format.levels.size()) - 1)
       return false;
@@ -1791,6 +1831,38 @@ class Lowering {
           program_.iteration.iterators[program_.depth_of(f.inner)].is_reduction)
         return false;
     return true;
+  }
+
+  // An output with rows (csr: dense, compressed; dcsr: compressed, compressed) on the two fused
+  // variables, row over column, filled by a sequential fused loop over the entries of a csr
+  // operand at the top of the nest: its entries come in storage order (the checks of
+  // out_of_order_reason say so), once each (the operand's levels are unique, no summed variable
+  // is fused, and each entry writes one: the loops inside are summed into a scalar). Then the
+  // assemble phases count the entries per row (a compressed row level: the rows holding one, as
+  // the entry's row changes), and the fill appends each entry at one cursor that runs through the
+  // whole output (fused_row_change: the row level's cursor moves on as the row changes). A
+  // parallel loop (or a schedule left to auto) keeps the list, whose threads list apart.
+  bool appends_rows_in_order(const sparse::SparseBuffer& output) const {
+    const Format& format = output.format;
+    if (config_.target == Target::Cuda || config_.auto_schedule || format.levels.size() != 2 || format.is_blocked() ||
+        output.gathered_level >= 0 || output.listed_blocks || whole_ || added_to_ || lists_into_ ||
+        !program_.iteration.added_parts.empty() || program_.iteration.fusions.size() != 1 ||
+        !output.shares_structure_with.empty())
+      return false;
+    if (format.levels[1] != LevelKind::Compressed ||
+        (format.levels[0] != LevelKind::Dense && format.levels[0] != LevelKind::Compressed))
+      return false;
+    for (const ScheduleOp& op : config_.schedule)
+      if (std::holds_alternative<ParallelOp>(op.op)) return false;
+    const sparse::Fusion& f = program_.iteration.fusions.front();
+    if (!fuses_rows(f) || program_.depth_of(f.outer) != 0 || !fused_axes(f).second->unique ||
+        program_.iteration.iterators[0].is_reduction || program_.iteration.iterators[1].is_reduction)
+      return false;
+    const sparse::Axis& rows = program_.axes[output.axes[0]];
+    const sparse::Axis& columns = program_.axes[output.axes[1]];
+    return rows.index_var == f.outer && columns.index_var == f.inner && rows.block_part == BlockPart::None &&
+           columns.block_part == BlockPart::None && (rows.kind == sparse::AxisKind::DenseFixed || rows.unique) &&
+           columns.unique;
   }
 
   void plan_listed() {
@@ -1808,7 +1880,10 @@ class Lowering {
     for (size_t l = 0; l < output.format.levels.size() && !output.listed_blocks; ++l)
       if (output.format.block(l).part != BlockPart::None) return;  // appended in the block loops' order
     const std::string why = out_of_order_reason(output);
-    if (why.empty()) return;
+    if (why.empty()) {
+      fused_rows_append_ = appends_rows_in_order(output);
+      return;
+    }
     listed_ = true;
     list_keys_ = fresh_name(output.tensor + "_keys");
     list_values_ = fresh_name(output.tensor + "_entries");
@@ -3721,10 +3796,14 @@ class Lowering {
     // Every iteration of its loop writes entries below (only whole blocks' loops are inside):
     // it is marked once, before the body, with no flag (see writes_every_iteration).
     bool every_iteration = false;
+    // The row level of an output that a fused loop appends in place: the row of its last entry
+    // (-1 before the first), against which each entry's row is compared (fused_row_change).
+    std::string fused_row;
   };
   std::vector<OpenLevel> open_levels_;  // compressed (or counted ragged) output levels above the last (plan_open_levels)
   int append_depth_ = -1;  // loops deeper than this share the output's cursors or counts
   bool listed_ = false;    // the output's entries are listed, sorted and packed (plan_listed)
+  bool fused_rows_append_ = false;  // a fused loop appends the output's rows in place (appends_rows_in_order)
   std::vector<Stmt> listed_rests_;  // a listed part's rests outside the blocks, after its nest (listed_rest)
   const Lowering* lists_into_ = nullptr;      // a part of a sum whose entries join this Lowering's list
   bool listing_rest_ = false;                 // lists the rest of a sum outside a blocked operand's blocks (listed_rest)

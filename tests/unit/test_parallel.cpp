@@ -207,6 +207,40 @@ TEST_CASE("stage I fuse into an assembled output: its entries are listed (per th
                  "/schedule/1: error: parallel: cannot parallelize e: it adds into the row workspace of y"));
 }
 
+TEST_CASE("stage I fuse into an assembled output with rows: appended in place where the entries come in order, once each") {
+  const char* copy = "C(i,j) = A(i,j)";
+  spgen::Compilation c = compile(copy, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "dcsr"}},
+      "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}]})");
+  CHECK(!contains(c.stage2_dump, "list the entries"));
+  CHECK(!contains(c.stage2_dump, "sort"));
+  CHECK(contains(c.stage2_dump, "  # its entries come in C's storage order, once each: appended in place\n  var C0_row: int64 = -1\n"));
+  // Counting the row level: one more row where the entry's row changes.
+  CHECK(contains(c.stage2_dump, "    if e_row != C0_row:\n      C_pos0[pC0 + 1] += 1\n      C0_row = e_row\n"));
+  // Counting the columns: the row cursor moves on to the new row.
+  CHECK(contains(c.stage2_dump, "    if e_row != C0_row:\n      if 0 <= C0_row:\n        pC0 += 1\n      C0_row = e_row\n"
+                                "    C_pos1[pC0 + 1] += 1\n"));
+  // Filling: the row's coordinate stored where it opens, the entry at the one cursor through all rows.
+  CHECK(contains(c.stage2_dump, "  var pC0: int64 = int64(C_pos0[0])\n  var pC1: int64 = int64(C_pos1[0])\n"));
+  CHECK(contains(c.stage2_dump, "      C_crd0[pC0] = int32(e_row)\n      C0_row = e_row\n    let j: int64 = int64(A_crd1[pA1])\n"
+                                "    C_crd1[pC1] = int32(j)\n    C_vals[pC1] = A_vals[pA1]\n    pC1 += 1\n"));
+  // csr (dense rows), k summed inside: rows counted by the fused loop, then one cursor appends.
+  std::string csr = compile("A(i,j) = B(i,j,k) * c(k)", R"({"tensors": {"A": {"format": "csr"},
+      "B": {"format": {"levels": ["dense", "compressed", "compressed"]}}},
+      "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}]})").stage2_dump;
+  CHECK(!contains(csr, "list the entries"));
+  CHECK(contains(csr, "    A_pos1[e_row + 1] += 1\n  # prefix sum: counts become positions\n"));
+  CHECK(contains(csr, "  var pA1: int64 = int64(A_pos1[0])\n"));
+  CHECK(contains(csr, "    A_crd1[pA1] = int32(j)\n    A_vals[pA1] = acc\n    pA1 += 1\n"));
+  // The in-place append has one cursor: a parallel fused loop keeps the list, each thread its own.
+  CHECK(contains(compile(copy, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "dcsr"}}, "schedule": [
+                          {"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "parallel", "var": "e", "schedule": "static"}]})").stage2_dump,
+                 "which closes no row of C"));
+  // A sum fused (SpMM's j) repeats an entry: listed, repeats summed.
+  CHECK(contains(compile(kSpmm, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "csr"}},
+                          "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}]})").stage2_dump,
+                 "which closes no row of C"));
+}
+
 TEST_CASE("stage I fuse on cuda: each thread keeps its own row cursor; rows spanning threads add atomically") {
   const char* spmv = R"({"target": "cuda", "tensors": {"A": {"format": "csr"}, "y": {"format": "dense"}}, "schedule": [
       {"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "split", "var": "e", "factor": 128},
