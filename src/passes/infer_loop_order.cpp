@@ -37,13 +37,13 @@ std::vector<sparse::OrderConstraint> soft_order_preferences(const sparse::Progra
   for (const sparse::OrderConstraint& a : hard)
     for (const sparse::OrderConstraint& b : hard)
       if (!placed.count(a.before) && a.tensor != b.tensor && a.before == b.after && a.after == b.before)
-        throw CompileError(format_config_error(
+        throw LoopOrderConflict(format_config_error(
             config.file, "/tensors/" + b.tensor + "/format",
             "no loop order can iterate both " + a.tensor + " (which stores " + a.after + " inside " + a.before +
                 ") and " + b.tensor + " (which stores " + b.after + " inside " + b.before +
                 ") through their compressed levels; store one of them in the other mode order (e.g. csr "
                 "instead of csc) or dense"));
-  throw CompileError(format_config_error(config.file, "/tensors",
+  throw LoopOrderConflict(format_config_error(config.file, "/tensors",
                                          "the operands' storage orders conflict: no loop order iterates every "
                                          "compressed level inside its parents"));
 }
@@ -81,7 +81,7 @@ std::vector<sparse::Iterator> order_loops(const sparse::Program& program, const 
 
 }  // namespace
 
-void infer_loop_order(sparse::Program& program, const Config& config) {
+void infer_loop_order(sparse::Program& program, const Config& config, const std::string& only) {
   std::vector<sparse::OrderConstraint> hard = sparse::hard_order_constraints(program);
   // A level located inside a blocked operand's blocks waits for the in-block loop of its index.
   for (sparse::OrderConstraint& c : hard) {
@@ -89,6 +89,13 @@ void infer_loop_order(sparse::Program& program, const Config& config) {
     c.after = loop_of(program, c.after);
   }
   std::vector<sparse::OrderConstraint> soft = soft_order_preferences(program);
+  // A part of its own (ordered_apart) orders its nest's loops alone, and no other's.
+  auto ignored = [&](const sparse::OrderConstraint& c) {
+    const sparse::SparseBuffer& buffer = program.buffer(c.tensor);
+    return only.empty() ? buffer.ordered_apart : !buffer.is_output && buffer.tensor != only;
+  };
+  std::erase_if(hard, ignored);
+  std::erase_if(soft, ignored);
   std::set<std::string> placed;
   std::vector<sparse::Iterator> ordered = order_loops(program, hard, soft, placed);
   // An output stored against the operands' order (dcsc from csr operands) has its entries

@@ -6,9 +6,18 @@
 
 #include "frontend/config.h"
 #include "ir/sparse_ir.h"
+#include "support/diagnostics.h"
 
 namespace spgen {
 
-void infer_loop_order(sparse::Program& program, const Config& config);
+// No loop order iterates every operand through its compressed levels.
+class LoopOrderConflict : public CompileError {
+ public:
+  using CompileError::CompileError;
+};
+
+// A buffer that is sparse::SparseBuffer::ordered_apart orders no loops, unless `only` names it:
+// then only it (and the output) does (the loops of its own part of the sum).
+void infer_loop_order(sparse::Program& program, const Config& config, const std::string& only = "");
 
 }  // namespace spgen
