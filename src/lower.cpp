@@ -140,8 +140,19 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
     // 2x2 += A bsr 2x1: A's 1-wide blocks of j are located inside C_prev's): C_prev and the
     // operands list C's entries each in a nest of their own order, packed into C's blocks.
     if (spec.previous_output.empty() || !config.format_of(spec.output.tensor).is_blocked()) throw;
+    // (Only where C_prev alone is a part: its nest's order serves no other operand.)
+    auto previous_alone = [&] {
+      auto alone = [&](const ast::ExprPtr& terms) {
+        return terms->kind == ast::ExprKind::Access && terms->access.tensor == spec.previous_output;
+      };
+      const sparse::SparseIteration& iteration = it.program.iteration;
+      return alone(iteration.body) ||
+             std::any_of(iteration.added_parts.begin(), iteration.added_parts.end(),
+                         [&](const sparse::AddedPart& part) { return alone(part.body); });
+    };
     try {
       stage_one(true, true);
+      if (!previous_alone()) std::rethrow_exception(conflict);
       lower_to_loops(it.program, config);  // (refused there? the conflict says more)
     } catch (const CompileError&) {
       std::rethrow_exception(conflict);

@@ -89,10 +89,10 @@ void infer_loop_order(sparse::Program& program, const Config& config, const std:
     c.after = loop_of(program, c.after);
   }
   std::vector<sparse::OrderConstraint> soft = soft_order_preferences(program);
-  // A part of its own (ordered_apart) orders its nest's loops alone, and no other's.
+  // A part of its own (ordered_apart) orders its nest's loops alone (its output is listed, in
+  // any order), and no other's.
   auto ignored = [&](const sparse::OrderConstraint& c) {
-    const sparse::SparseBuffer& buffer = program.buffer(c.tensor);
-    return only.empty() ? buffer.ordered_apart : !buffer.is_output && buffer.tensor != only;
+    return only.empty() ? program.buffer(c.tensor).ordered_apart : c.tensor != only;
   };
   std::erase_if(hard, ignored);
   std::erase_if(soft, ignored);

@@ -17,7 +17,7 @@ class LoopOrderConflict : public CompileError {
 };
 
 // A buffer that is sparse::SparseBuffer::ordered_apart orders no loops, unless `only` names it:
-// then only it (and the output) does (the loops of its own part of the sum).
+// then only it does (the loops of its own part of the sum, into a listed output).
 void infer_loop_order(sparse::Program& program, const Config& config, const std::string& only = "");
 
 }  // namespace spgen

@@ -139,8 +139,8 @@ sparse::Program listed_part_program(const sparse::Program& whole, const ast::Exp
     kept.push_back(b);
   }
   sparse::set_part_loops(part, whole, std::move(kept), unblocked);
-  for (const std::string& tensor : read)
-    if (part.buffer(tensor).ordered_apart) infer_loop_order(part, config, tensor);
+  // (lower_iteration keeps such a buffer a part alone: its order serves no other tensor.)
+  if (read.size() == 1 && part.buffer(*read.begin()).ordered_apart) infer_loop_order(part, config, *read.begin());
   return part;
 }
 
@@ -612,6 +612,7 @@ class Lowering {
       if (b.tensor == blocker) loops.insert({b.outer, b.inner});
     for (const sparse::SparseBuffer& buffer : program_.buffers) {
       if (buffer.is_output || buffer.tensor == blocker || !buffer.shares_structure_with.empty()) continue;
+      if (!reads(buffer.tensor)) continue;  // (another part's operand: C_prev beside A + B)
       for (int id : buffer.axes)
         if (loops.count(program_.axes[id].index_var)) {
           alike.push_back(buffer.tensor);

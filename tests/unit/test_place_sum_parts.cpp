@@ -12,7 +12,12 @@
 // and their cuda configs; the body's block rows compressed: spgemm_bias_block_dcsr_csr_to_bsr,
 // spgemm_acc_block_dcsr_csr_to_bsr, spgemm_bias_sum_block_dcsr_bsr_csr_to_bsr,
 // spgemm_bias_cuda_block_dcsr_csr_to_bsr; a part's term without its blocked operand:
-// spgemm_bias_sum_*, spgemm_rest_bias_*).
+// spgemm_bias_sum_*, spgemm_rest_bias_*; listed into a blocked output:
+// spgemm_bias_csr_csr_bsr_to_bsr3x3, spgemm_bias_bsr_csr_bsr3x2_to_bsr2x3,
+// spgemm_bias_dense_bsr*_to_bsr_listed, spgemm_acc_bsr_dense_to_bsr,
+// spgemm_bias_block_dcsr_csr_block_dcsr_to_bsr, sddmm_bias_bsr1x1_to_bsr_listed,
+// acc_add_bsr2x1_to_bsr, acc_add_bsr_to_bsr2x1, acc_add_csr_to_row_blocks, acc_add_sum_bsr2x1_csr_to_bsr,
+// and their cuda configs).
 #include <doctest/doctest.h>
 
 #include <string>
@@ -478,6 +483,11 @@ TEST_CASE("`+=` into an output blocked otherwise than the operand: C_prev and th
                                 "  + C_prev(i,j) (no summed index): a nest of its own over [i_blk, j_blk, i_in, j_in], into the list of C's entries\n"));
   CHECK(contains(c.stage2_dump, "          for j_in in [0, min(1, dim_j - j_blk)) sequential:\n"));
   CHECK(contains(c.stage2_dump, "          for j_in in [0, min(2, dim_j - j_blk * 2)) sequential:\n"));
+  // C += A + B, B csr: A + B over A's blocks, B's entries outside them after, skipping A's
+  // blocks only (C_prev, another part's operand, is no blocker of this one).
+  spgen::Compilation sum = compile("C(i,j) += A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 1]},
+      "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})");
+  CHECK(contains(sum.stage2_dump, "    # the other operands outside A's blocks, where A is zero, into the list of C's entries: B(i,j)\n"));
   // The conflict is still refused where listing cannot serve: an unblocked output's operands.
   CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csc"}, "C": {"format": "bsr", "block": [2, 2]}}})"),
                  "no loop order can iterate both A"));
