@@ -81,18 +81,50 @@ std::vector<sparse::Iterator> order_loops(const sparse::Program& program, const 
 
 }  // namespace
 
-void infer_loop_order(sparse::Program& program, const Config& config, const std::string& only) {
+namespace {
+
+std::vector<sparse::OrderConstraint> hard_loop_constraints(const sparse::Program& program) {
   std::vector<sparse::OrderConstraint> hard = sparse::hard_order_constraints(program);
   // A level located inside a blocked operand's blocks waits for the in-block loop of its index.
   for (sparse::OrderConstraint& c : hard) {
     c.before = loop_of(program, c.before);
     c.after = loop_of(program, c.after);
   }
+  return hard;
+}
+
+}  // namespace
+
+bool loop_order_holds(const sparse::Program& program, const std::set<std::string>& tensors) {
+  auto position = [&](const std::string& loop) {
+    for (size_t d = 0; d < program.iteration.iterators.size(); ++d)
+      if (program.iteration.iterators[d].var == loop) return static_cast<int>(d);
+    return -1;
+  };
+  // (A dense level is located at its coordinate wherever its parents' loops are: only a level
+  // iterated through its parent's positions needs its parents' loops outside its own.)
+  for (const sparse::SparseBuffer& buffer : program.buffers) {
+    if (!tensors.count(buffer.tensor) || !buffer.shares_structure_with.empty()) continue;
+    for (size_t b = 1; b < buffer.axes.size(); ++b) {
+      const sparse::Axis& below = program.axes[buffer.axes[b]];
+      if (below.kind == sparse::AxisKind::DenseFixed || below.blocked_apart()) continue;
+      const int after = position(loop_of(program, below.index_var));
+      for (size_t a = 0; a < b; ++a) {
+        const int before = position(loop_of(program, program.axes[buffer.axes[a]].index_var));
+        if (before >= 0 && after >= 0 && before > after) return false;
+      }
+    }
+  }
+  return true;
+}
+
+void infer_loop_order(sparse::Program& program, const Config& config, const std::set<std::string>& only) {
+  std::vector<sparse::OrderConstraint> hard = hard_loop_constraints(program);
   std::vector<sparse::OrderConstraint> soft = soft_order_preferences(program);
   // A part of its own (ordered_apart) orders its nest's loops alone (its output is listed, in
   // any order), and no other's.
   auto ignored = [&](const sparse::OrderConstraint& c) {
-    return only.empty() ? program.buffer(c.tensor).ordered_apart : c.tensor != only;
+    return only.empty() ? program.buffer(c.tensor).ordered_apart : !only.count(c.tensor);
   };
   std::erase_if(hard, ignored);
   std::erase_if(soft, ignored);

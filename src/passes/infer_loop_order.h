@@ -4,6 +4,9 @@
 // as in Scorch). A CSC operand is thus traversed column by column.
 #pragma once
 
+#include <set>
+#include <string>
+
 #include "frontend/config.h"
 #include "ir/sparse_ir.h"
 #include "support/diagnostics.h"
@@ -16,8 +19,10 @@ class LoopOrderConflict : public CompileError {
   using CompileError::CompileError;
 };
 
-// A buffer that is sparse::SparseBuffer::ordered_apart orders no loops, unless `only` names it:
-// then only it does (the loops of its own part of the sum, into a listed output).
-void infer_loop_order(sparse::Program& program, const Config& config, const std::string& only = "");
+// A buffer that is sparse::SparseBuffer::ordered_apart orders no loops. `only` (the tensors of
+// one part of a sum, into a listed output: its nest's loops): only they order them.
+void infer_loop_order(sparse::Program& program, const Config& config, const std::set<std::string>& only = {});
+// Whether the loop order iterates every non-dense level of `tensors` inside its parents.
+bool loop_order_holds(const sparse::Program& program, const std::set<std::string>& tensors);
 
 }  // namespace spgen

@@ -140,7 +140,12 @@ sparse::Program listed_part_program(const sparse::Program& whole, const ast::Exp
   }
   sparse::set_part_loops(part, whole, std::move(kept), unblocked);
   // (lower_iteration keeps such a buffer a part alone: its order serves no other tensor.)
-  if (read.size() == 1 && part.buffer(*read.begin()).ordered_apart) infer_loop_order(part, config, *read.begin());
+  if (read.size() == 1 && part.buffer(*read.begin()).ordered_apart) infer_loop_order(part, config, read);
+  // A tensor that gets its own block loops here (blocked apart in the whole: B block-DCSR 1x2
+  // beside C_prev's 3x1 blocks) may need them in another order than the whole's: the part's
+  // loops follow its own tensors then. (found by fuzzing: its block levels were iterated out of
+  // order, reading a position not yet bound)
+  else if (!loop_order_holds(part, read)) infer_loop_order(part, config, read);
   return part;
 }
 

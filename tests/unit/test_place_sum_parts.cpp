@@ -17,7 +17,7 @@
 // spgemm_bias_dense_bsr*_to_bsr_listed, spgemm_acc_bsr_dense_to_bsr,
 // spgemm_bias_block_dcsr_csr_block_dcsr_to_bsr, sddmm_bias_bsr1x1_to_bsr_listed,
 // acc_add_bsr2x1_to_bsr, acc_add_bsr_to_bsr2x1, acc_add_csr_to_row_blocks, acc_add_sum_bsr2x1_csr_to_bsr,
-// and their cuda configs).
+// spgemm_acc_block_dcsr3x1_block_dcsr1x2_to_block_dcsr, and their cuda configs).
 #include <doctest/doctest.h>
 
 #include <string>
@@ -468,6 +468,17 @@ TEST_CASE("place sum parts: into a blocked output that no shared nest can build,
       "D": {"format": "bsr", "block": [2, 2]}, "C": {"format": "bsr", "block": [3, 3]}}, "schedule": "auto"})");
   CHECK(contains(cuda.stage2_dump, "    for i in [0, dim_i) bind(grid, 256 threads):\n"));
   CHECK(contains(cuda.stage2_dump, "atomic C_listed += 1"));
+  // A part's own blocks, apart in the whole (B block-DCSR 1x2 beside C_prev's 3x1: found by
+  // fuzzing), order its nest's loops by its own tensors' levels: k_blk before B's j_blk.
+  const auto block_dcsr_of = [](int r, int c) {
+    return R"({"format": {"levels": [{"kind": "compressed", "floordiv": )" + std::to_string(r) + R"(}, {"kind": "compressed", "floordiv": )" +
+           std::to_string(c) + R"(}, {"kind": "dense", "mod": )" + std::to_string(r) + R"(}, {"kind": "dense", "mod": )" +
+           std::to_string(c) + R"(}], "order": [0, 1, 0, 1]}})";
+  };
+  spgen::Compilation own = compile("C(i,j) += A(i,k) * B(k,j)", R"({"tensors": {"A": )" + block_dcsr_of(3, 1) + R"(, "B": )" +
+                                                                     block_dcsr_of(1, 2) + R"(, "C": )" + block_dcsr_of(3, 1) + "}}");
+  CHECK(contains(own.stage1_dump, "  A(i,k) * B(k,j) (summed over k_blk, k_in): a nest of its own over [i_blk, k_blk, j_blk, i_in, k_in, j_in], "
+                                  "into the list of C's entries\n"));
   // Listing the parts does not run them in parallel on the cpu: they append to one list.
   CHECK(contains(error_of(kSpgemmBias, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"},
       "D": {"format": "bsr", "block": [2, 2]}, "C": {"format": "bsr", "block": [3, 3]}}, "schedule": [{"op": "parallel", "var": "i_blk"}]})"),
