@@ -103,7 +103,8 @@ std::vector<ScheduleOp> auto_schedule_cuda(const LoweredFunc& func, const sparse
   // a warp would idle on it.
   auto suits_lanes = [&](const For& loop) {
     const sparse::BlockedVar* blocked = program.blocked_loop(loop.label);
-    return loop.annotations.sequential_reason.empty() && !(blocked && blocked->inner == loop.label);
+    return loop.annotations.sequential_reason.empty() && !(blocked && blocked->inner == loop.label) &&
+           schedulable(program, loop.label);
   };
   const For* lanes = nullptr;
   if (spine.size() > 1 && !is_reduction(program, outer->label)) {
