@@ -618,6 +618,15 @@ class Lowering {
     for (const sparse::SparseBuffer& buffer : program_.buffers) {
       if (buffer.is_output || buffer.tensor == blocker || !buffer.shares_structure_with.empty()) continue;
       if (!reads(buffer.tensor)) continue;  // (another part's operand: C_prev beside A + B)
+      // Alike on one index only (B block-DCSR 2x3 beside A bsr 2x2: i alike, j apart), its
+      // blocks on the other lie outside the blocker's too: it is blocked otherwise.
+      bool otherwise = false;
+      for (int id : buffer.axes) {
+        const sparse::Axis& axis = program_.axes[id];
+        const sparse::BlockedVar* b = program_.blocked(axis.mode_var);
+        otherwise |= b && b->tensor == blocker && axis.blocked_apart();
+      }
+      if (otherwise) continue;
       for (int id : buffer.axes)
         if (loops.count(program_.axes[id].index_var)) {
           alike.push_back(buffer.tensor);

@@ -499,6 +499,19 @@ TEST_CASE("`+=` into an output blocked otherwise than the operand: C_prev and th
   spgen::Compilation sum = compile("C(i,j) += A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 1]},
       "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})");
   CHECK(contains(sum.stage2_dump, "    # the other operands outside A's blocks, where A is zero, into the list of C's entries: B(i,j)\n"));
+  // B alike with A on i but blocked otherwise on j (block-DCSR 2x3 beside A bsr 2x2, column-major
+  // blocks) is no operand alike: its entries outside A's blocks list after them (found by
+  // fuzzing: they were dropped, in `C = A + B` into csr too).
+  const std::string column_major = R"({"format": {"levels": [{"kind": "dense", "floordiv": 2}, {"kind": "compressed", "floordiv": 2},
+      {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 1, 0]}})";
+  const std::string block_dcsr = R"({"format": {"levels": [{"kind": "compressed", "floordiv": 2}, {"kind": "compressed", "floordiv": 3},
+      {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 3}], "order": [0, 1, 0, 1]}})";
+  spgen::Compilation apart = compile("C(i,j) += A(i,j) + B(i,j)", R"({"tensors": {"A": )" + column_major + R"(, "B": )" + block_dcsr +
+                                                                      R"(, "C": )" + block_dcsr + "}}");
+  CHECK(contains(apart.stage2_dump, "    # the other operands outside A's blocks, where A is zero, into the list of C's entries: B(i,j)\n"));
+  spgen::Compilation add = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": )" + column_major + R"(, "B": )" + block_dcsr +
+                                                                   R"(, "C": {"format": "csr"}}})");
+  CHECK(contains(add.stage2_dump, "    # the other operands outside A's blocks, where A is zero, into the list of C's entries: B(i,j)\n"));
   // The conflict is still refused where listing cannot serve: an unblocked output's operands.
   CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csc"}, "C": {"format": "bsr", "block": [2, 2]}}})"),
                  "no loop order can iterate both A"));
