@@ -3,6 +3,7 @@
 #include "lower.h"
 
 #include <algorithm>
+#include <exception>
 #include <filesystem>
 #include <memory>
 #include <stdexcept>
@@ -95,48 +96,84 @@ struct LoweredIteration {
 // `config` gains the output's format where it is inferred.
 LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingLoops missing) {
   LoweredIteration it;
-  it.applied.assign(config.schedule.size(), false);
-  // 2. Stage I: sparse axes, buffers and the sparse iteration, in storage-concordant order.
-  it.program = build_sparse_ir(spec, config);
-  // Blocks of rows beside an operand that stores their rows outside their columns (csr): lowered
-  // as BSR r x 1 (the same arrays), the other operand located inside the blocks.
-  if (!loop_order_exists(it.program, config)) {
-    Config blocked = config;
-    if (!block_levels_inside_row_blocks(blocked).empty()) {
-      sparse::Program program = build_sparse_ir(spec, blocked);
-      if (loop_order_exists(program, blocked)) {
-        config = std::move(blocked);
-        it.program = std::move(program);
-      }
-    }
-  }
-  infer_loop_order(it.program, config);
-
-  // 3. Stage I schedule: reorders of index variables and fuses of sparse levels, up to the
-  // first loop-level op.
   std::vector<ScheduleOp> loop_ops;
   std::vector<size_t> loop_op_index;
-  for (size_t k = 0; k < config.schedule.size(); ++k) {
-    const ScheduleOp& op = config.schedule[k];
-    if (loop_ops.empty() && is_sparse_reorder(op, it.program)) {
-      if (!it.program.iteration.fusions.empty())
-        fail_schedule_op(config, op, "reorder the index variables before fusing them");
-      apply_sparse_reorder(it.program, config, op);
-    } else if (loop_ops.empty() && is_sparse_fuse(op, it.program)) {
-      apply_sparse_fuse(it.program, config, op);
-    } else {
-      loop_ops.push_back(op);
-      loop_op_index.push_back(k);
-      continue;
+  // `list_output`: build_sparse_ir's, where the parts of a sum cannot share the blocks' nest;
+  // `previous_apart`: its too, where C_prev's storage order conflicts with the operands'.
+  auto stage_one = [&](bool list_output, bool previous_apart) {
+    it.applied.assign(config.schedule.size(), false);
+    it.schedule.clear();
+    loop_ops.clear();
+    loop_op_index.clear();
+    // 2. Stage I: sparse axes, buffers and the sparse iteration, in storage-concordant order.
+    it.program = build_sparse_ir(spec, config, list_output, previous_apart);
+    // Blocks of rows beside an operand that stores their rows outside their columns (csr):
+    // lowered as BSR r x 1 (the same arrays), the other operand located inside the blocks.
+    if (!loop_order_exists(it.program, config)) {
+      Config blocked = config;
+      if (!block_levels_inside_row_blocks(blocked).empty()) {
+        sparse::Program program = build_sparse_ir(spec, blocked, list_output, previous_apart);
+        if (loop_order_exists(program, blocked)) {
+          config = std::move(blocked);
+          it.program = std::move(program);
+        }
+      }
     }
-    it.schedule.push_back(op);
-    it.applied[k] = true;
+    infer_loop_order(it.program, config);
+
+    // 3. Stage I schedule: reorders of index variables and fuses of sparse levels, up to the
+    // first loop-level op.
+    for (size_t k = 0; k < config.schedule.size(); ++k) {
+      const ScheduleOp& op = config.schedule[k];
+      if (loop_ops.empty() && is_sparse_reorder(op, it.program)) {
+        if (!it.program.iteration.fusions.empty())
+          fail_schedule_op(config, op, "reorder the index variables before fusing them");
+        apply_sparse_reorder(it.program, config, op);
+      } else if (loop_ops.empty() && is_sparse_fuse(op, it.program)) {
+        apply_sparse_fuse(it.program, config, op);
+      } else {
+        loop_ops.push_back(op);
+        loop_op_index.push_back(k);
+        continue;
+      }
+      it.schedule.push_back(op);
+      it.applied[k] = true;
+    }
+    // The output's format, when the config leaves it to the operands, follows this loop order.
+    if (config.infer_output_format) infer_output_format(it.program, config, spec);
+    // A sum whose terms sum over different indices, into an output only one loop nest can build.
+    place_sum_parts(it.program, spec);
+  };
+  try {
+    stage_one(false, false);
+  } catch (const LoopOrderConflict&) {
+    const std::exception_ptr conflict = std::current_exception();
+    // `+=` into a blocked output, C_prev's storage order conflicting with the operands' (C bsr
+    // 2x2 += A bsr 2x1: A's 1-wide blocks of j are located inside C_prev's): C_prev and the
+    // operands list C's entries each in a nest of their own order, packed into C's blocks.
+    if (spec.previous_output.empty() || !config.format_of(spec.output.tensor).is_blocked()) throw;
+    // (Only where C_prev alone is a part: its nest's order serves no other operand.)
+    auto previous_alone = [&] {
+      auto alone = [&](const ast::ExprPtr& terms) {
+        return terms->kind == ast::ExprKind::Access && terms->access.tensor == spec.previous_output;
+      };
+      const sparse::SparseIteration& iteration = it.program.iteration;
+      return alone(iteration.body) ||
+             std::any_of(iteration.added_parts.begin(), iteration.added_parts.end(),
+                         [&](const sparse::AddedPart& part) { return alone(part.body); });
+    };
+    try {
+      stage_one(true, true);
+      if (!previous_alone()) std::rethrow_exception(conflict);
+      lower_to_loops(it.program, config);  // (refused there? the conflict says more)
+    } catch (const CompileError&) {
+      std::rethrow_exception(conflict);
+    }
   }
-  // The output's format, when the config leaves it to the operands, follows this loop order.
-  if (config.infer_output_format) infer_output_format(it.program, config, spec);
-  // A sum whose terms sum over different indices, into an output only one loop nest can build.
-  place_sum_parts(it.program, spec);
-  it.stage1_dump = sparse::dump_stage1(it.program);
+  // Into a blocked output whose blocks the parts cannot share one nest to build, the parts list
+  // its entries, each in a nest of its own, to be packed into its blocks.
+  if (parts_need_listed_blocks(it.program, config)) stage_one(true, false);
+  it.stage1_dump = sparse::dump_stage1(it.program) + describe_listed_parts(it.program, config);
 
   // 4. Lower to stage II: loop nests over position space.
   it.func = lower_to_loops(it.program, config);

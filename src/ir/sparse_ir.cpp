@@ -237,6 +237,7 @@ std::string dump_stage1(const Program& program) {
     if (buffer.gathered_level >= 0)
       out += ", blocks gathered by level " + std::to_string(buffer.gathered_level) + " in a block-row workspace";
     if (buffer.listed_blocks) out += ", entries listed, sorted and packed into its blocks";
+    if (buffer.ordered_apart) out += ", a part of the sum of its own, iterated in its own storage order";
     out += "\n";
   }
   std::vector<std::string> iterators;
@@ -246,7 +247,8 @@ std::string dump_stage1(const Program& program) {
   for (const Fusion& f : program.iteration.fusions)
     out += "  fuse " + f.outer + ", " + f.inner + " -> " + f.into + ": one loop over the stored entries of " + f.tensor + "\n";
   out += "  " + program.spec_text + "\n";
-  if (!program.iteration.added_parts.empty()) {
+  // (An output listed into its blocks: lower_to_loops.h's describe_listed_parts says how.)
+  if (!program.iteration.added_parts.empty() && !program.output().listed_blocks) {
     const SparseIteration& it = program.iteration;
     // In a blocked output's block rows, each part is blocked by its own operands (parts_in_block_rows).
     const bool in_block_rows = parts_in_block_rows(program);

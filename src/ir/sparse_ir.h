@@ -74,6 +74,11 @@ struct SparseBuffer {
   // block-row workspace serves): its levels bind the spec's variables (blocked_apart), and its
   // entries are listed, sorted and packed into its blocks (passes/lower_to_loops.cpp).
   bool listed_blocks = false;
+  // C_prev of a `+=` into such a listed output, whose storage order conflicts with the other
+  // operands' (C bsr 2x2 += A bsr 2x1): its term is a part of the sum of its own
+  // (place_sum_parts), whose nest follows its own storage order (infer_loop_order ignores it
+  // for the others' loops, lower_to_loops orders its part's loops by it alone).
+  bool ordered_apart = false;
   std::string values;                 // name of the values array
 };
 

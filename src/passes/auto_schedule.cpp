@@ -16,6 +16,16 @@ bool is_reduction(const sparse::Program& program, const std::string& var) {
   return true;
 }
 
+// A loop that schedule ops may name: an iterator of the program, or a fused one. (The nest of a
+// listed part of a sum, unsplit by another part's blocks, has loops of its own: listed_part_program.)
+bool schedulable(const sparse::Program& program, const std::string& label) {
+  for (const sparse::Iterator& it : program.iteration.iterators)
+    if (it.var == label) return true;
+  for (const sparse::Fusion& f : program.iteration.fusions)
+    if (f.into == label) return true;
+  return false;
+}
+
 // The chain of first loops from the top of the nest: outermost to innermost.
 std::vector<const For*> loop_spine(const Stmt& body) {
   std::vector<const For*> spine;
@@ -76,6 +86,7 @@ std::vector<ScheduleOp> auto_schedule_cuda(const LoweredFunc& func, const sparse
   const For* outer = spine.front();
   if (!outer->annotations.sequential_reason.empty()) return {};
   if (outer->annotations.own_kernel) return {};  // a listing nest of a sum's part, already over the grid
+  if (!schedulable(program, outer->label)) return {};  // a listed part's own nest: one thread lists
   auto strategy = [&](const For& loop) -> std::string {
     if (!is_reduction(program, loop.label)) return "";
     bool sums_into_scalar = !scalars_assigned_outside(loop.body).empty();
@@ -92,7 +103,8 @@ std::vector<ScheduleOp> auto_schedule_cuda(const LoweredFunc& func, const sparse
   // a warp would idle on it.
   auto suits_lanes = [&](const For& loop) {
     const sparse::BlockedVar* blocked = program.blocked_loop(loop.label);
-    return loop.annotations.sequential_reason.empty() && !(blocked && blocked->inner == loop.label);
+    return loop.annotations.sequential_reason.empty() && !(blocked && blocked->inner == loop.label) &&
+           schedulable(program, loop.label);
   };
   const For* lanes = nullptr;
   if (spine.size() > 1 && !is_reduction(program, outer->label)) {
@@ -128,7 +140,7 @@ std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Pro
   bool dense_loop = inner->var == inner->label;
   bool sums_into_output = is_reduction(program, inner->label) && stores_into(inner->body, program.output().values);
   bool innermost = !contains_loop(inner->body) && inner->annotations.sequential_reason.empty();
-  if (inner != outer && dense_loop && innermost && !sums_into_output)
+  if (inner != outer && dense_loop && innermost && !sums_into_output && schedulable(program, inner->label))
     ops.push_back(make_op(VectorizeOp{inner->label}, static_cast<int>(ops.size())));
   return ops;
 }

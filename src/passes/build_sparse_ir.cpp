@@ -148,9 +148,10 @@ void list_blocked_output(sparse::Program& program, sparse::SparseBuffer& output)
 // block only some of the output's blocked indices, or where a term without them (C bsr = A bsr +
 // B csr) puts entries outside their blocks (lower_to_loops.cpp: the rest of that term joins
 // each block row's workspace).
-void plan_output_blocks(const ast::Spec& spec, const Config& config, sparse::Program& program) {
+void plan_output_blocks(const ast::Spec& spec, const Config& config, sparse::Program& program, bool list_output) {
   sparse::SparseBuffer& output = program.buffers.front();
   if (output.format.all_dense() || !output.shares_structure_with.empty() || !output.format.is_blocked()) return;
+  if (list_output) return list_blocked_output(program, output);
   // Blocked otherwise than the operands' block loops split an index (C blocked on i only, or by
   // 2x1, beside A bsr 2x2): those loops give its entries a block of A's at a time, which neither
   // its own blocks' order nor a workspace keyed by them follows, so they are listed.
@@ -209,7 +210,7 @@ void plan_output_blocks(const ast::Spec& spec, const Config& config, sparse::Pro
 // them. Every other operand reaches the variable at its coordinate (passes/lower_to_loops.cpp,
 // "located inside the blocks"): dense levels by arithmetic, the others by lookup or search, and
 // levels blocked apart (other blocks) at the coordinate / or % their block.
-void plan_blocked_vars(const ast::Spec& spec, const Config& config, sparse::Program& program) {
+void plan_blocked_vars(const ast::Spec& spec, const Config& config, sparse::Program& program, bool list_output) {
   // An output in the structure of an unblocked input X (C = X .* (A + B), A bsr) has exactly
   // X's entries, so X's loops must visit them all: where X stores an index that an operand
   // blocks in a non-dense level (inside the blocks X would only be located, and its entries
@@ -245,7 +246,9 @@ void plan_blocked_vars(const ast::Spec& spec, const Config& config, sparse::Prog
   std::vector<const sparse::SparseBuffer*> planned;
   if (shared_blocked) planned.push_back(shared_blocked);
   for (const sparse::SparseBuffer& buffer : program.buffers)
-    if (&buffer != shared_blocked) planned.push_back(&buffer);
+    if (&buffer != shared_blocked && !buffer.ordered_apart) planned.push_back(&buffer);
+  for (const sparse::SparseBuffer& buffer : program.buffers)  // (C_prev in its own nest: the others' loops)
+    if (&buffer != shared_blocked && buffer.ordered_apart) planned.push_back(&buffer);
   for (const sparse::SparseBuffer* planned_buffer : planned) {
     const sparse::SparseBuffer& buffer = *planned_buffer;
     // An output blocks nothing here: it shares an input's structure, follows the operands' block
@@ -278,7 +281,7 @@ void plan_blocked_vars(const ast::Spec& spec, const Config& config, sparse::Prog
       program.blocked_vars.push_back(blocked);
     }
   }
-  plan_output_blocks(spec, config, program);
+  plan_output_blocks(spec, config, program, list_output);
 }
 
 }  // namespace
@@ -298,7 +301,7 @@ std::string find_shared_structure(const ast::Spec& spec, const Config& config) {
   return "";
 }
 
-sparse::Program build_sparse_ir(const ast::Spec& spec, const Config& config) {
+sparse::Program build_sparse_ir(const ast::Spec& spec, const Config& config, bool list_output, bool previous_apart) {
   sparse::Program program;
   program.kernel_name = config.name;
   program.spec_text = ast::to_string(spec);
@@ -313,6 +316,7 @@ sparse::Program build_sparse_ir(const ast::Spec& spec, const Config& config) {
     buffer.format = config.format_of(access->tensor);
     buffer.is_output = access == &spec.output;
     buffer.previous_output = access->tensor == spec.previous_output;
+    buffer.ordered_apart = buffer.previous_output && previous_apart;
     buffer.values = access->tensor + "_vals";
     if (buffer.is_output && !buffer.format.all_dense()) {
       buffer.shares_structure_with = find_shared_structure(spec, config);
@@ -359,7 +363,7 @@ sparse::Program build_sparse_ir(const ast::Spec& spec, const Config& config) {
   sparse::SparseBuffer& output = program.buffers.front();
   if (!output.shares_structure_with.empty()) output.axes = program.buffer(output.shares_structure_with).axes;
 
-  plan_blocked_vars(spec, config, program);
+  plan_blocked_vars(spec, config, program, list_output);
 
   program.iteration.name = config.name;
   program.iteration.output = spec.output;

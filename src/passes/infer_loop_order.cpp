@@ -90,12 +90,12 @@ std::string conflict_advice(const sparse::Program& program, const Config& config
     for (const sparse::OrderConstraint& b : hard)
       if (!placed.count(a.before) && a.tensor != b.tensor && a.before == b.after && a.after == b.before &&
           !(skip_splitting && (splits(a.tensor) || splits(b.tensor))))
-        throw CompileError(format_config_error(
+        throw LoopOrderConflict(format_config_error(
             config.file, "/tensors/" + b.tensor + "/format",
             "no loop order can iterate both " + a.tensor + " (which stores " + a.after + " inside " + a.before +
                 ") and " + b.tensor + " (which stores " + b.after + " inside " + b.before +
                 ") through their compressed levels; " + conflict_advice(program, config, a, b)));
-  throw CompileError(format_config_error(config.file, "/tensors",
+  throw LoopOrderConflict(format_config_error(config.file, "/tensors",
                                          "the operands' storage orders conflict: no loop order iterates every "
                                          "compressed level inside its parents"));
 }
@@ -131,16 +131,29 @@ std::vector<sparse::Iterator> order_loops(const sparse::Program& program, const 
   return ordered;
 }
 
-// The loop order of infer_loop_order, or empty where none exists (`hard`, `placed`: as found).
-std::vector<sparse::Iterator> find_loop_order(const sparse::Program& program, const Config& config,
-                                              std::vector<sparse::OrderConstraint>& hard, std::set<std::string>& placed) {
-  hard = sparse::hard_order_constraints(program);
+std::vector<sparse::OrderConstraint> hard_loop_constraints(const sparse::Program& program) {
+  std::vector<sparse::OrderConstraint> hard = sparse::hard_order_constraints(program);
   // A level located inside a blocked operand's blocks waits for the in-block loop of its index.
   for (sparse::OrderConstraint& c : hard) {
     c.before = loop_of(program, c.before);
     c.after = loop_of(program, c.after);
   }
+  return hard;
+}
+
+// The loop order of infer_loop_order, or empty where none exists (`hard`, `placed`: as found).
+std::vector<sparse::Iterator> find_loop_order(const sparse::Program& program, const Config& config,
+                                              const std::set<std::string>& only, std::vector<sparse::OrderConstraint>& hard,
+                                              std::set<std::string>& placed) {
+  hard = hard_loop_constraints(program);
   std::vector<sparse::OrderConstraint> soft = soft_order_preferences(program);
+  // A part of its own (ordered_apart) orders its nest's loops alone (its output is listed, in
+  // any order), and no other's.
+  auto ignored = [&](const sparse::OrderConstraint& c) {
+    return only.empty() ? program.buffer(c.tensor).ordered_apart : !only.count(c.tensor);
+  };
+  std::erase_if(hard, ignored);
+  std::erase_if(soft, ignored);
   std::vector<sparse::Iterator> ordered = order_loops(program, hard, soft, placed);
   // An output stored against the operands' order (dcsc from csr operands) has its entries
   // listed and sorted (passes/lower_to_loops.cpp): only the operands' orders are hard then.
@@ -159,13 +172,36 @@ std::vector<sparse::Iterator> find_loop_order(const sparse::Program& program, co
 bool loop_order_exists(const sparse::Program& program, const Config& config) {
   std::vector<sparse::OrderConstraint> hard;
   std::set<std::string> placed;
-  return !find_loop_order(program, config, hard, placed).empty();
+  return !find_loop_order(program, config, {}, hard, placed).empty();
 }
 
-void infer_loop_order(sparse::Program& program, const Config& config) {
+bool loop_order_holds(const sparse::Program& program, const std::set<std::string>& tensors) {
+  auto position = [&](const std::string& loop) {
+    for (size_t d = 0; d < program.iteration.iterators.size(); ++d)
+      if (program.iteration.iterators[d].var == loop) return static_cast<int>(d);
+    return -1;
+  };
+  // (A dense level is located at its coordinate wherever its parents' loops are: only a level
+  // iterated through its parent's positions needs its parents' loops outside its own.)
+  for (const sparse::SparseBuffer& buffer : program.buffers) {
+    if (!tensors.count(buffer.tensor) || !buffer.shares_structure_with.empty()) continue;
+    for (size_t b = 1; b < buffer.axes.size(); ++b) {
+      const sparse::Axis& below = program.axes[buffer.axes[b]];
+      if (below.kind == sparse::AxisKind::DenseFixed || below.blocked_apart()) continue;
+      const int after = position(loop_of(program, below.index_var));
+      for (size_t a = 0; a < b; ++a) {
+        const int before = position(loop_of(program, program.axes[buffer.axes[a]].index_var));
+        if (before >= 0 && after >= 0 && before > after) return false;
+      }
+    }
+  }
+  return true;
+}
+
+void infer_loop_order(sparse::Program& program, const Config& config, const std::set<std::string>& only) {
   std::vector<sparse::OrderConstraint> hard;
   std::set<std::string> placed;
-  std::vector<sparse::Iterator> ordered = find_loop_order(program, config, hard, placed);
+  std::vector<sparse::Iterator> ordered = find_loop_order(program, config, only, hard, placed);
   if (ordered.empty()) fail_conflicting_orders(program, hard, placed, config);
   program.iteration.iterators = ordered;
 }

@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "ir/loop_ir_visitor.h"
+#include "passes/infer_loop_order.h"
 
 namespace spgen {
 
@@ -24,6 +25,14 @@ ScalarType index_scalar_type(IndexType type) {
 }
 
 namespace {
+
+// A refusal of the loop nest that the parts of a scoped sum share into a blocked output whose
+// blocks the operands' block loops drive or a block-row workspace gathers: listing the output's
+// entries into its blocks serves instead (parts_need_listed_blocks).
+class SharedBlocksRefusal : public CompileError {
+ public:
+  using CompileError::CompileError;
+};
 
 // Which stored tensors an index variable's loop must visit, as a union of intersections
 // (disjunctive normal form): `A * B` → {{A,B}}, `A + B` → {{A},{B}}, a dense term → {{}}.
@@ -74,9 +83,13 @@ int entry_level(const Format& format) {
 
 // A scoped sum into an assembled output unblocked on an index that an operand blocks: its
 // entries are listed (out_of_order_reason), each part in a nest of its own (listed_part_program).
+// An output blocked otherwise than the operands (listed_blocks) lists every part likewise, each
+// entry's key taken from its coordinates / and % the output's blocks.
 bool parts_listed_beside_blocks(const sparse::Program& whole) {
   const sparse::SparseBuffer& output = whole.output();
-  if (whole.iteration.added_parts.empty() || !output_is_assembled(whole) || output.format.is_blocked()) return false;
+  if (whole.iteration.added_parts.empty() || !output_is_assembled(whole)) return false;
+  if (output.listed_blocks) return true;
+  if (output.format.is_blocked()) return false;
   for (const sparse::BlockedVar& b : whole.blocked_vars)
     if (std::find(output.indices.begin(), output.indices.end(), b.var) != output.indices.end()) return true;
   return false;
@@ -88,11 +101,14 @@ bool parts_listed_beside_blocks(const sparse::Program& whole) {
 // again (D's rows and columns are D's own). A tensor of this part blocked apart from the
 // whole's blocker (other blocks) gives the part its block loops (their names kept: the loops
 // of the whole's iterators).
-sparse::Program listed_part_program(const sparse::Program& whole, const ast::ExprPtr& terms) {
+// A part that reads a buffer ordered apart (C_prev beside operands stored in a conflicting
+// order) orders its loops by that buffer's storage alone.
+sparse::Program listed_part_program(const sparse::Program& whole, const ast::ExprPtr& terms, const Config& config) {
   sparse::Program part = whole;
   part.iteration.body = terms;
   part.iteration.added_parts.clear();
-  std::set<std::string> read = {whole.output().tensor};
+  // (The output blocks no loop of a part: it is unblocked, or listed into its blocks.)
+  std::set<std::string> read;
   for (const ast::Access* access : ast::collect_accesses(*terms)) read.insert(access->tensor);
   std::vector<sparse::BlockedVar> kept;
   std::map<std::string, std::string> unblocked;  // a removed loop -> the index's loop in its place ("" for none)
@@ -123,6 +139,13 @@ sparse::Program listed_part_program(const sparse::Program& whole, const ast::Exp
     kept.push_back(b);
   }
   sparse::set_part_loops(part, whole, std::move(kept), unblocked);
+  // (lower_iteration keeps such a buffer a part alone: its order serves no other tensor.)
+  if (read.size() == 1 && part.buffer(*read.begin()).ordered_apart) infer_loop_order(part, config, read);
+  // A tensor that gets its own block loops here (blocked apart in the whole: B block-DCSR 1x2
+  // beside C_prev's 3x1 blocks) may need them in another order than the whole's: the part's
+  // loops follow its own tensors then. (found by fuzzing: its block levels were iterated out of
+  // order, reading a position not yet bound)
+  else if (!loop_order_holds(part, read)) infer_loop_order(part, config, read);
   return part;
 }
 
@@ -145,12 +168,6 @@ class Lowering {
     LoweredFunc func;
     func.name = counting_ ? assemble_function_name(program_, counted_level_) : program_.kernel_name;
     reserve_names();
-    if (whole_ && program_.output().listed_blocks)  // (found by fuzzing: the parts' nests lost a level)
-      throw_unsupported("the right-hand side sums its terms over different indices, and " + program_.output().tensor + " (" +
-                        program_.output().format.name +
-                        ") is blocked otherwise than the operands, so its entries are listed and packed into its blocks; "
-                        "listing the parts of such a sum into blocks is not supported: give " + program_.output().tensor +
-                        " the blocked operands' blocks, or make it unblocked or dense");
     // The parts of a listed output each list in a nest of their own: they share no loops.
     if (whole_ && parts_listed_beside_blocks(*whole_)) shared_loops_ = 0;
     // The parts gathered in the output's block rows share only the loops of those.
@@ -613,6 +630,16 @@ class Lowering {
       if (b.tensor == blocker) loops.insert({b.outer, b.inner});
     for (const sparse::SparseBuffer& buffer : program_.buffers) {
       if (buffer.is_output || buffer.tensor == blocker || !buffer.shares_structure_with.empty()) continue;
+      if (!reads(buffer.tensor)) continue;  // (another part's operand: C_prev beside A + B)
+      // Alike on one index only (B block-DCSR 2x3 beside A bsr 2x2: i alike, j apart), its
+      // blocks on the other lie outside the blocker's too: it is blocked otherwise.
+      bool otherwise = false;
+      for (int id : buffer.axes) {
+        const sparse::Axis& axis = program_.axes[id];
+        const sparse::BlockedVar* b = program_.blocked(axis.mode_var);
+        otherwise |= b && b->tensor == blocker && axis.blocked_apart();
+      }
+      if (otherwise) continue;
       for (int id : buffer.axes)
         if (loops.count(program_.axes[id].index_var)) {
           alike.push_back(buffer.tensor);
@@ -2972,7 +2999,7 @@ class Lowering {
     for (const sparse::BlockedVar& b : program_.blocked_vars) {
       if (b.tensor == output.tensor || read.count(b.tensor)) continue;
       const bool previous = program_.buffer(b.tensor).previous_output;
-      throw CompileError(format_config_error(
+      throw SharedBlocksRefusal(format_config_error(
           config_.file, "/tensors/" + (previous ? output.tensor : b.tensor) + "/format",
           why_added_parts_join() + "; " +
               (previous ? b.tensor + ", the value of " + output.tensor + " before `+=`, stored as " + output.tensor + " is,"
@@ -3024,7 +3051,7 @@ class Lowering {
     const bool previous = program_.buffer(blocked.front()).previous_output;
     for (int d = 0; d < shared_loops_; ++d)
       if (!visits_every_coordinate(d))
-        throw CompileError(format_config_error(
+        throw SharedBlocksRefusal(format_config_error(
             config_.file, "/tensors/" + (previous ? output.tensor : blocked.front()) + "/format",
             why_added_parts_join() + ", which beside a blocked operand (" + names(blocked) +
                 (previous ? ", the value of " + output.tensor + " before `+=`, stored as " + output.tensor + " is" : "") +
@@ -3150,7 +3177,7 @@ class Lowering {
     std::vector<Stmt> nests;
     std::set<std::string> names = names_before_positions_;  // (this Lowering's own nest is not built)
     auto list_part = [&](const ast::ExprPtr& terms, const std::vector<std::string>& summed, bool first) {
-      sparse::Program part = listed_part_program(*whole_, terms);
+      sparse::Program part = listed_part_program(*whole_, terms, config_);
       Lowering lowering(part, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
       // (The body's own rest lists after every part's nest: run's with_listed_rest.)
       Stmt nest = lowering.lower_listed_part(*this, names, true, !first);
@@ -3176,10 +3203,22 @@ class Lowering {
       const For* first_outer = statements_of(nests[1]).size() == 1 ? as_for(statements_of(nests[1]).front()) : nullptr;
       bool shared_label = false;
       for (size_t k = 3; k < nests.size() && first_outer; k += 2) shared_label |= has_loop_labelled(nests[k], first_outer->label);
-      for (size_t k = shared_label ? 1 : 3; k < nests.size(); k += 2) nests[k] = own_listing_kernel(nests[k], names);
+      // (So too where no op can name its outer loop, no loop of the whole sum: A B over i, k, j
+      // unsplit by D's blocks, listed into C's.)
+      const bool unscheduled = first_outer && !whole_loop(first_outer->label);
+      for (size_t k = shared_label || unscheduled ? 1 : 3; k < nests.size(); k += 2) nests[k] = own_listing_kernel(nests[k], names);
     }
     used_names_.insert(names.begin(), names.end());
     return block(std::move(nests));
+  }
+
+  // A loop of the whole sum's iteration (or a fused one), which schedule ops may name.
+  bool whole_loop(const std::string& label) const {
+    for (const sparse::Iterator& it : whole_->iteration.iterators)
+      if (it.var == label) return true;
+    for (const sparse::Fusion& f : whole_->iteration.fusions)
+      if (f.into == label) return true;
+    return false;
   }
 
   static bool has_loop_labelled(const Stmt& stmt, const std::string& label) {
@@ -3841,6 +3880,45 @@ bool output_may_be_listed(const sparse::Program& program, const Config&) {  // e
   return true;
 }
 
+std::string describe_listed_parts(const sparse::Program& program, const Config& config) {
+  if (program.iteration.added_parts.empty() || !program.output().listed_blocks) return "";
+  auto comma_list = [](const std::vector<std::string>& items) {
+    std::string text;
+    for (const std::string& item : items) text += (text.empty() ? "" : ", ") + item;
+    return text;
+  };
+  auto part = [&](const ast::ExprPtr& terms, const std::vector<std::string>& summed, const char* sign) {
+    std::vector<std::string> loops;
+    for (const sparse::Iterator& it : listed_part_program(program, terms, config).iteration.iterators) loops.push_back(it.var);
+    const bool negated = terms->kind == ast::ExprKind::Neg;  // "- b(i)" rather than "+ -b(i)"
+    return "  " + std::string(negated ? "- " : sign) + ast::to_string(negated ? *terms->lhs : *terms) + " (" +
+           (summed.empty() ? std::string("no summed index") : "summed over " + comma_list(summed)) + "): a nest of its own over [" +
+           comma_list(loops) + "], into the list of " + program.output().tensor + "'s entries\n";
+  };
+  std::vector<std::string> body_summed;
+  for (const sparse::Iterator& it : listed_part_program(program, program.iteration.body, config).iteration.iterators)
+    if (it.is_reduction) body_summed.push_back(it.var);
+  std::string out = "  each part lists the entries of " + program.output().tensor + ", to be sorted and packed into its blocks:\n";
+  out += part(program.iteration.body, body_summed, "");
+  for (const sparse::AddedPart& added : program.iteration.added_parts) out += part(added.body, added.summed, "+ ");
+  return out;
+}
+
+bool parts_need_listed_blocks(const sparse::Program& program, const Config& config) {
+  const sparse::SparseBuffer& output = program.output();
+  if (program.iteration.added_parts.empty() || !output_is_assembled(program) || !output.format.is_blocked() ||
+      output.listed_blocks)
+    return false;
+  try {
+    lower_to_loops(program, config);
+  } catch (const SharedBlocksRefusal&) {
+    return true;
+  } catch (const CompileError&) {
+    // (refused for another reason: lowering says why)
+  }
+  return false;
+}
+
 std::vector<int> assembled_levels(const sparse::Program& program) {
   std::vector<int> levels;
   if (!output_is_assembled(program)) return levels;
@@ -3863,7 +3941,7 @@ LoweredFunc lower_to_loops(const sparse::Program& program, const Config& config,
   sparse::Program body = program;
   body.iteration.added_parts.clear();
   body.iteration.iterators = program.iteration.loops_of(*program.iteration.body, program.blocked_vars);
-  if (parts_listed_beside_blocks(program)) body = listed_part_program(program, program.iteration.body);
+  if (parts_listed_beside_blocks(program)) body = listed_part_program(program, program.iteration.body, config);
   if (parts_in_block_rows(program)) body = block_row_part_program(program, program.iteration.body);
   return Lowering(body, config, phase, level, &program).run();
 }

@@ -23,6 +23,16 @@ bool output_is_assembled(const sparse::Program& program);
 // storage order (an assembled, unblocked output): its storage order then
 // constrains the loop order only where some order satisfies it (passes/infer_loop_order).
 bool output_may_be_listed(const sparse::Program& program, const Config& config);
+// True when a sum whose terms sum over different indices (added parts) goes into a blocked
+// output whose blocks the parts cannot share one loop nest to build (an operand that the body
+// does not read blocks its loops: C bsr = A B + D with A, B dense and D bsr, or `C += A B`; or
+// the shared loops visit only the block rows some operands store: A and D block-DCSR). Its
+// entries are then listed into its blocks (build_sparse_ir's `list_output`), each part in a
+// nest of its own.
+bool parts_need_listed_blocks(const sparse::Program& program, const Config& config);
+// --emit=stage1's lines for the parts of such a sum listed into a blocked output: each part's
+// nest and its loops ("" for any other program).
+std::string describe_listed_parts(const sparse::Program& program, const Config& config);
 // The output levels that have an assemble phase (those with a pos array), or none.
 std::vector<int> assembled_levels(const sparse::Program& program);
 // NAME_assemble for one compressed level, NAME_assemble_levelL for each of several.

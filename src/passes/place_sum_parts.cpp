@@ -9,6 +9,14 @@ namespace spgen {
 
 void place_sum_parts(sparse::Program& program, const ast::Spec& spec) {
   std::vector<ast::TermGroup> groups = ast::terms_by_summed_vars(spec);
+  // C_prev of `+=` ordered apart (its storage order conflicts with the operands'): `C_prev + rest`
+  // (read_previous_output) is two parts, each listing C's entries in a nest of its own.
+  if (groups.size() < 2 && !spec.previous_output.empty() && program.buffer(spec.previous_output).ordered_apart &&
+      spec.rhs->kind == ast::ExprKind::Add) {
+    program.iteration.body = spec.rhs->rhs;
+    program.iteration.added_parts.push_back({{}, spec.rhs->lhs});
+    return;
+  }
   if (groups.size() < 2 || !output_is_assembled(program)) return;
   // The body is the group that sums outermost: its loops decide how the output's entries are
   // gathered (a row workspace when its summed loop is outside the output's last, else a scalar).

@@ -12,7 +12,12 @@
 // and their cuda configs; the body's block rows compressed: spgemm_bias_block_dcsr_csr_to_bsr,
 // spgemm_acc_block_dcsr_csr_to_bsr, spgemm_bias_sum_block_dcsr_bsr_csr_to_bsr,
 // spgemm_bias_cuda_block_dcsr_csr_to_bsr; a part's term without its blocked operand:
-// spgemm_bias_sum_*, spgemm_rest_bias_*).
+// spgemm_bias_sum_*, spgemm_rest_bias_*; listed into a blocked output:
+// spgemm_bias_csr_csr_bsr_to_bsr3x3, spgemm_bias_bsr_csr_bsr3x2_to_bsr2x3,
+// spgemm_bias_dense_bsr*_to_bsr_listed, spgemm_acc_bsr_dense_to_bsr,
+// spgemm_bias_block_dcsr_csr_block_dcsr_to_bsr, sddmm_bias_bsr1x1_to_bsr_listed,
+// acc_add_bsr2x1_to_bsr, acc_add_bsr_to_bsr2x1, acc_add_csr_to_row_blocks, acc_add_sum_bsr2x1_csr_to_bsr,
+// spgemm_acc_block_dcsr3x1_block_dcsr1x2_to_block_dcsr, and their cuda configs).
 #include <doctest/doctest.h>
 
 #include <string>
@@ -106,37 +111,8 @@ TEST_CASE("place sum parts: what one loop nest cannot do is refused") {
                  "c.json: /schedule/0: error: split: there are several loops over j (the terms of the sum that sum over "
                  "different indices each have theirs, inside the loops outside the first summed index, or in nests of their "
                  "own where the output's entries are listed), which no schedule op can tell apart; schedule the loops they share, or j where only one part has it"));
-  // Into a blocked output that the operands' block loops drive (no term without them: A and B
-  // dense), an operand of another part than the body blocks the body's loops. (With a term
-  // without them, C's block rows gather every part: see the test below.)
-  CHECK(contains(error_of(kSpgemmBias, R"({"tensors": {"A": {"format": "dense"}, "B": {"format": "dense"},
-      "D": {"format": "bsr", "block": [2, 2]}, "C": {"format": "bsr", "block": [2, 2]}}})"),
-                 "c.json: /tensors/D/format: error: the right-hand side sums its terms over different indices"));
-  CHECK(contains(error_of(kSpgemmBias, R"({"tensors": {"A": {"format": "dense"}, "B": {"format": "dense"},
-      "D": {"format": "bsr", "block": [2, 2]}, "C": {"format": "bsr", "block": [2, 2]}}})"),
-                 "; D (bsr) splits index i into blocks, which the shared loops would follow, but the terms A(i,k) * "
-                 "B(k,j) do not read D, which is not supported; store D unblocked, or C unblocked (its entries are then listed)"));
-  // `+=` into a blocked output reads its previous value blocked alike: the same (B dense).
-  CHECK(contains(error_of("C(i,j) += A(i,k) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})"),
-                 "c.json: /tensors/C/format: error: the right-hand side sums its terms over different indices (A(i,k) * "
-                 "B(k,j) (summed over k); C_prev(i,j) (no summed index)), and C (bsr) is a sparse output the kernel "
-                 "assembles, so they share one loop nest: the terms without k are added where the loops outside k end; "
-                 "C_prev, the value of C before `+=`, stored as C is, splits index i into blocks, which the shared loops "
-                 "would follow, but the terms A(i,k) * B(k,j) do not read C_prev, which is not supported; store C "
-                 "unblocked (its entries are then listed), or make it dense"));
-  // Block rows stored compressed in the body's operand and in every other part's (A and D
-  // block-DCSR): the shared loop merges them, which is refused (a part without a stream there, D
-  // csr, makes it visit every block row: see below).
   const std::string block_dcsr = R"({"levels": [{"kind": "compressed", "floordiv": 2}, {"kind": "compressed", "floordiv": 2},
       {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]})";
-  CHECK(contains(error_of(kSpgemmBias, R"({"tensors": {"A": {"format": )" + block_dcsr + R"(}, "B": {"format": "csr"},
-      "D": {"format": )" + block_dcsr + R"(}, "C": {"format": "bsr", "block": [2, 2]}}})"),
-                 "c.json: /tensors/A/format: error: the right-hand side sums its terms over different indices (A(i,k) * "
-                 "B(k,j) (summed over k_blk, k_in); D(i,j) (no summed index)), and C (bsr) is a sparse output the kernel "
-                 "assembles, so they share one loop nest: the terms without k_blk are added where the loops outside k_blk "
-                 "end, which beside a blocked operand (A) needs the shared loops to visit every coordinate, but the loop "
-                 "i_blk visits only the stored ones, and the other parts' entries may lie elsewhere; store A's levels above "
-                 "i_blk dense (bsr), or make C dense"));
   // The body's term without its blocked operand follows the blocks (see the tests below), but
   // not where the body's own loop visits only the blocker's block rows (E block-DCSR, A dcsr
   // located in them): that the shared loop visits the others for D's sake does not count.
@@ -431,17 +407,112 @@ TEST_CASE("place sum parts: found by fuzzing, refused precisely instead of crash
                                     R"({"tensors": {"C": {"format": "bsr", "block": [3, 1]}, "A": {"format": "dcsr"},
                                         "B": {"format": "bsr", "block": [3, 1]}, "D": {"format": "coo"}}})");
   CHECK(contains(bias.stage2_dump, "# + D(i,j)"));
-  // An output blocked otherwise than the operands, whose entries would be listed into its blocks.
-  CHECK(contains(error_of("Y(i,j) = X(i,j) * A(i,k) * B(j,k) - 0.5 * X(i,j) * C(i,j)",
-                          R"({"tensors": {"Y": {"format": "bsr", "block": [2, 2]}, "X": {"format": "bsr", "block": [1, 1]},
-                              "A": {"format": "csr"}, "B": {"format": "ragged"}, "C": {"format": "bsr", "block": [1, 1]}}})"),
-                 "c.json: /tensors: error: the right-hand side sums its terms over different indices, and Y (bsr) is blocked "
-                 "otherwise than the operands, so its entries are listed and packed into its blocks; listing the parts of such "
-                 "a sum into blocks is not supported"));
+  // An output blocked otherwise than the operands, whose entries are listed into its blocks (it
+  // was refused): each part lists them in a nest of its own.
+  spgen::Compilation sddmm = compile("Y(i,j) = X(i,j) * A(i,k) * B(j,k) - 0.5 * X(i,j) * C(i,j)",
+                                     R"({"tensors": {"Y": {"format": "bsr", "block": [2, 2]}, "X": {"format": "bsr", "block": [1, 1]},
+                                         "A": {"format": "csr"}, "B": {"format": "ragged"}, "C": {"format": "bsr", "block": [1, 1]}}})");
+  CHECK(contains(sddmm.stage1_dump, "  each part lists the entries of Y, to be sorted and packed into its blocks:\n"
+                                    "  X(i,j) * A(i,k) * B(j,k) (summed over k): a nest of its own over [i_blk, j_blk, i_in, j_in, k], "
+                                    "into the list of Y's entries\n"
+                                    "  - 0.5 * X(i,j) * C(i,j) (no summed index): a nest of its own over [i_blk, j_blk, i_in, j_in], "
+                                    "into the list of Y's entries\n"));
   // An inferred output in the structure of an unblocked operand takes no block loops: the loops
   // are ordered afresh (they kept i_blk, j_blk and crashed).
   spgen::Compilation inferred = compile("C(i,j) = A(i,j) * (B(i,j) + D(i,j))",
                                         R"({"tensors": {"A": {"format": "dcsr"}, "B": {"format": "bsr", "block": [3, 1]}, "D": {"format": "csr"}}})");
   CHECK(contains(inferred.stage1_dump, "over [i: spatial, j: spatial]"));
   CHECK(contains(inferred.stage1_dump, "format dcsr (inferred"));
+}
+
+TEST_CASE("place sum parts: into a blocked output that no shared nest can build, each part lists its entries into its blocks") {
+  // D's block loops would drive C's blocks, but A B (A and B dense) does not read D (it was
+  // refused): C's entries are listed, A B over i, k, j, D over its own blocks, then packed into
+  // C's 2x2 blocks.
+  spgen::Compilation c = compile(kSpgemmBias, R"({"tensors": {"A": {"format": "dense"}, "B": {"format": "dense"},
+      "D": {"format": "bsr", "block": [2, 2]}, "C": {"format": "bsr", "block": [2, 2]}}})");
+  CHECK(contains(c.stage1_dump, "format bsr, mode order (0,1,0,1), values C_vals, output, entries listed, sorted and packed into its blocks\n"));
+  CHECK(contains(c.stage1_dump, "  each part lists the entries of C, to be sorted and packed into its blocks:\n"
+                                "  A(i,k) * B(k,j) (summed over k): a nest of its own over [i, k, j], into the list of C's entries\n"
+                                "  + D(i,j) (no summed index): a nest of its own over [i_blk, j_blk, i_in, j_in], into the list of C's entries\n"));
+  CHECK(contains(c.stage2_dump, "    # A(i,k) * B(k,j) (summed over k), into the list of C's entries\n"
+                                "    for i in [0, dim_i) sequential:\n"));
+  CHECK(contains(c.stage2_dump, "          C_keys[C_listed] = ((i / 2 * ((dim_j + 1) / 2) + j / 2) * 2 + i % 2) * 2 + j % 2\n"));
+  CHECK(contains(c.stage2_dump, "    # + D(i,j) (no summed index), into the list of C's entries\n"
+                                "    for i_blk in [0, (dim_i + 1) / 2) sequential:\n"
+                                "      for j_blk at pD1 in [int64(D_pos1[i_blk]), int64(D_pos1[i_blk + 1])) sequential:\n"));
+  CHECK(contains(c.stage2_dump, "    # store the entries level by level, in storage order\n"));
+  // `+=` into bsr reads C_prev blocked alike, which A B does not read: the same.
+  spgen::Compilation acc = compile("C(i,j) += A(i,k) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})");
+  CHECK(contains(acc.stage1_dump, "  A(i,k) * B(k,j) (summed over k): a nest of its own over [i, k, j], into the list of C's entries\n"
+                                  "  + C_prev(i,j) (no summed index): a nest of its own over [i_blk, j_blk, i_in, j_in], into the list of C's entries\n"));
+  // Block rows stored compressed in the body's operand and in every other part's (A and D
+  // block-DCSR): a shared loop would visit only the block rows they store; each part lists over
+  // its own blocks instead.
+  const std::string block_dcsr = R"({"levels": [{"kind": "compressed", "floordiv": 2}, {"kind": "compressed", "floordiv": 2},
+      {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]})";
+  spgen::Compilation dcsr = compile(kSpgemmBias, R"({"tensors": {"A": {"format": )" + block_dcsr + R"(}, "B": {"format": "csr"},
+      "D": {"format": )" + block_dcsr + R"(}, "C": {"format": "bsr", "block": [2, 2]}}})");
+  CHECK(contains(dcsr.stage1_dump, "  A(i,k) * B(k,j) (summed over k_blk, k_in): a nest of its own over [i_blk, k_blk, i_in, k_in, j], into the list of C's entries\n"
+                                   "  + D(i,j) (no summed index): a nest of its own over [i_blk, j_blk, i_in, j_in], into the list of C's entries\n"));
+  CHECK(contains(dcsr.stage2_dump, "    for i_blk at pD0 in [int64(D_pos0[0]), int64(D_pos0[1])) sequential:\n"));
+  // Into an output blocked otherwise than the operands (C bsr 3x3 beside D bsr 2x2): keyed by
+  // C's blocks.
+  spgen::Compilation other = compile(kSpgemmBias, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"},
+      "D": {"format": "bsr", "block": [2, 2]}, "C": {"format": "bsr", "block": [3, 3]}}})");
+  CHECK(contains(other.stage2_dump, "          C_keys[C_listed] = ((i / 3 * ((dim_j + 2) / 3) + j / 3) * 3 + i % 3) * 3 + j % 3\n"
+                                    "          C_entries[C_listed] = A_vals[pA1] * B_vals[pB1]\n"));
+  // On cuda every nest lists through the one atomic cursor, A B's (whose loops no op names) in
+  // kernels of its own over the grid.
+  spgen::Compilation cuda = compile(kSpgemmBias, R"({"target": "cuda", "tensors": {"A": {"format": "csr"}, "B": {"format": "csr"},
+      "D": {"format": "bsr", "block": [2, 2]}, "C": {"format": "bsr", "block": [3, 3]}}, "schedule": "auto"})");
+  CHECK(contains(cuda.stage2_dump, "    for i in [0, dim_i) bind(grid, 256 threads):\n"));
+  CHECK(contains(cuda.stage2_dump, "atomic C_listed += 1"));
+  // A part's own blocks, apart in the whole (B block-DCSR 1x2 beside C_prev's 3x1: found by
+  // fuzzing), order its nest's loops by its own tensors' levels: k_blk before B's j_blk.
+  const auto block_dcsr_of = [](int r, int c) {
+    return R"({"format": {"levels": [{"kind": "compressed", "floordiv": )" + std::to_string(r) + R"(}, {"kind": "compressed", "floordiv": )" +
+           std::to_string(c) + R"(}, {"kind": "dense", "mod": )" + std::to_string(r) + R"(}, {"kind": "dense", "mod": )" +
+           std::to_string(c) + R"(}], "order": [0, 1, 0, 1]}})";
+  };
+  spgen::Compilation own = compile("C(i,j) += A(i,k) * B(k,j)", R"({"tensors": {"A": )" + block_dcsr_of(3, 1) + R"(, "B": )" +
+                                                                     block_dcsr_of(1, 2) + R"(, "C": )" + block_dcsr_of(3, 1) + "}}");
+  CHECK(contains(own.stage1_dump, "  A(i,k) * B(k,j) (summed over k_blk, k_in): a nest of its own over [i_blk, k_blk, j_blk, i_in, k_in, j_in], "
+                                  "into the list of C's entries\n"));
+  // Listing the parts does not run them in parallel on the cpu: they append to one list.
+  CHECK(contains(error_of(kSpgemmBias, R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"},
+      "D": {"format": "bsr", "block": [2, 2]}, "C": {"format": "bsr", "block": [3, 3]}}, "schedule": [{"op": "parallel", "var": "i_blk"}]})"),
+                 "parallel: cannot parallelize i_blk: it appends to the list of C's entries"));
+}
+
+TEST_CASE("`+=` into an output blocked otherwise than the operand: C_prev and the operand list in their own orders") {
+  // C bsr 2x2 += A bsr 2x1: A's 1-wide blocks of j would be located inside C_prev's, and the two
+  // order i_in and j against each other (it was refused): C_prev is a part of its own.
+  spgen::Compilation c = compile("C(i,j) += A(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 1]}, "C": {"format": "bsr", "block": [2, 2]}}})");
+  CHECK(contains(c.stage1_dump, "values C_prev_vals, a part of the sum of its own, iterated in its own storage order\n"));
+  CHECK(contains(c.stage1_dump, "  A(i,j) (no summed index): a nest of its own over [i_blk, j_blk, i_in, j_in], into the list of C's entries\n"
+                                "  + C_prev(i,j) (no summed index): a nest of its own over [i_blk, j_blk, i_in, j_in], into the list of C's entries\n"));
+  CHECK(contains(c.stage2_dump, "          for j_in in [0, min(1, dim_j - j_blk)) sequential:\n"));
+  CHECK(contains(c.stage2_dump, "          for j_in in [0, min(2, dim_j - j_blk * 2)) sequential:\n"));
+  // C += A + B, B csr: A + B over A's blocks, B's entries outside them after, skipping A's
+  // blocks only (C_prev, another part's operand, is no blocker of this one).
+  spgen::Compilation sum = compile("C(i,j) += A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 1]},
+      "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})");
+  CHECK(contains(sum.stage2_dump, "    # the other operands outside A's blocks, where A is zero, into the list of C's entries: B(i,j)\n"));
+  // B alike with A on i but blocked otherwise on j (block-DCSR 2x3 beside A bsr 2x2, column-major
+  // blocks) is no operand alike: its entries outside A's blocks list after them (found by
+  // fuzzing: they were dropped, in `C = A + B` into csr too).
+  const std::string column_major = R"({"format": {"levels": [{"kind": "dense", "floordiv": 2}, {"kind": "compressed", "floordiv": 2},
+      {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 1, 0]}})";
+  const std::string block_dcsr = R"({"format": {"levels": [{"kind": "compressed", "floordiv": 2}, {"kind": "compressed", "floordiv": 3},
+      {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 3}], "order": [0, 1, 0, 1]}})";
+  spgen::Compilation apart = compile("C(i,j) += A(i,j) + B(i,j)", R"({"tensors": {"A": )" + column_major + R"(, "B": )" + block_dcsr +
+                                                                      R"(, "C": )" + block_dcsr + "}}");
+  CHECK(contains(apart.stage2_dump, "    # the other operands outside A's blocks, where A is zero, into the list of C's entries: B(i,j)\n"));
+  spgen::Compilation add = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": )" + column_major + R"(, "B": )" + block_dcsr +
+                                                                   R"(, "C": {"format": "csr"}}})");
+  CHECK(contains(add.stage2_dump, "    # the other operands outside A's blocks, where A is zero, into the list of C's entries: B(i,j)\n"));
+  // The conflict is still refused where listing cannot serve: an unblocked output's operands.
+  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csc"}, "C": {"format": "bsr", "block": [2, 2]}}})"),
+                 "no loop order can iterate both A"));
 }
