@@ -1043,11 +1043,12 @@ TEST_CASE("blocks of rows beside a csr operand are lowered as bsr r x 1") {
   CHECK(contains(error_of("C(i,j) = A(i,j) * (B(i,j) + D(i,j))", std::string(R"({"tensors": {"A": )") + row_blocks + R"(, "B": {"format": "dcsc"}, "D": {"format": "dcsr"}, "C": {"format": "dense"}}})"),
                  "c.json: /tensors/D/format: error: no loop order can iterate both B (which stores i_in inside j) and D (which stores j inside "
                  "i_in) through their compressed levels; store one of them in the other mode order (e.g. csr instead of csc) or dense"));
-  // `+=` into an output blocked otherwise (bsr 2x2): C_prev and A conflict as blocked operands.
-  CHECK(contains(error_of("C(i,j) += A(i,j) * B(i,j)", std::string(R"({"tensors": {"A": )") + row_blocks + R"(, "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})"),
-                 "no loop order can iterate both C_prev (which stores j_in inside i_in) and A (which stores i_in inside j_in) through their "
-                 "compressed levels; store them in blocks alike (the same blocks, their levels in the same order: C_prev's or A's), or one of "
-                 "them unblocked or dense"));
+  // `+=` into an output blocked otherwise (bsr 2x2): C_prev conflicts in loop order with A (bsr
+  // 2x1), so C_prev and A .* B are parts of their own, each listing C's entries in its order.
+  spgen::Compilation listed = compile("C(i,j) += A(i,j) * B(i,j)", std::string(R"({"tensors": {"A": )") + row_blocks + R"(, "B": {"format": "csr"}, "C": {"format": "bsr", "block": [2, 2]}}})");
+  CHECK(contains(listed.stage1_dump, "  each part lists the entries of C, to be sorted and packed into its blocks:\n"
+                                     "  A(i,j) * B(i,j) (no summed index): a nest of its own over [i_blk, j_blk, i_in, j_in], into the list of C's entries\n"
+                                     "  + C_prev(i,j) (no summed index): a nest of its own over [i_blk, j_blk, i_in, j_in], into the list of C's entries\n"));
 }
 
 TEST_CASE("bsr: what is refused, with what works") {
