@@ -260,16 +260,20 @@ TEST_CASE("spgen run prints the median time and writes the output") {
 // C = A + B (matadd.spg) with C's ELL level `ell_level` (a JSON format) as narrow as `narrow` slots:
 // spgen run stops with `error` and writes nothing; with `narrow + 1` slots C holds every entry (the
 // padding of the shorter parents is not an entry). Row 2 of A + B has three entries, and three rows
-// hold entries.
-static void check_ell_width_overflow(const std::function<std::string(int)>& format, int narrow, const std::string& error) {
+// hold entries. `target` "cuda" runs the kernel on the CUDA emulator (tests/cuda_emu).
+static void check_ell_width_overflow(const std::function<std::string(int)>& format, int narrow, const std::string& error,
+                                     const std::string& target = "cpu") {
   TempDir dir;
   write_text(dir.file("a.mtx"), "%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 1.0\n2 1 2.0\n2 3 3.0\n");
   write_text(dir.file("b.mtx"), "%%MatrixMarket matrix coordinate real general\n3 3 2\n2 2 4.0\n3 3 5.0\n");
   auto run_with_width = [&](int width) {
     write_text(dir.file("ell.json"),
                R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": )" + format(width) + "}}");
-    return spgen({"run", spec("matadd.spg"), "--config", dir.file("ell.json"), "--input", "A=" + dir.file("a.mtx"), "--input",
-                  "B=" + dir.file("b.mtx"), "--output", "C=" + dir.file("c.mtx"), kQuickBuild});
+    std::vector<std::string> env;
+    if (target == "cuda") env = {"NVCC=" + source_root() + "/tests/cuda_emu/nvcc-emu", "CXX=g++"};
+    return run_process({spgen_binary(), "run", spec("matadd.spg"), "--config", dir.file("ell.json"), "--target", target, "--input",
+                        "A=" + dir.file("a.mtx"), "--input", "B=" + dir.file("b.mtx"), "--output", "C=" + dir.file("c.mtx"), kQuickBuild},
+                       env);
   };
   ProcessResult r = run_with_width(narrow);
   CHECK(r.exit_code == 1);
@@ -295,6 +299,16 @@ TEST_CASE("spgen run refuses an ELL level above the last whose parent needs more
         return R"({"format": {"levels": [{"kind": "sparse-fixed", "width": )" + std::to_string(width) + R"(}, "compressed"]}})";
       },
       2, "output C: parent position 0 of level 0 gets 3 entries, more than the ELL width 2");
+}
+
+TEST_CASE("on cuda (emulated), an ELL level above the last whose parent needs more slots than its width is refused alike") {
+  // The grid packs the slots by rank under each parent; the third row is dropped on the device
+  // (nothing written past the two slots) and counted, so that the host refuses the output.
+  check_ell_width_overflow(
+      [](int width) {
+        return R"({"format": {"levels": [{"kind": "sparse-fixed", "width": )" + std::to_string(width) + R"(}, "compressed"]}})";
+      },
+      2, "output C: parent position 0 of level 0 gets 3 entries, more than the ELL width 2", "cuda");
 }
 
 TEST_CASE("spgen run refuses a listed output whose flattened coordinates would not fit in 63 bits") {
