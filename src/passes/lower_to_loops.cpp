@@ -1955,7 +1955,9 @@ class Lowering {
       const sparse::Axis& axis = output_axis(l);
       if (axis.kind != sparse::AxisKind::SparseFixed) continue;
       std::string p = fresh_name("p");
-      body.push_back(std::make_shared<For>("pad " + output.tensor, p, int64(0), structure_size(output, l + 1),
+      // (cuda: a kernel named after the loop, one per ELL level)
+      const std::string label = config_.target == Target::Cuda ? "pad level " + std::to_string(l) + " of " + output.tensor : "pad " + output.tensor;
+      body.push_back(std::make_shared<For>(label, p, int64(0), structure_size(output, l + 1),
                                            std::make_shared<Store>(axis.crd, var(p), cast(index_type_, int64(-1)), false),
                                            config_.target == Target::Cuda ? over_grid() : LoopAnnotations{}));
     }

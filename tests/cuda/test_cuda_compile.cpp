@@ -129,6 +129,7 @@ TEST_CASE("kernels with row workspaces (SpGEMM, TTM: device workspaces and sort)
                                      {cases + "spgemm_transposed_bias.spg", "spgemm_transposed_bias_cuda_dcsr_out"},
                                      {cases + "spgemm_transposed.spg", "spgemm_transposed_cuda_ell_out"},
                                      {cases + "tensor_add.spg", "tensor_add_cuda_dense_ell_compressed_out"},
+                                     {cases + "tensor_add.spg", "tensor_add_cuda_ell_ell_compressed_out"},
                                      {cases + "edge_features.spg", "edge_features_cuda_csc_coo_rows_out"}}) {
     generate({spec, cases + config + ".json", config}, dir);
     commands.push_back(nvcc_for_both_archs(nvcc, "-Wall,-Wextra", dir.file(config + ".o"), dir.file(config + ".cu")));
