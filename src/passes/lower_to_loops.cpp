@@ -1982,7 +1982,9 @@ class Lowering {
       const sparse::Axis& axis = output_axis(l);
       if (axis.kind != sparse::AxisKind::SparseFixed) continue;
       std::string p = fresh_name("p");
-      body.push_back(std::make_shared<For>("pad " + output.tensor, p, int64(0), structure_size(output, l + 1),
+      // (cuda: a kernel named after the loop, one per ELL level)
+      const std::string label = config_.target == Target::Cuda ? "pad level " + std::to_string(l) + " of " + output.tensor : "pad " + output.tensor;
+      body.push_back(std::make_shared<For>(label, p, int64(0), structure_size(output, l + 1),
                                            std::make_shared<Store>(axis.crd, var(p), cast(index_type_, int64(-1)), false),
                                            config_.target == Target::Cuda ? over_grid() : LoopAnnotations{}));
     }
@@ -2089,10 +2091,8 @@ class Lowering {
     const sparse::SparseBuffer& output = program_.output();
     const size_t levels = output.axes.size();
     const size_t stop = counting_ ? static_cast<size_t>(counted_level_) : levels;
-    bool parallel = config_.target == Target::Cuda;
-    for (size_t l = 0; l < levels && l <= stop; ++l)
-      parallel &= output_axis(l).kind != sparse::AxisKind::SparseFixed;
-    std::vector<Stmt> marks;  // parallel: the loops that mark and scan each compressed level's new positions
+    const bool parallel = config_.target == Target::Cuda;
+    std::vector<Stmt> marks;  // parallel: the loops that mark and scan each compressed or ELL level's positions
     std::string u = fresh_name("u"), key = fresh_name(output.tensor + "_key"), previous = fresh_name(output.tensor + "_previous");
     std::vector<Stmt> before;
     // strides[l]: the extent of the levels below l, so that key / strides[l] is the entry's
@@ -2110,6 +2110,27 @@ class Lowering {
       return logical_or(binary(BinOp::Eq, var(entry), int64(0)), binary(BinOp::Ne, prefix(its_key, l), prefix(its_previous, l)));
     };
     auto changed = [&](size_t l) { return changed_at(l, u, key, previous); };
+    // parallel: an ELL level's slot for an entry is its rank among the distinct coordinates under
+    // its parent: the running sum of the marks where the coordinates down to the level change
+    // (`counts`, none at the last level, whose entries are distinct: the entry's index), less
+    // that sum before the parent's first entry (`starts`, indexed by the parent's running sum of
+    // marks, `parents`; none at level 0, whose one parent starts at entry 0).
+    struct EllRanks {
+      std::string counts, parents, starts;
+      int64_t width = 0;
+    };
+    std::vector<EllRanks> ells;  // the ELL levels above the level being packed
+    auto rank_of = [&](const EllRanks& ell, const Expr& entry) {
+      Expr rank = ell.counts.empty() ? entry : sub(load(ell.counts, add(entry, int64(1)), ScalarType::Int64), int64(1));
+      if (ell.parents.empty()) return rank;
+      return sub(rank, load(ell.starts, sub(load(ell.parents, add(entry, int64(1)), ScalarType::Int64), int64(1)), ScalarType::Int64));
+    };
+    // The ELL levels above keep the entry (within its parents' W slots); null where none is above.
+    auto kept = [&](const std::string& entry) {
+      Expr all;
+      for (const EllRanks& ell : ells) all = logical_and(all, binary(BinOp::Lt, rank_of(ell, var(entry)), int64(ell.width)));
+      return all;
+    };
     // An entry's key and the previous entry's (-1 before the first).
     auto entry_keys = [&](const std::string& entry, const std::string& its_key, const std::string& its_previous) {
       return std::vector<Stmt>{
@@ -2160,16 +2181,68 @@ class Lowering {
         // A compressed level's positions count its distinct prefixes whatever its parent's are:
         // counting further down, this level's are not needed.
         continue;
+      } else if (parallel && axis.kind == sparse::AxisKind::SparseFixed) {
+        // The parent's slot at the entry's rank under it: marks where the coordinates down to
+        // this level change and where the parent changes, their running sums, and for each parent
+        // the running sum before its first entry; the ranks past the width are dropped (the
+        // assemble phase counted them, so that the caller reports the overflow).
+        std::string what = "level " + std::to_string(l) + " of " + output.tensor;
+        EllRanks ell;
+        ell.width = axis.width;
+        std::string m = fresh_name("m"), mark_key = fresh_name(output.tensor + "_key"),
+                    mark_previous = fresh_name(output.tensor + "_previous");
+        std::vector<Stmt> mark = entry_keys(m, mark_key, mark_previous);
+        if (is_new) {
+          ell.counts = list_array(output.tensor + "_distinct" + std::to_string(l), ScalarType::Int64, lists);
+          mark.push_back(std::make_shared<Store>(ell.counts, add(var(m), int64(1)),
+                                                 select(changed_at(l, m, mark_key, mark_previous), int64(1), int64(0)), false));
+        }
+        if (l > 0) {
+          ell.parents = list_array(output.tensor + "_parents" + std::to_string(l), ScalarType::Int64, lists);
+          ell.starts = list_array(output.tensor + "_starts" + std::to_string(l), ScalarType::Int64, lists);
+          mark.push_back(std::make_shared<Store>(ell.parents, add(var(m), int64(1)),
+                                                 select(changed_at(l - 1, m, mark_key, mark_previous), int64(1), int64(0)), false));
+        }
+        if (is_new || l > 0) {
+          marks.push_back(std::make_shared<Comment>("an entry's slot in the ELL " + what + " is its rank among the distinct coordinates under its "
+                                                    "parent: mark where they change and where the parent changes"));
+          marks.push_back(std::make_shared<For>("mark slots of " + what, m, int64(0), var(distinct), block(std::move(mark)), over_grid()));
+        }
+        if (is_new) marks.push_back(scan_marks("count coordinates of " + what, ell.counts, var(distinct)));
+        if (l > 0) {
+          marks.push_back(scan_marks("number parents of " + what, ell.parents, var(distinct)));
+          std::string s = fresh_name("m"), start_key = fresh_name(output.tensor + "_key"),
+                      start_previous = fresh_name(output.tensor + "_previous");
+          std::vector<Stmt> start = entry_keys(s, start_key, start_previous);
+          Expr before_parent = ell.counts.empty() ? var(s) : load(ell.counts, var(s), ScalarType::Int64);
+          start.push_back(std::make_shared<If>(
+              changed_at(l - 1, s, start_key, start_previous),
+              std::make_shared<Store>(ell.starts, sub(load(ell.parents, add(var(s), int64(1)), ScalarType::Int64), int64(1)), before_parent, false),
+              nullptr));
+          marks.push_back(std::make_shared<Comment>("each parent's first entry keeps the coordinates' running sum before it"));
+          marks.push_back(std::make_shared<For>("start slots of " + what, s, int64(0), var(distinct), block(std::move(start)), over_grid()));
+        }
+        std::string rank = fresh_name("r" + output.tensor + std::to_string(l));
+        stmts.push_back(std::make_shared<Declare>(rank, ScalarType::Int64, rank_of(ell, var(u)), false));
+        guards[l] = binary(BinOp::Lt, var(rank), int64(axis.width));
+        here = add(mul(parent, int64(axis.width)), var(rank));
+        if (!counting_) {
+          Stmt store = std::make_shared<If>(guards[l], std::make_shared<Store>(axis.crd, here, cast(index_type_, coordinate), false), nullptr);
+          stmts.push_back(is_new ? std::make_shared<If>(is_new, store, nullptr) : store);
+        }
+        ells.push_back(ell);
       } else if (parallel) {
         // The position is the number of new positions up to this entry: the running sum of the
-        // marks (every entry's, where is_new is always true).
-        if (is_new) {
+        // marks (every entry's, where is_new is always true). Below an ELL level, only the
+        // entries it keeps take positions.
+        Expr keeps = kept(u);
+        if (is_new || keeps) {
           std::string level_marks = list_array(output.tensor + "_new" + std::to_string(l), ScalarType::Int64, lists);
           std::string m = fresh_name("m"), mark_key = fresh_name(output.tensor + "_key"),
                       mark_previous = fresh_name(output.tensor + "_previous");
           std::vector<Stmt> mark = entry_keys(m, mark_key, mark_previous);
-          mark.push_back(std::make_shared<Store>(level_marks, add(var(m), int64(1)),
-                                                 select(changed_at(last_of_level, m, mark_key, mark_previous), int64(1), int64(0)), false));
+          Expr starts = logical_and(is_new ? changed_at(last_of_level, m, mark_key, mark_previous) : nullptr, kept(m));
+          mark.push_back(std::make_shared<Store>(level_marks, add(var(m), int64(1)), select(starts, int64(1), int64(0)), false));
           std::string what = "level " + std::to_string(l) + " of " + output.tensor;
           marks.push_back(std::make_shared<Comment>("mark the entries that start a new position of " + what + "; the marks' running sums are the positions"));
           marks.push_back(std::make_shared<For>("mark " + what, m, int64(0), var(distinct), block(std::move(mark)), over_grid()));

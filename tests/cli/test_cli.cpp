@@ -260,16 +260,20 @@ TEST_CASE("spgen run prints the median time and writes the output") {
 // C = A + B (matadd.spg) with C's ELL level `ell_level` (a JSON format) as narrow as `narrow` slots:
 // spgen run stops with `error` and writes nothing; with `narrow + 1` slots C holds every entry (the
 // padding of the shorter parents is not an entry). Row 2 of A + B has three entries, and three rows
-// hold entries.
-static void check_ell_width_overflow(const std::function<std::string(int)>& format, int narrow, const std::string& error) {
+// hold entries. `target` "cuda" runs the kernel on the CUDA emulator (tests/cuda_emu).
+static void check_ell_width_overflow(const std::function<std::string(int)>& format, int narrow, const std::string& error,
+                                     const std::string& target = "cpu") {
   TempDir dir;
   write_text(dir.file("a.mtx"), "%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 1.0\n2 1 2.0\n2 3 3.0\n");
   write_text(dir.file("b.mtx"), "%%MatrixMarket matrix coordinate real general\n3 3 2\n2 2 4.0\n3 3 5.0\n");
   auto run_with_width = [&](int width) {
     write_text(dir.file("ell.json"),
                R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": )" + format(width) + "}}");
-    return spgen({"run", spec("matadd.spg"), "--config", dir.file("ell.json"), "--input", "A=" + dir.file("a.mtx"), "--input",
-                  "B=" + dir.file("b.mtx"), "--output", "C=" + dir.file("c.mtx"), kQuickBuild});
+    std::vector<std::string> env;
+    if (target == "cuda") env = {"NVCC=" + source_root() + "/tests/cuda_emu/nvcc-emu", "CXX=g++"};
+    return run_process({spgen_binary(), "run", spec("matadd.spg"), "--config", dir.file("ell.json"), "--target", target, "--input",
+                        "A=" + dir.file("a.mtx"), "--input", "B=" + dir.file("b.mtx"), "--output", "C=" + dir.file("c.mtx"), kQuickBuild},
+                       env);
   };
   ProcessResult r = run_with_width(narrow);
   CHECK(r.exit_code == 1);
@@ -295,6 +299,80 @@ TEST_CASE("spgen run refuses an ELL level above the last whose parent needs more
         return R"({"format": {"levels": [{"kind": "sparse-fixed", "width": )" + std::to_string(width) + R"(}, "compressed"]}})";
       },
       2, "output C: parent position 0 of level 0 gets 3 entries, more than the ELL width 2");
+}
+
+TEST_CASE("on cuda (emulated), an ELL level above the last whose parent needs more slots than its width is refused alike") {
+  // The grid packs the slots by rank under each parent; the third row is dropped on the device
+  // (nothing written past the two slots) and counted, so that the host refuses the output.
+  check_ell_width_overflow(
+      [](int width) {
+        return R"({"format": {"levels": [{"kind": "sparse-fixed", "width": )" + std::to_string(width) + R"(}, "compressed"]}})";
+      },
+      2, "output C: parent position 0 of level 0 gets 3 entries, more than the ELL width 2", "cuda");
+}
+
+TEST_CASE("on cuda (emulated), a parent with more distinct coordinates than its ELL width gets its first W, and nothing is written past") {
+  // The kernels called as a program would, ignoring the width check that `spgen run` makes: C = A + B
+  // into ELL rows of width 2 above compressed ones, with 3 rows. The grid gives rows 0 and 1 the two
+  // slots by rank and drops row 2; the arrays are followed by canaries (-7) that must stay.
+  TempDir dir;
+  write_text(dir.file("ell.json"),
+             R"({"target": "cuda", "tensors": {"A": {"format": "csr"}, "B": {"format": "csr"},
+                 "C": {"format": {"levels": [{"kind": "sparse-fixed", "width": 2}, "compressed"]}}}})");
+  ProcessResult gen = spgen({"gen", spec("matadd.spg"), "--config", dir.file("ell.json"), "-o", dir.path()});
+  INFO(gen.err);
+  REQUIRE(gen.exit_code == 0);
+  write_text(dir.file("main.cu"), R"(#include "matadd.h"
+#include <cuda_runtime.h>
+#include <cstdio>
+#include <vector>
+template <class T> T* dev(const std::vector<T>& h) {
+  T* d = nullptr; cudaMalloc(&d, h.size() * sizeof(T));
+  cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice); return d;
+}
+template <class T> std::vector<T> host(const T* d, size_t n) {
+  std::vector<T> h(n); cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost); return h;
+}
+int main() {
+  // A = [[1,0,0],[2,0,3],[0,0,0]], B = [[0,0,0],[0,4,0],[0,0,5]]: C = A + B has 3 rows, ELL width 2.
+  int32_t *Ap = dev<int32_t>({0, 1, 3, 3}), *Ac = dev<int32_t>({0, 0, 2});
+  float* Av = dev<float>({1, 2, 3});
+  int32_t *Bp = dev<int32_t>({0, 0, 1, 2}), *Bc = dev<int32_t>({1, 2});
+  float* Bv = dev<float>({4, 5});
+  const int K = 8;  // canaries after each array
+  int32_t* pos0 = dev<int32_t>(std::vector<int32_t>(2 + K, -7));
+  if (matadd_assemble_level0(3, 3, pos0, Ap, Ac, Av, Bp, Bc, Bv, 0)) return 2;
+  auto p0 = host(pos0, 2 + K);
+  printf("pos0 %d %d (row count, the host refuses > 2)\n", p0[0], p0[1]);
+  int32_t* pos1 = dev<int32_t>(std::vector<int32_t>(3 + K, -7));
+  if (matadd_assemble_level1(3, 3, pos0, pos1, Ap, Ac, Av, Bp, Bc, Bv, 0)) return 2;
+  auto p1 = host(pos1, 3 + K);
+  printf("pos1 %d %d %d\n", p1[0], p1[1], p1[2]);
+  int n = p1[2];
+  int32_t* crd0 = dev<int32_t>(std::vector<int32_t>(2 + K, -7));
+  int32_t* crd1 = dev<int32_t>(std::vector<int32_t>(n + K, -7));
+  float* vals = dev<float>(std::vector<float>(n + K, -7));
+  if (matadd(3, 3, crd0, pos1, crd1, vals, Ap, Ac, Av, Bp, Bc, Bv, 0)) return 2;
+  auto c0 = host(crd0, 2 + K); auto c1 = host(crd1, n + K); auto v = host(vals, n + K);
+  int bad = 0;
+  printf("crd0:"); for (int k = 0; k < 2 + K; ++k) { printf(" %d", c0[k]); bad += k >= 2 && c0[k] != -7; }
+  printf("\ncrd1:"); for (int k = 0; k < n + K; ++k) { printf(" %d", c1[k]); bad += k >= n && c1[k] != -7; }
+  printf("\nvals:"); for (int k = 0; k < n + K; ++k) { printf(" %g", v[k]); bad += k >= n && v[k] != -7; }
+  for (int k = 2; k < 3 + K; ++k) bad += k >= 3 && p1[k] != -7;
+  printf("\nwritten past the arrays: %d\n", bad);
+  return bad ? 1 : 0;
+}
+)");
+  ProcessResult build = run_process({source_root() + "/tests/cuda_emu/nvcc-emu", "-std=c++17", "-O1", "-o", dir.file("prog"),
+                                     dir.file("main.cu"), dir.file("matadd.cu")},
+                                    {"CXX=g++"});
+  INFO(build.err);
+  REQUIRE(build.exit_code == 0);
+  ProcessResult run = run_process({dir.file("prog")});
+  INFO(run.out);
+  CHECK(run.exit_code == 0);
+  CHECK(run.out == "pos0 0 3 (row count, the host refuses > 2)\npos1 0 1 4\ncrd0: 0 1 -7 -7 -7 -7 -7 -7 -7 -7\n"
+                   "crd1: 0 0 1 2 -7 -7 -7 -7 -7 -7 -7 -7\nvals: 1 2 4 3 -7 -7 -7 -7 -7 -7 -7 -7\nwritten past the arrays: 0\n");
 }
 
 TEST_CASE("spgen run refuses a listed output whose flattened coordinates would not fit in 63 bits") {

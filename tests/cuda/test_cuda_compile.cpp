@@ -113,7 +113,7 @@ TEST_CASE("every cuda config compiles warning-free for sm_90 and sm_80, and its 
   for (size_t i = 0; i < commands.size(); ++i) check_clean(commands[i], results[i]);
 }
 
-TEST_CASE("kernels with row workspaces (SpGEMM, TTM: device workspaces and sort) or entry lists (C = A^T B, csc from csr, A^T B + D: device merge sort, a part's own listing kernels, the parallel and the one-thread packing) compile warning-free for sm_90 and sm_80") {
+TEST_CASE("kernels with row workspaces (SpGEMM, TTM: device workspaces and sort) or entry lists (C = A^T B, csc from csr, A^T B + D: device merge sort, a part's own listing kernels, the parallel packing, ELL slots by rank included) compile warning-free for sm_90 and sm_80") {
   std::string nvcc = find_nvcc();
   if (nvcc.empty()) {
     MESSAGE("skipped: nvcc not found");
@@ -128,6 +128,8 @@ TEST_CASE("kernels with row workspaces (SpGEMM, TTM: device workspaces and sort)
                                      {source_root() + "/specs/spgemm.spg", "spgemm_cuda_csr_csr_csc_out"},
                                      {cases + "spgemm_transposed_bias.spg", "spgemm_transposed_bias_cuda_dcsr_out"},
                                      {cases + "spgemm_transposed.spg", "spgemm_transposed_cuda_ell_out"},
+                                     {cases + "tensor_add.spg", "tensor_add_cuda_dense_ell_compressed_out"},
+                                     {cases + "tensor_add.spg", "tensor_add_cuda_ell_ell_compressed_out"},
                                      {cases + "edge_features.spg", "edge_features_cuda_csc_coo_rows_out"}}) {
     generate({spec, cases + config + ".json", config}, dir);
     commands.push_back(nvcc_for_both_archs(nvcc, "-Wall,-Wextra", dir.file(config + ".o"), dir.file(config + ".cu")));

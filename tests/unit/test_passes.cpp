@@ -629,10 +629,32 @@ TEST_CASE("assembled sparse output: on cuda, entries that arrive out of order ar
   CHECK(contains(source, "t_slot_keys_of_C<<<1, 1024, 0, stream>>>(C_heads, C_listed);"));
   CHECK(contains(source, "t_pack_the_entries_of_C<<<spgen_grid_dim(blocks_x, 2147483647), 256, 0, stream>>>(dim_i, dim_j, C_crd0, "
                          "C_crd1, C_vals, C_heads, C_distinct_keys, C_sums, C_new0, C_listed);"));
-  // An ELL level keeps a one-thread packing (a parent's next slot follows the entries before it).
-  const std::string ell = compile(transposed, R"({"target": "cuda", "tensors": {)" + operands + R"(, "C": {"format": "ell", "width": 64}}})").files[1].text;
-  CHECK(contains(ell, "t_pack_entries<<<1, 1, 0, stream>>>("));
+  // An ELL level is packed by the grid too: an entry's slot is its rank among the distinct
+  // coordinates under its parent (the last level's entries are distinct: the entry's index less
+  // its parent's first), from scans of the marks; nothing is stored past a parent's W slots.
+  const spgen::Compilation ell_compiled = compile(transposed, R"({"target": "cuda", "tensors": {)" + operands + R"(, "C": {"format": "ell", "width": 64}}})");
+  const std::string& ell = ell_compiled.files[1].text;
+  CHECK(!contains(ell, "t_pack_entries"));
   CHECK(contains(ell, "t_sum_repeats_of_C<<<"));
+  CHECK(contains(ell, "t_number_parents_of_level_1_of_C<<<1, 1024, 0, stream>>>(C_heads, C_parents1, C_listed);"));
+  CHECK(contains(ell, "t_pack_the_entries_of_C<<<spgen_grid_dim(blocks_x, 2147483647), 256, 0, stream>>>("));
+  CHECK(contains(ell_compiled.stage2_dump, "    for start slots of level 1 of C at m_2 in [0, C_distinct) bind(grid, 256 threads):\n"
+                                           "      let C_key_3: int64 = C_distinct_keys[m_2]\n"
+                                           "      let C_previous_3: int64 = 0 < m_2 ? C_distinct_keys[m_2 - 1] : -1\n"
+                                           "      if m_2 == 0 || C_key_3 / dim_j != C_previous_3 / dim_j:\n"
+                                           "        C_starts1[C_parents1[m_2 + 1] - 1] = m_2\n"));
+  CHECK(contains(ell_compiled.stage2_dump, "      let rC1: int64 = u - C_starts1[C_parents1[u + 1] - 1]\n"
+                                           "      if rC1 < 64:\n"
+                                           "        C_crd1[pC0 * 64 + rC1] = int32(C_key / C_stride1 % dim_j)\n"));
+  // ELL rows above compressed ones: the rows' ranks are the running sums of their marks, and the
+  // compressed level below counts only the entries of the rows kept.
+  const std::string ell_above = compile(transposed, R"({"target": "cuda", "tensors": {)" + operands +
+                                                        R"(, "C": {"format": {"levels": [{"kind": "sparse-fixed", "width": 40}, "compressed"]}}}})")
+                                    .stage2_dump;
+  CHECK(contains(ell_above, "    for count coordinates of level 0 of C at p in [0, C_distinct) bind(scan, 1024 threads):\n"
+                            "      C_distinct0[p + 1] += C_distinct0[p]\n"));
+  CHECK(contains(ell_above, "      C_new1[m_2 + 1] = C_distinct0[m_2 + 1] - 1 < 40 ? 1 : 0\n"));
+  CHECK(contains(ell_above, "      let rC0: int64 = C_distinct0[u + 1] - 1\n"));
   // A bind of the summed loop is accepted (the cpu refuses to parallelize it, above).
   CHECK(contains(compile(transposed, R"({"target": "cuda", "tensors": {)" + operands + R"(, "C": {"format": "csr"}},
       "schedule": [{"op": "bind", "var": "k", "to": "threadIdx.x", "reduction": "atomic"}]})").stage2_dump, "bind(threadIdx.x"));
