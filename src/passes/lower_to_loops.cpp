@@ -1043,18 +1043,32 @@ class Lowering {
     body.push_back(std::make_shared<Declare>(f.inner, ScalarType::Int64,
                                              cast(ScalarType::Int64, load(lower->crd, var(position), index_type_)), false));
     append(body, position_declares(depth + 1));
+    const sparse::SparseBuffer& output = program_.output();
+    if (fused_rows_parallel_ && !counting_) {
+      // The output's entry at the fused entry's place: no cursor (fuses_rows_in_parallel).
+      const sparse::Axis& entries = program_.axes[output.axes.back()];
+      const std::string& at = positions_.at(output.tensor).back().name;
+      body.push_back(std::make_shared<Comment>("the entry's position in " + output.tensor + ": one entry per entry of " +
+                                               f.tensor + ", in order"));
+      body.push_back(std::make_shared<Declare>(
+          at, ScalarType::Int64, add(cast(ScalarType::Int64, load(entries.pos, int64(0), index_type_)), sub(p, pos_at(int64(0)))), false));
+    }
     body.push_back(loop_nest(depth + 2));
     std::vector<Stmt> before = {std::make_shared<Comment>("fuse " + f.outer + ", " + f.inner + ": one loop over the entries of " + f.tensor)};
     if (fused_rows_append_)
-      before.push_back(std::make_shared<Comment>("its entries come in " + program_.output().tensor +
-                                                  "'s storage order, once each: appended in place"));
+      before.push_back(std::make_shared<Comment>(
+          "its entries come in " + output.tensor + "'s storage order, once each: appended in place" +
+          (!fused_rows_parallel_ ? std::string()
+           : counting_           ? ", counted atomically (threads may share a row)"
+                                 : ", each at its own position (threads write apart)")));
     for (const OpenLevel& open : open_levels_)
       if (!open.fused_row.empty()) before.push_back(std::make_shared<Declare>(open.fused_row, ScalarType::Int64, int64(-1), true));
     before.push_back(std::make_shared<Declare>(row, ScalarType::Int64, int64(0), true));
     return block({block(std::move(before)),
                   std::make_shared<For>(f.into, position, pos_at(int64(0)), pos_at(rows), block(std::move(body)),
                                         // (into a listed output it is the outer loop, whose threads list apart)
-                                        loop_annotations(listed_ ? depth : depth + 1))});
+                                        // (in parallel in place, it writes apart: fuses_rows_in_parallel)
+                                        fused_rows_parallel_ ? LoopAnnotations{} : loop_annotations(listed_ ? depth : depth + 1))});
   }
 
   // A fused loop appending an output's rows in place (appends_rows_in_order): where an entry's row
@@ -1207,6 +1221,8 @@ class Lowering {
           if (fused_rows_append_ && last && !counting_) {
             position.declare_depth = -1;
             position.value = cast(ScalarType::Int64, load(axis.pos, int64(0), index_type_));
+            // In parallel, each entry's own position, declared by the fused loop (fused_rows_loop).
+            if (fused_rows_parallel_) position.declare_depth = INT_MIN;
           }
         } else {
           if (!iterates_axis(depth, buffer.axes[level]))
@@ -1647,7 +1663,8 @@ class Lowering {
       if (counted_level_ == entries && axis.kind == sparse::AxisKind::DenseVariable) {
         stmts.push_back(store_ragged_length(axis, add(cursor, int64(1))));
       } else if (counted_level_ == entries) {
-        stmts.push_back(std::make_shared<Store>(axis.pos, add(cursor, int64(1)), cast(index_type_, int64(1)), true));
+        stmts.push_back(std::make_shared<Store>(axis.pos, add(cursor, int64(1)), cast(index_type_, int64(1)), true,
+                                                /*atomic=*/fused_rows_parallel_));
       }
     } else if (axis.kind == sparse::AxisKind::SparseVariable) {
       // The entry's coordinates: the level's own, and those of the singletons below it (COO).
@@ -1657,7 +1674,7 @@ class Lowering {
         stmts.push_back(std::make_shared<Store>(stored.crd, var(name), cast(index_type_, var(stored.index_var)), false));
       }
       stmts.push_back(std::make_shared<Store>(output.values, var(name), std::move(value), false));
-      stmts.push_back(std::make_shared<Assign>(name, int64(1), true));
+      if (!fused_rows_parallel_) stmts.push_back(std::make_shared<Assign>(name, int64(1), true));
     } else if (axis.kind == sparse::AxisKind::SparseFixed) {
       // The next of the row's slots.
       const std::string& name = positions_.at(output.tensor)[entries].name;
@@ -1867,8 +1884,9 @@ class Lowering {
   // is fused, and each entry writes one: the loops inside are summed into a scalar). Then the
   // assemble phases count the entries per row (a compressed row level: the rows holding one, as
   // the entry's row changes), and the fill appends each entry at one cursor that runs through the
-  // whole output (fused_row_change: the row level's cursor moves on as the row changes). A
-  // parallel loop (or a schedule left to auto) keeps the list, whose threads list apart.
+  // whole output (fused_row_change: the row level's cursor moves on as the row changes). Into
+  // csr the fused loop may also run in parallel (fuses_rows_in_parallel); into dcsr a parallel
+  // loop (or, for either, a schedule left to auto) keeps the list, whose threads list apart.
   bool appends_rows_in_order(const sparse::SparseBuffer& output) const {
     const Format& format = output.format;
     if (config_.target == Target::Cuda || config_.auto_schedule || format.levels.size() != 2 || format.is_blocked() ||
@@ -1879,9 +1897,10 @@ class Lowering {
     if (format.levels[1] != LevelKind::Compressed ||
         (format.levels[0] != LevelKind::Dense && format.levels[0] != LevelKind::Compressed))
       return false;
-    for (const ScheduleOp& op : config_.schedule)
-      if (std::holds_alternative<ParallelOp>(op.op)) return false;
     const sparse::Fusion& f = program_.iteration.fusions.front();
+    for (const ScheduleOp& op : config_.schedule)
+      if (const ParallelOp* parallel = std::get_if<ParallelOp>(&op.op); parallel && !fuses_rows_in_parallel(output, f, *parallel))
+        return false;
     if (!fuses_rows(f) || program_.depth_of(f.outer) != 0 || !fused_axes(f).second->unique ||
         program_.iteration.iterators[0].is_reduction || program_.iteration.iterators[1].is_reduction)
       return false;
@@ -1890,6 +1909,19 @@ class Lowering {
     return rows.index_var == f.outer && columns.index_var == f.inner && rows.block_part == BlockPart::None &&
            columns.block_part == BlockPart::None && (rows.kind == sparse::AxisKind::DenseFixed || rows.unique) &&
            columns.unique;
+  }
+
+  // A parallel fused loop into csr rows (dense, compressed) appended in place: each entry of the
+  // fused operand at position p gives one entry of the output, in storage order, so the output's
+  // entry sits at position C_pos1[0] + (p - A_pos1[0]) (the rows' counts are the operand's):
+  // computed from p alone, with no cursor shared by the threads, and the same at every run. Its
+  // assemble phase counts each entry into its row atomically (integers: the same counts in any
+  // order). Only the fused loop itself, with no reduction or balance (any schedule: no entry
+  // depends on the thread that writes it); a dcsr output's row positions would need the number
+  // of non-empty rows before each row, which no entry knows alone: it keeps the list.
+  bool fuses_rows_in_parallel(const sparse::SparseBuffer& output, const sparse::Fusion& f, const ParallelOp& parallel) const {
+    return output.format.levels[0] == LevelKind::Dense && parallel.var == f.into && parallel.reduction.empty() &&
+           parallel.balance.empty();
   }
 
   void plan_listed() {
@@ -1909,6 +1941,8 @@ class Lowering {
     const std::string why = out_of_order_reason(output);
     if (why.empty()) {
       fused_rows_append_ = appends_rows_in_order(output);
+      if (fused_rows_append_)
+        for (const ScheduleOp& op : config_.schedule) fused_rows_parallel_ |= std::holds_alternative<ParallelOp>(op.op);
       return;
     }
     listed_ = true;
@@ -3916,6 +3950,7 @@ class Lowering {
   int append_depth_ = -1;  // loops deeper than this share the output's cursors or counts
   bool listed_ = false;    // the output's entries are listed, sorted and packed (plan_listed)
   bool fused_rows_append_ = false;  // a fused loop appends the output's rows in place (appends_rows_in_order)
+  bool fused_rows_parallel_ = false;  // ... and runs in parallel: no cursor (fuses_rows_in_parallel)
   std::vector<Stmt> listed_rests_;  // a listed part's rests outside the blocks, after its nest (listed_rest)
   const Lowering* lists_into_ = nullptr;      // a part of a sum whose entries join this Lowering's list
   bool listing_rest_ = false;                 // lists the rest of a sum outside a blocked operand's blocks (listed_rest)

@@ -231,7 +231,33 @@ TEST_CASE("stage I fuse into an assembled output with rows: appended in place wh
   CHECK(contains(csr, "    A_pos1[e_row + 1] += 1\n  # prefix sum: counts become positions\n"));
   CHECK(contains(csr, "  var pA1: int64 = int64(A_pos1[0])\n"));
   CHECK(contains(csr, "    A_crd1[pA1] = int32(j)\n    A_vals[pA1] = acc\n    pA1 += 1\n"));
-  // The in-place append has one cursor: a parallel fused loop keeps the list, each thread its own.
+  // In parallel into csr: each entry of B one entry of A, in order, so each lies at a position
+  // computed from the fused position alone (no cursor); the rows are counted atomically.
+  const std::string csr_parallel = R"({"tensors": {"A": {"format": "csr"},
+      "B": {"format": {"levels": ["dense", "compressed", "compressed"]}}},
+      "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "parallel", "var": "e", "schedule": "static"}]})";
+  std::string parallel = compile("A(i,j) = B(i,j,k) * c(k)", csr_parallel).stage2_dump;
+  CHECK(!contains(parallel, "list the entries"));
+  CHECK(!contains(parallel, "sort"));
+  CHECK(contains(parallel, "  # its entries come in A's storage order, once each: appended in place, counted atomically "
+                           "(threads may share a row)\n  var e_row: int64 = 0\n"
+                           "  for e at pB1 in [int64(B_pos1[0]), int64(B_pos1[dim_i])) parallel(static) private e_row:\n"));
+  CHECK(contains(parallel, "    atomic A_pos1[e_row + 1] += 1\n  # prefix sum: counts become positions\n"));
+  CHECK(contains(parallel, "  # its entries come in A's storage order, once each: appended in place, each at its own position "
+                           "(threads write apart)\n"));
+  CHECK(contains(parallel, "    let pA1: int64 = int64(A_pos1[0]) + (pB1 - int64(B_pos1[0]))\n"));
+  CHECK(contains(parallel, "    A_crd1[pA1] = int32(j)\n    A_vals[pA1] = acc\n"));
+  CHECK(!contains(parallel, "var pA1"));
+  CHECK(!contains(parallel, "pA1 += 1"));
+  // ... under any schedule (no entry depends on the thread that writes it).
+  std::string dynamic_schedule = csr_parallel;
+  dynamic_schedule.replace(dynamic_schedule.find("\"static\""), 8, "\"dynamic\"");
+  std::string dynamic = compile("A(i,j) = B(i,j,k) * c(k)", dynamic_schedule).stage2_dump;
+  CHECK(contains(dynamic, "parallel(dynamic) private e_row:\n"));
+  CHECK(contains(dynamic, "    let pA1: int64 = int64(A_pos1[0]) + (pB1 - int64(B_pos1[0]))\n"));
+  CHECK(!contains(dynamic, "list the entries"));
+  // Into dcsr a row's position is the number of non-empty rows before it, which no entry knows
+  // alone: a parallel fused loop keeps the list, each thread its own.
   CHECK(contains(compile(copy, R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "dcsr"}}, "schedule": [
                           {"op": "fuse", "vars": ["i", "j"], "into": "e"}, {"op": "parallel", "var": "e", "schedule": "static"}]})").stage2_dump,
                  "which closes no row of C"));
