@@ -34,6 +34,14 @@ class SharedBlocksRefusal : public CompileError {
   using CompileError::CompileError;
 };
 
+// A refusal of the one nest of a union's terms beside a blocked operand: a term without it has
+// entries outside its blocks that cannot follow them there, while each term alone could be
+// lowered, listing the output's entries (union_needs_listed_parts).
+class UnionNestRefusal : public CompileError {
+ public:
+  using CompileError::CompileError;
+};
+
 // Which stored tensors an index variable's loop must visit, as a union of intersections
 // (disjunctive normal form): `A * B` → {{A,B}}, `A + B` → {{A},{B}}, a dense term → {{}}.
 // This is the one-variable core of a merge lattice.
@@ -616,6 +624,8 @@ class Lowering {
         // (Where the shared loop visits the other block rows for another part's sake only, the
         // parts list the output's entries each in a nest of its own: parts_need_listed_blocks.)
         if (rows_visited_for_parts_only()) throw SharedBlocksRefusal(format_config_error(config_.file, "/tensors", message));
+        if (!whole_ && assembled_ && !output.format.all_dense() && ast::top_level_terms(program_.iteration.body).size() > 1)
+          throw UnionNestRefusal(format_config_error(config_.file, "/tensors", message));
         throw_unsupported(message);
       }
       for (const ast::Access* access : ast::collect_accesses(*program_.iteration.body))
@@ -4004,6 +4014,19 @@ bool parts_need_listed_blocks(const sparse::Program& program, const Config& conf
     return true;
   } catch (const CompileError&) {
     // (refused for another reason: lowering says why)
+  }
+  return false;
+}
+
+bool union_needs_listed_parts(const sparse::Program& program, const Config& config) {
+  if (!program.iteration.added_parts.empty() || !output_is_assembled(program) || program.blocked_vars.empty() ||
+      ast::top_level_terms(program.iteration.body).size() < 2)
+    return false;
+  try {
+    lower_to_loops(program, config);
+  } catch (const UnionNestRefusal&) {
+    return true;
+  } catch (const CompileError&) {
   }
   return false;
 }
