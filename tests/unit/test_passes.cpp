@@ -1071,6 +1071,13 @@ TEST_CASE("blocks of rows beside a csr operand are lowered as bsr r x 1") {
   CHECK(contains(listed.stage1_dump, "  each part lists the entries of C, to be sorted and packed into its blocks:\n"
                                      "  A(i,j) * B(i,j) (no summed index): a nest of its own over [i_blk, j_blk, i_in, j_in], into the list of C's entries\n"
                                      "  + C_prev(i,j) (no summed index): a nest of its own over [i_blk, j_blk, i_in, j_in], into the list of C's entries\n"));
+  // ... also where C_prev shares its group of summed indices with an operand (D, in `C += A B +
+  // D`): C_prev is then a part of its own beside D's (it used to be refused: the conflict).
+  spgen::Compilation previous_apart_from_d = compile("C(i,j) += A(i,k) * B(k,j) + D(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "D": {"format": "bsr", "block": [2, 2]}, "C": {"format": "bsr", "block": [2, 1]}}})");
+  CHECK(contains(previous_apart_from_d.stage1_dump, "  each part lists the entries of C, to be sorted and packed into its blocks:\n"
+                                                    "  A(i,k) * B(k,j) (summed over k): a nest of its own over [i, k, j], into the list of C's entries\n"
+                                                    "  + D(i,j) (no summed index): a nest of its own over [i_blk, j_blk, i_in, j_in], into the list of C's entries\n"
+                                                    "  + C_prev(i,j) (no summed index): a nest of its own over [i_blk, j_blk, i_in, j_in], into the list of C's entries\n"));
 }
 
 TEST_CASE("bsr: what is refused, with what works") {
