@@ -100,7 +100,8 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
   std::vector<size_t> loop_op_index;
   // `list_output`: build_sparse_ir's, where the parts of a sum cannot share the blocks' nest;
   // `previous_apart`: its too, where C_prev's storage order conflicts with the operands'.
-  auto stage_one = [&](bool list_output, bool previous_apart) {
+  // `union_apart`: place_sum_parts', where a union's terms cannot share one nest.
+  auto stage_one = [&](bool list_output, bool previous_apart, bool union_apart = false) {
     it.applied.assign(config.schedule.size(), false);
     it.schedule.clear();
     loop_ops.clear();
@@ -142,7 +143,7 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
     // The output's format, when the config leaves it to the operands, follows this loop order.
     if (config.infer_output_format) infer_output_format(it.program, config, spec);
     // A sum whose terms sum over different indices, into an output only one loop nest can build.
-    place_sum_parts(it.program, spec);
+    place_sum_parts(it.program, spec, union_apart);
   };
   try {
     stage_one(false, false);
@@ -173,6 +174,9 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
   // Into a blocked output whose blocks the parts cannot share one nest to build, the parts list
   // its entries, each in a nest of its own, to be packed into its blocks.
   if (parts_need_listed_blocks(it.program, config)) stage_one(true, false);
+  // A union beside a blocked operand whose terms cannot share one nest: a part per term, each
+  // listing the output's entries in a nest of its own (refused there? lowering says why).
+  else if (union_needs_listed_parts(it.program, config)) stage_one(true, false, true);
   it.stage1_dump = sparse::dump_stage1(it.program) + describe_listed_parts(it.program, config);
 
   // 4. Lower to stage II: loop nests over position space.

@@ -34,6 +34,14 @@ class SharedBlocksRefusal : public CompileError {
   using CompileError::CompileError;
 };
 
+// A refusal of the one nest of a union's terms beside a blocked operand: a term without it has
+// entries outside its blocks that cannot follow them there, while each term alone could be
+// lowered, listing the output's entries (union_needs_listed_parts).
+class UnionNestRefusal : public CompileError {
+ public:
+  using CompileError::CompileError;
+};
+
 // Which stored tensors an index variable's loop must visit, as a union of intersections
 // (disjunctive normal form): `A * B` → {{A,B}}, `A + B` → {{A},{B}}, a dense term → {{}}.
 // This is the one-variable core of a merge lattice.
@@ -608,11 +616,17 @@ class Lowering {
             if (int level = ungated_merge_level(blocker, tensor); level >= 0) skip_levels_above_[tensor] = level;
           continue;
         }
-        throw_unsupported(axis.tensor + " stores index " + axis.mode_var + " " + stored + ", and " + blocker +
-                          " splits it into blocks: " + axis.tensor + " is then located inside " + blocker +
-                          "'s blocks (by " + how + "), which serves only terms that multiply it by " + blocker +
-                          ", and the entries of " + axis.tensor + " outside them cannot follow here (" + refusal +
-                          "); store " + axis.tensor + " dense, or " + blocker + " unblocked (csr)");
+        std::string message = axis.tensor + " stores index " + axis.mode_var + " " + stored + ", and " + blocker +
+                              " splits it into blocks: " + axis.tensor + " is then located inside " + blocker +
+                              "'s blocks (by " + how + "), which serves only terms that multiply it by " + blocker +
+                              ", and the entries of " + axis.tensor + " outside them cannot follow here (" + refusal +
+                              "); store " + axis.tensor + " dense, or " + blocker + " unblocked (csr)";
+        // (Where the shared loop visits the other block rows for another part's sake only, the
+        // parts list the output's entries each in a nest of its own: parts_need_listed_blocks.)
+        if (rows_visited_for_parts_only()) throw SharedBlocksRefusal(format_config_error(config_.file, "/tensors", message));
+        if (!whole_ && assembled_ && !output.format.all_dense() && ast::top_level_terms(program_.iteration.body).size() > 1)
+          throw UnionNestRefusal(format_config_error(config_.file, "/tensors", message));
+        throw_unsupported(message);
       }
       for (const ast::Access* access : ast::collect_accesses(*program_.iteration.body))
         if (access->tensor == axis.tensor && divides_by(*program_.iteration.body, axis.tensor))
@@ -703,6 +717,18 @@ class Lowering {
   // lets no term of the body skip the blocks' rest.
   bool body_visits_every_coordinate(int depth) const {
     return (depth < 0 || !plans_[depth].universe_of_parts_only) && visits_every_coordinate(depth);
+  }
+
+  // The loops over the gathered output's block rows visit every block row, some only for
+  // another part of a scoped sum (defer_located_terms), which the body's rest cannot use.
+  bool rows_visited_for_parts_only() const {
+    const sparse::SparseBuffer& output = program_.output();
+    if (!assembled_ || output.gathered_level < 0 || whole_ == nullptr || whole_->iteration.added_parts.empty()) return false;
+    for (int level = 0; level < output.gathered_level; ++level)
+      if (output.format.levels[level] != LevelKind::Dense && output.format.levels[level] != LevelKind::Compressed) return false;
+    for (int d = 0; d <= gathered_row_depth(); ++d)
+      if (!body_visits_every_coordinate(d)) return plans_[d].universe_of_parts_only;
+    return false;
   }
 
   // Why the entries of other operands outside `blocker`'s blocks cannot be lowered after the
@@ -4023,6 +4049,19 @@ bool parts_need_listed_blocks(const sparse::Program& program, const Config& conf
     return true;
   } catch (const CompileError&) {
     // (refused for another reason: lowering says why)
+  }
+  return false;
+}
+
+bool union_needs_listed_parts(const sparse::Program& program, const Config& config) {
+  if (!program.iteration.added_parts.empty() || !output_is_assembled(program) || program.blocked_vars.empty() ||
+      ast::top_level_terms(program.iteration.body).size() < 2)
+    return false;
+  try {
+    lower_to_loops(program, config);
+  } catch (const UnionNestRefusal&) {
+    return true;
+  } catch (const CompileError&) {
   }
   return false;
 }

@@ -30,6 +30,12 @@ bool output_may_be_listed(const sparse::Program& program, const Config& config);
 // entries are then listed into its blocks (build_sparse_ir's `list_output`), each part in a
 // nest of its own.
 bool parts_need_listed_blocks(const sparse::Program& program, const Config& config);
+// True when a union (terms that all sum alike, no added parts) into an assembled sparse output
+// beside a blocked operand has a term without it whose entries outside its blocks cannot follow
+// them in one nest (C block-DCSR-like = A + B with B dcsr located in A's blocks, where the loop
+// over C's block rows visits only A's). Each term is then a part of its own (place_sum_parts'
+// `union_apart`), listing the output's entries in its own storage order.
+bool union_needs_listed_parts(const sparse::Program& program, const Config& config);
 // --emit=stage1's lines for the parts of such a sum listed into a blocked output: each part's
 // nest and its loops ("" for any other program).
 std::string describe_listed_parts(const sparse::Program& program, const Config& config);

@@ -7,14 +7,29 @@
 
 namespace spgen {
 
-void place_sum_parts(sparse::Program& program, const ast::Spec& spec) {
+void place_sum_parts(sparse::Program& program, const ast::Spec& spec, bool union_apart) {
   std::vector<ast::TermGroup> groups = ast::terms_by_summed_vars(spec);
   // C_prev of `+=` ordered apart (its storage order conflicts with the operands'): `C_prev + rest`
-  // (read_previous_output) is two parts, each listing C's entries in a nest of its own.
-  if (groups.size() < 2 && !spec.previous_output.empty() && program.buffer(spec.previous_output).ordered_apart &&
-      spec.rhs->kind == ast::ExprKind::Add) {
-    program.iteration.body = spec.rhs->rhs;
+  // (read_previous_output) lists C's entries with C_prev a part of its own, in a nest of its own
+  // order; the rest is one part, or its groups' parts where its terms sum over different indices
+  // (`C += A B + D`: C_prev apart from D, whose storage order conflicts with its own).
+  if (!spec.previous_output.empty() && program.buffer(spec.previous_output).ordered_apart &&
+      spec.rhs->kind == ast::ExprKind::Add && spec.rhs->lhs->kind == ast::ExprKind::Access &&
+      spec.rhs->lhs->access.tensor == spec.previous_output) {
+    ast::Spec rest = spec;
+    rest.rhs = spec.rhs->rhs;
+    rest.previous_output.clear();
+    place_sum_parts(program, rest);
+    if (program.iteration.added_parts.empty()) program.iteration.body = rest.rhs;
     program.iteration.added_parts.push_back({{}, spec.rhs->lhs});
+    return;
+  }
+  // A union whose terms cannot share one nest beside a blocked operand: a part per term.
+  if (groups.size() < 2 && union_apart) {
+    const std::vector<ast::SignedTerm> terms = ast::top_level_terms(spec.rhs);
+    if (terms.size() < 2) return;
+    program.iteration.body = ast::sum_of({terms.front()});
+    for (size_t t = 1; t < terms.size(); ++t) program.iteration.added_parts.push_back({{}, ast::sum_of({terms[t]})});
     return;
   }
   if (groups.size() < 2 || !output_is_assembled(program)) return;

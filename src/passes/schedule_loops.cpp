@@ -920,8 +920,10 @@ class Scheduler {
     for (const auto& [scalar, array] : lane_arrays)
       stmts.push_back(std::make_shared<Assign>(scalar, std::make_shared<LaneSum>(array, lanes, find_declare(scalar)->type), true));
     Stmt replacement = std::make_shared<Allocate>(std::move(arrays), block(std::move(stmts)));
-    func_.body = RewriteLoop(loop.label, [&](const For&) { return replacement; }).mutate(func_.body);
-    origin_[group] = origin_[lane] = origin_[rest] = origin_.at(loop.label);
+    // (`loop` lies in the body that the rewrite replaces: read its label before.)
+    const std::string label = loop.label, origin = origin_.at(label);
+    func_.body = RewriteLoop(label, [&](const For&) { return replacement; }).mutate(func_.body);
+    origin_[group] = origin_[lane] = origin_[rest] = origin;
   }
 
   const Declare* find_declare(const std::string& name) const {

@@ -1071,6 +1071,13 @@ TEST_CASE("blocks of rows beside a csr operand are lowered as bsr r x 1") {
   CHECK(contains(listed.stage1_dump, "  each part lists the entries of C, to be sorted and packed into its blocks:\n"
                                      "  A(i,j) * B(i,j) (no summed index): a nest of its own over [i_blk, j_blk, i_in, j_in], into the list of C's entries\n"
                                      "  + C_prev(i,j) (no summed index): a nest of its own over [i_blk, j_blk, i_in, j_in], into the list of C's entries\n"));
+  // ... also where C_prev shares its group of summed indices with an operand (D, in `C += A B +
+  // D`): C_prev is then a part of its own beside D's (it used to be refused: the conflict).
+  spgen::Compilation previous_apart_from_d = compile("C(i,j) += A(i,k) * B(k,j) + D(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "D": {"format": "bsr", "block": [2, 2]}, "C": {"format": "bsr", "block": [2, 1]}}})");
+  CHECK(contains(previous_apart_from_d.stage1_dump, "  each part lists the entries of C, to be sorted and packed into its blocks:\n"
+                                                    "  A(i,k) * B(k,j) (summed over k): a nest of its own over [i, k, j], into the list of C's entries\n"
+                                                    "  + D(i,j) (no summed index): a nest of its own over [i_blk, j_blk, i_in, j_in], into the list of C's entries\n"
+                                                    "  + C_prev(i,j) (no summed index): a nest of its own over [i_blk, j_blk, i_in, j_in], into the list of C's entries\n"));
 }
 
 TEST_CASE("bsr: what is refused, with what works") {
@@ -1107,6 +1114,15 @@ TEST_CASE("bsr: what is refused, with what works") {
   CHECK(contains(rows_merged.stage2_dump, "  # co-iterate i: two-finger merge of A, B\n"));
   CHECK(contains(rows_merged.stage2_dump, "    for j_blk at pA1 in [inA ? int64(A_pos1[pA0]) : 0, inA ? int64(A_pos1[pA0 + 1]) : 0):\n"));
   CHECK(contains(rows_merged.stage2_dump, "      if (pA0_2_found && pA1_2_found) == false:\n        C_vals[pC1_2] += B_vals[pB1_2]\n"));
+  // ... but into an output gathered in A's rows (C stored as A is), whose loop over rows visits
+  // only A's while B's lie in others too, the union's terms cannot share one nest: each is a part
+  // of its own, listing C's entries (it used to be refused).
+  spgen::Compilation union_parts = compile("C(i,j) = A(i,j) + B(i,j)", std::string(R"({"tensors": {"A": )") + col_blocks + R"(, "B": {"format": "dcsr"}, "C": )" + col_blocks + "}}");
+  CHECK(contains(union_parts.stage1_dump, "  each part lists the entries of C, to be sorted and packed into its blocks:\n"
+                                          "  A(i,j) (no summed index): a nest of its own over [i, j_blk, j_in], into the list of C's entries\n"
+                                          "  + B(i,j) (no summed index): a nest of its own over [i, j], into the list of C's entries\n"));
+  CHECK(contains(union_parts.stage2_dump, "    # + B(i,j) (no summed index), into the list of C's entries\n"
+                                          "    for i at pB0 in [int64(B_pos0[0]), int64(B_pos0[1])) sequential:\n"));
   // An unblocked level below a block level (A: block rows of 2, compressed j, rows inside) whose
   // loop merges B's columns (dcsc) has no loop over A's blocks inside it: inside A's block rows
   // the rows run for B's columns too, so the rest takes B's entries in the other block rows only.

@@ -114,16 +114,23 @@ TEST_CASE("place sum parts: what one loop nest cannot do is refused") {
   const std::string block_dcsr = R"({"levels": [{"kind": "compressed", "floordiv": 2}, {"kind": "compressed", "floordiv": 2},
       {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]})";
   // The body's term without its blocked operand follows the blocks (see the tests below), but
-  // not where the body's own loop visits only the blocker's block rows (E block-DCSR, A dcsr
-  // located in them): that the shared loop visits the others for D's sake does not count.
-  CHECK(contains(error_of("C(i,j) = A(i,k) * B(k,j) + E(i,k) * B(k,j) + D(i,j)",
-                          R"({"tensors": {"A": {"format": "dcsr"}, "B": {"format": "csr"}, "D": {"format": "csr"},
-                              "E": {"format": )" + block_dcsr + R"(}, "C": {"format": "bsr", "block": [2, 2]}}})"),
-                 "c.json: /tensors: error: A stores index i compressed, and E splits it into blocks: A is then located "
-                 "inside E's blocks (by binary search), which serves only terms that multiply it by E, and the entries of A "
-                 "outside them cannot follow here (the loop i_blk over the output's block rows visits only E's for these "
-                 "terms (the others only for another part of the sum), but the other operands' entries lie in the others "
-                 "too; store E's block rows dense (bsr)); store A dense, or E unblocked (csr)"));
+  // where the body's own loop visits only the blocker's block rows (E block-DCSR, A dcsr located
+  // in them), the shared loop visiting the others for D's sake only, the parts list C's entries
+  // each in a nest of their own: A B + E B over E's blocks then A B outside them, and D.
+  spgen::Compilation listed = compile("C(i,j) = A(i,k) * B(k,j) + E(i,k) * B(k,j) + D(i,j)",
+                                      R"({"tensors": {"A": {"format": "dcsr"}, "B": {"format": "csr"}, "D": {"format": "csr"},
+                              "E": {"format": )" + block_dcsr + R"(}, "C": {"format": "bsr", "block": [2, 2]}}})");
+  CHECK(contains(listed.stage1_dump,
+                 "  each part lists the entries of C, to be sorted and packed into its blocks:\n"
+                 "  A(i,k) * B(k,j) + E(i,k) * B(k,j) (summed over k_blk, k_in): a nest of its own over [i_blk, k_blk, i_in, "
+                 "k_in, j], into the list of C's entries\n"
+                 "  + D(i,j) (no summed index): a nest of its own over [i, j], into the list of C's entries\n"));
+  CHECK(contains(listed.stage2_dump,
+                 "    # + D(i,j) (no summed index), into the list of C's entries\n"
+                 "    for i in [0, dim_i) sequential:\n"));
+  CHECK(contains(listed.stage2_dump,
+                 "    # the other operands outside E's blocks, where E is zero, into the list of C's entries: A(i,k) * B(k,j)\n"
+                 "    for i at pA0_2 in [int64(A_pos0[0]), int64(A_pos0[1])) sequential:\n"));
 }
 
 TEST_CASE("place sum parts: into bsr, a part's own blocked operand gives its loops in the block rows the parts share") {
