@@ -4038,32 +4038,36 @@ std::string describe_listed_parts(const sparse::Program& program, const Config& 
   return out;
 }
 
+namespace {
+
+// Whether a trial lowering is refused with `Refusal`. (Refused for another reason: the real
+// lowering says why.)
+template <class Refusal>
+bool refused_with(const sparse::Program& program, const Config& config) {
+  try {
+    lower_to_loops(program, config);
+  } catch (const Refusal&) {
+    return true;
+  } catch (const CompileError&) {
+  }
+  return false;
+}
+
+}  // namespace
+
 bool parts_need_listed_blocks(const sparse::Program& program, const Config& config) {
   const sparse::SparseBuffer& output = program.output();
   if (program.iteration.added_parts.empty() || !output_is_assembled(program) || !output.format.is_blocked() ||
       output.listed_blocks)
     return false;
-  try {
-    lower_to_loops(program, config);
-  } catch (const SharedBlocksRefusal&) {
-    return true;
-  } catch (const CompileError&) {
-    // (refused for another reason: lowering says why)
-  }
-  return false;
+  return refused_with<SharedBlocksRefusal>(program, config);
 }
 
 bool union_needs_listed_parts(const sparse::Program& program, const Config& config) {
   if (!program.iteration.added_parts.empty() || !output_is_assembled(program) || program.blocked_vars.empty() ||
       ast::top_level_terms(program.iteration.body).size() < 2)
     return false;
-  try {
-    lower_to_loops(program, config);
-  } catch (const UnionNestRefusal&) {
-    return true;
-  } catch (const CompileError&) {
-  }
-  return false;
+  return refused_with<UnionNestRefusal>(program, config);
 }
 
 std::vector<int> assembled_levels(const sparse::Program& program) {
