@@ -2891,7 +2891,20 @@ class Lowering {
         }
       std::stable_sort(theirs_loops.begin(), theirs_loops.end(),
                        [&](const sparse::Iterator& a, const sparse::Iterator& b) { return rank(a.var) < rank(b.var); });
+      const std::vector<sparse::Iterator> unsorted = rest.iteration.iterators;
       for (size_t k = 0; k < places.size(); ++k) rest.iteration.iterators[places[k]] = theirs_loops[k];
+      // ... unless that order would iterate another operand's level before its parents' loops
+      // (A csr beside D in blocks of rows over dense columns: j between D's i_blk and i_in, A's
+      // row i not known yet); then they keep the places they held, where those serve.
+      const std::vector<std::string> read = rest_tensors(rest);
+      const std::set<std::string> tensors(read.begin(), read.end());
+      if (!loop_order_holds(rest, tensors)) {
+        rest.iteration.iterators = unsorted;
+        if (!loop_order_holds(rest, tensors))
+          throw_unsupported("the entries of " + names(read) + " outside " + blocks_of() + " follow " + otherwise +
+                            "'s blocks, but no order of those loops iterates every operand's levels inside their "
+                            "parents; store " + otherwise + " with its blocks' levels together (bsr), or unblocked");
+      }
     }
     // The block loops the rest keeps get names of their own (schedule ops find loops by name, and
     // name the blocker's), but for those of the block row it shares.

@@ -1081,6 +1081,16 @@ TEST_CASE("blocks of rows beside a csr operand are lowered as bsr r x 1") {
 }
 
 TEST_CASE("bsr: what is refused, with what works") {
+  // The rest outside B's blocks follows D's (compressed block rows of 3 over dense columns), but
+  // not in D's level order, which would iterate A's columns before A's row is known (found by
+  // fuzzing: the code did not compile): its loops keep the places they held.
+  spgen::Compilation rest_order = compile("C(i,j) = A(i,j) * (B(i,j) + D(i,j))", R"({"tensors": {"A": {"format": "csr"},
+      "B": {"format": "bsr", "block": [2, 2]}, "D": {"format": {"levels": [{"kind": "compressed", "floordiv": 3}, "dense",
+      {"kind": "dense", "mod": 3}], "order": [0, 1, 0]}}, "C": {"format": "dense"}}})");
+  CHECK(contains(rest_order.stage2_dump, "    let i_blk_2: int64 = int64(D_crd0[pD0_2])\n"
+                                         "    for i_in_2 in [0, min(3, dim_i - i_blk_2 * 3)):\n"
+                                         "      let i: int64 = i_blk_2 * 3 + i_in_2\n"));
+  CHECK(contains(rest_order.stage2_dump, "      for j at pA1_2 in [int64(A_pos1[i]), int64(A_pos1[i + 1])):\n"));
   // A term without the blocked operand: its entries outside the blocks follow the blocks.
   spgen::Compilation rest = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "ragged"}, "C": {"format": "dense"}}})");
   CHECK(contains(rest.stage2_dump, "C_vals[pC1] = A_vals[pA3] + (pB1_found ? B_vals[pB1] : 0)\n"));
