@@ -145,10 +145,13 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
     // A sum whose terms sum over different indices, into an output only one loop nest can build.
     place_sum_parts(it.program, spec, union_apart);
   };
+  // Set where C_prev is ordered apart after a loop-order conflict: a refusal of that lowering
+  // reports the conflict, which says more.
+  std::exception_ptr conflict;
   try {
     stage_one(false, false);
   } catch (const LoopOrderConflict&) {
-    const std::exception_ptr conflict = std::current_exception();
+    conflict = std::current_exception();
     // `+=` into a blocked output, C_prev's storage order conflicting with the operands' (C bsr
     // 2x2 += A bsr 2x1: A's 1-wide blocks of j are located inside C_prev's): C_prev and the
     // operands list C's entries each in a nest of their own order, packed into C's blocks.
@@ -165,22 +168,33 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
     };
     try {
       stage_one(true, true);
-      if (!previous_alone()) std::rethrow_exception(conflict);
-      lower_to_loops(it.program, config);  // (refused there? the conflict says more)
     } catch (const CompileError&) {
       std::rethrow_exception(conflict);
     }
+    if (!previous_alone()) std::rethrow_exception(conflict);
   }
-  // Into a blocked output whose blocks the parts cannot share one nest to build, the parts list
-  // its entries, each in a nest of its own, to be packed into its blocks.
-  if (parts_need_listed_blocks(it.program, config)) stage_one(true, false);
-  // A union beside a blocked operand whose terms cannot share one nest: a part per term, each
-  // listing the output's entries in a nest of its own (refused there? lowering says why).
-  else if (union_needs_listed_parts(it.program, config)) stage_one(true, false, true);
-  it.stage1_dump = sparse::dump_stage1(it.program) + describe_listed_parts(it.program, config);
 
-  // 4. Lower to stage II: loop nests over position space.
-  it.func = lower_to_loops(it.program, config);
+  // 4. Lower to stage II: loop nests over position space. Where the parts of a sum cannot share
+  // one nest of a blocked output's blocks (SharedBlocksRefusal), or a union's terms beside a
+  // blocked operand cannot share one nest (UnionNestRefusal), stage I is built again with the
+  // output's entries listed, each part (each term) in a nest of its own, and lowered again.
+  try {
+    try {
+      it.func = lower_to_loops(it.program, config);
+    } catch (const SharedBlocksRefusal&) {
+      if (!may_list_parts_into_blocks(it.program)) throw;
+      stage_one(true, false);
+      it.func = lower_to_loops(it.program, config);
+    } catch (const UnionNestRefusal&) {
+      if (!may_list_union_parts(it.program)) throw;
+      stage_one(true, false, true);
+      it.func = lower_to_loops(it.program, config);
+    }
+  } catch (const CompileError&) {
+    if (conflict) std::rethrow_exception(conflict);
+    throw;
+  }
+  it.stage1_dump = sparse::dump_stage1(it.program) + describe_listed_parts(it.program, config);
   simplify_declares(it.func);
 
   // 5. Stage II schedule: split, reorder, parallel, vectorize, unroll, bind (or `auto`'s choice).

@@ -26,22 +26,6 @@ ScalarType index_scalar_type(IndexType type) {
 
 namespace {
 
-// A refusal of the loop nest that the parts of a scoped sum share into a blocked output whose
-// blocks the operands' block loops drive or a block-row workspace gathers: listing the output's
-// entries into its blocks serves instead (parts_need_listed_blocks).
-class SharedBlocksRefusal : public CompileError {
- public:
-  using CompileError::CompileError;
-};
-
-// A refusal of the one nest of a union's terms beside a blocked operand: a term without it has
-// entries outside its blocks that cannot follow them there, while each term alone could be
-// lowered, listing the output's entries (union_needs_listed_parts).
-class UnionNestRefusal : public CompileError {
- public:
-  using CompileError::CompileError;
-};
-
 // Which stored tensors an index variable's loop must visit, as a union of intersections
 // (disjunctive normal form): `A * B` → {{A,B}}, `A + B` → {{A},{B}}, a dense term → {{}}.
 // This is the one-variable core of a merge lattice.
@@ -4051,36 +4035,15 @@ std::string describe_listed_parts(const sparse::Program& program, const Config& 
   return out;
 }
 
-namespace {
-
-// Whether a trial lowering is refused with `Refusal`. (Refused for another reason: the real
-// lowering says why.)
-template <class Refusal>
-bool refused_with(const sparse::Program& program, const Config& config) {
-  try {
-    lower_to_loops(program, config);
-  } catch (const Refusal&) {
-    return true;
-  } catch (const CompileError&) {
-  }
-  return false;
-}
-
-}  // namespace
-
-bool parts_need_listed_blocks(const sparse::Program& program, const Config& config) {
+bool may_list_parts_into_blocks(const sparse::Program& program) {
   const sparse::SparseBuffer& output = program.output();
-  if (program.iteration.added_parts.empty() || !output_is_assembled(program) || !output.format.is_blocked() ||
-      output.listed_blocks)
-    return false;
-  return refused_with<SharedBlocksRefusal>(program, config);
+  return !program.iteration.added_parts.empty() && output_is_assembled(program) && output.format.is_blocked() &&
+         !output.listed_blocks;
 }
 
-bool union_needs_listed_parts(const sparse::Program& program, const Config& config) {
-  if (!program.iteration.added_parts.empty() || !output_is_assembled(program) || program.blocked_vars.empty() ||
-      ast::top_level_terms(program.iteration.body).size() < 2)
-    return false;
-  return refused_with<UnionNestRefusal>(program, config);
+bool may_list_union_parts(const sparse::Program& program) {
+  return program.iteration.added_parts.empty() && output_is_assembled(program) && !program.blocked_vars.empty() &&
+         ast::top_level_terms(program.iteration.body).size() >= 2;
 }
 
 std::vector<int> assembled_levels(const sparse::Program& program) {

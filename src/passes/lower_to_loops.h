@@ -7,6 +7,7 @@
 #include "frontend/config.h"
 #include "ir/loop_ir.h"
 #include "ir/sparse_ir.h"
+#include "support/diagnostics.h"
 
 namespace spgen {
 
@@ -23,19 +24,28 @@ bool output_is_assembled(const sparse::Program& program);
 // storage order (an assembled, unblocked output): its storage order then
 // constrains the loop order only where some order satisfies it (passes/infer_loop_order).
 bool output_may_be_listed(const sparse::Program& program, const Config& config);
-// True when a sum whose terms sum over different indices (added parts) goes into a blocked
-// output whose blocks the parts cannot share one loop nest to build (an operand that the body
-// does not read blocks its loops: C bsr = A B + D with A, B dense and D bsr, or `C += A B`; or
-// the shared loops visit only the block rows some operands store: A and D block-DCSR). Its
-// entries are then listed into its blocks (build_sparse_ir's `list_output`), each part in a
-// nest of its own.
-bool parts_need_listed_blocks(const sparse::Program& program, const Config& config);
-// True when a union (terms that all sum alike, no added parts) into an assembled sparse output
-// beside a blocked operand has a term without it whose entries outside its blocks cannot follow
-// them in one nest (C block-DCSR-like = A + B with B dcsr located in A's blocks, where the loop
-// over C's block rows visits only A's). Each term is then a part of its own (place_sum_parts'
-// `union_apart`), listing the output's entries in its own storage order.
-bool union_needs_listed_parts(const sparse::Program& program, const Config& config);
+// A refusal of the loop nest that the parts of a scoped sum share into a blocked output whose
+// blocks the operands' block loops drive or a block-row workspace gathers (an operand that the
+// body does not read blocks its loops: C bsr = A B + D with A, B dense and D bsr, or `C += A B`;
+// or the shared loops visit only the block rows some operands store: A and D block-DCSR). Where
+// may_list_parts_into_blocks, the output's entries are then listed into its blocks instead
+// (build_sparse_ir's `list_output`), each part in a nest of its own.
+class SharedBlocksRefusal : public CompileError {
+ public:
+  using CompileError::CompileError;
+};
+bool may_list_parts_into_blocks(const sparse::Program& program);
+// A refusal of the one nest of a union's terms beside a blocked operand: a term without it has
+// entries outside its blocks that cannot follow them there (C block-DCSR-like = A + B with B dcsr
+// located in A's blocks, where the loop over C's block rows visits only A's), while each term
+// alone could be lowered. Where may_list_union_parts (an assembled output, no added parts), each
+// term is then a part of its own (place_sum_parts' `union_apart`), listing the output's entries
+// in its own storage order.
+class UnionNestRefusal : public CompileError {
+ public:
+  using CompileError::CompileError;
+};
+bool may_list_union_parts(const sparse::Program& program);
 // --emit=stage1's lines for the parts of such a sum listed into a blocked output: each part's
 // nest and its loops ("" for any other program).
 std::string describe_listed_parts(const sparse::Program& program, const Config& config);
