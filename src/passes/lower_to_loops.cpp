@@ -606,7 +606,7 @@ class Lowering {
                               ", and the entries of " + axis.tensor + " outside them cannot follow here (" + refusal +
                               "); store " + axis.tensor + " dense, or " + blocker + " unblocked (csr)";
         // (Where the shared loop visits the other block rows for another part's sake only, the
-        // parts list the output's entries each in a nest of its own: parts_need_listed_blocks.)
+        // parts list the output's entries each in a nest of its own: SharedBlocksRefusal.)
         if (rows_visited_for_parts_only()) throw SharedBlocksRefusal(format_config_error(config_.file, "/tensors", message));
         if (!whole_ && assembled_ && !output.format.all_dense() && ast::top_level_terms(program_.iteration.body).size() > 1)
           throw UnionNestRefusal(format_config_error(config_.file, "/tensors", message));
