@@ -304,7 +304,14 @@ sparse::Program whole_program(const ast::Spec& spec, const Config& config, const
 // 2''-5''. A sum whose terms sum over different index variables: one iteration per part, each
 // lowered and scheduled on its own (an op applies to every part that has its loops), and an
 // executor that calls them in turn.
-void lower_split_sum(Compilation& c, std::vector<SumPart> parts, bool output_format_inferred) {
+// A refusal of one loop nest for terms that a nest each could serve.
+bool is_nest_refusal(const CompileError& e) {
+  return dynamic_cast<const LoopOrderConflict*>(&e) || dynamic_cast<const UnionNestRefusal*>(&e);
+}
+
+// `why`: the note's reason for the nests, after a part's error.
+void lower_split_sum(Compilation& c, std::vector<SumPart> parts, bool output_format_inferred,
+                     const std::string& why = "the right-hand side sums its terms over different indices: a loop nest for each") {
   c.program = whole_program(c.spec, c.config, parts.front(), output_format_inferred);
   std::vector<bool> applied(c.config.schedule.size(), false);
   std::vector<std::string> comments;
@@ -316,8 +323,10 @@ void lower_split_sum(Compilation& c, std::vector<SumPart> parts, bool output_for
     try {
       it = lower_iteration(part.spec, part.config, MissingLoops::SkipUnlessPartNamed);
     } catch (const CompileError& e) {
-      throw CompileError(std::string(e.what()) + c.spec.file + ": note: in " + description +
-                         " (the right-hand side sums its terms over different indices: a loop nest for each)\n");
+      std::string message = std::string(e.what()) + c.spec.file + ": note: in " + description + " (" + why + ")\n";
+      // (A part's terms that cannot share one nest may each have one of their own: lower_whole.)
+      if (is_nest_refusal(e)) throw UnionNestRefusal(message);
+      throw CompileError(message);
     }
     if (!it.assemble.empty()) throw std::logic_error("a part of a sum assembles its output");
     mark_part_ops(c.config, part.name, it.applied, 0, applied);
@@ -349,6 +358,40 @@ void lower_split_sum(Compilation& c, std::vector<SumPart> parts, bool output_for
   c.stage2_dump += "// executor\n" + loops::dump_stage2(c.func);
 }
 
+// A nest per term (split_terms) into a dense output, where more than `nests` (the nests that
+// were refused) would result; false where not. `c` is left alone unless it succeeds or throws.
+bool lower_term_parts(Compilation& c, bool output_format_inferred, size_t nests) {
+  Config config = c.config;
+  std::vector<SumPart> term_parts = split_terms(c.spec, config);
+  if (term_parts.size() <= nests) return false;
+  Compilation split = c;
+  split.config = std::move(config);
+  lower_split_sum(split, std::move(term_parts), output_format_inferred,
+                  "the terms cannot share one loop nest, so each has its own, adding into the dense output " + c.spec.output.tensor);
+  c = std::move(split);
+  return true;
+}
+
+// 2-5 for the kernel as one iteration. Where its terms cannot share one loop nest (their
+// storage orders conflict, or one without a blocked operand cannot follow the blocks) and the
+// output is dense, each term becomes a nest of its own, adding into the output in place, as
+// the parts of a sum do (split_terms).
+void lower_whole(Compilation& c, bool output_format_inferred) {
+  LoweredIteration it;
+  try {
+    it = lower_iteration(c.spec, c.config, MissingLoops::Error);
+  } catch (const CompileError& e) {
+    if (!is_nest_refusal(e) || !lower_term_parts(c, output_format_inferred, 1)) throw;
+    return;
+  }
+  c.program = std::move(it.program);
+  c.func = std::move(it.func);
+  c.assemble = std::move(it.assemble);
+  c.schedule = std::move(it.schedule);
+  c.stage1_dump = std::move(it.stage1_dump);
+  c.stage2_dump = std::move(it.stage2_dump);
+}
+
 }  // namespace
 
 Compilation compile(const CompileInput& input) {
@@ -368,15 +411,17 @@ Compilation compile(const CompileInput& input) {
   if (has_decomposition(c.config)) {
     lower_decomposition(c);
   } else if (!sum_parts.empty()) {
-    lower_split_sum(c, std::move(sum_parts), output_format_inferred);
+    const size_t nests = sum_parts.size();
+    try {
+      Compilation split = c;
+      lower_split_sum(split, std::move(sum_parts), output_format_inferred);
+      c = std::move(split);
+    } catch (const UnionNestRefusal&) {
+      // A part's terms cannot share its nest: a nest per term, where that gives more.
+      if (!lower_term_parts(c, output_format_inferred, nests)) throw;
+    }
   } else {
-    LoweredIteration it = lower_iteration(c.spec, c.config, MissingLoops::Error);
-    c.program = std::move(it.program);
-    c.func = std::move(it.func);
-    c.assemble = std::move(it.assemble);
-    c.schedule = std::move(it.schedule);
-    c.stage1_dump = std::move(it.stage1_dump);
-    c.stage2_dump = std::move(it.stage2_dump);
+    lower_whole(c, output_format_inferred);
   }
 
   // 6. Emit the header and the source: C++ with OpenMP, or CUDA.

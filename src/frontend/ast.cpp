@@ -89,6 +89,62 @@ std::vector<TermGroup> terms_by_summed_vars(const Spec& spec) {
   return groups;
 }
 
+namespace {
+
+constexpr size_t kMaxDistributedTerms = 32;
+
+std::vector<SignedTerm> multiplied_out(const ExprPtr& expr, bool negated) {
+  switch (expr->kind) {
+    case ExprKind::Add:
+    case ExprKind::Sub: {
+      std::vector<SignedTerm> terms = multiplied_out(expr->lhs, negated);
+      std::vector<SignedTerm> right = multiplied_out(expr->rhs, expr->kind == ExprKind::Sub ? !negated : negated);
+      terms.insert(terms.end(), right.begin(), right.end());
+      return terms;
+    }
+    case ExprKind::Neg: return multiplied_out(expr->lhs, !negated);
+    case ExprKind::Mul: {
+      std::vector<SignedTerm> terms;
+      const std::vector<SignedTerm> left = multiplied_out(expr->lhs, negated), right = multiplied_out(expr->rhs, false);
+      if (left.size() * right.size() > kMaxDistributedTerms) return {{expr, negated}};
+      for (const SignedTerm& l : left)
+        for (const SignedTerm& r : right)
+          terms.push_back({make_operator(ExprKind::Mul, expr->loc, l.expr, r.expr), l.negated != r.negated});
+      return terms;
+    }
+    case ExprKind::Div: {  // (the divisor stays whole: 1 / (b + c) is no sum of quotients)
+      std::vector<SignedTerm> terms;
+      for (const SignedTerm& l : multiplied_out(expr->lhs, negated))
+        terms.push_back({make_operator(ExprKind::Div, expr->loc, l.expr, expr->rhs), l.negated});
+      return terms;
+    }
+    default: return {{expr, negated}};
+  }
+}
+
+std::set<std::string> summed_vars(const Expr& expr, const std::vector<std::string>& output_indices) {
+  std::set<std::string> summed;
+  for (const Access* access : collect_accesses(expr))
+    for (const std::string& var : access->indices)
+      if (std::find(output_indices.begin(), output_indices.end(), var) == output_indices.end()) summed.insert(var);
+  return summed;
+}
+
+}  // namespace
+
+std::vector<SignedTerm> distributed_terms(const ExprPtr& expr, const std::vector<std::string>& output_indices) {
+  std::vector<SignedTerm> out;
+  for (const SignedTerm& term : top_level_terms(expr)) {
+    std::vector<SignedTerm> parts = multiplied_out(term.expr, term.negated);
+    const std::set<std::string> summed = summed_vars(*term.expr, output_indices);
+    const bool alike = std::all_of(parts.begin(), parts.end(),
+                                   [&](const SignedTerm& part) { return summed_vars(*part.expr, output_indices) == summed; });
+    if (!alike || out.size() + parts.size() > kMaxDistributedTerms) parts = {term};
+    out.insert(out.end(), parts.begin(), parts.end());
+  }
+  return out;
+}
+
 std::string to_string(const Access& access) {
   std::string out = access.tensor;
   if (access.indices.empty()) return out;

@@ -81,6 +81,13 @@ struct TermGroup {
 };
 std::vector<TermGroup> terms_by_summed_vars(const Spec& spec);
 
+// The top-level terms with every product (and quotient's numerator) of sums multiplied out:
+// `A(i,j) * (B(i,j) - D(i,j))` gives A*B and -(A*D). A term stays whole where a product of its
+// would sum over other indices than the term does (`A(i,j) * (B(j,k) * x(k) + d(j))` into y(i):
+// d(j) alone is not summed over k), or where it would give more than 32 terms. Where terms
+// cannot share one loop nest, each of these can have its own (lower.cpp).
+std::vector<SignedTerm> distributed_terms(const ExprPtr& expr, const std::vector<std::string>& output_indices);
+
 // Index notation text of an expression, normalised spacing (`A(i,j) * B(j,k)`).
 std::string to_string(const Expr& expr);
 std::string to_string(const Access& access);

@@ -608,7 +608,10 @@ class Lowering {
         // (Where the shared loop visits the other block rows for another part's sake only, the
         // parts list the output's entries each in a nest of its own: SharedBlocksRefusal.)
         if (rows_visited_for_parts_only()) throw SharedBlocksRefusal(format_config_error(config_.file, "/tensors", message));
-        if (!whole_ && assembled_ && !output.format.all_dense() && ast::top_level_terms(program_.iteration.body).size() > 1)
+        // (Where the terms, products of sums multiplied out, can each have a nest of their own:
+        // listing an assembled output's entries, or adding into a dense output in place.)
+        if (!whole_ && (assembled_ || output.format.all_dense()) &&
+            ast::distributed_terms(program_.iteration.body, output.indices).size() > 1)
           throw UnionNestRefusal(format_config_error(config_.file, "/tensors", message));
         throw_unsupported(message);
       }
@@ -4043,7 +4046,7 @@ bool may_list_parts_into_blocks(const sparse::Program& program) {
 
 bool may_list_union_parts(const sparse::Program& program) {
   return program.iteration.added_parts.empty() && output_is_assembled(program) && !program.blocked_vars.empty() &&
-         ast::top_level_terms(program.iteration.body).size() >= 2;
+         ast::distributed_terms(program.iteration.body, program.output().indices).size() >= 2;
 }
 
 std::vector<int> assembled_levels(const sparse::Program& program) {

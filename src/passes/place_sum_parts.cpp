@@ -26,7 +26,7 @@ void place_sum_parts(sparse::Program& program, const ast::Spec& spec, bool union
   }
   // A union whose terms cannot share one nest beside a blocked operand: a part per term.
   if (groups.size() < 2 && union_apart) {
-    const std::vector<ast::SignedTerm> terms = ast::top_level_terms(spec.rhs);
+    const std::vector<ast::SignedTerm> terms = ast::distributed_terms(spec.rhs, spec.output.indices);
     if (terms.size() < 2) return;
     program.iteration.body = ast::sum_of({terms.front()});
     for (size_t t = 1; t < terms.size(); ++t) program.iteration.added_parts.push_back({{}, ast::sum_of({terms[t]})});

@@ -53,11 +53,8 @@ bool nest_per_part(const Config& config, const std::vector<SumPart>& parts) {
          std::all_of(parts.begin(), parts.end(), [&](const SumPart& p) { return find_shared_structure(p.spec, p.config) == shared; });
 }
 
-}  // namespace
-
-std::vector<SumPart> split_sum(const ast::Spec& spec, Config& config) {
-  const std::vector<ast::TermGroup> groups = ast::terms_by_summed_vars(spec);
-  if (groups.size() < 2) return {};
+// The parts of `groups`, as split_sum gives them.
+std::vector<SumPart> parts_of_groups(const ast::Spec& spec, Config& config, const std::vector<ast::TermGroup>& groups) {
   // An omitted output format is inferred once, from the whole spec's operands in storage order
   // (each part alone might infer another), and every part gets it.
   const bool inferred = config.infer_output_format;
@@ -115,6 +112,29 @@ std::vector<SumPart> split_sum(const ast::Spec& spec, Config& config) {
     return {};
   }
   return parts;
+}
+
+}  // namespace
+
+std::vector<SumPart> split_sum(const ast::Spec& spec, Config& config) {
+  const std::vector<ast::TermGroup> groups = ast::terms_by_summed_vars(spec);
+  if (groups.size() < 2) return {};
+  return parts_of_groups(spec, config, groups);
+}
+
+std::vector<SumPart> split_terms(const ast::Spec& spec, Config& config) {
+  const std::vector<ast::SignedTerm> terms = ast::distributed_terms(spec.rhs, spec.output.indices);
+  if (terms.size() < 2 || !config.format_of(spec.output.tensor).all_dense()) return {};
+  std::vector<ast::TermGroup> groups;
+  for (const ast::SignedTerm& term : terms) {
+    std::vector<std::string> summed;
+    std::set<std::string> used;
+    for (const ast::Access* access : ast::collect_accesses(*term.expr)) used.insert(access->indices.begin(), access->indices.end());
+    for (const std::string& var : spec.index_vars)
+      if (used.count(var) && !spec.is_output_var(var)) summed.push_back(var);
+    groups.push_back({summed, {term}});
+  }
+  return parts_of_groups(spec, config, groups);
 }
 
 std::string SumPart::description() const {

@@ -32,4 +32,11 @@ struct SumPart {
 // place_sum_parts.h places the parts in it; `config` is left as it came).
 std::vector<SumPart> split_sum(const ast::Spec& spec, Config& config);
 
+// A part per term (ast::distributed_terms: products of sums multiplied out), into a dense output
+// whose terms cannot share one loop nest (their operands' storage orders conflict, or a term
+// without a blocked operand cannot follow its blocks): each term is a nest of its own in its own
+// loop order, the first writing the output, the others adding into it in place. Empty where the
+// output is not dense or there are fewer than two terms.
+std::vector<SumPart> split_terms(const ast::Spec& spec, Config& config);
+
 }  // namespace spgen
