@@ -6,6 +6,7 @@
 #include <exception>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <stdexcept>
 
 #include "codegen/abi_header.h"
@@ -101,19 +102,20 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
   // `list_output`: build_sparse_ir's, where the parts of a sum cannot share the blocks' nest;
   // `previous_apart`: its too, where C_prev's storage order conflicts with the operands'.
   // `union_apart`: place_sum_parts', where a union's terms cannot share one nest.
-  auto stage_one = [&](bool list_output, bool previous_apart, bool union_apart = false) {
+  // `apart`: the operands of a union's terms ordered apart (their storage orders conflict).
+  auto stage_one = [&](bool list_output, bool previous_apart, bool union_apart = false, const std::set<std::string>& apart = {}) {
     it.applied.assign(config.schedule.size(), false);
     it.schedule.clear();
     loop_ops.clear();
     loop_op_index.clear();
     // 2. Stage I: sparse axes, buffers and the sparse iteration, in storage-concordant order.
-    it.program = build_sparse_ir(spec, config, list_output, previous_apart);
+    it.program = build_sparse_ir(spec, config, list_output, previous_apart, apart);
     // Blocks of rows beside an operand that stores their rows outside their columns (csr):
     // lowered as BSR r x 1 (the same arrays), the other operand located inside the blocks.
     if (!loop_order_exists(it.program, config)) {
       Config blocked = config;
       if (!block_levels_inside_row_blocks(blocked).empty()) {
-        sparse::Program program = build_sparse_ir(spec, blocked, list_output, previous_apart);
+        sparse::Program program = build_sparse_ir(spec, blocked, list_output, previous_apart, apart);
         if (loop_order_exists(program, blocked)) {
           config = std::move(blocked);
           it.program = std::move(program);
@@ -152,10 +154,9 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
     stage_one(false, false);
   } catch (const LoopOrderConflict&) {
     conflict = std::current_exception();
-    // `+=` into a blocked output, C_prev's storage order conflicting with the operands' (C bsr
-    // 2x2 += A bsr 2x1: A's 1-wide blocks of j are located inside C_prev's): C_prev and the
-    // operands list C's entries each in a nest of their own order, packed into C's blocks.
-    if (spec.previous_output.empty() || !config.format_of(spec.output.tensor).is_blocked()) throw;
+    // `+=` whose C_prev's storage order conflicts with the operands' (C csr += A csc; C bsr 2x2
+    // += A bsr 2x1: A's 1-wide blocks of j are located inside C_prev's): C_prev and the operands
+    // list C's entries each in a nest of their own order, sorted and packed into C.
     // (Only where C_prev alone is a part: its nest's order serves no other operand.)
     auto previous_alone = [&] {
       auto alone = [&](const ast::ExprPtr& terms) {
@@ -166,12 +167,32 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
              std::any_of(iteration.added_parts.begin(), iteration.added_parts.end(),
                          [&](const sparse::AddedPart& part) { return alone(part.body); });
     };
-    try {
-      stage_one(true, true);
-    } catch (const CompileError&) {
-      std::rethrow_exception(conflict);
+    bool placed = false;
+    if (!spec.previous_output.empty()) {
+      try {
+        stage_one(true, true);
+        placed = previous_alone();
+      } catch (const CompileError&) {
+      }
     }
-    if (!previous_alone()) std::rethrow_exception(conflict);
+    // A union whose terms' storage orders conflict (C csr = A csr + B csc), into an output the
+    // kernel assembles: each term a part of its own, in its own order, listing C's entries; the
+    // operands the first term does not read order no loop of the others'.
+    if (!placed) {
+      const std::vector<ast::SignedTerm> terms = ast::distributed_terms(spec.rhs, spec.output.indices);
+      const Format& output = config.format_of(spec.output.tensor);
+      if (terms.size() < 2 || output.all_dense() || !find_shared_structure(spec, config).empty() ||
+          ast::terms_by_summed_vars(spec).size() > 1)
+        std::rethrow_exception(conflict);
+      std::set<std::string> apart;
+      for (const ast::Access* access : ast::collect_accesses(*spec.rhs)) apart.insert(access->tensor);
+      for (const ast::Access* access : ast::collect_accesses(*terms.front().expr)) apart.erase(access->tensor);
+      try {
+        stage_one(true, false, true, apart);
+      } catch (const CompileError&) {
+        std::rethrow_exception(conflict);
+      }
+    }
   }
 
   // 4. Lower to stage II: loop nests over position space. Where the parts of a sum cannot share

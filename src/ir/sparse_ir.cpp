@@ -247,8 +247,11 @@ std::string dump_stage1(const Program& program) {
   for (const Fusion& f : program.iteration.fusions)
     out += "  fuse " + f.outer + ", " + f.inner + " -> " + f.into + ": one loop over the stored entries of " + f.tensor + "\n";
   out += "  " + program.spec_text + "\n";
-  // (An output listed into its blocks: lower_to_loops.h's describe_listed_parts says how.)
-  if (!program.iteration.added_parts.empty() && !program.output().listed_blocks) {
+  // (An output listed into its blocks, or beside parts in their own orders: lower_to_loops.h's
+  // describe_listed_parts says how.)
+  const bool parts_apart = std::any_of(program.buffers.begin(), program.buffers.end(),
+                                       [](const SparseBuffer& buffer) { return buffer.ordered_apart; });
+  if (!program.iteration.added_parts.empty() && !program.output().listed_blocks && !parts_apart) {
     const SparseIteration& it = program.iteration;
     // In a blocked output's block rows, each part is blocked by its own operands (parts_in_block_rows).
     const bool in_block_rows = parts_in_block_rows(program);

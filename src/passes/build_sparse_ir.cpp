@@ -301,7 +301,8 @@ std::string find_shared_structure(const ast::Spec& spec, const Config& config) {
   return "";
 }
 
-sparse::Program build_sparse_ir(const ast::Spec& spec, const Config& config, bool list_output, bool previous_apart) {
+sparse::Program build_sparse_ir(const ast::Spec& spec, const Config& config, bool list_output, bool previous_apart,
+                                const std::set<std::string>& apart) {
   sparse::Program program;
   program.kernel_name = config.name;
   program.spec_text = ast::to_string(spec);
@@ -316,7 +317,7 @@ sparse::Program build_sparse_ir(const ast::Spec& spec, const Config& config, boo
     buffer.format = config.format_of(access->tensor);
     buffer.is_output = access == &spec.output;
     buffer.previous_output = access->tensor == spec.previous_output;
-    buffer.ordered_apart = buffer.previous_output && previous_apart;
+    buffer.ordered_apart = (buffer.previous_output && previous_apart) || (!buffer.is_output && apart.count(buffer.tensor));
     buffer.values = access->tensor + "_vals";
     if (buffer.is_output && !buffer.format.all_dense()) {
       buffer.shares_structure_with = find_shared_structure(spec, config);

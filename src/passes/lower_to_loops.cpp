@@ -81,6 +81,8 @@ bool parts_listed_beside_blocks(const sparse::Program& whole) {
   const sparse::SparseBuffer& output = whole.output();
   if (whole.iteration.added_parts.empty() || !output_is_assembled(whole)) return false;
   if (output.listed_blocks) return true;
+  for (const sparse::SparseBuffer& buffer : whole.buffers)
+    if (buffer.ordered_apart) return true;  // (a part in its own storage order)
   if (output.format.is_blocked()) return false;
   for (const sparse::BlockedVar& b : whole.blocked_vars)
     if (std::find(output.indices.begin(), output.indices.end(), b.var) != output.indices.end()) return true;
@@ -131,8 +133,10 @@ sparse::Program listed_part_program(const sparse::Program& whole, const ast::Exp
     kept.push_back(b);
   }
   sparse::set_part_loops(part, whole, std::move(kept), unblocked);
-  // (lower_iteration keeps such a buffer a part alone: its order serves no other tensor.)
-  if (read.size() == 1 && part.buffer(*read.begin()).ordered_apart) infer_loop_order(part, config, read);
+  // (C_prev of `+=` is kept a part alone, lower_iteration: its order serves no other tensor. A
+  // union's term apart orders its loops by its own tensors.)
+  if (std::any_of(read.begin(), read.end(), [&](const std::string& t) { return part.buffer(t).ordered_apart; }))
+    infer_loop_order(part, config, read);
   // A tensor that gets its own block loops here (blocked apart in the whole: B block-DCSR 1x2
   // beside C_prev's 3x1 blocks) may need them in another order than the whole's: the part's
   // loops follow its own tensors then. (found by fuzzing: its block levels were iterated out of
@@ -1808,6 +1812,9 @@ class Lowering {
       if (const sparse::BlockedVar* blocked = blocking.blocked(var); blocked && blocked->tensor != output.tensor)
         return blocked->tensor + " splits index " + var + " into blocks, so its entries arrive a block at a time";
     }
+    for (const sparse::SparseBuffer& buffer : blocking.buffers)
+      if (buffer.ordered_apart)
+        return buffer.tensor + "'s storage order conflicts with the other operands', so its part of the sum is a nest of its own";
     return "";
   }
 
@@ -4015,7 +4022,9 @@ bool output_may_be_listed(const sparse::Program& program, const Config&) {  // e
 }
 
 std::string describe_listed_parts(const sparse::Program& program, const Config& config) {
-  if (program.iteration.added_parts.empty() || !program.output().listed_blocks) return "";
+  const bool parts_apart = std::any_of(program.buffers.begin(), program.buffers.end(),
+                                       [](const sparse::SparseBuffer& buffer) { return buffer.ordered_apart; });
+  if (program.iteration.added_parts.empty() || !(program.output().listed_blocks || parts_apart)) return "";
   auto comma_list = [](const std::vector<std::string>& items) {
     std::string text;
     for (const std::string& item : items) text += (text.empty() ? "" : ", ") + item;
@@ -4032,7 +4041,8 @@ std::string describe_listed_parts(const sparse::Program& program, const Config& 
   std::vector<std::string> body_summed;
   for (const sparse::Iterator& it : listed_part_program(program, program.iteration.body, config).iteration.iterators)
     if (it.is_reduction) body_summed.push_back(it.var);
-  std::string out = "  each part lists the entries of " + program.output().tensor + ", to be sorted and packed into its blocks:\n";
+  std::string out = "  each part lists the entries of " + program.output().tensor + ", to be sorted and packed" +
+                    (program.output().format.is_blocked() ? " into its blocks" : "") + ":\n";
   out += part(program.iteration.body, body_summed, "");
   for (const sparse::AddedPart& added : program.iteration.added_parts) out += part(added.body, added.summed, "+ ");
   return out;

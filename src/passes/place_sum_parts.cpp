@@ -9,6 +9,15 @@ namespace spgen {
 
 void place_sum_parts(sparse::Program& program, const ast::Spec& spec, bool union_apart) {
   std::vector<ast::TermGroup> groups = ast::terms_by_summed_vars(spec);
+  // A union whose terms cannot share one nest (beside a blocked operand, or
+  // their storage orders conflict): a part per term, C_prev of `+=` among them.
+  if (groups.size() < 2 && union_apart) {
+    const std::vector<ast::SignedTerm> terms = ast::distributed_terms(spec.rhs, spec.output.indices);
+    if (terms.size() < 2) return;
+    program.iteration.body = ast::sum_of({terms.front()});
+    for (size_t t = 1; t < terms.size(); ++t) program.iteration.added_parts.push_back({{}, ast::sum_of({terms[t]})});
+    return;
+  }
   // C_prev of `+=` ordered apart (its storage order conflicts with the operands'): `C_prev + rest`
   // (read_previous_output) lists C's entries with C_prev a part of its own, in a nest of its own
   // order; the rest is one part, or its groups' parts where its terms sum over different indices
@@ -22,14 +31,6 @@ void place_sum_parts(sparse::Program& program, const ast::Spec& spec, bool union
     place_sum_parts(program, rest);
     if (program.iteration.added_parts.empty()) program.iteration.body = rest.rhs;
     program.iteration.added_parts.push_back({{}, spec.rhs->lhs});
-    return;
-  }
-  // A union whose terms cannot share one nest beside a blocked operand: a part per term.
-  if (groups.size() < 2 && union_apart) {
-    const std::vector<ast::SignedTerm> terms = ast::distributed_terms(spec.rhs, spec.output.indices);
-    if (terms.size() < 2) return;
-    program.iteration.body = ast::sum_of({terms.front()});
-    for (size_t t = 1; t < terms.size(); ++t) program.iteration.added_parts.push_back({{}, ast::sum_of({terms[t]})});
     return;
   }
   if (groups.size() < 2 || !output_is_assembled(program)) return;

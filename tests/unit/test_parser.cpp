@@ -616,3 +616,26 @@ TEST_CASE("parser error: errors on line 3 of a multi-line spec") {
         "  \t\t* @x(j)\n"
         "  \t\t  ^\n");
 }
+
+// ast::distributed_terms: products of sums multiplied out where every product sums alike.
+TEST_CASE("distributed terms: products of sums are multiplied out, with their signs") {
+  auto terms = [](const std::string& text) {
+    Spec spec = parse(text);
+    std::vector<std::string> out;
+    for (const spgen::ast::SignedTerm& t : spgen::ast::distributed_terms(spec.rhs, spec.output.indices))
+      out.push_back((t.negated ? "-" : "+") + sexpr(*t.expr));
+    return out;
+  };
+  CHECK(terms("C(i,j) = A(i,j) * (B(i,j) - D(i,j))") == std::vector<std::string>{"+(* A(i,j) B(i,j))", "-(* A(i,j) D(i,j))"});
+  CHECK(terms("C(i,j) = -(A(i,j) + B(i,j)) * (D(i,j) - E(i,j))") ==
+        std::vector<std::string>{"-(* A(i,j) D(i,j))", "+(* A(i,j) E(i,j))", "-(* B(i,j) D(i,j))", "+(* B(i,j) E(i,j))"});
+  // A quotient's numerator is multiplied out, never its divisor.
+  CHECK(terms("C(i,j) = (A(i,j) + B(i,j)) / (D(i,j) + 2)") ==
+        std::vector<std::string>{"+(/ A(i,j) (+ D(i,j) 2))", "+(/ B(i,j) (+ D(i,j) 2))"});
+  // (A product whose parts would sum over other indices than it does would stay whole, but the
+  // parser refuses such a product already: the scope of its sum is ambiguous.)
+  CHECK(terms("C(i,k) = A(i,j) * (B(j,k) + D(j,k)) + E(i,k)") ==
+        std::vector<std::string>{"+(* A(i,j) B(j,k))", "+(* A(i,j) D(j,k))", "+E(i,k)"});
+  // More than 32 terms: whole.
+  CHECK(terms("C(i) = (a(i) + b(i)) * (a(i) + b(i)) * (a(i) + b(i)) * (a(i) + b(i)) * (a(i) + b(i)) * (a(i) + b(i))").size() == 1);
+}

@@ -1053,16 +1053,25 @@ TEST_CASE("blocks of rows beside a csr operand are lowered as bsr r x 1") {
   CHECK(contains(gathered.stage2_dump, "# gather each block row of C by j_blk in a workspace of whole blocks (A's blocks, and the other operands' entries outside them); append them sorted\n"));
   // Blocks of rows that need no such split keep their own loops (i_blk, j, i_in).
   CHECK(contains(compile("y(i) = A(i,j) * x(j)", std::string(R"({"tensors": {"A": )") + row_blocks + "}}").stage2_dump, "for j at pA1 in"));
-  // A level between the blocks that cannot be blocked by 1 (ELL) is refused, saying what would do.
+  // A level between the blocks that cannot be blocked by 1 (ELL) beside a csr operand in a
+  // product is refused, saying what would do.
   const char* ell_row_blocks = R"({"format": {"levels": [{"kind": "compressed", "floordiv": 2}, {"kind": "sparse-fixed", "width": 3}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0]}})";
-  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", std::string(R"({"tensors": {"A": )") + ell_row_blocks + R"(, "B": {"format": "csr"}, "C": {"format": "dense"}}})"),
+  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", std::string(R"({"tensors": {"A": )") + ell_row_blocks + R"(, "B": {"format": "csr"}, "C": {"format": "dense"}}})"),
                  "c.json: /tensors/B/format: error: no loop order can iterate both A (which stores i_in inside j) and B (which stores j inside i_in) "
                  "through their compressed levels; A stores j in a sparse-fixed level between its block levels (blocks of rows), which cannot be "
                  "split into blocks of 1 (as a dense or compressed level there can: A is then lowered as BSR r x 1, the other operands located "
                  "inside its blocks); make that level compressed, or store A unblocked (csr) or dense"));
+  // In a sum each term has a nest of its own in its own order: adding into a dense output in
+  // place, or listing an assembled output's entries.
+  spgen::Compilation ell_dense = compile("C(i,j) = A(i,j) + B(i,j)", std::string(R"({"tensors": {"A": )") + ell_row_blocks + R"(, "B": {"format": "csr"}, "C": {"format": "dense"}}})");
+  CHECK(contains(ell_dense.stage1_dump, "// part2 of 2 of the sum: C(i,j) += B(i,j) (no summed index)\n"));
+  spgen::Compilation ell_csr = compile("C(i,j) = A(i,j) + B(i,j)", std::string(R"({"tensors": {"A": )") + ell_row_blocks + R"(, "B": {"format": "csr"}, "C": {"format": "csr"}}})");
+  CHECK(contains(ell_csr.stage1_dump, "  each part lists the entries of C, to be sorted and packed:\n"
+                                      "  A(i,j) (no summed index): a nest of its own over [i_blk, j, i_in], into the list of C's entries\n"
+                                      "  + B(i,j) (no summed index): a nest of its own over [i, j], into the list of C's entries\n"));
   // Where the order still fails, the error names a pair that the split does not reconcile (B dcsc
-  // and D dcsr), not the blocks of rows.
-  CHECK(contains(error_of("C(i,j) = A(i,j) * (B(i,j) + D(i,j))", std::string(R"({"tensors": {"A": )") + row_blocks + R"(, "B": {"format": "dcsc"}, "D": {"format": "dcsr"}, "C": {"format": "dense"}}})"),
+  // and D dcsr in one product), not the blocks of rows.
+  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j) * D(i,j)", std::string(R"({"tensors": {"A": )") + row_blocks + R"(, "B": {"format": "dcsc"}, "D": {"format": "dcsr"}, "C": {"format": "dense"}}})"),
                  "c.json: /tensors/D/format: error: no loop order can iterate both B (which stores i_in inside j) and D (which stores j inside "
                  "i_in) through their compressed levels; store one of them in the other mode order (e.g. csr instead of csc) or dense"));
   // `+=` into an output blocked otherwise (bsr 2x2): C_prev conflicts in loop order with A (bsr

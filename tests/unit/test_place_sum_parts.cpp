@@ -523,3 +523,54 @@ TEST_CASE("`+=` into an output blocked otherwise than the operand: C_prev and th
   CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csc"}, "C": {"format": "bsr", "block": [2, 2]}}})"),
                  "no loop order can iterate both A"));
 }
+
+// Terms whose storage orders conflict (or one without a blocked operand that cannot follow the
+// blocks): each a nest of its own in its own order. The numbers are checked by the e2e cases
+// sparse_add_csr_csc_to_dense, sparse_sub_cuda_dcsr_dcsc_to_dense, add_csr_csc_dcsr_to_dense,
+// mix_dense_csr_csc_to_dense, mix_dense_ell_dcsc_to_dense (dense outputs: a part per term, adding
+// in place); sparse_add_csr_csc_to_csr_out, sparse_sub_dcsr_dcsc_to_dcsc_out,
+// sparse_add_cuda_csr_csc_to_csr_out, add_csr_csc_coo_to_coo_out, mix_dense_csr_csc_to_csr_out,
+// sparse_add_bsr_csc_to_bsr_out, sparse_add_csr_csc_to_ell_out, acc_add_csc_to_csr_out,
+// acc_add_cuda_csc_to_dcsr_out (assembled outputs: the parts list its entries).
+TEST_CASE("terms that cannot share one loop nest each get a nest of their own") {
+  const char* const add = "C(i,j) = A(i,j) + B(i,j)";
+  auto config = [](const std::string& output) {
+    return R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csc"}, "C": {"format": ")" + output + R"("}}})";
+  };
+  // Into a dense output: a part per term, the second adding in place in B's column order.
+  spgen::Compilation dense = compile(add, config("dense"));
+  CHECK(contains(dense.stage2_dump, "// part2 of 2 of the sum: C(i,j) += B(i,j) (no summed index)\n"));
+  CHECK(contains(dense.stage2_dump, "  for j in [0, dim_j):\n    for i at pB1 in [int64(B_pos1[j]), int64(B_pos1[j + 1])):\n"));
+  CHECK(contains(dense.stage2_dump, "      C_vals[pC1] += B_vals[pB1]\n"));
+  CHECK(contains(dense.files[1].text, "t_part2("));  // the executor calls each part in turn
+  // Into an assembled output: each term lists C's entries in its own order.
+  for (const char* output : {"csr", "dcsc", "coo"}) {
+    CAPTURE(output);
+    spgen::Compilation listed = compile(add, config(output));
+    CHECK(contains(listed.stage1_dump, "B(i,j): float32[B.0, B.1] format csc, mode order (1,0), values B_vals, a part of the sum of its own, "
+                                       "iterated in its own storage order\n"));
+    CHECK(contains(listed.stage1_dump, "  each part lists the entries of C, to be sorted and packed:\n"
+                                       "  A(i,j) (no summed index): a nest of its own over [i, j], into the list of C's entries\n"
+                                       "  + B(i,j) (no summed index): a nest of its own over [j, i], into the list of C's entries\n"));
+    CHECK(contains(listed.stage2_dump, "sort C_keys[0, C_listed) with C_entries\n"));
+  }
+  // A product of sums is multiplied out: A .* B by rows, A .* D by columns.
+  spgen::Compilation mix = compile("C(i,j) = A(i,j) * (B(i,j) - D(i,j))",
+                                   R"({"tensors": {"A": {"format": "dense"}, "B": {"format": "csr"}, "D": {"format": "csc"}, "C": {"format": "csr"}}})");
+  CHECK(contains(mix.stage1_dump, "  A(i,j) * B(i,j) (no summed index): a nest of its own over [i, j], into the list of C's entries\n"
+                                  "  - A(i,j) * D(i,j) (no summed index): a nest of its own over [j, i], into the list of C's entries\n"));
+  // `+=` into csr from csc: C_prev and A list C's entries apart.
+  spgen::Compilation acc = compile("C(i,j) += A(i,j)", R"({"tensors": {"A": {"format": "csc"}, "C": {"format": "csr"}}})");
+  CHECK(contains(acc.stage1_dump, "  A(i,j) (no summed index): a nest of its own over [j, i], into the list of C's entries\n"
+                                  "  + C_prev(i,j) (no summed index): a nest of its own over [i, j], into the list of C's entries\n"));
+  // An intersection cannot be split: refused, naming the pair.
+  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", config("csr")),
+                 "c.json: /tensors/B/format: error: no loop order can iterate both A (which stores j inside i) and B (which stores i inside j)"));
+  // A term that conflicts within itself: the part's error, with a note naming the part.
+  CHECK(contains(error_of("C(i,j) = A(i,j) * (B(i,j) + D(i,j))",
+                          R"({"tensors": {"A": {"format": "ell", "width": 4}, "B": {"format": "csr"}, "D": {"format": "dcsc"}, "C": {"format": "dense"}}})"),
+                 "c.json: /tensors/D/format: error: no loop order can iterate both A (which stores j inside i) and D (which stores i inside j) "
+                 "through their compressed levels; store one of them in the other mode order (e.g. csr instead of csc) or dense\n"
+                 "t.spg: note: in part2 of 2 of the sum: C(i,j) += A(i,j) * D(i,j) (no summed index) (the terms cannot share one loop "
+                 "nest, so each has its own, adding into the dense output C)\n"));
+}
