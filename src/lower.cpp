@@ -181,14 +181,27 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
     if (!placed) {
       const std::vector<ast::SignedTerm> terms = ast::distributed_terms(spec.rhs, spec.output.indices);
       const Format& output = config.format_of(spec.output.tensor);
-      if (terms.size() < 2 || output.all_dense() || !find_shared_structure(spec, config).empty() ||
-          ast::terms_by_summed_vars(spec).size() > 1)
+      if (terms.size() < 2 || output.all_dense() || !find_shared_structure(spec, config).empty())
         std::rethrow_exception(conflict);
+      // (C_prev of `+=` is apart too, a part alone: the first term is the first operand's.)
+      auto first = std::find_if(terms.begin(), terms.end(), [&](const ast::SignedTerm& term) {
+        return term.expr->kind != ast::ExprKind::Access || term.expr->access.tensor != spec.previous_output;
+      });
       std::set<std::string> apart;
       for (const ast::Access* access : ast::collect_accesses(*spec.rhs)) apart.insert(access->tensor);
-      for (const ast::Access* access : ast::collect_accesses(*terms.front().expr)) apart.erase(access->tensor);
+      for (const ast::Access* access : ast::collect_accesses(*first->expr)) apart.erase(access->tensor);
+      apart.erase(spec.previous_output);
+      // Only those that must: an operand whose order agrees with the others' joins them again
+      // (in spec order), so that as few nests as possible order their own loops.
+      for (const ast::TensorUse& use : spec.tensors) {
+        if (!apart.count(use.name)) continue;
+        std::set<std::string> fewer = apart;
+        fewer.erase(use.name);
+        if (loop_order_exists(build_sparse_ir(spec, config, true, !spec.previous_output.empty(), fewer), config)) apart = fewer;
+      }
       try {
-        stage_one(true, false, true, apart);
+        // (Terms that sum over different indices are the parts of their groups, as always.)
+        stage_one(true, !spec.previous_output.empty(), ast::terms_by_summed_vars(spec).size() < 2, apart);
       } catch (const CompileError&) {
         std::rethrow_exception(conflict);
       }
