@@ -1,5 +1,6 @@
 #include "passes/auto_schedule.h"
 
+#include <algorithm>
 #include <set>
 
 #include "ir/loop_ir_visitor.h"
@@ -24,6 +25,14 @@ bool schedulable(const sparse::Program& program, const std::string& label) {
   for (const sparse::Fusion& f : program.iteration.fusions)
     if (f.into == label) return true;
   return false;
+}
+
+// Whether one loop only has this label: an op names a loop by its label, and the parts of a sum
+// (several nests, each with loops over i) cannot be told apart by it.
+bool labels_one_loop(const Stmt& body, const std::string& label) {
+  FindLoops finder;
+  finder.visit(body);
+  return std::count_if(finder.found.begin(), finder.found.end(), [&](const LoopInfo& info) { return info.loop->label == label; }) == 1;
 }
 
 // The chain of first loops from the top of the nest: outermost to innermost.
@@ -87,6 +96,7 @@ std::vector<ScheduleOp> auto_schedule_cuda(const LoweredFunc& func, const sparse
   if (!outer->annotations.sequential_reason.empty()) return {};
   if (outer->annotations.own_kernel) return {};  // a listing nest of a sum's part, already over the grid
   if (!schedulable(program, outer->label)) return {};  // a listed part's own nest: one thread lists
+  if (!labels_one_loop(func.body, outer->label)) return {};  // (the parts' nests)
   auto strategy = [&](const For& loop) -> std::string {
     if (!is_reduction(program, loop.label)) return "";
     bool sums_into_scalar = !scalars_assigned_outside(loop.body).empty();
@@ -104,7 +114,7 @@ std::vector<ScheduleOp> auto_schedule_cuda(const LoweredFunc& func, const sparse
   auto suits_lanes = [&](const For& loop) {
     const sparse::BlockedVar* blocked = program.blocked_loop(loop.label);
     return loop.annotations.sequential_reason.empty() && !(blocked && blocked->inner == loop.label) &&
-           schedulable(program, loop.label);
+           schedulable(program, loop.label) && labels_one_loop(func.body, loop.label);
   };
   const For* lanes = nullptr;
   if (spine.size() > 1 && !is_reduction(program, outer->label)) {
@@ -132,7 +142,7 @@ std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Pro
   // A listed output's outer loop stays sequential: its per-thread lists and their join cost more
   // than the loop saves while the sort after it is sequential (docs/formats.md, listed outputs).
   bool outer_parallel_ok = !is_reduction(program, outer->label) && outer->annotations.sequential_reason.empty() &&
-                           outer->annotations.listed.keys.empty();
+                           outer->annotations.listed.keys.empty() && labels_one_loop(func.body, outer->label);
   if (outer_parallel_ok)
     ops.push_back(make_op(ParallelOp{outer->label, OmpSchedule::Dynamic, 16, {}, {}, 0}, static_cast<int>(ops.size())));
   // Vectorize an innermost dense loop (contiguous accesses) unless it sums into one output entry.
@@ -140,7 +150,8 @@ std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Pro
   bool dense_loop = inner->var == inner->label;
   bool sums_into_output = is_reduction(program, inner->label) && stores_into(inner->body, program.output().values);
   bool innermost = !contains_loop(inner->body) && inner->annotations.sequential_reason.empty();
-  if (inner != outer && dense_loop && innermost && !sums_into_output && schedulable(program, inner->label))
+  if (inner != outer && dense_loop && innermost && !sums_into_output && schedulable(program, inner->label) &&
+      labels_one_loop(func.body, inner->label))
     ops.push_back(make_op(VectorizeOp{inner->label}, static_cast<int>(ops.size())));
   return ops;
 }

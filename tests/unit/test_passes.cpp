@@ -176,6 +176,13 @@ TEST_CASE("auto schedule parallelizes a spatial outer loop and vectorizes a dens
   CHECK(spgen::describe_schedule_op(spmm.schedule[1]) == "vectorize(k)");
   spgen::Compilation csc = compile(kSpmv, R"({"tensors": {"A": {"format": "csc"}}, "schedule": "auto"})");
   CHECK(csc.schedule.empty());  // j is a reduction (no parallel); i is a position loop (no vectorize)
+  // Several loops over i (a sum's parts, each in a nest of its own): no op can name one, so auto
+  // leaves them alone (it chose parallel i and failed; found by fuzzing).
+  spgen::Compilation parts = compile("C(i,j) = A(k,i) * B(k,j) + D(i,j)",
+                                     R"({"tensors": {"A": {"format": "coo"}, "B": {"format": "ell", "width": 4}, "D": {"format": "ell", "width": 4},
+                                         "C": {"format": "ragged"}}, "schedule": "auto"})");
+  CHECK(parts.schedule.empty());
+  CHECK(contains(parts.stage2_dump, "+ D(i,j)"));
 }
 
 TEST_CASE("the C++ backend prints OpenMP pragmas, typed literals and the ABI") {
