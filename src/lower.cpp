@@ -212,17 +212,42 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
   // one nest of a blocked output's blocks (SharedBlocksRefusal), or a union's terms beside a
   // blocked operand cannot share one nest (UnionNestRefusal), stage I is built again with the
   // output's entries listed, each part (each term) in a nest of its own, and lowered again.
+  // The kernel's phases: the compute phase, and an assemble phase per level of a sparse output it
+  // builds (scheduled after stage II's schedule, below). A refusal of any retries as follows.
+  std::vector<loops::LoweredFunc> assemble_phases;
+  auto lower_phases = [&] {
+    it.func = lower_to_loops(it.program, config);
+    assemble_phases.clear();
+    for (int level : assembled_levels(it.program))
+      assemble_phases.push_back(lower_to_loops(it.program, config, LoweringPhase::Assemble, level));
+  };
+  // Last, where a part's own terms cannot share its nest beside a blocked operand (C_prev + D in
+  // `C += A B + D`, D outside C_prev's blocks): every term a part of its own, C_prev's in its own
+  // order, each listing the output's entries. False where that gives no more parts.
+  auto every_term_apart = [&] {
+    const size_t parts = 1 + it.program.iteration.added_parts.size();
+    if (it.program.iteration.added_parts.empty() || !output_is_assembled(it.program) || it.program.blocked_vars.empty() ||
+        ast::distributed_terms(spec.rhs, spec.output.indices).size() <= parts)
+      return false;
+    stage_one(true, !spec.previous_output.empty(), true);
+    return true;
+  };
   try {
     try {
-      it.func = lower_to_loops(it.program, config);
+      lower_phases();
     } catch (const SharedBlocksRefusal&) {
       if (!may_list_parts_into_blocks(it.program)) throw;
       stage_one(true, false);
-      it.func = lower_to_loops(it.program, config);
+      try {
+        lower_phases();
+      } catch (const UnionNestRefusal&) {
+        if (!every_term_apart()) throw;
+        lower_phases();
+      }
     } catch (const UnionNestRefusal&) {
-      if (!may_list_union_parts(it.program)) throw;
-      stage_one(true, false, true);
-      it.func = lower_to_loops(it.program, config);
+      if (may_list_union_parts(it.program)) stage_one(true, false, true);
+      else if (!every_term_apart()) throw;
+      lower_phases();
     }
   } catch (const CompileError&) {
     if (conflict) std::rethrow_exception(conflict);
@@ -258,8 +283,7 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
   for (const ScheduleOp& op : loop_ops)
     if (!std::holds_alternative<CacheOp>(op.op)) assemble_ops.push_back(op);
   std::string assemble_dumps;
-  for (int level : assembled_levels(it.program)) {
-    loops::LoweredFunc assemble = lower_to_loops(it.program, config, LoweringPhase::Assemble, level);
+  for (loops::LoweredFunc& assemble : assemble_phases) {
     simplify_declares(assemble);
     schedule_loops(assemble, it.program, config, assemble_ops, MissingLoops::Skip);
     simplify_declares(assemble);

@@ -3206,7 +3206,8 @@ class Lowering {
   void check_part_without_rest() const {
     if (outside_blocks_of_.empty()) return;
     const sparse::SparseBuffer& output = program_.output();
-    throw CompileError(format_config_error(
+    // (lower.cpp then gives each term a part of its own, where that helps: UnionNestRefusal.)
+    throw UnionNestRefusal(format_config_error(
         config_.file, "/tensors/" + outside_blocks_of_.front() + "/format",
         "the right-hand side sums its terms over different indices, and " + output.tensor + " (" + output.format.name +
             ") is a sparse output the kernel assembles; the part " + ast::to_string(*program_.iteration.body) +
