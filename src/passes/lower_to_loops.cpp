@@ -613,8 +613,9 @@ class Lowering {
         // parts list the output's entries each in a nest of its own: SharedBlocksRefusal.)
         if (rows_visited_for_parts_only()) throw SharedBlocksRefusal(format_config_error(config_.file, "/tensors", message));
         // (Where the terms, products of sums multiplied out, can each have a nest of their own:
-        // listing an assembled output's entries, or adding into a dense output in place.)
-        if (!whole_ && (assembled_ || output.format.all_dense()) &&
+        // listing an assembled output's entries, or adding into a dense output in place; also
+        // the terms of a part of a scoped sum, lower.cpp's every_term_apart.)
+        if ((assembled_ || (!whole_ && output.format.all_dense())) &&
             ast::distributed_terms(program_.iteration.body, output.indices).size() > 1)
           throw UnionNestRefusal(format_config_error(config_.file, "/tensors", message));
         throw_unsupported(message);
