@@ -594,8 +594,7 @@ class Lowering {
       const std::string stored = stored_as(axis);
       const std::vector<std::string> alike = blocked_alike(blocker);
       for (const Conjunction& term : terms) {
-        bool with_blocks = std::any_of(alike.begin(), alike.end(), [&](const std::string& t) { return term.count(t) > 0; });
-        if (!term.count(axis.tensor) || with_blocks || blocks_visit_every_coordinate(blocker)) continue;
+        if (!term.count(axis.tensor) || inside_blocks_visited(term, blocker) || blocks_visit_every_coordinate(blocker)) continue;
         std::string refusal = outside_blocks_refusal(blocker);
         if (refusal.empty()) {
           outside_blocks_of_ = alike;
@@ -614,8 +613,10 @@ class Lowering {
         if (rows_visited_for_parts_only()) throw SharedBlocksRefusal(format_config_error(config_.file, "/tensors", message));
         // (Where the terms, products of sums multiplied out, can each have a nest of their own:
         // listing an assembled output's entries, or adding into a dense output in place.)
-        if (!whole_ && (assembled_ || output.format.all_dense()) &&
-            ast::distributed_terms(program_.iteration.body, output.indices).size() > 1)
+        // (A scoped sum's too, `A B + E B + D` into csr C: each term then a part of its own.)
+        const size_t parts = ast::distributed_terms(program_.iteration.body, output.indices).size() +
+                             (whole_ ? whole_->iteration.added_parts.size() : 0);
+        if ((assembled_ || output.format.all_dense()) && parts > 1)
           throw UnionNestRefusal(format_config_error(config_.file, "/tensors", message));
         throw_unsupported(message);
       }
@@ -694,6 +695,24 @@ class Lowering {
       visited = both;
     }
     return visited;
+  }
+
+  // The term's entries lie inside the blocks that the loops of `blocker` visit: the operands
+  // blocked alike that it multiplies hold a conjunction of blocks_visited (A * B, and E * B
+  // where the loops visit E's blocks too). Holding one of them is not enough: beside A
+  // block-DCSR 3x2, B bsr 2x2 is blocked alike on k, but the loop over k's blocks visits A's
+  // only (B's level there is dense), so E * B with E located in A's blocks would miss its
+  // entries in the blocks A lacks.
+  bool inside_blocks_visited(const Conjunction& term, const std::string& blocker) const {
+    const std::vector<std::string> alike = blocked_alike(blocker);
+    Conjunction blocked;
+    for (const std::string& t : term)
+      if (std::count(alike.begin(), alike.end(), t)) blocked.insert(t);
+    if (blocked.empty()) return false;
+    const IterationSpace visited = blocks_visited(blocker);
+    return std::any_of(visited.begin(), visited.end(), [&](const Conjunction& c) {
+      return std::includes(blocked.begin(), blocked.end(), c.begin(), c.end());
+    });
   }
 
   // The block loops of `blocker` visit every block (a term without a stored factor on them).
@@ -803,15 +822,9 @@ class Lowering {
       }
     // The rest reads the operands blocked alike as zero: each term that holds one must lie
     // inside the blocks visited (A .* B within the blocks A and B both store).
-    const IterationSpace visited = blocks_visited(blocker);
     for (const Conjunction& term : tensor_terms(*program_.iteration.body)) {
-      Conjunction blocked;
-      for (const std::string& t : term)
-        if (std::count(alike.begin(), alike.end(), t)) blocked.insert(t);
-      bool inside = blocked.empty() || std::any_of(visited.begin(), visited.end(), [&](const Conjunction& c) {
-                      return std::includes(blocked.begin(), blocked.end(), c.begin(), c.end());
-                    });
-      if (!inside)
+      bool holds_alike = std::any_of(term.begin(), term.end(), [&](const std::string& t) { return std::count(alike.begin(), alike.end(), t) > 0; });
+      if (holds_alike && !inside_blocks_visited(term, blocker))
         return "the term of " + names(std::vector<std::string>(term.begin(), term.end())) +
                " has entries outside the blocks that the loops visit, which the rest would read as zero";
     }
@@ -4055,8 +4068,8 @@ bool may_list_parts_into_blocks(const sparse::Program& program) {
 }
 
 bool may_list_union_parts(const sparse::Program& program) {
-  return program.iteration.added_parts.empty() && output_is_assembled(program) && !program.blocked_vars.empty() &&
-         ast::distributed_terms(program.iteration.body, program.output().indices).size() >= 2;
+  return output_is_assembled(program) && !program.blocked_vars.empty() &&
+         program.iteration.added_parts.size() + ast::distributed_terms(program.iteration.body, program.output().indices).size() >= 2;
 }
 
 std::vector<int> assembled_levels(const sparse::Program& program) {

@@ -38,9 +38,9 @@ bool may_list_parts_into_blocks(const sparse::Program& program);
 // A refusal of the one nest of a union's terms beside a blocked operand: a term without it has
 // entries outside its blocks that cannot follow them there (C block-DCSR-like = A + B with B dcsr
 // located in A's blocks, where the loop over C's block rows visits only A's), while each term
-// alone could be lowered. Where may_list_union_parts (an assembled output, no added parts), each
-// term is then a part of its own (place_sum_parts' `union_apart`), listing the output's entries
-// in its own storage order.
+// alone could be lowered. Where may_list_union_parts (an assembled output, two terms or more, a
+// scoped sum's too), each term is then a part of its own (place_sum_parts' `union_apart`),
+// listing the output's entries in its own storage order.
 class UnionNestRefusal : public CompileError {
  public:
   using CompileError::CompileError;

@@ -44,9 +44,18 @@ void place_sum_parts(sparse::Program& program, const ast::Spec& spec, bool union
   auto body = std::min_element(groups.begin(), groups.end(), [&](const ast::TermGroup& a, const ast::TermGroup& b) {
     return first_summed_depth(a) < first_summed_depth(b);
   });
-  program.iteration.body = ast::sum_of(body->terms);
+  // (`union_apart`: the terms of a scoped sum beside a blocked operand cannot share one nest
+  // either, `A B + E B + D`: each term of each group a part of its own, over its group's sums.)
+  const bool term_apart = union_apart && body->terms.size() > 1;
+  program.iteration.body = ast::sum_of(term_apart ? std::vector<ast::SignedTerm>{body->terms.front()} : body->terms);
+  if (term_apart)
+    for (size_t t = 1; t < body->terms.size(); ++t) program.iteration.added_parts.push_back({body->summed, ast::sum_of({body->terms[t]})});
   for (auto group = groups.begin(); group != groups.end(); ++group)
-    if (group != body) program.iteration.added_parts.push_back({group->summed, ast::sum_of(group->terms)});
+    if (group != body) {
+      if (!union_apart) program.iteration.added_parts.push_back({group->summed, ast::sum_of(group->terms)});
+      else
+        for (const ast::SignedTerm& term : group->terms) program.iteration.added_parts.push_back({group->summed, ast::sum_of({term})});
+    }
 }
 
 }  // namespace spgen
