@@ -594,8 +594,7 @@ class Lowering {
       const std::string stored = stored_as(axis);
       const std::vector<std::string> alike = blocked_alike(blocker);
       for (const Conjunction& term : terms) {
-        bool with_blocks = std::any_of(alike.begin(), alike.end(), [&](const std::string& t) { return term.count(t) > 0; });
-        if (!term.count(axis.tensor) || with_blocks || blocks_visit_every_coordinate(blocker)) continue;
+        if (!term.count(axis.tensor) || inside_blocks_visited(term, blocker) || blocks_visit_every_coordinate(blocker)) continue;
         std::string refusal = outside_blocks_refusal(blocker);
         if (refusal.empty()) {
           outside_blocks_of_ = alike;
@@ -695,6 +694,24 @@ class Lowering {
       visited = both;
     }
     return visited;
+  }
+
+  // The term's entries lie inside the blocks that the loops of `blocker` visit: the operands
+  // blocked alike that it multiplies hold a conjunction of blocks_visited (A * B, and E * B
+  // where the loops visit E's blocks too). Holding one of them is not enough: beside A
+  // block-DCSR 3x2, B bsr 2x2 is blocked alike on k, but the loop over k's blocks visits A's
+  // only (B's level there is dense), so E * B with E located in A's blocks would miss its
+  // entries in the blocks A lacks.
+  bool inside_blocks_visited(const Conjunction& term, const std::string& blocker) const {
+    const std::vector<std::string> alike = blocked_alike(blocker);
+    Conjunction blocked;
+    for (const std::string& t : term)
+      if (std::count(alike.begin(), alike.end(), t)) blocked.insert(t);
+    if (blocked.empty()) return false;
+    const IterationSpace visited = blocks_visited(blocker);
+    return std::any_of(visited.begin(), visited.end(), [&](const Conjunction& c) {
+      return std::includes(blocked.begin(), blocked.end(), c.begin(), c.end());
+    });
   }
 
   // The block loops of `blocker` visit every block (a term without a stored factor on them).
@@ -804,15 +821,9 @@ class Lowering {
       }
     // The rest reads the operands blocked alike as zero: each term that holds one must lie
     // inside the blocks visited (A .* B within the blocks A and B both store).
-    const IterationSpace visited = blocks_visited(blocker);
     for (const Conjunction& term : tensor_terms(*program_.iteration.body)) {
-      Conjunction blocked;
-      for (const std::string& t : term)
-        if (std::count(alike.begin(), alike.end(), t)) blocked.insert(t);
-      bool inside = blocked.empty() || std::any_of(visited.begin(), visited.end(), [&](const Conjunction& c) {
-                      return std::includes(blocked.begin(), blocked.end(), c.begin(), c.end());
-                    });
-      if (!inside)
+      bool holds_alike = std::any_of(term.begin(), term.end(), [&](const std::string& t) { return std::count(alike.begin(), alike.end(), t) > 0; });
+      if (holds_alike && !inside_blocks_visited(term, blocker))
         return "the term of " + names(std::vector<std::string>(term.begin(), term.end())) +
                " has entries outside the blocks that the loops visit, which the rest would read as zero";
     }

@@ -574,3 +574,37 @@ TEST_CASE("terms that cannot share one loop nest each get a nest of their own") 
                  "t.spg: note: in part2 of 2 of the sum: C(i,j) += A(i,j) * D(i,j) (no summed index) (the terms cannot share one loop "
                  "nest, so each has its own, adding into the dense output C)\n"));
 }
+
+// Found by fuzzing (wrong numbers before): beside A block-DCSR 3x2, B bsr 2x2 is blocked alike
+// with A on k, but the loop over k's blocks visits only A's (B's level there is dense). E B, E
+// located in A's blocks, was served in A's nest as though B's blocks were visited, and lost its
+// entries in the blocks A lacks. Now each term has a nest of its own, the scoped sum's too. The
+// numbers are checked by the e2e cases spgemm_pair_bias_*_apart.
+TEST_CASE("a term whose blocked-alike operand's blocks the loops do not visit gets a nest of its own") {
+  const char* const pair = "C(i,j) = A(i,k) * B(k,j) + E(i,k) * B(k,j) + D(i,j)";
+  const std::string block_dcsr = R"({"levels": [{"kind": "compressed", "floordiv": 3}, {"kind": "compressed", "floordiv": 2},
+      {"kind": "dense", "mod": 3}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]})";
+  auto config = [&](const std::string& a, const std::string& e, const std::string& c) {
+    return R"({"tensors": {"A": {"format": )" + a + R"(}, "B": {"format": "bsr", "block": [2, 2]}, "D": {"format": "dense"},
+        "E": {"format": )" + e + R"(}, "C": {"format": )" + c + "}}}";
+  };
+  // Into an assembled output: each term lists C's entries, E B over B's blocks.
+  spgen::Compilation bsr = compile(pair, config(block_dcsr, R"("ragged")", R"("bsr", "block": [2, 2])"));
+  CHECK(contains(bsr.stage1_dump,
+                 "  A(i,k) * B(k,j) (summed over k_blk, k_in): a nest of its own over [i_blk, k_blk, i_in, j_blk, k_in, j_in], into the list of C's entries\n"
+                 "  + E(i,k) * B(k,j) (summed over k): a nest of its own over [k_blk, i, j_blk, k_in, j_in], into the list of C's entries\n"
+                 "  + D(i,j) (no summed index): a nest of its own over [i, j], into the list of C's entries\n"));
+  spgen::Compilation csr = compile(pair, config(block_dcsr, R"("csr")", R"("csr")"));
+  CHECK(contains(csr.stage2_dump, "    # + E(i,k) * B(k,j) (summed over k), into the list of C's entries\n"
+                                  "    for k_blk in [0, (dim_k + 1) / 2) sequential:\n"));
+  // Into a dense output: a kernel part per term, adding in place (A bsr 3x2 alike).
+  for (const std::string& a : {block_dcsr, std::string(R"("bsr", "block": [3, 2])")}) {
+    CAPTURE(a);
+    spgen::Compilation dense = compile(pair, config(a, R"("ragged")", R"("dense")"));
+    CHECK(contains(dense.stage2_dump, "// part2 of 3 of the sum: C(i,j) += E(i,k) * B(k,j) (summed over k)\n"));
+    CHECK(contains(dense.stage2_dump, "// part3 of 3 of the sum: C(i,j) += D(i,j) (no summed index)\n"));
+  }
+  // Blocked alike with A (E bsr 3x2), E's blocks are visited beside A's: one nest still.
+  spgen::Compilation alike = compile(pair, config(block_dcsr, R"("bsr", "block": [3, 2])", R"("dense")"));
+  CHECK(!contains(alike.stage2_dump, "part2 of 3"));
+}
