@@ -150,6 +150,10 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
   // Set where C_prev is ordered apart after a loop-order conflict: a refusal of that lowering
   // reports the conflict, which says more.
   std::exception_ptr conflict;
+  // The operands ordered apart after it, and whether their parts are the groups of terms that
+  // sum over the same indices (then every term apart is left to try).
+  std::set<std::string> apart;
+  bool apart_by_groups = false;
   try {
     stage_one(false, false);
   } catch (const LoopOrderConflict&) {
@@ -187,7 +191,6 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
       auto first = std::find_if(terms.begin(), terms.end(), [&](const ast::SignedTerm& term) {
         return term.expr->kind != ast::ExprKind::Access || term.expr->access.tensor != spec.previous_output;
       });
-      std::set<std::string> apart;
       for (const ast::Access* access : ast::collect_accesses(*spec.rhs)) apart.insert(access->tensor);
       for (const ast::Access* access : ast::collect_accesses(*first->expr)) apart.erase(access->tensor);
       apart.erase(spec.previous_output);
@@ -199,11 +202,19 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
         fewer.erase(use.name);
         if (loop_order_exists(build_sparse_ir(spec, config, true, !spec.previous_output.empty(), fewer), config)) apart = fewer;
       }
+      // Terms that sum over different indices are the parts of their groups, as always, unless
+      // a group's own terms conflict (A B + E B + D with A dcsc, E dcsr): then every term apart.
+      apart_by_groups = ast::terms_by_summed_vars(spec).size() > 1;
       try {
-        // (Terms that sum over different indices are the parts of their groups, as always.)
-        stage_one(true, !spec.previous_output.empty(), ast::terms_by_summed_vars(spec).size() < 2, apart);
+        stage_one(true, !spec.previous_output.empty(), !apart_by_groups, apart);
       } catch (const CompileError&) {
-        std::rethrow_exception(conflict);
+        if (!apart_by_groups) std::rethrow_exception(conflict);
+        apart_by_groups = false;
+        try {
+          stage_one(true, !spec.previous_output.empty(), true, apart);
+        } catch (const CompileError&) {
+          std::rethrow_exception(conflict);
+        }
       }
     }
   }
@@ -250,8 +261,14 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
       lower_phases();
     }
   } catch (const CompileError&) {
-    if (conflict) std::rethrow_exception(conflict);
-    throw;
+    if (!conflict) throw;
+    if (!apart_by_groups) std::rethrow_exception(conflict);
+    try {
+      stage_one(true, !spec.previous_output.empty(), true, apart);
+      lower_phases();
+    } catch (const CompileError&) {
+      std::rethrow_exception(conflict);
+    }
   }
   it.stage1_dump = sparse::dump_stage1(it.program) + describe_listed_parts(it.program, config);
   simplify_declares(it.func);
