@@ -1400,9 +1400,14 @@ class Lowering {
       for (int l = level; l <= last_of_level; ++l)
         depth = std::max(depth, program_.depth_of(program_.axes[output.axes[l]].index_var));
       for (int d = 0; d < depth; ++d)
-        if (program_.iteration.iterators[d].is_reduction)
-          throw CompileError(format_config_error(config_.file, "/tensors/" + output.tensor + "/format",
-                                                 summed_outside_compressed_level(output, level, program_.iteration.iterators[d].var)));
+        if (program_.iteration.iterators[d].is_reduction) {
+          const std::string message = format_config_error(config_.file, "/tensors/" + output.tensor + "/format",
+                                                          summed_outside_compressed_level(output, level, program_.iteration.iterators[d].var));
+          // (A blocked output's entries can be listed into its blocks instead, as an unblocked
+          // output's are listed where they arrive out of order: lower.cpp, SharedBlocksRefusal.)
+          if (output.format.is_blocked() && !output.listed_blocks) throw SharedBlocksRefusal(message);
+          throw CompileError(message);
+        }
       for (int l = level; l <= last_of_level; ++l) {
         const std::string& var_l = program_.axes[output.axes[l]].index_var;
         for (int id : plans_[program_.depth_of(var_l)].axes)
@@ -2376,11 +2381,14 @@ class Lowering {
     const int gathered = output.gathered_level;
     row_depth_ = gathered > 0 ? levels[gathered - 1].ready_depth : -1;
     row_ = gathered > 0 ? var(levels[gathered - 1].name) : int64(0);
+    // (lower.cpp then lists the output's entries into its blocks instead: SharedBlocksRefusal.)
     for (int d = 0; d <= row_depth_; ++d)
       if (program_.iteration.iterators[d].is_reduction)
-        throw_unsupported("sparse output " + output.tensor + " is summed over " + program_.iteration.iterators[d].var +
-                          " outside its block rows, so no block row can be finished before the next begins; make " +
-                          output.tensor + " dense, or reorder so its row loops are outermost");
+        throw SharedBlocksRefusal(format_config_error(
+            config_.file, "/tensors/" + output.tensor + "/format",
+            "sparse output " + output.tensor + " is summed over " + program_.iteration.iterators[d].var +
+                " outside its block rows, so no block row can be finished before the next begins; make " + output.tensor +
+                " dense, or reorder so its row loops are outermost"));
     const sparse::Axis& key_axis = program_.axes[output.axes[gathered]];
     // r*c as one constant where the levels below are all in-block ones.
     int64_t constant_size = 1;
@@ -4063,8 +4071,7 @@ std::string describe_listed_parts(const sparse::Program& program, const Config& 
 
 bool may_list_parts_into_blocks(const sparse::Program& program) {
   const sparse::SparseBuffer& output = program.output();
-  return !program.iteration.added_parts.empty() && output_is_assembled(program) && output.format.is_blocked() &&
-         !output.listed_blocks;
+  return output_is_assembled(program) && output.format.is_blocked() && !output.listed_blocks;
 }
 
 bool may_list_union_parts(const sparse::Program& program) {

@@ -29,7 +29,9 @@ bool output_may_be_listed(const sparse::Program& program, const Config& config);
 // body does not read blocks its loops: C bsr = A B + D with A, B dense and D bsr, or `C += A B`;
 // or the shared loops visit only the block rows some operands store: A and D block-DCSR). Where
 // may_list_parts_into_blocks, the output's entries are then listed into its blocks instead
-// (build_sparse_ir's `list_output`), each part in a nest of its own.
+// (build_sparse_ir's `list_output`), each part in a nest of its own. Also a block-row workspace
+// of an output summed outside its block rows (C in blocks of rows = A^T B with A bsr): no block
+// row is finished before the next begins, so its entries are listed.
 class SharedBlocksRefusal : public CompileError {
  public:
   using CompileError::CompileError;
