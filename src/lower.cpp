@@ -247,8 +247,15 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
     try {
       lower_phases();
     } catch (const SharedBlocksRefusal&) {
-      if (!may_list_parts_into_blocks(it.program)) throw;
-      stage_one(true, false);
+      if (may_list_parts_into_blocks(it.program)) {
+        stage_one(true, false);
+      } else if (!it.program.iteration.added_parts.empty() && output_is_assembled(it.program)) {
+        // Unblocked, its parts beside a blocked operand: each lists its entries (parts_listed).
+        stage_one(true, false);
+        it.program.buffers.front().parts_listed = true;
+      } else {
+        throw;
+      }
       try {
         lower_phases();
       } catch (const UnionNestRefusal&) {

@@ -237,6 +237,7 @@ std::string dump_stage1(const Program& program) {
     if (buffer.gathered_level >= 0)
       out += ", blocks gathered by level " + std::to_string(buffer.gathered_level) + " in a block-row workspace";
     if (buffer.listed_blocks) out += ", entries listed, sorted and packed into its blocks";
+    if (buffer.parts_listed) out += ", entries listed by each part, sorted and packed";
     if (buffer.ordered_apart) out += ", a part of the sum of its own, iterated in its own storage order";
     out += "\n";
   }
@@ -251,7 +252,7 @@ std::string dump_stage1(const Program& program) {
   // describe_listed_parts says how.)
   const bool parts_apart = std::any_of(program.buffers.begin(), program.buffers.end(),
                                        [](const SparseBuffer& buffer) { return buffer.ordered_apart; });
-  if (!program.iteration.added_parts.empty() && !program.output().listed_blocks && !parts_apart) {
+  if (!program.iteration.added_parts.empty() && !program.output().listed_blocks && !program.output().parts_listed && !parts_apart) {
     const SparseIteration& it = program.iteration;
     // In a blocked output's block rows, each part is blocked by its own operands (parts_in_block_rows).
     const bool in_block_rows = parts_in_block_rows(program);

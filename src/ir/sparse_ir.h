@@ -74,6 +74,10 @@ struct SparseBuffer {
   // block-row workspace serves): its levels bind the spec's variables (blocked_apart), and its
   // entries are listed, sorted and packed into its blocks (passes/lower_to_loops.cpp).
   bool listed_blocks = false;
+  // An unblocked assembled output whose parts cannot share one nest beside a blocked operand (the
+  // shared loops skip coordinates where another part has entries): each part lists its entries
+  // in a nest of its own, sorted and packed (lower.cpp's retry of a SharedBlocksRefusal).
+  bool parts_listed = false;
   // C_prev of a `+=` into such a listed output, whose storage order conflicts with the other
   // operands' (C bsr 2x2 += A bsr 2x1): its term is a part of the sum of its own
   // (place_sum_parts), whose nest follows its own storage order (infer_loop_order ignores it

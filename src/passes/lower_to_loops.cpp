@@ -80,7 +80,7 @@ int entry_level(const Format& format) {
 bool parts_listed_beside_blocks(const sparse::Program& whole) {
   const sparse::SparseBuffer& output = whole.output();
   if (whole.iteration.added_parts.empty() || !output_is_assembled(whole)) return false;
-  if (output.listed_blocks) return true;
+  if (output.listed_blocks || output.parts_listed) return true;
   for (const sparse::SparseBuffer& buffer : whole.buffers)
     if (buffer.ordered_apart) return true;  // (a part in its own storage order)
   if (output.format.is_blocked()) return false;
@@ -1824,6 +1824,7 @@ class Lowering {
     // (The body of a scoped sum is blocked only by its own operands, listed_part_program; the
     // whole sum's blocks decide.)
     const sparse::Program& blocking = whole_ ? *whole_ : program_;
+    if (output.parts_listed) return "the parts of the sum cannot share one loop nest, so each lists its entries in a nest of its own";
     for (int id : output.axes) {
       const std::string& var = program_.axes[id].mode_var;
       if (const sparse::BlockedVar* blocked = blocking.blocked(var); blocked && blocked->tensor != output.tensor)
@@ -4045,7 +4046,8 @@ bool output_may_be_listed(const sparse::Program& program, const Config&) {  // e
 std::string describe_listed_parts(const sparse::Program& program, const Config& config) {
   const bool parts_apart = std::any_of(program.buffers.begin(), program.buffers.end(),
                                        [](const sparse::SparseBuffer& buffer) { return buffer.ordered_apart; });
-  if (program.iteration.added_parts.empty() || !(program.output().listed_blocks || parts_apart)) return "";
+  if (program.iteration.added_parts.empty() || !(program.output().listed_blocks || program.output().parts_listed || parts_apart))
+    return "";
   auto comma_list = [](const std::vector<std::string>& items) {
     std::string text;
     for (const std::string& item : items) text += (text.empty() ? "" : ", ") + item;
