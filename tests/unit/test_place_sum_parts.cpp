@@ -608,3 +608,39 @@ TEST_CASE("a term whose blocked-alike operand's blocks the loops do not visit ge
   spgen::Compilation alike = compile(pair, config(block_dcsr, R"("bsr", "block": [3, 2])", R"("dense")"));
   CHECK(!contains(alike.stage2_dump, "part2 of 3"));
 }
+
+// The retries that give terms or parts nests of their own where one nest cannot serve them (the
+// numbers: spgemm_pair_bias_cuda_dcsc_csc_dcsr_ragged_to_coo, spgemm_pair_bias_csc_ell_ell_csc_to_coo_auto,
+// spgemm_bias_acc_block_dcsr_ell_to_block_dcsr, spgemm_pair_bias_row_blocks_block_dcsr_dcsr_coo_to_ell_out,
+// spgemm_transposed_bsr1x2_dcsr_to_row_blocks, spgemm_transposed_bias_cuda_bsr1x2_dcsr_ragged_to_row_blocks,
+// mttkrp_bias_coo_dcsc_row_blocks_dcsr_to_ragged).
+TEST_CASE("parts that cannot share one nest: every term apart, entries listed") {
+  const char* const pair = "C(i,j) = A(i,k) * B(k,j) + E(i,k) * B(k,j) + D(i,j)";
+  // A and E conflict inside the group A B + E B: every term a part of its own, in its own order.
+  spgen::Compilation terms = compile(pair, R"({"tensors": {"C": {"format": "coo"}, "A": {"format": "dcsr"}, "B": {"format": "csr"},
+                                              "E": {"format": "dcsc"}, "D": {"format": "csr"}}})");
+  CHECK(contains(terms.stage1_dump, "  A(i,k) * B(k,j) (summed over k): a nest of its own over [i, k, j], into the list of C's entries\n"
+                                    "  + E(i,k) * B(k,j) (summed over k): a nest of its own over [k, i, j], into the list of C's entries\n"
+                                    "  + D(i,j) (no summed index): a nest of its own over [i, j], into the list of C's entries\n"));
+  // `C += A B + D` with C block-DCSR and D ELL: C_prev + D cannot share a nest (D lies outside
+  // C_prev's blocks), so C_prev, A B and D are parts of their own.
+  const std::string block_dcsr = R"({"format": {"levels": [{"kind": "compressed", "floordiv": 2}, {"kind": "compressed", "floordiv": 2},
+      {"kind": "dense", "mod": 2}, {"kind": "dense", "mod": 2}], "order": [0, 1, 0, 1]}})";
+  spgen::Compilation acc = compile("C(i,j) += A(i,k) * B(k,j) + D(i,j)", R"({"tensors": {"A": )" + block_dcsr + R"(, "B": )" + block_dcsr +
+                                                                             R"(, "D": {"format": "ell", "width": 4}, "C": )" + block_dcsr + "}}");
+  CHECK(contains(acc.stage1_dump, "  C_prev(i,j) (no summed index): a nest of its own over [i_blk, j_blk, i_in, j_in], into the list of C's entries\n"));
+  CHECK(contains(acc.stage1_dump, "  + D(i,j) (no summed index): a nest of its own over [i, j], into the list of C's entries\n"));
+  // k summed outside the block rows of C (A bsr 1x2 read transposed): listed into C's blocks.
+  const std::string row_blocks = R"({"format": {"levels": [{"kind": "dense", "floordiv": 2}, "compressed", {"kind": "dense", "mod": 2}], "order": [0, 1, 0]}})";
+  spgen::Compilation transposed = compile("C(i,j) = A(k,i) * B(k,j)", R"({"tensors": {"A": {"format": "bsr", "block": [1, 2]}, "B": {"format": "dcsr"}, "C": )" +
+                                                                          row_blocks + "}}");
+  CHECK(contains(transposed.stage1_dump, "values C_vals, output, entries listed, sorted and packed into its blocks\n"));
+  // An unblocked output beside a blocked operand, whose shared loop over i visits only B's rows:
+  // each part lists the entries.
+  spgen::Compilation mttkrp = compile("C(i,j) = B(i,k,l) * E(k,j) * F(l,j) + D(i,j)",
+                                      R"({"tensors": {"C": {"format": "ragged"}, "B": {"format": "coo"}, "E": {"format": "dcsc"}, "F": )" + row_blocks +
+                                          R"(, "D": {"format": "dcsr"}}})");
+  CHECK(contains(mttkrp.stage1_dump, "values C_vals, output, entries listed by each part, sorted and packed\n"));
+  CHECK(contains(mttkrp.stage1_dump, "  + D(i,j) (no summed index): a nest of its own over [i, j], into the list of C's entries\n"));
+  CHECK(contains(mttkrp.stage2_dump, "sort C_keys[0, C_listed) with C_entries\n"));
+}
