@@ -235,6 +235,9 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
   // Last, where a part's own terms cannot share its nest beside a blocked operand (C_prev + D in
   // `C += A B + D`, D outside C_prev's blocks): every term a part of its own, C_prev's in its own
   // order, each listing the output's entries. False where that gives no more parts.
+  // The refusal a retry below answered: where the retried nests then lack a loop the config's
+  // ops name, that refusal says more than the op's error.
+  std::exception_ptr retried;
   auto every_term_apart = [&] {
     const size_t parts = 1 + it.program.iteration.added_parts.size();
     if (it.program.iteration.added_parts.empty() || !output_is_assembled(it.program) || it.program.blocked_vars.empty() ||
@@ -247,6 +250,7 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
     try {
       lower_phases();
     } catch (const SharedBlocksRefusal&) {
+      retried = std::current_exception();
       if (may_list_parts_into_blocks(it.program)) {
         stage_one(true, false);
       } else if (!it.program.iteration.added_parts.empty() && output_is_assembled(it.program)) {
@@ -263,6 +267,7 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
         lower_phases();
       }
     } catch (const UnionNestRefusal&) {
+      retried = std::current_exception();
       if (may_list_union_parts(it.program)) stage_one(true, false, true);
       else if (!every_term_apart()) throw;
       lower_phases();
@@ -285,7 +290,14 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
     loop_ops = auto_schedule(it.func, it.program, config.target);
     loop_op_index.clear();
   }
-  std::vector<bool> applied = schedule_loops(it.func, it.program, config, loop_ops, missing);
+  if (!retried) retried = conflict;
+  std::vector<bool> applied;
+  try {
+    applied = schedule_loops(it.func, it.program, config, loop_ops, missing);
+  } catch (const CompileError&) {
+    if (retried && !config.auto_schedule) std::rethrow_exception(retried);
+    throw;
+  }
   for (size_t k = 0; k < loop_ops.size(); ++k) {
     if (!applied[k]) continue;
     it.schedule.push_back(loop_ops[k]);

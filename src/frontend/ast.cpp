@@ -74,14 +74,19 @@ ExprPtr sum_of(const std::vector<SignedTerm>& terms) {
   return sum;
 }
 
+std::vector<std::string> summed_vars_of(const Spec& spec, const Expr& term) {
+  std::set<std::string> used;
+  for (const Access* access : collect_accesses(term)) used.insert(access->indices.begin(), access->indices.end());
+  std::vector<std::string> summed;
+  for (const std::string& var : spec.index_vars)
+    if (used.count(var) && !spec.is_output_var(var)) summed.push_back(var);
+  return summed;
+}
+
 std::vector<TermGroup> terms_by_summed_vars(const Spec& spec) {
   std::vector<TermGroup> groups;
   for (const SignedTerm& term : top_level_terms(spec.rhs)) {
-    std::set<std::string> used;
-    for (const Access* access : collect_accesses(*term.expr)) used.insert(access->indices.begin(), access->indices.end());
-    std::vector<std::string> summed;
-    for (const std::string& var : spec.index_vars)
-      if (used.count(var) && !spec.is_output_var(var)) summed.push_back(var);
+    const std::vector<std::string> summed = summed_vars_of(spec, *term.expr);
     auto group = std::find_if(groups.begin(), groups.end(), [&](const TermGroup& g) { return g.summed == summed; });
     if (group == groups.end()) groups.push_back({summed, {term}});
     else group->terms.push_back(term);

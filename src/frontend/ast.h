@@ -80,6 +80,8 @@ struct TermGroup {
   std::vector<SignedTerm> terms;
 };
 std::vector<TermGroup> terms_by_summed_vars(const Spec& spec);
+// The index variables a term sums over: those it uses that the output lacks, in spec order.
+std::vector<std::string> summed_vars_of(const Spec& spec, const Expr& term);
 
 // The top-level terms with every product (and quotient's numerator) of sums multiplied out:
 // `A(i,j) * (B(i,j) - D(i,j))` gives A*B and -(A*D). A term stays whole where a product of its

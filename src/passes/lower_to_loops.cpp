@@ -2386,7 +2386,7 @@ class Lowering {
     for (int d = 0; d <= row_depth_; ++d)
       if (program_.iteration.iterators[d].is_reduction)
         throw SharedBlocksRefusal(format_config_error(
-            config_.file, "/tensors/" + output.tensor + "/format",
+            config_.file, "/tensors",
             "sparse output " + output.tensor + " is summed over " + program_.iteration.iterators[d].var +
                 " outside its block rows, so no block row can be finished before the next begins; make " + output.tensor +
                 " dense, or reorder so its row loops are outermost"));

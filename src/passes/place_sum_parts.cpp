@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <set>
-#include <string>
 
 #include "passes/lower_to_loops.h"
 
@@ -17,14 +15,8 @@ void place_sum_parts(sparse::Program& program, const ast::Spec& spec, bool union
     const std::vector<ast::SignedTerm> terms = ast::distributed_terms(spec.rhs, spec.output.indices);
     if (terms.size() < 2) return;
     program.iteration.body = ast::sum_of({terms.front()});
-    for (size_t t = 1; t < terms.size(); ++t) {
-      std::set<std::string> used;
-      for (const ast::Access* access : ast::collect_accesses(*terms[t].expr)) used.insert(access->indices.begin(), access->indices.end());
-      std::vector<std::string> summed;
-      for (const std::string& var : spec.index_vars)
-        if (used.count(var) && !spec.is_output_var(var)) summed.push_back(var);
-      program.iteration.added_parts.push_back({summed, ast::sum_of({terms[t]})});
-    }
+    for (size_t t = 1; t < terms.size(); ++t)
+      program.iteration.added_parts.push_back({ast::summed_vars_of(spec, *terms[t].expr), ast::sum_of({terms[t]})});
     return;
   }
   // C_prev of `+=` ordered apart (its storage order conflicts with the operands'): `C_prev + rest`

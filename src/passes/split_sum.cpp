@@ -126,14 +126,7 @@ std::vector<SumPart> split_terms(const ast::Spec& spec, Config& config) {
   const std::vector<ast::SignedTerm> terms = ast::distributed_terms(spec.rhs, spec.output.indices);
   if (terms.size() < 2 || !config.format_of(spec.output.tensor).all_dense()) return {};
   std::vector<ast::TermGroup> groups;
-  for (const ast::SignedTerm& term : terms) {
-    std::vector<std::string> summed;
-    std::set<std::string> used;
-    for (const ast::Access* access : ast::collect_accesses(*term.expr)) used.insert(access->indices.begin(), access->indices.end());
-    for (const std::string& var : spec.index_vars)
-      if (used.count(var) && !spec.is_output_var(var)) summed.push_back(var);
-    groups.push_back({summed, {term}});
-  }
+  for (const ast::SignedTerm& term : terms) groups.push_back({ast::summed_vars_of(spec, *term.expr), {term}});
   return parts_of_groups(spec, config, groups);
 }
 
