@@ -219,12 +219,11 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
     }
   }
 
-  // 4. Lower to stage II: loop nests over position space. Where the parts of a sum cannot share
-  // one nest of a blocked output's blocks (SharedBlocksRefusal), or a union's terms beside a
-  // blocked operand cannot share one nest (UnionNestRefusal), stage I is built again with the
+  // 4. Lower to stage II: loop nests over position space, the compute phase and an assemble
+  // phase per level of a sparse output the kernel builds (scheduled after stage II's schedule,
+  // below). Where the parts of a sum cannot share one nest (SharedBlocksRefusal), or a union's
+  // terms beside a blocked operand cannot (UnionNestRefusal), stage I is built again with the
   // output's entries listed, each part (each term) in a nest of its own, and lowered again.
-  // The kernel's phases: the compute phase, and an assemble phase per level of a sparse output it
-  // builds (scheduled after stage II's schedule, below). A refusal of any retries as follows.
   std::vector<loops::LoweredFunc> assemble_phases;
   auto lower_phases = [&] {
     it.func = lower_to_loops(it.program, config);
@@ -232,12 +231,12 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
     for (int level : assembled_levels(it.program))
       assemble_phases.push_back(lower_to_loops(it.program, config, LoweringPhase::Assemble, level));
   };
-  // Last, where a part's own terms cannot share its nest beside a blocked operand (C_prev + D in
-  // `C += A B + D`, D outside C_prev's blocks): every term a part of its own, C_prev's in its own
-  // order, each listing the output's entries. False where that gives no more parts.
   // The refusal a retry below answered: where the retried nests then lack a loop the config's
   // ops name, that refusal says more than the op's error.
   std::exception_ptr retried;
+  // Last, where a part's own terms cannot share its nest beside a blocked operand (C_prev + D in
+  // `C += A B + D`, D outside C_prev's blocks): every term a part of its own, C_prev's in its own
+  // order, each listing the output's entries. False where that gives no more parts.
   auto every_term_apart = [&] {
     const size_t parts = 1 + it.program.iteration.added_parts.size();
     if (it.program.iteration.added_parts.empty() || !output_is_assembled(it.program) || it.program.blocked_vars.empty() ||

@@ -1682,7 +1682,15 @@ class Lowering {
 
   Stmt write_output(Expr value) const {
     const sparse::SparseBuffer& output = program_.output();
-    if (listed_) return list_entry(std::move(value));
+    // (A term whose located factor is absent is zero: listed, it would be an explicit zero in
+    // the output's structure, one per coordinate the loops visit, as where E is located in the
+    // dense block loops of B beside A's blocks.)
+    if (listed_)
+      return only_where(some_term_present(tensor_terms(*program_.iteration.body),
+                                          [&](const std::string& tensor) {
+                                            return presence_with_searched(tensor, [](const std::string&, int) { return true; });
+                                          }),
+                        list_entry(std::move(value)));
     if (!assembled_)
       return std::make_shared<Store>(output.values, value_position(output.tensor), std::move(value), !output_overwrites_);
     if (block_rows_) return scatter_into_block(std::move(value));
