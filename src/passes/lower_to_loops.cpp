@@ -1680,15 +1680,20 @@ class Lowering {
                   std::make_shared<For>("zero " + output.tensor, p, int64(0), structure_size(program_.structure_of(output)), store)});
   }
 
-  Stmt write_output(Expr value) const {
+  // `enclosing`: the number of loops around the write (all of them by default; the loops outside
+  // a scalar sum's).
+  Stmt write_output(Expr value, int enclosing = INT_MAX) const {
     const sparse::SparseBuffer& output = program_.output();
     // (A term whose located factor is absent is zero: listed, it would be an explicit zero in
     // the output's structure, one per coordinate the loops visit, as where E is located in the
-    // dense block loops of B beside A's blocks.)
+    // dense block loops of B beside A's blocks. Only the factors located by the loops around the
+    // write count: a scalar sum's are gone.)
     if (listed_)
       return only_where(some_term_present(tensor_terms(*program_.iteration.body),
                                           [&](const std::string& tensor) {
-                                            return presence_with_searched(tensor, [](const std::string&, int) { return true; });
+                                            return presence_with_searched(tensor, [&](const std::string& structure, int level) {
+                                              return positions_.at(structure)[static_cast<size_t>(level)].ready_depth < enclosing;
+                                            });
                                           }),
                         list_entry(std::move(value)));
     if (!assembled_)
@@ -3562,7 +3567,7 @@ class Lowering {
       return block(std::move(body));
     }
     if (depth - 1 == output_depth_ && scalar_accumulator_ && counting_) {
-      body.push_back(write_output(nullptr));  // the summed loops do not change which entries exist
+      body.push_back(write_output(nullptr, depth));  // the summed loops do not change which entries exist
       return block(std::move(body));
     }
     if (depth - 1 == output_depth_ && scalar_accumulator_ && !adds_to_parent_sum_) {
@@ -3572,7 +3577,7 @@ class Lowering {
       body.push_back(loop_and_added_parts(depth));
       Expr total = var(accumulator_, value_type_);
       if (!outer_factors_.empty()) total = binary(BinOp::Mul, product(outer_factors_), total);
-      body.push_back(write_output(total));
+      body.push_back(write_output(total, depth));
       return block(std::move(body));
     }
     body.push_back(loop_and_added_parts(depth));
