@@ -74,13 +74,21 @@ ExprPtr sum_of(const std::vector<SignedTerm>& terms) {
   return sum;
 }
 
-std::vector<std::string> summed_vars_of(const Spec& spec, const Expr& term) {
-  std::set<std::string> used;
-  for (const Access* access : collect_accesses(term)) used.insert(access->indices.begin(), access->indices.end());
-  std::vector<std::string> summed;
-  for (const std::string& var : spec.index_vars)
-    if (used.count(var) && !spec.is_output_var(var)) summed.push_back(var);
+// The index variables `expr` uses that `output_indices` lacks.
+static std::set<std::string> summed_vars(const Expr& expr, const std::vector<std::string>& output_indices) {
+  std::set<std::string> summed;
+  for (const Access* access : collect_accesses(expr))
+    for (const std::string& var : access->indices)
+      if (std::find(output_indices.begin(), output_indices.end(), var) == output_indices.end()) summed.insert(var);
   return summed;
+}
+
+std::vector<std::string> summed_vars_of(const Spec& spec, const Expr& term) {
+  const std::set<std::string> summed = summed_vars(term, spec.output.indices);
+  std::vector<std::string> ordered;
+  for (const std::string& var : spec.index_vars)
+    if (summed.count(var)) ordered.push_back(var);
+  return ordered;
 }
 
 std::vector<TermGroup> terms_by_summed_vars(const Spec& spec) {
@@ -125,14 +133,6 @@ std::vector<SignedTerm> multiplied_out(const ExprPtr& expr, bool negated) {
     }
     default: return {{expr, negated}};
   }
-}
-
-std::set<std::string> summed_vars(const Expr& expr, const std::vector<std::string>& output_indices) {
-  std::set<std::string> summed;
-  for (const Access* access : collect_accesses(expr))
-    for (const std::string& var : access->indices)
-      if (std::find(output_indices.begin(), output_indices.end(), var) == output_indices.end()) summed.insert(var);
-  return summed;
 }
 
 }  // namespace

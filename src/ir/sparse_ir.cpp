@@ -76,6 +76,16 @@ const BlockedVar* Program::blocked_loop(const std::string& loop) const {
   return nullptr;
 }
 
+const SparseBuffer* Program::ordered_apart_buffer() const {
+  for (const SparseBuffer& b : buffers)
+    if (b.ordered_apart) return &b;
+  return nullptr;
+}
+
+bool Program::parts_list_output() const {
+  return !iteration.added_parts.empty() && (output().listed_blocks || output().parts_listed || ordered_apart_buffer());
+}
+
 // A scoped sum into an output gathered in block-row workspaces (gathered_level: C bsr beside a
 // term without the blocked operand) where the body does not read an operand that blocks an
 // index (D bsr in `C bsr = A csr B + D`; C_prev of `C += A B`, C bsr): the blocked operand's
@@ -250,9 +260,7 @@ std::string dump_stage1(const Program& program) {
   out += "  " + program.spec_text + "\n";
   // (An output listed into its blocks, or beside parts in their own orders: lower_to_loops.h's
   // describe_listed_parts says how.)
-  const bool parts_apart = std::any_of(program.buffers.begin(), program.buffers.end(),
-                                       [](const SparseBuffer& buffer) { return buffer.ordered_apart; });
-  if (!program.iteration.added_parts.empty() && !program.output().listed_blocks && !program.output().parts_listed && !parts_apart) {
+  if (!program.iteration.added_parts.empty() && !program.parts_list_output()) {
     const SparseIteration& it = program.iteration;
     // In a blocked output's block rows, each part is blocked by its own operands (parts_in_block_rows).
     const bool in_block_rows = parts_in_block_rows(program);

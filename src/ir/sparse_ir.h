@@ -144,6 +144,12 @@ struct Program {
   int depth_of(const std::string& var) const;
   const BlockedVar* blocked(const std::string& var) const;  // the split of a spec variable, or null
   const BlockedVar* blocked_loop(const std::string& loop) const;  // the split whose outer or inner loop it is
+  // The first buffer that is a part of the sum of its own (SparseBuffer::ordered_apart), or null.
+  const SparseBuffer* ordered_apart_buffer() const;
+  // Whether each part of the sum lists the output's entries in a nest of its own, rather than
+  // sharing the body's loops: the output is listed into its blocks, or by each part, or a part
+  // follows its own storage order.
+  bool parts_list_output() const;
 };
 
 // A loop-order constraint from a tensor's storage: `before` must be iterated outside `after`.

@@ -80,9 +80,7 @@ int entry_level(const Format& format) {
 bool parts_listed_beside_blocks(const sparse::Program& whole) {
   const sparse::SparseBuffer& output = whole.output();
   if (whole.iteration.added_parts.empty() || !output_is_assembled(whole)) return false;
-  if (output.listed_blocks || output.parts_listed) return true;
-  for (const sparse::SparseBuffer& buffer : whole.buffers)
-    if (buffer.ordered_apart) return true;  // (a part in its own storage order)
+  if (whole.parts_list_output()) return true;
   if (output.format.is_blocked()) return false;
   for (const sparse::BlockedVar& b : whole.blocked_vars)
     if (std::find(output.indices.begin(), output.indices.end(), b.var) != output.indices.end()) return true;
@@ -1843,9 +1841,8 @@ class Lowering {
       if (const sparse::BlockedVar* blocked = blocking.blocked(var); blocked && blocked->tensor != output.tensor)
         return blocked->tensor + " splits index " + var + " into blocks, so its entries arrive a block at a time";
     }
-    for (const sparse::SparseBuffer& buffer : blocking.buffers)
-      if (buffer.ordered_apart)
-        return buffer.tensor + "'s storage order conflicts with the other operands', so its part of the sum is a nest of its own";
+    if (const sparse::SparseBuffer* apart = blocking.ordered_apart_buffer())
+      return apart->tensor + "'s storage order conflicts with the other operands', so its part of the sum is a nest of its own";
     return "";
   }
 
@@ -4057,10 +4054,7 @@ bool output_may_be_listed(const sparse::Program& program, const Config&) {  // e
 }
 
 std::string describe_listed_parts(const sparse::Program& program, const Config& config) {
-  const bool parts_apart = std::any_of(program.buffers.begin(), program.buffers.end(),
-                                       [](const sparse::SparseBuffer& buffer) { return buffer.ordered_apart; });
-  if (program.iteration.added_parts.empty() || !(program.output().listed_blocks || program.output().parts_listed || parts_apart))
-    return "";
+  if (!program.parts_list_output()) return "";
   auto comma_list = [](const std::vector<std::string>& items) {
     std::string text;
     for (const std::string& item : items) text += (text.empty() ? "" : ", ") + item;
