@@ -155,13 +155,46 @@ class ConfigReader {
       return json::parse(text_);
     } catch (const json::parse_error& e) {
       // nlohmann reports a byte offset; turn it into line:col.
-      SourceLoc loc = location_of_offset(text_, e.byte == 0 ? 0 : e.byte - 1);
       std::string what = e.what();
       size_t detail = what.find("syntax error");
-      throw CompileError(file_ + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col) +
-                         ": error: invalid JSON: " + (detail == std::string::npos ? what : what.substr(detail)) + "\n");
+      fail_json_at(e.byte == 0 ? 0 : e.byte - 1, detail == std::string::npos ? what : what.substr(detail));
+    } catch (const json::exception& e) {
+      // A number too large for a double (out_of_range 406) carries no position: a SAX pass,
+      // which reports one with every error, finds the token it refused.
+      ErrorLocator locator;
+      json::sax_parse(text_, &locator);
+      std::string what = e.what();
+      size_t detail = what.find("] ");
+      fail_json_at(locator.offset, detail == std::string::npos ? what : what.substr(detail + 2));
     }
   }
+
+  [[noreturn]] void fail_json_at(size_t offset, const std::string& message) const {
+    SourceLoc loc = location_of_offset(text_, offset);
+    throw CompileError(file_ + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col) + ": error: invalid JSON: " +
+                       message + "\n");
+  }
+
+  // Accepts every event and keeps where the first error's token starts.
+  struct ErrorLocator : json::json_sax_t {
+    size_t offset = 0;
+    bool null() override { return true; }
+    bool boolean(bool) override { return true; }
+    bool number_integer(number_integer_t) override { return true; }
+    bool number_unsigned(number_unsigned_t) override { return true; }
+    bool number_float(number_float_t, const string_t&) override { return true; }
+    bool string(string_t&) override { return true; }
+    bool binary(binary_t&) override { return true; }
+    bool start_object(std::size_t) override { return true; }
+    bool key(string_t&) override { return true; }
+    bool end_object() override { return true; }
+    bool start_array(std::size_t) override { return true; }
+    bool end_array() override { return true; }
+    bool parse_error(std::size_t position, const std::string& token, const nlohmann::detail::exception&) override {
+      offset = position >= token.size() ? position - token.size() : 0;
+      return false;
+    }
+  };
 
   static std::string type_name(const json& value) { return value.type_name(); }
 

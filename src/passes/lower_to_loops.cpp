@@ -1668,11 +1668,12 @@ class Lowering {
     std::string p = fresh_name("p");
     Stmt store = std::make_shared<Store>(output.values, var(p), std::make_shared<FloatImm>(0.0, "0", value_type_), false);
     std::string why = output_overwrites_ ? "the loops below skip entries that must be zero" : "the loops below add into it";
-    const sparse::Axis& last = program_.axes[output.axes.back()];
-    if (assembled_ && last.kind == sparse::AxisKind::SparseFixed) {
+    // (A scalar output has no levels: its one value is the whole structure.)
+    const sparse::Axis* last = output.axes.empty() ? nullptr : &program_.axes[output.axes.back()];
+    if (assembled_ && last && last->kind == sparse::AxisKind::SparseFixed) {
       // Every slot starts as padding; the fill overwrites a row's first ones.
       why = "every slot starts as padding";
-      store = block({store, std::make_shared<Store>(last.crd, var(p), cast(index_type_, int64(-1)), false)});
+      store = block({store, std::make_shared<Store>(last->crd, var(p), cast(index_type_, int64(-1)), false)});
     }
     return block({std::make_shared<Comment>("zero " + output.tensor + ": " + why),
                   std::make_shared<For>("zero " + output.tensor, p, int64(0), structure_size(program_.structure_of(output)), store)});

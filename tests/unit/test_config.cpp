@@ -344,6 +344,13 @@ TEST_CASE("config error: invalid JSON gives line:col") {
   CHECK(starts_with(error_of("// x\n{}"), "config.json:1:1: error: invalid JSON"));
 }
 
+TEST_CASE("config error: a number too large for a double gives line:col of the number, not an internal error") {
+  CHECK(error_of(R"({"name": "a", "description": 21e308147483648})") ==
+        "config.json:1:30: error: invalid JSON: number overflow parsing '21e308147483648'\n");
+  CHECK(error_of("{\n  \"tensors\": {\"A\": {\"block\": [-1e999, 2]}}}") ==
+        "config.json:2:31: error: invalid JSON: number overflow parsing '-1e999'\n");
+}
+
 TEST_CASE("config error: the top level must be an object") {
   CHECK(error_of("[]") == config_error("/", "expected an object, found array"));
   CHECK(error_of("\"csr\"") == config_error("/", "expected an object, found string"));
