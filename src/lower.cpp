@@ -31,6 +31,7 @@
 #include "passes/schedule_loops.h"
 #include "passes/sparse_fuse.h"
 #include "passes/sparse_reorder.h"
+#include "passes/specialize_sizes.h"
 #include "passes/split_sum.h"
 #include "passes/unswitch_loops.h"
 
@@ -79,6 +80,9 @@ GenerationContext make_context(const Compilation& c, const CompileInput& input) 
     context.schedule.push_back(std::to_string(c.sum_parts.size()) + " loop nests in turn, one per set of summed indices:");
     for (const std::string& part : c.sum_parts) context.schedule.push_back("  " + part);
   }
+  for (const auto& [var, size] : c.config.sizes)
+    context.schedule.push_back("size of " + var + " fixed at " + std::to_string(size) + " (\"sizes\"): constant trip counts, dim_" + var +
+                               " checked on entry");
   for (const ScheduleOp& op : c.schedule) context.schedule.push_back(describe_schedule_op(op));
   context.auto_schedule = c.config.auto_schedule;
   return context;
@@ -302,6 +306,7 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
     it.schedule.push_back(loop_ops[k]);
     if (k < loop_op_index.size()) it.applied[loop_op_index[k]] = true;
   }
+  specialize_sizes(it.func, config.sizes);  // constant trip counts where "sizes" fixes them
   simplify_declares(it.func);
   if (config.target == Target::Cpu) {
     unswitch_loops(it.func);                           // loop-invariant tests (ELL padding) out of inner loops
@@ -491,7 +496,7 @@ Compilation compile(const CompileInput& input) {
   Compilation c;
   // 1. Parse the spec and read the config against it.
   c.spec = parse_spec(input.spec_path, input.spec_text);
-  c.config = read_config(input.config_path, input.config_text, c.spec, stem(input.spec_path), input.target);
+  c.config = read_config(input.config_path, input.config_text, c.spec, stem(input.spec_path), input.target, input.sizes);
   // 1b. A sum whose terms sum over different index variables: one part per set.
   std::vector<SumPart> sum_parts;
   const bool output_format_inferred = c.config.infer_output_format;
@@ -516,6 +521,9 @@ Compilation compile(const CompileInput& input) {
   } else {
     lower_whole(c, output_format_inferred);
   }
+
+  // 5c. The entry point (an executor calling parts too) checks the sizes its kernels assume.
+  specialize_sizes(c.func, c.config.sizes);
 
   // 6. Emit the header and the source: C++ with OpenMP, or CUDA.
   // Both targets get the host routines that pack and unpack each tensor (NAME_pack_T, NAME_unpack_T).

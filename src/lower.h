@@ -1,6 +1,7 @@
 // The compiler, as one list of passes: see compile() in lower.cpp.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@ struct CompileInput {
   std::string spec_path, spec_text;
   std::string config_path, config_text;
   std::optional<Target> target;  // replaces the config's (--target)
+  std::map<std::string, int64_t> sizes;  // replace the config's "sizes" for these index variables (--size)
 };
 
 struct Compilation {

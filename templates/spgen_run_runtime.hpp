@@ -1538,7 +1538,15 @@ struct Hooks {
   // By tensor id, the kernel's own conversion routines; a missing or null entry uses the runtime's.
   std::vector<void (*)(const Coo&, Packed<Index, Value>&)> pack;
   std::vector<Coo (*)(const Run<Index, Value>&)> unpack;
+  // Index variables the kernel is specialized for, with their sizes ("sizes" in the config).
+  std::vector<std::pair<std::string, int64_t>> fixed_sizes;
 };
+
+// A kernel's non-zero status (a fixed size that differs: the driver checks them first, so this
+// is a bug).
+[[noreturn]] inline void fail_status(const char* kernel, int status) {
+  throw std::runtime_error(std::string(kernel) + " returned status " + std::to_string(status));
+}
 
 // ---------------------------------------------------------------------------------------
 // The driver: command line, inputs, timing, outputs
@@ -2030,6 +2038,8 @@ class Driver {
     const bool has_assemble = static_cast<bool>(hooks.assemble);
     set_threads(opts_.threads);
     IndexSizes sizes(info_);
+    for (const auto& [var, n] : hooks.fixed_sizes)
+      sizes.fix(find_index_var(info_, var), n, "the kernel is specialized for " + var + " = " + std::to_string(n));
     load_file_inputs(info_, plan_, coos_, sizes);
     for (const auto& [var, n] : opts_.dims) sizes.fix(find_index_var(info_, var), n, "--dim sets " + std::to_string(n));
     for (size_t t = 0; t < info_.tensors.size(); ++t)

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -13,9 +14,22 @@ std::optional<Target> target_option(const std::string& name) {
   return name == "cuda" ? Target::Cuda : Target::Cpu;  // the command line allows only these two
 }
 
+std::map<std::string, int64_t> size_options(const std::vector<std::string>& flags) {
+  std::map<std::string, int64_t> sizes;
+  for (const std::string& flag : flags) {
+    const size_t eq = flag.find('=');
+    const std::string value = eq == std::string::npos ? "" : flag.substr(eq + 1);
+    const bool digits = !value.empty() && value.size() <= 18 &&
+                        std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (eq == 0 || !digits) throw CompileError("spgen: error: --size " + flag + ": expected VAR=N with N a positive integer\n");
+    sizes[flag.substr(0, eq)] = std::stoll(value);
+  }
+  return sizes;
+}
+
 int run_gen(const GenOptions& options) {
   CompileInput input{options.spec, read_file(options.spec), options.config, read_file(options.config),
-                     target_option(options.target)};
+                     target_option(options.target), options.sizes};
   Compilation c = compile(input);
   if (!options.emit.empty()) {
     const std::string& text = options.emit == "stage1"   ? c.stage1_dump

@@ -41,6 +41,9 @@ int main(int argc, char** argv) {
   gen_cmd->add_option("-o,--out-dir", gen.out_dir, "directory to write into (default .)");
   gen_cmd->add_option("--target", gen.target, "cpu or cuda: replaces the config's target")
       ->check(CLI::IsMember({"cpu", "cuda"}));
+  std::vector<std::string> gen_sizes, run_sizes;
+  const char* size_help = "VAR=N: specialize the kernel for index VAR of size N (replaces the config's \"sizes\"); repeatable";
+  gen_cmd->add_option("--size", gen_sizes, size_help);
   gen_cmd->add_option("--emit", gen.emit, "print instead of writing: stage1, stage2, header or source")
       ->check(CLI::IsMember({"stage1", "stage2", "header", "source"}));
 
@@ -53,6 +56,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--keep", run.keep_dir, "keep the generated sources and driver in this directory");
   run_cmd->add_option("--cxxflags", run.extra_cxxflags, "extra flags for the C++ compiler (nvcc for the cuda target); the cached driver runtime stays at -O3");
   run_cmd->add_flag("-v,--verbose", run.verbose, "print the compile command");
+  run_cmd->add_option("--size", run_sizes, size_help);
   std::vector<std::pair<const DriverFlag*, std::vector<std::string>>> driver_values;
   driver_values.reserve(std::size(kDriverFlags));
   for (const DriverFlag& flag : kDriverFlags) {
@@ -67,6 +71,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
+    gen.sizes = spgen::cli::size_options(gen_sizes);
+    run.sizes = spgen::cli::size_options(run_sizes);
     if (*gen_cmd) return spgen::cli::run_gen(gen);
     for (const auto& [flag, values] : driver_values)
       for (const std::string& value : values) {

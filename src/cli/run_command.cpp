@@ -295,7 +295,7 @@ void build_cuda_driver(const Compilation& c, const std::filesystem::path& dir, c
 
 int run_run(const RunOptions& options) {
   CompileInput input{options.spec, read_file(options.spec), options.config, read_file(options.config),
-                     target_option(options.target)};
+                     target_option(options.target), options.sizes};
   Compilation c = compile(input);
   ScratchDir dir(options.keep_dir);
   std::vector<std::pair<std::string, std::string>> files;

@@ -54,9 +54,22 @@ static std::pair<std::string, std::string> describe_function(const loops::Lowere
     abi += "\n";
   }
   for (const std::string& doc : extra_docs) abi += "//   " + doc + "\n";
+  // A kernel specialized for fixed sizes checks them: the cpu's then returns a status (cuda's
+  // returns one already).
+  std::string returns = return_type;
+  if (!func.fixed_sizes.empty()) {
+    std::string sizes;
+    for (size_t k = 0; k < func.fixed_sizes.size(); ++k)
+      sizes += std::string(k == 0 ? "" : k + 1 == func.fixed_sizes.size() ? " or " : ", ") + func.fixed_sizes[k].first + " is not " +
+               std::to_string(func.fixed_sizes[k].second);
+    const std::string error = return_type == "void" ? "SPGEN_ERR_DIM (6)" : "cudaErrorInvalidValue";
+    abi += "// Specialized for fixed sizes: returns " + error + ", touching nothing, when " + sizes +
+           (return_type == "void" ? "; else SPGEN_OK (0)." : ".") + "\n";
+    if (return_type == "void") returns = "int";
+  }
   std::vector<std::string> all = declarations;
   all.insert(all.end(), extra_params.begin(), extra_params.end());
-  std::string declaration = return_type + " " + func.name + "(";
+  std::string declaration = returns + " " + func.name + "(";
   for (size_t i = 0; i < all.size(); ++i) declaration += (i ? ",\n    " : "\n    ") + all[i];
   declaration += ");";
   return {abi, declaration};
@@ -111,7 +124,7 @@ GeneratedFile emit_abi_header(const loops::LoweredFunc& func, const GenerationCo
                                  {"formats", comment_lines(context.formats)},
                                  {"schedule", comment_lines(schedule)},
                                  {"name", func.name},
-                                 {"return_type", return_type},
+                                 {"return_type", func.fixed_sizes.empty() ? return_type : "int"},
                                  {"target_types", target_types},
                                  {"index_type", index_type.empty() ? "int32_t or int64_t" : index_type},
                                  {"value_type", value_type},

@@ -743,6 +743,18 @@ class ExecutorPrinter : public CStmtPrinter {
   }
 };
 
+bool is_fixed_size(const LoweredFunc& func, const std::string& param) {
+  return std::any_of(func.fixed_sizes.begin(), func.fixed_sizes.end(), [&](const auto& fixed) { return fixed.first == param; });
+}
+
+// A function specialized for fixed sizes launches nothing when a size parameter differs.
+std::string size_checks(const LoweredFunc& func) {
+  std::string out;
+  for (const auto& [param, size] : func.fixed_sizes)
+    out += "  if (" + param + " != " + std::to_string(size) + ") return (int)cudaErrorInvalidValue;\n";
+  return out;
+}
+
 std::string emit_executor(const LoweredFunc& executor) {
   CudaExprPrinter expr;
   ExecutorPrinter printer(expr);
@@ -751,7 +763,7 @@ std::string emit_executor(const LoweredFunc& executor) {
   params.push_back("cudaStream_t stream");
   return "\n// Enqueues every part's kernels on `stream`, in order, and returns the first launch error as an\n"
          "// int (0 is cudaSuccess).\n" +
-         c_signature("extern \"C\" int", executor.name, params) + " {\n" + printer.print(executor.body, 1) +
+         c_signature("extern \"C\" int", executor.name, params) + " {\n" + size_checks(executor) + printer.print(executor.body, 1) +
          "  return 0;\n}\n";
 }
 
@@ -864,9 +876,11 @@ std::string emit_host_function(const LoweredFunc& func, const std::string& linka
   // Sizes the sparse structure already bounds are part of the ABI but may go unread.
   std::string unused;
   for (const Param& p : func.params)
-    if (!passed.count(p.name)) unused += "  (void)" + p.name + ";\n";
-  return text + templates::render("cuda_launcher.cu.in",
-                                  {{"linkage", linkage}, {"name", func.name}, {"params", params}, {"launches", unused + launches}});
+    if (!passed.count(p.name) && !is_fixed_size(func, p.name)) unused += "  (void)" + p.name + ";\n";
+  return text + templates::render("cuda_launcher.cu.in", {{"linkage", linkage},
+                                                          {"name", func.name},
+                                                          {"params", params},
+                                                          {"launches", size_checks(func) + unused + launches}});
 }
 
 }  // namespace

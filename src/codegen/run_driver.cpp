@@ -219,6 +219,19 @@ GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Prog
     assemble_function = "\nvoid assemble(spgen_run::Run<Index, Value>& r) {\n" + calls + "}\n";
     hooks += "  hooks.assemble = assemble;\n";
   }
+  // A kernel specialized for fixed sizes: the driver fixes them before reading the inputs (a
+  // mismatch is an error naming both), and the cpu's checks the status the kernel returns.
+  std::string invoke = func.name + "(" + call_args + ")";
+  if (!func.fixed_sizes.empty()) {
+    if (!cuda) invoke = "if (const int status = " + invoke + ") spgen_run::fail_status(\"" + func.name + "\", status)";
+    hooks += "  hooks.fixed_sizes = {";
+    for (size_t k = 0; k < func.fixed_sizes.size(); ++k) {
+      const loops::Param& param =
+          *std::find_if(func.params.begin(), func.params.end(), [&](const loops::Param& p) { return p.name == func.fixed_sizes[k].first; });
+      hooks += std::string(k ? ", " : "") + "{\"" + param.index_var + "\", " + std::to_string(func.fixed_sizes[k].second) + "}";
+    }
+    hooks += "};\n";
+  }
   // Both drivers pack through the kernel's own conversion routines (host code on either target).
   std::string glue = pack_glue(func, program);
   std::string inspector = decomposition ? decompose_glue(func, program, *decomposition) : "";
@@ -240,6 +253,7 @@ GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Prog
                                  // a listed output's entries are keyed by their flattened coordinates
                                  {"lists_output", loops::uses_sort(func.body, true) ? "true" : "false"},
                                  {"call_args", call_args},
+                                 {"invoke", invoke},
                                  {"assemble_function", assemble_function},
                                  {"assemble_method", assemble_method},
                                  {"decompose_glue", inspector},

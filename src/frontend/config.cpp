@@ -123,12 +123,12 @@ class ConfigReader {
   ConfigReader(const std::string& file, const std::string& text, const ast::Spec& spec)
       : file_(file), text_(text), spec_(spec) {}
 
-  Config run(const std::string& default_name, std::optional<Target> target) {
+  Config run(const std::string& default_name, std::optional<Target> target, const std::map<std::string, int64_t>& sizes) {
     json root = parse();
     Config config;
     config.file = file_;
     expect_object(root, "");
-    check_keys(root, "", {"name", "description", "target", "types", "tensors", "schedule"});
+    check_keys(root, "", {"name", "description", "target", "types", "sizes", "tensors", "schedule"});
     config.name = root.contains("name") ? get_string(root["name"], "/name") : default_name;
     if (!is_c_identifier(config.name))
       fail(root.contains("name") ? "/name" : "", "kernel name \"" + config.name +
@@ -140,6 +140,13 @@ class ConfigReader {
     if (root.contains("target")) config.target = read_target(root["target"]);
     if (target) config.target = *target;
     if (root.contains("types")) read_types(root["types"], config);
+    if (root.contains("sizes")) read_sizes(root["sizes"], config);
+    for (const auto& [var, size] : sizes) {  // the command line's --size replaces the config's
+      const std::string flag = "spgen: error: --size " + var + "=" + std::to_string(size) + ": ";
+      if (!is_index_var(var)) throw CompileError(flag + unknown_index_var(var) + "\n");
+      if (size <= 0) throw CompileError(flag + "expected a positive size\n");
+      config.sizes[var] = size;
+    }
     read_tensors(root.contains("tensors") ? root["tensors"] : json::object(), config);
     if (root.contains("schedule")) read_schedule(root["schedule"], config);
     return config;
@@ -255,6 +262,26 @@ class ConfigReader {
       else if (name == "int64") config.index_type = IndexType::Int64;
       else fail("/types/index", "unknown index type \"" + name + "\" (expected \"int32\" or \"int64\")");
     }
+  }
+
+  // "sizes": {"k": 32}: index variables whose size the kernel is specialized for.
+  void read_sizes(const json& sizes, Config& config) const {
+    expect_object(sizes, "/sizes");
+    for (auto it = sizes.begin(); it != sizes.end(); ++it) {
+      const std::string path = "/sizes/" + it.key();
+      if (!is_index_var(it.key())) fail(path, unknown_index_var(it.key()));
+      config.sizes[it.key()] = get_positive_int(it.value(), path);
+    }
+  }
+
+  bool is_index_var(const std::string& var) const {
+    return std::find(spec_.index_vars.begin(), spec_.index_vars.end(), var) != spec_.index_vars.end();
+  }
+
+  std::string unknown_index_var(const std::string& var) const {
+    std::string known;
+    for (const std::string& v : spec_.index_vars) known += (known.empty() ? "" : ", ") + v;
+    return "no index variable " + var + " in the spec (its index variables are: " + known + ")";
   }
 
   void read_tensors(const json& tensors, Config& config) const {
@@ -800,8 +827,9 @@ class ConfigReader {
 }  // namespace
 
 Config read_config(const std::string& file, const std::string& text, const ast::Spec& spec,
-                   const std::string& default_name, std::optional<Target> target) {
-  return ConfigReader(file, text, spec).run(default_name, target);
+                   const std::string& default_name, std::optional<Target> target,
+                   const std::map<std::string, int64_t>& sizes) {
+  return ConfigReader(file, text, spec).run(default_name, target, sizes);
 }
 
 }  // namespace spgen

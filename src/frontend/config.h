@@ -135,15 +135,19 @@ struct Config {
   bool infer_output_format = false;
   bool auto_schedule = false;             // "schedule": "auto"
   std::vector<ScheduleOp> schedule;
+  // "sizes": index variable -> the size the kernel is specialized for (passes/specialize_sizes.h).
+  std::map<std::string, int64_t> sizes;
 
   const Format& format_of(const std::string& tensor) const { return formats.at(tensor); }
 };
 
 // Pass 1b: read and validate the config against the spec. `default_name` is used when the
 // config has no "name" (the spec file's stem). `target`, when given (the command line's
-// --target), replaces the config's. Errors are CompileError with the JSON path.
+// --target), replaces the config's, and so do `sizes` (--size) for the index variables they name.
+// Errors are CompileError with the JSON path.
 Config read_config(const std::string& file, const std::string& text, const ast::Spec& spec,
-                   const std::string& default_name, std::optional<Target> target = std::nullopt);
+                   const std::string& default_name, std::optional<Target> target = std::nullopt,
+                   const std::map<std::string, int64_t>& sizes = {});
 
 // One line per op, as it reads in a comment: `split(i, 32 -> i0, i1)`.
 std::string describe_schedule_op(const ScheduleOp& op);

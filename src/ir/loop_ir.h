@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace spgen::loops {
@@ -277,6 +278,9 @@ struct LoweredFunc {
   std::string name;
   std::vector<Param> params;
   Stmt body;
+  // Size parameters whose value the body assumes (passes/specialize_sizes.h), with that value:
+  // the function checks them on entry and returns an error status when one differs.
+  std::vector<std::pair<std::string, int64_t>> fixed_sizes;
 };
 
 // ---- construction helpers ----

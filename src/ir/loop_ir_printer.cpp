@@ -246,6 +246,8 @@ std::string dump_stage2(const LoweredFunc& func) {
     dumper.out += "    " + p.name + ": " + (p.is_array && !p.is_const ? "mut " : "") + scalar_type_name(p.type) +
                   (p.is_array ? "[]" : "") + "\n";
   dumper.out += "):\n";
+  for (const auto& [param, size] : func.fixed_sizes)
+    dumper.out += "  # specialized for " + param + " = " + std::to_string(size) + " (checked on entry)\n";
   dumper.stmt(func.body, 1);
   return dumper.out;
 }

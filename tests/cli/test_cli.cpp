@@ -490,3 +490,51 @@ TEST_CASE("spgen run with clang++ reuses the precompiled runtime header it built
   CHECK(second.err.find("-include " + dir.file("cache") + "/pch2-") != std::string::npos);
   CHECK(second.out.find("time_ms median=") != std::string::npos);
 }
+
+TEST_CASE("a kernel specialized by --size returns SPGEN_ERR_DIM and writes nothing when called with another size") {
+  TempDir dir;
+  ProcessResult gen = spgen({"gen", spec("sddmm.spg"), "--config", spec("sddmm_csr.json"), "--size", "k=3", "-o", dir.path()});
+  INFO(gen.err);
+  REQUIRE(gen.exit_code == 0);
+  check_compiles_warning_free(dir, "sddmm_csr");
+  CHECK(read_text(dir.file("sddmm_csr.h")).find("int sddmm_csr(") != std::string::npos);
+  // X = [[2, 0], [0, 5]] (csr); Y(i,j) = X(i,j) * dot(A row i, B row j) over k = 3.
+  write_text(dir.file("main.cpp"),
+             "#include \"sddmm_csr.h\"\n"
+             "int main() {\n"
+             "  const int32_t pos[] = {0, 1, 2}; const int32_t crd[] = {0, 1}; const float x[] = {2, 5};\n"
+             "  const float a[] = {1, 2, 3, 4, 5, 6}; const float b[] = {1, 1, 1, 0, 1, 0};\n"
+             "  float y[2] = {-1, -1};\n"
+             "  if (sddmm_csr(2, 2, 4, y, pos, crd, x, a, b) != SPGEN_ERR_DIM) return 1;\n"
+             "  if (y[0] != -1 || y[1] != -1) return 2;  // untouched\n"
+             "  if (sddmm_csr(2, 2, 3, y, pos, crd, x, a, b) != SPGEN_OK) return 3;\n"
+             "  return (y[0] == 2 * 6 && y[1] == 5 * 5) ? 0 : 4;\n"
+             "}\n");
+  ProcessResult build = run_process({"c++", "-std=c++17", "-O1", "-fopenmp", "-I", dir.path(), "-o", dir.file("prog"),
+                                     dir.file("main.cpp"), dir.file("sddmm_csr.cpp")});
+  INFO(build.err);
+  REQUIRE(build.exit_code == 0);
+  CHECK(run_process({dir.file("prog")}).exit_code == 0);
+}
+
+TEST_CASE("spgen run: a specialized kernel takes its fixed size as the default and refuses another, naming both") {
+  TempDir dir;
+  write_text(dir.file("x.mtx"), "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 2 1.0\n3 1 2.0\n");
+  ProcessResult ok = spgen({"run", spec("sddmm.spg"), "--config", spec("sddmm_csr.json"), "--size", "k=5", kQuickBuild,
+                            "--input", "X=" + dir.file("x.mtx"), "--input", "A=random", "--input", "B=random",
+                            "--save-input", "A=" + dir.file("a.mtx")});
+  INFO(ok.err);
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.err.find("not fixed by any input") == std::string::npos);  // k is the kernel's
+  CHECK(read_text(dir.file("a.mtx")).find("\n3 5\n") != std::string::npos);
+  ProcessResult other = spgen({"run", spec("sddmm.spg"), "--config", spec("sddmm_csr.json"), "--size", "k=5", kQuickBuild,
+                               "--input", "X=" + dir.file("x.mtx"), "--input", "A=random", "--input", "B=random", "--dim", "k=6"});
+  CHECK(other.exit_code == 1);
+  CHECK(other.err.find("size of index k: the kernel is specialized for k = 5 but --dim sets 6") != std::string::npos);
+  ProcessResult bad = spgen({"gen", spec("sddmm.spg"), "--config", spec("sddmm_csr.json"), "--size", "k", "--emit", "stage2"});
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.err == "spgen: error: --size k: expected VAR=N with N a positive integer\n");
+  ProcessResult unknown = spgen({"gen", spec("sddmm.spg"), "--config", spec("sddmm_csr.json"), "--size", "q=4", "--emit", "stage2"});
+  CHECK(unknown.exit_code == 1);
+  CHECK(unknown.err == "spgen: error: --size q=4: no index variable q in the spec (its index variables are: i, j, k)\n");
+}

@@ -442,6 +442,7 @@ TEST_CASE("random inputs: every kernel matches the reference") {
     TempDir dir;
     std::map<std::string, int64_t> sizes;
     for (size_t v = 0; v < k.spec.index_vars.size(); ++v) sizes[k.spec.index_vars[v]] = sizes_by_position[v % 5];
+    for (const auto& [var, size] : k.config.sizes) sizes[var] = size;  // the sizes the kernel is specialized for
     for (size_t p = 0; p < plans.size(); ++p) {
       std::map<std::string, spgen_ref::Tensor> inputs;
       uint64_t seed = 100 * (p + 1);
@@ -498,10 +499,12 @@ TEST_CASE("real matrices: matrix kernels match the reference on GNN graphs") {
         command.insert(command.end(), {"--input", use.name + "=random", "--save-input", use.name + "=" + path});
         saved.emplace_back(use.name, path);
       }
-      // Indices the matrix does not fix (a dense operand's width) get a size of 32.
+      // Indices the matrix does not fix (a dense operand's width) get a size of 32, or the size
+      // the kernel is specialized for.
       const std::set<std::string> matrix_indices = matrix_indices_of(k, sparse_inputs);
       for (const std::string& var : k.spec.index_vars)
-        if (!matrix_indices.count(var)) command.insert(command.end(), {"--dim", var + "=32"});
+        if (!matrix_indices.count(var))
+          command.insert(command.end(), {"--dim", var + "=" + std::to_string(k.config.sizes.count(var) ? k.config.sizes.at(var) : 32)});
       std::string out_path = dir.file(std::to_string(m) + "_out" + extension_for(k.spec.output.indices.size()));
       // (One emulated CUDA run: it is slow, and its time means nothing.)
       command.insert(command.end(), {"--output", k.spec.output.tensor + "=" + out_path, "--repeat", is_cuda(k) ? "1" : "3"});

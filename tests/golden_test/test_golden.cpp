@@ -22,7 +22,7 @@ bool regenerating() {
 }
 
 spgen::Compilation compile_pair(const SpecConfigPair& pair) {
-  return spgen::compile({pair.spec, spgen::read_file(pair.spec), pair.config, spgen::read_file(pair.config), std::nullopt});
+  return spgen::compile({pair.spec, spgen::read_file(pair.spec), pair.config, spgen::read_file(pair.config), std::nullopt, {}});
 }
 
 }  // namespace

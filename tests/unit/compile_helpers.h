@@ -8,7 +8,7 @@
 namespace spgen_test {
 
 inline spgen::Compilation compile(const std::string& spec, const std::string& config) {
-  return spgen::compile({"t.spg", spec, "c.json", config, std::nullopt});
+  return spgen::compile({"t.spg", spec, "c.json", config, std::nullopt, {}});
 }
 
 // The CompileError's message, or "(no error)" when the input compiles.
