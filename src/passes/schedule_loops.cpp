@@ -28,6 +28,93 @@ std::vector<std::string> merge_loop_labels(const Stmt& stmt) {
   return finder.labels;
 }
 
+bool has_store(const Stmt& stmt) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void visit_store(const Store& node) override {
+      found = true;
+      IRVisitor::visit_store(node);
+    }
+  } finder;
+  finder.visit(stmt);
+  return finder.found;
+}
+
+bool is_zero(const Expr& expr) {
+  return (expr->kind == ExprKind::FloatImm && static_cast<const FloatImm&>(*expr).value == 0) || is_const_int(expr, 0);
+}
+
+// The body only adds into the scalar (`+=`) and never reads it otherwise.
+bool only_accumulates(const Stmt& body, const std::string& scalar) {
+  struct Check : IRVisitor {
+    std::string name;
+    bool ok = true;
+    void visit_var(const Var& node) override { ok &= node.name != name; }
+    void visit_assign(const Assign& node) override {
+      ok &= node.name != name || node.accumulate;
+      IRVisitor::visit_assign(node);
+    }
+  } check;
+  check.name = scalar;
+  check.visit(body);
+  return check.ok;
+}
+
+// The body `precompute` turns into a register tile: declarations, the sum starting at zero, the
+// loop that only adds into it (and stores nothing), then plain stores of it. `refusal` says why
+// a loop's body is not of that shape (empty when it is).
+struct PrecomputeShape {
+  std::vector<Stmt> lets, after;
+  const Declare* sum = nullptr;
+  const For* summing = nullptr;
+  std::set<std::string> depends_on_loop;  // the loop's variable and the declarations after it
+  std::string refusal;
+};
+
+PrecomputeShape precompute_shape(const For& loop) {
+  PrecomputeShape shape;
+  shape.depends_on_loop = {loop.var};
+  for (const Stmt& s : statements_of(loop.body)) {
+    if (!shape.sum && s->kind == StmtKind::Declare && !static_cast<const Declare&>(*s).is_mutable) {
+      shape.lets.push_back(s);
+      shape.depends_on_loop.insert(static_cast<const Declare&>(*s).name);
+    } else if (!shape.sum && s->kind == StmtKind::Declare) {
+      shape.sum = static_cast<const Declare*>(s.get());
+    } else if (shape.sum && !shape.summing && s->kind == StmtKind::For) {
+      shape.summing = static_cast<const For*>(s.get());
+    } else if (shape.summing) {
+      shape.after.push_back(s);
+    } else if (s->kind != StmtKind::Comment) {
+      break;
+    }
+  }
+  const Declare* sum = shape.sum;
+  const For* summing = shape.summing;
+  if (!sum || !summing || scalars_assigned_outside(summing->body) != std::vector<std::string>{sum->name} ||
+      !only_accumulates(summing->body, sum->name) || !is_zero(sum->init)) {
+    shape.refusal = "loop " + loop.label + " does not hold a sum over an inner loop into one scalar (its body must be: "
+                    "declarations, the sum starting at zero, the loop that adds into it, then what uses it)";
+    return shape;
+  }
+  if (has_store(summing->body)) {
+    shape.refusal = "loop " + summing->label + " stores into memory besides the sum, so " + loop.label + " cannot move inside it";
+    return shape;
+  }
+  for (const Stmt& s : shape.after)
+    if (contains_loop(s) || !scalars_assigned_outside(s).empty()) {
+      shape.refusal = "after its sum, loop " + loop.label + " holds loops or updates scalars; its sums can only be "
+                      "written out by a plain loop of stores";
+      return shape;
+    }
+  for (const Expr& bound : {summing->begin, summing->end})
+    for (const std::string& name : vars_read(bound))
+      if (shape.depends_on_loop.count(name)) {
+        shape.refusal = "loop " + summing->label + " cannot move outside " + loop.label + ": its bounds depend on it";
+        return shape;
+      }
+  return shape;
+}
+
 class Scheduler {
  public:
   Scheduler(LoweredFunc& func, const sparse::Program& program, const Config& config)
@@ -263,42 +350,13 @@ class Scheduler {
       fail("cannot precompute over " + precompute.var + ": it iterates the reduction index " + origin_.at(precompute.var));
     if (loop.annotations.parallel || loop.annotations.vectorized || !loop.annotations.bind.empty() || loop.annotations.unroll)
       fail("precompute " + precompute.var + " before scheduling it further");
-    // The body: declarations, the sum's declaration, the loop that sums, what uses the sum.
-    std::vector<Stmt> stmts = statements_of(loop.body);
-    std::vector<Stmt> lets, after;
-    const Declare* sum = nullptr;
-    const For* summing = nullptr;
-    std::set<std::string> depends_on_loop = {loop.var};
-    for (const Stmt& s : stmts) {
-      if (!sum && s->kind == StmtKind::Declare && !static_cast<const Declare&>(*s).is_mutable) {
-        lets.push_back(s);
-        depends_on_loop.insert(static_cast<const Declare&>(*s).name);
-      } else if (!sum && s->kind == StmtKind::Declare) {
-        sum = static_cast<const Declare*>(s.get());
-      } else if (sum && !summing && s->kind == StmtKind::For) {
-        summing = static_cast<const For*>(s.get());
-      } else if (summing) {
-        after.push_back(s);
-      } else if (s->kind != StmtKind::Comment) {
-        break;
-      }
-    }
-    if (!sum || !summing || scalars_assigned_outside(summing->body) != std::vector<std::string>{sum->name} ||
-        !only_accumulates(summing->body, sum->name) || !is_zero(sum->init))
-      fail("loop " + precompute.var + " does not hold a sum over an inner loop into one scalar (its body must be: "
-           "declarations, the sum starting at zero, the loop that adds into it, then what uses it)");
-    if (has_store(summing->body))
-      fail("loop " + summing->label + " stores into memory besides the sum, so " + precompute.var +
-           " cannot move inside it");
-    for (const Stmt& s : after) {
-      if (contains_loop(s) || !scalars_assigned_outside(s).empty())
-        fail("after its sum, loop " + precompute.var + " holds loops or updates scalars; its sums can only be "
-             "written out by a plain loop of stores");
-    }
-    for (const Expr& bound : {summing->begin, summing->end})
-      for (const std::string& name : vars_read(bound))
-        if (depends_on_loop.count(name))
-          fail("loop " + summing->label + " cannot move outside " + precompute.var + ": its bounds depend on it");
+    PrecomputeShape shape = precompute_shape(loop);
+    if (!shape.refusal.empty()) fail(shape.refusal);
+    const Declare* sum = shape.sum;
+    const For* summing = shape.summing;
+    const std::vector<Stmt>& lets = shape.lets;
+    const std::vector<Stmt>& after = shape.after;
+    const std::set<std::string>& depends_on_loop = shape.depends_on_loop;
     if (summing->annotations.parallel || summing->annotations.vectorized)
       fail("precompute " + precompute.var + " before scheduling loop " + summing->label);
     std::string tile = fresh(sum->name + "_tile");
@@ -365,18 +423,6 @@ class Scheduler {
     return kept;
   }
 
-  static bool has_store(const Stmt& stmt) {
-    struct Finder : IRVisitor {
-      bool found = false;
-      void visit_store(const Store& node) override {
-        found = true;
-        IRVisitor::visit_store(node);
-      }
-    } finder;
-    finder.visit(stmt);
-    return finder.found;
-  }
-
   static std::set<std::string> names_read(const Stmt& stmt) {
     struct Reader : IRVisitor {
       std::set<std::string> names;
@@ -384,10 +430,6 @@ class Scheduler {
     } reader;
     reader.visit(stmt);
     return reader.names;
-  }
-
-  static bool is_zero(const Expr& expr) {
-    return (expr->kind == ExprKind::FloatImm && static_cast<const FloatImm&>(*expr).value == 0) || is_const_int(expr, 0);
   }
 
   // ---- reorder of loops (stage II) ----
@@ -940,22 +982,6 @@ class Scheduler {
     return finder.found;
   }
 
-  // The body only adds into the scalar (`+=`) and never reads it otherwise.
-  static bool only_accumulates(const Stmt& body, const std::string& scalar) {
-    struct Check : IRVisitor {
-      std::string name;
-      bool ok = true;
-      void visit_var(const Var& node) override { ok &= node.name != name; }
-      void visit_assign(const Assign& node) override {
-        ok &= node.name != name || node.accumulate;
-        IRVisitor::visit_assign(node);
-      }
-    } check;
-    check.name = scalar;
-    check.visit(body);
-    return check.ok;
-  }
-
   static Expr zero_of(ScalarType type) { return std::make_shared<FloatImm>(0.0, "0", type); }
 
   bool writes_output(const For& loop) const { return stores_into(loop.body, program_.output().values); }
@@ -1056,5 +1082,7 @@ std::vector<bool> schedule_loops(LoweredFunc& func, const sparse::Program& progr
   scheduler.finish();
   return applied;
 }
+
+std::string precompute_refusal(const loops::For& loop) { return precompute_shape(loop).refusal; }
 
 }  // namespace spgen

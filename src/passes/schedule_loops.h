@@ -4,6 +4,7 @@
 // index.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "frontend/config.h"
@@ -18,6 +19,11 @@ enum class MissingLoops {
   Skip,                 // leave it out: an assemble phase, which lacks the summed loops
   SkipUnlessPartNamed,  // a decomposition's part: leave out the ops meant for every part
 };
+
+// Why `precompute` cannot keep the sums of `loop` in a register tile (its body is not:
+// declarations, a sum starting at zero, a loop that only adds into it, then plain stores of the
+// sum), or "" when its body has that shape. `auto` asks before it chooses a register tile.
+std::string precompute_refusal(const loops::For& loop);
 
 // Returns, per op, whether it applied.
 std::vector<bool> schedule_loops(loops::LoweredFunc& func, const sparse::Program& program, const Config& config,
