@@ -10,6 +10,99 @@
 #include <stdint.h>
 #include <vector>
 
+// Native SIMD vectors (GCC and Clang vector extensions) for register tiles: as wide as the
+// target's widest vector registers, so a tile of T floats is T / SPGEN_LANES_F32 registers.
+#if defined(__AVX512F__)
+#define SPGEN_VECTOR_BYTES 64
+#elif defined(__AVX__)
+#define SPGEN_VECTOR_BYTES 32
+#else
+#define SPGEN_VECTOR_BYTES 16
+#endif
+typedef float spgen_vf32 __attribute__((vector_size(SPGEN_VECTOR_BYTES)));
+typedef double spgen_vf64 __attribute__((vector_size(SPGEN_VECTOR_BYTES)));
+#define SPGEN_LANES_F32 (SPGEN_VECTOR_BYTES / 4)
+#define SPGEN_LANES_F64 (SPGEN_VECTOR_BYTES / 8)
+// Unaligned loads and stores of consecutive elements.
+static inline spgen_vf32 spgen_load_f32(const float* p) {
+  spgen_vf32 v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+static inline void spgen_store_f32(float* p, spgen_vf32 v) { __builtin_memcpy(p, &v, sizeof v); }
+static inline spgen_vf64 spgen_load_f64(const double* p) {
+  spgen_vf64 v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+static inline void spgen_store_f64(double* p, spgen_vf64 v) { __builtin_memcpy(p, &v, sizeof v); }
+// The sum of n partial sums (n a power of two, from `vectorize` with `lanes`), added in vector
+// registers: whole vectors first, then the halves of one vector down to a pair. Adding them
+// through the array instead reloads parts of a vector just stored, which stalls on store
+// forwarding once per reduction. The pairing is the array tree's: lane l meets lane l + half.
+// `lanes` points to the partial sums, as scalars or (after passes/explicit_vectors) vectors.
+typedef float spgen_v8f32 __attribute__((vector_size(32)));
+typedef float spgen_v4f32 __attribute__((vector_size(16)));
+typedef float spgen_v2f32 __attribute__((vector_size(8)));
+typedef double spgen_v4f64 __attribute__((vector_size(32)));
+typedef double spgen_v2f64 __attribute__((vector_size(16)));
+static inline float spgen_reduce_f32(spgen_vf32 v) {
+#if SPGEN_VECTOR_BYTES == 64
+  spgen_v8f32 h = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+                  __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+#elif SPGEN_VECTOR_BYTES == 32
+  spgen_v8f32 h = v;
+#endif
+#if SPGEN_VECTOR_BYTES >= 32
+  spgen_v4f32 q = __builtin_shufflevector(h, h, 0, 1, 2, 3) + __builtin_shufflevector(h, h, 4, 5, 6, 7);
+#else
+  spgen_v4f32 q = v;
+#endif
+  spgen_v2f32 d = __builtin_shufflevector(q, q, 0, 1) + __builtin_shufflevector(q, q, 2, 3);
+  return d[0] + d[1];
+}
+static inline double spgen_reduce_f64(spgen_vf64 v) {
+#if SPGEN_VECTOR_BYTES == 64
+  spgen_v4f64 h = __builtin_shufflevector(v, v, 0, 1, 2, 3) + __builtin_shufflevector(v, v, 4, 5, 6, 7);
+#elif SPGEN_VECTOR_BYTES == 32
+  spgen_v4f64 h = v;
+#endif
+#if SPGEN_VECTOR_BYTES >= 32
+  spgen_v2f64 q = __builtin_shufflevector(h, h, 0, 1) + __builtin_shufflevector(h, h, 2, 3);
+#else
+  spgen_v2f64 q = v;
+#endif
+  return q[0] + q[1];
+}
+static inline float spgen_sum_lanes_f32(const void* lanes, int64_t n) {
+  const float* p = static_cast<const float*>(lanes);  // floats, or vectors of them (a register tile)
+  if (n < SPGEN_LANES_F32) {
+    float s = 0.0f, x;
+    for (int64_t l = 0; l < n; l++) {
+      __builtin_memcpy(&x, p + l, sizeof x);
+      s += x;
+    }
+    return s;
+  }
+  spgen_vf32 v = spgen_load_f32(p);
+  for (int64_t l = SPGEN_LANES_F32; l < n; l += SPGEN_LANES_F32) v += spgen_load_f32(p + l);
+  return spgen_reduce_f32(v);
+}
+static inline double spgen_sum_lanes_f64(const void* lanes, int64_t n) {
+  const double* p = static_cast<const double*>(lanes);  // doubles, or vectors of them (a register tile)
+  if (n < SPGEN_LANES_F64) {
+    double s = 0.0, x;
+    for (int64_t l = 0; l < n; l++) {
+      __builtin_memcpy(&x, p + l, sizeof x);
+      s += x;
+    }
+    return s;
+  }
+  spgen_vf64 v = spgen_load_f64(p);
+  for (int64_t l = SPGEN_LANES_F64; l < n; l += SPGEN_LANES_F64) v += spgen_load_f64(p + l);
+  return spgen_reduce_f64(v);
+}
+
 extern "C" void spmm_auto(
     int64_t dim_i,
     int64_t dim_k,
@@ -20,21 +113,36 @@ extern "C" void spmm_auto(
     const float* __restrict__ A_vals,
     const float* __restrict__ B_vals) {
   (void)dim_j;
-  // zero C: the loops below add into it
-  #pragma omp parallel for schedule(static)
-  for (int64_t p = 0; p < dim_i * dim_k; p++) {
-    C_vals[p] = 0.0f;
-  }
   #pragma omp parallel for schedule(dynamic, 16)
   for (int64_t i = 0; i < dim_i; i++) {
-    for (int64_t pA1 = (int64_t)A_pos1[i]; pA1 < (int64_t)A_pos1[i + 1]; pA1++) {
-      const int64_t j = (int64_t)A_crd1[pA1];
-      #pragma omp simd
-      for (int64_t k = 0; k < dim_k; k++) {
-        const int64_t pC1 = i * dim_k + k;
-        const int64_t pB1 = j * dim_k + k;
-        C_vals[pC1] += A_vals[pA1] * B_vals[pB1];
+    const int64_t k_groups = dim_k / 32;
+    for (int64_t k0 = 0; k0 < k_groups; k0++) {
+      {
+        spgen_vf32 acc_tile[32 / SPGEN_LANES_F32] = {};
+        for (int64_t pA1 = (int64_t)A_pos1[i]; pA1 < (int64_t)A_pos1[i + 1]; pA1++) {
+          const int64_t j = (int64_t)A_crd1[pA1];
+          for (int64_t k1_vec = 0; k1_vec < 32 / SPGEN_LANES_F32; k1_vec++) {
+            const int64_t k = k0 * 32 + k1_vec * SPGEN_LANES_F32;
+            const int64_t pB1 = j * dim_k + k;
+            acc_tile[k1_vec] += A_vals[pA1] * spgen_load_f32(&B_vals[pB1]);
+          }
+        }
+        for (int64_t k1_store_vec = 0; k1_store_vec < 32 / SPGEN_LANES_F32; k1_store_vec++) {
+          const int64_t k = k0 * 32 + k1_store_vec * SPGEN_LANES_F32;
+          const int64_t pC1 = i * dim_k + k;
+          spgen_store_f32(&C_vals[pC1], acc_tile[k1_store_vec]);
+        }
       }
+    }
+    for (int64_t k = k_groups * 32; k < dim_k; k++) {
+      const int64_t pC1 = i * dim_k + k;
+      float acc = 0.0f;
+      for (int64_t pA1 = (int64_t)A_pos1[i]; pA1 < (int64_t)A_pos1[i + 1]; pA1++) {
+        const int64_t j = (int64_t)A_crd1[pA1];
+        const int64_t pB1 = j * dim_k + k;
+        acc += A_vals[pA1] * B_vals[pB1];
+      }
+      C_vals[pC1] = acc;
     }
   }
 }

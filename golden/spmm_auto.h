@@ -10,8 +10,11 @@
 //
 // Schedule:
 //   auto, chose:
-//   parallel(i, dynamic, 16)
-//   vectorize(k)
+//   reorder(i, k, j): k outside the sum over j, for a register tile of the output's row
+//   parallel(i, dynamic, 16): race-free outer loop; dynamic for skewed rows
+//   tile(k, 32 -> k0, k1): 32 columns of the output's row at a time
+//   precompute(k1): their sums stay in registers across the sum
+//   vectorize(k1): vector registers
 //
 // ABI: void spmm_auto(...), arguments in this order. Arrays are allocated by the caller, must not
 // overlap one another, and hold int32_t indices and float values.

@@ -81,9 +81,10 @@ GenerationContext make_context(const Compilation& c, const CompileInput& input) 
     for (const std::string& part : c.sum_parts) context.schedule.push_back("  " + part);
   }
   for (const auto& [var, size] : c.config.sizes)
-    context.schedule.push_back("size of " + var + " fixed at " + std::to_string(size) + " (\"sizes\"): constant trip counts, dim_" + var +
+    context.sizes.push_back("size of " + var + " fixed at " + std::to_string(size) + " (\"sizes\"): constant trip counts, dim_" + var +
                                " checked on entry");
-  for (const ScheduleOp& op : c.schedule) context.schedule.push_back(describe_schedule_op(op));
+  for (const ScheduleOp& op : c.schedule)
+    context.schedule.push_back(describe_schedule_op(op) + (op.reason.empty() ? "" : ": " + op.reason));
   context.auto_schedule = c.config.auto_schedule;
   return context;
 }
@@ -127,6 +128,12 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
       }
     }
     infer_loop_order(it.program, config);
+    // `auto` (cpu): a dense free index leaves the sparse sum it sits in, for a register tile.
+    if (config.auto_schedule)
+      if (std::optional<ScheduleOp> reorder = auto_reorder(it.program, config)) {
+        apply_sparse_reorder(it.program, config, *reorder);
+        it.schedule.push_back(*reorder);
+      }
 
     // 3. Stage I schedule: reorders of index variables and fuses of sparse levels, up to the
     // first loop-level op.
@@ -290,7 +297,7 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
 
   // 5. Stage II schedule: split, reorder, parallel, vectorize, unroll, bind (or `auto`'s choice).
   if (config.auto_schedule) {
-    loop_ops = auto_schedule(it.func, it.program, config.target);
+    loop_ops = auto_schedule(it.func, it.program, config);
     loop_op_index.clear();
   }
   if (!retried) retried = conflict;

@@ -111,8 +111,9 @@ GeneratedFile emit_abi_header(const loops::LoweredFunc& func, const GenerationCo
     if (p.kind == loops::ParamKind::Values) value_type = printer.type_name(p.type);
     if (p.kind == loops::ParamKind::Pos || p.kind == loops::ParamKind::Crd) index_type = printer.type_name(p.type);
   }
-  std::vector<std::string> schedule = context.schedule;
-  if (context.auto_schedule) schedule.insert(schedule.begin(), "auto, chose:");
+  std::vector<std::string> schedule = context.sizes;
+  if (context.auto_schedule) schedule.push_back("auto, chose:");
+  schedule.insert(schedule.end(), context.schedule.begin(), context.schedule.end());
   GeneratedFile file;
   file.name = header_file_name(func);
   file.text = templates::render("kernel_header.h.in",

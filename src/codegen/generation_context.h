@@ -21,6 +21,7 @@ struct GenerationContext {
   std::string config_file;     // base name of the config file
   std::string spec_text;       // the normalised assignment
   std::vector<std::string> formats;   // one line per tensor
+  std::vector<std::string> sizes;     // one line per size fixed at generation ("sizes")
   std::vector<std::string> schedule;  // one line per applied schedule op
   bool auto_schedule = false;
   PackRoutines pack;

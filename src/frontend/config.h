@@ -121,6 +121,7 @@ struct ScheduleOp {
   // After a decompose: the part the op schedules ("coo", "p0_b4"), or empty for every part whose
   // loops it names.
   std::string part;
+  std::string reason;  // why `auto` chose it (shown in the header); empty for the config's own ops
   std::string name() const;  // "reorder", "split", ...
 };
 

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "ir/loop_ir_visitor.h"
+#include "passes/schedule_loops.h"
 
 namespace spgen {
 
@@ -67,12 +68,30 @@ std::vector<const For*> loop_spine(const Stmt& body) {
   return spine;
 }
 
-ScheduleOp make_op(decltype(ScheduleOp::op) op, int index) {
+ScheduleOp make_op(decltype(ScheduleOp::op) op, int index, std::string reason = "") {
   ScheduleOp result;
   result.op = std::move(op);
   result.index = index;
   result.path = "/schedule (auto, op " + std::to_string(index) + ")";
+  result.reason = std::move(reason);
   return result;
+}
+
+// Whether every level that stores `var`, in any tensor, is dense: its loop counts, no operand
+// filters it.
+bool only_dense_levels_store(const sparse::Program& program, const std::string& var) {
+  return std::all_of(program.axes.begin(), program.axes.end(),
+                     [&](const sparse::Axis& axis) { return axis.index_var != var || axis.kind == sparse::AxisKind::DenseFixed; });
+}
+
+// The width of a register tile over a free index: 32 floats or 16 doubles (a few vector
+// registers), or less where "sizes" fixes the index smaller; 0 where even the smallest is too wide.
+int64_t register_tile_width(const sparse::Program& program, const Config& config, const std::string& var) {
+  int64_t width = program.value_type == ValueType::Float64 ? 16 : 32;
+  auto fixed = config.sizes.find(var);
+  if (fixed == config.sizes.end()) return width;
+  while (width > 4 && width > fixed->second) width /= 2;
+  return width <= fixed->second ? width : 0;
 }
 
 // `wanted`, or `wanted_2`, ...: a name no loop, declaration, parameter or index variable has.
@@ -131,28 +150,83 @@ std::vector<ScheduleOp> auto_schedule_cuda(const LoweredFunc& func, const sparse
   return ops;
 }
 
+// cpu: a dense free loop (not the outermost) whose body sums over a sparse level into one scalar
+// per iteration, in the shape `precompute` keeps in a register tile (SpMM's k after
+// auto_reorder), or null.
+const For* register_tile_loop(const LoweredFunc& func, const sparse::Program& program, const std::vector<const For*>& spine) {
+  for (size_t d = 1; d < spine.size(); ++d) {
+    const For& loop = *spine[d];
+    if (loop.var != loop.label || is_reduction(program, loop.label) || !loop.annotations.sequential_reason.empty() ||
+        !schedulable(program, loop.label) || !labels_one_loop(func.body, loop.label) || !precompute_refusal(loop).empty())
+      continue;
+    const For* summing = d + 1 < spine.size() ? spine[d + 1] : nullptr;
+    if (summing && summing->var != summing->label && is_reduction(program, summing->label)) return &loop;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
-std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Program& program, Target target) {
+std::optional<ScheduleOp> auto_reorder(const sparse::Program& program, const Config& config) {
+  const sparse::SparseIteration& it = program.iteration;
+  if (config.target != Target::Cpu || it.iterators.size() < 2 || !it.fusions.empty() || !it.added_parts.empty() ||
+      !program.blocked_vars.empty())
+    return std::nullopt;
+  const sparse::SparseBuffer& output = program.output();
+  const std::string& free = it.iterators.back().var;
+  const std::string& summed = it.iterators[it.iterators.size() - 2].var;
+  const bool one_sum = std::count_if(it.iterators.begin(), it.iterators.end(), [](const sparse::Iterator& i) { return i.is_reduction; }) == 1;
+  if (it.iterators.back().is_reduction || !it.iterators[it.iterators.size() - 2].is_reduction || !one_sum) return std::nullopt;
+  if (!output.format.is_row_major_dense() || output.indices.empty() || output.indices.back() != free) return std::nullopt;
+  if (!only_dense_levels_store(program, free) || only_dense_levels_store(program, summed)) return std::nullopt;
+  if (register_tile_width(program, config, free) == 0) return std::nullopt;
+  ReorderOp reorder;
+  for (const sparse::Iterator& i : it.iterators) reorder.order.push_back(i.var);
+  std::swap(reorder.order[reorder.order.size() - 1], reorder.order[reorder.order.size() - 2]);
+  return make_op(reorder, 0, free + " outside the sum over " + summed + ", for a register tile of the output's row");
+}
+
+std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Program& program, const Config& config) {
   std::vector<ScheduleOp> ops;
   std::vector<const For*> spine = loop_spine(func.body);
   if (spine.empty()) return ops;
-  if (target == Target::Cuda) return auto_schedule_cuda(func, program, spine);
+  if (config.target == Target::Cuda) return auto_schedule_cuda(func, program, spine);
+  auto add = [&](decltype(ScheduleOp::op) op, std::string reason) {
+    ops.push_back(make_op(std::move(op), static_cast<int>(ops.size()), std::move(reason)));
+  };
   const For* outer = spine.front();
   // A listed output's outer loop stays sequential: its per-thread lists and their join cost more
   // than the loop saves while the sort after it is sequential (docs/formats.md, listed outputs).
   bool outer_parallel_ok = !is_reduction(program, outer->label) && outer->annotations.sequential_reason.empty() &&
                            outer->annotations.listed.keys.empty() && labels_one_loop(func.body, outer->label);
   if (outer_parallel_ok)
-    ops.push_back(make_op(ParallelOp{outer->label, OmpSchedule::Dynamic, 16, {}, {}, 0}, static_cast<int>(ops.size())));
-  // Vectorize an innermost dense loop (contiguous accesses) unless it sums into one output entry.
+    add(ParallelOp{outer->label, OmpSchedule::Dynamic, 16, {}, {}, 0}, "race-free outer loop; dynamic for skewed rows");
+  // A register tile: the free loop in tiles of a few vectors, each tile's sums kept across the
+  // sparse sum and written once.
+  if (const For* tiled = register_tile_loop(func, program, spine)) {
+    const int64_t width = register_tile_width(program, config, tiled->label);
+    const std::string tiles = unused_name(func, program, tiled->label + "0");
+    const std::string in_tile = unused_name(func, program, tiled->label + "1");
+    add(TileOp{tiled->label, width, tiles, in_tile}, std::to_string(width) + " columns of the output's row at a time");
+    add(PrecomputeOp{in_tile}, "their sums stay in registers across the sum");
+    add(VectorizeOp{in_tile, 0}, "vector registers");
+    return ops;
+  }
   const For* inner = spine.back();
   bool dense_loop = inner->var == inner->label;
   bool sums_into_output = is_reduction(program, inner->label) && stores_into(inner->body, program.output().values);
   bool innermost = !contains_loop(inner->body) && inner->annotations.sequential_reason.empty();
-  if (inner != outer && dense_loop && innermost && !sums_into_output && schedulable(program, inner->label) &&
-      labels_one_loop(func.body, inner->label))
-    ops.push_back(make_op(VectorizeOp{inner->label}, static_cast<int>(ops.size())));
+  if (inner == outer || !dense_loop || !innermost || sums_into_output || !schedulable(program, inner->label) ||
+      !labels_one_loop(func.body, inner->label))
+    return ops;
+  // A dot product (SDDMM's k) sums in lanes, added in registers after the loop; another innermost
+  // dense loop (contiguous accesses) is vectorized as it is.
+  if (is_reduction(program, inner->label) && !scalars_assigned_outside(inner->body).empty()) {
+    const int64_t lanes = program.value_type == ValueType::Float64 ? 8 : 16;
+    add(VectorizeOp{inner->label, lanes}, "a dot product: " + std::to_string(lanes) + " partial sums in vector registers");
+  } else {
+    add(VectorizeOp{inner->label, 0}, "innermost dense loop");
+  }
   return ops;
 }
 

@@ -169,11 +169,48 @@ TEST_CASE("vectorize: innermost only, sums get a reduction clause, shared target
                  "/schedule/2: error: vectorize: cannot vectorize j: it iterates the reduction index j and every iteration adds into the same entry of C"));
 }
 
-TEST_CASE("auto schedule parallelizes a spatial outer loop and vectorizes a dense inner one") {
+namespace {
+std::vector<std::string> described(const spgen::Compilation& c) {
+  std::vector<std::string> out;
+  for (const spgen::ScheduleOp& op : c.schedule) out.push_back(spgen::describe_schedule_op(op));
+  return out;
+}
+}  // namespace
+
+TEST_CASE("auto schedule: SpMM keeps the output's row in register tiles across the sparse sum") {
   spgen::Compilation spmm = compile(kSpmm, R"({"tensors": {"A": {"format": "csr"}}, "schedule": "auto"})");
-  REQUIRE(spmm.schedule.size() == 2);
-  CHECK(spgen::describe_schedule_op(spmm.schedule[0]) == "parallel(i, dynamic, 16)");
-  CHECK(spgen::describe_schedule_op(spmm.schedule[1]) == "vectorize(k)");
+  CHECK(described(spmm) == std::vector<std::string>{"reorder(i, k, j)", "parallel(i, dynamic, 16)", "tile(k, 32 -> k0, k1)",
+                                                     "precompute(k1)", "vectorize(k1)"});
+  CHECK(contains(spmm.stage1_dump, "over [i: spatial, k: spatial, j: reduction]"));
+  CHECK(contains(spmm.stage2_dump, "allocate local acc_tile: float32 vectors[32 / SPGEN_LANES_F32] = 0:"));
+  // Each choice is listed in the header with its reason.
+  CHECK(contains(spmm.files[0].text, "//   auto, chose:\n//   reorder(i, k, j): k outside the sum over j, for a register tile"));
+  CHECK(contains(spmm.files[0].text, "//   precompute(k1): their sums stay in registers across the sum\n"));
+  // float64: tiles of 16; a size fixed smaller than the tile narrows it, and one below 4 leaves
+  // the loops alone (the inner loop vectorized as before).
+  CHECK(described(compile(kSpmm, R"({"types": {"value": "float64"}, "tensors": {"A": {"format": "csr"}}, "schedule": "auto"})"))[2] ==
+        "tile(k, 16 -> k0, k1)");
+  CHECK(described(compile(kSpmm, R"({"sizes": {"k": 12}, "tensors": {"A": {"format": "csr"}}, "schedule": "auto"})"))[2] ==
+        "tile(k, 8 -> k0, k1)");
+  CHECK(described(compile(kSpmm, R"({"sizes": {"k": 3}, "tensors": {"A": {"format": "csr"}}, "schedule": "auto"})")) ==
+        std::vector<std::string>{"parallel(i, dynamic, 16)", "vectorize(k)"});
+  // A dense A: no sparse sum to keep a tile across.
+  CHECK(described(compile(kSpmm, R"({"schedule": "auto"})")) == std::vector<std::string>{"parallel(i, dynamic, 16)", "vectorize(k)"});
+  // cuda keeps its own mapping (no stage I reorder).
+  CHECK(!contains(described(compile(kSpmm, R"({"target": "cuda", "tensors": {"A": {"format": "csr"}}, "schedule": "auto"})")).front(),
+                  "reorder"));
+}
+
+TEST_CASE("auto schedule: a dot product over a dense inner loop sums in vector lanes") {
+  CHECK(described(compile(kSddmm, R"({"tensors": {"X": {"format": "csr"}}, "schedule": "auto"})")) ==
+        std::vector<std::string>{"parallel(i, dynamic, 16)", "vectorize(k, 16 lanes)"});
+  CHECK(described(compile(kSddmm, R"({"types": {"value": "float64"}, "tensors": {"X": {"format": "csr"}}, "schedule": "auto"})")) ==
+        std::vector<std::string>{"parallel(i, dynamic, 16)", "vectorize(k, 8 lanes)"});
+}
+
+TEST_CASE("auto schedule parallelizes a spatial outer loop and vectorizes a dense inner one") {
+  CHECK(described(compile(kMttkrp, R"({"tensors": {"B": {"format": "csf"}}, "schedule": "auto"})")) ==
+        std::vector<std::string>{"parallel(i, dynamic, 16)", "vectorize(j)"});
   spgen::Compilation csc = compile(kSpmv, R"({"tensors": {"A": {"format": "csc"}}, "schedule": "auto"})");
   CHECK(csc.schedule.empty());  // j is a reduction (no parallel); i is a position loop (no vectorize)
   // Several loops over i (a sum's parts, each in a nest of its own): no op can name one, so auto
