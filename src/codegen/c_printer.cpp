@@ -153,6 +153,10 @@ std::string CStmtPrinter::print(const Stmt& stmt, int depth) {
     case StmtKind::Allocate: return print_allocate(static_cast<const Allocate&>(*stmt), depth);
     case StmtKind::Sort: return print_sort(static_cast<const Sort&>(*stmt), pad);
     case StmtKind::Barrier: return pad + "__syncthreads();\n";  // only the cuda target makes barriers
+    case StmtKind::Prefetch: {  // only the cpu target prefetches
+      const auto& node = static_cast<const Prefetch&>(*stmt);
+      return pad + "__builtin_prefetch(&" + node.buffer + "[" + expr_.print(node.index) + "]);\n";
+    }
     case StmtKind::Call: return print_call(static_cast<const Call&>(*stmt), pad);
   }
   return "";

@@ -50,7 +50,7 @@ PackRoutines emit_decompose_routines(const Decomposition& d, const sparse::Progr
     min_fill = std::max<int64_t>(1, static_cast<int64_t>(need));
     if (static_cast<double>(min_fill) < need) ++min_fill;
   }
-  const std::string format = describe_schedule_op(ScheduleOp{d.op, 0, d.op_path, ""});
+  const std::string format = describe_schedule_op(ScheduleOp{d.op, 0, d.op_path, "", ""});
   std::string table = "// " + format + "\n";
   table += "const Part kParts[] = {" + parts + "};\n";
   table += "const Plan kPlan = {" + std::to_string(d.parts.size()) + ", kParts, " + std::to_string(d.op.partitions) + ", " +

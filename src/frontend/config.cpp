@@ -59,7 +59,7 @@ Format dense_format(int order) {
 }
 
 std::string ScheduleOp::name() const {
-  static const char* names[] = {"reorder", "split", "parallel", "vectorize", "unroll", "bind", "tile", "precompute", "fuse", "decompose", "cache"};
+  static const char* names[] = {"reorder", "split", "parallel", "vectorize", "unroll", "bind", "tile", "precompute", "fuse", "decompose", "cache", "prefetch"};
   return names[op.index()];
 }
 
@@ -92,6 +92,9 @@ std::string describe_schedule_op(const ScheduleOp& op) {
              (b.threads ? ", " + std::to_string(b.threads) + " threads" : "") + ")";
     }
     std::string operator()(const CacheOp& c) const { return "cache(" + c.tensor + " at " + c.var + ")"; }
+    std::string operator()(const PrefetchOp& p) const {
+      return "prefetch(" + p.tensor + " at " + p.var + ", " + std::to_string(p.distance) + " ahead)";
+    }
     std::string operator()(const FuseOp& f) const { return "fuse(" + f.vars[0] + ", " + f.vars[1] + " -> " + f.into + ")"; }
     std::string operator()(const DecomposeOp& d) const {
       std::string out = "decompose(" + d.tensor + ", " + d.format;
@@ -603,7 +606,7 @@ class ConfigReader {
     std::string path = "/schedule/" + std::to_string(index);
     expect_object(given, path);
     if (!given.contains("op"))
-      fail(path, "missing \"op\" (reorder, split, tile, fuse, parallel, vectorize, unroll, precompute, bind, cache or decompose)");
+      fail(path, "missing \"op\" (reorder, split, tile, fuse, parallel, vectorize, unroll, precompute, bind, cache, prefetch or decompose)");
     std::string kind = get_string(given["op"], path + "/op");
     ScheduleOp result;
     result.index = index;
@@ -728,6 +731,15 @@ class ConfigReader {
       cache.var = get_string(op["at"], path + "/at");
       if (!is_c_identifier(cache.var)) fail(path + "/at", "\"" + cache.var + "\" is not a valid loop variable name");
       result.op = cache;
+    } else if (kind == "prefetch") {
+      check_keys(op, path, {"op", "tensor", "at", "distance"});
+      PrefetchOp prefetch;
+      prefetch.tensor = read_input_tensor(op, path, "prefetch", "the dense input whose rows to prefetch", "prefetched").name;
+      if (!op.contains("at")) fail(path, "prefetch: missing \"at\" (the loop over a sparse level whose coordinates pick the rows)");
+      prefetch.var = get_string(op["at"], path + "/at");
+      if (!is_c_identifier(prefetch.var)) fail(path + "/at", "\"" + prefetch.var + "\" is not a valid loop variable name");
+      if (op.contains("distance")) prefetch.distance = get_positive_int(op["distance"], path + "/distance");
+      result.op = prefetch;
     } else if (kind == "fuse") {
       check_keys(op, path, {"op", "vars", "into"});
       if (!op.contains("vars") || !op["vars"].is_array() || op["vars"].size() != 2)
@@ -745,7 +757,7 @@ class ConfigReader {
       result.op = fuse;
     } else {
       fail(path + "/op", "unknown schedule op \"" + kind + "\" (expected reorder, split, tile, fuse, parallel, vectorize, unroll, "
-                         "precompute, bind, cache or decompose)");
+                         "precompute, bind, cache, prefetch or decompose)");
     }
     return result;
   }

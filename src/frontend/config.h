@@ -112,9 +112,18 @@ struct DecomposeOp {
 // (passes/cache_operands.h). JSON: {"op": "cache", "tensor": "A", "at": "i"}.
 struct CacheOp { std::string tensor, var; };
 
+// cpu: in each iteration of loop `var` (over a csr-like compressed level's positions), prefetch
+// the row of `tensor` (a dense input whose first level that loop's variable indexes) that the
+// iteration `distance` positions ahead will read (passes/prefetch_rows.h). JSON: {"op":
+// "prefetch", "tensor": "B", "at": "j", "distance": 8}.
+struct PrefetchOp {
+  std::string tensor, var;
+  int64_t distance = 8;
+};
+
 struct ScheduleOp {
   std::variant<ReorderOp, SplitOp, ParallelOp, VectorizeOp, UnrollOp, BindOp, TileOp, PrecomputeOp, FuseOp, DecomposeOp,
-               CacheOp>
+               CacheOp, PrefetchOp>
       op;
   int index = 0;     // position in the list
   std::string path;  // "/schedule/<index>"

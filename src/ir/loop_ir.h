@@ -77,7 +77,7 @@ struct LaneSum : ExprNode {
 };
 
 // ---- statements ----
-enum class StmtKind { Block, For, While, If, Declare, Assign, Store, Comment, Allocate, Sort, Call, Barrier };
+enum class StmtKind { Block, For, While, If, Declare, Assign, Store, Comment, Allocate, Sort, Call, Barrier, Prefetch };
 
 struct StmtNode {
   StmtKind kind;
@@ -251,6 +251,14 @@ struct Call : StmtNode {
 // what some wrote to shared memory is seen by all. Reached equally often by every thread.
 struct Barrier : StmtNode {
   Barrier() : StmtNode(StmtKind::Barrier) {}
+};
+
+// cpu: a hint that buffer[index] will be read soon (`prefetch`): the cache line holding it is
+// fetched now. It never faults and changes no value.
+struct Prefetch : StmtNode {
+  std::string buffer;
+  Expr index;
+  Prefetch(std::string b, Expr i) : StmtNode(StmtKind::Prefetch), buffer(std::move(b)), index(std::move(i)) {}
 };
 
 struct Comment : StmtNode {

@@ -194,6 +194,11 @@ class Stage2Dumper {
       case StmtKind::Barrier:
         out += pad + "barrier\n";
         return;
+      case StmtKind::Prefetch: {
+        const auto& node = static_cast<const Prefetch&>(*s);
+        out += pad + "prefetch " + node.buffer + "[" + printer.print(node.index) + "]\n";
+        return;
+      }
       case StmtKind::Call: {
         const auto& node = static_cast<const Call&>(*s);
         out += pad + "call " + node.callee + "(";

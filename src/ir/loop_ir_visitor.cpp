@@ -32,6 +32,7 @@ void IRVisitor::visit(const Stmt& stmt) {
     case StmtKind::Sort: return visit_sort(static_cast<const Sort&>(*stmt));
     case StmtKind::Call: return visit_call(static_cast<const Call&>(*stmt));
     case StmtKind::Barrier: return;
+    case StmtKind::Prefetch: return visit_prefetch(static_cast<const Prefetch&>(*stmt));
   }
 }
 
@@ -65,8 +66,14 @@ Stmt IRMutator::mutate(const Stmt& stmt) {
     case StmtKind::Barrier:
     case StmtKind::Call: return stmt;  // arguments are the caller's parameters: nothing to rewrite
     case StmtKind::Allocate: return mutate_allocate(static_cast<const Allocate&>(*stmt), stmt);
+    case StmtKind::Prefetch: return mutate_prefetch(static_cast<const Prefetch&>(*stmt), stmt);
   }
   return stmt;
+}
+
+Stmt IRMutator::mutate_prefetch(const Prefetch& node, const Stmt& self) {
+  Expr index = mutate(node.index);
+  return index == node.index ? self : std::make_shared<Prefetch>(node.buffer, index);
 }
 
 Expr IRMutator::mutate_load(const Load& node, const Expr& self) {

@@ -44,6 +44,7 @@ class IRVisitor {
   }
   virtual void visit_sort(const Sort& node) { visit(node.begin); visit(node.end); }
   virtual void visit_call(const Call& node) { for (const Expr& a : node.args) visit(a); }
+  virtual void visit_prefetch(const Prefetch& node) { visit(node.index); }
 };
 
 class IRMutator {
@@ -67,6 +68,7 @@ class IRMutator {
   virtual Stmt mutate_assign(const Assign& node, const Stmt& self);
   virtual Stmt mutate_store(const Store& node, const Stmt& self);
   virtual Stmt mutate_allocate(const Allocate& node, const Stmt& self);
+  virtual Stmt mutate_prefetch(const Prefetch& node, const Stmt& self);
 };
 
 // Replaces every loop labelled `label` with what `rewrite` makes of it.

@@ -7,6 +7,7 @@
 
 #include "ir/loop_ir_visitor.h"
 #include "passes/cache_operands.h"
+#include "passes/prefetch_rows.h"
 #include "passes/gpu_bindings.h"
 
 namespace spgen {
@@ -155,6 +156,7 @@ class Scheduler {
       cache_in_shared_memory(func_, program_, config_, cache_ops_);
       return;
     }
+    prefetch_rows(func_, program_, config_, prefetch_ops_);
     if (!any_parallel_) return;
     // The zero fill runs before the loop nest; when the nest is parallel, so is the fill.
     for (const LoopInfo& info : loops())
@@ -1055,6 +1057,13 @@ class Scheduler {
     cache_ops_.push_back(op_);
   }
 
+  // ---- prefetch (cpu) ----
+  // Applied by finish(), on the final nest.
+  void apply_op(const PrefetchOp&) {
+    if (config_.target != Target::Cpu) fail("prefetch is for the cpu target (on cuda, cache a tile in shared memory)");
+    prefetch_ops_.push_back(op_);  // (every loop of that name: a tile's and its remainder's)
+  }
+
   LoweredFunc& func_;
   const sparse::Program& program_;
   const Config& config_;
@@ -1063,6 +1072,7 @@ class Scheduler {
   std::set<std::string> positional_;           // loops over positions of a compressed level
   std::vector<GpuBinding> bindings_;           // bind ops, in the order they applied
   std::vector<const ScheduleOp*> cache_ops_;
+  std::vector<const ScheduleOp*> prefetch_ops_;
   std::set<std::string> register_tile_loops_;  // the loops over a precompute's local array
   std::map<std::string, std::string> tile_rest_;  // a tile's outer loop → its remainder loop
   bool any_parallel_ = false;
