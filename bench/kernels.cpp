@@ -41,6 +41,7 @@ extern "C" {
 
 // The generated kernels (bench/configs/*.json, generated at build time by bench/meson.build).
 #include "add_b_dyn64.h"
+#include "sddmm_b_auto.h"
 #include "sddmm_b_dyn128.h"
 #include "sddmm_b_dyn16.h"
 #include "sddmm_b_dyn16_novec.h"
@@ -51,9 +52,16 @@ extern "C" {
 #include "sddmm_b_k128_lanes32.h"
 #include "sddmm_b_k32_lanes16.h"
 #include "sddmm_b_k32_lanes32.h"
+#include "sddmm_b_k128_pf16.h"
+#include "sddmm_b_k128_pf4.h"
+#include "sddmm_b_k128_pf8.h"
+#include "sddmm_b_k32_pf16.h"
+#include "sddmm_b_k32_pf4.h"
+#include "sddmm_b_k32_pf8.h"
 #include "sddmm_b_lanes16.h"
 #include "sddmm_b_static.h"
 #include "spgemm_b_dyn64.h"
+#include "spmm_b_auto.h"
 #include "spmm_b_dyn128.h"
 #include "spmm_b_dyn16.h"
 #include "spmm_b_dyn16_novec.h"
@@ -67,6 +75,7 @@ extern "C" {
 #include "spmm_b_static.h"
 #include "spmm_b_tile16.h"
 #include "spmm_b_tile32.h"
+#include "spmv_b_auto.h"
 #include "spmv_b_dyn512.h"
 #include "spmv_b_dyn512_unroll4.h"
 #include "spmv_b_dyn512_vec.h"
@@ -123,6 +132,18 @@ void sddmm_b_sized_lanes32(int64_t n, int64_t m, int64_t K, float* Y, const int3
               "sddmm_b_sized_lanes32", K);
 }
 
+#define SPGEN_BENCH_SIZED_PREFETCH(D)                                                                                    \
+  void sddmm_b_sized_pf##D(int64_t n, int64_t m, int64_t K, float* Y, const int32_t* pos, const int32_t* crd, const float* x, \
+                           const float* A, const float* B) {                                                                \
+    check_sized(K == 32    ? sddmm_b_k32_pf##D(n, m, K, Y, pos, crd, x, A, B)                                                \
+                : K == 128 ? sddmm_b_k128_pf##D(n, m, K, Y, pos, crd, x, A, B)                                               \
+                           : -1,                                                                                             \
+                "sddmm_b_sized_pf" #D, K);                                                                                   \
+  }
+SPGEN_BENCH_SIZED_PREFETCH(4)
+SPGEN_BENCH_SIZED_PREFETCH(8)
+SPGEN_BENCH_SIZED_PREFETCH(16)
+
 template <class F>
 struct Variant {
   const char* name;
@@ -141,6 +162,7 @@ const std::vector<Variant<SpmvFn>> kSpmv = {
     {"spmv_b_dyn512_unroll4", spmv_b_dyn512_unroll4},
     {"spmv_b_static_lanes8", spmv_b_static_lanes8},
     {"spmv_b_hyb", spmv_b_hyb_csr},
+    {"spmv_b_auto", spmv_b_auto},
 };
 const std::vector<Variant<SpmmFn>> kSpmm = {
     {"spmm_b_pre32_sized", spmm_b_pre32_sized},
@@ -156,6 +178,7 @@ const std::vector<Variant<SpmmFn>> kSpmm = {
     {"spmm_b_tile32", spmm_b_tile32},
     {"spmm_b_pre16", spmm_b_pre16},
     {"spmm_b_hyb", spmm_b_hyb_csr},
+    {"spmm_b_auto", spmm_b_auto},
 };
 const std::vector<Variant<SddmmFn>> kSddmm = {
     {"sddmm_b_sized", sddmm_b_sized},
@@ -169,6 +192,10 @@ const std::vector<Variant<SddmmFn>> kSddmm = {
     {"sddmm_b_dyn64", sddmm_b_dyn64},
     {"sddmm_b_sized_lanes16", sddmm_b_sized_lanes16},
     {"sddmm_b_sized_lanes32", sddmm_b_sized_lanes32},
+    {"sddmm_b_auto", sddmm_b_auto},
+    {"sddmm_b_sized_pf4", sddmm_b_sized_pf4},
+    {"sddmm_b_sized_pf8", sddmm_b_sized_pf8},
+    {"sddmm_b_sized_pf16", sddmm_b_sized_pf16},
 };
 
 template <class F>
