@@ -17,6 +17,7 @@ struct GenOptions {
   std::string out_dir = ".";
   std::string emit;  // "", "stage1", "stage2", "header", "source"
   std::map<std::string, int64_t> sizes;  // --size VAR=N: replaces the config's "sizes" for VAR
+  bool check = false;  // --check: compare with OUT_DIR's files instead of writing them
 };
 int run_gen(const GenOptions& options);
 // --size VAR=N flags as a map; a malformed one is a CompileError.

@@ -6,6 +6,7 @@
 #include "lower.h"
 #include "support/diagnostics.h"
 #include "support/files.h"
+#include "support/unified_diff.h"
 
 namespace spgen::cli {
 
@@ -27,6 +28,28 @@ std::map<std::string, int64_t> size_options(const std::vector<std::string>& flag
   return sizes;
 }
 
+namespace {
+
+// `--check`: each file as it is on disk against what would be written; differences go to
+// stdout as unified diffs (a missing file as one line), and the status says whether any differ.
+int check_files(const std::vector<std::pair<std::string, std::string>>& files) {
+  bool same = true;
+  for (const auto& [path, text] : files) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) {
+      std::printf("missing: %s\n", path.c_str());
+      same = false;
+      continue;
+    }
+    const std::string diff = unified_diff(read_file(path), text, path, path + " (generated)");
+    std::fwrite(diff.data(), 1, diff.size(), stdout);
+    same &= diff.empty();
+  }
+  return same ? 0 : 1;
+}
+
+}  // namespace
+
 int run_gen(const GenOptions& options) {
   CompileInput input{options.spec, read_file(options.spec), options.config, read_file(options.config),
                      target_option(options.target), options.sizes};
@@ -45,6 +68,7 @@ int run_gen(const GenOptions& options) {
   std::vector<std::pair<std::string, std::string>> files;
   for (const GeneratedFile& file : c.files)
     files.emplace_back((std::filesystem::path(options.out_dir) / file.name).string(), file.text);
+  if (options.check) return check_files(files);
   write_files_atomically(files);
   return 0;
 }

@@ -44,8 +44,12 @@ int main(int argc, char** argv) {
   std::vector<std::string> gen_sizes, run_sizes;
   const char* size_help = "VAR=N: specialize the kernel for index VAR of size N (replaces the config's \"sizes\"); repeatable";
   gen_cmd->add_option("--size", gen_sizes, size_help);
-  gen_cmd->add_option("--emit", gen.emit, "print instead of writing: stage1, stage2, header or source")
-      ->check(CLI::IsMember({"stage1", "stage2", "header", "source"}));
+  CLI::Option* emit = gen_cmd->add_option("--emit", gen.emit, "print instead of writing: stage1, stage2, header or source")
+                          ->check(CLI::IsMember({"stage1", "stage2", "header", "source"}));
+  gen_cmd->add_flag("--check", gen.check,
+                    "write nothing; exit 0 when the files in the output directory are exactly what would be generated, "
+                    "else print a unified diff (and name missing files) and exit 1")
+      ->excludes(emit);
 
   spgen::cli::RunOptions run;
   CLI::App* run_cmd = app.add_subcommand("run", "generate, compile with $CXX (nvcc for the cuda target), run on inputs, time it, write the output");

@@ -538,3 +538,30 @@ TEST_CASE("spgen run: a specialized kernel takes its fixed size as the default a
   CHECK(unknown.exit_code == 1);
   CHECK(unknown.err == "spgen: error: --size q=4: no index variable q in the spec (its index variables are: i, j, k)\n");
 }
+
+TEST_CASE("gen --check writes nothing: exit 0 when the files are what gen writes, else a unified diff and exit 1") {
+  TempDir dir;
+  const std::vector<std::string> gen = {"gen", spec("spmv.spg"), "--config", spec("spmv_csr.json"), "-o", dir.path()};
+  std::vector<std::string> check = gen;
+  check.push_back("--check");
+  ProcessResult missing = spgen(check);
+  CHECK(missing.exit_code == 1);
+  CHECK(missing.out == "missing: " + dir.file("spmv_csr.h") + "\nmissing: " + dir.file("spmv_csr.cpp") + "\n");
+  CHECK(!std::filesystem::exists(dir.file("spmv_csr.h")));  // nothing written
+  REQUIRE(spgen(gen).exit_code == 0);
+  ProcessResult same = spgen(check);
+  CHECK(same.exit_code == 0);
+  CHECK(same.out.empty());
+  std::string source = read_text(dir.file("spmv_csr.cpp"));
+  const std::string pragma = "schedule(dynamic, 64)";
+  REQUIRE(source.find(pragma) != std::string::npos);
+  source.replace(source.find(pragma), pragma.size(), "schedule(static)");
+  write_text(dir.file("spmv_csr.cpp"), source);
+  ProcessResult changed = spgen(check);
+  CHECK(changed.exit_code == 1);
+  CHECK(changed.out.find("--- " + dir.file("spmv_csr.cpp") + "\n+++ " + dir.file("spmv_csr.cpp") + " (generated)\n@@ ") == 0);
+  CHECK(changed.out.find("\n-  #pragma omp parallel for schedule(static)\n+  #pragma omp parallel for schedule(dynamic, 64)\n") !=
+        std::string::npos);
+  CHECK(read_text(dir.file("spmv_csr.cpp")) == source);  // still as edited
+  CHECK(spgen({"gen", spec("spmv.spg"), "--config", spec("spmv_csr.json"), "--check", "--emit", "stage2"}).exit_code != 0);
+}
