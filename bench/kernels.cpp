@@ -71,6 +71,8 @@ extern "C" {
 #include "spmm_b_pre32.h"
 #include "spmm_b_pre32_n128.h"
 #include "spmm_b_pre32_n32.h"
+#include "spmm_b_pre32_n128_pf8.h"
+#include "spmm_b_pre32_n32_pf8.h"
 #include "spmm_b_split32.h"
 #include "spmm_b_static.h"
 #include "spmm_b_tile16.h"
@@ -110,6 +112,13 @@ void spmm_b_pre32_sized(int64_t n, int64_t N, int64_t m, float* C, const int32_t
               "spmm_b_pre32_sized", N);
 }
 // The sized SDDMM of the comparison: per width, the lane count the --sweep found best.
+void spmm_b_pre32_sized_pf8(int64_t n, int64_t N, int64_t m, float* C, const int32_t* pos, const int32_t* crd, const float* a,
+                            const float* B) {
+  check_sized(N == 32    ? spmm_b_pre32_n32_pf8(n, N, m, C, pos, crd, a, B)
+              : N == 128 ? spmm_b_pre32_n128_pf8(n, N, m, C, pos, crd, a, B)
+                         : -1,
+              "spmm_b_pre32_sized_pf8", N);
+}
 void sddmm_b_sized(int64_t n, int64_t m, int64_t K, float* Y, const int32_t* pos, const int32_t* crd, const float* x,
                    const float* A, const float* B) {
   check_sized(K == 32    ? sddmm_b_k32_lanes16(n, m, K, Y, pos, crd, x, A, B)
@@ -179,6 +188,7 @@ const std::vector<Variant<SpmmFn>> kSpmm = {
     {"spmm_b_pre16", spmm_b_pre16},
     {"spmm_b_hyb", spmm_b_hyb_csr},
     {"spmm_b_auto", spmm_b_auto},
+    {"spmm_b_pre32_sized_pf8", spmm_b_pre32_sized_pf8},
 };
 const std::vector<Variant<SddmmFn>> kSddmm = {
     {"sddmm_b_sized", sddmm_b_sized},
