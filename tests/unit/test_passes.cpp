@@ -208,6 +208,13 @@ TEST_CASE("auto schedule: a dot product over a dense inner loop sums in vector l
         std::vector<std::string>{"parallel(i, dynamic, 16)", "vectorize(k, 8 lanes)"});
 }
 
+TEST_CASE("auto schedule: rows that are one sparse walk (SpMV) are shared in large chunks, heavier rows in small ones") {
+  CHECK(described(compile(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": "auto"})")) ==
+        std::vector<std::string>{"parallel(i, dynamic, 512)"});
+  CHECK(described(compile("C(i,j) = A(i,k) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}},
+                                                        "schedule": "auto"})")) == std::vector<std::string>{"parallel(i, dynamic, 16)"});
+}
+
 TEST_CASE("auto schedule parallelizes a spatial outer loop and vectorizes a dense inner one") {
   CHECK(described(compile(kMttkrp, R"({"tensors": {"B": {"format": "csf"}}, "schedule": "auto"})")) ==
         std::vector<std::string>{"parallel(i, dynamic, 16)", "vectorize(j)"});
