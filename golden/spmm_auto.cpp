@@ -113,7 +113,7 @@ extern "C" void spmm_auto(
     const float* __restrict__ A_vals,
     const float* __restrict__ B_vals) {
   (void)dim_j;
-  #pragma omp parallel for schedule(dynamic, 16)
+  #pragma omp parallel for schedule(dynamic, 128)
   for (int64_t i = 0; i < dim_i; i++) {
     const int64_t k_groups = dim_k / 32;
     for (int64_t k0 = 0; k0 < k_groups; k0++) {

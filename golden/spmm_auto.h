@@ -11,7 +11,7 @@
 // Schedule:
 //   auto, chose:
 //   reorder(i, k, j): k outside the sum over j, for a register tile of the output's row
-//   parallel(i, dynamic, 16): race-free outer loop; dynamic for skewed rows
+//   parallel(i, dynamic, 128): race-free outer loop; dynamic for skewed rows
 //   tile(k, 32 -> k0, k1): 32 columns of the output's row at a time
 //   precompute(k1): their sums stay in registers across the sum
 //   vectorize(k1): vector registers

@@ -209,14 +209,14 @@ std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Pro
   // than the loop saves while the sort after it is sequential (docs/formats.md, listed outputs).
   bool outer_parallel_ok = !is_reduction(program, outer->label) && outer->annotations.sequential_reason.empty() &&
                            outer->annotations.listed.keys.empty() && labels_one_loop(func.body, outer->label);
-  // Rows that are one walk over a sparse level (SpMV's) are little work each: chunks of 512
-  // keep the dynamic schedule's cost per chunk small (bench/RESULTS.md: 1.19x of the best
-  // schedule per matrix, against 1.42x for chunks of 64); heavier rows (SpMM, SDDMM, SpGEMM)
-  // are shared 16 at a time.
+  // Dynamic, for skewed rows, in chunks large enough that taking one costs little beside its
+  // rows (bench/RESULTS.md, session 18): 512 rows where a row is one walk over a sparse level
+  // (SpMV: chunks of 64 measured 1.31x, of 512 1.19x of each matrix's best schedule), else 128
+  // (SpMM's register tile: chunks of 16 measured 1.78x of 128's time at N = 32).
   if (outer_parallel_ok) {
     const bool light_rows = one_sparse_walk_per_row(*outer);
-    add(ParallelOp{outer->label, OmpSchedule::Dynamic, light_rows ? 512 : 16, {}, {}, 0},
-        light_rows ? "race-free outer loop; sparse rows are little work: large dynamic chunks"
+    add(ParallelOp{outer->label, OmpSchedule::Dynamic, light_rows ? 512 : 128, {}, {}, 0},
+        light_rows ? "race-free outer loop; dynamic in large chunks: a row is one sparse walk"
                    : "race-free outer loop; dynamic for skewed rows");
   }
   // A register tile: the free loop in tiles of a few vectors, each tile's sums kept across the

@@ -179,7 +179,7 @@ std::vector<std::string> described(const spgen::Compilation& c) {
 
 TEST_CASE("auto schedule: SpMM keeps the output's row in register tiles across the sparse sum") {
   spgen::Compilation spmm = compile(kSpmm, R"({"tensors": {"A": {"format": "csr"}}, "schedule": "auto"})");
-  CHECK(described(spmm) == std::vector<std::string>{"reorder(i, k, j)", "parallel(i, dynamic, 16)", "tile(k, 32 -> k0, k1)",
+  CHECK(described(spmm) == std::vector<std::string>{"reorder(i, k, j)", "parallel(i, dynamic, 128)", "tile(k, 32 -> k0, k1)",
                                                      "precompute(k1)", "vectorize(k1)"});
   CHECK(contains(spmm.stage1_dump, "over [i: spatial, k: spatial, j: reduction]"));
   CHECK(contains(spmm.stage2_dump, "allocate local acc_tile: float32 vectors[32 / SPGEN_LANES_F32] = 0:"));
@@ -193,9 +193,9 @@ TEST_CASE("auto schedule: SpMM keeps the output's row in register tiles across t
   CHECK(described(compile(kSpmm, R"({"sizes": {"k": 12}, "tensors": {"A": {"format": "csr"}}, "schedule": "auto"})"))[2] ==
         "tile(k, 8 -> k0, k1)");
   CHECK(described(compile(kSpmm, R"({"sizes": {"k": 3}, "tensors": {"A": {"format": "csr"}}, "schedule": "auto"})")) ==
-        std::vector<std::string>{"parallel(i, dynamic, 16)", "vectorize(k)"});
+        std::vector<std::string>{"parallel(i, dynamic, 128)", "vectorize(k)"});
   // A dense A: no sparse sum to keep a tile across.
-  CHECK(described(compile(kSpmm, R"({"schedule": "auto"})")) == std::vector<std::string>{"parallel(i, dynamic, 16)", "vectorize(k)"});
+  CHECK(described(compile(kSpmm, R"({"schedule": "auto"})")) == std::vector<std::string>{"parallel(i, dynamic, 128)", "vectorize(k)"});
   // cuda keeps its own mapping (no stage I reorder).
   CHECK(!contains(described(compile(kSpmm, R"({"target": "cuda", "tensors": {"A": {"format": "csr"}}, "schedule": "auto"})")).front(),
                   "reorder"));
@@ -203,21 +203,21 @@ TEST_CASE("auto schedule: SpMM keeps the output's row in register tiles across t
 
 TEST_CASE("auto schedule: a dot product over a dense inner loop sums in vector lanes") {
   CHECK(described(compile(kSddmm, R"({"tensors": {"X": {"format": "csr"}}, "schedule": "auto"})")) ==
-        std::vector<std::string>{"parallel(i, dynamic, 16)", "vectorize(k, 16 lanes)"});
+        std::vector<std::string>{"parallel(i, dynamic, 128)", "vectorize(k, 16 lanes)"});
   CHECK(described(compile(kSddmm, R"({"types": {"value": "float64"}, "tensors": {"X": {"format": "csr"}}, "schedule": "auto"})")) ==
-        std::vector<std::string>{"parallel(i, dynamic, 16)", "vectorize(k, 8 lanes)"});
+        std::vector<std::string>{"parallel(i, dynamic, 128)", "vectorize(k, 8 lanes)"});
 }
 
 TEST_CASE("auto schedule: rows that are one sparse walk (SpMV) are shared in large chunks, heavier rows in small ones") {
   CHECK(described(compile(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": "auto"})")) ==
         std::vector<std::string>{"parallel(i, dynamic, 512)"});
   CHECK(described(compile("C(i,j) = A(i,k) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}},
-                                                        "schedule": "auto"})")) == std::vector<std::string>{"parallel(i, dynamic, 16)"});
+                                                        "schedule": "auto"})")) == std::vector<std::string>{"parallel(i, dynamic, 128)"});
 }
 
 TEST_CASE("auto schedule parallelizes a spatial outer loop and vectorizes a dense inner one") {
   CHECK(described(compile(kMttkrp, R"({"tensors": {"B": {"format": "csf"}}, "schedule": "auto"})")) ==
-        std::vector<std::string>{"parallel(i, dynamic, 16)", "vectorize(j)"});
+        std::vector<std::string>{"parallel(i, dynamic, 128)", "vectorize(j)"});
   spgen::Compilation csc = compile(kSpmv, R"({"tensors": {"A": {"format": "csc"}}, "schedule": "auto"})");
   CHECK(csc.schedule.empty());  // j is a reduction (no parallel); i is a position loop (no vectorize)
   // Several loops over i (a sum's parts, each in a nest of its own): no op can name one, so auto
