@@ -191,6 +191,7 @@ const std::vector<Variant<SpmmFn>> kSpmm = {
     {"spmm_b_pre32_sized_pf8", spmm_b_pre32_sized_pf8},
 };
 const std::vector<Variant<SddmmFn>> kSddmm = {
+    {"sddmm_b_sized_pf8", sddmm_b_sized_pf8},
     {"sddmm_b_sized", sddmm_b_sized},
     {"sddmm_b_lanes16", sddmm_b_lanes16},
     {"sddmm_b_guided", sddmm_b_guided},
@@ -204,7 +205,6 @@ const std::vector<Variant<SddmmFn>> kSddmm = {
     {"sddmm_b_sized_lanes32", sddmm_b_sized_lanes32},
     {"sddmm_b_auto", sddmm_b_auto},
     {"sddmm_b_sized_pf4", sddmm_b_sized_pf4},
-    {"sddmm_b_sized_pf8", sddmm_b_sized_pf8},
     {"sddmm_b_sized_pf16", sddmm_b_sized_pf16},
 };
 
