@@ -98,60 +98,24 @@ using SpmmFn = void (*)(int64_t, int64_t, int64_t, float*, const int32_t*, const
 using SddmmFn = void (*)(int64_t, int64_t, int64_t, float*, const int32_t*, const int32_t*, const float*, const float*,
                          const float*);
 // Kernels specialized for one width ("sizes" in their configs) return a status; a variant of
-// them dispatches on the width to the kernel generated for it.
-void check_sized(int status, const char* variant, int64_t width) {
+// them dispatches on the width to the kernel generated for it (32 or 128).
+void check_sized(int status, int64_t width) {
   if (status == 0) return;
-  std::fprintf(stderr, "bench_kernels: %s has no kernel for width %lld (status %d)\n", variant, static_cast<long long>(width), status);
+  std::fprintf(stderr, "bench_kernels: no kernel specialized for width %lld (status %d)\n", static_cast<long long>(width), status);
   std::exit(2);
 }
-void spmm_b_pre32_sized(int64_t n, int64_t N, int64_t m, float* C, const int32_t* pos, const int32_t* crd, const float* a,
-                        const float* B) {
-  check_sized(N == 32    ? spmm_b_pre32_n32(n, N, m, C, pos, crd, a, B)
-              : N == 128 ? spmm_b_pre32_n128(n, N, m, C, pos, crd, a, B)
-                         : -1,
-              "spmm_b_pre32_sized", N);
+using SizedSpmmFn = int (*)(int64_t, int64_t, int64_t, float*, const int32_t*, const int32_t*, const float*, const float*);
+using SizedSddmmFn = int (*)(int64_t, int64_t, int64_t, float*, const int32_t*, const int32_t*, const float*, const float*,
+                             const float*);
+template <SizedSpmmFn n32, SizedSpmmFn n128>
+void spmm_by_width(int64_t n, int64_t N, int64_t m, float* C, const int32_t* pos, const int32_t* crd, const float* a, const float* B) {
+  check_sized(N == 32 ? n32(n, N, m, C, pos, crd, a, B) : N == 128 ? n128(n, N, m, C, pos, crd, a, B) : -1, N);
 }
-// The sized SDDMM of the comparison: per width, the lane count the --sweep found best.
-void spmm_b_pre32_sized_pf8(int64_t n, int64_t N, int64_t m, float* C, const int32_t* pos, const int32_t* crd, const float* a,
-                            const float* B) {
-  check_sized(N == 32    ? spmm_b_pre32_n32_pf8(n, N, m, C, pos, crd, a, B)
-              : N == 128 ? spmm_b_pre32_n128_pf8(n, N, m, C, pos, crd, a, B)
-                         : -1,
-              "spmm_b_pre32_sized_pf8", N);
+template <SizedSddmmFn k32, SizedSddmmFn k128>
+void sddmm_by_width(int64_t n, int64_t m, int64_t K, float* Y, const int32_t* pos, const int32_t* crd, const float* x,
+                    const float* A, const float* B) {
+  check_sized(K == 32 ? k32(n, m, K, Y, pos, crd, x, A, B) : K == 128 ? k128(n, m, K, Y, pos, crd, x, A, B) : -1, K);
 }
-void sddmm_b_sized(int64_t n, int64_t m, int64_t K, float* Y, const int32_t* pos, const int32_t* crd, const float* x,
-                   const float* A, const float* B) {
-  check_sized(K == 32    ? sddmm_b_k32_lanes16(n, m, K, Y, pos, crd, x, A, B)
-              : K == 128 ? sddmm_b_k128_lanes32(n, m, K, Y, pos, crd, x, A, B)
-                         : -1,
-              "sddmm_b_sized", K);
-}
-void sddmm_b_sized_lanes16(int64_t n, int64_t m, int64_t K, float* Y, const int32_t* pos, const int32_t* crd, const float* x,
-                           const float* A, const float* B) {
-  check_sized(K == 32    ? sddmm_b_k32_lanes16(n, m, K, Y, pos, crd, x, A, B)
-              : K == 128 ? sddmm_b_k128_lanes16(n, m, K, Y, pos, crd, x, A, B)
-                         : -1,
-              "sddmm_b_sized_lanes16", K);
-}
-void sddmm_b_sized_lanes32(int64_t n, int64_t m, int64_t K, float* Y, const int32_t* pos, const int32_t* crd, const float* x,
-                           const float* A, const float* B) {
-  check_sized(K == 32    ? sddmm_b_k32_lanes32(n, m, K, Y, pos, crd, x, A, B)
-              : K == 128 ? sddmm_b_k128_lanes32(n, m, K, Y, pos, crd, x, A, B)
-                         : -1,
-              "sddmm_b_sized_lanes32", K);
-}
-
-#define SPGEN_BENCH_SIZED_PREFETCH(D)                                                                                    \
-  void sddmm_b_sized_pf##D(int64_t n, int64_t m, int64_t K, float* Y, const int32_t* pos, const int32_t* crd, const float* x, \
-                           const float* A, const float* B) {                                                                \
-    check_sized(K == 32    ? sddmm_b_k32_pf##D(n, m, K, Y, pos, crd, x, A, B)                                                \
-                : K == 128 ? sddmm_b_k128_pf##D(n, m, K, Y, pos, crd, x, A, B)                                               \
-                           : -1,                                                                                             \
-                "sddmm_b_sized_pf" #D, K);                                                                                   \
-  }
-SPGEN_BENCH_SIZED_PREFETCH(4)
-SPGEN_BENCH_SIZED_PREFETCH(8)
-SPGEN_BENCH_SIZED_PREFETCH(16)
 
 template <class F>
 struct Variant {
@@ -174,7 +138,7 @@ const std::vector<Variant<SpmvFn>> kSpmv = {
     {"spmv_b_auto", spmv_b_auto},
 };
 const std::vector<Variant<SpmmFn>> kSpmm = {
-    {"spmm_b_pre32_sized", spmm_b_pre32_sized},
+    {"spmm_b_pre32_sized", spmm_by_width<spmm_b_pre32_n32, spmm_b_pre32_n128>},
     {"spmm_b_pre32", spmm_b_pre32},
     {"spmm_b_guided", spmm_b_guided},
     {"spmm_b_dyn16", spmm_b_dyn16},
@@ -188,11 +152,11 @@ const std::vector<Variant<SpmmFn>> kSpmm = {
     {"spmm_b_pre16", spmm_b_pre16},
     {"spmm_b_hyb", spmm_b_hyb_csr},
     {"spmm_b_auto", spmm_b_auto},
-    {"spmm_b_pre32_sized_pf8", spmm_b_pre32_sized_pf8},
+    {"spmm_b_pre32_sized_pf8", spmm_by_width<spmm_b_pre32_n32_pf8, spmm_b_pre32_n128_pf8>},
 };
 const std::vector<Variant<SddmmFn>> kSddmm = {
-    {"sddmm_b_sized_pf8", sddmm_b_sized_pf8},
-    {"sddmm_b_sized", sddmm_b_sized},
+    {"sddmm_b_sized_pf8", sddmm_by_width<sddmm_b_k32_pf8, sddmm_b_k128_pf8>},
+    {"sddmm_b_sized", sddmm_by_width<sddmm_b_k32_lanes16, sddmm_b_k128_lanes32>},  // the sweep's best lanes per width
     {"sddmm_b_lanes16", sddmm_b_lanes16},
     {"sddmm_b_guided", sddmm_b_guided},
     {"sddmm_b_dyn16", sddmm_b_dyn16},
@@ -201,11 +165,11 @@ const std::vector<Variant<SddmmFn>> kSddmm = {
     {"sddmm_b_static", sddmm_b_static},
     {"sddmm_b_dyn16_novec", sddmm_b_dyn16_novec},
     {"sddmm_b_dyn64", sddmm_b_dyn64},
-    {"sddmm_b_sized_lanes16", sddmm_b_sized_lanes16},
-    {"sddmm_b_sized_lanes32", sddmm_b_sized_lanes32},
+    {"sddmm_b_sized_lanes16", sddmm_by_width<sddmm_b_k32_lanes16, sddmm_b_k128_lanes16>},
+    {"sddmm_b_sized_lanes32", sddmm_by_width<sddmm_b_k32_lanes32, sddmm_b_k128_lanes32>},
     {"sddmm_b_auto", sddmm_b_auto},
-    {"sddmm_b_sized_pf4", sddmm_b_sized_pf4},
-    {"sddmm_b_sized_pf16", sddmm_b_sized_pf16},
+    {"sddmm_b_sized_pf4", sddmm_by_width<sddmm_b_k32_pf4, sddmm_b_k128_pf4>},
+    {"sddmm_b_sized_pf16", sddmm_by_width<sddmm_b_k32_pf16, sddmm_b_k128_pf16>},
 };
 
 template <class F>
