@@ -137,10 +137,6 @@ bool param_is_used(const LoweredFunc& func, const Param& param) {
   return uses.found || stmt_reads_var(func.body, param.name);
 }
 
-bool checks_sizes_of(const LoweredFunc& func, const Param& param) {
-  return std::any_of(func.fixed_sizes.begin(), func.fixed_sizes.end(), [&](const auto& fixed) { return fixed.first == param.name; });
-}
-
 // `linkage`: "extern \"C\"" for what the header declares, "static" for a decomposition's parts.
 // A function specialized for fixed sizes returns a status: SPGEN_ERR_DIM, before it touches
 // anything, when a size parameter differs from the size its body assumes.
@@ -153,7 +149,7 @@ std::string print_function(const LoweredFunc& func, const std::string& linkage =
   for (const auto& [param, size] : func.fixed_sizes)
     text += "  if (" + param + " != " + std::to_string(size) + ") return SPGEN_ERR_DIM;\n";
   for (const Param& p : func.params)
-    if (!param_is_used(func, p) && !checks_sizes_of(func, p)) text += "  (void)" + p.name + ";\n";
+    if (!param_is_used(func, p) && !func.is_fixed_size(p.name)) text += "  (void)" + p.name + ";\n";
   CExprPrinter expr;
   CpuStmtPrinter printer(expr);
   text += printer.print(func.body, 1);

@@ -743,10 +743,6 @@ class ExecutorPrinter : public CStmtPrinter {
   }
 };
 
-bool is_fixed_size(const LoweredFunc& func, const std::string& param) {
-  return std::any_of(func.fixed_sizes.begin(), func.fixed_sizes.end(), [&](const auto& fixed) { return fixed.first == param; });
-}
-
 // A function specialized for fixed sizes launches nothing when a size parameter differs.
 std::string size_checks(const LoweredFunc& func) {
   std::string out;
@@ -876,7 +872,7 @@ std::string emit_host_function(const LoweredFunc& func, const std::string& linka
   // Sizes the sparse structure already bounds are part of the ABI but may go unread.
   std::string unused;
   for (const Param& p : func.params)
-    if (!passed.count(p.name) && !is_fixed_size(func, p.name)) unused += "  (void)" + p.name + ";\n";
+    if (!passed.count(p.name) && !func.is_fixed_size(p.name)) unused += "  (void)" + p.name + ";\n";
   return text + templates::render("cuda_launcher.cu.in", {{"linkage", linkage},
                                                           {"name", func.name},
                                                           {"params", params},

@@ -94,6 +94,12 @@ std::vector<Stmt> statements_of(const Stmt& stmt) {
   return stmt->kind == StmtKind::Block ? static_cast<const Block&>(*stmt).stmts : std::vector<Stmt>{stmt};
 }
 
+bool LoweredFunc::is_fixed_size(const std::string& param) const {
+  for (const auto& fixed : fixed_sizes)
+    if (fixed.first == param) return true;
+  return false;
+}
+
 bool is_const_int(const Expr& expr, int64_t value) {
   return expr->kind == ExprKind::IntImm && static_cast<const IntImm&>(*expr).value == value;
 }

@@ -289,6 +289,7 @@ struct LoweredFunc {
   // Size parameters whose value the body assumes (passes/specialize_sizes.h), with that value:
   // the function checks them on entry and returns an error status when one differs.
   std::vector<std::pair<std::string, int64_t>> fixed_sizes;
+  bool is_fixed_size(const std::string& param) const;  // `param` is one of fixed_sizes
 };
 
 // ---- construction helpers ----
