@@ -287,4 +287,10 @@ bool uses_sort(const Stmt& stmt, bool with_values) {
   return finder.found;
 }
 
+std::string first_unused_name(const std::set<std::string>& used, const std::string& wanted) {
+  std::string name = wanted;
+  for (int k = 2; used.count(name); ++k) name = wanted + "_" + std::to_string(k);
+  return name;
+}
+
 }  // namespace spgen::loops

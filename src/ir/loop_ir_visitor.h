@@ -134,5 +134,7 @@ bool contains_loop(const Stmt& stmt);
 std::set<std::string> names_bound_in(const Stmt& stmt);
 // Every name a kernel binds: names_bound_in(body) and its parameters.
 std::set<std::string> names_bound_in(const LoweredFunc& func);
+// `wanted`, or else the first of `wanted_2`, `wanted_3`, ... that `used` lacks.
+std::string first_unused_name(const std::set<std::string>& used, const std::string& wanted);
 
 }  // namespace spgen::loops

@@ -98,9 +98,7 @@ int64_t register_tile_width(const sparse::Program& program, const Config& config
 std::string unused_name(const LoweredFunc& func, const sparse::Program& program, const std::string& wanted) {
   std::set<std::string> used = names_bound_in(func);
   used.insert(program.index_vars.begin(), program.index_vars.end());
-  std::string name = wanted;
-  for (int k = 2; used.count(name); ++k) name = wanted + "_" + std::to_string(k);
-  return name;
+  return first_unused_name(used, wanted);
 }
 
 // cuda: the outermost loop is spread over blocks and threads. When the innermost loop is dense

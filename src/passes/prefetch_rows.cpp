@@ -50,12 +50,7 @@ void prefetch_rows(LoweredFunc& func, const sparse::Program& program, const Conf
     if (std::none_of(finder.found.begin(), finder.found.end(), [&](const LoopInfo& info) { return info.loop->label == prefetch.var; }))
       fail("no loop named " + prefetch.var);
     std::set<std::string> used = names_bound_in(func);
-    auto fresh = [&](const std::string& wanted) {
-      std::string name = wanted;
-      for (int k = 2; used.count(name); ++k) name = wanted + "_" + std::to_string(k);
-      used.insert(name);
-      return name;
-    };
+    auto fresh = [&](const std::string& wanted) { return *used.insert(first_unused_name(used, wanted)).first; };
     const ScalarType index_type = program.index_type == IndexType::Int64 ? ScalarType::Int64 : ScalarType::Int32;
     const int64_t line = 64 / (program.value_type == ValueType::Float64 ? 8 : 4);  // elements per 64-byte cache line
     Expr extent = int64(1);  // a row: the product of the lengths of the levels below the first
