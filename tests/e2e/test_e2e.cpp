@@ -1,6 +1,6 @@
 // Numeric end-to-end tests: every spec/config pair in specs/ and tests/e2e/cases/ goes through
 // `spgen run` (generate, compile with $CXX, run), and the output file is compared with the
-// independent reference evaluator (tests/support/reference.cpp, which shares no code with the
+// independent reference evaluator (src/reference/reference.cpp, which shares no code with the
 // compiler) on the same inputs: random ones of several shapes, and real matrices from
 // ../shared/data when it exists. CUDA kernels run on the CPU, through the emulator of
 // tests/cuda_emu (nvcc-emu as $NVCC).

@@ -1,6 +1,6 @@
 // Coordinate-wise tensors for the independent reference checker of generated kernels.
 //
-// This code deliberately shares nothing with src/: a bug in the compiler's own file reader or
+// This code deliberately shares nothing with the rest of src/ (the compiler): a bug in the compiler's own file reader or
 // parser must not be able to hide in a shared piece. Coordinates are 0-based in memory and
 // 1-based in files (and in messages meant for people).
 #pragma once
