@@ -383,6 +383,7 @@ void lower_decomposition(Compilation& c) {
     if (!applied[i])
       fail_schedule_op(c.config, c.config.schedule[i], "no part of the decomposition has the loops it names");
   c.schedule = c.config.schedule;
+  c.explicit_schedule = c.schedule;
   c.func = build_executor(c.config.name, d, c.parts);
   c.stage2_dump += "// executor\n" + loops::dump_stage2(c.func);
 }
@@ -437,10 +438,13 @@ void lower_split_sum(Compilation& c, std::vector<SumPart> parts, bool output_for
     mark_part_ops(c.config, part.name, it.applied, 0, applied);
     // `auto` chooses ops per part: the header lists each choice once.
     if (c.config.auto_schedule)
-      for (const ScheduleOp& op : it.schedule)
+      for (const ScheduleOp& op : it.schedule) {
         if (std::none_of(c.schedule.begin(), c.schedule.end(),
                          [&](const ScheduleOp& o) { return describe_schedule_op(o) == describe_schedule_op(op); }))
           c.schedule.push_back(op);
+        c.explicit_schedule.push_back(op);
+        c.explicit_schedule.back().part = part.name;
+      }
     std::string heading = "// " + description + "\n";
     c.stage1_dump += heading + it.stage1_dump;
     c.stage2_dump += heading + it.stage2_dump;
@@ -458,7 +462,7 @@ void lower_split_sum(Compilation& c, std::vector<SumPart> parts, bool output_for
     if (!applied[i])
       fail_schedule_op(c.config, c.config.schedule[i],
                        "no part of the sum has the loops it names (the parts' loops: " + loops + ")");
-  if (!c.config.auto_schedule) c.schedule = c.config.schedule;
+  if (!c.config.auto_schedule) c.schedule = c.explicit_schedule = c.config.schedule;
   c.func = build_executor(c.config.name, c.spec, c.parts, comments);
   c.stage2_dump += "// executor\n" + loops::dump_stage2(c.func);
 }
@@ -493,6 +497,7 @@ void lower_whole(Compilation& c, bool output_format_inferred) {
   c.func = std::move(it.func);
   c.assemble = std::move(it.assemble);
   c.schedule = std::move(it.schedule);
+  c.explicit_schedule = c.schedule;
   c.stage1_dump = std::move(it.stage1_dump);
   c.stage2_dump = std::move(it.stage2_dump);
 }

@@ -33,7 +33,10 @@ struct Compilation {
   std::vector<std::string> sum_parts;          // a sum split by summed indices: each part, described
   std::vector<loops::LoweredFunc> parts;       // their kernels (a decomposition's or a sum's), which the executor calls
   std::vector<loops::LoweredFunc> assemble;  // a sparse output's assemble phases, one per compressed level
-  std::vector<ScheduleOp> schedule;      // what was applied (`auto` expanded)
+  std::vector<ScheduleOp> schedule;      // what was applied (`auto` expanded), each op once, for the header
+  // The same as a config would list it: `auto`'s choices for the parts of a sum each name their
+  // part, so that config_writer's JSON of it generates this kernel (spgen tune starts from it).
+  std::vector<ScheduleOp> explicit_schedule;
   std::string stage1_dump, stage2_dump;  // --emit=stage1 / --emit=stage2
   std::vector<GeneratedFile> files;      // NAME.h, then NAME.cpp or NAME.cu
 };

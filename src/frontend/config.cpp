@@ -131,7 +131,7 @@ class ConfigReader {
     Config config;
     config.file = file_;
     expect_object(root, "");
-    check_keys(root, "", {"name", "description", "target", "types", "sizes", "tensors", "schedule"});
+    check_keys(root, "", {"name", "description", "target", "types", "sizes", "tensors", "schedule", "tuned"});
     config.name = root.contains("name") ? get_string(root["name"], "/name") : default_name;
     if (!is_c_identifier(config.name))
       fail(root.contains("name") ? "/name" : "", "kernel name \"" + config.name +
@@ -140,6 +140,8 @@ class ConfigReader {
       fail(root.contains("name") ? "/name" : "", "kernel name \"" + config.name +
                                                      "\" is reserved (a C++ keyword or an spgen prefix); choose another");
     if (root.contains("description")) get_string(root["description"], "/description");
+    // What `spgen tune` measured (docs/tune.md): a record for people, not read by the compiler.
+    if (root.contains("tuned")) expect_object(root["tuned"], "/tuned");
     if (root.contains("target")) config.target = read_target(root["target"]);
     if (target) config.target = *target;
     if (root.contains("types")) read_types(root["types"], config);

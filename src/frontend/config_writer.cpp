@@ -1,0 +1,81 @@
+#include "frontend/config_writer.h"
+
+#include <type_traits>
+
+namespace spgen {
+
+using json = nlohmann::json;
+
+namespace {
+
+const char* omp_schedule_name(OmpSchedule schedule) {
+  switch (schedule) {
+    case OmpSchedule::Static: return "static";
+    case OmpSchedule::Dynamic: return "dynamic";
+    case OmpSchedule::Guided: return "guided";
+  }
+  return "static";
+}
+
+json op_fields(const ReorderOp& op) { return {{"op", "reorder"}, {"order", op.order}}; }
+json op_fields(const SplitOp& op) {
+  return {{"op", "split"}, {"var", op.var}, {"factor", op.factor}, {"into", {op.outer, op.inner}}};
+}
+json op_fields(const TileOp& op) {
+  return {{"op", "tile"}, {"var", op.var}, {"factor", op.factor}, {"into", {op.outer, op.inner}}};
+}
+json op_fields(const PrecomputeOp& op) { return {{"op", "precompute"}, {"var", op.var}}; }
+json op_fields(const ParallelOp& op) {
+  json j = {{"op", "parallel"}, {"var", op.var}, {"schedule", omp_schedule_name(op.schedule)}};
+  if (op.chunk > 0) j["chunk"] = op.chunk;
+  if (!op.reduction.empty()) j["reduction"] = op.reduction;
+  if (!op.balance.empty()) j["balance"] = op.balance;
+  if (op.parts > 0) j["parts"] = op.parts;
+  return j;
+}
+json op_fields(const VectorizeOp& op) {
+  json j = {{"op", "vectorize"}, {"var", op.var}};
+  if (op.lanes > 0) j["lanes"] = op.lanes;
+  return j;
+}
+json op_fields(const UnrollOp& op) { return {{"op", "unroll"}, {"var", op.var}, {"factor", op.factor}}; }
+json op_fields(const BindOp& op) {
+  json j = {{"op", "bind"}, {"var", op.var}, {"to", op.to}};
+  if (!op.reduction.empty()) j["reduction"] = op.reduction;
+  if (op.threads > 0) j["threads"] = op.threads;
+  return j;
+}
+json op_fields(const FuseOp& op) { return {{"op", "fuse"}, {"vars", op.vars}, {"into", op.into}}; }
+json op_fields(const DecomposeOp& op) {
+  json j = {{"op", "decompose"}, {"tensor", op.tensor}, {"format", op.format}};
+  if (op.format == "hyb") {
+    j["partitions"] = op.partitions;
+    j["buckets"] = op.buckets;
+  } else if (op.format == "ell+coo") {
+    j["width"] = op.width;
+  } else if (op.format == "bsr+csr") {
+    j["block"] = {op.block_rows, op.block_cols};
+    j["fill"] = op.fill;
+  }
+  return j;
+}
+json op_fields(const CacheOp& op) { return {{"op", "cache"}, {"tensor", op.tensor}, {"at", op.var}}; }
+json op_fields(const PrefetchOp& op) {
+  return {{"op", "prefetch"}, {"tensor", op.tensor}, {"at", op.var}, {"distance", op.distance}};
+}
+
+}  // namespace
+
+json schedule_op_json(const ScheduleOp& op) {
+  json j = std::visit([](const auto& o) { return op_fields(o); }, op.op);
+  if (!op.part.empty()) j["part"] = op.part;
+  return j;
+}
+
+json schedule_json(const std::vector<ScheduleOp>& ops) {
+  json list = json::array();
+  for (const ScheduleOp& op : ops) list.push_back(schedule_op_json(op));
+  return list;
+}
+
+}  // namespace spgen
