@@ -1,0 +1,289 @@
+#include "cli/driver_build.h"
+
+#include <algorithm>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <sstream>
+
+#include "codegen/c_printer.h"
+#include "codegen/run_driver.h"
+#include "lower.h"
+#include "support/diagnostics.h"
+#include "support/files.h"
+#include "support/templates.h"
+
+extern char** environ;
+
+namespace spgen::cli {
+
+namespace {
+
+// Starts argv[0] (searched in PATH); its output goes to ours, or to `log` when given.
+pid_t start(const std::vector<std::string>& args, const std::string& log = "") {
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (!log.empty()) {
+    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  }
+  pid_t pid;
+  int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw CompileError("spgen run: error: cannot start " + args[0] + ": " + std::strerror(rc) + "\n");
+  return pid;
+}
+
+// Waits for a started process and returns its exit status.
+int finish(pid_t pid, const std::string& name) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) throw CompileError("spgen run: error: lost track of " + name + "\n");
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+// A compiler run, its output kept in `log` and shown only if it fails.
+struct CompileStep {
+  std::vector<std::string> command;
+  std::string log;
+};
+
+std::string command_line(const std::vector<std::string>& words) {
+  std::string line;
+  for (const std::string& w : words) line += (line.empty() ? "" : " ") + w;
+  return line;
+}
+
+// Runs the steps at once (a driver's pieces compile independently); the first failure's output
+// is printed and reported.
+void run_steps(const std::vector<CompileStep>& steps, bool verbose, const std::string& compiler) {
+  std::vector<pid_t> pids;
+  for (const CompileStep& step : steps) {
+    if (verbose) std::fprintf(stderr, "spgen run: %s\n", command_line(step.command).c_str());
+    pids.push_back(start(step.command, step.log));
+  }
+  int failed = -1;
+  for (size_t i = 0; i < steps.size(); ++i)
+    if (finish(pids[i], steps[i].command[0]) != 0 && failed < 0) failed = static_cast<int>(i);
+  if (failed < 0) return;
+  std::string output = read_file(steps[static_cast<size_t>(failed)].log);
+  std::fprintf(stderr, "%s", output.c_str());
+  throw CompileError("spgen run: error: " + compiler + " rejected the generated kernel (see above)\n");
+}
+
+// FNV-1a: a hash that stays the same across runs and builds, for naming cached objects.
+std::string stable_hash(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
+// Where compiled driver runtimes are kept between runs: $SPGEN_RUN_CACHE, else
+// $XDG_CACHE_HOME/spgen, else ~/.cache/spgen; none when SPGEN_RUN_CACHE is "off".
+std::filesystem::path runtime_cache_dir() {
+  const char* cache = std::getenv("SPGEN_RUN_CACHE");
+  if (cache && std::string(cache) == "off") return {};
+  if (cache && *cache) return cache;
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg && *xdg) return std::filesystem::path(xdg) / "spgen";
+  const char* home = std::getenv("HOME");
+  if (home && *home) return std::filesystem::path(home) / ".cache" / "spgen";
+  return {};
+}
+
+// The compiler's own description (`--version`), so that a cached object is not reused by another.
+std::string compiler_identity(const std::vector<std::string>& compiler, const std::filesystem::path& dir) {
+  std::string log = (dir / "compiler-version.txt").string();
+  if (spawn({compiler.front(), "--version"}, log) != 0) return compiler.front();
+  return read_file(log);
+}
+
+// $CXX (else c++) for host code that nvcc links too: no OpenMP and no -march, as nvcc's host
+// code has neither.
+std::vector<std::string> host_compiler_command() {
+  const char* cxx = std::getenv("CXX");
+  std::istringstream words(cxx && *cxx ? cxx : "c++");
+  std::vector<std::string> command;
+  for (std::string word; words >> word;) command.push_back(word);
+  for (const char* flag : {"-std=c++17", "-O3"}) command.push_back(flag);
+  return command;
+}
+
+// $CXX for the CPU driver: tuned to this machine, with OpenMP for the kernel's parallel loops.
+std::vector<std::string> compiler_command() {
+  std::vector<std::string> command = host_compiler_command();
+  for (const char* flag : {"-march=native", "-fopenmp"}) command.push_back(flag);
+  return command;
+}
+
+// $NVCC, else the CUDA toolkit's default location, else nvcc from PATH; for the GPU it runs on.
+std::vector<std::string> cuda_compiler_command() {
+  const char* nvcc = std::getenv("NVCC");
+  std::string path = nvcc && *nvcc ? nvcc : access("/usr/local/cuda/bin/nvcc", X_OK) == 0 ? "/usr/local/cuda/bin/nvcc" : "nvcc";
+  return {path, "-std=c++17", "-O3", "-arch=native"};
+}
+
+// The driver's runtime instantiated for the kernel's index and value types: `path` is the
+// object to link, from the cache when one built by the same compiler, flags and runtime is
+// there; else `build` compiles it here, and `cache_as` is where to keep it for later runs.
+struct RuntimeObject {
+  std::string path;
+  std::optional<CompileStep> build;
+  std::filesystem::path cache_as;
+};
+
+RuntimeObject runtime_object(const Compilation& c, const std::filesystem::path& dir, const std::vector<std::string>& compile) {
+  std::string instance = templates::render(
+      "run_runtime_instance.cpp.in", {{"index_type", c_type_name(c.config.index_type)}, {"value_type", c_type_name(c.config.value_type)}});
+  std::string source = (dir / "spgen_run_runtime_instance.cpp").string();
+  write_files_atomically({{source, instance}});
+  RuntimeObject runtime{(dir / "spgen_run_runtime_instance.o").string(), std::nullopt, {}};
+  std::vector<std::string> command = compile;
+  command.insert(command.end(), {"-c", source, "-o", runtime.path});
+  runtime.build = CompileStep{command, (dir / "compile-runtime.log").string()};
+  std::filesystem::path cache = runtime_cache_dir();
+  if (cache.empty()) return runtime;
+  std::string key = compiler_identity(compile, dir) + command_line(compile) + "\n" + instance + "\n" +
+                    std::string(*templates::lookup("spgen_run_runtime.hpp"));
+  std::filesystem::path cached = cache / ("runtime-" + stable_hash(key) + ".o");
+  if (std::filesystem::exists(cached)) return {cached.string(), std::nullopt, {}};
+  runtime.cache_as = cached;
+  return runtime;
+}
+
+// Keeps a freshly built runtime object for later runs (best effort: a cache that cannot be
+// written only costs time). Written under a unique name, then renamed, as runs may race.
+void cache_runtime_object(const std::string& object, const std::filesystem::path& cached) {
+  std::error_code ec;
+  std::filesystem::create_directories(cached.parent_path(), ec);
+  std::filesystem::path partial = cached.string() + ".partial-" + std::to_string(getpid());
+  std::filesystem::copy_file(object, partial, std::filesystem::copy_options::overwrite_existing, ec);
+  if (!ec) std::filesystem::rename(partial, cached, ec);
+  if (ec) std::filesystem::remove(partial, ec);
+}
+
+// The runtime header precompiled (a .gch) for the driver's glue, whose compile is mostly
+// parsing it: cache/pch2-HASH/ holds a copy of the header and its .gch, built once per compiler,
+// glue flags and header text, and the glue is compiled with `-include` that copy (its own
+// #include of the header then adds nothing: include guard). Empty without a cache, or when the
+// compiler cannot precompile it; the glue then parses the header itself.
+// The .gch is built beside the copy at its final path, and the copy is never rewritten: clang's
+// precompiled header names the header's path and modification time and is refused (a fatal
+// error, where GCC falls back to the text) once either changes. Runs may race: the copy is
+// linked into place only where none is, and each run's .gch is renamed over the last (all
+// alike).
+std::string precompiled_runtime_header(const std::vector<std::string>& glue_compile, const std::filesystem::path& dir,
+                                       bool verbose) {
+  std::filesystem::path cache = runtime_cache_dir();
+  if (cache.empty()) return {};
+  const std::string header(*templates::lookup("spgen_run_runtime.hpp"));
+  const std::string entry = "pch2-" + stable_hash(compiler_identity(glue_compile, dir) + command_line(glue_compile) + "\n" + header);
+  const std::filesystem::path kept = cache / entry / "spgen_run_runtime.hpp";
+  const std::string gch = kept.string() + ".gch";
+  std::error_code ec;
+  if (std::filesystem::exists(gch, ec)) return kept.string();
+  std::filesystem::create_directories(kept.parent_path(), ec);
+  if (ec) return {};
+  const std::string pid = std::to_string(getpid());
+  if (!std::filesystem::exists(kept, ec)) {
+    const std::string copy = kept.string() + ".partial-" + pid;
+    write_files_atomically({{copy, header}});
+    std::filesystem::create_hard_link(copy, kept, ec);  // (fails where another run's copy is: as good)
+    std::filesystem::remove(copy, ec);
+  }
+  const std::string partial = gch + ".partial-" + pid;
+  std::vector<std::string> command = glue_compile;
+  command.insert(command.end(), {"-x", "c++-header", kept.string(), "-o", partial});
+  if (verbose) std::fprintf(stderr, "spgen run: %s\n", command_line(command).c_str());
+  if (spawn(command, (dir / "compile-pch.log").string()) == 0) std::filesystem::rename(partial, gch, ec);
+  std::filesystem::remove(partial, ec);
+  return std::filesystem::exists(gch, ec) ? kept.string() : std::string();
+}
+
+// The CPU driver: the kernel, the driver's glue and the runtime compiled at once (the runtime
+// reused from the cache when it can be, the glue against the precompiled runtime header), then
+// linked.
+void build_cpu_driver(const Compilation& c, const std::filesystem::path& dir, const std::string& driver_source,
+                      const std::string& binary, const DriverBuildOptions& options) {
+  std::vector<std::string> compile = compiler_command();
+  compile.insert(compile.end(), options.extra_cxxflags.begin(), options.extra_cxxflags.end());
+  // The runtime (file I/O, packing, timing) is optimized whatever --cxxflags says of the
+  // kernel: it is compiled once and cached, and at -O0 reading a graph's dense operands took
+  // longer than the kernel. (-O levels leave the ABI alone; other flags, sanitizers too, apply.)
+  std::vector<std::string> runtime_compile = compile;
+  runtime_compile.push_back("-O3");
+  RuntimeObject runtime = runtime_object(c, dir, runtime_compile);
+  std::vector<std::string> glue_compile = compile;
+  glue_compile.push_back("-DSPGEN_RUN_PRECOMPILED");
+  std::string runtime_header = precompiled_runtime_header(glue_compile, dir, options.verbose);
+  if (!runtime_header.empty()) glue_compile.insert(glue_compile.end(), {"-include", runtime_header});
+  std::vector<CompileStep> steps;
+  std::vector<std::string> objects;
+  for (const std::string& source : {driver_source, c.files[1].name}) {
+    std::string object = (dir / (source + ".o")).string();
+    std::vector<std::string> command = source == driver_source ? glue_compile : compile;
+    command.insert(command.end(), {"-c", (dir / source).string(), "-o", object});
+    steps.push_back({command, (dir / ("compile-" + source + ".log")).string()});
+    objects.push_back(object);
+  }
+  if (runtime.build) steps.push_back(*runtime.build);
+  run_steps(steps, options.verbose, "the C++ compiler");
+  if (!runtime.cache_as.empty()) cache_runtime_object(runtime.path, runtime.cache_as);
+  std::vector<std::string> link = compile;
+  link.insert(link.end(), {"-o", binary});
+  link.insert(link.end(), objects.begin(), objects.end());
+  link.push_back(runtime.path);
+  run_steps({{link, (dir / "link.log").string()}}, options.verbose, "the C++ compiler");
+}
+
+// The CUDA driver: nvcc builds the kernel and the driver's glue; the runtime, host code only, is
+// compiled by the host C++ compiler (host_compiler_command) and reused from the cache.
+void build_cuda_driver(const Compilation& c, const std::filesystem::path& dir, const std::string& driver_source,
+                       const std::string& binary, const DriverBuildOptions& options) {
+  RuntimeObject runtime = runtime_object(c, dir, host_compiler_command());
+  if (runtime.build) run_steps({*runtime.build}, options.verbose, "the C++ compiler");
+  if (!runtime.cache_as.empty()) cache_runtime_object(runtime.path, runtime.cache_as);
+  std::vector<std::string> build = cuda_compiler_command();
+  build.insert(build.end(), options.extra_cxxflags.begin(), options.extra_cxxflags.end());
+  build.insert(build.end(), {"-DSPGEN_RUN_PRECOMPILED", "-o", binary, (dir / driver_source).string(),
+                             (dir / c.files[1].name).string(), runtime.path});
+  run_steps({{build, (dir / "compile.log").string()}}, options.verbose, "nvcc");
+}
+
+}  // namespace
+
+std::string build_driver(const Compilation& c, const std::filesystem::path& dir, const DriverBuildOptions& options) {
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const GeneratedFile& file : c.files) files.emplace_back((dir / file.name).string(), file.text);
+  GeneratedFile driver = emit_run_driver(c.func, c.program, c.config.target, c.assemble,
+                                         c.decomposition ? &*c.decomposition : nullptr);
+  files.emplace_back((dir / driver.name).string(), driver.text);
+  files.emplace_back((dir / "spgen_run_runtime.hpp").string(), std::string(*templates::lookup("spgen_run_runtime.hpp")));
+  write_files_atomically(files);
+
+  std::string binary = (dir / "driver").string();
+  if (c.config.target == Target::Cuda) {
+    build_cuda_driver(c, dir, driver.name, binary, options);
+  } else {
+    build_cpu_driver(c, dir, driver.name, binary, options);
+  }
+  return binary;
+}
+
+int spawn(const std::vector<std::string>& args, const std::string& log) { return finish(start(args, log), args[0]); }
+
+}  // namespace spgen::cli
