@@ -36,4 +36,21 @@ struct RunOptions {
 };
 int run_run(const RunOptions& options);
 
+struct TuneOptions {
+  std::string spec, config, output;
+  std::string target;                    // "", "cpu" or "cuda"
+  std::vector<std::string> inputs;       // NAME=FILE or NAME=random
+  std::vector<std::string> dims;         // VAR=N, for the driver and the reference
+  std::string budget = "60s";
+  int threads = 0;                       // 0: OpenMP's default
+  uint64_t seed = 1;
+  std::string trials_csv;                // --trials FILE.csv
+  std::string db;                        // --db FILE or off
+  std::string keep_dir;
+  bool verbose = false;
+};
+int run_tune(const TuneOptions& options);
+// "60s", "2m", "1.5m", "90" (seconds): a positive duration in seconds; else a CompileError.
+double parse_duration(const std::string& text);
+
 }  // namespace spgen::cli

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include "codegen/c_printer.h"
 #include "codegen/run_driver.h"
@@ -165,12 +166,18 @@ RuntimeObject runtime_object(const Compilation& c, const std::filesystem::path& 
   return runtime;
 }
 
+// A name part no other process, nor another thread of this one (spgen tune builds drivers at
+// once), uses for its partial files.
+std::string unique_suffix() {
+  return std::to_string(getpid()) + "-" + std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 1000000007);
+}
+
 // Keeps a freshly built runtime object for later runs (best effort: a cache that cannot be
 // written only costs time). Written under a unique name, then renamed, as runs may race.
 void cache_runtime_object(const std::string& object, const std::filesystem::path& cached) {
   std::error_code ec;
   std::filesystem::create_directories(cached.parent_path(), ec);
-  std::filesystem::path partial = cached.string() + ".partial-" + std::to_string(getpid());
+  std::filesystem::path partial = cached.string() + ".partial-" + unique_suffix();
   std::filesystem::copy_file(object, partial, std::filesystem::copy_options::overwrite_existing, ec);
   if (!ec) std::filesystem::rename(partial, cached, ec);
   if (ec) std::filesystem::remove(partial, ec);
@@ -198,7 +205,7 @@ std::string precompiled_runtime_header(const std::vector<std::string>& glue_comp
   if (std::filesystem::exists(gch, ec)) return kept.string();
   std::filesystem::create_directories(kept.parent_path(), ec);
   if (ec) return {};
-  const std::string pid = std::to_string(getpid());
+  const std::string pid = unique_suffix();
   if (!std::filesystem::exists(kept, ec)) {
     const std::string copy = kept.string() + ".partial-" + pid;
     write_files_atomically({{copy, header}});
@@ -283,6 +290,8 @@ std::string build_driver(const Compilation& c, const std::filesystem::path& dir,
   }
   return binary;
 }
+
+std::vector<std::string> cpu_compiler_command() { return compiler_command(); }
 
 int spawn(const std::vector<std::string>& args, const std::string& log) { return finish(start(args, log), args[0]); }
 

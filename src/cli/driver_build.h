@@ -50,6 +50,9 @@ struct DriverBuildOptions {
 // returns its path. A compiler's refusal is a CompileError (its output printed first).
 std::string build_driver(const Compilation& c, const std::filesystem::path& dir, const DriverBuildOptions& options);
 
+// The C++ compiler and flags CPU drivers are built with ($CXX or c++, -O3 -march=native -fopenmp).
+std::vector<std::string> cpu_compiler_command();
+
 // Runs argv[0] (searched in PATH) and returns its exit status (128 + signal when killed); its
 // output goes to ours, or to the file `log` when given.
 int spawn(const std::vector<std::string>& args, const std::string& log = "");

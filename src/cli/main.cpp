@@ -1,4 +1,5 @@
-// spgen's command line: `gen` writes a kernel; `run` builds it and runs it on real data.
+// spgen's command line: `gen` writes a kernel; `run` builds it and runs it on real data; `tune`
+// searches schedules on real data.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
@@ -69,6 +70,24 @@ int main(int argc, char** argv) {
     if (!flag.repeatable) option->expected(1);
   }
 
+  spgen::cli::TuneOptions tune;
+  CLI::App* tune_cmd = app.add_subcommand(
+      "tune", "search schedules for a spec with \"schedule\": \"auto\" on real inputs, measuring each candidate, and write the "
+              "fastest as a config (docs/tune.md)");
+  tune_cmd->add_option("spec", tune.spec, "index-notation spec file (.spg)")->required();
+  tune_cmd->add_option("--config,-c", tune.config, "the base JSON config: what it pins is kept; \"schedule\": \"auto\" is searched")->required();
+  tune_cmd->add_option("-o,--output", tune.output, "the tuned config to write (TUNED.json)")->required();
+  tune_cmd->add_option("--input", tune.inputs, "NAME=FILE or NAME=random: an input tensor, for every input of the spec")->required();
+  tune_cmd->add_option("--dim", tune.dims, "VAR=N: the size of an index variable no input fixes (default 32)");
+  tune_cmd->add_option("--budget", tune.budget, "how long to search: 60s (default), 2m, 90 (seconds)");
+  tune_cmd->add_option("--threads", tune.threads, "OpenMP threads the kernel runs with (default: OpenMP's)")->check(CLI::PositiveNumber);
+  tune_cmd->add_option("--seed", tune.seed, "seed of the search's random candidates and of random inputs (default 1)");
+  tune_cmd->add_option("--trials", tune.trials_csv, "FILE.csv: write every measurement");
+  tune_cmd->add_option("--db", tune.db, "the tuning database (default $SPGEN_TUNE_DB, else ~/.cache/spgen/tune.jsonl), or off");
+  tune_cmd->add_option("--target", tune.target, "cpu or cuda: replaces the config's target")->check(CLI::IsMember({"cpu", "cuda"}));
+  tune_cmd->add_option("--keep", tune.keep_dir, "keep every candidate's sources and driver in this directory");
+  tune_cmd->add_flag("-v,--verbose", tune.verbose, "print the compile commands");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -78,6 +97,7 @@ int main(int argc, char** argv) {
     gen.sizes = spgen::cli::size_options(gen_sizes);
     run.sizes = spgen::cli::size_options(run_sizes);
     if (*gen_cmd) return spgen::cli::run_gen(gen);
+    if (*tune_cmd) return spgen::cli::run_tune(tune);
     for (const auto& [flag, values] : driver_values)
       for (const std::string& value : values) {
         run.driver_args.push_back(flag->name);

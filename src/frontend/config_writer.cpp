@@ -4,7 +4,7 @@
 
 namespace spgen {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 
 namespace {
 
@@ -77,5 +77,40 @@ json schedule_json(const std::vector<ScheduleOp>& ops) {
   for (const ScheduleOp& op : ops) list.push_back(schedule_op_json(op));
   return list;
 }
+
+namespace {
+
+std::string compact(const json& v) {
+  if (v.is_object()) {
+    std::string text = "{";
+    for (auto it = v.begin(); it != v.end(); ++it)
+      text += (it == v.begin() ? "" : ", ") + json(it.key()).dump() + ": " + compact(it.value());
+    return text + "}";
+  }
+  if (v.is_array()) {
+    std::string text = "[";
+    for (size_t i = 0; i < v.size(); ++i) text += (i ? ", " : "") + compact(v[i]);
+    return text + "]";
+  }
+  return v.dump();
+}
+
+// `v` at `indent`, after `lead` ("\"key\": ") on its line.
+std::string pretty(const json& v, size_t indent, size_t lead) {
+  std::string one_line = compact(v);
+  if ((!v.is_object() && !v.is_array()) || v.empty() || indent + lead + one_line.size() <= 100) return one_line;
+  const std::string pad(indent + 2, ' ');
+  std::string text = v.is_object() ? "{\n" : "[\n";
+  size_t i = 0;
+  for (auto it = v.begin(); it != v.end(); ++it, ++i) {
+    std::string key = v.is_object() ? json(it.key()).dump() + ": " : "";
+    text += pad + key + pretty(it.value(), indent + 2, key.size()) + (i + 1 < v.size() ? ",\n" : "\n");
+  }
+  return text + std::string(indent, ' ') + (v.is_object() ? "}" : "]");
+}
+
+}  // namespace
+
+std::string format_config_json(const json& config) { return pretty(config, 0, 0) + "\n"; }
 
 }  // namespace spgen

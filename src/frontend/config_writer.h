@@ -3,6 +3,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "frontend/config.h"
@@ -11,7 +12,12 @@ namespace spgen {
 
 // {"op": "tile", "var": "k", "factor": 32, "into": ["k0", "k1"]}, ...: read_config reads it back
 // as the same op. Only what differs from the reader's defaults is written (no "chunk" of 0).
-nlohmann::json schedule_op_json(const ScheduleOp& op);
-nlohmann::json schedule_json(const std::vector<ScheduleOp>& ops);
+// Keys in the order the docs write them ("op" first).
+nlohmann::ordered_json schedule_op_json(const ScheduleOp& op);
+nlohmann::ordered_json schedule_json(const std::vector<ScheduleOp>& ops);
+
+// A config as people write them: indented by 2, but a value that fits on its line (a schedule op,
+// a tensor's format) stays on one line: `{"op": "tile", "var": "k", "factor": 32}`. Ends in "\n".
+std::string format_config_json(const nlohmann::ordered_json& config);
 
 }  // namespace spgen

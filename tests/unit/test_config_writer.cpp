@@ -11,7 +11,7 @@
 #include "support/files.h"
 
 using namespace spgen;
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 namespace {
 

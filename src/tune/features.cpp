@@ -1,0 +1,125 @@
+#include "tune/features.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <unordered_map>
+
+namespace spgen::tune {
+
+namespace {
+
+// Stored entries per occupied r x r block, as a share of the block: 1 when every block is full.
+double block_fill(const spgen_ref::Tensor& t, int64_t r) {
+  if (t.order() != 2 || t.nnz() == 0) return 0;
+  const int64_t block_cols = (t.dims[1] + r - 1) / r;
+  std::unordered_map<int64_t, int> blocks;
+  blocks.reserve(t.nnz());
+  for (size_t e = 0; e < t.nnz(); ++e) ++blocks[(t.coords[2 * e] / r) * block_cols + t.coords[2 * e + 1] / r];
+  return static_cast<double>(t.nnz()) / (static_cast<double>(blocks.size()) * static_cast<double>(r * r));
+}
+
+std::string hash_structure(const spgen_ref::Tensor& t) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](int64_t v) {
+    for (int b = 0; b < 8; ++b) h = (h ^ static_cast<uint64_t>((v >> (8 * b)) & 0xff)) * 1099511628211ull;
+  };
+  for (int64_t d : t.dims) mix(d);
+  for (int64_t c : t.coords) mix(c);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
+}  // namespace
+
+InputFeatures input_features(const spgen_ref::Tensor& given) {
+  spgen_ref::Tensor t = spgen_ref::canonical(given);
+  InputFeatures f;
+  f.dims = t.dims;
+  f.nnz = static_cast<int64_t>(t.nnz());
+  f.structure_hash = hash_structure(t);
+  if (t.order() == 0) return f;
+  const int order = t.order();
+  std::vector<int64_t> rows(static_cast<size_t>(t.dims[0]), 0);
+  for (size_t e = 0; e < t.nnz(); ++e) ++rows[static_cast<size_t>(t.coords[e * order])];
+  double sum = 0, sum_sq = 0;
+  for (int64_t n : rows) {
+    sum += static_cast<double>(n);
+    sum_sq += static_cast<double>(n) * static_cast<double>(n);
+    f.row_max = std::max(f.row_max, static_cast<double>(n));
+    if (n == 0) ++f.empty_rows;
+    size_t bucket = n == 0 ? 0 : static_cast<size_t>(std::floor(std::log2(static_cast<double>(n)))) + 1;
+    if (f.row_log2_histogram.size() <= bucket) f.row_log2_histogram.resize(bucket + 1, 0);
+    ++f.row_log2_histogram[bucket];
+  }
+  if (!rows.empty()) {
+    f.row_mean = sum / static_cast<double>(rows.size());
+    double variance = std::max(0.0, sum_sq / static_cast<double>(rows.size()) - f.row_mean * f.row_mean);
+    f.row_cv = f.row_mean > 0 ? std::sqrt(variance) / f.row_mean : 0;
+  }
+  if (order == 2) {
+    std::vector<int64_t> cols(static_cast<size_t>(t.dims[1]), 0);
+    double band = 0;
+    for (size_t e = 0; e < t.nnz(); ++e) {
+      ++cols[static_cast<size_t>(t.coords[2 * e + 1])];
+      band += std::fabs(static_cast<double>(t.coords[2 * e] - t.coords[2 * e + 1]));
+    }
+    for (int64_t n : cols) f.col_max = std::max(f.col_max, static_cast<double>(n));
+    f.col_mean = cols.empty() ? 0 : static_cast<double>(f.nnz) / static_cast<double>(cols.size());
+    f.bandwidth_mean = f.nnz ? band / static_cast<double>(f.nnz) : 0;
+    f.block_fill_2 = block_fill(t, 2);
+    f.block_fill_4 = block_fill(t, 4);
+    f.block_fill_8 = block_fill(t, 8);
+  }
+  return f;
+}
+
+nlohmann::json InputFeatures::to_json() const {
+  return {{"dims", dims},
+          {"nnz", nnz},
+          {"row_mean", row_mean},
+          {"row_max", row_max},
+          {"row_cv", row_cv},
+          {"empty_rows", empty_rows},
+          {"row_log2_histogram", row_log2_histogram},
+          {"col_mean", col_mean},
+          {"col_max", col_max},
+          {"bandwidth_mean", bandwidth_mean},
+          {"block_fill", {block_fill_2, block_fill_4, block_fill_8}},
+          {"structure_hash", structure_hash}};
+}
+
+InputFeatures InputFeatures::from_json(const nlohmann::json& j) {
+  InputFeatures f;
+  f.dims = j.at("dims").get<std::vector<int64_t>>();
+  f.nnz = j.at("nnz").get<int64_t>();
+  f.row_mean = j.at("row_mean").get<double>();
+  f.row_max = j.at("row_max").get<double>();
+  f.row_cv = j.at("row_cv").get<double>();
+  f.empty_rows = j.at("empty_rows").get<int64_t>();
+  f.row_log2_histogram = j.at("row_log2_histogram").get<std::vector<int64_t>>();
+  f.col_mean = j.at("col_mean").get<double>();
+  f.col_max = j.at("col_max").get<double>();
+  f.bandwidth_mean = j.at("bandwidth_mean").get<double>();
+  const auto fill = j.at("block_fill").get<std::vector<double>>();
+  if (fill.size() == 3) {
+    f.block_fill_2 = fill[0];
+    f.block_fill_4 = fill[1];
+    f.block_fill_8 = fill[2];
+  }
+  f.structure_hash = j.at("structure_hash").get<std::string>();
+  return f;
+}
+
+double feature_distance(const InputFeatures& a, const InputFeatures& b) {
+  auto log1 = [](double v) { return std::log2(1 + std::max(0.0, v)); };
+  double d = 0;
+  d += std::fabs(log1(static_cast<double>(a.nnz)) - log1(static_cast<double>(b.nnz)));
+  d += std::fabs(log1(a.dims.empty() ? 0 : static_cast<double>(a.dims[0])) - log1(b.dims.empty() ? 0 : static_cast<double>(b.dims[0])));
+  d += std::fabs(log1(a.row_mean) - log1(b.row_mean));
+  d += 2 * std::fabs(a.row_cv - b.row_cv) / (1 + a.row_cv + b.row_cv);
+  return d;
+}
+
+}  // namespace spgen::tune

@@ -1,0 +1,59 @@
+// What `spgen tune` may change in a schedule: knobs, each a list of choices for one parameter of
+// the schedule `auto` chose (its parallel loop's schedule, its register tile's width, its dot
+// product's lanes) or an op it may add (prefetching a dense operand's rows). A point of the space
+// is a choice per knob; choice 0 of every knob is `auto`'s own schedule.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "frontend/config.h"
+
+namespace spgen::tune {
+
+enum class KnobKind {
+  Parallel,   // the parallel op's OpenMP schedule, chunk, or nonzero balance
+  TileWidth,  // a tile op's factor
+  Lanes,      // a vectorize op's partial sums (0: a plain vectorized loop)
+  Prefetch,   // no prefetch, or a prefetch op added at the end
+};
+
+struct Knob {
+  KnobKind kind;
+  std::string name;                   // "parallel i", "tile k", "lanes k", "prefetch"
+  size_t op_index = 0;                // the op it changes (not for Prefetch)
+  std::vector<nlohmann::json> values; // per choice: its parameters (see search_space.cpp)
+  std::vector<std::string> labels;    // per choice, for people: "dynamic,512"
+};
+
+using Point = std::vector<int>;  // a choice per knob
+
+struct SearchSpace {
+  std::vector<ScheduleOp> base;  // auto's schedule, explicit
+  std::vector<Knob> knobs;
+  size_t size() const;            // points in the space (saturating at 2^62)
+  Point origin() const { return Point(knobs.size(), 0); }
+};
+
+// The space around `base` (a compilation's explicit schedule). A choice is kept only where
+// `compiles` accepts the schedule with it alone changed, so every knob's choices are each legal
+// (their combinations are checked when measured).
+SearchSpace build_search_space(const std::vector<ScheduleOp>& base, const Config& config,
+                               const std::vector<std::string>& dense_inputs, const std::vector<std::string>& index_vars,
+                               const std::function<bool(const std::vector<ScheduleOp>&)>& compiles);
+
+// The schedule at a point.
+std::vector<ScheduleOp> schedule_at(const SearchSpace& space, const Point& point);
+
+// "parallel i=dynamic,512 tile k=16": the choices that differ from auto's ("auto" when none).
+std::string describe_point(const SearchSpace& space, const Point& point);
+
+// {"parallel i": "dynamic,512", ...}: every knob's choice, as the tuning database keeps it.
+nlohmann::json point_labels(const SearchSpace& space, const Point& point);
+// The point with these labels (knobs or labels missing from the space: nullopt).
+std::optional<Point> point_from_labels(const SearchSpace& space, const nlohmann::json& labels);
+
+}  // namespace spgen::tune

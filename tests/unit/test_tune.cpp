@@ -1,0 +1,257 @@
+// spgen tune's parts on their own: input features, the search space, the cost model, the search
+// (with a fake evaluator: deterministic, no compiler), and the tuning database.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "compile_helpers.h"
+#include "frontend/config_writer.h"
+#include "tune/cost_model.h"
+#include "tune/features.h"
+#include "tune/search.h"
+#include "tune/search_space.h"
+#include "tune/tuning_db.h"
+
+using namespace spgen;
+using namespace spgen::tune;
+
+namespace {
+
+spgen_ref::Tensor matrix(std::vector<int64_t> dims, std::vector<std::pair<int64_t, int64_t>> entries) {
+  spgen_ref::Tensor t;
+  t.dims = dims;
+  for (auto [i, j] : entries) {
+    t.coords.push_back(i);
+    t.coords.push_back(j);
+    t.vals.push_back(1.0);
+  }
+  return t;
+}
+
+// The space around SpMM's auto schedule (a parallel loop, a register tile, a prefetch to add).
+struct SpmmSpace {
+  Compilation c = spgen_test::compile(spgen_test::kSpmm, R"({"tensors": {"A": {"format": "csr"}}, "schedule": "auto"})");
+  SearchSpace space = build_search_space(c.explicit_schedule, c.config, {"B"}, c.spec.index_vars,
+                                         [this](const std::vector<ScheduleOp>& ops) {
+                                           nlohmann::json config = {{"tensors", {{"A", {{"format", "csr"}}}}},
+                                                                   {"schedule", nlohmann::json::parse(schedule_json(ops).dump())}};
+                                           return spgen_test::error_of(spgen_test::kSpmm, config.dump()) == "(no error)";
+                                         });
+};
+
+const Knob* knob_named(const SearchSpace& space, const std::string& prefix) {
+  for (const Knob& k : space.knobs)
+    if (k.name.rfind(prefix, 0) == 0) return &k;
+  return nullptr;
+}
+
+// A fake evaluator: each point costs `cost(point)` ms, `noise(point, n)` added to its n-th
+// measurement; each measurement takes `seconds` of a fake clock.
+struct FakeEvaluator : Evaluator {
+  std::function<double(const Point&)> cost;
+  std::function<double(const Point&, int)> noise = [](const Point&, int) { return 0.0; };
+  double seconds = 1;
+  double clock = 0;
+  int interrupt_after = -1;
+  std::map<Point, int> count;
+  std::vector<Point> order;
+  Measurement measure(const Point& p) override {
+    clock += seconds;
+    order.push_back(p);
+    const double ms = cost(p) + noise(p, count[p]++);
+    if (ms <= 0) return {false, 0, "refused"};
+    return {true, ms, ""};
+  }
+  double elapsed_s() const override { return clock; }
+  bool interrupted() const override { return interrupt_after >= 0 && static_cast<int>(order.size()) >= interrupt_after; }
+};
+
+// An additive cost: each knob's choice c costs `base[k][c]`; auto's point costs 10 ms.
+std::function<double(const Point&)> additive(const SearchSpace& space, int favourite_knob, int favourite_choice) {
+  return [=, &space](const Point& p) {
+    double ms = 10;
+    for (size_t k = 0; k < space.knobs.size(); ++k)
+      ms += p[k] == 0 ? 0 : (static_cast<int>(k) == favourite_knob && p[k] == favourite_choice ? -4 : 0.5 + 0.1 * p[k]);
+    return ms;
+  };
+}
+
+}  // namespace
+
+TEST_CASE("tune features: row statistics, empty rows, histogram, block fill, structure hash") {
+  // Rows of lengths 2, 0, 1, 4 in a 4 x 8 matrix.
+  spgen_ref::Tensor t = matrix({4, 8}, {{0, 0}, {0, 1}, {2, 5}, {3, 0}, {3, 1}, {3, 2}, {3, 3}});
+  InputFeatures f = input_features(t);
+  CHECK(f.nnz == 7);
+  CHECK(f.row_mean == doctest::Approx(7.0 / 4));
+  CHECK(f.row_max == 4);
+  CHECK(f.empty_rows == 1);
+  CHECK(f.row_log2_histogram == std::vector<int64_t>{1, 1, 1, 1});  // 0 | 1 | 2-3 | 4-7
+  CHECK(f.row_cv > 0.5);
+  CHECK(f.col_max == 2);
+  // 2 x 2 blocks: {0,0} holds 2 entries... (0,0),(0,1) | (2,5) | (3,0),(3,1) | (3,2),(3,3): 4 blocks.
+  CHECK(f.block_fill_2 == doctest::Approx(7.0 / 16));
+  CHECK(f.bandwidth_mean == doctest::Approx((0 + 1 + 3 + 3 + 2 + 1 + 0) / 7.0));
+  CHECK(input_features(t).structure_hash == f.structure_hash);
+  spgen_ref::Tensor moved = matrix({4, 8}, {{0, 0}, {0, 1}, {2, 5}, {3, 0}, {3, 1}, {3, 2}, {3, 4}});
+  CHECK(input_features(moved).structure_hash != f.structure_hash);
+  InputFeatures back = InputFeatures::from_json(f.to_json());
+  CHECK(back.to_json() == f.to_json());
+  CHECK(feature_distance(f, back) == 0);
+  CHECK(feature_distance(f, input_features(matrix({400, 800}, {{1, 1}}))) > 1);
+}
+
+TEST_CASE("tune search space: knobs around SpMM's auto schedule, each choice legal") {
+  SpmmSpace s;
+  const Knob* parallel = knob_named(s.space, "parallel");
+  const Knob* tile = knob_named(s.space, "tile");
+  const Knob* prefetch = knob_named(s.space, "prefetch");
+  REQUIRE(parallel);
+  REQUIRE(tile);
+  REQUIRE(prefetch);
+  CHECK(parallel->labels.front() == "dynamic,128");  // auto's own choice first
+  CHECK(parallel->labels.size() >= 7);
+  CHECK(tile->labels == std::vector<std::string>{"32", "8", "16", "64"});
+  CHECK(prefetch->labels.front() == "none");
+  CHECK(std::find(prefetch->labels.begin(), prefetch->labels.end(), "B at j +8") != prefetch->labels.end());
+  // The origin is auto's schedule; a point changes only its knobs' ops.
+  CHECK(describe_point(s.space, s.space.origin()) == "auto");
+  Point p = s.space.origin();
+  const size_t tile_knob = static_cast<size_t>(tile - s.space.knobs.data());
+  p[tile_knob] = 2;
+  std::vector<ScheduleOp> ops = schedule_at(s.space, p);
+  CHECK(std::get<TileOp>(ops[tile->op_index].op).factor == 16);
+  CHECK(describe_point(s.space, p) == "tile k=16");
+  CHECK(point_from_labels(s.space, point_labels(s.space, p)) == p);
+  nlohmann::json unknown = point_labels(s.space, p);
+  unknown["tile k"] = "24";
+  CHECK(!point_from_labels(s.space, unknown));
+  CHECK(s.space.size() == parallel->values.size() * tile->values.size() * prefetch->values.size());
+}
+
+TEST_CASE("tune search space: a float64 kernel sized k = 8 tiles by at most 8") {
+  Compilation c = spgen_test::compile(spgen_test::kSpmm, R"({"tensors": {"A": {"format": "csr"}}, "schedule": "auto", "types": {"value": "float64"}, "sizes": {"k": 8}})");
+  SearchSpace space = build_search_space(c.explicit_schedule, c.config, {"B"}, c.spec.index_vars, [](const auto&) { return true; });
+  const Knob* tile = knob_named(space, "tile");
+  REQUIRE(tile);
+  for (const nlohmann::json& v : tile->values) CHECK(v.get<int64_t>() <= 8);
+}
+
+TEST_CASE("tune cost model: fitted effects rank an additive cost") {
+  SpmmSpace s;
+  CostModel model(s.space);
+  auto cost = additive(s.space, 0, 3);
+  std::vector<Point> seen = {s.space.origin()};
+  for (size_t k = 0; k < s.space.knobs.size(); ++k)
+    for (int c = 1; c < static_cast<int>(s.space.knobs[k].values.size()); ++c) {
+      Point p = s.space.origin();
+      p[k] = c;
+      seen.push_back(p);
+    }
+  CHECK(model.predict_log_ms(s.space.origin()) == 0);  // unfitted
+  for (const Point& p : seen) model.add(p, cost(p));
+  model.fit();
+  CHECK(model.effect(0, 3) < -0.2);
+  CHECK(model.effect(0, 1) > 0);
+  Point best = s.space.origin();
+  best[0] = 3;
+  Point worse = s.space.origin();
+  worse[0] = 1;
+  CHECK(model.predict_log_ms(best) < model.predict_log_ms(s.space.origin()));
+  CHECK(model.predict_log_ms(worse) > model.predict_log_ms(s.space.origin()));
+}
+
+TEST_CASE("tune search: finds the faster choice, deterministically for a seed") {
+  SpmmSpace s;
+  FakeEvaluator a, b;
+  a.cost = b.cost = additive(s.space, 0, 3);
+  SearchOptions options;
+  options.budget_s = 40;
+  options.seed = 7;
+  SearchResult r = run_search(s.space, a, options);
+  SearchResult again = run_search(s.space, b, options);
+  CHECK(a.order == b.order);
+  Point want = s.space.origin();
+  want[0] = 3;
+  CHECK(r.best == want);
+  CHECK(r.best_ms == doctest::Approx(6));
+  CHECK(r.auto_ms == doctest::Approx(10));
+  CHECK(r.stop_reason != "");
+  // The leaders were measured again, interleaved with auto.
+  CHECK(std::count_if(r.trials.begin(), r.trials.end(), [&](const Trial& t) { return t.round == -1 && t.point == s.space.origin(); }) == 3);
+  // Within the budget (the confirmation rounds come after the 85 % mark).
+  CHECK(a.clock <= 40 + 3 * 4);
+}
+
+TEST_CASE("tune search: never returns a point slower than auto, nor one faster only by noise") {
+  SpmmSpace s;
+  SearchOptions options;
+  options.budget_s = 30;
+  SUBCASE("every candidate slower") {
+    FakeEvaluator e;
+    e.cost = [&](const Point& p) { return p == s.space.origin() ? 1.0 : 1.5; };
+    SearchResult r = run_search(s.space, e, options);
+    CHECK(r.best == s.space.origin());
+  }
+  SUBCASE("a candidate 2 % faster: below the 3 % margin") {
+    FakeEvaluator e;
+    e.cost = [&](const Point& p) { return p == s.space.origin() ? 1.0 : p[0] == 2 ? 0.98 : 1.2; };
+    CHECK(run_search(s.space, e, options).best == s.space.origin());
+  }
+  SUBCASE("a candidate faster at first, slower than auto in one interleaved round") {
+    FakeEvaluator e;
+    e.cost = [&](const Point& p) { return p == s.space.origin() ? 1.0 : p[0] == 2 ? 0.7 : 1.2; };
+    e.noise = [&](const Point& p, int n) { return p[0] == 2 && n == 2 ? 0.5 : 0.0; };
+    CHECK(run_search(s.space, e, options).best == s.space.origin());
+  }
+  SUBCASE("refused candidates are skipped") {
+    FakeEvaluator e;
+    e.cost = [&](const Point& p) { return p == s.space.origin() ? 1.0 : p[0] == 1 ? 0.5 : -1; };
+    SearchResult r = run_search(s.space, e, options);
+    CHECK(r.best[0] == 1);
+    CHECK(std::any_of(r.trials.begin(), r.trials.end(), [](const Trial& t) { return !t.result.ok; }));
+  }
+}
+
+TEST_CASE("tune search: stops when interrupted, and seeds come first") {
+  SpmmSpace s;
+  FakeEvaluator e;
+  e.cost = additive(s.space, 0, 3);
+  e.interrupt_after = 3;
+  SearchOptions options;
+  Point seed = s.space.origin();
+  seed[1] = 2;
+  options.seeds = {seed};
+  SearchResult r = run_search(s.space, e, options);
+  CHECK(r.stop_reason == "interrupted");
+  CHECK(e.order.size() == 3);
+  CHECK(e.order[1] == seed);
+  CHECK(r.best == s.space.origin());  // no confirmation rounds: auto stays
+}
+
+TEST_CASE("tune database: records round-trip; other schemas and broken lines are skipped") {
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / "spgen-test-tune-db.jsonl";
+  std::filesystem::remove(path);
+  CHECK(read_tuning_db(path).empty());
+  DbRecord r{"key1", {{"A", {{"nnz", 3}}}}, {{"parallel i", "static"}}, 1.5, true, true};
+  REQUIRE(append_tuning_db(path, {r, r}));
+  {
+    std::ofstream out(path, std::ios::app);
+    out << "{\"schema\": 99, \"key\": \"x\"}\nnot json\n{\"schema\": 1, \"key\": \"partial\"}\n";
+  }
+  REQUIRE(append_tuning_db(path, {DbRecord{"key2", {}, {}, 2.0, false, false}}));
+  std::vector<DbRecord> back = read_tuning_db(path);
+  REQUIRE(back.size() == 3);
+  CHECK(back[0].key == "key1");
+  CHECK(back[0].labels == r.labels);
+  CHECK(back[0].median_ms == 1.5);
+  CHECK(back[0].winner);
+  CHECK(back[2].key == "key2");
+  CHECK(!back[2].ok);
+  std::filesystem::remove(path);
+  CHECK(tuning_db_path("off").empty());
+  CHECK(tuning_db_path("/tmp/x.jsonl") == "/tmp/x.jsonl");
+}
