@@ -565,3 +565,39 @@ TEST_CASE("gen --check writes nothing: exit 0 when the files are what gen writes
   CHECK(read_text(dir.file("spmv_csr.cpp")) == source);  // still as edited
   CHECK(spgen({"gen", spec("spmv.spg"), "--config", spec("spmv_csr.json"), "--check", "--emit", "stage2"}).exit_code != 0);
 }
+
+// spgen tune refuses what it cannot tune before measuring anything: exit 1, one precise line, no
+// tuned config written.
+TEST_CASE("tune: bad budgets, pinned schedules, inputs that do not fit the spec, unwritable output") {
+  TempDir dir;
+  const std::string out = dir.file("tuned.json");
+  const std::string cases = source_root() + "/tests/e2e/cases/";
+  auto tune = [&](std::vector<std::string> extra, const std::string& config = "") {
+    std::vector<std::string> args = {"tune", spec("spmv.spg"), "-c", config.empty() ? cases + "spmv_auto_csr.json" : config,
+                                     "--db", "off"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return spgen(args);
+  };
+  auto refused = [&](const ProcessResult& r, const std::string& message) {
+    INFO(r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find(message) != std::string::npos);
+    CHECK(!std::filesystem::exists(out));
+  };
+  refused(tune({"--input", "A=random", "--input", "x=random", "--budget", "soon", "-o", out}),
+          "spgen tune: error: --budget soon: expected a positive duration such as 60s, 2m or 90 (seconds)\n");
+  refused(tune({"--input", "A=random", "--input", "x=random", "--budget", "-5s", "-o", out}), "--budget -5s: expected a positive duration");
+  refused(tune({"--input", "A=random", "--input", "x=random", "-o", out}, spec("spmv_csr.json")),
+          "the schedule is pinned: nothing to tune (write \"schedule\": \"auto\"");
+  refused(tune({"--input", "A=random", "-o", out}), "spgen tune: error: no --input for x (give NAME=FILE, or NAME=random");
+  refused(tune({"--input", "A=random", "--input", "x=random", "--input", "Q=random", "-o", out}),
+          "spgen tune: error: --input Q=random: the spec has no input \"Q\"");
+  refused(tune({"--input", "A=" + dir.file("missing.mtx"), "--input", "x=random", "-o", out}), "no such file: " + dir.file("missing.mtx"));
+  refused(tune({"--input", "A=random", "--input", "x=random", "--dim", "j=zero", "-o", out}), "--dim j=zero: expected a positive size");
+  refused(tune({"--input", "A=random", "--input", "x=random", "-o", dir.file("no/such/dir/tuned.json")}), "cannot write into");
+  refused(tune({"--input", "A=random", "--input", "x=random", "--target", "cuda", "-o", out}), "the cuda target is not tuned yet");
+  // A corrupt matrix: auto's own run fails, and says why.
+  write_text(dir.file("bad.mtx"), "%%MatrixMarket matrix coordinate real general\n3 3 1\n4 1 1.0\n");
+  ProcessResult r = tune({"--input", "A=" + dir.file("bad.mtx"), "--input", "x=random", "--budget", "5s", "-o", out});
+  refused(r, "spgen tune: error: auto's kernel failed on these inputs: the driver failed");
+}

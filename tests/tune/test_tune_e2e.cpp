@@ -1,0 +1,103 @@
+// `spgen tune` end to end: on a small real matrix (cora; a random one where ../shared is absent)
+// with a short budget it writes a config whose kernel matches the reference evaluator, from which
+// `spgen gen` is deterministic; its trials CSV and database record every measurement; Ctrl-C
+// keeps the best so far and still writes the config.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "process.h"
+#include "ref_tensor.h"
+#include "reference.h"
+
+using namespace spgen_test;
+
+namespace {
+
+std::string matrix_input() {
+  const std::string dir = data_dir();
+  return dir.empty() ? "random" : dir + "/cora.mtx";
+}
+
+ProcessResult spgen(std::vector<std::string> args) {
+  args.insert(args.begin(), spgen_binary());
+  return run_process(args);
+}
+
+int lines_of(const std::string& text) {
+  int n = 0;
+  for (char c : text) n += c == '\n';
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("tune: a short search on a real matrix writes a config whose kernel matches the reference") {
+  TempDir dir;
+  const std::string spec = source_root() + "/specs/sddmm.spg";
+  const std::string base = source_root() + "/tests/e2e/cases/sddmm_auto_csr.json";
+  const std::string tuned = dir.file("tuned.json");
+  ProcessResult r = spgen({"tune", spec, "-c", base, "--input", "X=" + matrix_input(), "--input", "A=random", "--input", "B=random",
+                           "--dim", "k=16", "--budget", "15s", "--threads", "2", "--seed", "3", "--db", dir.file("db.jsonl"),
+                           "--trials", dir.file("trials.csv"), "-o", tuned});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("spgen tune: auto ") != std::string::npos);
+  nlohmann::json config = nlohmann::json::parse(read_text(tuned));
+  REQUIRE(config.contains("tuned"));
+  const nlohmann::json& record = config["tuned"];
+  CHECK(record["auto_ms"].get<double>() > 0);
+  CHECK(record["tuned_ms"].get<double>() > 0);
+  CHECK(record["tuned_ms"].get<double>() <= record["auto_ms"].get<double>() * 1.0001);  // never slower than auto
+  CHECK(record["trials"].get<int>() >= 2);
+  CHECK(record["dims"]["k"] == 16);
+  CHECK(config["schedule"].is_array());
+  CHECK(config["tensors"]["X"]["format"] == "csr");  // what the base pins is kept
+  // Every measurement: a CSV row each (auto's first run aside), a database line each.
+  CHECK(lines_of(read_text(dir.file("trials.csv"))) == record["trials"].get<int>());
+  CHECK(lines_of(read_text(dir.file("db.jsonl"))) == record["trials"].get<int>());
+
+  // The tuned config is an ordinary one: gen is byte-for-byte deterministic from it ...
+  std::filesystem::create_directories(dir.file("a"));
+  std::filesystem::create_directories(dir.file("b"));
+  REQUIRE(spgen({"gen", spec, "-c", tuned, "-o", dir.file("a")}).exit_code == 0);
+  REQUIRE(spgen({"gen", spec, "-c", tuned, "-o", dir.file("b")}).exit_code == 0);
+  CHECK(read_text(dir.file("a/sddmm_auto_csr.cpp")) == read_text(dir.file("b/sddmm_auto_csr.cpp")));
+  // ... and its kernel matches the reference evaluator.
+  ProcessResult run = spgen({"run", spec, "-c", tuned, "--input", "X=" + matrix_input(), "--input", "A=random", "--input",
+                             "B=random", "--dim", "k=16", "--save-input", "X=" + dir.file("X.mtx"), "--save-input",
+                             "A=" + dir.file("A.mtx"), "--save-input", "B=" + dir.file("B.mtx"), "--output", "Y=" + dir.file("Y.mtx")});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  std::map<std::string, spgen_ref::Tensor> inputs;
+  for (const char* name : {"X", "A", "B"}) inputs[name] = spgen_ref::read_tensor(dir.file(std::string(name) + ".mtx"));
+  spgen_ref::Tensor want = spgen_ref::evaluate(read_text(spec), inputs, {{"k", 16}});
+  spgen_ref::Comparison cmp = spgen_ref::compare(spgen_ref::read_tensor(dir.file("Y.mtx")), want, 2e-4, 2e-4);
+  INFO(cmp.message);
+  CHECK(cmp.ok);
+
+  // A second run finds the first in the database: the same input's measurements seed its model.
+  ProcessResult again = spgen({"tune", spec, "-c", base, "--input", "X=" + matrix_input(), "--input", "A=random", "--input",
+                               "B=random", "--dim", "k=16", "--budget", "8s", "--threads", "2", "--seed", "3", "--db",
+                               dir.file("db.jsonl"), "-o", dir.file("tuned2.json")});
+  INFO(again.err);
+  CHECK(again.exit_code == 0);
+  CHECK(lines_of(read_text(dir.file("db.jsonl"))) > record["trials"].get<int>());
+}
+
+TEST_CASE("tune: Ctrl-C keeps the best so far and still writes the config") {
+  TempDir dir;
+  const std::string tuned = dir.file("tuned.json");
+  // SIGINT to spgen alone after 6 s of a 10-minute budget (timeout --preserve-status: spgen's own
+  // exit status).
+  ProcessResult r = run_process({"timeout", "--preserve-status", "-s", "INT", "6", spgen_binary(), "tune",
+                                 source_root() + "/specs/spmv.spg", "-c", source_root() + "/tests/e2e/cases/spmv_auto_csr.json",
+                                 "--input", "A=" + matrix_input(), "--input", "x=random", "--budget", "10m", "--db", "off", "-o", tuned});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  nlohmann::json config = nlohmann::json::parse(read_text(tuned));
+  CHECK(config["tuned"]["stopped"] == "interrupted");
+  CHECK(config["schedule"].is_array());
+}
