@@ -158,6 +158,14 @@ std::string CStmtPrinter::print(const Stmt& stmt, int depth) {
       return pad + "__builtin_prefetch(&" + node.buffer + "[" + expr_.print(node.index) + "]);\n";
     }
     case StmtKind::Call: return print_call(static_cast<const Call&>(*stmt), pad);
+    case StmtKind::LaneSums: {  // only the cpu target batches lane sums (passes/batch_entries)
+      const auto& node = static_cast<const LaneSums&>(*stmt);
+      std::string args;
+      for (const std::string& b : node.buffers) args += b + ", ";
+      args += std::to_string(node.lanes);
+      for (const std::string& t : node.targets) args += ", &" + t;
+      return pad + "spgen_sum_lanes_x" + std::to_string(node.buffers.size()) + "_" + CExprPrinter::vector_suffix(node.type) + "(" + args + ");\n";
+    }
   }
   return "";
 }

@@ -59,7 +59,7 @@ Format dense_format(int order) {
 }
 
 std::string ScheduleOp::name() const {
-  static const char* names[] = {"reorder", "split", "parallel", "vectorize", "unroll", "bind", "tile", "precompute", "fuse", "decompose", "cache", "prefetch"};
+  static const char* names[] = {"reorder", "split", "parallel", "vectorize", "unroll", "bind", "tile", "precompute", "fuse", "decompose", "cache", "prefetch", "batch"};
   return names[op.index()];
 }
 
@@ -95,6 +95,7 @@ std::string describe_schedule_op(const ScheduleOp& op) {
     std::string operator()(const PrefetchOp& p) const {
       return "prefetch(" + p.tensor + " at " + p.var + ", " + std::to_string(p.distance) + " ahead)";
     }
+    std::string operator()(const BatchOp& b) const { return "batch(" + b.var + ", " + std::to_string(b.factor) + ")"; }
     std::string operator()(const FuseOp& f) const { return "fuse(" + f.vars[0] + ", " + f.vars[1] + " -> " + f.into + ")"; }
     std::string operator()(const DecomposeOp& d) const {
       std::string out = "decompose(" + d.tensor + ", " + d.format;
@@ -608,7 +609,7 @@ class ConfigReader {
     std::string path = "/schedule/" + std::to_string(index);
     expect_object(given, path);
     if (!given.contains("op"))
-      fail(path, "missing \"op\" (reorder, split, tile, fuse, parallel, vectorize, unroll, precompute, bind, cache, prefetch or decompose)");
+      fail(path, "missing \"op\" (reorder, split, tile, fuse, parallel, vectorize, unroll, precompute, bind, cache, prefetch, batch or decompose)");
     std::string kind = get_string(given["op"], path + "/op");
     ScheduleOp result;
     result.index = index;
@@ -742,6 +743,15 @@ class ConfigReader {
       if (!is_c_identifier(prefetch.var)) fail(path + "/at", "\"" + prefetch.var + "\" is not a valid loop variable name");
       if (op.contains("distance")) prefetch.distance = get_positive_int(op["distance"], path + "/distance");
       result.op = prefetch;
+    } else if (kind == "batch") {
+      check_keys(op, path, {"op", "var", "factor"});
+      BatchOp batch{get_var(op, path)};
+      if (op.contains("factor")) {
+        batch.factor = get_positive_int(op["factor"], path + "/factor");
+        if (batch.factor != 2 && batch.factor != 4 && batch.factor != 8)
+          fail(path + "/factor", "batch: the factor must be 2, 4 or 8 (iterations finished by one tree of vector additions)");
+      }
+      result.op = batch;
     } else if (kind == "fuse") {
       check_keys(op, path, {"op", "vars", "into"});
       if (!op.contains("vars") || !op["vars"].is_array() || op["vars"].size() != 2)
@@ -759,7 +769,7 @@ class ConfigReader {
       result.op = fuse;
     } else {
       fail(path + "/op", "unknown schedule op \"" + kind + "\" (expected reorder, split, tile, fuse, parallel, vectorize, unroll, "
-                         "precompute, bind, cache, prefetch or decompose)");
+                         "precompute, bind, cache, prefetch, batch or decompose)");
     }
     return result;
   }

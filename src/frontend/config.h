@@ -121,9 +121,18 @@ struct PrefetchOp {
   int64_t distance = 8;
 };
 
+// cpu: loop `var` (SDDMM's walk over a row's stored entries) runs `factor` iterations at once:
+// their inner loops fused into one (unroll and jam), and the dot products they sum in lanes
+// finished together by one transposing tree (passes/batch_entries.h). JSON: {"op": "batch",
+// "var": "j", "factor": 4}.
+struct BatchOp {
+  std::string var;
+  int64_t factor = 4;
+};
+
 struct ScheduleOp {
   std::variant<ReorderOp, SplitOp, ParallelOp, VectorizeOp, UnrollOp, BindOp, TileOp, PrecomputeOp, FuseOp, DecomposeOp,
-               CacheOp, PrefetchOp>
+               CacheOp, PrefetchOp, BatchOp>
       op;
   int index = 0;     // position in the list
   std::string path;  // "/schedule/<index>"

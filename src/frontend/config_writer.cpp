@@ -64,6 +64,8 @@ json op_fields(const PrefetchOp& op) {
   return {{"op", "prefetch"}, {"tensor", op.tensor}, {"at", op.var}, {"distance", op.distance}};
 }
 
+json op_fields(const BatchOp& op) { return {{"op", "batch"}, {"var", op.var}, {"factor", op.factor}}; }
+
 }  // namespace
 
 json schedule_op_json(const ScheduleOp& op) {

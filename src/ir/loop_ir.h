@@ -77,7 +77,7 @@ struct LaneSum : ExprNode {
 };
 
 // ---- statements ----
-enum class StmtKind { Block, For, While, If, Declare, Assign, Store, Comment, Allocate, Sort, Call, Barrier, Prefetch };
+enum class StmtKind { Block, For, While, If, Declare, Assign, Store, Comment, Allocate, Sort, Call, Barrier, Prefetch, LaneSums };
 
 struct StmtNode {
   StmtKind kind;
@@ -259,6 +259,18 @@ struct Prefetch : StmtNode {
   std::string buffer;
   Expr index;
   Prefetch(std::string b, Expr i) : StmtNode(StmtKind::Prefetch), buffer(std::move(b)), index(std::move(i)) {}
+};
+
+// cpu (`batch`): several scalars' partial sums finished at once. Each local array of `buffers`
+// holds `lanes` partial sums (a `vectorize` in lanes), and their totals are added into the
+// scalars of `targets`, the same order. One transposing tree of vector additions serves them
+// all (2 or 4 at a time), where a LaneSum each would end in a horizontal sum each.
+struct LaneSums : StmtNode {
+  std::vector<std::string> buffers, targets;
+  int64_t lanes;
+  ScalarType type;
+  LaneSums(std::vector<std::string> b, std::vector<std::string> t, int64_t n, ScalarType ty)
+      : StmtNode(StmtKind::LaneSums), buffers(std::move(b)), targets(std::move(t)), lanes(n), type(ty) {}
 };
 
 struct Comment : StmtNode {

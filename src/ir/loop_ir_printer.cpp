@@ -199,6 +199,16 @@ class Stage2Dumper {
         out += pad + "prefetch " + node.buffer + "[" + printer.print(node.index) + "]\n";
         return;
       }
+      case StmtKind::LaneSums: {
+        const auto& node = static_cast<const LaneSums&>(*s);
+        std::string targets, buffers;
+        for (size_t k = 0; k < node.targets.size(); ++k) {
+          targets += (k ? ", " : "") + node.targets[k];
+          buffers += (k ? ", " : "") + node.buffers[k] + "[0:" + std::to_string(node.lanes) + "]";
+        }
+        out += pad + targets + " += sums(" + buffers + ")\n";
+        return;
+      }
       case StmtKind::Call: {
         const auto& node = static_cast<const Call&>(*s);
         out += pad + "call " + node.callee + "(";

@@ -33,6 +33,7 @@ void IRVisitor::visit(const Stmt& stmt) {
     case StmtKind::Call: return visit_call(static_cast<const Call&>(*stmt));
     case StmtKind::Barrier: return;
     case StmtKind::Prefetch: return visit_prefetch(static_cast<const Prefetch&>(*stmt));
+    case StmtKind::LaneSums: return visit_lane_sums(static_cast<const LaneSums&>(*stmt));
   }
 }
 
@@ -46,7 +47,7 @@ Expr IRMutator::mutate(const Expr& expr) {
     case ExprKind::Neg: return mutate_neg(static_cast<const Neg&>(*expr), expr);
     case ExprKind::Cast: return mutate_cast(static_cast<const Cast&>(*expr), expr);
     case ExprKind::Select: return mutate_select(static_cast<const Select&>(*expr), expr);
-    case ExprKind::LaneSum: return expr;  // names an array: nothing to rewrite
+    case ExprKind::LaneSum: return mutate_lane_sum(static_cast<const LaneSum&>(*expr), expr);
   }
   return expr;
 }
@@ -64,7 +65,8 @@ Stmt IRMutator::mutate(const Stmt& stmt) {
     case StmtKind::Comment:
     case StmtKind::Sort:
     case StmtKind::Barrier:
-    case StmtKind::Call: return stmt;  // arguments are the caller's parameters: nothing to rewrite
+    case StmtKind::Call:
+    case StmtKind::LaneSums: return stmt;  // names only (parameters, arrays, scalars): nothing to rewrite
     case StmtKind::Allocate: return mutate_allocate(static_cast<const Allocate&>(*stmt), stmt);
     case StmtKind::Prefetch: return mutate_prefetch(static_cast<const Prefetch&>(*stmt), stmt);
   }
@@ -255,6 +257,66 @@ std::set<std::string> names_bound_in(const LoweredFunc& func) {
   return bound;
 }
 
+bool uses_batched_lane_sums(const Stmt& stmt) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void visit_lane_sums(const LaneSums&) override { found = true; }
+  } finder;
+  finder.visit(stmt);
+  return finder.found;
+}
+
+namespace {
+
+class Renamer : public IRMutator {
+ public:
+  explicit Renamer(const std::map<std::string, std::string>& names) : names_(names) {}
+
+ protected:
+  Expr mutate_lane_sum(const LaneSum& node, const Expr&) override {
+    return std::make_shared<LaneSum>(name(node.buffer), node.lanes, node.type);
+  }
+  std::string name(const std::string& n) const {
+    auto at = names_.find(n);
+    return at == names_.end() ? n : at->second;
+  }
+  Expr mutate_var(const Var& node, const Expr& self) override {
+    return names_.count(node.name) ? std::make_shared<Var>(name(node.name), node.type) : self;
+  }
+  Expr mutate_load(const Load& node, const Expr&) override {
+    return std::make_shared<Load>(name(node.buffer), mutate(node.index), node.type, node.vector);
+  }
+  Stmt mutate_for(const For& node, const Stmt&) override {
+    return std::make_shared<For>(node.label, name(node.var), mutate(node.begin), mutate(node.end), mutate(node.body), node.annotations);
+  }
+  Stmt mutate_declare(const Declare& node, const Stmt&) override {
+    return std::make_shared<Declare>(name(node.name), node.type, mutate(node.init), node.is_mutable);
+  }
+  Stmt mutate_assign(const Assign& node, const Stmt&) override {
+    return std::make_shared<Assign>(name(node.name), mutate(node.value), node.accumulate, node.atomic);
+  }
+  Stmt mutate_store(const Store& node, const Stmt&) override {
+    return std::make_shared<Store>(name(node.buffer), mutate(node.index), mutate(node.value), node.accumulate, node.atomic,
+                                   node.vector);
+  }
+  Stmt mutate_allocate(const Allocate& node, const Stmt&) override {
+    std::vector<Workspace> buffers = node.buffers;
+    for (Workspace& w : buffers) {
+      w.name = name(w.name);
+      w.size = mutate(w.size);
+      if (w.init) w.init = mutate(w.init);
+    }
+    return std::make_shared<Allocate>(buffers, mutate(node.body));
+  }
+
+ private:
+  const std::map<std::string, std::string>& names_;
+};
+
+}  // namespace
+
+Stmt rename(const Stmt& stmt, const std::map<std::string, std::string>& names) { return Renamer(names).mutate(stmt); }
+
 bool uses_vectors(const Stmt& stmt) {
   struct Finder : IRVisitor {
     bool found = false;
@@ -271,6 +333,7 @@ bool uses_vectors(const Stmt& stmt) {
       IRVisitor::visit_allocate(node);
     }
     void visit_lane_sum(const LaneSum&) override { found = true; }
+    void visit_lane_sums(const LaneSums&) override { found = true; }
   } finder;
   finder.visit(stmt);
   return finder.found;

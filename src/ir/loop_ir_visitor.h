@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -45,6 +46,7 @@ class IRVisitor {
   virtual void visit_sort(const Sort& node) { visit(node.begin); visit(node.end); }
   virtual void visit_call(const Call& node) { for (const Expr& a : node.args) visit(a); }
   virtual void visit_prefetch(const Prefetch& node) { visit(node.index); }
+  virtual void visit_lane_sums(const LaneSums&) {}
 };
 
 class IRMutator {
@@ -60,6 +62,7 @@ class IRMutator {
   virtual Expr mutate_neg(const Neg& node, const Expr& self);
   virtual Expr mutate_cast(const Cast& node, const Expr& self);
   virtual Expr mutate_select(const Select& node, const Expr& self);
+  virtual Expr mutate_lane_sum(const LaneSum&, const Expr& self) { return self; }  // names an array
   virtual Stmt mutate_block(const Block& node, const Stmt& self);
   virtual Stmt mutate_for(const For& node, const Stmt& self);
   virtual Stmt mutate_while(const While& node, const Stmt& self);
@@ -114,6 +117,13 @@ class FindLoops : public IRVisitor {
 // Whether a statement uses native vectors (passes/explicit_vectors): vector loads, stores and
 // workspaces, or lane sums. Its generated file then needs the vector helpers.
 bool uses_vectors(const Stmt& stmt);
+// Whether a statement finishes lane sums in batches (LaneSums): the file then needs their helpers.
+bool uses_batched_lane_sums(const Stmt& stmt);
+
+// The statement with names replaced as `names` maps them (old -> new): variables read, scalars
+// declared and assigned, loop variables (not labels), arrays allocated, loaded, stored and
+// summed. For copies of a loop body whose locals must not clash.
+Stmt rename(const Stmt& stmt, const std::map<std::string, std::string>& names);
 
 // Whether a statement sorts a workspace (a scattered output's touched coordinates); with
 // `with_values`, a list of keys with their values (an output's listed entries).

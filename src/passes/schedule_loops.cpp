@@ -7,6 +7,7 @@
 
 #include "ir/loop_ir_visitor.h"
 #include "passes/cache_operands.h"
+#include "passes/batch_entries.h"
 #include "passes/prefetch_rows.h"
 #include "passes/gpu_bindings.h"
 
@@ -157,6 +158,7 @@ class Scheduler {
       return;
     }
     prefetch_rows(func_, program_, config_, prefetch_ops_);
+    batch_entries(func_, config_, batch_ops_);  // last: it copies the loop body, prefetches and all
     if (!any_parallel_) return;
     // The zero fill runs before the loop nest; when the nest is parallel, so is the fill.
     for (const LoopInfo& info : loops())
@@ -1064,6 +1066,13 @@ class Scheduler {
     prefetch_ops_.push_back(op_);  // (every loop of that name: a tile's and its remainder's)
   }
 
+  // ---- batch (cpu) ----
+  // Applied by finish(), on the final nest.
+  void apply_op(const BatchOp&) {
+    if (config_.target != Target::Cpu) fail("batch is for the cpu target");
+    batch_ops_.push_back(op_);
+  }
+
   LoweredFunc& func_;
   const sparse::Program& program_;
   const Config& config_;
@@ -1073,6 +1082,7 @@ class Scheduler {
   std::vector<GpuBinding> bindings_;           // bind ops, in the order they applied
   std::vector<const ScheduleOp*> cache_ops_;
   std::vector<const ScheduleOp*> prefetch_ops_;
+  std::vector<const ScheduleOp*> batch_ops_;
   std::set<std::string> register_tile_loops_;  // the loops over a precompute's local array
   std::map<std::string, std::string> tile_rest_;  // a tile's outer loop → its remainder loop
   bool any_parallel_ = false;

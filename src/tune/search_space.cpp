@@ -67,6 +67,15 @@ void apply(const Knob& knob, const json& value, std::vector<ScheduleOp>& ops) {
         ops.push_back(op);
       }
       break;
+    case KnobKind::Batch:
+      if (!value.is_null()) {
+        ScheduleOp op;
+        op.op = BatchOp{value.at("var").get<std::string>(), value.at("factor").get<int64_t>()};
+        op.index = static_cast<int>(ops.size());
+        op.path = "/schedule/" + std::to_string(ops.size());
+        ops.push_back(op);
+      }
+      break;
   }
 }
 
@@ -132,6 +141,11 @@ SearchSpace build_search_space(const std::vector<ScheduleOp>& base, const Config
         }
       }
     if (knob.values.size() > 1) space.knobs.push_back(knob);
+    // Batching the iterations of a loop whose body finishes a dot product in lanes (SDDMM's j).
+    Knob batch{KnobKind::Batch, "batch", 0, {json()}, {"none"}};
+    for (const std::string& var : index_vars)
+      for (int64_t factor : {2, 4, 8}) offer(batch, base, {{"var", var}, {"factor", factor}}, var + " x" + std::to_string(factor), compiles);
+    if (batch.values.size() > 1) space.knobs.push_back(batch);
   }
   return space;
 }

@@ -1,6 +1,7 @@
 // What `spgen tune` may change in a schedule: knobs, each a list of choices for one parameter of
 // the schedule `auto` chose (its parallel loop's schedule, its register tile's width, its dot
-// product's lanes) or an op it may add (prefetching a dense operand's rows). A point of the space
+// product's lanes) or an op it may add (prefetching a dense operand's rows, batching a loop's
+// dot products). A point of the space
 // is a choice per knob; choice 0 of every knob is `auto`'s own schedule.
 #pragma once
 
@@ -19,6 +20,7 @@ enum class KnobKind {
   TileWidth,  // a tile op's factor
   Lanes,      // a vectorize op's partial sums (0: a plain vectorized loop)
   Prefetch,   // no prefetch, or a prefetch op added at the end
+  Batch,      // no batch, or a batch op added at the end (2, 4 or 8 iterations of a loop at once)
 };
 
 struct Knob {

@@ -569,7 +569,7 @@ TEST_CASE("config error: schedule not a list") {
 }
 
 TEST_CASE("config error: op missing, not a string, unknown") {
-  const char* ops = "reorder, split, tile, fuse, parallel, vectorize, unroll, precompute, bind, cache, prefetch or decompose";
+  const char* ops = "reorder, split, tile, fuse, parallel, vectorize, unroll, precompute, bind, cache, prefetch, batch or decompose";
   CHECK(op_error(R"({"var": "i"})") == config_error("/schedule/0", "missing \"op\" (" + std::string(ops) + ")"));
   CHECK(error_of(R"({"schedule": [{"op": "vectorize", "var": "k"}, {}]})") ==
         config_error("/schedule/1", "missing \"op\" (" + std::string(ops) + ")"));

@@ -255,3 +255,23 @@ TEST_CASE("tune database: records round-trip; other schemas and broken lines are
   CHECK(tuning_db_path("off").empty());
   CHECK(tuning_db_path("/tmp/x.jsonl") == "/tmp/x.jsonl");
 }
+
+TEST_CASE("tune search space: SDDMM's auto schedule gets lanes, prefetch and batch knobs") {
+  const char* csr = R"({"tensors": {"X": {"format": "csr"}}, "schedule": "auto"})";
+  Compilation c = spgen_test::compile(spgen_test::kSddmm, csr);
+  SearchSpace space = build_search_space(c.explicit_schedule, c.config, {"A", "B"}, c.spec.index_vars, [](const std::vector<ScheduleOp>& ops) {
+    nlohmann::json config = {{"tensors", {{"X", {{"format", "csr"}}}}}, {"schedule", nlohmann::json::parse(schedule_json(ops).dump())}};
+    return spgen_test::error_of(spgen_test::kSddmm, config.dump()) == "(no error)";
+  });
+  const Knob* lanes = knob_named(space, "lanes");
+  const Knob* batch = knob_named(space, "batch");
+  REQUIRE(lanes);
+  REQUIRE(batch);
+  CHECK(lanes->labels.front() == "16");
+  CHECK(batch->labels == std::vector<std::string>{"none", "j x2", "j x4", "j x8"});
+  Point p = space.origin();
+  p[static_cast<size_t>(batch - space.knobs.data())] = 2;
+  std::vector<ScheduleOp> ops = schedule_at(space, p);
+  REQUIRE(std::holds_alternative<BatchOp>(ops.back().op));
+  CHECK(std::get<BatchOp>(ops.back().op).factor == 4);
+}
