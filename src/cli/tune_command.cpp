@@ -154,7 +154,11 @@ class KernelEvaluator : public tune::Evaluator {
       repeat_ = static_cast<int>(std::clamp(std::ceil(250.0 / std::max(m.median_ms, 1e-3)), 5.0, 101.0)) | 1;
     }
     if (first) {
-      spgen_ref::Comparison cmp = spgen_ref::compare(spgen_ref::read_tensor(output), *reference_, f32_ ? 2e-4 : 1e-9, f32_ ? 2e-4 : 1e-9);
+      // Float sums may round by up to a few units of the sum of their terms' magnitudes (more
+      // than rtol of the result, where terms cancel): allowed; a wrong kernel is off by more.
+      const double unit = f32_ ? 0x1p-24 : 0x1p-53;
+      spgen_ref::Comparison cmp = spgen_ref::compare(spgen_ref::read_tensor(output), *reference_, f32_ ? 2e-4 : 1e-9,
+                                                     f32_ ? 2e-4 : 1e-9, *magnitude_, 64 * unit);
       if (!cmp.ok) {
         std::fprintf(stderr, "spgen tune: warning: %s gives wrong results (a bug in spgen; please report it): %s\n",
                      tune::describe_point(space_, point).c_str(), cmp.message.c_str());
@@ -187,6 +191,7 @@ class KernelEvaluator : public tune::Evaluator {
     for (const auto& [name, source] : s_.inputs)
       inputs[name] = spgen_ref::read_tensor(source == "random" ? saved_input(name) : source);
     reference_ = spgen_ref::evaluate(s_.spec_text, inputs, s_.dims);
+    magnitude_ = spgen_ref::evaluate_magnitude(s_.spec_text, inputs, s_.dims);
   }
 
   struct Build {
@@ -209,7 +214,7 @@ class KernelEvaluator : public tune::Evaluator {
   std::chrono::steady_clock::time_point start_;
   std::map<tune::Point, Build> builds_;
   size_t next_dir_ = 0;
-  std::optional<spgen_ref::Tensor> reference_;
+  std::optional<spgen_ref::Tensor> reference_, magnitude_;
   std::string output_name_, output_ext_;
   bool f32_ = true;
   int repeat_ = 5;

@@ -871,11 +871,23 @@ void apply_extra_dims(const std::map<std::string, int64_t>& extra_dims, Variable
 // =============================================================================================
 // Public entry points
 
-Tensor evaluate(const std::string& spec_text, const std::map<std::string, Tensor>& inputs,
-                const std::map<std::string, int64_t>& extra_dims, const Tensor* initial_output) {
+namespace {
+
+Tensor evaluate_terms(const std::string& spec_text, const std::map<std::string, Tensor>& given_inputs,
+                      const std::map<std::string, int64_t>& extra_dims, const Tensor* initial_output, bool magnitude) {
     Spec spec = Parser(Lexer(spec_text).tokenize()).parse_spec();
     check_output_indices(spec);
-    const std::vector<Term> terms = expand(*spec.rhs);
+    std::vector<Term> terms = expand(*spec.rhs);
+    std::map<std::string, Tensor> absolute;
+    if (magnitude) {
+        for (Term& t : terms) t.coef = std::abs(t.coef);
+        for (const auto& [name, tensor] : given_inputs) {
+            Tensor a = tensor;
+            for (double& v : a.vals) v = std::abs(v);
+            absolute.emplace(name, std::move(a));
+        }
+    }
+    const std::map<std::string, Tensor>& inputs = magnitude ? absolute : given_inputs;
 
     Variables vars;
     Context ctx;
@@ -902,6 +914,18 @@ Tensor evaluate(const std::string& spec_text, const std::map<std::string, Tensor
         TermRunner(term, loop_vars, ctx).run();
     }
     return output.result();
+}
+
+}  // namespace
+
+Tensor evaluate(const std::string& spec_text, const std::map<std::string, Tensor>& inputs,
+                const std::map<std::string, int64_t>& extra_dims, const Tensor* initial_output) {
+    return evaluate_terms(spec_text, inputs, extra_dims, initial_output, false);
+}
+
+Tensor evaluate_magnitude(const std::string& spec_text, const std::map<std::string, Tensor>& inputs,
+                          const std::map<std::string, int64_t>& extra_dims) {
+    return evaluate_terms(spec_text, inputs, extra_dims, nullptr, true);
 }
 
 namespace {
@@ -949,7 +973,10 @@ std::string format_value(double v) {
 
 }  // namespace
 
-Comparison compare(const Tensor& got_in, const Tensor& want_in, double rtol, double atol) {
+namespace {
+
+Comparison compare_with(const Tensor& got_in, const Tensor& want_in, double rtol, double atol, const Tensor* magnitude_in,
+                        double mtol) {
     Tensor got_storage, want_storage;
     const Tensor* got_ptr = nullptr;
     try {
@@ -959,6 +986,9 @@ Comparison compare(const Tensor& got_in, const Tensor& want_in, double rtol, dou
     }
     const Tensor& got = *got_ptr;
     const Tensor& want = comparable_form(want_in, want_storage);
+    Tensor magnitude_storage;
+    const Tensor* magnitude = magnitude_in ? &comparable_form(*magnitude_in, magnitude_storage) : nullptr;
+    size_t m = 0;  // the entry of `magnitude` at or after the current coordinates
     if (got.dims != want.dims)
         return {false, "dims differ: got " + format_dims(got_in.dims) + ", want " + format_dims(want_in.dims)};
 
@@ -978,14 +1008,33 @@ Comparison compare(const Tensor& got_in, const Tensor& want_in, double rtol, dou
         const double gv = take_got ? got.vals[g++] : 0.0;
         const double wv = take_want ? want.vals[w++] : 0.0;
         ++compared;
-        const bool close = std::isfinite(gv) && std::abs(gv - wv) <= atol + rtol * std::abs(wv);
+        double bound = atol + rtol * std::abs(wv);
+        if (magnitude) {
+            while (m < magnitude->nnz() && std::lexicographical_compare(coords_of(*magnitude, m), coords_of(*magnitude, m) + order,
+                                                                        coords, coords + order))
+                ++m;
+            if (m < magnitude->nnz() && std::equal(coords, coords + order, coords_of(*magnitude, m)))
+                bound += mtol * std::abs(magnitude->vals[m]);
+        }
+        const bool close = std::isfinite(gv) && std::abs(gv - wv) <= bound;
         if (close) continue;
         if (++failures <= 5)
             details += "; " + format_coords(coords, order) + ": got " + format_value(gv) + ", want " + format_value(wv);
     }
     if (failures == 0) return {true, ""};
     return {false, std::to_string(failures) + " of " + std::to_string(compared) + " entries differ (rtol " +
-                       format_value(rtol) + ", atol " + format_value(atol) + ")" + details};
+                       format_value(rtol) + ", atol " + format_value(atol) +
+                       (magnitude ? ", " + format_value(mtol) + " of the sum of magnitudes" : "") + ")" + details};
+}
+
+}  // namespace
+
+Comparison compare(const Tensor& got_in, const Tensor& want_in, double rtol, double atol) {
+    return compare_with(got_in, want_in, rtol, atol, nullptr, 0);
+}
+
+Comparison compare(const Tensor& got, const Tensor& want, double rtol, double atol, const Tensor& magnitude, double mtol) {
+    return compare_with(got, want, rtol, atol, &magnitude, mtol);
 }
 
 }  // namespace spgen_ref

@@ -28,6 +28,14 @@ namespace spgen_ref {
 Tensor evaluate(const std::string& spec_text, const std::map<std::string, Tensor>& inputs,
                 const std::map<std::string, int64_t>& extra_dims = {}, const Tensor* initial_output = nullptr);
 
+// The same evaluation with every input and coefficient replaced by its absolute value (and `-`
+// by `+`): per output entry, the sum of the magnitudes of what was added, which bounds the
+// rounding error a float sum of those terms can make in any order (|error| <= n u sum|terms|).
+// Entries match evaluate()'s one for one. (A divisor is evaluated on absolute values too, which
+// bounds nothing where it subtracts: such specs should not rely on it.)
+Tensor evaluate_magnitude(const std::string& spec_text, const std::map<std::string, Tensor>& inputs,
+                          const std::map<std::string, int64_t>& extra_dims = {});
+
 struct Comparison {
     bool ok = false;
     std::string message;  // empty when ok
@@ -39,5 +47,9 @@ struct Comparison {
 // file equals the vector). The message names up to five failing coordinates (1-based) and the
 // number of failures.
 Comparison compare(const Tensor& got, const Tensor& want, double rtol, double atol);
+// The same, each entry also allowed `mtol` times its entry of `magnitude` (evaluate_magnitude's
+// result for the same inputs): for float kernels on inputs whose sums cancel (a stiffness matrix
+// such as bcsstk16), where rtol of the result alone asks more than float can give.
+Comparison compare(const Tensor& got, const Tensor& want, double rtol, double atol, const Tensor& magnitude, double mtol);
 
 }  // namespace spgen_ref

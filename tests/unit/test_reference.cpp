@@ -1,4 +1,4 @@
-// Tests of the independent reference evaluator (tests/support): hand-computed cases, a
+// Tests of the independent reference evaluator (src/reference): hand-computed cases, a
 // brute-force cross-check over the full dense iteration space, file round trips and compare().
 #include <doctest/doctest.h>
 
@@ -721,4 +721,28 @@ TEST_CASE("compare: tolerances, missing entries and messages") {
     SUBCASE("a malformed result is a failure, not a crash") {
         CHECK_FALSE(compare(sparse({3, 4}, {{{5, 0}, 1.0}}), want, 0, 0).ok);
     }
+}
+
+TEST_CASE("reference: evaluate_magnitude sums absolute terms; compare allows a share of it") {
+    // y = A x with a cancelling row: 1e8 - 1e8 + 1.
+    Tensor a = sparse({2, 3}, {{{0, 0}, 1e8}, {{0, 1}, -1e8}, {{0, 2}, 1.0}, {{1, 1}, 2.0}});
+    Tensor x = sparse({3}, {{{0}, 1.0}, {{1}, 1.0}, {{2}, 1.0}});
+    const std::string spec = "y(i) = A(i,j) * x(j) - A(i,j) * x(j) * 0.5";
+    Tensor want = evaluate(spec, {{"A", a}, {"x", x}});
+    Tensor magnitude = evaluate_magnitude(spec, {{"A", a}, {"x", x}});
+    REQUIRE(magnitude.nnz() == want.nnz());
+    CHECK(magnitude.vals[0] == doctest::Approx(1.5 * (2e8 + 1)));  // |1| and |-0.5| times |A| |x|
+    CHECK(magnitude.vals[1] == doctest::Approx(3.0));
+    CHECK(want.vals[0] == doctest::Approx(0.5));
+    // A float32 sum of row 0 may be off by several units: rtol of the result rejects it, a share
+    // of the magnitudes accepts it; a gross error stays rejected.
+    Tensor rounded = want;
+    rounded.vals[0] = 8.5;
+    CHECK(!compare(rounded, want, 2e-4, 2e-4).ok);
+    CHECK(compare(rounded, want, 2e-4, 2e-4, magnitude, 64 * 0x1p-24).ok);
+    Tensor wrong = want;
+    wrong.vals[1] = 2.0;  // want 1.0 (2 - 1)
+    Comparison c = compare(wrong, want, 2e-4, 2e-4, magnitude, 64 * 0x1p-24);
+    CHECK(!c.ok);
+    CHECK(c.message.find("of the sum of magnitudes") != std::string::npos);
 }
