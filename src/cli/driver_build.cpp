@@ -29,6 +29,8 @@ namespace spgen::cli {
 namespace {
 
 // Starts argv[0] (searched in PATH); its output goes to ours, or to `log` when given.
+bool children_in_own_group = false;  // isolate_children_from_interrupts()
+
 pid_t start(const std::vector<std::string>& args, const std::string& log = "") {
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -40,7 +42,14 @@ pid_t start(const std::vector<std::string>& args, const std::string& log = "") {
     posix_spawn_file_actions_adddup2(&actions, 1, 2);
   }
   pid_t pid;
-  int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  if (children_in_own_group) {
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attributes, 0);
+  }
+  int rc = posix_spawnp(&pid, argv[0], &actions, &attributes, argv.data(), environ);
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) throw CompileError("spgen run: error: cannot start " + args[0] + ": " + std::strerror(rc) + "\n");
   return pid;
@@ -292,6 +301,8 @@ std::string build_driver(const Compilation& c, const std::filesystem::path& dir,
 }
 
 std::vector<std::string> cpu_compiler_command() { return compiler_command(); }
+
+void isolate_children_from_interrupts() { children_in_own_group = true; }
 
 int spawn(const std::vector<std::string>& args, const std::string& log) { return finish(start(args, log), args[0]); }
 

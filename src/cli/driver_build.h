@@ -53,6 +53,11 @@ std::string build_driver(const Compilation& c, const std::filesystem::path& dir,
 // The C++ compiler and flags CPU drivers are built with ($CXX or c++, -O3 -march=native -fopenmp).
 std::vector<std::string> cpu_compiler_command();
 
+// From now on, the processes started here (compilers, drivers) run in process groups of their
+// own, so a Ctrl-C at the terminal reaches this process alone: `spgen tune` finishes the step at
+// hand and keeps the best so far, rather than seeing its compiler or driver killed under it.
+void isolate_children_from_interrupts();
+
 // Runs argv[0] (searched in PATH) and returns its exit status (128 + signal when killed); its
 // output goes to ours, or to the file `log` when given.
 int spawn(const std::vector<std::string>& args, const std::string& log = "");

@@ -347,6 +347,7 @@ int run_tune(const TuneOptions& options) {
   std::vector<tune::DbRecord> earlier = db_path.empty() ? std::vector<tune::DbRecord>{} : tune::read_tuning_db(db_path);
 
   interrupted_flag = 0;
+  isolate_children_from_interrupts();
   struct sigaction action {}, previous {};
   action.sa_handler = on_interrupt;
   sigaction(SIGINT, &action, &previous);
