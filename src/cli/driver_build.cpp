@@ -93,15 +93,6 @@ void run_steps(const std::vector<CompileStep>& steps, bool verbose, const std::s
   throw CompileError("spgen run: error: " + compiler + " rejected the generated kernel (see above)\n");
 }
 
-// FNV-1a: a hash that stays the same across runs and builds, for naming cached objects.
-std::string stable_hash(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return hex;
-}
-
 // Where compiled driver runtimes are kept between runs: $SPGEN_RUN_CACHE, else
 // $XDG_CACHE_HOME/spgen, else ~/.cache/spgen; none when SPGEN_RUN_CACHE is "off".
 std::filesystem::path runtime_cache_dir() {
@@ -301,6 +292,14 @@ std::string build_driver(const Compilation& c, const std::filesystem::path& dir,
 }
 
 std::vector<std::string> cpu_compiler_command() { return compiler_command(); }
+
+std::string stable_hash(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
 
 void isolate_children_from_interrupts() { children_in_own_group = true; }
 

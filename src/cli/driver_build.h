@@ -53,6 +53,10 @@ std::string build_driver(const Compilation& c, const std::filesystem::path& dir,
 // The C++ compiler and flags CPU drivers are built with ($CXX or c++, -O3 -march=native -fopenmp).
 std::vector<std::string> cpu_compiler_command();
 
+// A hash of `text` that stays the same across runs, builds and machines (16 hex digits), for
+// naming cached objects and keying the tuning database.
+std::string stable_hash(const std::string& text);
+
 // From now on, the processes started here (compilers, drivers) run in process groups of their
 // own, so a Ctrl-C at the terminal reaches this process alone: `spgen tune` finishes the step at
 // hand and keeps the best so far, rather than seeing its compiler or driver killed under it.

@@ -39,14 +39,6 @@ std::pair<std::string, std::string> name_value(const std::string& flag, const st
   return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
-std::string hash_text(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return hex;
-}
-
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
   for (std::string line; std::getline(in, line);)
@@ -342,7 +334,7 @@ int run_tune(const TuneOptions& options) {
   // The database: what earlier runs found for this spec, target, types and machine.
   const std::filesystem::path db_path = tune::tuning_db_path(options.db);
   const std::string machine = cpu_model() + ", " + std::to_string(std::thread::hardware_concurrency()) + " cores";
-  const std::string key = hash_text(s.spec_text + "\n" + given.config.name + "\n" + json::parse(config_text).dump() + "\n" + machine +
+  const std::string key = stable_hash(s.spec_text + "\n" + given.config.name + "\n" + json::parse(config_text).dump() + "\n" + machine +
                                     "\nthreads " + std::to_string(options.threads));
   std::vector<tune::DbRecord> earlier = db_path.empty() ? std::vector<tune::DbRecord>{} : tune::read_tuning_db(db_path);
 
