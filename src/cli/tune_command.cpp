@@ -174,16 +174,17 @@ class KernelEvaluator : public tune::Evaluator {
     std::fflush(stderr);
   }
 
-  const spgen_ref::Tensor* reference() const { return reference_ ? &*reference_ : nullptr; }
+  // The inputs as the kernels saw them (random ones as auto's run saved them), read once for the
+  // reference; empty until auto's kernel has run.
+  const std::map<std::string, spgen_ref::Tensor>& inputs() const { return inputs_; }
   std::string saved_input(const std::string& name) const { return (s_.dir / ("input-" + name + ".tns")).string(); }
 
  private:
   void compute_reference() {
-    std::map<std::string, spgen_ref::Tensor> inputs;
     for (const auto& [name, source] : s_.inputs)
-      inputs[name] = spgen_ref::read_tensor(source == "random" ? saved_input(name) : source);
-    reference_ = spgen_ref::evaluate(s_.spec_text, inputs, s_.dims);
-    magnitude_ = spgen_ref::evaluate_magnitude(s_.spec_text, inputs, s_.dims);
+      inputs_[name] = spgen_ref::read_tensor(source == "random" ? saved_input(name) : source);
+    reference_ = spgen_ref::evaluate(s_.spec_text, inputs_, s_.dims);
+    magnitude_ = spgen_ref::evaluate_magnitude(s_.spec_text, inputs_, s_.dims);
   }
 
   struct Build {
@@ -206,6 +207,7 @@ class KernelEvaluator : public tune::Evaluator {
   std::chrono::steady_clock::time_point start_;
   std::map<tune::Point, Build> builds_;
   size_t next_dir_ = 0;
+  std::map<std::string, spgen_ref::Tensor> inputs_;
   std::optional<spgen_ref::Tensor> reference_, magnitude_;
   std::string output_name_, output_ext_;
   bool f32_ = true;
@@ -217,8 +219,7 @@ json input_features(const Setup& s, const KernelEvaluator& evaluator) {
   json features = json::object();
   for (const auto& [name, source] : s.inputs) {
     if (s.auto_compilation.config.format_of(name).all_dense()) continue;
-    spgen_ref::Tensor t = spgen_ref::read_tensor(source == "random" ? evaluator.saved_input(name) : source);
-    features[name] = json::parse(tune::input_features(t).to_json().dump());
+    features[name] = json::parse(tune::input_features(evaluator.inputs().at(name)).to_json().dump());
   }
   return features;
 }
