@@ -282,7 +282,8 @@ int run_tune(const TuneOptions& options) {
   const std::string config_text = read_file(options.config);
   std::optional<Target> target = target_option(options.target);
   // The config must compile as given: its errors are the user's, with their positions.
-  Compilation given = compile({s.spec_path, s.spec_text, s.config_path, config_text, target, {}});
+  s.auto_compilation = compile({s.spec_path, s.spec_text, s.config_path, config_text, target, {}});
+  const Compilation& given = s.auto_compilation;
   s.base = json::parse(config_text);
   if (target) s.base["target"] = options.target;
   if (given.config.target == Target::Cuda)
@@ -290,7 +291,6 @@ int run_tune(const TuneOptions& options) {
   if (!s.base.contains("schedule") || s.base["schedule"] != "auto")
     fail(options.config + ": the schedule is pinned: nothing to tune (write \"schedule\": \"auto\" to let spgen tune choose it)");
   if (given.decomposition) fail("a decomposed operand's parts are not tuned yet");
-  s.auto_compilation = given;
   for (const std::string& flag : options.inputs) {
     auto [name, source] = name_value("--input", flag);
     if (!given.spec.find_tensor(name) || given.spec.find_tensor(name)->is_output)

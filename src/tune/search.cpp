@@ -61,7 +61,7 @@ class Search {
         break;
       }
       // As many as fit in what is left of the budget, at the last round's cost per candidate.
-      const double left = options_.budget_s * 0.85 - evaluator_.elapsed_s();
+      const double left = screening_deadline() - evaluator_.elapsed_s();
       const size_t fit = cost_per_point_ > 0 ? static_cast<size_t>(std::max(0.0, left / cost_per_point_)) : pool.size();
       if (fit == 0) {
         result_.stop_reason = "budget";
@@ -84,13 +84,15 @@ class Search {
       result_.stop_reason = "interrupted";
       return true;
     }
-    // The last part of the budget is kept for measuring the leaders again.
-    if (evaluator_.elapsed_s() >= options_.budget_s * 0.85) {
+    if (evaluator_.elapsed_s() >= screening_deadline()) {
       result_.stop_reason = "budget";
       return true;
     }
     return false;
   }
+
+  // When new candidates stop: the last part of the budget is kept for measuring the leaders again.
+  double screening_deadline() const { return options_.budget_s * 0.85; }
 
   bool seen(const Point& p) const { return tried_.count(p) > 0; }
 
@@ -103,6 +105,7 @@ class Search {
     };
     for (const Point& p : seeds)
       if (p.size() == space_.knobs.size()) propose(p);
+    const size_t seeded = pool.size();  // (a seed measured before is not proposed again)
     const Point best = best_point();
     for (size_t k = 0; k < space_.knobs.size(); ++k)
       for (int c = 0; c < static_cast<int>(space_.knobs[k].values.size()); ++c) {
@@ -122,7 +125,6 @@ class Search {
       for (size_t k = 0; k < space_.knobs.size(); ++k) p[k] = static_cast<int>(random_.next() % space_.knobs[k].values.size());
       propose(p);
     }
-    const size_t seeded = std::min(pool.size(), seeds.size());
     // Seeds first, as given; the rest by predicted time (a stable sort keeps the proposal order
     // among equals, so an unfitted model leaves it as it is).
     std::stable_sort(pool.begin() + static_cast<long>(seeded), pool.end(), [&](const Point& a, const Point& b) {

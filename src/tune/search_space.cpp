@@ -39,6 +39,15 @@ json parallel_value(const ParallelOp& p) {
   return v;
 }
 
+// An op the knob adds, at the end of the schedule.
+void append(std::vector<ScheduleOp>& ops, decltype(ScheduleOp::op) added) {
+  ScheduleOp op;
+  op.op = std::move(added);
+  op.index = static_cast<int>(ops.size());
+  op.path = "/schedule/" + std::to_string(ops.size());
+  ops.push_back(std::move(op));
+}
+
 void apply(const Knob& knob, const json& value, std::vector<ScheduleOp>& ops) {
   switch (knob.kind) {
     case KnobKind::Parallel: {
@@ -59,22 +68,11 @@ void apply(const Knob& knob, const json& value, std::vector<ScheduleOp>& ops) {
     case KnobKind::TileWidth: std::get<TileOp>(ops[knob.op_index].op).factor = value.get<int64_t>(); break;
     case KnobKind::Lanes: std::get<VectorizeOp>(ops[knob.op_index].op).lanes = value.get<int64_t>(); break;
     case KnobKind::Prefetch:
-      if (!value.is_null()) {
-        ScheduleOp op;
-        op.op = PrefetchOp{value.at("tensor").get<std::string>(), value.at("at").get<std::string>(), value.at("distance").get<int64_t>()};
-        op.index = static_cast<int>(ops.size());
-        op.path = "/schedule/" + std::to_string(ops.size());
-        ops.push_back(op);
-      }
+      if (!value.is_null())
+        append(ops, PrefetchOp{value.at("tensor").get<std::string>(), value.at("at").get<std::string>(), value.at("distance").get<int64_t>()});
       break;
     case KnobKind::Batch:
-      if (!value.is_null()) {
-        ScheduleOp op;
-        op.op = BatchOp{value.at("var").get<std::string>(), value.at("factor").get<int64_t>()};
-        op.index = static_cast<int>(ops.size());
-        op.path = "/schedule/" + std::to_string(ops.size());
-        ops.push_back(op);
-      }
+      if (!value.is_null()) append(ops, BatchOp{value.at("var").get<std::string>(), value.at("factor").get<int64_t>()});
       break;
   }
 }

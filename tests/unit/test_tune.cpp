@@ -31,15 +31,22 @@ spgen_ref::Tensor matrix(std::vector<int64_t> dims, std::vector<std::pair<int64_
   return t;
 }
 
-// The space around SpMM's auto schedule (a parallel loop, a register tile, a prefetch to add).
-struct SpmmSpace {
-  Compilation c = spgen_test::compile(spgen_test::kSpmm, R"({"tensors": {"A": {"format": "csr"}}, "schedule": "auto"})");
-  SearchSpace space = build_search_space(c.explicit_schedule, c.config, {"B"}, c.spec.index_vars,
-                                         [this](const std::vector<ScheduleOp>& ops) {
-                                           nlohmann::json config = {{"tensors", {{"A", {{"format", "csr"}}}}},
-                                                                   {"schedule", nlohmann::json::parse(schedule_json(ops).dump())}};
-                                           return spgen_test::error_of(spgen_test::kSpmm, config.dump()) == "(no error)";
-                                         });
+// The space around the auto schedule of `spec` with `tensors` (a config's "tensors" object), a
+// choice kept where the config with it compiles.
+struct AutoSpace {
+  AutoSpace(const std::string& spec, const nlohmann::json& tensors, const std::vector<std::string>& dense_inputs)
+      : c(spgen_test::compile(spec, nlohmann::json{{"tensors", tensors}, {"schedule", "auto"}}.dump())),
+        space(build_search_space(c.explicit_schedule, c.config, dense_inputs, c.spec.index_vars, [&](const std::vector<ScheduleOp>& ops) {
+          nlohmann::json config = {{"tensors", tensors}, {"schedule", nlohmann::json::parse(schedule_json(ops).dump())}};
+          return spgen_test::error_of(spec, config.dump()) == "(no error)";
+        })) {}
+  Compilation c;
+  SearchSpace space;
+};
+
+// SpMM's (a parallel loop, a register tile, a prefetch to add).
+struct SpmmSpace : AutoSpace {
+  SpmmSpace() : AutoSpace(spgen_test::kSpmm, {{"A", {{"format", "csr"}}}}, {"B"}) {}
 };
 
 const Knob* knob_named(const SearchSpace& space, const std::string& prefix) {
@@ -263,12 +270,8 @@ TEST_CASE("tune database: records round-trip; other schemas and broken lines are
 }
 
 TEST_CASE("tune search space: SDDMM's auto schedule gets lanes, prefetch and batch knobs") {
-  const char* csr = R"({"tensors": {"X": {"format": "csr"}}, "schedule": "auto"})";
-  Compilation c = spgen_test::compile(spgen_test::kSddmm, csr);
-  SearchSpace space = build_search_space(c.explicit_schedule, c.config, {"A", "B"}, c.spec.index_vars, [](const std::vector<ScheduleOp>& ops) {
-    nlohmann::json config = {{"tensors", {{"X", {{"format", "csr"}}}}}, {"schedule", nlohmann::json::parse(schedule_json(ops).dump())}};
-    return spgen_test::error_of(spgen_test::kSddmm, config.dump()) == "(no error)";
-  });
+  AutoSpace sddmm(spgen_test::kSddmm, {{"X", {{"format", "csr"}}}}, {"A", "B"});
+  const SearchSpace& space = sddmm.space;
   const Knob* lanes = knob_named(space, "lanes");
   const Knob* batch = knob_named(space, "batch");
   REQUIRE(lanes);
