@@ -82,6 +82,19 @@ std::vector<PackTensor> pack_tensors(const sparse::Program& program, const std::
   return out;
 }
 
+std::string pack_types(const std::string& kernel_name, const std::string& index_type, const std::string& value_type) {
+  return templates::render("cpu_pack_types.cpp.in", {{"name", kernel_name},
+                                                     {"header", kernel_name + ".h"},
+                                                     {"index_type", index_type},
+                                                     {"value_type", value_type}});
+}
+
+std::string pack_algorithm(const std::string& kernel_name, const std::string& index_type, const std::string& value_type) {
+  return pack_types(kernel_name, index_type, value_type) + templates::render("cpu_pack_routines.cpp.in", {{"name", kernel_name}});
+}
+
+std::string pack_status_codes() { return templates::render("pack_status_codes.h.in", {}); }
+
 PackRoutines emit_pack_routines(const sparse::Program& program, const std::string& kernel_name, Target target) {
   PackRoutines routines;
   const std::vector<PackTensor> tensors = pack_tensors(program, kernel_name);
@@ -175,10 +188,7 @@ PackRoutines emit_pack_routines(const sparse::Program& program, const std::strin
       docs += p.sizes_function + ", " + p.pack_function + ", " + p.unpack_function + "\n";
   }
 
-  routines.source = templates::render("cpu_pack_routines.cpp.in", {{"name", kernel_name},
-                                                                    {"header", kernel_name + ".h"},
-                                                                    {"index_type", index_type},
-                                                                    {"value_type", value_type}});
+  routines.source = pack_algorithm(kernel_name, index_type, value_type);
   routines.source += "\nnamespace " + ns + " {\n\n" + tables + "\n}  // namespace " + ns + "\n\n" + wrappers;
   routines.source += "extern \"C\" const char* " + kernel_name + "_pack_strerror(int code) { return " + ns +
                      "::error_string(code); }\n";
@@ -188,7 +198,8 @@ PackRoutines emit_pack_routines(const sparse::Program& program, const std::strin
                              "cpu_pack_docs.h.in", {{"name", kernel_name}, {"host_memory", host_memory}, {"tensors", docs}})) +
                          "\n";
   routines.header_declarations = without_trailing_newlines(templates::render(
-      "cpu_pack_declarations.h.in", {{"name", kernel_name}, {"declarations", declarations}}));
+      "cpu_pack_declarations.h.in",
+      {{"name", kernel_name}, {"status_codes", pack_status_codes()}, {"declarations", declarations}}));
   return routines;
 }
 

@@ -39,6 +39,15 @@ struct PackTensor {
 // The tensors that get routines, in Program::buffers order (output first).
 std::vector<PackTensor> pack_tensors(const sparse::Program& program, const std::string& kernel_name);
 
+// The fixed part of a kernel's conversion routines (templates/cpu_pack_types.cpp.in, then
+// cpu_pack_routines.cpp.in), as it stands in its source: namespace NAME_pack with its types and
+// the algorithm. `pack_types` is the first part alone: the comment, includes, the opened
+// namespace and the types of its tables.
+std::string pack_types(const std::string& kernel_name, const std::string& index_type, const std::string& value_type);
+std::string pack_algorithm(const std::string& kernel_name, const std::string& index_type, const std::string& value_type);
+// The #defines of the routines' status codes (SPGEN_OK, SPGEN_ERR_...), guarded, as in NAME.h.
+std::string pack_status_codes();
+
 // The routines of the kernel `kernel_name`: header documentation, declarations and source. They
 // run on the host for either target; the cuda header says so.
 PackRoutines emit_pack_routines(const sparse::Program& program, const std::string& kernel_name, Target target);
