@@ -138,32 +138,41 @@ std::vector<std::string> cuda_compiler_command() {
   return {path, "-std=c++17", "-O3", "-arch=native"};
 }
 
-// The driver's runtime instantiated for the kernel's index and value types: `path` is the
-// object to link, from the cache when one built by the same compiler, flags and runtime is
-// there; else `build` compiles it here, and `cache_as` is where to keep it for later runs.
-struct RuntimeObject {
+// An object that is the same for many drivers (the runtime, the pack algorithm), for the
+// kernel's index and value types: `path` is the object to link, from the cache when one built by
+// the same compiler, flags and text is there; else `build` compiles it here, and `cache_as` is
+// where to keep it for later runs.
+struct SharedObject {
   std::string path;
   std::optional<CompileStep> build;
   std::filesystem::path cache_as;
 };
 
-RuntimeObject runtime_object(const Compilation& c, const std::filesystem::path& dir, const std::vector<std::string>& compile) {
-  std::string instance = templates::render(
-      "run_runtime_instance.cpp.in", {{"index_type", c_type_name(c.config.index_type)}, {"value_type", c_type_name(c.config.value_type)}});
-  std::string source = (dir / "spgen_run_runtime_instance.cpp").string();
-  write_files_atomically({{source, instance}});
-  RuntimeObject runtime{(dir / "spgen_run_runtime_instance.o").string(), std::nullopt, {}};
+// `source`, written to `dir` and compiled by `compile`; `included` is the text of what it
+// includes from `dir` (part of the cache key), `kind` names the cached object (KIND-HASH.o).
+SharedObject shared_object(const GeneratedFile& source, const std::string& included, const std::string& kind,
+                           const std::filesystem::path& dir, const std::vector<std::string>& compile) {
+  const std::string path = (dir / source.name).string();
+  write_files_atomically({{path, source.text}});
+  SharedObject object{path.substr(0, path.rfind('.')) + ".o", std::nullopt, {}};
   std::vector<std::string> command = compile;
-  command.insert(command.end(), {"-c", source, "-o", runtime.path});
-  runtime.build = CompileStep{command, (dir / "compile-runtime.log").string()};
+  command.insert(command.end(), {"-c", path, "-o", object.path});
+  object.build = CompileStep{command, (dir / ("compile-" + kind + ".log")).string()};
   std::filesystem::path cache = runtime_cache_dir();
-  if (cache.empty()) return runtime;
-  std::string key = compiler_identity(compile, dir) + command_line(compile) + "\n" + instance + "\n" +
-                    std::string(*templates::lookup("spgen_run_runtime.hpp"));
-  std::filesystem::path cached = cache / ("runtime-" + stable_hash(key) + ".o");
+  if (cache.empty()) return object;
+  std::string key = compiler_identity(compile, dir) + command_line(compile) + "\n" + source.text + "\n" + included;
+  std::filesystem::path cached = cache / (kind + "-" + stable_hash(key) + ".o");
   if (std::filesystem::exists(cached)) return {cached.string(), std::nullopt, {}};
-  runtime.cache_as = cached;
-  return runtime;
+  object.cache_as = cached;
+  return object;
+}
+
+// The driver's runtime instantiated for the kernel's index and value types.
+SharedObject runtime_object(const Compilation& c, const std::filesystem::path& dir, const std::vector<std::string>& compile) {
+  GeneratedFile instance = {"spgen_run_runtime_instance.cpp",
+                            templates::render("run_runtime_instance.cpp.in", {{"index_type", c_type_name(c.config.index_type)},
+                                                                             {"value_type", c_type_name(c.config.value_type)}})};
+  return shared_object(instance, std::string(*templates::lookup("spgen_run_runtime.hpp")), "runtime", dir, compile);
 }
 
 // A name part no other process, nor another thread of this one (spgen tune builds drivers at
@@ -172,9 +181,9 @@ std::string unique_suffix() {
   return std::to_string(getpid()) + "-" + std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 1000000007);
 }
 
-// Keeps a freshly built runtime object for later runs (best effort: a cache that cannot be
+// Keeps a freshly built shared object for later runs (best effort: a cache that cannot be
 // written only costs time). Written under a unique name, then renamed, as runs may race.
-void cache_runtime_object(const std::string& object, const std::filesystem::path& cached) {
+void cache_object(const std::string& object, const std::filesystem::path& cached) {
   std::error_code ec;
   std::filesystem::create_directories(cached.parent_path(), ec);
   std::filesystem::path partial = cached.string() + ".partial-" + unique_suffix();
@@ -184,7 +193,7 @@ void cache_runtime_object(const std::string& object, const std::filesystem::path
 }
 
 // The runtime header precompiled (a .gch) for the driver's glue, whose compile is mostly
-// parsing it: cache/pch2-HASH/ holds a copy of the header and its .gch, built once per compiler,
+// parsing it: cache/pch3-HASH/ holds a copy of the header and its .gch, built once per compiler,
 // glue flags and header text, and the glue is compiled with `-include` that copy (its own
 // #include of the header then adds nothing: include guard). Empty without a cache, or when the
 // compiler cannot precompile it; the glue then parses the header itself.
@@ -198,7 +207,7 @@ std::string precompiled_runtime_header(const std::vector<std::string>& glue_comp
   std::filesystem::path cache = runtime_cache_dir();
   if (cache.empty()) return {};
   const std::string header(*templates::lookup("spgen_run_runtime.hpp"));
-  const std::string entry = "pch2-" + stable_hash(compiler_identity(glue_compile, dir) + command_line(glue_compile) + "\n" + header);
+  const std::string entry = "pch3-" + stable_hash(compiler_identity(glue_compile, dir) + command_line(glue_compile) + "\n" + header);
   const std::filesystem::path kept = cache / entry / "spgen_run_runtime.hpp";
   const std::string gch = kept.string() + ".gch";
   std::error_code ec;
@@ -214,6 +223,9 @@ std::string precompiled_runtime_header(const std::vector<std::string>& glue_comp
   }
   const std::string partial = gch + ".partial-" + pid;
   std::vector<std::string> command = glue_compile;
+  // clang instantiates, in every file that includes a precompiled header, the templates that the
+  // header's inline functions use, unless the header did (a fifth of the glue's compile).
+  if (compiler_identity(glue_compile, dir).find("clang") != std::string::npos) command.push_back("-fpch-instantiate-templates");
   command.insert(command.end(), {"-x", "c++-header", kept.string(), "-o", partial});
   if (verbose) std::fprintf(stderr, "spgen run: %s\n", command_line(command).c_str());
   if (spawn(command, (dir / "compile-pch.log").string()) == 0) std::filesystem::rename(partial, gch, ec);
@@ -221,53 +233,84 @@ std::string precompiled_runtime_header(const std::vector<std::string>& glue_comp
   return std::filesystem::exists(gch, ec) ? kept.string() : std::string();
 }
 
-// The CPU driver: the kernel, the driver's glue and the runtime compiled at once (the runtime
-// reused from the cache when it can be, the glue against the precompiled runtime header), then
-// linked.
+// The kernel's source as the driver compiles it, and the objects it links besides the glue:
+// the kernel's pack algorithm linked, not compiled with it (codegen/run_driver.h), where it has
+// conversion routines.
+struct KernelBuild {
+  std::string source;                // in the build directory
+  std::vector<SharedObject> shared;  // built here or taken from the cache
+};
+
+KernelBuild kernel_build(const Compilation& c, const std::filesystem::path& dir, const std::vector<SharedObject>& runtime,
+                         const std::vector<std::string>& pack_compile) {
+  const GeneratedFile& kernel = c.files[1];
+  KernelBuild build{(dir / kernel.name).string(), runtime};
+  std::optional<LinkedPackAlgorithm> linked = link_pack_algorithm(kernel, c.func.name, c.program);
+  if (!linked) return build;
+  write_files_atomically({{(dir / linked->kernel.name).string(), linked->kernel.text},
+                          {(dir / linked->header.name).string(), linked->header.text}});
+  build.source = (dir / linked->kernel.name).string();
+  build.shared.push_back(shared_object(linked->source, linked->header.text, "pack", dir, pack_compile));
+  return build;
+}
+
+// Compiles the shared objects not in the cache, with `steps` (which run at once), then caches them.
+void compile_with_shared(std::vector<CompileStep> steps, const std::vector<SharedObject>& shared, bool verbose,
+                         const std::string& compiler) {
+  for (const SharedObject& object : shared)
+    if (object.build) steps.push_back(*object.build);
+  run_steps(steps, verbose, compiler);
+  for (const SharedObject& object : shared)
+    if (!object.cache_as.empty()) cache_object(object.path, object.cache_as);
+}
+
+// The CPU driver: the kernel, the driver's glue and the shared objects compiled at once (each
+// shared one reused from the cache when it can be, the glue against the precompiled runtime
+// header), then linked.
 void build_cpu_driver(const Compilation& c, const std::filesystem::path& dir, const std::string& driver_source,
                       const std::string& binary, const DriverBuildOptions& options) {
   std::vector<std::string> compile = compiler_command();
   compile.insert(compile.end(), options.extra_cxxflags.begin(), options.extra_cxxflags.end());
-  // The runtime (file I/O, packing, timing) is optimized whatever --cxxflags says of the
-  // kernel: it is compiled once and cached, and at -O0 reading a graph's dense operands took
-  // longer than the kernel. (-O levels leave the ABI alone; other flags, sanitizers too, apply.)
-  std::vector<std::string> runtime_compile = compile;
-  runtime_compile.push_back("-O3");
-  RuntimeObject runtime = runtime_object(c, dir, runtime_compile);
+  // The runtime (file I/O, packing, timing) and the pack algorithm are optimized whatever
+  // --cxxflags says of the kernel: they are compiled once and cached, and at -O0 reading a
+  // graph's dense operands took longer than the kernel. (-O levels leave the ABI alone; other
+  // flags, sanitizers too, apply.)
+  std::vector<std::string> shared_compile = compile;
+  shared_compile.push_back("-O3");
+  const KernelBuild kernel = kernel_build(c, dir, {runtime_object(c, dir, shared_compile)}, shared_compile);
   std::vector<std::string> glue_compile = compile;
   glue_compile.push_back("-DSPGEN_RUN_PRECOMPILED");
   std::string runtime_header = precompiled_runtime_header(glue_compile, dir, options.verbose);
   if (!runtime_header.empty()) glue_compile.insert(glue_compile.end(), {"-include", runtime_header});
   std::vector<CompileStep> steps;
   std::vector<std::string> objects;
-  for (const std::string& source : {driver_source, c.files[1].name}) {
-    std::string object = (dir / (source + ".o")).string();
-    std::vector<std::string> command = source == driver_source ? glue_compile : compile;
-    command.insert(command.end(), {"-c", (dir / source).string(), "-o", object});
-    steps.push_back({command, (dir / ("compile-" + source + ".log")).string()});
+  for (const std::string& source : {(dir / driver_source).string(), kernel.source}) {
+    const std::string name = std::filesystem::path(source).filename().string();
+    std::string object = source + ".o";
+    std::vector<std::string> command = name == driver_source ? glue_compile : compile;
+    command.insert(command.end(), {"-c", source, "-o", object});
+    steps.push_back({command, (dir / ("compile-" + name + ".log")).string()});
     objects.push_back(object);
   }
-  if (runtime.build) steps.push_back(*runtime.build);
-  run_steps(steps, options.verbose, "the C++ compiler");
-  if (!runtime.cache_as.empty()) cache_runtime_object(runtime.path, runtime.cache_as);
+  compile_with_shared(steps, kernel.shared, options.verbose, "the C++ compiler");
   std::vector<std::string> link = compile;
   link.insert(link.end(), {"-o", binary});
   link.insert(link.end(), objects.begin(), objects.end());
-  link.push_back(runtime.path);
+  for (const SharedObject& object : kernel.shared) link.push_back(object.path);
   run_steps({{link, (dir / "link.log").string()}}, options.verbose, "the C++ compiler");
 }
 
-// The CUDA driver: nvcc builds the kernel and the driver's glue; the runtime, host code only, is
-// compiled by the host C++ compiler (host_compiler_command) and reused from the cache.
+// The CUDA driver: nvcc builds the kernel and the driver's glue; the shared objects, host code
+// only, are compiled by the host C++ compiler (host_compiler_command) and reused from the cache.
 void build_cuda_driver(const Compilation& c, const std::filesystem::path& dir, const std::string& driver_source,
                        const std::string& binary, const DriverBuildOptions& options) {
-  RuntimeObject runtime = runtime_object(c, dir, host_compiler_command());
-  if (runtime.build) run_steps({*runtime.build}, options.verbose, "the C++ compiler");
-  if (!runtime.cache_as.empty()) cache_runtime_object(runtime.path, runtime.cache_as);
+  const std::vector<std::string> host = host_compiler_command();
+  const KernelBuild kernel = kernel_build(c, dir, {runtime_object(c, dir, host)}, host);
+  compile_with_shared({}, kernel.shared, options.verbose, "the C++ compiler");
   std::vector<std::string> build = cuda_compiler_command();
   build.insert(build.end(), options.extra_cxxflags.begin(), options.extra_cxxflags.end());
-  build.insert(build.end(), {"-DSPGEN_RUN_PRECOMPILED", "-o", binary, (dir / driver_source).string(),
-                             (dir / c.files[1].name).string(), runtime.path});
+  build.insert(build.end(), {"-DSPGEN_RUN_PRECOMPILED", "-o", binary, (dir / driver_source).string(), kernel.source});
+  for (const SharedObject& object : kernel.shared) build.push_back(object.path);
   run_steps({{build, (dir / "compile.log").string()}}, options.verbose, "nvcc");
 }
 

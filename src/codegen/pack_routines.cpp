@@ -82,15 +82,20 @@ std::vector<PackTensor> pack_tensors(const sparse::Program& program, const std::
   return out;
 }
 
-std::string pack_types(const std::string& kernel_name, const std::string& index_type, const std::string& value_type) {
+std::string pack_types(const std::string& kernel_name, const std::string& index_type, const std::string& value_type,
+                       const std::string& header) {
   return templates::render("cpu_pack_types.cpp.in", {{"name", kernel_name},
-                                                     {"header", kernel_name + ".h"},
+                                                     {"header", header},
                                                      {"index_type", index_type},
                                                      {"value_type", value_type}});
 }
 
+std::string pack_functions(const std::string& kernel_name) {
+  return templates::render("cpu_pack_routines.cpp.in", {{"name", kernel_name}});
+}
+
 std::string pack_algorithm(const std::string& kernel_name, const std::string& index_type, const std::string& value_type) {
-  return pack_types(kernel_name, index_type, value_type) + templates::render("cpu_pack_routines.cpp.in", {{"name", kernel_name}});
+  return pack_types(kernel_name, index_type, value_type, kernel_name + ".h") + pack_functions(kernel_name);
 }
 
 std::string pack_status_codes() { return templates::render("pack_status_codes.h.in", {}); }

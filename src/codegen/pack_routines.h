@@ -41,9 +41,12 @@ std::vector<PackTensor> pack_tensors(const sparse::Program& program, const std::
 
 // The fixed part of a kernel's conversion routines (templates/cpu_pack_types.cpp.in, then
 // cpu_pack_routines.cpp.in), as it stands in its source: namespace NAME_pack with its types and
-// the algorithm. `pack_types` is the first part alone: the comment, includes, the opened
-// namespace and the types of its tables.
-std::string pack_types(const std::string& kernel_name, const std::string& index_type, const std::string& value_type);
+// the algorithm. `pack_types` is the first part: the comment, includes, the opened namespace and
+// the types of its tables (its comment names `header` as where the ABI is documented);
+// `pack_functions` the second, up to the namespace's end.
+std::string pack_types(const std::string& kernel_name, const std::string& index_type, const std::string& value_type,
+                       const std::string& header);
+std::string pack_functions(const std::string& kernel_name);
 std::string pack_algorithm(const std::string& kernel_name, const std::string& index_type, const std::string& value_type);
 // The #defines of the routines' status codes (SPGEN_OK, SPGEN_ERR_...), guarded, as in NAME.h.
 std::string pack_status_codes();

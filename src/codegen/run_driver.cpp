@@ -1,6 +1,7 @@
 #include "codegen/run_driver.h"
 
 #include <algorithm>
+#include <map>
 
 #include "codegen/abi_header.h"
 #include "codegen/c_printer.h"
@@ -260,6 +261,31 @@ GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Prog
                                  {"hooks", hooks},
                                  {"pack_glue", glue}});
   return file;
+}
+
+std::optional<LinkedPackAlgorithm> link_pack_algorithm(const GeneratedFile& kernel_source, const std::string& kernel_name,
+                                                       const sparse::Program& program) {
+  const std::string index_type = c_type_name(program.index_type), value_type = c_type_name(program.value_type);
+  const std::string own_copy = pack_algorithm(kernel_name, index_type, value_type);
+  const size_t at = kernel_source.text.find(own_copy);
+  if (at == std::string::npos) return std::nullopt;
+  const std::string dot = kernel_source.name.substr(kernel_source.name.rfind('.'));
+  const std::string ns = kernel_name + "_pack";
+  const std::string in_its_place = "\n#include \"spgen_run_pack.hpp\"  // (spgen run: the algorithm, compiled once and linked)\n\nnamespace " + ns +
+                                   " {\nusing namespace spgen_run_pack;\n}  // namespace " + ns + "\n";
+  LinkedPackAlgorithm linked;
+  linked.kernel = {kernel_name + "_for_driver" + dot, kernel_source.text};
+  linked.kernel.text.replace(at, own_copy.size(), in_its_place);
+  linked.header = {"spgen_run_pack.hpp", templates::render("run_pack_algorithm.hpp.in",
+                                                            {{"index_type", index_type},
+                                                             {"value_type", value_type},
+                                                             {"types", pack_types("spgen_run", index_type, value_type, "the kernel's header")}})};
+  linked.source = {"spgen_run_pack.cpp", templates::render("run_pack_algorithm.cpp.in",
+                                                            {{"index_type", index_type},
+                                                             {"value_type", value_type},
+                                                             {"status_codes", pack_status_codes()},
+                                                             {"functions", pack_functions("spgen_run")}})};
+  return linked;
 }
 
 }  // namespace spgen

@@ -438,10 +438,11 @@ TEST_CASE("an assembled output stores only the coordinates some term stores, not
   }
 }
 
-TEST_CASE("spgen run keeps the compiled driver runtime and its precompiled header in SPGEN_RUN_CACHE and reuses them; off keeps nothing") {
+TEST_CASE("spgen run keeps the compiled driver runtime, the pack algorithm and the runtime's precompiled header in SPGEN_RUN_CACHE and reuses them; off keeps nothing") {
   TempDir dir;
   std::vector<std::string> run = {spgen_binary(), "run", spec("spmv.spg"), "--config", spec("spmv_csr.json"), "--input",
                                   "A=random", "--input", "x=random", "--dim", "i=20", "--dim", "j=10", "-v"};
+  // The cached objects: the runtime and the pack algorithm, once each.
   auto runtimes = [&] {
     int count = 0;
     if (std::filesystem::exists(dir.file("cache")))
@@ -454,14 +455,18 @@ TEST_CASE("spgen run keeps the compiled driver runtime and its precompiled heade
   REQUIRE(first.exit_code == 0);
   CHECK(first.err.find("spgen_run_runtime_instance.cpp") != std::string::npos);  // compiled here
   CHECK(first.err.find("-x c++-header") != std::string::npos);                    // header precompiled here
-  CHECK(runtimes() == 1);
+  CHECK(first.err.find("spgen_run_pack.cpp") != std::string::npos);               // the pack algorithm too
+  CHECK(runtimes() == 2);
   ProcessResult second = run_process(run, {"SPGEN_RUN_CACHE=" + dir.file("cache")});
   REQUIRE(second.exit_code == 0);
   CHECK(second.err.find("spgen_run_runtime_instance.cpp") == std::string::npos);  // reused
   CHECK(second.err.find("-x c++-header") == std::string::npos);
+  CHECK(second.err.find("spgen_run_pack.cpp") == std::string::npos);
   CHECK(second.err.find(dir.file("cache") + "/runtime-") != std::string::npos);   // linked from the cache
-  CHECK(second.err.find("-include " + dir.file("cache") + "/pch2-") != std::string::npos);  // the glue's header
-  CHECK(runtimes() == 1);
+  CHECK(second.err.find(dir.file("cache") + "/pack-") != std::string::npos);
+  CHECK(second.err.find("spmv_csr_for_driver.cpp") != std::string::npos);         // the kernel without its copy
+  CHECK(second.err.find("-include " + dir.file("cache") + "/pch3-") != std::string::npos);  // the glue's header
+  CHECK(runtimes() == 2);
   std::filesystem::remove_all(dir.file("cache"));
   ProcessResult off = run_process(run, {"SPGEN_RUN_CACHE=off"});
   REQUIRE(off.exit_code == 0);
@@ -487,7 +492,7 @@ TEST_CASE("spgen run with clang++ reuses the precompiled runtime header it built
   INFO(second.err);
   CHECK(second.exit_code == 0);
   CHECK(second.err.find("-x c++-header") == std::string::npos);
-  CHECK(second.err.find("-include " + dir.file("cache") + "/pch2-") != std::string::npos);
+  CHECK(second.err.find("-include " + dir.file("cache") + "/pch3-") != std::string::npos);
   CHECK(second.out.find("time_ms median=") != std::string::npos);
 }
 
