@@ -12,10 +12,12 @@
 
 #include "ir/loop_ir_visitor.h"
 #include "passes/infer_loop_order.h"
+#include "passes/lower/iteration_space.h"
 
 namespace spgen {
 
 using namespace loops;
+using namespace lowering;
 
 ScalarType value_scalar_type(ValueType type) {
   return type == ValueType::Float32 ? ScalarType::Float32 : ScalarType::Float64;
@@ -25,12 +27,6 @@ ScalarType index_scalar_type(IndexType type) {
 }
 
 namespace {
-
-// Which stored tensors an index variable's loop must visit, as a union of intersections
-// (disjunctive normal form): `A * B` → {{A,B}}, `A + B` → {{A},{B}}, a dense term → {{}}.
-// This is the one-variable core of a merge lattice.
-using Conjunction = std::set<std::string>;
-using IterationSpace = std::vector<Conjunction>;
 
 enum class LoopKind {
   Dense,   // for v in [0, dim_v)
@@ -429,39 +425,6 @@ class Lowering {
     return -1;
   }
 
-  // The expression as a union of intersections (disjunctive normal form) of the tensors for
-  // which `counts` holds; a divisor contributes nothing to its term, and `check_divisor` sees
-  // the divisor's own terms first.
-  template <class Counts, class CheckDivisor>
-  static IterationSpace terms(const ast::Expr& expr, const Counts& counts, const CheckDivisor& check_divisor) {
-    switch (expr.kind) {
-      case ast::ExprKind::Access: return counts(expr.access.tensor) ? IterationSpace{{expr.access.tensor}} : IterationSpace{{}};
-      case ast::ExprKind::Literal: return {{}};
-      case ast::ExprKind::Neg: return terms(*expr.lhs, counts, check_divisor);
-      case ast::ExprKind::Div:
-        check_divisor(terms(*expr.rhs, counts, check_divisor));
-        return terms(*expr.lhs, counts, check_divisor);
-      case ast::ExprKind::Mul: {
-        IterationSpace product;
-        for (const Conjunction& a : terms(*expr.lhs, counts, check_divisor))
-          for (const Conjunction& b : terms(*expr.rhs, counts, check_divisor)) {
-            Conjunction both = a;
-            both.insert(b.begin(), b.end());
-            product.push_back(both);
-          }
-        return product;
-      }
-      case ast::ExprKind::Add:
-      case ast::ExprKind::Sub: {
-        IterationSpace sum = terms(*expr.lhs, counts, check_divisor);
-        IterationSpace right = terms(*expr.rhs, counts, check_divisor);
-        sum.insert(sum.end(), right.begin(), right.end());
-        return sum;
-      }
-    }
-    return {{}};
-  }
-
   // Which stored tensors the loop of `var` must visit.
   IterationSpace iteration_space(const ast::Expr& expr, const std::string& var) const {
     return terms(
@@ -559,11 +522,6 @@ class Lowering {
     plan.universe_of_parts_only =
         !body_universe && std::any_of(space.begin(), space.end(), [](const Conjunction& c) { return c.empty(); });
     plan.space = space;
-  }
-
-  // Every access's tensor, as a union of intersections (a tensor in a divisor counts as none).
-  static IterationSpace tensor_terms(const ast::Expr& expr) {
-    return terms(expr, [](const std::string&) { return true; }, [](const IterationSpace&) {});
   }
 
   // A level located inside the blocks is only looked at where the blocked operand's loops go. A
@@ -929,14 +887,6 @@ class Lowering {
     if (axis.blocked_apart())
       return std::string("in a ") + level_kind_name(kind) + " level blocked by " + std::to_string(axis.block);
     return kind == LevelKind::Compressed ? "compressed" : std::string("in a ") + level_kind_name(kind) + " level";
-  }
-
-  static bool divides_by(const ast::Expr& expr, const std::string& tensor) {
-    if (expr.kind == ast::ExprKind::Access) return false;
-    if (expr.kind == ast::ExprKind::Div)
-      for (const ast::Access* a : ast::collect_accesses(*expr.rhs))
-        if (a->tensor == tensor) return true;
-    return (expr.lhs && divides_by(*expr.lhs, tensor)) || (expr.rhs && divides_by(*expr.rhs, tensor));
   }
 
   // COO's levels (a compressed-nonunique level, then singletons) store one position per entry.
@@ -3299,19 +3249,6 @@ class Lowering {
     });
   }
 
-  // Where some term has all its tensors present (`present_of`: a tensor's flag, null for
-  // always); null where some term is always present.
-  static Expr some_term_present(const IterationSpace& terms, const std::function<Expr(const std::string&)>& present_of) {
-    Expr any;
-    for (const Conjunction& term : terms) {
-      Expr all;
-      for (const std::string& tensor : term) all = logical_and(all, present_of(tensor));
-      if (!all) return nullptr;
-      any = logical_or(any, all);
-    }
-    return any;
-  }
-
   static Stmt only_where(Expr condition, Stmt stmt) {
     return condition ? std::make_shared<If>(std::move(condition), std::move(stmt), nullptr) : stmt;
   }
@@ -3897,10 +3834,6 @@ class Lowering {
     }
     setup.push_back(loop);
     return block(std::move(setup));
-  }
-
-  static bool in_every_conjunction(const IterationSpace& space, const std::string& tensor) {
-    return std::all_of(space.begin(), space.end(), [&](const Conjunction& c) { return c.count(tensor) > 0; });
   }
 
   // Per conjunction of the iteration space, its operands that `counts`, leaving out those whose
