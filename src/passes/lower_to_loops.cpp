@@ -13,6 +13,8 @@
 #include "ir/loop_ir_visitor.h"
 #include "passes/infer_loop_order.h"
 #include "passes/lower/iteration_space.h"
+#include "passes/lower/output_levels.h"
+#include "passes/lower/part_programs.h"
 
 namespace spgen {
 
@@ -51,93 +53,6 @@ struct LoopPlan {
     return -1;
   }
 };
-
-// The last level of the COO segment that starts at `level` (its singletons share its positions).
-int segment_end(const Format& format, int level) {
-  while (level + 1 < static_cast<int>(format.levels.size()) && format.levels[level + 1] == LevelKind::Singleton) ++level;
-  return level;
-}
-
-// The output level whose positions are its entries: a COO segment's compressed-nonunique level
-// where the segment ends the format (the singletons below it share its positions), else the last
-// level (below a COO segment, whose positions are then its distinct coordinates).
-int entry_level(const Format& format) {
-  auto coo = std::find(format.levels.begin(), format.levels.end(), LevelKind::CompressedNonUnique);
-  int last = static_cast<int>(format.levels.size()) - 1;
-  if (coo == format.levels.end()) return last;
-  int level = static_cast<int>(coo - format.levels.begin());
-  return segment_end(format, level) == last ? level : last;
-}
-
-// A scoped sum into an assembled output unblocked on an index that an operand blocks: its
-// entries are listed (out_of_order_reason), each part in a nest of its own (listed_part_program).
-// An output blocked otherwise than the operands (listed_blocks) lists every part likewise, each
-// entry's key taken from its coordinates / and % the output's blocks.
-bool parts_listed_beside_blocks(const sparse::Program& whole) {
-  const sparse::SparseBuffer& output = whole.output();
-  if (whole.iteration.added_parts.empty() || !output_is_assembled(whole)) return false;
-  if (whole.parts_list_output()) return true;
-  if (output.format.is_blocked()) return false;
-  for (const sparse::BlockedVar& b : whole.blocked_vars)
-    if (std::find(output.indices.begin(), output.indices.end(), b.var) != output.indices.end()) return true;
-  return false;
-}
-
-// One part of a scoped sum into a listed output, as a program of its own: its terms over the
-// whole's loops, blocked only by the tensors it reads. A blocked operand of another part (A bsr
-// in `A B + D`) splits no loop of this one: its block loops become one loop over the index
-// again (D's rows and columns are D's own). A tensor of this part blocked apart from the
-// whole's blocker (other blocks) gives the part its block loops (their names kept: the loops
-// of the whole's iterators).
-// A part that reads a buffer ordered apart (C_prev beside operands stored in a conflicting
-// order) orders its loops by that buffer's storage alone.
-sparse::Program listed_part_program(const sparse::Program& whole, const ast::ExprPtr& terms, const Config& config) {
-  sparse::Program part = whole;
-  part.iteration.body = terms;
-  part.iteration.added_parts.clear();
-  // (The output blocks no loop of a part: it is unblocked, or listed into its blocks.)
-  std::set<std::string> read;
-  for (const ast::Access* access : ast::collect_accesses(*terms)) read.insert(access->tensor);
-  std::vector<sparse::BlockedVar> kept;
-  std::map<std::string, std::string> unblocked;  // a removed loop -> the index's loop in its place ("" for none)
-  for (sparse::BlockedVar b : whole.blocked_vars) {
-    std::string alike;
-    for (const sparse::Axis& axis : part.axes)
-      if (read.count(axis.tensor) && (axis.index_var == b.outer || axis.index_var == b.inner) && alike.empty())
-        alike = axis.tensor;
-    if (alike.empty()) {
-      for (const sparse::Axis& axis : part.axes)
-        if (read.count(axis.tensor) && axis.blocked_apart() && axis.mode_var == b.var && alike.empty()) {
-          alike = axis.tensor;
-          b.size = axis.block;
-        }
-      for (sparse::Axis& axis : part.axes)
-        if (read.count(axis.tensor) && axis.blocked_apart() && axis.mode_var == b.var && axis.block == b.size)
-          axis.index_var = axis.block_part == BlockPart::Block ? b.outer : b.inner;
-    }
-    if (alike.empty()) {
-      // The index's loop takes the in-block loop's place, the later: the loops between the two
-      // (another index's in-block loop, k_in) may give what an unblocked level on it needs (B(k,j)
-      // csr beside D bsr: j after k_in).
-      unblocked[b.outer] = "";
-      unblocked[b.inner] = b.var;
-      continue;
-    }
-    if (!read.count(b.tensor)) b.tensor = alike;
-    kept.push_back(b);
-  }
-  sparse::set_part_loops(part, whole, std::move(kept), unblocked);
-  // (C_prev of `+=` is kept a part alone, lower_iteration: its order serves no other tensor. A
-  // union's term apart orders its loops by its own tensors.)
-  if (std::any_of(read.begin(), read.end(), [&](const std::string& t) { return part.buffer(t).ordered_apart; }))
-    infer_loop_order(part, config, read);
-  // A tensor that gets its own block loops here (blocked apart in the whole: B block-DCSR 1x2
-  // beside C_prev's 3x1 blocks) may need them in another order than the whole's: the part's
-  // loops follow its own tensors then. (found by fuzzing: its block levels were iterated out of
-  // order, reading a position not yet bound)
-  else if (!loop_order_holds(part, read)) infer_loop_order(part, config, read);
-  return part;
-}
 
 using sparse::block_row_part_program;
 using sparse::parts_in_block_rows;
