@@ -13,6 +13,7 @@
 #include "ir/loop_ir_visitor.h"
 #include "passes/infer_loop_order.h"
 #include "passes/lower/iteration_space.h"
+#include "passes/lower/level_access.h"
 #include "passes/lower/output_levels.h"
 #include "passes/lower/part_programs.h"
 
@@ -135,42 +136,7 @@ class Lowering {
   std::string level_size_prose(const sparse::SparseBuffer& buffer, int level) const {
     if (level < 0) return "1";
     const sparse::Axis& axis = program_.axes[buffer.axes[level]];
-    std::string parent = level_size_prose(buffer, level - 1);
-    switch (axis.kind) {
-      case sparse::AxisKind::DenseFixed: {
-        std::string length = axis_length_prose(axis);
-        return parent == "1" ? length : parent + " * " + length;
-      }
-      case sparse::AxisKind::SparseFixed: return (parent == "1" ? "" : parent + " * ") + std::to_string(axis.width);
-      case sparse::AxisKind::Singleton: return parent;
-      case sparse::AxisKind::DenseVariable:
-      case sparse::AxisKind::SparseVariable: return axis.pos + "[" + parent + "]";
-    }
-    return parent;
-  }
-
-  // A dense level's extent: its dimension, or for a blocked level the number of blocks (the
-  // last one padded) or the block size.
-  static std::string axis_length_prose(const sparse::Axis& axis) {
-    switch (axis.block_part) {
-      case BlockPart::Block: return "ceil(" + axis.length + " / " + std::to_string(axis.block) + ")";
-      case BlockPart::InBlock: return std::to_string(axis.block);
-      case BlockPart::None: break;
-    }
-    return axis.length;
-  }
-
-  static Expr axis_length(const sparse::Axis& axis) {
-    switch (axis.block_part) {
-      case BlockPart::Block: return block_count(axis.length, axis.block);
-      case BlockPart::InBlock: return int64(axis.block);
-      case BlockPart::None: break;
-    }
-    return var(axis.length);
-  }
-
-  static Expr block_count(const std::string& dim, int64_t block) {
-    return block == 1 ? var(dim) : binary(BinOp::Div, add(var(dim), int64(block - 1)), int64(block));
+    return level_access(axis)->size_prose(level_size_prose(buffer, level - 1));
   }
 
   static Param make_param(std::string name, ParamKind kind, ScalarType type, std::string tensor, int level,
@@ -289,36 +255,12 @@ class Lowering {
     std::string parents = level_size_prose(buffer, level - 1);
     std::string size = level_size_prose(buffer, level);
     if (!axis.pos.empty()) {
-      std::string what = axis.kind == sparse::AxisKind::DenseVariable
-                             ? ": positions; parent position p stores coordinates 0 .. " + axis.pos + "[p+1]-" +
-                                   axis.pos + "[p]-1 at positions " + axis.pos + "[p] ..."
-                             : ": positions; the entries under parent position p are " + axis.pos + "[p] .. " +
-                                   axis.pos + "[p+1]-1";
+      std::string what = level_access(axis)->pos_prose();
       params.push_back(make_param(axis.pos, ParamKind::Pos, index_type_, buffer.tensor, level, where + what,
                                   parents == "1" ? "2" : parents + " + 1"));
     }
     if (!axis.crd.empty()) {
-      std::string what;
-      switch (axis.kind) {
-        case sparse::AxisKind::SparseFixed:
-          what = ": coordinates, " + std::to_string(axis.width) +
-                 " per parent position, increasing, then padding marked -1";
-          break;
-        case sparse::AxisKind::Singleton:
-          what = ": the coordinate of each entry, one per parent position";
-          // Merged run by run: a run's coordinates must come in order (pack sorts them so).
-          if (iterates_run(axis))
-            what += is_last_level(axis) ? "; strictly increasing among entries that agree on the levels above"
-                                        : "; non-decreasing among entries that agree on the levels above";
-          break;
-        default:
-          what = axis.unique ? ": coordinates, strictly increasing under each parent"
-                 : segment_end(buffer.format, static_cast<int>(level)) > static_cast<int>(level) &&
-                           segment_end(buffer.format, static_cast<int>(level)) + 1 < static_cast<int>(buffer.format.levels.size())
-                     ? ": coordinates, non-decreasing; one position per distinct coordinates of the COO segment (the "
-                       "levels below it hang under that position)"
-                     : ": coordinates, non-decreasing; one position per entry (coordinates repeat)";
-      }
+      std::string what = level_access(axis)->crd_prose(buffer.format, iterates_run(axis), is_last_level(axis));
       params.push_back(make_param(axis.crd, ParamKind::Crd, index_type_, buffer.tensor, level, where + what, size));
     }
   }
@@ -1516,14 +1458,7 @@ class Lowering {
   Expr structure_size(const sparse::SparseBuffer& buffer, size_t levels = SIZE_MAX) const {
     Expr size = int64(1);
     for (size_t l = 0; l < std::min(levels, buffer.axes.size()); ++l) {
-      const sparse::Axis& axis = program_.axes[buffer.axes[l]];
-      switch (axis.kind) {
-        case sparse::AxisKind::DenseFixed: size = mul(size, axis_length(axis)); break;
-        case sparse::AxisKind::SparseFixed: size = mul(size, int64(axis.width)); break;
-        case sparse::AxisKind::Singleton: break;
-        case sparse::AxisKind::DenseVariable:
-        case sparse::AxisKind::SparseVariable: size = cast(ScalarType::Int64, load(axis.pos, size, index_type_)); break;
-      }
+      size = level_access(program_.axes[buffer.axes[l]])->size(size, index_type_);
     }
     return size;
   }
@@ -2466,49 +2401,17 @@ class Lowering {
     return std::any_of(skip_blocks_of_.begin(), skip_blocks_of_.end(), [&](const Conjunction& c) { return c.count(tensor) > 0; });
   }
 
-  // The coordinate at which a level is read: its variable's, or the part a level blocked apart stores.
-  static Expr level_coordinate(const sparse::Axis& axis) {
-    if (!axis.blocked_apart() || (axis.block == 1 && axis.block_part == BlockPart::Block)) return var(axis.index_var);
-    if (axis.block == 1) return int64(0);  // the in-block coordinate of a block of one
-    return binary(axis.block_part == BlockPart::Block ? BinOp::Div : BinOp::Mod, var(axis.index_var), int64(axis.block));
-  }
-
-  static std::string level_coordinate_prose(const sparse::Axis& axis) {
-    if (!axis.blocked_apart() || axis.block == 1) return axis.index_var;  // (an in-block level of 1 is dense)
-    return axis.index_var + (axis.block_part == BlockPart::Block ? " / " : " % ") + std::to_string(axis.block);
-  }
-
   static std::string locate_strategy(const sparse::Axis& axis, bool in_run = true) {
-    if (axis.kind == sparse::AxisKind::Singleton && !in_run) return "a check of its parent's one entry";
-    switch (axis.kind) {
-      case sparse::AxisKind::DenseVariable: return "direct lookup at " + axis.pos + "[parent] + " + level_coordinate_prose(axis);
-      case sparse::AxisKind::SparseFixed: return "binary search in its " + std::to_string(axis.width) + " ELL slots, up to the padding";
-      case sparse::AxisKind::Singleton: return "binary search in the run above";
-      default: return axis.unique ? "binary search" : "binary search for its run of equal coordinates";
-    }
+    return level_access(axis)->locate_strategy(in_run);
   }
 
   std::vector<Stmt> locate_in_blocks(const LevelPosition& position) const {
     const sparse::Axis& axis = *position.searched;
     const std::string& p = position.name;
     const std::string &end = position.end, &high = position.high;
-    auto pos_at = [&](Expr at) { return cast(ScalarType::Int64, load(axis.pos, std::move(at), index_type_)); };
     auto crd_at = [&](Expr at) { return cast(ScalarType::Int64, load(axis.crd, std::move(at), index_type_)); };
     const Expr parent = position.value;
-    Expr begin, last;
-    switch (axis.kind) {
-      case sparse::AxisKind::SparseFixed:
-        begin = mul(parent, int64(axis.width));
-        last = add(mul(parent, int64(axis.width)), int64(axis.width));
-        break;
-      case sparse::AxisKind::Singleton:  // the parent's run, or its one entry
-        begin = parent;
-        last = position.parent_run_end.empty() ? add(parent, int64(1)) : var(position.parent_run_end);
-        break;
-      default:
-        begin = pos_at(parent);
-        last = pos_at(add(parent, int64(1)));
-    }
+    auto [begin, last] = level_access(axis)->positions_under(parent, position.parent_run_end, index_type_);
     // An absent parent has no entries: a located level above that is not found, or a merge
     // around here that found no entry of this tensor (its cursor may sit past the end).
     Expr parent_found = position.parent_found.empty() ? nullptr : var(position.parent_found, ScalarType::Bool);
@@ -3479,17 +3382,8 @@ class Lowering {
   std::pair<Expr, Expr> level_range(const sparse::Axis& axis) const {
     const std::vector<LevelPosition>& levels = positions_.at(axis.tensor);
     Expr parent = axis.level == 0 ? int64(0) : var(levels[axis.level - 1].name);
-    Expr begin, end;
-    if (axis.kind == sparse::AxisKind::SparseFixed) {
-      begin = mul(parent, int64(axis.width));
-      end = add(begin, int64(axis.width));
-    } else if (axis.kind == sparse::AxisKind::Singleton) {
-      begin = parent;
-      end = var(levels[axis.level - 1].run_end);
-    } else {
-      begin = cast(ScalarType::Int64, load(axis.pos, parent, index_type_));
-      end = cast(ScalarType::Int64, load(axis.pos, add(parent, int64(1)), index_type_));
-    }
+    const std::string parent_run_end = axis.level == 0 ? "" : levels[axis.level - 1].run_end;
+    auto [begin, end] = level_access(axis)->positions_under(parent, parent_run_end, index_type_);
     if (Expr present = presence(axis.tensor, axis.level)) {
       begin = select(present, begin, int64(0));
       end = select(present, end, int64(0));
@@ -3510,33 +3404,16 @@ class Lowering {
     std::string run_end;     // a run-wise COO level: the end of the current run
   };
 
-  Expr coordinate_at(const Operand& o) const {
-    if (o.axis->kind == sparse::AxisKind::DenseVariable) return sub(var(o.position), var(o.begin));
-    return cast(ScalarType::Int64, load(o.axis->crd, var(o.position), index_type_));
-  }
+  Expr coordinate_at(const Operand& o) const { return level_access(*o.axis)->coordinate_at(o.position, o.begin, index_type_); }
 
   // The cursor has coordinates left: before the end, and (ELL) before the padding.
-  Expr not_done(const Operand& o) const {
-    Expr before_end = binary(BinOp::Lt, var(o.position), var(o.end));
-    if (o.axis->kind != sparse::AxisKind::SparseFixed) return before_end;
-    return logical_and(before_end, binary(BinOp::Le, int64(0), coordinate_at(o)));
-  }
+  Expr not_done(const Operand& o) const { return level_access(*o.axis)->not_done(o.position, o.end, coordinate_at(o)); }
 
   // For the stage II comment: the operand, and what its cursor visits where that is not plain.
   std::string describe(const Operand& o) const {
     const sparse::Axis& axis = *o.axis;
     if (o.located) return axis.tensor + " (ragged: position " + axis.pos + "[parent] + coordinate)";
-    switch (axis.kind) {
-      case sparse::AxisKind::SparseFixed: return axis.tensor + " (ELL slots, up to the padding)";
-      case sparse::AxisKind::DenseVariable: return axis.tensor + " (ragged: coordinates 0 .. n-1)";
-      case sparse::AxisKind::Singleton:
-        return axis.tensor + (by_runs_.count(axis_id(axis)) ? " (runs of equal coordinates within the run above)"
-                                                              : iterates_run(axis) ? " (the entries of the run above)" : "");
-      case sparse::AxisKind::SparseVariable:
-        return axis.tensor + (by_runs_.count(axis_id(axis)) ? " (runs of equal coordinates)" : "");
-      case sparse::AxisKind::DenseFixed: break;
-    }
-    return axis.tensor;
+    return level_access(axis)->describe(by_runs_.count(axis_id(axis)) > 0, iterates_run(axis));
   }
 
   std::string describe_all(const std::vector<Operand>& operands) const {

@@ -1,0 +1,186 @@
+#include "passes/lower/level_access.h"
+
+#include "passes/lower/output_levels.h"
+
+namespace spgen::lowering {
+
+using namespace loops;
+
+namespace {
+
+Expr load_index(const std::string& array, Expr at, ScalarType index_type) {
+  return cast(ScalarType::Int64, load(array, std::move(at), index_type));
+}
+
+// Every coordinate in [0, length): reached by arithmetic, never streamed.
+class DenseFixedLevel : public LevelAccess {
+ public:
+  using LevelAccess::LevelAccess;
+  std::string size_prose(const std::string& parent) const override {
+    std::string length = axis_length_prose(axis_);
+    return parent == "1" ? length : parent + " * " + length;
+  }
+  Expr size(Expr parent, ScalarType) const override { return mul(parent, axis_length(axis_)); }
+  std::string locate_strategy(bool) const override { return "binary search"; }
+};
+
+// A pos/crd pair, unique (CSR's columns) or not (COO's top level, one position per entry).
+class CompressedLevel : public LevelAccess {
+ public:
+  using LevelAccess::LevelAccess;
+  std::string size_prose(const std::string& parent) const override { return axis_.pos + "[" + parent + "]"; }
+  Expr size(Expr parent, ScalarType index_type) const override { return load_index(axis_.pos, std::move(parent), index_type); }
+  std::string locate_strategy(bool) const override {
+    return axis_.unique ? "binary search" : "binary search for its run of equal coordinates";
+  }
+  std::string describe(bool by_runs, bool) const override {
+    return axis_.tensor + (by_runs ? " (runs of equal coordinates)" : "");
+  }
+  std::string crd_prose(const Format& format, bool, bool) const override {
+    const int level = axis_.level;
+    return axis_.unique ? ": coordinates, strictly increasing under each parent"
+           : segment_end(format, level) > level && segment_end(format, level) + 1 < static_cast<int>(format.levels.size())
+               ? ": coordinates, non-decreasing; one position per distinct coordinates of the COO segment (the "
+                 "levels below it hang under that position)"
+               : ": coordinates, non-decreasing; one position per entry (coordinates repeat)";
+  }
+};
+
+// Ragged: a pos array; coordinates 0 .. n-1 under each parent, so a coordinate is located
+// directly (pos[parent] + coordinate) where it is not streamed.
+class RaggedLevel : public LevelAccess {
+ public:
+  using LevelAccess::LevelAccess;
+  std::string size_prose(const std::string& parent) const override { return axis_.pos + "[" + parent + "]"; }
+  Expr size(Expr parent, ScalarType index_type) const override { return load_index(axis_.pos, std::move(parent), index_type); }
+  Expr coordinate_at(const std::string& position, const std::string& begin, ScalarType) const override {
+    return sub(var(position), var(begin));
+  }
+  std::string locate_strategy(bool) const override {
+    return "direct lookup at " + axis_.pos + "[parent] + " + level_coordinate_prose(axis_);
+  }
+  std::string describe(bool, bool) const override { return axis_.tensor + " (ragged: coordinates 0 .. n-1)"; }
+  std::string pos_prose() const override {
+    return ": positions; parent position p stores coordinates 0 .. " + axis_.pos + "[p+1]-" + axis_.pos +
+           "[p]-1 at positions " + axis_.pos + "[p] ...";
+  }
+};
+
+// ELL: `width` slots per parent position in a crd array, increasing, then padding marked -1.
+class EllLevel : public LevelAccess {
+ public:
+  using LevelAccess::LevelAccess;
+  std::string size_prose(const std::string& parent) const override {
+    return (parent == "1" ? "" : parent + " * ") + std::to_string(axis_.width);
+  }
+  Expr size(Expr parent, ScalarType) const override { return mul(parent, int64(axis_.width)); }
+  std::pair<Expr, Expr> positions_under(Expr parent, const std::string&, ScalarType) const override {
+    Expr begin = mul(parent, int64(axis_.width));
+    return {begin, add(begin, int64(axis_.width))};
+  }
+  Expr not_done(const std::string& position, const std::string& end, Expr coordinate) const override {
+    Expr before_end = LevelAccess::not_done(position, end, coordinate);
+    return logical_and(before_end, binary(BinOp::Le, int64(0), std::move(coordinate)));
+  }
+  std::string locate_strategy(bool) const override {
+    return "binary search in its " + std::to_string(axis_.width) + " ELL slots, up to the padding";
+  }
+  std::string describe(bool, bool) const override { return axis_.tensor + " (ELL slots, up to the padding)"; }
+  std::string crd_prose(const Format&, bool, bool) const override {
+    return ": coordinates, " + std::to_string(axis_.width) + " per parent position, increasing, then padding marked -1";
+  }
+};
+
+// COO's lower levels: one coordinate per parent position, crd only.
+class SingletonLevel : public LevelAccess {
+ public:
+  using LevelAccess::LevelAccess;
+  std::string size_prose(const std::string& parent) const override { return parent; }
+  Expr size(Expr parent, ScalarType) const override { return parent; }
+  std::pair<Expr, Expr> positions_under(Expr parent, const std::string& parent_run_end, ScalarType) const override {
+    return {parent, parent_run_end.empty() ? add(parent, int64(1)) : var(parent_run_end)};  // the parent's run, or its one entry
+  }
+  std::string locate_strategy(bool in_run) const override {
+    return in_run ? "binary search in the run above" : "a check of its parent's one entry";
+  }
+  std::string describe(bool by_runs, bool iterates_run) const override {
+    return axis_.tensor + (by_runs ? " (runs of equal coordinates within the run above)"
+                                   : iterates_run ? " (the entries of the run above)" : "");
+  }
+  std::string crd_prose(const Format&, bool iterates_run, bool last_level) const override {
+    std::string what = ": the coordinate of each entry, one per parent position";
+    // Merged run by run: a run's coordinates must come in order (pack sorts them so).
+    if (iterates_run)
+      what += last_level ? "; strictly increasing among entries that agree on the levels above"
+                         : "; non-decreasing among entries that agree on the levels above";
+    return what;
+  }
+};
+
+}  // namespace
+
+std::pair<Expr, Expr> LevelAccess::positions_under(Expr parent, const std::string&, ScalarType index_type) const {
+  return {load_index(axis_.pos, parent, index_type), load_index(axis_.pos, add(parent, int64(1)), index_type)};
+}
+
+Expr LevelAccess::coordinate_at(const std::string& position, const std::string&, ScalarType index_type) const {
+  return load_index(axis_.crd, var(position), index_type);
+}
+
+Expr LevelAccess::not_done(const std::string& position, const std::string& end, Expr) const {
+  return binary(BinOp::Lt, var(position), var(end));
+}
+
+std::string LevelAccess::describe(bool, bool) const { return axis_.tensor; }
+
+std::string LevelAccess::pos_prose() const {
+  return ": positions; the entries under parent position p are " + axis_.pos + "[p] .. " + axis_.pos + "[p+1]-1";
+}
+
+std::string LevelAccess::crd_prose(const Format&, bool, bool) const { return ""; }
+
+std::unique_ptr<LevelAccess> level_access(const sparse::Axis& axis) {
+  switch (axis.kind) {
+    case sparse::AxisKind::DenseFixed: return std::make_unique<DenseFixedLevel>(axis);
+    case sparse::AxisKind::DenseVariable: return std::make_unique<RaggedLevel>(axis);
+    case sparse::AxisKind::SparseFixed: return std::make_unique<EllLevel>(axis);
+    case sparse::AxisKind::SparseVariable: return std::make_unique<CompressedLevel>(axis);
+    case sparse::AxisKind::Singleton: return std::make_unique<SingletonLevel>(axis);
+  }
+  return std::make_unique<DenseFixedLevel>(axis);
+}
+
+std::string axis_length_prose(const sparse::Axis& axis) {
+  switch (axis.block_part) {
+    case BlockPart::Block: return "ceil(" + axis.length + " / " + std::to_string(axis.block) + ")";
+    case BlockPart::InBlock: return std::to_string(axis.block);
+    case BlockPart::None: break;
+  }
+  return axis.length;
+}
+
+Expr axis_length(const sparse::Axis& axis) {
+  switch (axis.block_part) {
+    case BlockPart::Block: return block_count(axis.length, axis.block);
+    case BlockPart::InBlock: return int64(axis.block);
+    case BlockPart::None: break;
+  }
+  return var(axis.length);
+}
+
+Expr block_count(const std::string& dim, int64_t block) {
+  return block == 1 ? var(dim) : binary(BinOp::Div, add(var(dim), int64(block - 1)), int64(block));
+}
+
+std::string level_coordinate_prose(const sparse::Axis& axis) {
+  if (!axis.blocked_apart() || axis.block == 1) return axis.index_var;  // (an in-block level of 1 is dense)
+  return axis.index_var + (axis.block_part == BlockPart::Block ? " / " : " % ") + std::to_string(axis.block);
+}
+
+Expr level_coordinate(const sparse::Axis& axis) {
+  if (!axis.blocked_apart() || (axis.block == 1 && axis.block_part == BlockPart::Block)) return var(axis.index_var);
+  if (axis.block == 1) return int64(0);  // the in-block coordinate of a block of one
+  return binary(axis.block_part == BlockPart::Block ? BinOp::Div : BinOp::Mod, var(axis.index_var), int64(axis.block));
+}
+
+}  // namespace spgen::lowering

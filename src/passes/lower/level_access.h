@@ -1,0 +1,69 @@
+// What lowering needs to know of one stored level, asked of the level instead of tested on its
+// kind: one class per sparse::AxisKind (as TACO's mode formats and MLIR's SparseTensorLevel),
+// made by level_access(), the one place that switches on the kind. Adding a level kind means
+// adding a class here. (Blocked levels and COO's runs are properties of the axis every class
+// reads: axis_length(), level_coordinate(), and the by-runs flags its callers pass.)
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "frontend/config.h"
+#include "ir/loop_ir.h"
+#include "ir/sparse_ir.h"
+
+namespace spgen::lowering {
+
+class LevelAccess {
+ public:
+  explicit LevelAccess(const sparse::Axis& axis) : axis_(axis) {}
+  virtual ~LevelAccess() = default;
+  const sparse::Axis& axis() const { return axis_; }
+
+  // The number of positions of the levels down to this one, given that of the levels above
+  // (`parent`): in the ABI's prose ("1" for none above), and as an expression.
+  virtual std::string size_prose(const std::string& parent) const = 0;
+  virtual loops::Expr size(loops::Expr parent, loops::ScalarType index_type) const = 0;
+
+  // The positions [begin, end) under parent position `parent`: a stored level's streamed range.
+  // `parent_run_end`: where the parent is a COO level iterated by runs, its run's end ("" for
+  // one entry).
+  virtual std::pair<loops::Expr, loops::Expr> positions_under(loops::Expr parent, const std::string& parent_run_end,
+                                                              loops::ScalarType index_type) const;
+  // The coordinate stored at `position` (`begin`: the parent's first position, for a ragged level).
+  virtual loops::Expr coordinate_at(const std::string& position, const std::string& begin, loops::ScalarType index_type) const;
+  // A cursor at `position` has coordinates left before `end` (whose coordinate is `coordinate`).
+  virtual loops::Expr not_done(const std::string& position, const std::string& end, loops::Expr coordinate) const;
+
+  // How a coordinate is found in this level without a cursor (inside blocks): for the comments.
+  // `in_run`: a singleton's parent is a run, not one entry.
+  virtual std::string locate_strategy(bool in_run) const = 0;
+  // What a cursor over this level visits, where that is not plain (for the stage II comment).
+  // `by_runs`: a COO level merged run by run; `iterates_run`: a singleton under such a level.
+  virtual std::string describe(bool by_runs, bool iterates_run) const;
+
+  // The ABI's prose of the level's pos and crd arrays. `format`: the tensor's; `iterates_run`
+  // and `last_level` as in describe (a singleton's order promise).
+  virtual std::string pos_prose() const;
+  virtual std::string crd_prose(const Format& format, bool iterates_run, bool last_level) const;
+
+ protected:
+  const sparse::Axis& axis_;
+};
+
+// The one switch on the level's kind.
+std::unique_ptr<LevelAccess> level_access(const sparse::Axis& axis);
+
+// A dense level's extent: its dimension, or for a blocked level the number of blocks (the last
+// one padded) or the block size; in prose and as an expression.
+std::string axis_length_prose(const sparse::Axis& axis);
+loops::Expr axis_length(const sparse::Axis& axis);
+loops::Expr block_count(const std::string& dim, int64_t block);
+
+// The coordinate at which a level is read: its variable's, or the part a level blocked apart
+// stores (its variable / or % its block); in prose and as an expression.
+std::string level_coordinate_prose(const sparse::Axis& axis);
+loops::Expr level_coordinate(const sparse::Axis& axis);
+
+}  // namespace spgen::lowering

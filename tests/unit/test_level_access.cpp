@@ -1,0 +1,120 @@
+// passes/lower/level_access: each level kind answers lowering's questions on its own, and the
+// factory picks the class by kind. (The corpus shows the lowering prints the same with them.)
+#include <doctest/doctest.h>
+
+#include "frontend/config.h"
+#include "ir/loop_ir_printer.h"
+#include "passes/lower/level_access.h"
+
+using namespace spgen;
+using namespace spgen::lowering;
+
+namespace {
+
+sparse::Axis axis(sparse::AxisKind kind, int level = 1) {
+  sparse::Axis a;
+  a.kind = kind;
+  a.tensor = "A";
+  a.level = level;
+  a.index_var = a.mode_var = "j";
+  a.length = "dim_j";
+  a.pos = "A_pos" + std::to_string(level);
+  a.crd = "A_crd" + std::to_string(level);
+  return a;
+}
+
+std::string print(const loops::Expr& e) { return loops::ExprPrinter().print(e); }
+
+const loops::ScalarType kIndex = loops::ScalarType::Int32;
+
+}  // namespace
+
+TEST_CASE("level access: the number of positions, in prose and as an expression, per kind") {
+  sparse::Axis dense = axis(sparse::AxisKind::DenseFixed), csr = axis(sparse::AxisKind::SparseVariable),
+               ragged = axis(sparse::AxisKind::DenseVariable), ell = axis(sparse::AxisKind::SparseFixed),
+               single = axis(sparse::AxisKind::Singleton);
+  ell.width = 4;
+  CHECK(level_access(dense)->size_prose("1") == "dim_j");
+  CHECK(level_access(dense)->size_prose("dim_i") == "dim_i * dim_j");
+  CHECK(level_access(csr)->size_prose("dim_i") == "A_pos1[dim_i]");
+  CHECK(level_access(ragged)->size_prose("dim_i") == "A_pos1[dim_i]");
+  CHECK(level_access(ell)->size_prose("1") == "4");
+  CHECK(level_access(ell)->size_prose("dim_i") == "dim_i * 4");
+  CHECK(level_access(single)->size_prose("A_pos0[1]") == "A_pos0[1]");
+  const loops::Expr rows = loops::var("dim_i");
+  CHECK(print(level_access(dense)->size(rows, kIndex)) == "dim_i * dim_j");
+  CHECK(print(level_access(ell)->size(rows, kIndex)) == "dim_i * 4");
+  CHECK(print(level_access(single)->size(rows, kIndex)) == "dim_i");
+  CHECK(print(level_access(csr)->size(rows, kIndex)).find("A_pos1[dim_i]") != std::string::npos);
+  // A blocked dense level counts blocks (the last one padded), or the places in one.
+  sparse::Axis blocks = dense, in_block = dense;
+  blocks.block_part = BlockPart::Block;
+  blocks.block = 3;
+  in_block.block_part = BlockPart::InBlock;
+  in_block.block = 3;
+  CHECK(level_access(blocks)->size_prose("1") == "ceil(dim_j / 3)");
+  CHECK(level_access(in_block)->size_prose("x") == "x * 3");
+  CHECK(print(axis_length(blocks)) == "(dim_j + 2) / 3");
+}
+
+TEST_CASE("level access: streamed ranges, coordinates and the end of a cursor, per kind") {
+  sparse::Axis csr = axis(sparse::AxisKind::SparseVariable), ragged = axis(sparse::AxisKind::DenseVariable),
+               ell = axis(sparse::AxisKind::SparseFixed), single = axis(sparse::AxisKind::Singleton);
+  ell.width = 4;
+  const loops::Expr p = loops::var("p");
+  auto range = [&](const sparse::Axis& a, const std::string& run_end = "") {
+    auto [begin, end] = level_access(a)->positions_under(p, run_end, kIndex);
+    return print(begin) + " .. " + print(end);
+  };
+  CHECK(range(csr) == "int64(A_pos1[p]) .. int64(A_pos1[p + 1])");
+  CHECK(range(ragged) == range(csr));
+  CHECK(range(ell) == "p * 4 .. p * 4 + 4");
+  CHECK(range(single) == "p .. p + 1");              // the parent's one entry
+  CHECK(range(single, "run_end") == "p .. run_end");  // or its run
+  CHECK(print(level_access(csr)->coordinate_at("q", "", kIndex)) == "int64(A_crd1[q])");
+  CHECK(print(level_access(ragged)->coordinate_at("q", "q_begin", kIndex)) == "q - q_begin");
+  const loops::Expr c = level_access(ell)->coordinate_at("q", "", kIndex);
+  CHECK(print(level_access(csr)->not_done("q", "q_end", c)) == "q < q_end");
+  CHECK(print(level_access(ell)->not_done("q", "q_end", c)) == "q < q_end && 0 <= int64(A_crd1[q])");  // the padding ends it too
+}
+
+TEST_CASE("level access: the prose of comments and of the ABI, per kind") {
+  sparse::Axis csr = axis(sparse::AxisKind::SparseVariable), coo = axis(sparse::AxisKind::SparseVariable, 0),
+               ragged = axis(sparse::AxisKind::DenseVariable), ell = axis(sparse::AxisKind::SparseFixed),
+               single = axis(sparse::AxisKind::Singleton);
+  coo.unique = false;
+  ell.width = 4;
+  CHECK(level_access(csr)->locate_strategy(true) == "binary search");
+  CHECK(level_access(coo)->locate_strategy(true) == "binary search for its run of equal coordinates");
+  CHECK(level_access(ragged)->locate_strategy(true) == "direct lookup at A_pos1[parent] + j");
+  CHECK(level_access(ell)->locate_strategy(true) == "binary search in its 4 ELL slots, up to the padding");
+  CHECK(level_access(single)->locate_strategy(true) == "binary search in the run above");
+  CHECK(level_access(single)->locate_strategy(false) == "a check of its parent's one entry");
+  CHECK(level_access(csr)->describe(false, false) == "A");
+  CHECK(level_access(coo)->describe(true, false) == "A (runs of equal coordinates)");
+  CHECK(level_access(single)->describe(false, true) == "A (the entries of the run above)");
+  CHECK(level_access(ell)->describe(false, false) == "A (ELL slots, up to the padding)");
+  CHECK(level_access(ragged)->pos_prose() == ": positions; parent position p stores coordinates 0 .. A_pos1[p+1]-A_pos1[p]-1 at positions A_pos1[p] ...");
+  CHECK(level_access(csr)->pos_prose() == ": positions; the entries under parent position p are A_pos1[p] .. A_pos1[p+1]-1");
+  Format coo_format;
+  coo_format.levels = {LevelKind::CompressedNonUnique, LevelKind::Singleton};
+  CHECK(level_access(coo)->crd_prose(coo_format, false, false) == ": coordinates, non-decreasing; one position per entry (coordinates repeat)");
+  CHECK(level_access(csr)->crd_prose(coo_format, false, true) == ": coordinates, strictly increasing under each parent");
+  CHECK(level_access(single)->crd_prose(coo_format, true, true) ==
+        ": the coordinate of each entry, one per parent position; strictly increasing among entries that agree on the levels above");
+  CHECK(level_access(ell)->crd_prose(coo_format, false, false) == ": coordinates, 4 per parent position, increasing, then padding marked -1");
+}
+
+TEST_CASE("level access: a level blocked apart is read at its coordinate / or % its block") {
+  sparse::Axis b = axis(sparse::AxisKind::SparseVariable);
+  b.block_part = BlockPart::Block;
+  b.block = 4;
+  CHECK(level_coordinate_prose(b) == "j / 4");
+  CHECK(print(level_coordinate(b)) == "j / 4");
+  b.block_part = BlockPart::InBlock;
+  CHECK(level_coordinate_prose(b) == "j % 4");
+  b.block = 1;
+  CHECK(print(level_coordinate(b)) == "0");
+  b.index_var = "j_in";  // blocked alike: the loops' own block loop
+  CHECK(level_coordinate_prose(b) == "j_in");
+}
