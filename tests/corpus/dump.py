@@ -5,7 +5,8 @@
     tests/corpus/dump.py SPGEN --write-manifest FILE   # record the SHA-256 of every output
     tests/corpus/dump.py SPGEN --check FILE            # exit 1, naming each output that differs
 
-Each config of specs/, tests/e2e/cases/ and bench/configs/ is paired with its spec as the tests
+Each config of specs/, tests/e2e/cases/, bench/configs/ and tests/corpus/random/ (a frozen sample
+of random configs, many of them refused: make_random_configs.py) is paired with its spec as the tests
 pair them (the longest spec stem that prefixes the config's name, followed by '_'), and for each
 of --emit stage1, stage2, header and source the output is written to OUT_DIR/NAME.EMIT; a refused
 config writes its exit status and stderr to NAME.error instead. spgen runs from the repository
@@ -22,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SPEC_DIRS = [ROOT / "specs", ROOT / "tests/e2e/cases"]
-CONFIG_DIRS = [ROOT / "specs", ROOT / "tests/e2e/cases", ROOT / "bench/configs"]
+CONFIG_DIRS = [ROOT / "specs", ROOT / "tests/e2e/cases", ROOT / "bench/configs", ROOT / "tests/corpus/random"]
 EMITS = ["stage1", "stage2", "header", "source"]
 
 
