@@ -25,6 +25,7 @@
 #include "passes/infer_loop_order.h"
 #include "passes/infer_output_format.h"
 #include "passes/lower_to_loops.h"
+#include "passes/nest_plan.h"
 #include "passes/place_sum_parts.h"
 #include "passes/read_previous_output.h"
 #include "passes/simplify_declares.h"
@@ -104,23 +105,24 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
   LoweredIteration it;
   std::vector<ScheduleOp> loop_ops;
   std::vector<size_t> loop_op_index;
-  // `list_output`: build_sparse_ir's, where the parts of a sum cannot share the blocks' nest;
-  // `previous_apart`: its too, where C_prev's storage order conflicts with the operands'.
-  // `union_apart`: place_sum_parts', where a union's terms cannot share one nest.
-  // `apart`: the operands of a union's terms ordered apart (their storage orders conflict).
-  auto stage_one = [&](bool list_output, bool previous_apart, bool union_apart = false, const std::set<std::string>& apart = {}) {
+  const bool has_previous_output = !spec.previous_output.empty();
+  // Stage I as `plan` builds it (passes/nest_plan.h); `apart`: the operands ordered apart, for
+  // the plans that take them.
+  auto stage_one = [&](NestPlan plan, const std::set<std::string>& apart = {}) {
+    const StageOneOptions options = options_for(plan, has_previous_output, apart);
+    const bool list_output = options.list_output, previous_apart = options.previous_apart;
     it.applied.assign(config.schedule.size(), false);
     it.schedule.clear();
     loop_ops.clear();
     loop_op_index.clear();
     // 2. Stage I: sparse axes, buffers and the sparse iteration, in storage-concordant order.
-    it.program = build_sparse_ir(spec, config, list_output, previous_apart, apart);
+    it.program = build_sparse_ir(spec, config, list_output, previous_apart, options.apart);
     // Blocks of rows beside an operand that stores their rows outside their columns (csr):
     // lowered as BSR r x 1 (the same arrays), the other operand located inside the blocks.
     if (!loop_order_exists(it.program, config)) {
       Config blocked = config;
       if (!block_levels_inside_row_blocks(blocked).empty()) {
-        sparse::Program program = build_sparse_ir(spec, blocked, list_output, previous_apart, apart);
+        sparse::Program program = build_sparse_ir(spec, blocked, list_output, previous_apart, options.apart);
         if (loop_order_exists(program, blocked)) {
           config = std::move(blocked);
           it.program = std::move(program);
@@ -156,7 +158,9 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
     // The output's format, when the config leaves it to the operands, follows this loop order.
     if (config.infer_output_format) infer_output_format(it.program, config, spec);
     // A sum whose terms sum over different indices, into an output only one loop nest can build.
-    place_sum_parts(it.program, spec, union_apart);
+    place_sum_parts(it.program, spec, options.union_apart);
+    // Unblocked, its parts beside a blocked operand: each lists its entries.
+    if (options.parts_listed) it.program.buffers.front().parts_listed = true;
   };
   // Set where C_prev is ordered apart after a loop-order conflict: a refusal of that lowering
   // reports the conflict, which says more.
@@ -164,9 +168,9 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
   // The operands ordered apart after it, and whether their parts are the groups of terms that
   // sum over the same indices (then every term apart is left to try).
   std::set<std::string> apart;
-  bool apart_by_groups = false;
+  bool by_groups = false;
   try {
-    stage_one(false, false);
+    stage_one(NestPlan::OneNest);
   } catch (const LoopOrderConflict&) {
     conflict = std::current_exception();
     // `+=` whose C_prev's storage order conflicts with the operands' (C csr += A csc; C bsr 2x2
@@ -185,7 +189,7 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
     bool placed = false;
     if (!spec.previous_output.empty()) {
       try {
-        stage_one(true, true);
+        stage_one(NestPlan::PreviousApart);
         placed = previous_alone();
       } catch (const CompileError&) {
       }
@@ -198,31 +202,15 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
       const Format& output = config.format_of(spec.output.tensor);
       if (terms.size() < 2 || output.all_dense() || !find_shared_structure(spec, config).empty())
         std::rethrow_exception(conflict);
-      // (C_prev of `+=` is apart too, a part alone: the first term is the first operand's.)
-      auto first = std::find_if(terms.begin(), terms.end(), [&](const ast::SignedTerm& term) {
-        return term.expr->kind != ast::ExprKind::Access || term.expr->access.tensor != spec.previous_output;
-      });
-      for (const ast::Access* access : ast::collect_accesses(*spec.rhs)) apart.insert(access->tensor);
-      for (const ast::Access* access : ast::collect_accesses(*first->expr)) apart.erase(access->tensor);
-      apart.erase(spec.previous_output);
-      // Only those that must: an operand whose order agrees with the others' joins them again
-      // (in spec order), so that as few nests as possible order their own loops.
-      for (const ast::TensorUse& use : spec.tensors) {
-        if (!apart.count(use.name)) continue;
-        std::set<std::string> fewer = apart;
-        fewer.erase(use.name);
-        if (loop_order_exists(build_sparse_ir(spec, config, true, !spec.previous_output.empty(), fewer), config)) apart = fewer;
-      }
-      // Terms that sum over different indices are the parts of their groups, as always, unless
-      // a group's own terms conflict (A B + E B + D with A dcsc, E dcsr): then every term apart.
-      apart_by_groups = ast::terms_by_summed_vars(spec).size() > 1;
+      apart = operands_apart(spec, config);
+      by_groups = apart_by_groups(spec);
       try {
-        stage_one(true, !spec.previous_output.empty(), !apart_by_groups, apart);
+        stage_one(by_groups ? NestPlan::TermsApartByGroups : NestPlan::EveryTermApartOf, apart);
       } catch (const CompileError&) {
-        if (!apart_by_groups) std::rethrow_exception(conflict);
-        apart_by_groups = false;
+        if (!by_groups) std::rethrow_exception(conflict);
+        by_groups = false;
         try {
-          stage_one(true, !spec.previous_output.empty(), true, apart);
+          stage_one(NestPlan::EveryTermApartOf, apart);
         } catch (const CompileError&) {
           std::rethrow_exception(conflict);
         }
@@ -253,7 +241,7 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
     if (it.program.iteration.added_parts.empty() || !output_is_assembled(it.program) || it.program.blocked_vars.empty() ||
         ast::distributed_terms(spec.rhs, spec.output.indices).size() <= parts)
       return false;
-    stage_one(true, !spec.previous_output.empty(), true);
+    stage_one(NestPlan::EveryTermApart);
     return true;
   };
   try {
@@ -262,11 +250,9 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
     } catch (const SharedBlocksRefusal&) {
       retried = std::current_exception();
       if (may_list_parts_into_blocks(it.program)) {
-        stage_one(true, false);
+        stage_one(NestPlan::PartsListedIntoBlocks);
       } else if (!it.program.iteration.added_parts.empty() && output_is_assembled(it.program)) {
-        // Unblocked, its parts beside a blocked operand: each lists its entries (parts_listed).
-        stage_one(true, false);
-        it.program.buffers.front().parts_listed = true;
+        stage_one(NestPlan::PartsListed);
       } else {
         throw;
       }
@@ -278,15 +264,15 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
       }
     } catch (const UnionNestRefusal&) {
       retried = std::current_exception();
-      if (may_list_union_parts(it.program)) stage_one(true, false, true);
+      if (may_list_union_parts(it.program)) stage_one(NestPlan::UnionPartsListed);
       else if (!every_term_apart()) throw;
       lower_phases();
     }
   } catch (const CompileError&) {
     if (!conflict) throw;
-    if (!apart_by_groups) std::rethrow_exception(conflict);
+    if (!by_groups) std::rethrow_exception(conflict);
     try {
-      stage_one(true, !spec.previous_output.empty(), true, apart);
+      stage_one(NestPlan::EveryTermApartOf, apart);
       lower_phases();
     } catch (const CompileError&) {
       std::rethrow_exception(conflict);
