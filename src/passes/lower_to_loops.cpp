@@ -13,8 +13,10 @@
 #include "ir/loop_ir_visitor.h"
 #include "passes/infer_loop_order.h"
 #include "passes/lower/abi_params.h"
+#include "passes/lower/blocked_analysis.h"
 #include "passes/lower/iteration_space.h"
 #include "passes/lower/level_access.h"
+#include "passes/lower/loop_plan.h"
 #include "passes/lower/output_levels.h"
 #include "passes/lower/part_programs.h"
 
@@ -31,30 +33,6 @@ ScalarType index_scalar_type(IndexType type) {
 }
 
 namespace {
-
-enum class LoopKind {
-  Dense,   // for v in [0, dim_v)
-  Driven,  // for p over the one streamed level that stores v (the others, if any, are located)
-  Merge,   // co-iteration of several streamed levels (or of some within a dense term)
-};
-
-struct LoopPlan {
-  LoopKind kind = LoopKind::Dense;
-  std::vector<int> axes;        // the stored (non-dense) axes on its variable, by tensor name
-  std::vector<int> located;     // ... those reached by direct lookup from the coordinate, not a cursor
-  bool dense_universe = false;  // some term has no compressed factor on v: visit every coordinate
-  bool universe_of_parts_only = false;  // ... only an added part's, on a loop the parts share (defer_located_terms)
-  IterationSpace space;
-  IterationSpace terms;  // every term's tensors, on this variable or not (tensor_terms)
-
-  bool locates(int axis) const { return std::find(located.begin(), located.end(), axis) != located.end(); }
-  // The first streamed axis: a Driven loop's only one.
-  int stream() const {
-    for (int id : axes)
-      if (!locates(id)) return id;
-    return -1;
-  }
-};
 
 using sparse::block_row_part_program;
 using sparse::parts_in_block_rows;
@@ -299,312 +277,25 @@ class Lowering {
     }
   }
 
-  // The operands whose blocks the loops of `blocker` visit: it, and those blocked alike, whose
-  // block levels merge with its own.
-  std::vector<std::string> blocked_alike(const std::string& blocker) const {
-    std::vector<std::string> alike = {blocker};
-    std::set<std::string> loops;
-    for (const sparse::BlockedVar& b : program_.blocked_vars)
-      if (b.tensor == blocker) loops.insert({b.outer, b.inner});
-    for (const sparse::SparseBuffer& buffer : program_.buffers) {
-      if (buffer.is_output || buffer.tensor == blocker || !buffer.shares_structure_with.empty()) continue;
-      if (!reads(buffer.tensor)) continue;  // (another part's operand: C_prev beside A + B)
-      // Alike on one index only (B block-DCSR 2x3 beside A bsr 2x2: i alike, j apart), its
-      // blocks on the other lie outside the blocker's too: it is blocked otherwise.
-      bool otherwise = false;
-      for (int id : buffer.axes) {
-        const sparse::Axis& axis = program_.axes[id];
-        const sparse::BlockedVar* b = program_.blocked(axis.mode_var);
-        otherwise |= b && b->tensor == blocker && axis.blocked_apart();
-      }
-      if (otherwise) continue;
-      for (int id : buffer.axes)
-        if (loops.count(program_.axes[id].index_var)) {
-          alike.push_back(buffer.tensor);
-          break;
-        }
-    }
-    return alike;
-  }
-
-  // "A", "A and E".
-  static std::string names(const std::vector<std::string>& tensors) {
-    std::string all;
-    for (size_t t = 0; t < tensors.size(); ++t) all += (t == 0 ? "" : t + 1 == tensors.size() ? " and " : ", ") + tensors[t];
-    return all;
-  }
-
-  // The blocks that the loops of `blocker` visit, as a union of intersections of the operands
-  // blocked alike (A + B: A's or B's; A .* B + D: those A and B both store): a block is visited
-  // where each loop over blocks that does not visit every coordinate visits its coordinate, the
-  // union of its space's conjunctions.
-  IterationSpace blocks_visited(const std::string& blocker) const {
-    std::set<int> depths;
-    for (const sparse::BlockedVar& b : program_.blocked_vars)
-      if (b.tensor == blocker && !visits_every_coordinate(program_.depth_of(b.outer))) depths.insert(program_.depth_of(b.outer));
-    for (int id : program_.buffer(blocker).axes) {  // its unblocked sparse levels (DCSR-like rows above the blocks)
-      const sparse::Axis& axis = program_.axes[id];
-      if (axis.kind == sparse::AxisKind::DenseFixed || axis.block_part != BlockPart::None) continue;
-      int depth = program_.depth_of(axis.index_var);
-      if (depth >= 0 && !visits_every_coordinate(depth)) depths.insert(depth);
-    }
-    // (A loop over an unblocked level that merges other operands' coordinates reaches the body
-    // only where a loop below visits the blocked operands' blocks: see gated_below.)
-    const std::vector<std::string> alike = blocked_alike(blocker);
-    auto holds_alike = [&](const Conjunction& c) {
-      return std::any_of(c.begin(), c.end(), [&](const std::string& t) { return std::count(alike.begin(), alike.end(), t) > 0; });
-    };
-    IterationSpace visited = {{}};
-    for (int depth : depths) {
-      IterationSpace both;
-      for (const Conjunction& above : visited)
-        for (const Conjunction& here : plans_[depth].space) {
-          if (!holds_alike(here)) continue;
-          Conjunction all = above;
-          all.insert(here.begin(), here.end());
-          if (std::find(both.begin(), both.end(), all) == both.end()) both.push_back(all);
-        }
-      visited = both;
-    }
-    return visited;
-  }
-
-  // The term's entries lie inside the blocks that the loops of `blocker` visit: the operands
-  // blocked alike that it multiplies hold a conjunction of blocks_visited (A * B, and E * B
-  // where the loops visit E's blocks too). Holding one of them is not enough: beside A
-  // block-DCSR 3x2, B bsr 2x2 is blocked alike on k, but the loop over k's blocks visits A's
-  // only (B's level there is dense), so E * B with E located in A's blocks would miss its
-  // entries in the blocks A lacks.
+  // The blocked operands' analysis (passes/lower/blocked_analysis.h), over this nest's loop plans.
+  BlockedAnalysis blocked_analysis() const { return BlockedAnalysis(program_, plans_, assembled_, whole_); }
+  std::vector<std::string> blocked_alike(const std::string& blocker) const { return blocked_analysis().blocked_alike(blocker); }
+  IterationSpace blocks_visited(const std::string& blocker) const { return blocked_analysis().blocks_visited(blocker); }
   bool inside_blocks_visited(const Conjunction& term, const std::string& blocker) const {
-    const std::vector<std::string> alike = blocked_alike(blocker);
-    Conjunction blocked;
-    for (const std::string& t : term)
-      if (std::count(alike.begin(), alike.end(), t)) blocked.insert(t);
-    if (blocked.empty()) return false;
-    const IterationSpace visited = blocks_visited(blocker);
-    return std::any_of(visited.begin(), visited.end(), [&](const Conjunction& c) {
-      return std::includes(blocked.begin(), blocked.end(), c.begin(), c.end());
-    });
+    return blocked_analysis().inside_blocks_visited(term, blocker);
   }
-
-  // The block loops of `blocker` visit every block (a term without a stored factor on them).
-  bool blocks_visit_every_coordinate(const std::string& blocker) const {
-    for (const sparse::BlockedVar& b : program_.blocked_vars)
-      if (b.tensor == blocker && !body_visits_every_coordinate(program_.depth_of(b.outer))) return false;
-    return true;
-  }
-
-  // visits_every_coordinate as the body's own terms see it: a loop that a scoped sum's parts
-  // share may visit every coordinate for another part's sake only (defer_located_terms), which
-  // lets no term of the body skip the blocks' rest.
-  bool body_visits_every_coordinate(int depth) const {
-    return (depth < 0 || !plans_[depth].universe_of_parts_only) && visits_every_coordinate(depth);
-  }
-
-  // The loops over the gathered output's block rows visit every block row, some only for
-  // another part of a scoped sum (defer_located_terms), which the body's rest cannot use.
-  bool rows_visited_for_parts_only() const {
-    const sparse::SparseBuffer& output = program_.output();
-    if (!assembled_ || output.gathered_level < 0 || whole_ == nullptr || whole_->iteration.added_parts.empty()) return false;
-    for (int level = 0; level < output.gathered_level; ++level)
-      if (output.format.levels[level] != LevelKind::Dense && output.format.levels[level] != LevelKind::Compressed) return false;
-    for (int d = 0; d <= gathered_row_depth(); ++d)
-      if (!body_visits_every_coordinate(d)) return plans_[d].universe_of_parts_only;
-    return false;
-  }
-
-  // Why the entries of other operands outside `blocker`'s blocks cannot be lowered after the
-  // blocks ("" if they can): the blocks' loops must visit exactly the blocker's blocks (so the
-  // rest skips what they did), and the rest must be a plain kernel once the blocker is gone.
-  //
-  // A dense output is added into by the rest, after the block loops. An output whose blocks a
-  // block-row workspace gathers (plan_output_blocks) gets the rest's entries in the same
-  // workspace, inside each block row (rest_in_block_row): the loops over block rows must then
-  // visit every block row, and the output store no compressed level above its blocks.
-  std::string outside_blocks_refusal(const std::string& blocker) const {
-    const sparse::SparseBuffer& output = program_.output();
-    bool gathered = assembled_ && output.gathered_level >= 0;
-    // A listed output (plan_listed) takes the rest's entries into its list before the sort.
-    const bool listed = assembled_ && !gathered && !blocked_entries_reason(output).empty();
-    if (!listed && !output.format.all_dense() && assembled_ && output.format.is_blocked() && !gathered)
-      return "the output " + output.tensor + " is assembled in " + blocker + "'s block loops, and its blocks outside " +
-             blocker + "'s would arrive after them; with " + blocker + " unblocked, a block-row workspace gathers them";
-    if (!listed && !output.format.all_dense() && !gathered) return "the output is not dense";
-    if (gathered) {
-      for (int level = 0; level < output.gathered_level; ++level)
-        if (output.format.levels[level] != LevelKind::Dense && output.format.levels[level] != LevelKind::Compressed)
-          return "the output " + output.tensor + " (" + output.format.name + ") stores its block rows in a " +
-                 level_kind_name(output.format.levels[level]) + " level, which the rest cannot share with " + blocker +
-                 "'s block loops; make that level dense (bsr) or compressed (block-DCSR)";
-      for (int d = 0; d <= gathered_row_depth(); ++d)
-        if (!body_visits_every_coordinate(d))
-          return "the loop " + program_.iteration.iterators[d].var + " over the output's block rows visits only " +
-                 blocker + "'s" + (plans_[d].universe_of_parts_only ? " for these terms (the others only for another part of the sum)" : "") +
-                 ", but the other operands' entries lie in the others too; store " + blocker +
-                 "'s block rows dense (bsr)";
-    }
-    if (!program_.iteration.fusions.empty()) return "a fuse";
-    for (const sparse::BlockedVar& b : program_.blocked_vars)
-      if (b.tensor != blocker && !(gathered && b.tensor == output.tensor)) return b.tensor + " blocks " + b.var + " too";
-    // Every loop over blocks visits exactly the blocks of the operands blocked alike (their
-    // union), or every block: the rest then skips what they hold.
-    const std::vector<std::string> alike = blocked_alike(blocker);
-    // (A loop beyond their blocks with no loop over blocks inside: the rest skips the blocks
-    // above it, where the output is not gathered in block rows. Beside operands blocked alike,
-    // the loop must be such a level of each of them: the rest then skips the blocks above it
-    // that any of them stores, as the block loops visited those whole.)
-    const int ungated = ungated_merge_level(blocker);
-    std::string not_ungated;  // an operand blocked alike whose level at that loop is not so
-    if (ungated >= 0)
-      for (const std::string& tensor : alike) {
-        int level = ungated_merge_level(blocker, tensor);
-        // (One whose only sparse levels are its blocks, its columns dense, needs none: the rest
-        // skips where its blocks are found, which is its block rows.)
-        bool only_blocks_sparse = true;
-        for (int id : program_.buffer(tensor).axes)
-          only_blocks_sparse &= program_.axes[id].kind == sparse::AxisKind::DenseFixed || program_.axes[id].block_part == BlockPart::Block;
-        if (level < 0 ? !only_blocks_sparse
-                      : program_.axes[program_.buffer(tensor).axes[static_cast<size_t>(level)]].index_var !=
-                            program_.axes[program_.buffer(blocker).axes[static_cast<size_t>(ungated)]].index_var)
-          not_ungated = tensor;
-      }
-    if (ungated >= 0 && (gathered || !not_ungated.empty())) {
-      const sparse::Axis& axis = program_.axes[program_.buffer(blocker).axes[static_cast<size_t>(ungated)]];
-      return "the loop over " + axis.mode_var + " visits other operands' coordinates too, and no loop over " + blocker +
-             "'s blocks inside it keeps to " + blocker + "'s" +
-             (gathered ? ", which a block-row workspace of the output needs"
-                       : ", which " + not_ungated + ", blocked alike, needs too: it has sparse levels besides its blocks, but none at that loop with only dense levels below it");
-    }
-    for (const std::string& tensor : alike)
-      for (int id : program_.buffer(tensor).axes) {
-        const sparse::Axis& axis = program_.axes[id];
-        if (axis.kind == sparse::AxisKind::DenseFixed || axis.blocked_apart()) continue;  // (apart: located in the block row)
-        // (An unblocked sparse level, DCSR-like rows above column blocks, is located by the rest
-        // as its blocks are: its loop too must visit exactly their union, or every coordinate,
-        // or merge other operands' coordinates above a loop that visits exactly the union: where
-        // only the others are stored, the tensor is absent and that loop below visits nothing.)
-        int depth = program_.depth_of(axis.index_var);
-        if (!visits_every_coordinate(depth) && !union_of_alike(depth, alike, tensor) &&
-            !(axis.block_part == BlockPart::None && union_of_alike(depth, alike, tensor, true) && gated_below(axis, alike)) &&
-            !(ungated >= 0 && axis.level == ungated_merge_level(blocker, tensor) && !gathered))
-          return std::string("the loop over ") + (axis.block_part == BlockPart::Block ? "the blocks of " : "") + axis.mode_var +
-                 (alike.size() == 1 ? " visits other operands' " + std::string(axis.block_part == BlockPart::Block ? "blocks" : "coordinates") + " too"
-                                    : " visits other blocks than those of " + names(alike) + " (other operands' blocks)") +
-                 (axis.block_part == BlockPart::None ? ", and no loop over " + tensor + "'s blocks inside it keeps to " + tensor + "'s" : "");
-      }
-    // The rest reads the operands blocked alike as zero: each term that holds one must lie
-    // inside the blocks visited (A .* B within the blocks A and B both store).
-    for (const Conjunction& term : tensor_terms(*program_.iteration.body)) {
-      bool holds_alike = std::any_of(term.begin(), term.end(), [&](const std::string& t) { return std::count(alike.begin(), alike.end(), t) > 0; });
-      if (holds_alike && !inside_blocks_visited(term, blocker))
-        return "the term of " + names(std::vector<std::string>(term.begin(), term.end())) +
-               " has entries outside the blocks that the loops visit, which the rest would read as zero";
-    }
-    // Several operands blocked otherwise (B 4x4, D 3x3 beside A 2x2): the first gives the rest
-    // its loops, and the others, located inside its blocks, follow in the rest's own rest.
-    return "";
-  }
-
-  // The loop at `depth` visits exactly a union of intersections of the operands blocked alike,
-  // one of them `tensor`'s (`among_others`: some of its conjunctions may hold other operands
-  // only).
-  bool union_of_alike(int depth, const std::vector<std::string>& alike, const std::string& tensor, bool among_others = false) const {
-    const IterationSpace& space = plans_[depth].space;
-    auto of_alike = [&](const Conjunction& c) {
-      return !c.empty() && std::all_of(c.begin(), c.end(), [&](const std::string& t) { return std::count(alike.begin(), alike.end(), t) > 0; });
-    };
-    bool holds = std::any_of(space.begin(), space.end(), [&](const Conjunction& c) { return c.count(tensor) > 0 && of_alike(c); });
-    return holds && (among_others || std::all_of(space.begin(), space.end(), of_alike));
-  }
-
-  // The level of the blocked operand, below its block levels, whose loop merges other operands'
-  // coordinates or visits every coordinate with no loop over its blocks inside it (A: block rows
-  // of 2 above compressed columns, B dcsc: the loop over j merges A's and B's columns, and the
-  // dense rows inside the block row run for B's columns too; beside a csc D, every column), if
-  // any (-1): inside A's block rows the block loops then
-  // visit every coordinate of the terms, so the rest does only what lies outside A's levels
-  // above it (the block rows A stores), and skips where those are found. Every level of A
-  // below it is dense.
-  // (`tensor`: the same for an operand blocked alike with the blocker, at its own levels.)
+  bool blocks_visit_every_coordinate(const std::string& blocker) const { return blocked_analysis().blocks_visit_every_coordinate(blocker); }
+  bool rows_visited_for_parts_only() const { return blocked_analysis().rows_visited_for_parts_only(); }
+  std::string outside_blocks_refusal(const std::string& blocker) const { return blocked_analysis().outside_blocks_refusal(blocker); }
   int ungated_merge_level(const std::string& blocker, const std::string& tensor = "") const {
-    const std::vector<std::string> alike = blocked_alike(blocker);
-    const std::string& of = tensor.empty() ? blocker : tensor;
-    const std::vector<int>& levels = program_.buffer(of).axes;
-    for (size_t l = 0; l < levels.size(); ++l) {
-      const sparse::Axis& axis = program_.axes[levels[l]];
-      if (axis.kind == sparse::AxisKind::DenseFixed || axis.block_part != BlockPart::None) continue;
-      int depth = program_.depth_of(axis.index_var);
-      if (depth < 0) continue;  // (a part of a scoped sum without this loop)
-      bool beyond_theirs = visits_every_coordinate(depth) ||
-                           (!union_of_alike(depth, alike, of) && union_of_alike(depth, alike, of, true));
-      if (!beyond_theirs) continue;
-      bool blocks_above = false, sparse_below = false;
-      for (size_t above = 0; above < l; ++above)
-        blocks_above |= program_.axes[levels[above]].block_part == BlockPart::Block;
-      for (size_t below = l + 1; below < levels.size(); ++below)
-        sparse_below |= program_.axes[levels[below]].kind != sparse::AxisKind::DenseFixed;
-      return blocks_above && !sparse_below ? static_cast<int>(l) : -1;
-    }
-    return -1;
+    return blocked_analysis().ungated_merge_level(blocker, tensor);
   }
-
-  // A sparse level of `axis`'s tensor below it is visited by a loop deeper than its own that
-  // visits exactly a union of the operands blocked alike: where the tensor is absent at
-  // `axis`'s coordinate, that loop visits nothing (its range under the absent parent is empty).
-  bool gated_below(const sparse::Axis& axis, const std::vector<std::string>& alike) const {
-    const std::vector<int>& levels = program_.buffer(axis.tensor).axes;
-    int depth = program_.depth_of(axis.index_var);
-    for (size_t l = static_cast<size_t>(axis.level) + 1; l < levels.size(); ++l) {
-      const sparse::Axis& below = program_.axes[levels[l]];
-      if (below.kind == sparse::AxisKind::DenseFixed || below.blocked_apart()) continue;
-      int deeper = program_.depth_of(below.index_var);
-      if (deeper > depth && !visits_every_coordinate(deeper) && union_of_alike(deeper, alike, axis.tensor)) return true;
-    }
-    return false;
-  }
-
-  // The first operand blocked otherwise than the loops (B bsr 4x4 beside A bsr 2x2), if any:
-  // its entries outside the blocks are the rest's, which follows its own blocks
-  // (lower_outside_blocks); another one (D bsr 3x3) follows in the rest's own rest. The
-  // operands blocked alike whose blocks the loops visit are not (a rest into a gathered output
-  // locates them in its block rows: A 2x3 + B 3x2 - 3 * D, B's rows in the rest of A), and only
-  // an operand that the rest reads gives it loops (A .* B + D, B 4x4: the rest is D alone).
-  std::string blocked_otherwise(const std::vector<std::string>& alike) const {
-    ast::ExprPtr rest = program_.iteration.body;
-    for (const std::string& tensor : alike) rest = rest ? without(rest, tensor) : nullptr;
-    std::set<std::string> read;
-    if (rest)
-      for (const ast::Access* access : ast::collect_accesses(*rest)) read.insert(access->tensor);
-    for (const sparse::Axis& axis : program_.axes)
-      if (axis.blocked_apart() && read.count(axis.tensor) && !std::count(alike.begin(), alike.end(), axis.tensor))
-        return axis.tensor;
-    return "";
-  }
-
-  // The expression reads the tensor (a rest keeps the blocked operands it skips, unread).
-  bool reads(const std::string& tensor) const {
-    for (const ast::Access* access : ast::collect_accesses(*program_.iteration.body))
-      if (access->tensor == tensor) return true;
-    return false;
-  }
-
-  // The depth of the loop that gives a gathered output's block row (its parent position of the
-  // gathered level), before plan_output: the deepest variable of the levels above.
-  int gathered_row_depth() const {
-    const sparse::SparseBuffer& output = program_.output();
-    int depth = -1;
-    for (int level = 0; level < output.gathered_level; ++level)
-      depth = std::max(depth, program_.depth_of(program_.axes[output.axes[level]].index_var));
-    return depth;
-  }
-
-  // "compressed", "in a dense-variable level", "in a compressed level blocked by 4".
-  std::string stored_as(const sparse::Axis& axis) const {
-    LevelKind kind = program_.buffer(axis.tensor).format.levels[static_cast<size_t>(axis.level)];
-    if (axis.blocked_apart())
-      return std::string("in a ") + level_kind_name(kind) + " level blocked by " + std::to_string(axis.block);
-    return kind == LevelKind::Compressed ? "compressed" : std::string("in a ") + level_kind_name(kind) + " level";
-  }
+  std::string blocked_otherwise(const std::vector<std::string>& alike) const { return blocked_analysis().blocked_otherwise(alike); }
+  bool reads(const std::string& tensor) const { return blocked_analysis().reads(tensor); }
+  int gathered_row_depth() const { return blocked_analysis().gathered_row_depth(); }
+  std::string stored_as(const sparse::Axis& axis) const { return blocked_analysis().stored_as(axis); }
+  bool visits_every_coordinate(int depth) const { return blocked_analysis().visits_every_coordinate(depth); }
+  std::string blocked_entries_reason(const sparse::SparseBuffer& output) const { return blocked_analysis().blocked_entries_reason(output); }
 
   // COO's levels (a compressed-nonunique level, then singletons) store one position per entry.
   // Merged with other operands, a level must be visited once per coordinate: its merge unit is
@@ -793,11 +484,6 @@ class Lowering {
   // The loop at `depth` visits every coordinate of its variable (so no output entry is skipped).
   // (A loop this nest does not have, depth -1, restricts nothing: a part of a scoped sum holds
   // none of the loops of a blocked operand only another part reads.)
-  bool visits_every_coordinate(int depth) const {
-    if (depth < 0) return true;
-    return plans_[depth].kind == LoopKind::Dense || (plans_[depth].kind == LoopKind::Merge && plans_[depth].dense_universe);
-  }
-
   bool iterates_axis(int depth, int axis) const {
     const std::vector<int>& axes = plans_[depth].axes;
     return std::find(axes.begin(), axes.end(), axis) != axes.end();
@@ -1488,25 +1174,6 @@ class Lowering {
   }
 
   // ---- a list of the output's entries ----
-  // An output unblocked on every index beside a blocked operand, or blocked otherwise than its
-  // block loops (build_sparse_ir's listed_blocks), gets its entries a block of that operand at a
-  // time. Returns why, or "".
-  std::string blocked_entries_reason(const sparse::SparseBuffer& output) const {
-    if (output.format.is_blocked() && !output.listed_blocks) return "";  // appended in the block loops, or gathered
-    // (The body of a scoped sum is blocked only by its own operands, listed_part_program; the
-    // whole sum's blocks decide.)
-    const sparse::Program& blocking = whole_ ? *whole_ : program_;
-    if (output.parts_listed) return "the parts of the sum cannot share one loop nest, so each lists its entries in a nest of its own";
-    for (int id : output.axes) {
-      const std::string& var = program_.axes[id].mode_var;
-      if (const sparse::BlockedVar* blocked = blocking.blocked(var); blocked && blocked->tensor != output.tensor)
-        return blocked->tensor + " splits index " + var + " into blocks, so its entries arrive a block at a time";
-    }
-    if (const sparse::SparseBuffer* apart = blocking.ordered_apart_buffer())
-      return apart->tensor + "'s storage order conflicts with the other operands', so its part of the sum is a nest of its own";
-    return "";
-  }
-
   // An assembled output whose entries the loops produce out of storage order: a summed loop sits
   // outside a compressed level above the last (C = A^T B with A csr and C dcsr: the loop order
   // is k, i, j, so each row i comes back for every k), outside the rows of a last level that is
@@ -2674,41 +2341,6 @@ class Lowering {
   }
 
   // The expression with `tensor` read as zero (null: zero altogether).
-  static ast::ExprPtr without(const ast::ExprPtr& expr, const std::string& tensor) {
-    auto with = [&](ast::ExprPtr lhs, ast::ExprPtr rhs) {
-      auto copy = std::make_shared<ast::Expr>(*expr);
-      copy->lhs = std::move(lhs);
-      copy->rhs = std::move(rhs);
-      return ast::ExprPtr(copy);
-    };
-    switch (expr->kind) {
-      case ast::ExprKind::Access: return expr->access.tensor == tensor ? nullptr : expr;
-      case ast::ExprKind::Literal: return expr;
-      case ast::ExprKind::Neg: {
-        ast::ExprPtr operand = without(expr->lhs, tensor);
-        return operand ? with(operand, nullptr) : nullptr;
-      }
-      case ast::ExprKind::Mul:
-      case ast::ExprKind::Div: {
-        ast::ExprPtr lhs = without(expr->lhs, tensor), rhs = without(expr->rhs, tensor);
-        return lhs && rhs ? with(lhs, rhs) : nullptr;  // (a divisor is never the blocked operand: checked)
-      }
-      case ast::ExprKind::Add:
-      case ast::ExprKind::Sub: {
-        ast::ExprPtr lhs = without(expr->lhs, tensor), rhs = without(expr->rhs, tensor);
-        if (lhs && rhs) return with(lhs, rhs);
-        if (lhs) return lhs;
-        if (!rhs || expr->kind == ast::ExprKind::Add) return rhs;
-        auto negated = std::make_shared<ast::Expr>(*expr);
-        negated->kind = ast::ExprKind::Neg;
-        negated->lhs = rhs;
-        negated->rhs = nullptr;
-        return ast::ExprPtr(negated);
-      }
-    }
-    return expr;
-  }
-
   // ---- a sum whose terms sum over different indices, into an assembled output ----
   // The body's nest is lowered here; each added part gets a nest of its own inside the shared
   // loops (those outside the first summed one), after the body's loops there, lowered by a

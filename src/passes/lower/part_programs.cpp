@@ -67,4 +67,39 @@ sparse::Program listed_part_program(const sparse::Program& whole, const ast::Exp
   return part;
 }
 
+ast::ExprPtr without(const ast::ExprPtr& expr, const std::string& tensor) {
+  auto with = [&](ast::ExprPtr lhs, ast::ExprPtr rhs) {
+    auto copy = std::make_shared<ast::Expr>(*expr);
+    copy->lhs = std::move(lhs);
+    copy->rhs = std::move(rhs);
+    return ast::ExprPtr(copy);
+  };
+  switch (expr->kind) {
+    case ast::ExprKind::Access: return expr->access.tensor == tensor ? nullptr : expr;
+    case ast::ExprKind::Literal: return expr;
+    case ast::ExprKind::Neg: {
+      ast::ExprPtr operand = without(expr->lhs, tensor);
+      return operand ? with(operand, nullptr) : nullptr;
+    }
+    case ast::ExprKind::Mul:
+    case ast::ExprKind::Div: {
+      ast::ExprPtr lhs = without(expr->lhs, tensor), rhs = without(expr->rhs, tensor);
+      return lhs && rhs ? with(lhs, rhs) : nullptr;  // (a divisor is never the blocked operand: checked)
+    }
+    case ast::ExprKind::Add:
+    case ast::ExprKind::Sub: {
+      ast::ExprPtr lhs = without(expr->lhs, tensor), rhs = without(expr->rhs, tensor);
+      if (lhs && rhs) return with(lhs, rhs);
+      if (lhs) return lhs;
+      if (!rhs || expr->kind == ast::ExprKind::Add) return rhs;
+      auto negated = std::make_shared<ast::Expr>(*expr);
+      negated->kind = ast::ExprKind::Neg;
+      negated->lhs = rhs;
+      negated->rhs = nullptr;
+      return ast::ExprPtr(negated);
+    }
+  }
+  return expr;
+}
+
 }  // namespace spgen::lowering

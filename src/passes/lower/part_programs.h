@@ -23,4 +23,8 @@ bool parts_listed_beside_blocks(const sparse::Program& whole);
 // order) orders its loops by that buffer's storage alone.
 sparse::Program listed_part_program(const sparse::Program& whole, const ast::ExprPtr& terms, const Config& config);
 
+// The expression without the terms that read `tensor` (null where none is left): the rest of a
+// union beside a blocked operand reads the others only.
+ast::ExprPtr without(const ast::ExprPtr& expr, const std::string& tensor);
+
 }  // namespace spgen::lowering
