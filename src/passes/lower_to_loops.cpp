@@ -18,7 +18,9 @@
 #include "passes/lower/level_access.h"
 #include "passes/lower/loop_plan.h"
 #include "passes/lower/output_levels.h"
+#include "passes/lower/output_order.h"
 #include "passes/lower/part_programs.h"
+#include "passes/lower/runs.h"
 
 namespace spgen {
 
@@ -334,25 +336,13 @@ class Lowering {
       if (is_located_in_blocks(axis) && is_coo_level(axis) && !is_last_level(axis)) by_runs_.insert(axis_id(axis));
   }
 
-  static bool is_coo_level(const sparse::Axis& axis) {
-    return axis.kind == sparse::AxisKind::Singleton || (axis.kind == sparse::AxisKind::SparseVariable && !axis.unique);
-  }
-
-  bool is_last_level(const sparse::Axis& axis) const {
-    return axis.level + 1 == static_cast<int>(program_.buffer(axis.tensor).axes.size());
-  }
-
-  // A singleton level iterates the run of its parent (a loop), rather than binding the one
-  // coordinate of its parent's entry.
-  bool iterates_run(const sparse::Axis& axis) const {
-    return axis.kind == sparse::AxisKind::Singleton && by_runs_.count(axis.parent) > 0;
-  }
-
-  // The loop visits a coordinate once per entry of this level (outputs must add up the visits).
-  bool repeats(const sparse::Axis& axis) const {
-    if (by_runs_.count(axis_id(axis))) return false;
-    return !axis.unique || (axis.kind == sparse::AxisKind::Singleton && !is_last_level(axis) && iterates_run(axis));
-  }
+  // COO's runs (passes/lower/runs.h), as plan_runs chose them.
+  Runs runs() const { return Runs(program_, by_runs_); }
+  static bool is_coo_level(const sparse::Axis& axis) { return Runs::is_coo_level(axis); }
+  bool is_last_level(const sparse::Axis& axis) const { return runs().is_last_level(axis); }
+  bool iterates_run(const sparse::Axis& axis) const { return runs().iterates_run(axis); }
+  bool repeats(const sparse::Axis& axis) const { return runs().repeats(axis); }
+  int axis_id(const sparse::Axis& axis) const { return runs().axis_id(axis); }
 
   // ---- stage I fuse ----
   const sparse::Fusion* fusion_at(int depth) const {
@@ -360,15 +350,6 @@ class Lowering {
       if (program_.depth_of(f.outer) == depth) return &f;
     return nullptr;
   }
-
-  // The fused tensor's two levels (its root and the level below).
-  std::pair<const sparse::Axis*, const sparse::Axis*> fused_axes(const sparse::Fusion& f) const {
-    const sparse::SparseBuffer& buffer = program_.buffer(f.tensor);
-    return {&program_.axes[buffer.axes[0]], &program_.axes[buffer.axes[1]]};
-  }
-
-  // A dense root over a compressed level (csr), rather than COO's levels.
-  bool fuses_rows(const sparse::Fusion& f) const { return fused_axes(f).first->kind == sparse::AxisKind::DenseFixed; }
 
   // The fused loops must visit the entries of the fused tensor alone: no other operand may be
   // co-iterated with it on either variable.
@@ -392,7 +373,6 @@ class Lowering {
     }
   }
 
-  int axis_id(const sparse::Axis& axis) const { return static_cast<int>(&axis - program_.axes.data()); }
 
   // for e over the positions of the compressed level. Each entry's row comes from a cursor: the
   // row of the previous entry, kept while the entry lies in it, else found by binary search in
@@ -1174,131 +1154,15 @@ class Lowering {
   }
 
   // ---- a list of the output's entries ----
-  // An assembled output whose entries the loops produce out of storage order: a summed loop sits
-  // outside a compressed level above the last (C = A^T B with A csr and C dcsr: the loop order
-  // is k, i, j, so each row i comes back for every k), outside the rows of a last level that is
-  // appended to (C csr there: no row is finished before the next begins), or a loop repeats the
-  // coordinates of such a level; or an ELL level sits above the last one (its slots hold the
-  // first W distinct coordinates of each parent, which only a sorted view gives). Then no cursor
-  // or row workspace can follow the entries: the loops list each entry as (key, value), the key
-  // being its coordinates flattened in storage order, the list is sorted by key, repeats are
-  // summed, and the sorted list is packed level by level (as the pack routines do from COO).
-  // Each phase does so: an assemble phase counts its level's entries per parent from the list.
-  // Returns why, or "" when the entries come in order.
-  std::string out_of_order_reason(const sparse::SparseBuffer& output) const {
-    const Format& format = output.format;
-    const size_t last = format.levels.size() - 1;
-    if (std::string why = blocked_entries_reason(output); !why.empty()) return why;
-    for (size_t level = 0; level < last; ++level)
-      if (format.levels[level] == LevelKind::SparseFixed)
-        return "it stores index " + program_.axes[output.axes[level]].index_var + " in an ELL level above its last one";
-    // A level stored below another whose loop is inside its own (a loop order discordant with
-    // the output's storage order, which the operands or a reorder impose).
-    for (size_t below = 1; below < format.levels.size(); ++below)
-      for (size_t above = 0; above < below; ++above) {
-        const std::string& outer = program_.axes[output.axes[below]].index_var;
-        const std::string& inner = program_.axes[output.axes[above]].index_var;
-        if (program_.depth_of(outer) < program_.depth_of(inner))
-          return "it stores index " + outer + " in a level below index " + inner + ", whose loop is inside " + outer + "'s";
-      }
-    const LevelKind entries = format.levels[entry_level(format)];
-    const bool last_appended = entries == LevelKind::Compressed || entries == LevelKind::CompressedNonUnique ||
-                               entries == LevelKind::SparseFixed;
-    for (size_t level = 0; level < last; ++level) {
-      const sparse::Axis& axis = program_.axes[output.axes[level]];
-      // A COO segment's singletons are appended with its compressed-nonunique level.
-      const bool appended = axis.kind == sparse::AxisKind::SparseVariable || axis.kind == sparse::AxisKind::Singleton;
-      if (!appended && !last_appended) continue;  // dense and ragged levels are located
-      const int depth = program_.depth_of(axis.index_var);
-      for (int d = 0; d < depth; ++d)
-        if (program_.iteration.iterators[d].is_reduction)
-          return "it is summed over " + program_.iteration.iterators[d].var + " outside its " +
-                 (!appended                                     ? std::string("rows")
-                  : axis.kind == sparse::AxisKind::Singleton ? "COO segment's level " + std::to_string(level)
-                                                             : "compressed level " + std::to_string(level)) +
-                 " (index " + axis.index_var + ")";
-      if (appended && static_cast<int>(level) < entry_level(format))
-        for (int id : plans_[depth].axes)
-          if (repeats(program_.axes[id]))
-            return "the loop over " + axis.index_var + " visits each coordinate once per entry of " + program_.axes[id].tensor +
-                   " (a non-unique level)";
-    }
-    // A fused loop has no end of its outer variable's rows (no point where a row's appends
-    // close), and rows found by a cursor: the entries are listed, whatever order they come in.
-    // (On the cpu a vector output, `y(i) = A(i,j) * x(j)` into sv, is gathered whole in a
-    // workspace that is appended after the loops, plan_workspace: any order serves. On cuda
-    // one thread would own that workspace, so the threads list the entries there too.)
-    if ((output.axes.size() > 1 && !appends_in_order(output)) || config_.target == Target::Cuda)
-      for (const sparse::Fusion& f : program_.iteration.fusions)
-        for (int id : output.axes)
-          if (program_.axes[id].index_var == f.outer || program_.axes[id].index_var == f.inner)
-            return "loop " + f.into + " fuses " + f.outer + " and " + f.inner + " into one loop over the entries of " + f.tensor +
-                   ", which closes no row of " + output.tensor;
-    return "";
+  // The order the output's entries arrive in (passes/lower/output_order.h).
+  OutputOrder output_order() const {
+    return OutputOrder(program_, config_, plans_, by_runs_, assembled_, whole_, added_to_ || lists_into_);
   }
-
-  // A COO output (one segment over all its levels) has one cursor and no rows to close: a fused
-  // loop over a csr operand's entries, which come in the output's storage order (the checks
-  // before say so) and once each (no summed variable fused), appends them in place on the cpu.
-  bool appends_in_order(const sparse::SparseBuffer& output) const {
-    const Format& format = output.format;
-    if (appends_rows_in_order(output)) return true;
-    if (config_.target == Target::Cuda || format.levels.front() != LevelKind::CompressedNonUnique ||
-        segment_end(format, 0) != static_cast<int>(format.levels.size()) - 1)
-      return false;
-    for (const sparse::Fusion& f : program_.iteration.fusions)
-      if (!fuses_rows(f) || program_.iteration.iterators[program_.depth_of(f.outer)].is_reduction ||
-          program_.iteration.iterators[program_.depth_of(f.inner)].is_reduction)
-        return false;
-    return true;
-  }
-
-  // An output with rows (csr: dense, compressed; dcsr: compressed, compressed) on the two fused
-  // variables, row over column, filled by a sequential fused loop over the entries of a csr
-  // operand at the top of the nest: its entries come in storage order (the checks of
-  // out_of_order_reason say so), once each (the operand's levels are unique, no summed variable
-  // is fused, and each entry writes one: the loops inside are summed into a scalar). Then the
-  // assemble phases count the entries per row (a compressed row level: the rows holding one, as
-  // the entry's row changes), and the fill appends each entry at one cursor that runs through the
-  // whole output (fused_row_change: the row level's cursor moves on as the row changes). Into
-  // csr the fused loop may also run in parallel (fuses_rows_in_parallel); into dcsr a parallel
-  // loop (or, for either, a schedule left to auto) keeps the list, whose threads list apart.
-  bool appends_rows_in_order(const sparse::SparseBuffer& output) const {
-    const Format& format = output.format;
-    if (config_.target == Target::Cuda || config_.auto_schedule || format.levels.size() != 2 || format.is_blocked() ||
-        output.gathered_level >= 0 || output.listed_blocks || whole_ || added_to_ || lists_into_ ||
-        !program_.iteration.added_parts.empty() || program_.iteration.fusions.size() != 1 ||
-        !output.shares_structure_with.empty())
-      return false;
-    if (format.levels[1] != LevelKind::Compressed ||
-        (format.levels[0] != LevelKind::Dense && format.levels[0] != LevelKind::Compressed))
-      return false;
-    const sparse::Fusion& f = program_.iteration.fusions.front();
-    for (const ScheduleOp& op : config_.schedule)
-      if (const ParallelOp* parallel = std::get_if<ParallelOp>(&op.op); parallel && !fuses_rows_in_parallel(output, f, *parallel))
-        return false;
-    if (!fuses_rows(f) || program_.depth_of(f.outer) != 0 || !fused_axes(f).second->unique ||
-        program_.iteration.iterators[0].is_reduction || program_.iteration.iterators[1].is_reduction)
-      return false;
-    const sparse::Axis& rows = program_.axes[output.axes[0]];
-    const sparse::Axis& columns = program_.axes[output.axes[1]];
-    return rows.index_var == f.outer && columns.index_var == f.inner && rows.block_part == BlockPart::None &&
-           columns.block_part == BlockPart::None && (rows.kind == sparse::AxisKind::DenseFixed || rows.unique) &&
-           columns.unique;
-  }
-
-  // A parallel fused loop into csr rows (dense, compressed) appended in place: each entry of the
-  // fused operand at position p gives one entry of the output, in storage order, so the output's
-  // entry sits at position C_pos1[0] + (p - A_pos1[0]) (the rows' counts are the operand's):
-  // computed from p alone, with no cursor shared by the threads, and the same at every run. Its
-  // assemble phase counts each entry into its row atomically (integers: the same counts in any
-  // order). Only the fused loop itself, with no reduction or balance (any schedule: no entry
-  // depends on the thread that writes it); a dcsr output's row positions would need the number
-  // of non-empty rows before each row, which no entry knows alone: it keeps the list.
-  bool fuses_rows_in_parallel(const sparse::SparseBuffer& output, const sparse::Fusion& f, const ParallelOp& parallel) const {
-    return output.format.levels[0] == LevelKind::Dense && parallel.var == f.into && parallel.reduction.empty() &&
-           parallel.balance.empty();
-  }
+  std::pair<const sparse::Axis*, const sparse::Axis*> fused_axes(const sparse::Fusion& f) const { return output_order().fused_axes(f); }
+  bool fuses_rows(const sparse::Fusion& f) const { return output_order().fuses_rows(f); }
+  std::string out_of_order_reason(const sparse::SparseBuffer& output) const { return output_order().out_of_order_reason(output); }
+  bool appends_in_order(const sparse::SparseBuffer& output) const { return output_order().appends_in_order(output); }
+  bool appends_rows_in_order(const sparse::SparseBuffer& output) const { return output_order().appends_rows_in_order(output); }
 
   void plan_listed() {
     if (lists_into_) {

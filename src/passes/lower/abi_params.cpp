@@ -3,6 +3,7 @@
 #include "frontend/config.h"
 #include "passes/lower/level_access.h"
 #include "passes/lower/output_levels.h"
+#include "passes/lower/runs.h"
 #include "passes/lower_to_loops.h"
 
 namespace spgen::lowering {
@@ -157,13 +158,8 @@ class AbiParams {
   }
 
  private:
-  // (as Lowering's: a singleton under a COO level visited by runs iterates that run)
-  bool iterates_run(const sparse::Axis& axis) const {
-    return axis.kind == sparse::AxisKind::Singleton && by_runs_.count(axis.parent) > 0;
-  }
-  bool is_last_level(const sparse::Axis& axis) const {
-    return axis.level + 1 == static_cast<int>(program_.buffer(axis.tensor).axes.size());
-  }
+  bool iterates_run(const sparse::Axis& axis) const { return Runs(program_, by_runs_).iterates_run(axis); }
+  bool is_last_level(const sparse::Axis& axis) const { return Runs(program_, by_runs_).is_last_level(axis); }
 
   const sparse::Program& program_;
   ScalarType value_type_, index_type_;
