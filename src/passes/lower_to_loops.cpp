@@ -1799,8 +1799,6 @@ class Lowering {
   std::vector<Stmt> locate_in_blocks(const LevelPosition& position) const {
     const sparse::Axis& axis = *position.searched;
     const std::string& p = position.name;
-    const std::string &end = position.end, &high = position.high;
-    auto crd_at = [&](Expr at) { return cast(ScalarType::Int64, load(axis.crd, std::move(at), index_type_)); };
     const Expr parent = position.value;
     auto [begin, last] = level_access(axis)->positions_under(parent, position.parent_run_end, index_type_);
     // An absent parent has no entries: a located level above that is not found, or a merge
@@ -1824,50 +1822,10 @@ class Lowering {
     std::vector<Stmt> stmts = {std::make_shared<Comment>("locate " + level_coordinate_prose(axis) + " in " + axis.tensor + " by " +
                                                          locate_strategy(axis, !position.parent_run_end.empty()) + " (" +
                                                          why + ")")};
-    if (axis.kind == sparse::AxisKind::Singleton && position.parent_run_end.empty()) {
-      // The parent's entry (visited one at a time) has this coordinate or none.
-      Expr found = binary(BinOp::Eq, crd_at(parent), coordinate);
-      if (parent_found) found = logical_and(parent_found, found);
-      stmts.push_back(std::make_shared<Declare>(p, ScalarType::Int64, parent, false));
-      stmts.push_back(std::make_shared<Declare>(position.found, ScalarType::Bool, found, false));
-      return stmts;
-    }
-    if (axis.kind == sparse::AxisKind::DenseVariable) {
-      stmts.push_back(std::make_shared<Declare>(end, ScalarType::Int64, last, false));
-      stmts.push_back(std::make_shared<Declare>(p, ScalarType::Int64, add(begin, coordinate), false));
-      stmts.push_back(std::make_shared<Declare>(position.found, ScalarType::Bool, binary(BinOp::Lt, var(p), var(end)), false));
-      return stmts;
-    }
-    // The first position in [low, high) where `below` (true on a prefix) fails.
-    auto bound = [&](const std::string& low, const std::string& middle, auto below, const std::string& what) -> Stmt {
-      return std::make_shared<While>(
-          what, binary(BinOp::Lt, var(low), var(high)),
-          block({std::make_shared<Declare>(middle, ScalarType::Int64, binary(BinOp::Div, add(var(low), var(high)), int64(2)), false),
-                 std::make_shared<If>(below(var(middle)), std::make_shared<Assign>(low, add(var(middle), int64(1)), false),
-                                      std::make_shared<Assign>(high, var(middle), false))}));
-    };
-    auto less = [&](Expr at) {
-      Expr less_than = binary(BinOp::Lt, crd_at(at), coordinate);
-      if (axis.kind != sparse::AxisKind::SparseFixed) return less_than;
-      return logical_and(binary(BinOp::Le, int64(0), crd_at(at)), less_than);  // padding sorts last
-    };
-    std::string searched = "search " + axis.index_var + " in " + axis.tensor;
-    stmts.push_back(std::make_shared<Declare>(p, ScalarType::Int64, begin, true));
-    stmts.push_back(std::make_shared<Declare>(end, ScalarType::Int64, last, false));
-    stmts.push_back(std::make_shared<Declare>(high, ScalarType::Int64, var(end), true));
-    stmts.push_back(bound(p, position.middle, less, searched));
-    if (position.run_end.empty()) {
-      stmts.push_back(std::make_shared<Declare>(
-          position.found, ScalarType::Bool,
-          logical_and(binary(BinOp::Lt, var(p), var(end)), binary(BinOp::Eq, crd_at(var(p)), coordinate)), false));
-      return stmts;
-    }
-    // A run: it ends at the first coordinate above this one.
-    auto not_above = [&](Expr at) { return binary(BinOp::Le, crd_at(at), coordinate); };
-    stmts.push_back(std::make_shared<Declare>(position.run_end, ScalarType::Int64, var(p), true));
-    stmts.push_back(std::make_shared<Assign>(high, var(end), false));
-    stmts.push_back(bound(position.run_end, position.run_middle, not_above, "run of " + axis.index_var + " in " + axis.tensor));
-    stmts.push_back(std::make_shared<Declare>(position.found, ScalarType::Bool, binary(BinOp::Lt, var(p), var(position.run_end)), false));
+    const SearchNames names = {p, position.end, position.high, position.middle, position.found, position.run_end, position.run_middle};
+    std::vector<Stmt> search = level_access(axis)->locate(names, parent, begin, last, parent_found, coordinate,
+                                                          !position.parent_run_end.empty(), index_type_);
+    stmts.insert(stmts.end(), search.begin(), search.end());
     return stmts;
   }
 

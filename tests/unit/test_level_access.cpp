@@ -4,6 +4,7 @@
 
 #include "frontend/config.h"
 #include "ir/loop_ir_printer.h"
+#include "ir/loop_ir.h"
 #include "passes/lower/level_access.h"
 
 using namespace spgen;
@@ -117,4 +118,49 @@ TEST_CASE("level access: a level blocked apart is read at its coordinate / or % 
   CHECK(print(level_coordinate(b)) == "0");
   b.index_var = "j_in";  // blocked alike: the loops' own block loop
   CHECK(level_coordinate_prose(b) == "j_in");
+}
+
+namespace {
+
+// The statements a level's locate declares, as stage II prints them.
+std::string located(const sparse::Axis& a, bool in_run, const std::string& run_end = "") {
+  const SearchNames names = {"q", "q_end", "q_high", "q_mid", "q_found", run_end, run_end.empty() ? "" : "q_run_mid"};
+  const loops::Expr parent = loops::var("p");
+  auto [begin, last] = level_access(a)->positions_under(parent, in_run ? "p_run_end" : "", kIndex);
+  loops::LoweredFunc f;
+  f.name = "f";
+  f.body = loops::block(level_access(a)->locate(names, parent, begin, last, nullptr, loops::var("j"), in_run, kIndex));
+  return loops::dump_stage2(f);
+}
+
+}  // namespace
+
+TEST_CASE("level access: locating a coordinate without a cursor, per kind") {
+  sparse::Axis csr = axis(sparse::AxisKind::SparseVariable), ragged = axis(sparse::AxisKind::DenseVariable),
+               ell = axis(sparse::AxisKind::SparseFixed), single = axis(sparse::AxisKind::Singleton),
+               coo = axis(sparse::AxisKind::SparseVariable);
+  ell.width = 4;
+  coo.unique = false;
+  // Ragged: a direct lookup, found below the row's end.
+  const std::string direct = located(ragged, false);
+  CHECK(direct.find("let q: int64 = int64(A_pos1[p]) + j") != std::string::npos);
+  CHECK(direct.find("let q_found: bool = q < q_end") != std::string::npos);
+  CHECK(direct.find("while") == std::string::npos);
+  // Compressed: a binary search in the parent's range, found where the coordinate is j.
+  const std::string search = located(csr, false);
+  CHECK(search.find("search j in A") != std::string::npos);
+  CHECK(search.find("int64(A_crd1[q_mid]) < j") != std::string::npos);
+  CHECK(search.find("let q_found: bool = q < q_end && int64(A_crd1[q]) == j") != std::string::npos);
+  // ELL: the padding (-1) sorts last.
+  CHECK(located(ell, false).find("0 <= int64(A_crd1[q_mid]) && int64(A_crd1[q_mid]) < j") != std::string::npos);
+  // A singleton under one entry checks it; under a run it searches the run.
+  const std::string check = located(single, false);
+  CHECK(check.find("let q: int64 = p") != std::string::npos);
+  CHECK(check.find("let q_found: bool = int64(A_crd1[p]) == j") != std::string::npos);
+  CHECK(located(single, true).find("search j in A") != std::string::npos);
+  // COO by runs: the run of j ends at the first coordinate above it.
+  const std::string run = located(coo, false, "q_run_end");
+  CHECK(run.find("run of j in A") != std::string::npos);
+  CHECK(run.find("int64(A_crd1[q_run_mid]) <= j") != std::string::npos);
+  CHECK(run.find("let q_found: bool = q < q_run_end") != std::string::npos);
 }

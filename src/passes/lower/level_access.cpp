@@ -60,6 +60,15 @@ class RaggedLevel : public LevelAccess {
     return "direct lookup at " + axis_.pos + "[parent] + " + level_coordinate_prose(axis_);
   }
   std::string describe(bool, bool) const override { return axis_.tensor + " (ragged: coordinates 0 .. n-1)"; }
+  std::vector<Stmt> locate(const SearchNames& names, Expr, Expr begin, Expr last, Expr, Expr coordinate, bool,
+                           ScalarType) const override {
+    const std::string &p = names.position, &end = names.end;
+    std::vector<Stmt> stmts;
+    stmts.push_back(std::make_shared<Declare>(end, ScalarType::Int64, last, false));
+    stmts.push_back(std::make_shared<Declare>(p, ScalarType::Int64, add(begin, coordinate), false));
+    stmts.push_back(std::make_shared<Declare>(names.found, ScalarType::Bool, binary(BinOp::Lt, var(p), var(end)), false));
+    return stmts;
+  }
   std::string pos_prose() const override {
     return ": positions; parent position p stores coordinates 0 .. " + axis_.pos + "[p+1]-" + axis_.pos +
            "[p]-1 at positions " + axis_.pos + "[p] ...";
@@ -86,6 +95,10 @@ class EllLevel : public LevelAccess {
     return "binary search in its " + std::to_string(axis_.width) + " ELL slots, up to the padding";
   }
   std::string describe(bool, bool) const override { return axis_.tensor + " (ELL slots, up to the padding)"; }
+  Expr before(Expr at, Expr coordinate, ScalarType index_type) const override {
+    Expr less_than = LevelAccess::before(at, std::move(coordinate), index_type);
+    return logical_and(binary(BinOp::Le, int64(0), load_index(axis_.crd, at, index_type)), less_than);  // padding sorts last
+  }
   std::string crd_prose(const Format&, bool, bool) const override {
     return ": coordinates, " + std::to_string(axis_.width) + " per parent position, increasing, then padding marked -1";
   }
@@ -106,6 +119,17 @@ class SingletonLevel : public LevelAccess {
   std::string describe(bool by_runs, bool iterates_run) const override {
     return axis_.tensor + (by_runs ? " (runs of equal coordinates within the run above)"
                                    : iterates_run ? " (the entries of the run above)" : "");
+  }
+  std::vector<Stmt> locate(const SearchNames& names, Expr parent, Expr begin, Expr last, Expr parent_found, Expr coordinate,
+                           bool in_run, ScalarType index_type) const override {
+    if (in_run) return LevelAccess::locate(names, parent, begin, last, parent_found, coordinate, in_run, index_type);
+    // The parent's entry (visited one at a time) has this coordinate or none.
+    Expr found = binary(BinOp::Eq, load_index(axis_.crd, parent, index_type), coordinate);
+    if (parent_found) found = logical_and(parent_found, found);
+    std::vector<Stmt> stmts;
+    stmts.push_back(std::make_shared<Declare>(names.position, ScalarType::Int64, parent, false));
+    stmts.push_back(std::make_shared<Declare>(names.found, ScalarType::Bool, found, false));
+    return stmts;
   }
   std::string crd_prose(const Format&, bool iterates_run, bool last_level) const override {
     std::string what = ": the coordinate of each entry, one per parent position";
@@ -132,6 +156,44 @@ Expr LevelAccess::not_done(const std::string& position, const std::string& end, 
 }
 
 std::string LevelAccess::describe(bool, bool) const { return axis_.tensor; }
+
+Expr LevelAccess::before(Expr at, Expr coordinate, ScalarType index_type) const {
+  return binary(BinOp::Lt, load_index(axis_.crd, std::move(at), index_type), std::move(coordinate));
+}
+
+std::vector<Stmt> LevelAccess::locate(const SearchNames& names, Expr, Expr begin, Expr last, Expr, Expr coordinate, bool,
+                                      ScalarType index_type) const {
+  const std::string &p = names.position, &end = names.end, &high = names.high;
+  auto crd_at = [&](Expr at) { return load_index(axis_.crd, std::move(at), index_type); };
+  // The first position in [low, high) where `below` (true on a prefix) fails.
+  auto bound = [&](const std::string& low, const std::string& middle, auto below, const std::string& what) -> Stmt {
+    return std::make_shared<While>(
+        what, binary(BinOp::Lt, var(low), var(high)),
+        block({std::make_shared<Declare>(middle, ScalarType::Int64, binary(BinOp::Div, add(var(low), var(high)), int64(2)), false),
+               std::make_shared<If>(below(var(middle)), std::make_shared<Assign>(low, add(var(middle), int64(1)), false),
+                                    std::make_shared<Assign>(high, var(middle), false))}));
+  };
+  auto less = [&](Expr at) { return before(std::move(at), coordinate, index_type); };
+  std::string searched = "search " + axis_.index_var + " in " + axis_.tensor;
+  std::vector<Stmt> stmts;
+  stmts.push_back(std::make_shared<Declare>(p, ScalarType::Int64, begin, true));
+  stmts.push_back(std::make_shared<Declare>(end, ScalarType::Int64, last, false));
+  stmts.push_back(std::make_shared<Declare>(high, ScalarType::Int64, var(end), true));
+  stmts.push_back(bound(p, names.middle, less, searched));
+  if (names.run_end.empty()) {
+    stmts.push_back(std::make_shared<Declare>(
+        names.found, ScalarType::Bool,
+        logical_and(binary(BinOp::Lt, var(p), var(end)), binary(BinOp::Eq, crd_at(var(p)), coordinate)), false));
+    return stmts;
+  }
+  // A run: it ends at the first coordinate above this one.
+  auto not_above = [&](Expr at) { return binary(BinOp::Le, crd_at(at), coordinate); };
+  stmts.push_back(std::make_shared<Declare>(names.run_end, ScalarType::Int64, var(p), true));
+  stmts.push_back(std::make_shared<Assign>(high, var(end), false));
+  stmts.push_back(bound(names.run_end, names.run_middle, not_above, "run of " + axis_.index_var + " in " + axis_.tensor));
+  stmts.push_back(std::make_shared<Declare>(names.found, ScalarType::Bool, binary(BinOp::Lt, var(p), var(names.run_end)), false));
+  return stmts;
+}
 
 std::string LevelAccess::pos_prose() const {
   return ": positions; the entries under parent position p are " + axis_.pos + "[p] .. " + axis_.pos + "[p+1]-1";

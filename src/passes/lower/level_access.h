@@ -8,12 +8,20 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "frontend/config.h"
 #include "ir/loop_ir.h"
 #include "ir/sparse_ir.h"
 
 namespace spgen::lowering {
+
+// The variables a search for a coordinate in a level declares (locate): the position found, the
+// end of the parent's range, the search's bounds, whether it was found, and for a COO level
+// visited by runs, the end of the coordinate's run and that search's middle.
+struct SearchNames {
+  std::string position, end, high, middle, found, run_end, run_middle;
+};
 
 class LevelAccess {
  public:
@@ -36,6 +44,15 @@ class LevelAccess {
   // A cursor at `position` has coordinates left before `end` (whose coordinate is `coordinate`).
   virtual loops::Expr not_done(const std::string& position, const std::string& end, loops::Expr coordinate) const;
 
+  // The statements that find `coordinate` among the positions [begin, last) under parent
+  // position `parent` without a cursor (a level located inside another operand's blocks), and
+  // declare `names`: the position, and whether the coordinate is stored there. `parent_found`
+  // (null: always) says the parent itself is stored; `in_run`: a singleton's parent is a run of
+  // entries, not one entry. By kind: a check of the parent's one entry (singleton), a direct
+  // lookup (ragged), else a binary search, up to the padding (ELL), with its run's end (COO).
+  virtual std::vector<loops::Stmt> locate(const SearchNames& names, loops::Expr parent, loops::Expr begin, loops::Expr last,
+                                          loops::Expr parent_found, loops::Expr coordinate, bool in_run,
+                                          loops::ScalarType index_type) const;
   // How a coordinate is found in this level without a cursor (inside blocks): for the comments.
   // `in_run`: a singleton's parent is a run, not one entry.
   virtual std::string locate_strategy(bool in_run) const = 0;
@@ -49,6 +66,9 @@ class LevelAccess {
   virtual std::string crd_prose(const Format& format, bool iterates_run, bool last_level) const;
 
  protected:
+  // A binary search's test at `at`: its coordinate lies before `coordinate` (true on a prefix).
+  virtual loops::Expr before(loops::Expr at, loops::Expr coordinate, loops::ScalarType index_type) const;
+
   const sparse::Axis& axis_;
 };
 
