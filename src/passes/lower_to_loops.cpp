@@ -160,7 +160,7 @@ class Lowering {
       }
       for (const std::string& t : sparse_tensors) plan.axes.push_back(compressed_axis(t, var));
       for (int id : plan.axes)
-        if (program_.axes[id].kind == sparse::AxisKind::DenseVariable) plan.located.push_back(id);
+        if (level_access(program_.axes[id])->locatable()) plan.located.push_back(id);
       if (!plan.dense_universe)
         for (const Conjunction& conjunction : plan.space)
           if (std::all_of(conjunction.begin(), conjunction.end(), [&](const std::string& t) { return plan.locates(compressed_axis(t, var)); }))
@@ -2718,7 +2718,9 @@ class Lowering {
     std::string run_end;     // a run-wise COO level: the end of the current run
   };
 
-  Expr coordinate_at(const Operand& o) const { return level_access(*o.axis)->coordinate_at(o.position, o.begin, index_type_); }
+  Expr coordinate_at(const Operand& o) const {
+    return level_access(*o.axis)->coordinate_at(o.position, o.begin.empty() ? nullptr : var(o.begin), index_type_);
+  }
 
   // The cursor has coordinates left: before the end, and (ELL) before the padding.
   Expr not_done(const Operand& o) const { return level_access(*o.axis)->not_done(o.position, o.end, coordinate_at(o)); }
@@ -2795,7 +2797,8 @@ class Lowering {
                                                             ", with direct lookup into " +
                                                             describe_all({operands.begin() + 1, operands.end()})));
     std::vector<Stmt> body;
-    if (axis.kind == sparse::AxisKind::Singleton && !iterates_run(axis)) {
+    const std::unique_ptr<LevelAccess> level = level_access(axis);
+    if (level->one_per_parent() && !iterates_run(axis)) {
       // No loop: the parent's entry has exactly one coordinate here.
       body.push_back(std::make_shared<Declare>(index_var, ScalarType::Int64, coordinate(parent), false));
       locate({operands.begin() + 1, operands.end()}, index_var, body);
@@ -2805,15 +2808,11 @@ class Lowering {
       return block(std::move(setup));
     }
     auto [begin, end] = level_range(axis);
-    Expr value = axis.kind == sparse::AxisKind::DenseVariable ? sub(var(position), begin) : coordinate(var(position));
+    Expr value = level->coordinate_at(position, begin, index_type_);
     body.push_back(std::make_shared<Declare>(index_var, ScalarType::Int64, value, false));
     locate({operands.begin() + 1, operands.end()}, index_var, body);
     append(body, position_declares(depth));
-    Stmt inner = guarded_nest(depth, operands);
-    // ELL rows shorter than the width end in padding, marked by a negative coordinate.
-    if (axis.kind == sparse::AxisKind::SparseFixed)
-      inner = std::make_shared<If>(binary(BinOp::Le, int64(0), var(index_var)), inner, nullptr);
-    body.push_back(inner);
+    body.push_back(level->only_stored(index_var, guarded_nest(depth, operands)));
     LoopAnnotations annotations = loop_annotations(depth);
     // COO's top level fused with the singleton below: already one loop over the entries, now
     // named by the fuse; its iterations are distinct entries (parallel asks for a reduction
@@ -2853,7 +2852,7 @@ class Lowering {
       c.coordinate = fresh_name(index_var + c.axis->tensor);
       c.present = fresh_name("in" + c.axis->tensor);
       auto [begin, end] = level_range(*c.axis);
-      if (c.axis->kind == sparse::AxisKind::DenseVariable) {
+      if (level_access(*c.axis)->coordinate_is_offset()) {
         c.begin = fresh_name(c.position + "_begin");
         setup.push_back(std::make_shared<Declare>(c.begin, ScalarType::Int64, begin, false));
         begin = var(c.begin);

@@ -72,9 +72,16 @@ TEST_CASE("level access: streamed ranges, coordinates and the end of a cursor, p
   CHECK(range(ell) == "p * 4 .. p * 4 + 4");
   CHECK(range(single) == "p .. p + 1");              // the parent's one entry
   CHECK(range(single, "run_end") == "p .. run_end");  // or its run
-  CHECK(print(level_access(csr)->coordinate_at("q", "", kIndex)) == "int64(A_crd1[q])");
-  CHECK(print(level_access(ragged)->coordinate_at("q", "q_begin", kIndex)) == "q - q_begin");
-  const loops::Expr c = level_access(ell)->coordinate_at("q", "", kIndex);
+  CHECK(print(level_access(csr)->coordinate_at("q", nullptr, kIndex)) == "int64(A_crd1[q])");
+  CHECK(print(level_access(ragged)->coordinate_at("q", loops::var("q_begin"), kIndex)) == "q - q_begin");
+  // Capabilities.
+  CHECK(level_access(single)->one_per_parent());
+  CHECK(!level_access(csr)->one_per_parent());
+  CHECK(level_access(ragged)->coordinate_is_offset());
+  CHECK(level_access(ragged)->locatable());
+  CHECK(!level_access(csr)->locatable());
+  CHECK(!level_access(ell)->coordinate_is_offset());
+  const loops::Expr c = level_access(ell)->coordinate_at("q", nullptr, kIndex);
   CHECK(print(level_access(csr)->not_done("q", "q_end", c)) == "q < q_end");
   CHECK(print(level_access(ell)->not_done("q", "q_end", c)) == "q < q_end && 0 <= int64(A_crd1[q])");  // the padding ends it too
 }
@@ -163,4 +170,14 @@ TEST_CASE("level access: locating a coordinate without a cursor, per kind") {
   CHECK(run.find("run of j in A") != std::string::npos);
   CHECK(run.find("int64(A_crd1[q_run_mid]) <= j") != std::string::npos);
   CHECK(run.find("let q_found: bool = q < q_run_end") != std::string::npos);
+}
+
+TEST_CASE("level access: only ELL guards its padding") {
+  sparse::Axis csr = axis(sparse::AxisKind::SparseVariable), ell = axis(sparse::AxisKind::SparseFixed);
+  ell.width = 4;
+  const loops::Stmt inner = std::make_shared<loops::Comment>("body");
+  CHECK(level_access(csr)->only_stored("j", inner) == inner);
+  const loops::Stmt guarded = level_access(ell)->only_stored("j", inner);
+  REQUIRE(guarded->kind == loops::StmtKind::If);
+  CHECK(loops::ExprPrinter().print(static_cast<const loops::If&>(*guarded).cond) == "0 <= j");
 }

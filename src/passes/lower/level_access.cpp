@@ -53,9 +53,9 @@ class RaggedLevel : public LevelAccess {
   using LevelAccess::LevelAccess;
   std::string size_prose(const std::string& parent) const override { return axis_.pos + "[" + parent + "]"; }
   Expr size(Expr parent, ScalarType index_type) const override { return load_index(axis_.pos, std::move(parent), index_type); }
-  Expr coordinate_at(const std::string& position, const std::string& begin, ScalarType) const override {
-    return sub(var(position), var(begin));
-  }
+  Expr coordinate_at(const std::string& position, Expr begin, ScalarType) const override { return sub(var(position), begin); }
+  bool coordinate_is_offset() const override { return true; }
+  bool locatable() const override { return true; }
   std::string locate_strategy(bool) const override {
     return "direct lookup at " + axis_.pos + "[parent] + " + level_coordinate_prose(axis_);
   }
@@ -95,6 +95,10 @@ class EllLevel : public LevelAccess {
     return "binary search in its " + std::to_string(axis_.width) + " ELL slots, up to the padding";
   }
   std::string describe(bool, bool) const override { return axis_.tensor + " (ELL slots, up to the padding)"; }
+  // ELL rows shorter than the width end in padding, marked by a negative coordinate.
+  Stmt only_stored(const std::string& coordinate_var, Stmt inner) const override {
+    return std::make_shared<If>(binary(BinOp::Le, int64(0), var(coordinate_var)), inner, nullptr);
+  }
   Expr before(Expr at, Expr coordinate, ScalarType index_type) const override {
     Expr less_than = LevelAccess::before(at, std::move(coordinate), index_type);
     return logical_and(binary(BinOp::Le, int64(0), load_index(axis_.crd, at, index_type)), less_than);  // padding sorts last
@@ -108,6 +112,7 @@ class EllLevel : public LevelAccess {
 class SingletonLevel : public LevelAccess {
  public:
   using LevelAccess::LevelAccess;
+  bool one_per_parent() const override { return true; }
   std::string size_prose(const std::string& parent) const override { return parent; }
   Expr size(Expr parent, ScalarType) const override { return parent; }
   std::pair<Expr, Expr> positions_under(Expr parent, const std::string& parent_run_end, ScalarType) const override {
@@ -147,7 +152,7 @@ std::pair<Expr, Expr> LevelAccess::positions_under(Expr parent, const std::strin
   return {load_index(axis_.pos, parent, index_type), load_index(axis_.pos, add(parent, int64(1)), index_type)};
 }
 
-Expr LevelAccess::coordinate_at(const std::string& position, const std::string&, ScalarType index_type) const {
+Expr LevelAccess::coordinate_at(const std::string& position, Expr, ScalarType index_type) const {
   return load_index(axis_.crd, var(position), index_type);
 }
 

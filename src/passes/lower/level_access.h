@@ -39,8 +39,18 @@ class LevelAccess {
   // one entry).
   virtual std::pair<loops::Expr, loops::Expr> positions_under(loops::Expr parent, const std::string& parent_run_end,
                                                               loops::ScalarType index_type) const;
-  // The coordinate stored at `position` (`begin`: the parent's first position, for a ragged level).
-  virtual loops::Expr coordinate_at(const std::string& position, const std::string& begin, loops::ScalarType index_type) const;
+  // The coordinate stored at `position` (`begin`: the parent's first position, which a ragged
+  // level's coordinates count from; null for the others).
+  virtual loops::Expr coordinate_at(const std::string& position, loops::Expr begin, loops::ScalarType index_type) const;
+  // Capabilities. One coordinate per parent position, so no loop over it (singleton, where its
+  // parent is one entry); coordinates that count positions from the parent's first, so a cursor
+  // keeps that first position (ragged); a coordinate found directly, without a search, so a loop
+  // locates it rather than streaming it where another operand streams (ragged).
+  virtual bool one_per_parent() const { return false; }
+  virtual bool coordinate_is_offset() const { return false; }
+  virtual bool locatable() const { return false; }
+  // `inner`, run only where the coordinate in `coordinate_var` is stored (ELL: not padding).
+  virtual loops::Stmt only_stored(const std::string& /*coordinate_var*/, loops::Stmt inner) const { return inner; }
   // A cursor at `position` has coordinates left before `end` (whose coordinate is `coordinate`).
   virtual loops::Expr not_done(const std::string& position, const std::string& end, loops::Expr coordinate) const;
 
