@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -107,10 +109,19 @@ std::filesystem::path runtime_cache_dir() {
 }
 
 // The compiler's own description (`--version`), so that a cached object is not reused by another.
+// Asked once per compiler and process: every cache key of a driver build (the runtime, the pack
+// algorithm, the precompiled header) needs it, and spgen tune builds many drivers, some at once.
 std::string compiler_identity(const std::vector<std::string>& compiler, const std::filesystem::path& dir) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> known;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = known.find(compiler.front()); it != known.end()) return it->second;
+  }
   std::string log = (dir / "compiler-version.txt").string();
-  if (spawn({compiler.front(), "--version"}, log) != 0) return compiler.front();
-  return read_file(log);
+  std::string identity = spawn({compiler.front(), "--version"}, log) != 0 ? compiler.front() : read_file(log);
+  std::lock_guard<std::mutex> lock(mutex);
+  return known.emplace(compiler.front(), identity).first->second;
 }
 
 // $CXX (else c++) for host code that nvcc links too: no OpenMP and no -march, as nvcc's host
