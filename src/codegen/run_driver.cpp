@@ -1,7 +1,6 @@
 #include "codegen/run_driver.h"
 
 #include <algorithm>
-#include <map>
 
 #include "codegen/abi_header.h"
 #include "codegen/c_printer.h"
@@ -270,9 +269,7 @@ std::optional<LinkedPackAlgorithm> link_pack_algorithm(const GeneratedFile& kern
   const size_t at = kernel_source.text.find(own_copy);
   if (at == std::string::npos) return std::nullopt;
   const std::string dot = kernel_source.name.substr(kernel_source.name.rfind('.'));
-  const std::string ns = kernel_name + "_pack";
-  const std::string in_its_place = "\n#include \"spgen_run_pack.hpp\"  // (spgen run: the algorithm, compiled once and linked)\n\nnamespace " + ns +
-                                   " {\nusing namespace spgen_run_pack;\n}  // namespace " + ns + "\n";
+  const std::string in_its_place = templates::render("run_pack_algorithm_use.cpp.in", {{"name", kernel_name}});
   LinkedPackAlgorithm linked;
   linked.kernel = {kernel_name + "_for_driver" + dot, kernel_source.text};
   linked.kernel.text.replace(at, own_copy.size(), in_its_place);
