@@ -17,7 +17,7 @@ class AbiParams {
   explicit AbiParams(const AbiInputs& in)
       : program_(in.program), value_type_(value_scalar_type(in.program.value_type)),
         index_type_(index_scalar_type(in.program.index_type)), assembled_(in.assembled), counting_(in.counting),
-        counted_level_(in.counted_level), listed_(in.listed), by_runs_(in.by_runs) {}
+        counted_level_(in.counted_level), listed_(in.listed), runs_(in.program, in.by_runs) {}
 
   std::string level_size_prose(const sparse::SparseBuffer& buffer, int level) const {
     if (level < 0) return "1";
@@ -158,15 +158,15 @@ class AbiParams {
   }
 
  private:
-  bool iterates_run(const sparse::Axis& axis) const { return Runs(program_, by_runs_).iterates_run(axis); }
-  bool is_last_level(const sparse::Axis& axis) const { return Runs(program_, by_runs_).is_last_level(axis); }
+  bool iterates_run(const sparse::Axis& axis) const { return runs_.iterates_run(axis); }
+  bool is_last_level(const sparse::Axis& axis) const { return runs_.is_last_level(axis); }
 
   const sparse::Program& program_;
   ScalarType value_type_, index_type_;
   bool assembled_, counting_;
   int counted_level_;
   bool listed_;
-  const std::set<int>& by_runs_;
+  Runs runs_;
 };
 
 }  // namespace
