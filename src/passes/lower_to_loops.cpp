@@ -297,7 +297,6 @@ class Lowering {
   int gathered_row_depth() const { return blocked_analysis().gathered_row_depth(); }
   std::string stored_as(const sparse::Axis& axis) const { return blocked_analysis().stored_as(axis); }
   bool visits_every_coordinate(int depth) const { return blocked_analysis().visits_every_coordinate(depth); }
-  std::string blocked_entries_reason(const sparse::SparseBuffer& output) const { return blocked_analysis().blocked_entries_reason(output); }
 
   // COO's levels (a compressed-nonunique level, then singletons) store one position per entry.
   // Merged with other operands, a level must be visited once per coordinate: its merge unit is
@@ -1161,7 +1160,6 @@ class Lowering {
   std::pair<const sparse::Axis*, const sparse::Axis*> fused_axes(const sparse::Fusion& f) const { return output_order().fused_axes(f); }
   bool fuses_rows(const sparse::Fusion& f) const { return output_order().fuses_rows(f); }
   std::string out_of_order_reason(const sparse::SparseBuffer& output) const { return output_order().out_of_order_reason(output); }
-  bool appends_in_order(const sparse::SparseBuffer& output) const { return output_order().appends_in_order(output); }
   bool appends_rows_in_order(const sparse::SparseBuffer& output) const { return output_order().appends_rows_in_order(output); }
 
   void plan_listed() {
