@@ -203,23 +203,24 @@ void cache_object(const std::string& object, const std::filesystem::path& cached
   if (ec) std::filesystem::remove(partial, ec);
 }
 
-// The runtime header precompiled (a .gch) for the driver's glue, whose compile is mostly
-// parsing it: cache/pch3-HASH/ holds a copy of the header and its .gch, built once per compiler,
-// glue flags and header text, and the glue is compiled with `-include` that copy (its own
-// #include of the header then adds nothing: include guard). Empty without a cache, or when the
-// compiler cannot precompile it; the glue then parses the header itself.
+// A header precompiled (a .gch) for a driver's unit whose compile is mostly parsing it: the
+// runtime header for the glue, the standard headers of every cpu kernel file for the kernel.
+// cache/KIND-HASH/ holds a copy of the header and its .gch, built once per compiler, flags and
+// header text, and the unit is compiled with `-include` that copy (its own #include of the same
+// headers then adds nothing: include guards). Empty without a cache, or when the compiler cannot
+// precompile it; the unit then parses the headers itself.
 // The .gch is built beside the copy at its final path, and the copy is never rewritten: clang's
 // precompiled header names the header's path and modification time and is refused (a fatal
 // error, where GCC falls back to the text) once either changes. Runs may race: the copy is
 // linked into place only where none is, and each run's .gch is renamed over the last (all
 // alike).
-std::string precompiled_runtime_header(const std::vector<std::string>& glue_compile, const std::filesystem::path& dir,
-                                       bool verbose) {
+std::string precompiled_header(const std::string& name, const std::string& kind, const std::vector<std::string>& compile,
+                               const std::filesystem::path& dir, bool verbose) {
   std::filesystem::path cache = runtime_cache_dir();
   if (cache.empty()) return {};
-  const std::string header(*templates::lookup("spgen_run_runtime.hpp"));
-  const std::string entry = "pch3-" + stable_hash(compiler_identity(glue_compile, dir) + command_line(glue_compile) + "\n" + header);
-  const std::filesystem::path kept = cache / entry / "spgen_run_runtime.hpp";
+  const std::string header(*templates::lookup(name));
+  const std::string entry = kind + "-" + stable_hash(compiler_identity(compile, dir) + command_line(compile) + "\n" + header);
+  const std::filesystem::path kept = cache / entry / name;
   const std::string gch = kept.string() + ".gch";
   std::error_code ec;
   if (std::filesystem::exists(gch, ec)) return kept.string();
@@ -233,15 +234,23 @@ std::string precompiled_runtime_header(const std::vector<std::string>& glue_comp
     std::filesystem::remove(copy, ec);
   }
   const std::string partial = gch + ".partial-" + pid;
-  std::vector<std::string> command = glue_compile;
+  std::vector<std::string> command = compile;
   // clang instantiates, in every file that includes a precompiled header, the templates that the
   // header's inline functions use, unless the header did (a fifth of the glue's compile).
-  if (compiler_identity(glue_compile, dir).find("clang") != std::string::npos) command.push_back("-fpch-instantiate-templates");
+  if (compiler_identity(compile, dir).find("clang") != std::string::npos) command.push_back("-fpch-instantiate-templates");
   command.insert(command.end(), {"-x", "c++-header", kept.string(), "-o", partial});
   if (verbose) std::fprintf(stderr, "spgen run: %s\n", command_line(command).c_str());
-  if (spawn(command, (dir / "compile-pch.log").string()) == 0) std::filesystem::rename(partial, gch, ec);
+  if (spawn(command, (dir / ("compile-" + kind + ".log")).string()) == 0) std::filesystem::rename(partial, gch, ec);
   std::filesystem::remove(partial, ec);
   return std::filesystem::exists(gch, ec) ? kept.string() : std::string();
+}
+
+// `compile` with `-include` the precompiled `name`, where there is one.
+std::vector<std::string> with_precompiled(std::vector<std::string> compile, const std::string& name, const std::string& kind,
+                                          const std::filesystem::path& dir, bool verbose) {
+  const std::string header = precompiled_header(name, kind, compile, dir, verbose);
+  if (!header.empty()) compile.insert(compile.end(), {"-include", header});
+  return compile;
 }
 
 // The kernel's source as the driver compiles it, and the objects it links besides the glue:
@@ -291,14 +300,15 @@ void build_cpu_driver(const Compilation& c, const std::filesystem::path& dir, co
   const KernelBuild kernel = kernel_build(c, dir, {runtime_object(c, dir, shared_compile)}, shared_compile);
   std::vector<std::string> glue_compile = compile;
   glue_compile.push_back("-DSPGEN_RUN_PRECOMPILED");
-  std::string runtime_header = precompiled_runtime_header(glue_compile, dir, options.verbose);
-  if (!runtime_header.empty()) glue_compile.insert(glue_compile.end(), {"-include", runtime_header});
+  glue_compile = with_precompiled(glue_compile, "spgen_run_runtime.hpp", "pch3", dir, options.verbose);
+  const std::vector<std::string> kernel_compile =
+      with_precompiled(compile, "spgen_run_kernel_std.hpp", "pchk", dir, options.verbose);
   std::vector<CompileStep> steps;
   std::vector<std::string> objects;
   for (const std::string& source : {(dir / driver_source).string(), kernel.source}) {
     const std::string name = std::filesystem::path(source).filename().string();
     std::string object = source + ".o";
-    std::vector<std::string> command = name == driver_source ? glue_compile : compile;
+    std::vector<std::string> command = name == driver_source ? glue_compile : kernel_compile;
     command.insert(command.end(), {"-c", source, "-o", object});
     steps.push_back({command, (dir / ("compile-" + name + ".log")).string()});
     objects.push_back(object);

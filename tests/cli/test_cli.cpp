@@ -438,7 +438,7 @@ TEST_CASE("an assembled output stores only the coordinates some term stores, not
   }
 }
 
-TEST_CASE("spgen run keeps the compiled driver runtime, the pack algorithm and the runtime's precompiled header in SPGEN_RUN_CACHE and reuses them; off keeps nothing") {
+TEST_CASE("spgen run keeps the compiled driver runtime, the pack algorithm and the precompiled headers (the runtime's, the kernel's standard ones) in SPGEN_RUN_CACHE and reuses them; off keeps nothing") {
   TempDir dir;
   std::vector<std::string> run = {spgen_binary(), "run", spec("spmv.spg"), "--config", spec("spmv_csr.json"), "--input",
                                   "A=random", "--input", "x=random", "--dim", "i=20", "--dim", "j=10", "-v"};
@@ -466,6 +466,7 @@ TEST_CASE("spgen run keeps the compiled driver runtime, the pack algorithm and t
   CHECK(second.err.find(dir.file("cache") + "/pack-") != std::string::npos);
   CHECK(second.err.find("spmv_csr_for_driver.cpp") != std::string::npos);         // the kernel without its copy
   CHECK(second.err.find("-include " + dir.file("cache") + "/pch3-") != std::string::npos);  // the glue's header
+  CHECK(second.err.find("-include " + dir.file("cache") + "/pchk-") != std::string::npos);  // the kernel's
   CHECK(runtimes() == 2);
   std::filesystem::remove_all(dir.file("cache"));
   ProcessResult off = run_process(run, {"SPGEN_RUN_CACHE=off"});
@@ -493,6 +494,7 @@ TEST_CASE("spgen run with clang++ reuses the precompiled runtime header it built
   CHECK(second.exit_code == 0);
   CHECK(second.err.find("-x c++-header") == std::string::npos);
   CHECK(second.err.find("-include " + dir.file("cache") + "/pch3-") != std::string::npos);
+  CHECK(second.err.find("-include " + dir.file("cache") + "/pchk-") != std::string::npos);
   CHECK(second.out.find("time_ms median=") != std::string::npos);
 }
 
