@@ -1,7 +1,8 @@
 // spgen_run_runtime.hpp: runtime support for the driver that `spgen run` generates.
 //
-// Copied verbatim next to a generated kernel and compiled with it, so it depends on the
-// C++17 standard library only (plus OpenMP when the compiler enables it). It reads and
+// Copied verbatim next to a generated kernel, with spgen_run_glue.hpp (the plain interface a cpu
+// driver's glue uses), and compiled once per index and value types; it depends on the C++17
+// standard library only (plus OpenMP when the compiler enables it). It reads and
 // writes tensors (Matrix Market .mtx, FROSTT .tns), makes reproducible random tensors,
 // packs them into the kernel's storage levels, and runs and times the kernel.
 #ifndef SPGEN_RUN_RUNTIME_HPP
@@ -35,6 +36,8 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+
+#include "spgen_run_glue.hpp"
 
 namespace spgen_run {
 
@@ -1535,9 +1538,9 @@ struct Hooks {
   std::function<void(Run<Index, Value>&)> invoke;    // runs the kernel
   std::function<void(Run<Index, Value>&)> assemble;  // empty unless the kernel builds a sparse output
   std::function<void(Run<Index, Value>&)> prepare;   // once, after packing: a decomposition's inspector
-  // By tensor id, the kernel's own conversion routines; a missing or null entry uses the runtime's.
-  std::vector<void (*)(const Coo&, Packed<Index, Value>&)> pack;
-  std::vector<Coo (*)(const Run<Index, Value>&)> unpack;
+  // By tensor id, the kernel's own conversion routines; a missing or empty entry uses the runtime's.
+  std::vector<std::function<void(const Coo&, Packed<Index, Value>&)>> pack;
+  std::vector<std::function<Coo(const Run<Index, Value>&)>> unpack;
   // Index variables the kernel is specialized for, with their sizes ("sizes" in the config).
   std::vector<std::pair<std::string, int64_t>> fixed_sizes;
 };
@@ -2309,6 +2312,132 @@ int run(int argc, char** argv, const KernelInfo& info, const Hooks<Index, Value>
   }
   return 1;
 }
+
+// ---------------------------------------------------------------------------------------
+// The glue's plain interface (spgen_run_glue.hpp)
+// ---------------------------------------------------------------------------------------
+
+// A driver's glue reaches the runtime through plain functions (spgen_run_glue::dim, pos, ...):
+// the runtime instance (run_runtime_instance.cpp.in) defines each by one of these, for its types.
+template <class Index, class Value>
+struct Glue {
+  using R = Run<Index, Value>;
+  static R& of(spgen_run_glue::Run* r) { return *reinterpret_cast<R*>(r); }
+  static spgen_run_glue::Run* handle(const R& r) { return reinterpret_cast<spgen_run_glue::Run*>(const_cast<R*>(&r)); }
+  static Packed<Index, Value>& target(const spgen_run_glue::Entries& e) { return *static_cast<Packed<Index, Value>*>(e.target); }
+
+  template <class T>
+  static void* sized(std::vector<T>& array, int64_t length) {
+    if (length < 0) throw std::runtime_error("a conversion routine asked for a negative length");
+    array.resize(static_cast<size_t>(length) + 1);  // + 1: never null
+    array.resize(static_cast<size_t>(length));
+    return array.data();
+  }
+  static void* packed_array(const spgen_run_glue::Entries& e, bool is_pos, int l, int64_t length) {
+    std::vector<std::vector<Index>>& arrays = is_pos ? target(e).pos : target(e).crd;
+    return sized(arrays.at(static_cast<size_t>(l)), length);
+  }
+  static void* packed_values(const spgen_run_glue::Entries& e, int64_t length) { return sized(target(e).vals, length); }
+
+  static const void* stored_array(spgen_run_glue::Run* r, int t, bool is_pos, int l, int64_t* length) {
+    const Packed<Index, Value>& p = of(r).packed(t);
+    const std::vector<Index>& array = (is_pos ? p.pos : p.crd).at(static_cast<size_t>(l));
+    *length = static_cast<int64_t>(array.size());
+    return array.data();
+  }
+  static const void* stored_values(spgen_run_glue::Run* r, int t, int64_t* length) {
+    const std::vector<Value>& vals = of(r).packed(t).vals;
+    *length = static_cast<int64_t>(vals.size());
+    return vals.data();
+  }
+
+  [[noreturn]] static void fail(const char* doing, const char* what, int status, const char* message) {
+    throw std::runtime_error(std::string(doing) + " " + what + ": " + message + " (error " + std::to_string(status) + ")");
+  }
+  static void check(const char* (*strerror)(int), const char* doing, const std::string& what, int status) {
+    if (status != 0) fail(doing, what.c_str(), status, strerror ? strerror(status) : "error");
+  }
+
+  // The kernel's own conversion routines as the runtime's hooks: a pack routine fills the levels
+  // of its tensor's structure; an unpack routine is called for the count, then the entries.
+  static void use_conversions(Hooks<Index, Value>& hooks, const KernelInfo& info, const spgen_run_glue::PackFn* pack,
+                              const spgen_run_glue::UnpackFn* unpack, const char* (*strerror)(int)) {
+    const size_t tensors = info.tensors.size();
+    hooks.pack.assign(tensors, nullptr);
+    hooks.unpack.assign(tensors, nullptr);
+    for (size_t t = 0; t < tensors; ++t) {
+      const TensorInfo& ti = info.tensors[t];
+      if (pack && pack[t])
+        hooks.pack[t] = [fn = pack[t], strerror, &ti](const Coo& c, Packed<Index, Value>& p) {
+          std::vector<Value> vals(c.vals.size());
+          for (size_t e = 0; e < vals.size(); ++e) vals[e] = static_cast<Value>(c.vals[e]);
+          p = Packed<Index, Value>();
+          p.dims = c.dims;
+          p.pos.resize(ti.levels.size());
+          p.crd.resize(ti.levels.size());
+          check(strerror, "packing", ti.name, fn({c.nnz(), c.coords.data(), vals.data(), c.dims.data(), &p}));
+        };
+      if (unpack && unpack[t])
+        hooks.unpack[t] = [fn = unpack[t], strerror, &ti, t](const Run<Index, Value>& r) {
+          int64_t nnz = 0;
+          check(strerror, "unpacking", ti.name, fn(handle(r), &nnz, nullptr, nullptr));
+          const std::vector<int64_t>& dims = r.packed(static_cast<int>(t)).dims;
+          std::vector<int64_t> coords(static_cast<size_t>(nnz) * dims.size() + 1);  // + 1: never null
+          std::vector<Value> vals(static_cast<size_t>(nnz) + 1);
+          check(strerror, "unpacking", ti.name, fn(handle(r), &nnz, coords.data(), vals.data()));
+          Coo out;
+          out.dims = dims;
+          out.coords.assign(coords.begin(), coords.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(nnz) * dims.size()));
+          out.vals.assign(vals.begin(), vals.begin() + static_cast<std::ptrdiff_t>(nnz));
+          return out;
+        };
+    }
+  }
+
+  static KernelInfo info(const spgen_run_glue::Kernel& k) {
+    KernelInfo info;
+    info.name = k.name;
+    info.index_vars.assign(k.vars, k.vars + k.var_count);
+    for (int t = 0; t < k.tensor_count; ++t) {
+      const spgen_run_glue::Tensor& g = k.tensors[t];
+      const size_t levels = static_cast<size_t>(g.level_count);
+      TensorInfo ti;
+      ti.name = g.name;
+      ti.is_output = g.is_output;
+      ti.modes.assign(g.modes, g.modes + g.order);
+      for (size_t l = 0; l < levels; ++l) ti.levels.push_back(static_cast<Level>(g.levels[l]));
+      ti.mode_order.assign(g.mode_order, g.mode_order + levels);
+      ti.shares_structure_with = g.shares_structure_with;
+      if (g.widths) ti.widths.assign(g.widths, g.widths + levels);
+      if (g.blocks) ti.blocks.assign(g.blocks, g.blocks + levels);
+      info.tensors.push_back(std::move(ti));
+    }
+    info.accumulate = k.accumulate;
+    info.previous_output = k.previous_output;
+    info.lists_output = k.lists_output;
+    return info;
+  }
+
+  static int main(int argc, char** argv, const spgen_run_glue::Kernel& k) {
+    KernelInfo kernel_info;
+    Hooks<Index, Value> hooks;
+    try {
+      kernel_info = info(k);
+      auto call = [](spgen_run_glue::KernelFn fn) {
+        return [fn](Run<Index, Value>& r) { fn(handle(r)); };
+      };
+      hooks.invoke = call(k.invoke);
+      if (k.assemble) hooks.assemble = call(k.assemble);
+      if (k.prepare) hooks.prepare = call(k.prepare);
+      use_conversions(hooks, kernel_info, k.pack, k.unpack, k.pack_strerror);
+      for (int f = 0; f < k.fixed_count; ++f) hooks.fixed_sizes.emplace_back(k.fixed_vars[f], k.fixed_sizes[f]);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "error: %s\n", e.what());
+      return 1;
+    }
+    return run<Index, Value>(argc, argv, kernel_info, hooks);
+  }
+};
 
 // Shorthands: `invoke` (any callable taking Run<Index, Value>&) runs the kernel; `assemble`, for
 // kernels that build a sparse output, runs their assemble phase before each invoke.

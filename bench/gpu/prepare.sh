@@ -11,6 +11,6 @@ for config in bench/gpu/configs/*.json; do
   name=$(basename "$config" .json)
   "$spgen" gen "specs/${name%%_*}.spg" --config "$config" -o "$out"
 done
-cp templates/spgen_run_runtime.hpp "$out/"
+cp templates/spgen_run_runtime.hpp templates/spgen_run_glue.hpp "$out/"
 if [[ -d "$data" ]]; then cp "$data"/*.mtx "$out/data/"; fi
 echo "prepared $out: $(ls "$out"/*.cu | wc -l) kernels, $(ls "$out"/data | wc -l) matrices"

@@ -178,12 +178,17 @@ SharedObject shared_object(const GeneratedFile& source, const std::string& inclu
   return object;
 }
 
+// The text of the runtime's headers (part of the cache key of what includes them).
+std::string runtime_headers() {
+  return std::string(*templates::lookup("spgen_run_runtime.hpp")) + std::string(*templates::lookup("spgen_run_glue.hpp"));
+}
+
 // The driver's runtime instantiated for the kernel's index and value types.
 SharedObject runtime_object(const Compilation& c, const std::filesystem::path& dir, const std::vector<std::string>& compile) {
   GeneratedFile instance = {"spgen_run_runtime_instance.cpp",
                             templates::render("run_runtime_instance.cpp.in", {{"index_type", c_type_name(c.config.index_type)},
                                                                              {"value_type", c_type_name(c.config.value_type)}})};
-  return shared_object(instance, std::string(*templates::lookup("spgen_run_runtime.hpp")), "runtime", dir, compile);
+  return shared_object(instance, runtime_headers(), "runtime", dir, compile);
 }
 
 // A name part no other process, nor another thread of this one (spgen tune builds drivers at
@@ -204,7 +209,7 @@ void cache_object(const std::string& object, const std::filesystem::path& cached
 }
 
 // A header precompiled (a .gch) for a driver's unit whose compile is mostly parsing it: the
-// runtime header for the glue, the standard headers of every cpu kernel file for the kernel.
+// standard headers of every cpu kernel file (spgen_run_kernel_std.hpp), for the kernel.
 // cache/KIND-HASH/ holds a copy of the header and its .gch, built once per compiler, flags and
 // header text, and the unit is compiled with `-include` that copy (its own #include of the same
 // headers then adds nothing: include guards). Empty without a cache, or when the compiler cannot
@@ -236,7 +241,7 @@ std::string precompiled_header(const std::string& name, const std::string& kind,
   const std::string partial = gch + ".partial-" + pid;
   std::vector<std::string> command = compile;
   // clang instantiates, in every file that includes a precompiled header, the templates that the
-  // header's inline functions use, unless the header did (a fifth of the glue's compile).
+  // header's inline functions use, unless the header did.
   if (compiler_identity(compile, dir).find("clang") != std::string::npos) command.push_back("-fpch-instantiate-templates");
   command.insert(command.end(), {"-x", "c++-header", kept.string(), "-o", partial});
   if (verbose) std::fprintf(stderr, "spgen run: %s\n", command_line(command).c_str());
@@ -285,8 +290,8 @@ void compile_with_shared(std::vector<CompileStep> steps, const std::vector<Share
 }
 
 // The CPU driver: the kernel, the driver's glue and the shared objects compiled at once (each
-// shared one reused from the cache when it can be, the glue against the precompiled runtime
-// header), then linked.
+// shared one reused from the cache when it can be; the glue needs only spgen_run_glue.hpp, the
+// kernel its standard headers precompiled), then linked.
 void build_cpu_driver(const Compilation& c, const std::filesystem::path& dir, const std::string& driver_source,
                       const std::string& binary, const DriverBuildOptions& options) {
   std::vector<std::string> compile = compiler_command();
@@ -298,9 +303,7 @@ void build_cpu_driver(const Compilation& c, const std::filesystem::path& dir, co
   std::vector<std::string> shared_compile = compile;
   shared_compile.push_back("-O3");
   const KernelBuild kernel = kernel_build(c, dir, {runtime_object(c, dir, shared_compile)}, shared_compile);
-  std::vector<std::string> glue_compile = compile;
-  glue_compile.push_back("-DSPGEN_RUN_PRECOMPILED");
-  glue_compile = with_precompiled(glue_compile, "spgen_run_runtime.hpp", "pch3", dir, options.verbose);
+  const std::vector<std::string>& glue_compile = compile;
   const std::vector<std::string> kernel_compile =
       with_precompiled(compile, "spgen_run_kernel_std.hpp", "pchk", dir, options.verbose);
   std::vector<CompileStep> steps;
@@ -343,7 +346,8 @@ std::string build_driver(const Compilation& c, const std::filesystem::path& dir,
   GeneratedFile driver = emit_run_driver(c.func, c.program, c.config.target, c.assemble,
                                          c.decomposition ? &*c.decomposition : nullptr);
   files.emplace_back((dir / driver.name).string(), driver.text);
-  files.emplace_back((dir / "spgen_run_runtime.hpp").string(), std::string(*templates::lookup("spgen_run_runtime.hpp")));
+  for (const char* header : {"spgen_run_runtime.hpp", "spgen_run_glue.hpp"})
+    files.emplace_back((dir / header).string(), std::string(*templates::lookup(header)));
   write_files_atomically(files);
 
   std::string binary = (dir / "driver").string();

@@ -153,7 +153,7 @@ bool has_clang() {
 // precompiles the driver runtime's header with its own (where meson gives it a cache).
 std::vector<std::string> run_env(const Kernel& k) {
   std::vector<std::string> env;
-  if (is_cuda(k)) env = {"NVCC=" + source_root() + "/tests/cuda_emu/nvcc-emu", "NVCC_EMU_PRECOMPILE=spgen_run_runtime.hpp"};
+  if (is_cuda(k)) env = {"NVCC=" + source_root() + "/tests/cuda_emu/nvcc-emu", "NVCC_EMU_PRECOMPILE=spgen_run_glue.hpp,spgen_run_runtime.hpp"};
   if (built_quickly(k) && has_clang()) env.push_back("CXX=/usr/bin/clang++");
   else if (is_cuda(k)) env.push_back("CXX=g++");
   return env;

@@ -1,5 +1,5 @@
 // codegen/run_driver: the kernel as `spgen run`'s driver builds it, with the pack algorithm linked
-// from one shared object instead of compiled with every kernel. (The e2e and cli tests build and
+// from one shared object instead of compiled with every kernel, and the driver's glue. (The e2e and cli tests build and
 // run such drivers; these check what makes the object shareable and the kernel's copy replaced.)
 #include <doctest/doctest.h>
 
@@ -56,4 +56,30 @@ TEST_CASE("linked pack algorithm: nothing to link for a kernel without conversio
   spgen::Compilation dense = compile("y(i) = A(i,j) * x(j)", R"({"tensors": {"A": {"format": "dense"}}})");
   CHECK(!contains(dense.files[1].text, "int pack_sizes("));
   CHECK(!spgen::link_pack_algorithm(dense.files[1], dense.func.name, dense.program));
+}
+
+TEST_CASE("cpu driver glue: only the plain interface (spgen_run_glue.hpp), the kernel described in tables, C-style conversions") {
+  spgen::Compilation bsr = compile(kSpmv, R"({"tensors": {"A": {"format": "bsr", "block": [2, 3]}}})");
+  spgen::GeneratedFile glue = spgen::emit_run_driver(bsr.func, bsr.program, spgen::Target::Cpu);
+  INFO(glue.text);
+  CHECK(glue.name == "run_driver.cpp");
+  // No template-heavy runtime header, no standard header: that is what makes it compile fast.
+  CHECK(contains(glue.text, "#include \"spgen_run_glue.hpp\""));
+  CHECK(!contains(glue.text, "spgen_run_runtime.hpp"));
+  CHECK(!contains(glue.text, "#include <"));
+  CHECK(!contains(glue.text, "std::"));
+  // A blocked matrix: two modes, four levels, with their block sizes.
+  CHECK(contains(glue.text, "const int kModes1[] = {0, 1};"));
+  CHECK(contains(glue.text, "const int kModeOrder1[] = {0, 1, 0, 1};"));
+  CHECK(contains(glue.text, "const int64_t kBlocks1[] = {2, 3, 2, 3};"));
+  CHECK(contains(glue.text, "{\"A\", false, 2, kModes1, 4, kLevels1, kModeOrder1, -1, nullptr, kBlocks1}"));
+  CHECK(contains(glue.text, "int pack_A(const spgen_run_glue::Entries& e) {"));
+  CHECK(contains(glue.text, "kernel.pack_strerror = " + bsr.func.name + "_pack_strerror;"));
+  CHECK(contains(glue.text, "return spgen_run_glue::main(argc, argv, kernel);"));
+  // The cuda driver keeps the full runtime (device arrays), with the same conversion functions.
+  spgen::Compilation cuda = compile(kSpmv, R"({"target": "cuda", "tensors": {"A": {"format": "csr"}}})");
+  spgen::GeneratedFile cu = spgen::emit_run_driver(cuda.func, cuda.program, spgen::Target::Cuda);
+  CHECK(contains(cu.text, "#include \"spgen_run_runtime.hpp\""));
+  CHECK(contains(cu.text, "int pack_A(const spgen_run_glue::Entries& e) {"));
+  CHECK(contains(cu.text, "spgen_run::Glue<Index, Value>::use_conversions(hooks, kInfo, kPack, kUnpack, "));
 }
