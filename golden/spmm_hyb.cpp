@@ -710,7 +710,7 @@ int check_arrays(const Format& f, const int64_t* dims, const Index* const* array
     const Index* pos = ps >= 0 ? arrays[ps] : nullptr;
     const Index* crd = cs >= 0 ? arrays[cs] : nullptr;
     const int64_t parents = positions;
-    if (pos) {
+    if (ps >= 0) {  // (the length first: an empty pos array may be null, and is refused, not read)
       if (parents == std::numeric_limits<int64_t>::max() || lengths[ps] != parents + 1) return SPGEN_ERR_LENGTH;
       if (pos[0] != 0) return SPGEN_ERR_POS_NOT_MONOTONE;
       for (int64_t p = 0; p < parents; ++p)
