@@ -613,9 +613,11 @@ class Scheduler {
     body.insert(body.end(), declares.begin(), declares.end());
     body.push_back(inner.body);
     Stmt fused = std::make_shared<For>(fuse.into, fuse.into, int64(0), mul(outer.end, inner.end), block(std::move(body)));
+    // The fused loop races when either loop sums (parallel asks for a reduction then). (Decided
+    // before the rewrite, which frees both loops that `outer` and `inner` refer to.)
+    const std::string racing = is_reduction(inner.label) ? inner.label : outer.label;
     func_.body = RewriteLoop(outer.label, [&](const For&) { return fused; }).mutate(func_.body);
-    // The fused loop races when either loop sums (parallel asks for a reduction then).
-    origin_[fuse.into] = origin_.at(is_reduction(inner.label) ? inner.label : outer.label);
+    origin_[fuse.into] = origin_.at(racing);
   }
 
   // ---- parallel ----
