@@ -210,7 +210,8 @@ std::vector<std::string> block_levels_inside_row_blocks(Config& config) {
   std::vector<std::string> rewritten;
   for (auto& [tensor, format] : config.formats) {
     const std::vector<size_t> inside = levels_inside_row_blocks(format);
-    if (inside.empty() || !std::all_of(inside.begin(), inside.end(), [&](size_t l) { return splittable(format, l); }))
+    const Format& unsplit = format;  // (clang 14 does not capture structured bindings)
+    if (inside.empty() || !std::all_of(inside.begin(), inside.end(), [&](size_t l) { return splittable(unsplit, l); }))
       continue;
     format.blocks.resize(format.levels.size());
     format.widths.resize(format.levels.size(), 0);

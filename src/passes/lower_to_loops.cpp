@@ -381,7 +381,7 @@ class Lowering {
   Stmt fused_rows_loop(int depth, const sparse::Fusion& f) {
     auto [upper, lower] = fused_axes(f);
     const std::string& position = positions_.at(f.tensor)[1].name;
-    auto pos_at = [&](Expr at) { return cast(ScalarType::Int64, load(lower->pos, std::move(at), index_type_)); };
+    auto pos_at = [this, lower = lower](Expr at) { return cast(ScalarType::Int64, load(lower->pos, std::move(at), index_type_)); };
     Expr rows = var(upper->length);
     std::string row = fresh_name(f.into + "_row"), low = fresh_name(f.into + "_row_low"),
                 high = fresh_name(f.into + "_row_high"), middle = fresh_name(f.into + "_row_mid");
