@@ -267,21 +267,17 @@ GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Prog
   std::string tables;
   if (!func.fixed_sizes.empty()) {
     if (!cuda) invoke = "if (const int status = " + invoke + ") spgen_run_glue::fail_kernel_status(\"" + func.name + "\", status)";
-    std::string vars, sizes;
+    std::string vars, sizes, pairs;  // the index variables (not the size parameters) and their sizes
     for (size_t k = 0; k < func.fixed_sizes.size(); ++k) {
       const loops::Param& param =
           *std::find_if(func.params.begin(), func.params.end(), [&](const loops::Param& p) { return p.name == func.fixed_sizes[k].first; });
-      vars += std::string(k ? ", " : "") + "\"" + param.index_var + "\"";
-      sizes += std::string(k ? ", " : "") + std::to_string(func.fixed_sizes[k].second);
+      const std::string var = "\"" + param.index_var + "\"", size = std::to_string(func.fixed_sizes[k].second);
+      vars += (k ? ", " : "") + var;
+      sizes += (k ? ", " : "") + size;
+      pairs += (k ? ", {" : "{") + var + ", " + size + "}";
     }
     if (cuda) {
-      hooks += "  hooks.fixed_sizes = {";
-      for (size_t k = 0; k < func.fixed_sizes.size(); ++k) {
-        const loops::Param& param = *std::find_if(func.params.begin(), func.params.end(),
-                                                  [&](const loops::Param& p) { return p.name == func.fixed_sizes[k].first; });
-        hooks += std::string(k ? ", " : "") + "{\"" + param.index_var + "\", " + std::to_string(func.fixed_sizes[k].second) + "}";
-      }
-      hooks += "};\n";
+      hooks += "  hooks.fixed_sizes = {" + pairs + "};\n";
     } else {
       tables += "const char* const kFixedVars[] = {" + vars + "};\nconst int64_t kFixedSizes[] = {" + sizes + "};\n";
       kernel_fields += "  kernel.fixed_count = " + std::to_string(func.fixed_sizes.size()) +
@@ -291,7 +287,8 @@ GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Prog
   // Both drivers pack through the kernel's own conversion routines (host code on either target).
   std::string glue = pack_glue(func, program);
   std::string inspector = decomposition ? decompose_glue(func, program, *decomposition, cuda) : "";
-  if (decomposition) (cuda ? hooks : kernel_fields) += cuda ? "  hooks.prepare = decompose;\n" : "  kernel.prepare = decompose;\n";
+  if (decomposition && cuda) hooks += "  hooks.prepare = decompose;\n";
+  if (decomposition && !cuda) kernel_fields += "  kernel.prepare = decompose;\n";
   if (!glue.empty() && cuda)
     hooks += "  spgen_run::Glue<Index, Value>::use_conversions(hooks, kInfo, kPack, kUnpack, " + func.name + "_pack_strerror);\n";
   if (!glue.empty() && !cuda)
