@@ -503,6 +503,11 @@ inline Coo read_mm_array(LineReader& reader, const std::string& path, const MmHe
     stored.push_back(parse_file_value(where, tv, h.field == MmField::Integer));
     expect_line_end(where, tokens);
   }
+  Coo t;
+  t.dims = {rows, cols};
+  // An empty matrix may still have a dimension of billions: nothing to loop over (found by
+  // fuzzing: 0 x 200011030 took seconds).
+  if (rows == 0 || cols == 0) return t;
   // All values are read, so rows * cols is backed by the file: safe to allocate.
   std::vector<double> dense(static_cast<size_t>(rows * cols), 0.0);
   size_t k = 0;
@@ -515,8 +520,6 @@ inline Coo read_mm_array(LineReader& reader, const std::string& path, const MmHe
         dense[static_cast<size_t>(j * cols + i)] = h.symmetry == MmSymmetry::Skew ? -v : v;
     }
   }
-  Coo t;
-  t.dims = {rows, cols};
   t.coords.reserve(2 * dense.size());
   t.vals.reserve(dense.size());
   for (int64_t i = 0; i < rows; ++i)
