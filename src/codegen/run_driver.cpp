@@ -84,11 +84,7 @@ std::string tensor_tables(const sparse::Program& program) {
   };
   std::vector<std::string> vars;
   for (const std::string& var : program.index_vars) vars.push_back("\"" + var + "\"");
-  if (!vars.empty()) tables += "const char* const kVars[] = {" + [&] {
-    std::string list;
-    for (size_t i = 0; i < vars.size(); ++i) list += (i ? ", " : "") + vars[i];
-    return list;
-  }() + "};\n";
+  table("char* const", "kVars", vars);  // (named in main, or null there where there are none)
   for (size_t t = 0; t < program.buffers.size(); ++t) {
     const sparse::SparseBuffer& buffer = program.buffers[t];
     const std::string id = std::to_string(t);
