@@ -2435,7 +2435,7 @@ struct Glue {
       use_conversions(hooks, kernel_info, k.pack, k.unpack, k.pack_strerror);
       for (int f = 0; f < k.fixed_count; ++f) hooks.fixed_sizes.emplace_back(k.fixed_vars[f], k.fixed_sizes[f]);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "error: %s\n", e.what());
+      detail::print_error(e.what());
       return 1;
     }
     return run<Index, Value>(argc, argv, kernel_info, hooks);
