@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Sums doctest's per-program summaries from meson's JSON test log into "N passed, N failed"."""
+"""Sums doctest's per-program summaries (the Python tests print the same line) from meson's JSON test log into "N passed, N failed"."""
 import json
 import re
 import sys

@@ -14,6 +14,7 @@
 #include "codegen/cuda_backend.h"
 #include "codegen/decompose_routines.h"
 #include "codegen/pack_routines.h"
+#include "codegen/python_module.h"
 #include "frontend/parser.h"
 #include "ir/loop_ir_printer.h"
 #include "ir/loop_ir_visitor.h"
@@ -540,6 +541,10 @@ Compilation compile(const CompileInput& input) {
     c.files.push_back(emit_abi_header(c.func, context, "void", {}, {}, "", c.assemble));
     c.files.push_back(emit_cpu_source(c.func, context, c.assemble, c.parts));
   }
+  // 7. A Python module that builds and calls the kernel (--python).
+  if (input.python)
+    c.files.push_back(emit_python_module(c.func, c.program, c.config.target, c.assemble,
+                                         c.decomposition ? &*c.decomposition : nullptr, context));
   return c;
 }
 

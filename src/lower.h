@@ -22,6 +22,7 @@ struct CompileInput {
   std::string config_path, config_text;
   std::optional<Target> target;  // replaces the config's (--target)
   std::map<std::string, int64_t> sizes;  // replace the config's "sizes" for these index variables (--size)
+  bool python = false;                   // also NAME.py (--python)
 };
 
 struct Compilation {
@@ -38,7 +39,7 @@ struct Compilation {
   // part, so that config_writer's JSON of it generates this kernel (spgen tune starts from it).
   std::vector<ScheduleOp> explicit_schedule;
   std::string stage1_dump, stage2_dump;  // --emit=stage1 / --emit=stage2
-  std::vector<GeneratedFile> files;      // NAME.h, then NAME.cpp or NAME.cu
+  std::vector<GeneratedFile> files;      // NAME.h, then NAME.cpp or NAME.cu, then NAME.py (--python)
 };
 
 // Throws CompileError, whose message is ready to print, on any invalid input.

@@ -18,6 +18,7 @@ struct GenOptions {
   std::string emit;  // "", "stage1", "stage2", "header", "source"
   std::map<std::string, int64_t> sizes;  // --size VAR=N: replaces the config's "sizes" for VAR
   bool check = false;  // --check: compare with OUT_DIR's files instead of writing them
+  bool python = false;  // --python: also NAME.py
 };
 int run_gen(const GenOptions& options);
 // --size VAR=N flags as a map; a malformed one is a CompileError.

@@ -52,7 +52,7 @@ int check_files(const std::vector<std::pair<std::string, std::string>>& files) {
 
 int run_gen(const GenOptions& options) {
   CompileInput input{options.spec, read_file(options.spec), options.config, read_file(options.config),
-                     target_option(options.target), options.sizes};
+                     target_option(options.target), options.sizes, options.python};
   Compilation c = compile(input);
   if (!options.emit.empty()) {
     const std::string& text = options.emit == "stage1"   ? c.stage1_dump

@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   spgen::cli::GenOptions gen;
-  CLI::App* gen_cmd = app.add_subcommand("gen", "write NAME.h and NAME.cpp (NAME.cu for the cuda target) for a spec and config");
+  CLI::App* gen_cmd = app.add_subcommand("gen", "write NAME.h and NAME.cpp (NAME.cu for the cuda target), and NAME.py with --python, for a spec and config");
   gen_cmd->add_option("spec", gen.spec, "index-notation spec file (.spg)")->required();
   gen_cmd->add_option("--config,-c", gen.config, "JSON config")->required();
   gen_cmd->add_option("-o,--out-dir", gen.out_dir, "directory to write into (default .)");
@@ -50,6 +50,10 @@ int main(int argc, char** argv) {
   gen_cmd->add_flag("--check", gen.check,
                     "write nothing; exit 0 when the files in the output directory are exactly what would be generated, "
                     "else print a unified diff (and name missing files) and exit 1")
+      ->excludes(emit);
+  gen_cmd->add_flag("--python", gen.python,
+                    "also write NAME.py: a module that compiles NAME.cpp on first use and calls the kernel on numpy "
+                    "arrays and scipy.sparse matrices (cpu target)")
       ->excludes(emit);
 
   spgen::cli::RunOptions run;

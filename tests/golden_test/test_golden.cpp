@@ -1,4 +1,5 @@
-// Golden tests: for every spec/config pair in specs/, the generated files equal those in golden/.
+// Golden tests: for every spec/config pair in specs/, the generated files equal those in golden/
+// (and for a few, their Python modules).
 // To regenerate deliberately (then review `git diff golden/`):
 //   SPGEN_REGENERATE_GOLDEN=1 meson test -C build golden
 #include <doctest/doctest.h>
@@ -21,8 +22,17 @@ bool regenerating() {
   return flag && std::string(flag) == "1";
 }
 
+// The configs whose Python module (--python) is kept too: a dense output, an assembled one, one
+// that shares an input's structure, and a decomposition.
+bool with_python(const SpecConfigPair& pair) {
+  for (const char* name : {"spmm_csr", "spgemm_csr", "sddmm_csr", "spmm_hyb"})
+    if (pair.name == name) return true;
+  return false;
+}
+
 spgen::Compilation compile_pair(const SpecConfigPair& pair) {
-  return spgen::compile({pair.spec, spgen::read_file(pair.spec), pair.config, spgen::read_file(pair.config), std::nullopt, {}});
+  return spgen::compile({pair.spec, spgen::read_file(pair.spec), pair.config, spgen::read_file(pair.config), std::nullopt, {},
+                         with_python(pair)});
 }
 
 }  // namespace
