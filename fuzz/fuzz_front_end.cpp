@@ -62,10 +62,11 @@ int whole_compile(const uint8_t* data, size_t size) {
   input.config_path = "fuzz.json";
   input.config_text = text.substr(split + 4);
   if (size % 2) input.target = spgen::Target::Cuda;  // half the inputs on the other backend
+  input.python = size % 4 == 2;                       // and a quarter with the Python module
   return expect_precise_errors([&] {
     const spgen::Compilation c = spgen::compile(input);
-    // A compile that succeeds writes a header and a source, and dumps both stages.
-    if (c.files.size() != 2 || c.files[0].text.empty() || c.files[1].text.empty() || c.stage1_dump.empty() ||
+    // A compile that succeeds writes a header and a source (and the module), and dumps both stages.
+    if (c.files.size() != (input.python ? 3u : 2u) || (input.python && c.files[2].text.empty()) || c.files[0].text.empty() || c.files[1].text.empty() || c.stage1_dump.empty() ||
         c.stage2_dump.empty()) {
       std::fprintf(stderr, "spgen fuzz: a compile succeeded without its files or dumps\n");
       std::abort();
