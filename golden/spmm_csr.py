@@ -11,7 +11,8 @@ Formats:
     B: dense (levels dense j, dense k)
 
 The kernel is spmm_csr.cpp (its ABI is documented in spmm_csr.h). The first call compiles it into
-spmm_csr.so next to this file, and again whenever spmm_csr.cpp or spmm_csr.h is newer, with
+libspmm_csr.so next to this file (not spmm_csr.so, which Python would import in place of this
+module), and again whenever spmm_csr.cpp or spmm_csr.h is newer, with
 $CXX (default c++) and $CXXFLAGS (default -O3 -march=native), adding -std=c++17 -fopenmp -fPIC
 -shared. `python3 spmm_csr.py --build` does the same from a Makefile.
 
@@ -19,7 +20,9 @@ Each input goes in as what it is: a scipy.sparse matrix or array (2-D), a numpy 
 anything numpy.asarray takes), a COO tuple (coords, values, shape) with coords of shape
 (nnz, order) in the spec's mode order, or pack(NAME, x), which converts once for many calls.
 An input stored as a sparse format is converted with the kernel's generated pack routine, unless
-it already is a scipy matrix in that format (CSR for csr, CSC for csc). Values are converted to
+it already is in that format (CSR for csr, CSC for csc): a scipy matrix, or any object with its
+attributes format, indptr, indices, data and shape, whose arrays are then checked and passed as
+they are. Values are converted to
 float32; other dtypes than integers and real floats are refused. Errors are ValueError
 (shapes, sizes, invalid entries), TypeError (arguments and dtypes) and BuildError (compiling).
 
@@ -75,12 +78,13 @@ class BuildError(RuntimeError):
 
 
 def library_path():
-    """Where the compiled kernel is kept: next to this module."""
-    return os.path.join(_HERE, _KERNEL["name"] + ".so")
+    """Where the compiled kernel is kept: next to this module, named so that `import NAME` does
+    not take it for an extension module."""
+    return os.path.join(_HERE, "lib" + _KERNEL["name"] + ".so")
 
 
 def build(force=False):
-    """Compiles spmm_csr.cpp into spmm_csr.so if it is missing or older than its sources (always
+    """Compiles spmm_csr.cpp into libspmm_csr.so if it is missing or older than its sources (always
     with force=True), and returns the library's path. A concurrent build never leaves a partial
     file: the compiler writes a temporary that is renamed into place."""
     sources = [os.path.join(_HERE, _KERNEL["name"] + suffix) for suffix in (".cpp", ".h")]
@@ -230,16 +234,41 @@ def _pos_crd_layout(t, mode_order):
     return t["levels"] == ["dense", "compressed"] and t["mode_order"] == mode_order and not t["blocks"]
 
 
-def _from_scipy_compressed(x, t, shape):
-    """A CSR input given as scipy CSR (a CSC one as CSC): its own arrays, after checking them."""
-    if not x.has_canonical_format:
+def _compressed_format(x):
+    """"csr" or "csc" for a scipy matrix in that format, or any object with its attributes
+    (format, indptr, indices, data, shape), such as a view of a torch.sparse_csr tensor's arrays."""
+    fmt = getattr(x, "format", None)
+    if fmt in ("csr", "csc") and all(hasattr(x, a) for a in ("indptr", "indices", "data", "shape")):
+        return fmt
+    return None
+
+
+def _from_compressed(x, t, shape):
+    """A CSR input given as CSR arrays (a CSC one as CSC): those arrays, as they are when their
+    dtypes are the kernel's, once checked (with numpy: the checks of the generated routines, at
+    a fraction of their cost in a call)."""
+    what = f"{t['name']} ({_compressed_format(x).upper()} arrays)"
+    if max(len(x.indices), max(shape)) > np.iinfo(_INDEX).max:
+        raise ValueError(f"{what}: {len(x.indices)} entries do not fit the kernel's {_INDEX} indices")
+    pos, crd = np.ascontiguousarray(x.indptr, _INDEX), np.ascontiguousarray(x.indices, _INDEX)
+    values = np.ascontiguousarray(_real(np.asarray(x.data), t["name"]), _VALUE)
+    outer, inner = (shape[0], shape[1]) if _compressed_format(x) == "csr" else (shape[1], shape[0])
+    if pos.ndim != 1 or len(pos) != outer + 1 or crd.ndim != 1 or values.shape != crd.shape:
+        raise ValueError(f"{what}: expected {outer + 1} positions and as many values as indices, got {pos.shape}, {crd.shape} and {values.shape}")
+    if pos[0] != 0 or pos[-1] != len(crd) or np.any(pos[1:] < pos[:-1]):
+        raise ValueError(f"{what}: the positions must start at 0, never decrease and end at the number of entries ({len(crd)})")
+    if len(crd) and (crd.min() < 0 or crd.max() >= inner):
+        raise ValueError(f"{what}: an index is outside [0, {inner})")
+    unordered = crd[1:] <= crd[:-1]
+    starts = pos[1:-1]
+    unordered[starts[(starts > 0) & (starts < len(crd))] - 1] = False  # a new row may start lower
+    if np.any(unordered):
+        if not hasattr(x, "sum_duplicates"):
+            raise ValueError(f"{what}: the indices of a row must be strictly increasing (sorted, no repeats)")
         x = x.copy()
-        x.sum_duplicates()  # sorted indices, no repeats: what a compressed level stores
-    if max(x.nnz, max(shape)) > np.iinfo(_INDEX).max:
-        raise ValueError(f"{t['name']}: {x.nnz} entries do not fit the kernel's {_INDEX} indices")
-    values = np.ascontiguousarray(_real(x.data, t["name"]), _VALUE)
-    arrays = {("pos", 1): np.ascontiguousarray(x.indptr, _INDEX), ("crd", 1): np.ascontiguousarray(x.indices, _INDEX)}
-    return arrays, values
+        x.sum_duplicates()  # scipy sorts and sums them
+        return _from_compressed(x, t, shape)
+    return {("pos", 1): pos, ("crd", 1): crd}, values
 
 
 def _pack_routine(x, t):
@@ -263,8 +292,8 @@ def _pack_routine(x, t):
 def _shape_of(x, t):
     if isinstance(x, tuple) and len(x) == 3:
         return tuple(int(n) for n in x[2])
-    if _is_scipy_sparse(x):
-        return tuple(x.shape)
+    if _is_scipy_sparse(x) or _compressed_format(x):
+        return tuple(int(n) for n in x.shape)
     return np.shape(x)
 
 
@@ -288,8 +317,9 @@ def pack(tensor, x):
     if all(level == "dense" for level in t["levels"]) and not t["blocks"]:  # dense in another order
         array = _dense(x, tensor)
         return Packed(tensor, array.shape, {}, np.ascontiguousarray(np.transpose(array, t["mode_order"]), _VALUE).reshape(-1))
-    if _is_scipy_sparse(x) and ((x.format == "csr" and _pos_crd_layout(t, [0, 1])) or (x.format == "csc" and _pos_crd_layout(t, [1, 0]))):
-        arrays, values = _from_scipy_compressed(x, t, shape)
+    fmt = _compressed_format(x)
+    if (fmt == "csr" and _pos_crd_layout(t, [0, 1])) or (fmt == "csc" and _pos_crd_layout(t, [1, 0])):
+        arrays, values = _from_compressed(x, t, shape)
     else:
         shape, arrays, values = _pack_routine(x, t)
     parts = _decompose(t, shape, arrays, values) if t["decomposed"] else None
@@ -388,13 +418,16 @@ def _result(t, dims, packed):
         array = out.values.reshape(_storage_shape(t, dims))
         if len(dims) == 0:
             return out.values[0]
+        if t["mode_order"] == sorted(t["mode_order"]):
+            return array
         return np.ascontiguousarray(np.transpose(array, np.argsort(t["mode_order"])))
     owner_name = t["shares"] or t["name"]
     owner = _TENSORS[owner_name]
     for layout in ([0, 1], [1, 0]):
         if _pos_crd_layout(owner, layout):
             arrays = packed[owner_name].arrays
-            structure = {"mode_order": layout, "pos": arrays[("pos", 1)], "crd": arrays[("crd", 1)]}
+            # (copies: the result must not share memory with an input's arrays)
+            structure = {"mode_order": layout, "pos": arrays[("pos", 1)].copy(), "crd": arrays[("crd", 1)].copy()}
             return _compressed_result(structure, out.values, dims)
     routines = t["routines"]
     lib = _load()
@@ -465,4 +498,4 @@ if __name__ == "__main__":
     if sys.argv[1:] in (["--build"], ["--rebuild"]):
         print(build(force=sys.argv[1] == "--rebuild"))
     else:
-        sys.exit(f"usage: python3 {_KERNEL['name']}.py --build | --rebuild  (compiles {_KERNEL['name']}.so)")
+        sys.exit(f"usage: python3 {_KERNEL['name']}.py --build | --rebuild  (compiles lib{_KERNEL['name']}.so)")

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from types import SimpleNamespace
 
 try:
     import numpy as np
@@ -260,6 +261,24 @@ def error_cases():
                  lambda: m.spmm_csr(A=(np.array([0, 1]), np.array([1.0]), (6, 5)), B=B))
     expect_error("a packed tensor of another input", TypeError, "no input named",
                  lambda: m.pack("C", A))
+    # CSR arrays under scipy's attribute names (a torch.sparse_csr tensor's, say) pass as they are, checked.
+    def view(indptr=A.indptr, indices=A.indices, data=A.data):
+        return SimpleNamespace(format="csr", indptr=np.array(indptr), indices=np.array(indices), data=np.array(data), shape=A.shape)
+
+    check(np.allclose(m.spmm_csr(A=view(), B=B), A @ B), "CSR arrays under scipy's attribute names")
+    expect_error("CSR positions that decrease", ValueError, "never decrease",
+                 lambda: m.spmm_csr(A=view(indptr=np.r_[A.indptr[:-1], A.indptr[-1] - 1]), B=B))
+    expect_error("a CSR index out of range", ValueError, "outside [0, 5)",
+                 lambda: m.spmm_csr(A=view(indices=np.r_[A.indices[:-1], 5]), B=B))
+    rows = np.repeat(np.arange(6), np.diff(A.indptr))
+    first = next(r for r in range(6) if A.indptr[r + 1] - A.indptr[r] >= 2)
+    swapped = A.indices.copy()
+    swapped[A.indptr[first]], swapped[A.indptr[first] + 1] = swapped[A.indptr[first] + 1], swapped[A.indptr[first]]
+    expect_error("CSR indices out of order", ValueError, "strictly increasing", lambda: m.spmm_csr(A=view(indices=swapped), B=B))
+    unsorted = scipy.sparse.csr_matrix((A.data, swapped, A.indptr), shape=A.shape)  # scipy's: sorted by the module
+    B2 = np.random.default_rng(2).uniform(-1, 1, (5, 8)).astype(np.float32)
+    check(np.allclose(m.spmm_csr(A=unsorted, B=B2), unsorted.toarray() @ B2, atol=1e-5) and rows.size == A.nnz,
+          "an unsorted scipy CSR matrix")
     # Stale sources are rebuilt; a failing compiler is a BuildError with its command.
     library = m.library_path()
     built = os.path.getmtime(library)
@@ -289,6 +308,10 @@ def example():
                              f"PYTHON={sys.executable}", f"GRAPH={graph}", "run"], capture_output=True, text=True)
     check(result.returncode == 0, f"examples/python: exit {result.returncode}: {result.stdout[-2000:]}{result.stderr[-2000:]}")
     check("max relative error against scipy" in result.stdout, f"examples/python printed {result.stdout!r}")
+    # Again, now that the library exists: `import gnn_layer` must still find the module.
+    again = subprocess.run(["make", "-C", copy, f"SPGEN={SPGEN}", f"SPEC={os.path.join(ROOT, 'specs', 'spmm.spg')}",
+                            f"PYTHON={sys.executable}", f"GRAPH={graph}", "run"], capture_output=True, text=True)
+    check(again.returncode == 0, f"examples/python, run again: exit {again.returncode}: {again.stderr[-2000:]}")
     # --check sees the module too: unchanged, then stale.
     gen = os.path.join(copy, "gen")
     command = [SPGEN, "gen", os.path.join(ROOT, "specs", "spmm.spg"), "--config", os.path.join(copy, "gnn_layer.json"),
@@ -301,18 +324,35 @@ def example():
     print("ok: examples/python")
 
 
+def pytorch_example():
+    """examples/pytorch where torch is installed (for $SPGEN_TORCH_PYTHON, else this interpreter)."""
+    python = os.environ.get("SPGEN_TORCH_PYTHON", sys.executable)
+    if subprocess.run([python, "-c", "import torch"], capture_output=True).returncode != 0:
+        print(f"skipped: examples/pytorch (no torch for {python})")
+        return "skipped"
+    copy = os.path.join(SCRATCH, "pytorch")
+    shutil.copytree(os.path.join(ROOT, "examples", "pytorch"), copy, ignore=shutil.ignore_patterns("gen", "__pycache__"))
+    graph = os.path.join(ROOT, "..", "shared", "data", "cora.mtx")
+    result = subprocess.run(["make", "-C", copy, f"SPGEN={SPGEN}", f"SPEC={os.path.join(ROOT, 'specs', 'spmm.spg')}",
+                             f"PYTHON={python}", f"GRAPH={graph}", "run"], capture_output=True, text=True)
+    check(result.returncode == 0 and "max relative error against torch.sparse.mm" in result.stdout,
+          f"examples/pytorch: exit {result.returncode}: {result.stdout[-2000:]}{result.stderr[-2000:]}")
+    print("ok: examples/pytorch")
+
+
 def main():
-    cases = [lambda n=n, c=c: run_case(n, *c) for n, c in enumerate(CASES)] + [error_cases, example]
-    failed = 0
+    cases = [lambda n=n, c=c: run_case(n, *c) for n, c in enumerate(CASES)] + [error_cases, example, pytorch_example]
+    failed = skipped = 0
     for case in cases:
         before = len(failures)
         try:
-            case()
+            skipped += case() == "skipped"
         except Exception as error:  # a case that breaks fails alone
             check(False, f"{type(error).__name__}: {error}")
         failed += len(failures) > before
     shutil.rmtree(SCRATCH, ignore_errors=True)
-    print(f"[doctest] test cases: {len(cases)} | {len(cases) - failed} passed | {failed} failed | 0 skipped")
+    passed = len(cases) - failed - skipped
+    print(f"[doctest] test cases: {len(cases)} | {passed} passed | {failed} failed | {skipped} skipped")
     return 1 if failed else 0
 
 
