@@ -16,7 +16,11 @@ if [[ ! -d build-fuzz ]]; then
   CXX=clang++ meson setup build-fuzz -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false \
     -Dbuildtype=debugoptimized >/dev/null
 fi
-ninja -C build-fuzz $(printf 'fuzz/fuzz_%s ' "${targets[@]}") >/dev/null
+# (the build's output only when it fails)
+if ! build_log=$(ninja -C build-fuzz $(printf 'fuzz/fuzz_%s ' "${targets[@]}") 2>&1); then
+  echo "$build_log" >&2
+  exit 1
+fi
 
 seed_corpus() {
   local target=$1 dir=build-fuzz/corpus/$1

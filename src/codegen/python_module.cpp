@@ -133,9 +133,10 @@ std::string kernel_table(const loops::LoweredFunc& func, const sparse::Program& 
   for (size_t t = 0; t < program.buffers.size(); ++t)
     tensors += (t ? ",\n    " : "") + tensor_literal(program, program.buffers[t], routines, decomposition);
   std::string fixed;
-  for (const auto& [param_name, size] : func.fixed_sizes) {
+  for (const auto& fixed_size : func.fixed_sizes) {
+    const std::string& param_name = fixed_size.first;  // (clang 14 cannot capture a structured binding)
     const auto param = std::find_if(func.params.begin(), func.params.end(), [&](const loops::Param& p) { return p.name == param_name; });
-    fixed += (fixed.empty() ? "" : ", ") + quoted(param->index_var) + ": " + std::to_string(size);
+    fixed += (fixed.empty() ? "" : ", ") + quoted(param->index_var) + ": " + std::to_string(fixed_size.second);
   }
   std::string phases;
   const std::vector<int> levels = assembled_levels(program);
