@@ -20,6 +20,7 @@
 #include "passes/lower/output_levels.h"
 #include "passes/lower/output_order.h"
 #include "passes/lower/part_programs.h"
+#include "passes/lower/row_workspace.h"
 #include "passes/lower/runs.h"
 
 namespace spgen {
@@ -653,7 +654,7 @@ class Lowering {
     if (rest_in_rows_ && !block_rows_ && (!outside_blocks_of_.empty() || block_row_owner_)) {
       // Counting a compressed level above the gathered one (block-DCSR's block rows): the rest
       // still runs inside each block row, raising the same flag.
-      row_depth_ = gathered_row_depth();
+      rows_.row_depth = gathered_row_depth();
     }
     if (block_rows_) plan_block_workspace(output);
     else if (scattered_) plan_workspace(output);
@@ -1069,33 +1070,33 @@ class Lowering {
   // last): a row is marked by its number among the rows this thread has visited.
   void plan_workspace(const sparse::SparseBuffer& output) {
     const std::vector<LevelPosition>& levels = positions_.at(output.tensor);
-    row_depth_ = levels.size() > 1 ? levels[levels.size() - 2].ready_depth : -1;
+    rows_.row_depth = levels.size() > 1 ? levels[levels.size() - 2].ready_depth : -1;
     if (coo_segment_) {
-      row_depth_ = -1;
+      rows_.row_depth = -1;
       for (size_t level = 0; level + 1 < output.axes.size(); ++level)
-        row_depth_ = std::max(row_depth_, program_.depth_of(program_.axes[output.axes[level]].index_var));
+        rows_.row_depth = std::max(rows_.row_depth, program_.depth_of(program_.axes[output.axes[level]].index_var));
     }
-    for (int d = 0; d <= row_depth_; ++d)
+    for (int d = 0; d <= rows_.row_depth; ++d)
       if (program_.iteration.iterators[d].is_reduction)
         throw_unsupported("sparse output " + output.tensor + " is summed over " + program_.iteration.iterators[d].var +
                           " outside its rows, so no row can be finished before the next begins; make " +
                           output.tensor + " dense, or reorder so its row loops are outermost");
     const sparse::Axis& axis = program_.axes[output.axes.back()];
-    row_ = levels.size() > 1 ? var(levels[levels.size() - 2].name) : int64(0);
-    workspace_values_ = fresh_name(output.tensor + "_row");
-    workspace_seen_ = fresh_name(output.tensor + "_seen");
-    workspace_list_ = fresh_name(output.tensor + "_touched");
-    workspace_count_ = fresh_name(output.tensor + "_ntouched");
+    rows_.row = levels.size() > 1 ? var(levels[levels.size() - 2].name) : int64(0);
+    rows_.values = fresh_name(output.tensor + "_row");
+    rows_.seen = fresh_name(output.tensor + "_seen");
+    rows_.list = fresh_name(output.tensor + "_touched");
+    rows_.count = fresh_name(output.tensor + "_ntouched");
     Expr width = var(axis.length);
     if (coo_segment_) {
-      workspace_row_number_ = fresh_name(output.tensor + "_rows");
-      workspaces_.push_back({workspace_row_number_, ScalarType::Int64, int64(1), int64(0)});
-      row_ = load(workspace_row_number_, int64(0), ScalarType::Int64);
+      rows_.row_number = fresh_name(output.tensor + "_rows");
+      workspaces_.push_back({rows_.row_number, ScalarType::Int64, int64(1), int64(0)});
+      rows_.row = load(rows_.row_number, int64(0), ScalarType::Int64);
     }
-    workspaces_.push_back({workspace_seen_, ScalarType::Int64, width, int64(-1)});
+    workspaces_.push_back({rows_.seen, ScalarType::Int64, width, int64(-1)});
     if (counting_) return;
-    workspaces_.push_back({workspace_list_, ScalarType::Int64, width, int64(0)});
-    workspaces_.push_back({workspace_values_, value_type_, width, std::make_shared<FloatImm>(0.0, "0", value_type_)});
+    workspaces_.push_back({rows_.list, ScalarType::Int64, width, int64(0)});
+    workspaces_.push_back({rows_.values, value_type_, width, std::make_shared<FloatImm>(0.0, "0", value_type_)});
   }
 
   // First touch of a coordinate in this row: mark it (and, computing, list it and clear its sum).
@@ -1106,47 +1107,47 @@ class Lowering {
     const sparse::SparseBuffer& output = program_.output();
     const sparse::Axis& axis = program_.axes[output.axes.back()];
     Expr j = var(axis.index_var);
-    Expr first_touch = binary(BinOp::Ne, load(workspace_seen_, j, ScalarType::Int64), row_);
-    std::vector<Stmt> mark = {std::make_shared<Store>(workspace_seen_, j, row_, false)};
+    Expr first_touch = binary(BinOp::Ne, load(rows_.seen, j, ScalarType::Int64), rows_.row);
+    std::vector<Stmt> mark = {std::make_shared<Store>(rows_.seen, j, rows_.row, false)};
     append(mark, open_levels());
     if (counting_) {
       // Counts sit one slot above the counted level's parent position (a COO segment's parent
       // is not the row).
       const sparse::Axis& counted = program_.axes[output.axes[counted_level_]];
-      Expr parent = coo_segment_ ? value_position(output.tensor) : row_;
+      Expr parent = coo_segment_ ? value_position(output.tensor) : rows_.row;
       mark.push_back(std::make_shared<Store>(counted.pos, add(parent, int64(1)), cast(index_type_, int64(1)), true));
       return std::make_shared<If>(first_touch, block(std::move(mark)), nullptr);
     }
-    mark.push_back(std::make_shared<Store>(workspace_list_, var(workspace_count_), j, false));
-    mark.push_back(std::make_shared<Assign>(workspace_count_, int64(1), true));
-    mark.push_back(std::make_shared<Store>(workspace_values_, j, std::make_shared<FloatImm>(0.0, "0", value_type_), false));
+    mark.push_back(std::make_shared<Store>(rows_.list, var(rows_.count), j, false));
+    mark.push_back(std::make_shared<Assign>(rows_.count, int64(1), true));
+    mark.push_back(std::make_shared<Store>(rows_.values, j, std::make_shared<FloatImm>(0.0, "0", value_type_), false));
     return block({std::make_shared<If>(first_touch, block(std::move(mark)), nullptr),
-                  std::make_shared<Store>(workspace_values_, j, std::move(value), true)});
+                  std::make_shared<Store>(rows_.values, j, std::move(value), true)});
   }
 
   // Around a row's loops: start an empty list; afterwards append the row in coordinate order
   // (and number the next row, for a COO segment).
   Stmt around_row(Stmt row_loops) {
-    Stmt next_row = coo_segment_ ? std::make_shared<Store>(workspace_row_number_, int64(0), int64(1), true) : nullptr;
+    Stmt next_row = coo_segment_ ? std::make_shared<Store>(rows_.row_number, int64(0), int64(1), true) : nullptr;
     if (counting_) return next_row ? block({row_loops, next_row}) : row_loops;
     const sparse::SparseBuffer& output = program_.output();
     const sparse::Axis& axis = program_.axes[output.axes.back()];
     int entries = entry_level(output.format);
     const std::string& cursor = positions_.at(output.tensor)[entries].name;
     std::string t = fresh_name("t"), j = fresh_name(axis.index_var + "_out");
-    std::vector<Stmt> append_entry = {std::make_shared<Declare>(j, ScalarType::Int64, load(workspace_list_, var(t), ScalarType::Int64), false)};
+    std::vector<Stmt> append_entry = {std::make_shared<Declare>(j, ScalarType::Int64, load(rows_.list, var(t), ScalarType::Int64), false)};
     // A COO segment's levels above the last store the row's coordinates at every entry.
     for (size_t level = entries; level + 1 < output.axes.size(); ++level) {
       const sparse::Axis& stored = program_.axes[output.axes[level]];
       append_entry.push_back(std::make_shared<Store>(stored.crd, var(cursor), cast(index_type_, var(stored.index_var)), false));
     }
     append_entry.push_back(std::make_shared<Store>(axis.crd, var(cursor), cast(index_type_, var(j)), false));
-    append_entry.push_back(std::make_shared<Store>(output.values, var(cursor), load(workspace_values_, var(j), value_type_), false));
-    if (axis.kind == sparse::AxisKind::SparseFixed) append_entry = {within_ell_row(axis, row_, cursor, block(std::move(append_entry)))};
+    append_entry.push_back(std::make_shared<Store>(output.values, var(cursor), load(rows_.values, var(j), value_type_), false));
+    if (axis.kind == sparse::AxisKind::SparseFixed) append_entry = {within_ell_row(axis, rows_.row, cursor, block(std::move(append_entry)))};
     append_entry.push_back(std::make_shared<Assign>(cursor, int64(1), true));
-    std::vector<Stmt> stmts = {std::make_shared<Declare>(workspace_count_, ScalarType::Int64, int64(0), true), row_loops,
-                               std::make_shared<Sort>(workspace_list_, int64(0), var(workspace_count_)),
-                               std::make_shared<For>("append " + output.tensor, t, int64(0), var(workspace_count_),
+    std::vector<Stmt> stmts = {std::make_shared<Declare>(rows_.count, ScalarType::Int64, int64(0), true), row_loops,
+                               std::make_shared<Sort>(rows_.list, int64(0), var(rows_.count)),
+                               std::make_shared<For>("append " + output.tensor, t, int64(0), var(rows_.count),
                                                      block(std::move(append_entry)))};
     if (next_row) stmts.push_back(next_row);
     return block(std::move(stmts));
@@ -1580,10 +1581,10 @@ class Lowering {
   void plan_block_workspace(const sparse::SparseBuffer& output) {
     const std::vector<LevelPosition>& levels = positions_.at(output.tensor);
     const int gathered = output.gathered_level;
-    row_depth_ = gathered > 0 ? levels[gathered - 1].ready_depth : -1;
-    row_ = gathered > 0 ? var(levels[gathered - 1].name) : int64(0);
+    rows_.row_depth = gathered > 0 ? levels[gathered - 1].ready_depth : -1;
+    rows_.row = gathered > 0 ? var(levels[gathered - 1].name) : int64(0);
     // (lower.cpp then lists the output's entries into its blocks instead: SharedBlocksRefusal.)
-    for (int d = 0; d <= row_depth_; ++d)
+    for (int d = 0; d <= rows_.row_depth; ++d)
       if (program_.iteration.iterators[d].is_reduction)
         throw SharedBlocksRefusal(format_config_error(
             config_.file, "/tensors",
@@ -1604,20 +1605,20 @@ class Lowering {
     block_offset_ = fresh_name("z");
     block_key_ = fresh_name(key_axis.mode_var + (key_axis.block_part == BlockPart::Block ? "_blk" : "_key"));
     if (block_row_owner_) {  // a rest inside the owner's block row: its workspace
-      workspace_values_ = block_row_owner_->workspace_values_;
-      workspace_seen_ = block_row_owner_->workspace_seen_;
-      workspace_list_ = block_row_owner_->workspace_list_;
-      workspace_count_ = block_row_owner_->workspace_count_;
+      rows_.values = block_row_owner_->rows_.values;
+      rows_.seen = block_row_owner_->rows_.seen;
+      rows_.list = block_row_owner_->rows_.list;
+      rows_.count = block_row_owner_->rows_.count;
       return;
     }
-    workspace_values_ = fresh_name(output.tensor + "_blocks");
-    workspace_seen_ = fresh_name(output.tensor + "_seen");
-    workspace_list_ = fresh_name(output.tensor + "_touched");
-    workspace_count_ = fresh_name(output.tensor + "_ntouched");
-    workspaces_.push_back({workspace_seen_, ScalarType::Int64, keys, int64(-1)});
+    rows_.values = fresh_name(output.tensor + "_blocks");
+    rows_.seen = fresh_name(output.tensor + "_seen");
+    rows_.list = fresh_name(output.tensor + "_touched");
+    rows_.count = fresh_name(output.tensor + "_ntouched");
+    workspaces_.push_back({rows_.seen, ScalarType::Int64, keys, int64(-1)});
     if (counting_) return;
-    workspaces_.push_back({workspace_list_, ScalarType::Int64, keys, int64(0)});
-    workspaces_.push_back({workspace_values_, value_type_, mul(keys, block_size_), std::make_shared<FloatImm>(0.0, "0", value_type_)});
+    workspaces_.push_back({rows_.list, ScalarType::Int64, keys, int64(0)});
+    workspaces_.push_back({rows_.values, value_type_, mul(keys, block_size_), std::make_shared<FloatImm>(0.0, "0", value_type_)});
   }
 
   // The entry's place in its block: the dense levels below the gathered one, flattened.
@@ -1638,23 +1639,23 @@ class Lowering {
     const sparse::Axis& key_axis = program_.axes[output.axes[output.gathered_level]];
     Expr key = var(block_key_);
     std::vector<Stmt> stmts = {std::make_shared<Declare>(block_key_, ScalarType::Int64, level_coordinate(key_axis), false)};
-    Expr first_touch = binary(BinOp::Ne, load(workspace_seen_, key, ScalarType::Int64), row_);
-    std::vector<Stmt> mark = {std::make_shared<Store>(workspace_seen_, key, row_, false)};
+    Expr first_touch = binary(BinOp::Ne, load(rows_.seen, key, ScalarType::Int64), rows_.row);
+    std::vector<Stmt> mark = {std::make_shared<Store>(rows_.seen, key, rows_.row, false)};
     append(mark, open_levels());
     if (counting_) {
-      mark.push_back(std::make_shared<Store>(key_axis.pos, add(row_, int64(1)), cast(index_type_, int64(1)), true));
+      mark.push_back(std::make_shared<Store>(key_axis.pos, add(rows_.row, int64(1)), cast(index_type_, int64(1)), true));
       stmts.push_back(std::make_shared<If>(first_touch, block(std::move(mark)), nullptr));
       return block(std::move(stmts));
     }
     const std::string& z = block_offset_;
     Expr block_start = mul(key, block_size_);
-    mark.push_back(std::make_shared<Store>(workspace_list_, var(workspace_count_), key, false));
-    mark.push_back(std::make_shared<Assign>(workspace_count_, int64(1), true));
+    mark.push_back(std::make_shared<Store>(rows_.list, var(rows_.count), key, false));
+    mark.push_back(std::make_shared<Assign>(rows_.count, int64(1), true));
     mark.push_back(std::make_shared<For>("zero " + output.tensor + " block", z, int64(0), block_size_,
-                                         std::make_shared<Store>(workspace_values_, add(block_start, var(z)),
+                                         std::make_shared<Store>(rows_.values, add(block_start, var(z)),
                                                                  std::make_shared<FloatImm>(0.0, "0", value_type_), false)));
     stmts.push_back(std::make_shared<If>(first_touch, block(std::move(mark)), nullptr));
-    stmts.push_back(std::make_shared<Store>(workspace_values_, add(block_start, offset_in_block()), std::move(value), true));
+    stmts.push_back(std::make_shared<Store>(rows_.values, add(block_start, offset_in_block()), std::move(value), true));
     return block(std::move(stmts));
   }
 
@@ -1678,16 +1679,16 @@ class Lowering {
     const std::string& z = block_offset_;
     Expr from = mul(var(key), block_size_), to = mul(var(cursor), block_size_);
     std::vector<Stmt> append_block = {
-        std::make_shared<Declare>(key, ScalarType::Int64, load(workspace_list_, var(t), ScalarType::Int64), false),
+        std::make_shared<Declare>(key, ScalarType::Int64, load(rows_.list, var(t), ScalarType::Int64), false),
         std::make_shared<Store>(key_axis.crd, var(cursor), cast(index_type_, var(key)), false),
         std::make_shared<For>("copy " + output.tensor + " block", z, int64(0), block_size_,
                               std::make_shared<Store>(output.values, add(to, var(z)),
-                                                      load(workspace_values_, add(from, var(z)), value_type_), false)),
+                                                      load(rows_.values, add(from, var(z)), value_type_), false)),
         std::make_shared<Assign>(cursor, int64(1), true)};
     return block({std::make_shared<Comment>(what + "; append them sorted"),
-                  std::make_shared<Declare>(workspace_count_, ScalarType::Int64, int64(0), true), row_loops,
-                  std::make_shared<Sort>(workspace_list_, int64(0), var(workspace_count_)),
-                  std::make_shared<For>("append " + output.tensor, t, int64(0), var(workspace_count_), block(std::move(append_block)))});
+                  std::make_shared<Declare>(rows_.count, ScalarType::Int64, int64(0), true), row_loops,
+                  std::make_shared<Sort>(rows_.list, int64(0), var(rows_.count)),
+                  std::make_shared<For>("append " + output.tensor, t, int64(0), var(rows_.count), block(std::move(append_block)))});
   }
 
   // Loops inside a row share its workspace: they stay sequential.
@@ -1713,7 +1714,7 @@ class Lowering {
     if (assembled_ && depth > append_depth_ && depth <= output_depth_ && !inside_marked_blocks(depth))  // (summed loops inside touch neither)
       annotations.sequential_reason = std::string(counting_ ? "it counts" : "it appends") + " the entries of " +
                                       program_.output().tensor + " under one parent position";
-    if (scattered_ && depth > row_depth_)
+    if (scattered_ && depth > rows_.row_depth)
       annotations.sequential_reason = "it adds into the row workspace of " + program_.output().tensor;
     // A summed loop above a ragged output's rows: its lengths and values have no private copies.
     if (assembled_ && depth <= append_depth_ && program_.iteration.iterators[depth].is_reduction)
@@ -2050,7 +2051,7 @@ class Lowering {
     // The block loops the rest keeps get names of their own (schedule ops find loops by name, and
     // name the blocker's), but for those of the block row it shares.
     std::set<std::string> shared;
-    for (int d = 0; gathered && d <= row_depth_; ++d) shared.insert(program_.iteration.iterators[d].var);
+    for (int d = 0; gathered && d <= rows_.row_depth; ++d) shared.insert(program_.iteration.iterators[d].var);
     std::map<std::string, std::string> renamed;
     for (sparse::BlockedVar& b : rest.blocked_vars)
       for (std::string* loop : {&b.outer, &b.inner})
@@ -2143,17 +2144,17 @@ class Lowering {
     plan_output();
     const auto& mine = program_.iteration.iterators;
     const auto& owners = block_row_owner_->program_.iteration.iterators;
-    bool same_rows = row_depth_ == block_row_owner_->row_depth_;
-    for (int d = 0; same_rows && d <= row_depth_; ++d) same_rows = mine[d].var == owners[d].var;
+    bool same_rows = rows_.row_depth == block_row_owner_->rows_.row_depth;
+    for (int d = 0; same_rows && d <= rows_.row_depth; ++d) same_rows = mine[d].var == owners[d].var;
     if (!same_rows)
       throw_unsupported("the loops of " + program_.output().tensor + "'s block rows differ between " + names(skipped_tensors()) +
                         "'s blocks and the other operands' entries outside them, so they cannot share a block row; "
                         "reorder so the block rows are outermost");
     std::vector<Stmt> body;
-    for (int d = -1; d <= row_depth_; ++d)
+    for (int d = -1; d <= rows_.row_depth; ++d)
       for (const Stmt& declare : position_declares(d))
         if (declare->kind != StmtKind::Declare || !owner_rows_.count(static_cast<const Declare&>(*declare).name)) body.push_back(declare);
-    body.push_back(loops_from(row_depth_ + 1));  // (the owner's loops declare and advance the output's open levels)
+    body.push_back(loops_from(rows_.row_depth + 1));  // (the owner's loops declare and advance the output's open levels)
     // Its loops follow an operand blocked otherwise (A 2x3 + B 3x2 - 3 * D into bsr 2x3): the
     // entries outside its blocks too follow, into the same block row.
     if (!outside_blocks_of_.empty()) body.push_back(rest_in_block_row());
@@ -2338,10 +2339,10 @@ class Lowering {
                                                  " does not have; leave out the fuse, or make " + output.tensor + " dense"));
     if (listed_) return;  // each part lists its entries in a nest of its own (listed_parts_nests)
     const std::string where = "/tensors/" + output.tensor + "/format";
-    bool into_rows = scattered_ && !block_rows_ && row_depth_ + 1 == shared_loops_;
+    bool into_rows = scattered_ && !block_rows_ && rows_.row_depth + 1 == shared_loops_;
     // A blocked output's block row (its loops outside the summed one: plan_block_workspace)
     // gathers every entry under it, the parts' too.
-    bool into_blocks = block_rows_ && row_depth_ < shared_loops_;
+    bool into_blocks = block_rows_ && rows_.row_depth < shared_loops_;
     // A dense or ragged last level below the summed loop: its entries are located, not appended,
     // so each part adds into them where its own loops find them (the levels above are bound by
     // the shared loops, else the entries would be listed).
@@ -2580,13 +2581,7 @@ class Lowering {
     block_key_ = body.block_key_;
     block_offset_ = body.block_offset_;
     coo_segment_ = body.coo_segment_;
-    row_depth_ = body.row_depth_;
-    row_ = body.row_;
-    workspace_values_ = body.workspace_values_;
-    workspace_seen_ = body.workspace_seen_;
-    workspace_list_ = body.workspace_list_;
-    workspace_count_ = body.workspace_count_;
-    workspace_row_number_ = body.workspace_row_number_;
+    rows_ = body.rows_;
     open_levels_ = body.open_levels_;
     append_depth_ = body.append_depth_;
     output_overwrites_ = false;
@@ -2620,12 +2615,12 @@ class Lowering {
       body.push_back(innermost_statement());
       return block(std::move(body));
     }
-    if (rest_in_rows_ && !block_rows_ && !outside_blocks_of_.empty() && depth - 1 == row_depth_ && !added_to_ &&
+    if (rest_in_rows_ && !block_rows_ && !outside_blocks_of_.empty() && depth - 1 == rows_.row_depth && !added_to_ &&
         !block_row_owner_) {
       body.push_back(block({loop_and_added_parts(depth), rest_in_block_row()}));
       return block(std::move(body));
     }
-    if (scattered_ && depth - 1 == row_depth_ && !added_to_ && !block_row_owner_) {
+    if (scattered_ && depth - 1 == rows_.row_depth && !added_to_ && !block_row_owner_) {
       if (block_rows_ && !outside_blocks_of_.empty())
         body.push_back(around_block_row(block({loop_and_added_parts(depth), rest_in_block_row()})));
       else body.push_back(block_rows_ ? around_block_row(loop_and_added_parts(depth)) : around_row(loop_and_added_parts(depth)));
@@ -3029,10 +3024,7 @@ class Lowering {
   std::string block_key_;    // ... the gathered level's coordinate, declared where an entry is scattered
   std::string block_offset_;  // ... the loop variable over a block's values (zeroing, appending)
   bool coo_segment_ = false;  // ... and it ends in a COO segment (compressed-nonunique, singletons)
-  std::string workspace_row_number_;  // a COO segment's row marker: the rows visited so far
-  int row_depth_ = -1;      // the loop depth where a row (the output's parent position) is known
-  Expr row_;
-  std::string workspace_values_, workspace_seen_, workspace_list_, workspace_count_;
+  RowWorkspace rows_;  // ... the workspace of its rows (or block rows): see plan_workspace
   std::vector<Workspace> workspaces_;
   bool counting_;   // this is the assemble phase
   int counted_level_ = -1;  // ... which counts this compressed level of the output
