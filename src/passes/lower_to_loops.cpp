@@ -16,6 +16,7 @@
 #include "passes/lower/blocked_analysis.h"
 #include "passes/lower/iteration_space.h"
 #include "passes/lower/level_access.h"
+#include "passes/lower/level_position.h"
 #include "passes/lower/loop_plan.h"
 #include "passes/lower/output_levels.h"
 #include "passes/lower/output_order.h"
@@ -469,26 +470,7 @@ class Lowering {
     return std::find(axes.begin(), axes.end(), axis) != axes.end();
   }
 
-  // ---- positions of each tensor's levels ----
-  // A level's position becomes known in the loop of the deepest variable among it and its
-  // parents; dense levels are computed there, compressed levels are the loop's own variable.
-  struct LevelPosition {
-    bool is_cursor = false;  // a mutable position that the body advances
-    // A level whose index another operand splits into blocks: no loop iterates it, so once the
-    // coordinate is known it is located under `value` (the parent position), by lookup or
-    // binary search (see locate_in_blocks); `found` says whether it is stored.
-    const sparse::Axis* searched = nullptr;
-    std::string found, parent_found;  // parent_found: of the nearest located level above
-    std::string parent_run_end;       // a singleton's parent visited by runs: the run's end
-    std::string end, high, middle;    // the search's range end and bounds
-    std::string run_middle;           // ... and of the search for the run's end
-    std::string name;
-    std::string run_end;  // a COO level visited by runs: the end of the current run (the loop sets it)
-    int ready_depth = -1;
-    int declare_depth = -1;  // where it is declared: ready_depth, or above it for an output cursor
-    Expr value;  // for dense levels: parent * length + coordinate
-  };
-
+  // ---- positions of each tensor's levels (passes/lower/level_position.h) ----
   void plan_positions() {
     for (const sparse::SparseBuffer& buffer : program_.buffers) {
       if (!buffer.shares_structure_with.empty()) continue;
@@ -657,7 +639,7 @@ class Lowering {
       rows_.row_depth = gathered_row_depth();
     }
     if (block_rows_) plan_block_workspace(output);
-    else if (scattered_) plan_workspace(output);
+    else if (scattered_) plan_workspace();
     output_overwrites_ = !accumulate && !reduction_outside;
     bool some_entry_unvisited = false;
     if (output.shares_structure_with.empty())
@@ -896,14 +878,6 @@ class Lowering {
     return stores.size() == 1 ? stores.front() : block(std::move(stores));
   }
 
-  // `slot` runs only while `cursor` is within the W slots of ELL row `row` (a parent position):
-  // a row longer than the width, which the caller was to check on the counted positions, keeps
-  // its first entries, and nothing is written past it.
-  static Stmt within_ell_row(const sparse::Axis& axis, Expr row, const std::string& cursor, Stmt slot) {
-    Expr row_end = mul(add(std::move(row), int64(1)), int64(axis.width));
-    return std::make_shared<If>(binary(BinOp::Lt, var(cursor), row_end), std::move(slot), nullptr);
-  }
-
   // With a scalar accumulator, factors of the top-level product that do not depend on the
   // summed loops are applied once, after the sum: `Y = X * (sum_k A*B)` rather than summing X*A*B.
   void split_hoistable_factors() {
@@ -1061,96 +1035,19 @@ class Lowering {
     return stmts.size() == 1 ? stmts.front() : block(std::move(stmts));
   }
 
-  // A scattered sparse output (SpGEMM `C(i,j) = A(i,k) * B(k,j)`): a row's entries arrive in any
-  // order and repeatedly, so they are gathered per row (per parent position of the compressed
-  // level) in a dense workspace, with a marker of the row that last touched each coordinate and
-  // the list of touched coordinates, which is sorted and appended when the row is done.
-  //
-  // A COO segment has no position per row (its rows are the coordinates of the levels above the
-  // last): a row is marked by its number among the rows this thread has visited.
-  void plan_workspace(const sparse::SparseBuffer& output) {
-    const std::vector<LevelPosition>& levels = positions_.at(output.tensor);
-    rows_.row_depth = levels.size() > 1 ? levels[levels.size() - 2].ready_depth : -1;
-    if (coo_segment_) {
-      rows_.row_depth = -1;
-      for (size_t level = 0; level + 1 < output.axes.size(); ++level)
-        rows_.row_depth = std::max(rows_.row_depth, program_.depth_of(program_.axes[output.axes[level]].index_var));
-    }
-    for (int d = 0; d <= rows_.row_depth; ++d)
-      if (program_.iteration.iterators[d].is_reduction)
-        throw_unsupported("sparse output " + output.tensor + " is summed over " + program_.iteration.iterators[d].var +
-                          " outside its rows, so no row can be finished before the next begins; make " +
-                          output.tensor + " dense, or reorder so its row loops are outermost");
-    const sparse::Axis& axis = program_.axes[output.axes.back()];
-    rows_.row = levels.size() > 1 ? var(levels[levels.size() - 2].name) : int64(0);
-    rows_.values = fresh_name(output.tensor + "_row");
-    rows_.seen = fresh_name(output.tensor + "_seen");
-    rows_.list = fresh_name(output.tensor + "_touched");
-    rows_.count = fresh_name(output.tensor + "_ntouched");
-    Expr width = var(axis.length);
-    if (coo_segment_) {
-      rows_.row_number = fresh_name(output.tensor + "_rows");
-      workspaces_.push_back({rows_.row_number, ScalarType::Int64, int64(1), int64(0)});
-      rows_.row = load(rows_.row_number, int64(0), ScalarType::Int64);
-    }
-    workspaces_.push_back({rows_.seen, ScalarType::Int64, width, int64(-1)});
-    if (counting_) return;
-    workspaces_.push_back({rows_.list, ScalarType::Int64, width, int64(0)});
-    workspaces_.push_back({rows_.values, value_type_, width, std::make_shared<FloatImm>(0.0, "0", value_type_)});
+  // A scattered sparse output: its rows gathered in a workspace (passes/lower/row_workspace.h).
+  RowOutput row_output() const {
+    return {program_, config_, positions_.at(program_.output().tensor), counting_, counted_level_, coo_segment_,
+            value_type_, index_type_};
   }
-
-  // First touch of a coordinate in this row: mark it (and, computing, list it and clear its sum).
-  // The row then holds an entry, so the compressed levels above it open (see open_levels): the
-  // row's marker is its parent position, a cursor there, which a row that stays empty does not
-  // advance, and so shares with the next row without having marked anything.
+  void plan_workspace() {
+    rows_ = plan_row_workspace(row_output(), [this](const std::string& wanted) { return fresh_name(wanted); }, workspaces_);
+  }
   Stmt scatter(Expr value) const {
-    const sparse::SparseBuffer& output = program_.output();
-    const sparse::Axis& axis = program_.axes[output.axes.back()];
-    Expr j = var(axis.index_var);
-    Expr first_touch = binary(BinOp::Ne, load(rows_.seen, j, ScalarType::Int64), rows_.row);
-    std::vector<Stmt> mark = {std::make_shared<Store>(rows_.seen, j, rows_.row, false)};
-    append(mark, open_levels());
-    if (counting_) {
-      // Counts sit one slot above the counted level's parent position (a COO segment's parent
-      // is not the row).
-      const sparse::Axis& counted = program_.axes[output.axes[counted_level_]];
-      Expr parent = coo_segment_ ? value_position(output.tensor) : rows_.row;
-      mark.push_back(std::make_shared<Store>(counted.pos, add(parent, int64(1)), cast(index_type_, int64(1)), true));
-      return std::make_shared<If>(first_touch, block(std::move(mark)), nullptr);
-    }
-    mark.push_back(std::make_shared<Store>(rows_.list, var(rows_.count), j, false));
-    mark.push_back(std::make_shared<Assign>(rows_.count, int64(1), true));
-    mark.push_back(std::make_shared<Store>(rows_.values, j, std::make_shared<FloatImm>(0.0, "0", value_type_), false));
-    return block({std::make_shared<If>(first_touch, block(std::move(mark)), nullptr),
-                  std::make_shared<Store>(rows_.values, j, std::move(value), true)});
+    return scatter_into_row(row_output(), rows_, std::move(value), open_levels(), value_position(program_.output().tensor));
   }
-
-  // Around a row's loops: start an empty list; afterwards append the row in coordinate order
-  // (and number the next row, for a COO segment).
   Stmt around_row(Stmt row_loops) {
-    Stmt next_row = coo_segment_ ? std::make_shared<Store>(rows_.row_number, int64(0), int64(1), true) : nullptr;
-    if (counting_) return next_row ? block({row_loops, next_row}) : row_loops;
-    const sparse::SparseBuffer& output = program_.output();
-    const sparse::Axis& axis = program_.axes[output.axes.back()];
-    int entries = entry_level(output.format);
-    const std::string& cursor = positions_.at(output.tensor)[entries].name;
-    std::string t = fresh_name("t"), j = fresh_name(axis.index_var + "_out");
-    std::vector<Stmt> append_entry = {std::make_shared<Declare>(j, ScalarType::Int64, load(rows_.list, var(t), ScalarType::Int64), false)};
-    // A COO segment's levels above the last store the row's coordinates at every entry.
-    for (size_t level = entries; level + 1 < output.axes.size(); ++level) {
-      const sparse::Axis& stored = program_.axes[output.axes[level]];
-      append_entry.push_back(std::make_shared<Store>(stored.crd, var(cursor), cast(index_type_, var(stored.index_var)), false));
-    }
-    append_entry.push_back(std::make_shared<Store>(axis.crd, var(cursor), cast(index_type_, var(j)), false));
-    append_entry.push_back(std::make_shared<Store>(output.values, var(cursor), load(rows_.values, var(j), value_type_), false));
-    if (axis.kind == sparse::AxisKind::SparseFixed) append_entry = {within_ell_row(axis, rows_.row, cursor, block(std::move(append_entry)))};
-    append_entry.push_back(std::make_shared<Assign>(cursor, int64(1), true));
-    std::vector<Stmt> stmts = {std::make_shared<Declare>(rows_.count, ScalarType::Int64, int64(0), true), row_loops,
-                               std::make_shared<Sort>(rows_.list, int64(0), var(rows_.count)),
-                               std::make_shared<For>("append " + output.tensor, t, int64(0), var(rows_.count),
-                                                     block(std::move(append_entry)))};
-    if (next_row) stmts.push_back(next_row);
-    return block(std::move(stmts));
+    return append_row(row_output(), rows_, std::move(row_loops), [this](const std::string& wanted) { return fresh_name(wanted); });
   }
 
   // ---- a list of the output's entries ----
