@@ -1,0 +1,85 @@
+// passes/lower/row_workspace: the strategy of a sparse output whose rows are gathered before they
+// are appended, asked of a program without a lowering.
+#include <doctest/doctest.h>
+
+#include "compile_helpers.h"
+#include "ir/loop_ir_printer.h"
+#include "passes/lower/row_workspace.h"
+
+using namespace spgen_test;
+using namespace spgen::lowering;
+
+namespace {
+
+// The output's positions as a lowering names them: level 0 known in loop 0, level 1 in loop 2.
+std::vector<LevelPosition> spgemm_positions() {
+  std::vector<LevelPosition> positions(2);
+  positions[0].name = "pC0";
+  positions[0].ready_depth = 0;
+  positions[1].name = "pC1";
+  positions[1].ready_depth = 2;
+  return positions;
+}
+
+std::string dump(spgen::loops::Stmt stmt) {
+  spgen::loops::LoweredFunc func;
+  func.name = "probe";
+  func.body = std::move(stmt);
+  return spgen::loops::dump_stage2(func);
+}
+
+FreshName counter_names() {
+  auto used = std::make_shared<int>(0);
+  return [used](const std::string& wanted) { return wanted + std::to_string((*used)++); };
+}
+
+}  // namespace
+
+TEST_CASE("row workspace: SpGEMM's rows gather in a workspace the width of C's columns, marked by the row") {
+  spgen::Compilation c = compile("C(i,j) = A(i,k) * B(k,j)",
+                                 R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}}})");
+  const std::vector<LevelPosition> positions = spgemm_positions();
+  const RowOutput computing{c.program, c.config, positions, false, -1, false,
+                            spgen::loops::ScalarType::Float32, spgen::loops::ScalarType::Int32};
+  std::vector<spgen::loops::Workspace> workspaces;
+  const RowWorkspace rows = plan_row_workspace(computing, counter_names(), workspaces);
+  CHECK(rows.row_depth == 0);  // a row is known in the loop over i
+  CHECK(rows.values == "C_row0");
+  CHECK(rows.seen == "C_seen1");
+  CHECK(rows.list == "C_touched2");
+  CHECK(rows.count == "C_ntouched3");
+  REQUIRE(workspaces.size() == 3);  // seen, list, values
+  CHECK(workspaces[0].name == rows.seen);
+  CHECK(workspaces[2].type == spgen::loops::ScalarType::Float32);
+  // Counting needs only the markers.
+  const RowOutput counting{c.program, c.config, positions, true, 1, false,
+                           spgen::loops::ScalarType::Float32, spgen::loops::ScalarType::Int32};
+  std::vector<spgen::loops::Workspace> counting_workspaces;
+  plan_row_workspace(counting, counter_names(), counting_workspaces);
+  CHECK(counting_workspaces.size() == 1);
+  // The write marks the coordinate's first touch by the row, lists it and clears its sum.
+  const std::string write = dump(scatter_into_row(computing, rows, spgen::loops::var("x"), {}, nullptr));
+  CHECK(write.find("C_seen1[j] != pC0") != std::string::npos);
+  CHECK(write.find("C_touched2[C_ntouched3] = j") != std::string::npos);
+  CHECK(write.find("C_row0[j] += x") != std::string::npos);
+  // Around the row's loops: the list sorted, then appended at C's cursor.
+  const std::string append = dump(append_row(computing, rows, nullptr, counter_names()));
+  INFO(append);
+  CHECK(append.find("sort C_touched2[0, C_ntouched3)") != std::string::npos);
+  CHECK(append.find("C_crd1[pC1] = int32(j_out1)") != std::string::npos);
+  CHECK(append.find("pC1 += 1") != std::string::npos);
+}
+
+TEST_CASE("row workspace: a sum outside the output's rows is refused, naming the variable") {
+  spgen::Compilation c = compile("C(i,j) = A(i,k) * B(k,j)",
+                                 R"({"tensors": {"A": {"format": "csc"}, "B": {"format": "csr"}, "C": {"format": "csr"}}})");
+  // (the loops k, i, j: the rows of C are inside the sum over k)
+  REQUIRE(c.program.iteration.iterators.front().var == "k");
+  std::vector<LevelPosition> positions = spgemm_positions();
+  positions[0].ready_depth = 1;
+  const RowOutput output{c.program, c.config, positions, false, -1, false,
+                         spgen::loops::ScalarType::Float32, spgen::loops::ScalarType::Int32};
+  std::vector<spgen::loops::Workspace> workspaces;
+  CHECK_THROWS_WITH_AS(plan_row_workspace(output, counter_names(), workspaces),
+                       doctest::Contains("is summed over k outside its rows"), spgen::CompileError);
+}
