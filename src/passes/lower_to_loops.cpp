@@ -1491,16 +1491,16 @@ class Lowering {
     const sparse::Axis& key_axis = program_.axes[output.axes[gathered]];
     // r*c as one constant where the levels below are all in-block ones.
     int64_t constant_size = 1;
-    block_size_ = int64(1);
+    blocks_.size = int64(1);
     for (size_t level = gathered + 1; level < output.axes.size(); ++level) {
       const sparse::Axis& axis = program_.axes[output.axes[level]];
       if (axis.block_part == BlockPart::InBlock) constant_size *= axis.block;
-      else block_size_ = mul(block_size_, axis_length(axis));
+      else blocks_.size = mul(blocks_.size, axis_length(axis));
     }
-    block_size_ = mul(block_size_, int64(constant_size));
+    blocks_.size = mul(blocks_.size, int64(constant_size));
     Expr keys = axis_length(key_axis);
-    block_offset_ = fresh_name("z");
-    block_key_ = fresh_name(key_axis.mode_var + (key_axis.block_part == BlockPart::Block ? "_blk" : "_key"));
+    blocks_.offset = fresh_name("z");
+    blocks_.key = fresh_name(key_axis.mode_var + (key_axis.block_part == BlockPart::Block ? "_blk" : "_key"));
     if (block_row_owner_) {  // a rest inside the owner's block row: its workspace
       rows_.values = block_row_owner_->rows_.values;
       rows_.seen = block_row_owner_->rows_.seen;
@@ -1515,7 +1515,7 @@ class Lowering {
     workspaces_.push_back({rows_.seen, ScalarType::Int64, keys, int64(-1)});
     if (counting_) return;
     workspaces_.push_back({rows_.list, ScalarType::Int64, keys, int64(0)});
-    workspaces_.push_back({rows_.values, value_type_, mul(keys, block_size_), std::make_shared<FloatImm>(0.0, "0", value_type_)});
+    workspaces_.push_back({rows_.values, value_type_, mul(keys, blocks_.size), std::make_shared<FloatImm>(0.0, "0", value_type_)});
   }
 
   // The entry's place in its block: the dense levels below the gathered one, flattened.
@@ -1534,8 +1534,8 @@ class Lowering {
   Stmt scatter_into_block(Expr value) const {
     const sparse::SparseBuffer& output = program_.output();
     const sparse::Axis& key_axis = program_.axes[output.axes[output.gathered_level]];
-    Expr key = var(block_key_);
-    std::vector<Stmt> stmts = {std::make_shared<Declare>(block_key_, ScalarType::Int64, level_coordinate(key_axis), false)};
+    Expr key = var(blocks_.key);
+    std::vector<Stmt> stmts = {std::make_shared<Declare>(blocks_.key, ScalarType::Int64, level_coordinate(key_axis), false)};
     Expr first_touch = binary(BinOp::Ne, load(rows_.seen, key, ScalarType::Int64), rows_.row);
     std::vector<Stmt> mark = {std::make_shared<Store>(rows_.seen, key, rows_.row, false)};
     append(mark, open_levels());
@@ -1544,11 +1544,11 @@ class Lowering {
       stmts.push_back(std::make_shared<If>(first_touch, block(std::move(mark)), nullptr));
       return block(std::move(stmts));
     }
-    const std::string& z = block_offset_;
-    Expr block_start = mul(key, block_size_);
+    const std::string& z = blocks_.offset;
+    Expr block_start = mul(key, blocks_.size);
     mark.push_back(std::make_shared<Store>(rows_.list, var(rows_.count), key, false));
     mark.push_back(std::make_shared<Assign>(rows_.count, int64(1), true));
-    mark.push_back(std::make_shared<For>("zero " + output.tensor + " block", z, int64(0), block_size_,
+    mark.push_back(std::make_shared<For>("zero " + output.tensor + " block", z, int64(0), blocks_.size,
                                          std::make_shared<Store>(rows_.values, add(block_start, var(z)),
                                                                  std::make_shared<FloatImm>(0.0, "0", value_type_), false)));
     stmts.push_back(std::make_shared<If>(first_touch, block(std::move(mark)), nullptr));
@@ -1572,13 +1572,13 @@ class Lowering {
                        " in a workspace of whole blocks (" + why + ")";
     if (counting_) return block({std::make_shared<Comment>(what + "; count them"), row_loops});
     const std::string& cursor = positions_.at(output.tensor)[output.gathered_level].name;
-    std::string t = fresh_name("t"), key = fresh_name(block_key_ + "_out");
-    const std::string& z = block_offset_;
-    Expr from = mul(var(key), block_size_), to = mul(var(cursor), block_size_);
+    std::string t = fresh_name("t"), key = fresh_name(blocks_.key + "_out");
+    const std::string& z = blocks_.offset;
+    Expr from = mul(var(key), blocks_.size), to = mul(var(cursor), blocks_.size);
     std::vector<Stmt> append_block = {
         std::make_shared<Declare>(key, ScalarType::Int64, load(rows_.list, var(t), ScalarType::Int64), false),
         std::make_shared<Store>(key_axis.crd, var(cursor), cast(index_type_, var(key)), false),
-        std::make_shared<For>("copy " + output.tensor + " block", z, int64(0), block_size_,
+        std::make_shared<For>("copy " + output.tensor + " block", z, int64(0), blocks_.size,
                               std::make_shared<Store>(output.values, add(to, var(z)),
                                                       load(rows_.values, add(from, var(z)), value_type_), false)),
         std::make_shared<Assign>(cursor, int64(1), true)};
@@ -2474,9 +2474,7 @@ class Lowering {
     scattered_ = body.scattered_;
     block_rows_ = body.block_rows_;
     rest_in_rows_ = body.rest_in_rows_;
-    block_size_ = body.block_size_;
-    block_key_ = body.block_key_;
-    block_offset_ = body.block_offset_;
+    blocks_ = body.blocks_;
     coo_segment_ = body.coo_segment_;
     rows_ = body.rows_;
     open_levels_ = body.open_levels_;
@@ -2916,10 +2914,8 @@ class Lowering {
   // The output's blocks are gathered per block row (in this phase, or the levels above counted):
   // a rest beside a blocked operand runs inside each block row (rest_in_block_row).
   bool rest_in_rows_ = false;
-  std::set<std::string> owner_rows_;  // a rest's own names for the owner's output positions (not declared)  // ... whole blocks of them, keyed by the gathered level (plan_block_workspace)
-  Expr block_size_;          // ... the values of one block: the dense levels below the gathered one
-  std::string block_key_;    // ... the gathered level's coordinate, declared where an entry is scattered
-  std::string block_offset_;  // ... the loop variable over a block's values (zeroing, appending)
+  std::set<std::string> owner_rows_;  // a rest's own names for the owner's output positions (not declared)
+  BlockRows blocks_;  // ... whole blocks of them, keyed by the gathered level (plan_block_workspace)
   bool coo_segment_ = false;  // ... and it ends in a COO segment (compressed-nonunique, singletons)
   RowWorkspace rows_;  // ... the workspace of its rows (or block rows): see plan_workspace
   std::vector<Workspace> workspaces_;

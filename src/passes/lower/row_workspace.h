@@ -26,6 +26,13 @@ struct RowWorkspace {
   std::string row_number;  // a COO segment's row marker: the rows visited so far
 };
 
+// A block-row workspace's own names: `values` of RowWorkspace holds a block per key.
+struct BlockRows {
+  loops::Expr size;    // the values of one block: the dense levels below the gathered one
+  std::string key;     // the gathered level's coordinate, declared where an entry is scattered
+  std::string offset;  // the loop variable over a block's values (zeroing, appending)
+};
+
 // What the strategy reads of the lowering: the program's output, the positions of its levels,
 // and the phase (computing, or counting one level's entries).
 struct RowOutput {
