@@ -13,6 +13,7 @@
 #include "ir/loop_ir_visitor.h"
 #include "passes/infer_loop_order.h"
 #include "passes/lower/abi_params.h"
+#include "passes/lower/block_row_workspace.h"
 #include "passes/lower/blocked_analysis.h"
 #include "passes/lower/iteration_space.h"
 #include "passes/lower/level_access.h"
@@ -638,7 +639,7 @@ class Lowering {
       // still runs inside each block row, raising the same flag.
       rows_.row_depth = gathered_row_depth();
     }
-    if (block_rows_) plan_block_workspace(output);
+    if (block_rows_) plan_block_workspace();
     else if (scattered_) plan_workspace();
     output_overwrites_ = !accumulate && !reduction_outside;
     bool some_entry_unvisited = false;
@@ -1466,126 +1467,27 @@ class Lowering {
     return before;
   }
 
-  // ---- a block-row workspace ----
-  // An output blocked where no operand is (C bsr r x c = A csr + B csr): the loops go over block
-  // rows (i_blk) and the rows inside one (i_in), the operands read at i = i_blk*r + i_in, and the
-  // entries of one block row, which arrive row by row, are gathered per block column (j / c):
-  // a workspace holds each touched block whole (r*c values, zeroed at its first touch, so the
-  // padding of a partial block stays zero), with a marker of the block row that last touched
-  // it and the list of touched block columns, sorted and appended block by block when the block
-  // row is done. It is the row workspace of plan_workspace with a block per coordinate; the
-  // count phase counts each block row's distinct block columns.
-  void plan_block_workspace(const sparse::SparseBuffer& output) {
-    const std::vector<LevelPosition>& levels = positions_.at(output.tensor);
-    const int gathered = output.gathered_level;
-    rows_.row_depth = gathered > 0 ? levels[gathered - 1].ready_depth : -1;
-    rows_.row = gathered > 0 ? var(levels[gathered - 1].name) : int64(0);
-    // (lower.cpp then lists the output's entries into its blocks instead: SharedBlocksRefusal.)
-    for (int d = 0; d <= rows_.row_depth; ++d)
-      if (program_.iteration.iterators[d].is_reduction)
-        throw SharedBlocksRefusal(format_config_error(
-            config_.file, "/tensors",
-            "sparse output " + output.tensor + " is summed over " + program_.iteration.iterators[d].var +
-                " outside its block rows, so no block row can be finished before the next begins; make " + output.tensor +
-                " dense, or reorder so its row loops are outermost"));
-    const sparse::Axis& key_axis = program_.axes[output.axes[gathered]];
-    // r*c as one constant where the levels below are all in-block ones.
-    int64_t constant_size = 1;
-    blocks_.size = int64(1);
-    for (size_t level = gathered + 1; level < output.axes.size(); ++level) {
-      const sparse::Axis& axis = program_.axes[output.axes[level]];
-      if (axis.block_part == BlockPart::InBlock) constant_size *= axis.block;
-      else blocks_.size = mul(blocks_.size, axis_length(axis));
-    }
-    blocks_.size = mul(blocks_.size, int64(constant_size));
-    Expr keys = axis_length(key_axis);
-    blocks_.offset = fresh_name("z");
-    blocks_.key = fresh_name(key_axis.mode_var + (key_axis.block_part == BlockPart::Block ? "_blk" : "_key"));
-    if (block_row_owner_) {  // a rest inside the owner's block row: its workspace
-      rows_.values = block_row_owner_->rows_.values;
-      rows_.seen = block_row_owner_->rows_.seen;
-      rows_.list = block_row_owner_->rows_.list;
-      rows_.count = block_row_owner_->rows_.count;
-      return;
-    }
-    rows_.values = fresh_name(output.tensor + "_blocks");
-    rows_.seen = fresh_name(output.tensor + "_seen");
-    rows_.list = fresh_name(output.tensor + "_touched");
-    rows_.count = fresh_name(output.tensor + "_ntouched");
-    workspaces_.push_back({rows_.seen, ScalarType::Int64, keys, int64(-1)});
-    if (counting_) return;
-    workspaces_.push_back({rows_.list, ScalarType::Int64, keys, int64(0)});
-    workspaces_.push_back({rows_.values, value_type_, mul(keys, blocks_.size), std::make_shared<FloatImm>(0.0, "0", value_type_)});
+  // ---- a block-row workspace (passes/lower/block_row_workspace.h) ----
+  void plan_block_workspace() {
+    plan_block_row_workspace(row_output(), [this](const std::string& wanted) { return fresh_name(wanted); }, workspaces_,
+                             block_row_owner_ ? &block_row_owner_->rows_ : nullptr, rows_, blocks_);
   }
-
-  // The entry's place in its block: the dense levels below the gathered one, flattened.
-  Expr offset_in_block() const {
-    const sparse::SparseBuffer& output = program_.output();
-    Expr offset = int64(0);
-    for (size_t level = output.gathered_level + 1; level < output.axes.size(); ++level) {
-      const sparse::Axis& axis = program_.axes[output.axes[level]];
-      offset = add(mul(offset, axis_length(axis)), level_coordinate(axis));
-    }
-    return offset;
-  }
-
-  // First touch of a block in this block row: mark it (and, computing, list it and zero it).
-  // The block row then holds a block, so the compressed levels above open (see open_levels).
   Stmt scatter_into_block(Expr value) const {
-    const sparse::SparseBuffer& output = program_.output();
-    const sparse::Axis& key_axis = program_.axes[output.axes[output.gathered_level]];
-    Expr key = var(blocks_.key);
-    std::vector<Stmt> stmts = {std::make_shared<Declare>(blocks_.key, ScalarType::Int64, level_coordinate(key_axis), false)};
-    Expr first_touch = binary(BinOp::Ne, load(rows_.seen, key, ScalarType::Int64), rows_.row);
-    std::vector<Stmt> mark = {std::make_shared<Store>(rows_.seen, key, rows_.row, false)};
-    append(mark, open_levels());
-    if (counting_) {
-      mark.push_back(std::make_shared<Store>(key_axis.pos, add(rows_.row, int64(1)), cast(index_type_, int64(1)), true));
-      stmts.push_back(std::make_shared<If>(first_touch, block(std::move(mark)), nullptr));
-      return block(std::move(stmts));
-    }
-    const std::string& z = blocks_.offset;
-    Expr block_start = mul(key, blocks_.size);
-    mark.push_back(std::make_shared<Store>(rows_.list, var(rows_.count), key, false));
-    mark.push_back(std::make_shared<Assign>(rows_.count, int64(1), true));
-    mark.push_back(std::make_shared<For>("zero " + output.tensor + " block", z, int64(0), blocks_.size,
-                                         std::make_shared<Store>(rows_.values, add(block_start, var(z)),
-                                                                 std::make_shared<FloatImm>(0.0, "0", value_type_), false)));
-    stmts.push_back(std::make_shared<If>(first_touch, block(std::move(mark)), nullptr));
-    stmts.push_back(std::make_shared<Store>(rows_.values, add(block_start, offset_in_block()), std::move(value), true));
-    return block(std::move(stmts));
+    return lowering::scatter_into_block(row_output(), rows_, blocks_, std::move(value), open_levels());
   }
-
-  // Around a block row's loops: start an empty list; afterwards append its blocks in block
-  // column order, each block's values whole.
   Stmt around_block_row(Stmt row_loops) {
+    return append_block_row(row_output(), rows_, blocks_, std::move(row_loops), why_blocks_gathered(),
+                            [this](const std::string& wanted) { return fresh_name(wanted); });
+  }
+  // Why the output's blocks are gathered in a workspace, for the kernel's comment.
+  std::string why_blocks_gathered() const {
     const sparse::SparseBuffer& output = program_.output();
-    const sparse::Axis& key_axis = program_.axes[output.axes[output.gathered_level]];
-    std::string why = "no operand gives " + output.tensor + "'s blocks";
-    if (!outside_blocks_of_.empty()) why = blocks_of() + ", and the other operands' entries outside them";
-    else if (whole_ && parts_in_block_rows(*whole_))
-      why = "the parts of the sum gather into it, each blocked only by its own operands";
-    else if (std::any_of(program_.blocked_vars.begin(), program_.blocked_vars.end(),
-                         [&](const sparse::BlockedVar& b) { return b.tensor != output.tensor; }))
-      why = "the operands give only some of " + output.tensor + "'s blocked indices";
-    std::string what = "gather each block row of " + output.tensor + " by " + level_coordinate_prose(key_axis) +
-                       " in a workspace of whole blocks (" + why + ")";
-    if (counting_) return block({std::make_shared<Comment>(what + "; count them"), row_loops});
-    const std::string& cursor = positions_.at(output.tensor)[output.gathered_level].name;
-    std::string t = fresh_name("t"), key = fresh_name(blocks_.key + "_out");
-    const std::string& z = blocks_.offset;
-    Expr from = mul(var(key), blocks_.size), to = mul(var(cursor), blocks_.size);
-    std::vector<Stmt> append_block = {
-        std::make_shared<Declare>(key, ScalarType::Int64, load(rows_.list, var(t), ScalarType::Int64), false),
-        std::make_shared<Store>(key_axis.crd, var(cursor), cast(index_type_, var(key)), false),
-        std::make_shared<For>("copy " + output.tensor + " block", z, int64(0), blocks_.size,
-                              std::make_shared<Store>(output.values, add(to, var(z)),
-                                                      load(rows_.values, add(from, var(z)), value_type_), false)),
-        std::make_shared<Assign>(cursor, int64(1), true)};
-    return block({std::make_shared<Comment>(what + "; append them sorted"),
-                  std::make_shared<Declare>(rows_.count, ScalarType::Int64, int64(0), true), row_loops,
-                  std::make_shared<Sort>(rows_.list, int64(0), var(rows_.count)),
-                  std::make_shared<For>("append " + output.tensor, t, int64(0), var(rows_.count), block(std::move(append_block)))});
+    if (!outside_blocks_of_.empty()) return blocks_of() + ", and the other operands' entries outside them";
+    if (whole_ && parts_in_block_rows(*whole_)) return "the parts of the sum gather into it, each blocked only by its own operands";
+    if (std::any_of(program_.blocked_vars.begin(), program_.blocked_vars.end(),
+                    [&](const sparse::BlockedVar& b) { return b.tensor != output.tensor; }))
+      return "the operands give only some of " + output.tensor + "'s blocked indices";
+    return "no operand gives " + output.tensor + "'s blocks";
   }
 
   // Loops inside a row share its workspace: they stay sequential.

@@ -1,9 +1,10 @@
-// passes/lower/row_workspace: the strategy of a sparse output whose rows are gathered before they
-// are appended, asked of a program without a lowering.
+// passes/lower/row_workspace and block_row_workspace: the strategies of a sparse output whose rows
+// (or block rows) are gathered before they are appended, asked of a program without a lowering.
 #include <doctest/doctest.h>
 
 #include "compile_helpers.h"
 #include "ir/loop_ir_printer.h"
+#include "passes/lower/block_row_workspace.h"
 #include "passes/lower/row_workspace.h"
 
 using namespace spgen_test;
@@ -82,4 +83,44 @@ TEST_CASE("row workspace: a sum outside the output's rows is refused, naming the
   std::vector<spgen::loops::Workspace> workspaces;
   CHECK_THROWS_WITH_AS(plan_row_workspace(output, counter_names(), workspaces),
                        doctest::Contains("is summed over k outside its rows"), spgen::CompileError);
+}
+
+TEST_CASE("block-row workspace: C bsr = A csr + B csr gathers whole 2x2 blocks per block column") {
+  spgen::Compilation c = compile("C(i,j) = A(i,j) + B(i,j)",
+                                 R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"},
+                                                 "C": {"format": "bsr", "block": [2, 2]}}})");
+  const spgen::sparse::SparseBuffer& out = c.program.output();
+  REQUIRE(out.gathered_level == 1);  // the block columns
+  std::vector<LevelPosition> positions(4);
+  for (size_t l = 0; l < positions.size(); ++l) {
+    positions[l].name = "pC" + std::to_string(l);
+    positions[l].ready_depth = static_cast<int>(l);
+  }
+  const RowOutput output{c.program, c.config, positions, false, -1, false,
+                         spgen::loops::ScalarType::Float32, spgen::loops::ScalarType::Int32};
+  std::vector<spgen::loops::Workspace> workspaces;
+  RowWorkspace rows;
+  BlockRows blocks;
+  plan_block_row_workspace(output, counter_names(), workspaces, nullptr, rows, blocks);
+  CHECK(rows.row_depth == 0);  // a block row is known where the block rows' level is
+  CHECK(blocks.offset == "z0");
+  CHECK(blocks.key == "j_blk1");
+  CHECK(rows.values == "C_blocks2");
+  REQUIRE(workspaces.size() == 3);
+  const std::string write = dump(scatter_into_block(output, rows, blocks, spgen::loops::var("x"), {}));
+  INFO(write);
+  CHECK(write.find("for zero C block at z0") != std::string::npos);  // a block zeroed at its first touch
+  CHECK(write.find("C_seen3[j_blk1] != pC0") != std::string::npos);
+  const std::string append = dump(append_block_row(output, rows, blocks, nullptr, "no operand gives C's blocks", counter_names()));
+  INFO(append);
+  CHECK(append.find("(no operand gives C's blocks); append them sorted") != std::string::npos);
+  CHECK(append.find("for copy C block at z0") != std::string::npos);
+  // A rest inside another lowering's block row writes into the owner's workspace: no arrays of its own.
+  std::vector<spgen::loops::Workspace> none;
+  RowWorkspace rest_rows;
+  BlockRows rest_blocks;
+  plan_block_row_workspace(output, counter_names(), none, &rows, rest_rows, rest_blocks);
+  CHECK(none.empty());
+  CHECK(rest_rows.values == rows.values);
+  CHECK(rest_rows.seen == rows.seen);
 }
