@@ -18,6 +18,7 @@
 #include "passes/lower/iteration_space.h"
 #include "passes/lower/level_access.h"
 #include "passes/lower/level_position.h"
+#include "passes/lower/listed_output.h"
 #include "passes/lower/loop_plan.h"
 #include "passes/lower/output_levels.h"
 #include "passes/lower/output_order.h"
@@ -1037,18 +1038,18 @@ class Lowering {
   }
 
   // A scattered sparse output: its rows gathered in a workspace (passes/lower/row_workspace.h).
-  RowOutput row_output() const {
+  OutputContext output_context() const {
     return {program_, config_, positions_.at(program_.output().tensor), counting_, counted_level_, coo_segment_,
             value_type_, index_type_};
   }
   void plan_workspace() {
-    rows_ = plan_row_workspace(row_output(), [this](const std::string& wanted) { return fresh_name(wanted); }, workspaces_);
+    rows_ = plan_row_workspace(output_context(), [this](const std::string& wanted) { return fresh_name(wanted); }, workspaces_);
   }
   Stmt scatter(Expr value) const {
-    return scatter_into_row(row_output(), rows_, std::move(value), open_levels(), value_position(program_.output().tensor));
+    return scatter_into_row(output_context(), rows_, std::move(value), open_levels(), value_position(program_.output().tensor));
   }
   Stmt around_row(Stmt row_loops) {
-    return append_row(row_output(), rows_, std::move(row_loops), [this](const std::string& wanted) { return fresh_name(wanted); });
+    return append_row(output_context(), rows_, std::move(row_loops), [this](const std::string& wanted) { return fresh_name(wanted); });
   }
 
   // ---- a list of the output's entries ----
@@ -1065,9 +1066,7 @@ class Lowering {
     if (lists_into_) {
       // A part of a sum into a listed output: its entries join the one list.
       listed_ = true;
-      list_keys_ = lists_into_->list_keys_;
-      list_values_ = lists_into_->list_values_;
-      list_count_ = lists_into_->list_count_;
+      list_ = lists_into_->list_;
       return;
     }
     if (!assembled_) return;
@@ -1083,9 +1082,9 @@ class Lowering {
       return;
     }
     listed_ = true;
-    list_keys_ = fresh_name(output.tensor + "_keys");
-    list_values_ = fresh_name(output.tensor + "_entries");
-    list_count_ = fresh_name(output.tensor + "_listed");
+    list_.keys = fresh_name(output.tensor + "_keys");
+    list_.values = fresh_name(output.tensor + "_entries");
+    list_.count = fresh_name(output.tensor + "_listed");
   }
 
   // The output's level `level` (its coordinate's extent: the number of blocks, or the block, where
@@ -1113,33 +1112,33 @@ class Lowering {
       key = add(mul(key, axis_length(axis)), coordinate);
     }
     const bool cuda = config_.target == Target::Cuda;
-    Expr slot = cuda ? sub(var(list_count_), int64(1)) : var(list_count_);
+    Expr slot = cuda ? sub(var(list_.count), int64(1)) : var(list_.count);
     std::vector<Stmt> stmts;
-    if (cuda) stmts.push_back(std::make_shared<Assign>(list_count_, int64(1), true, /*atomic=*/true));
-    stmts.push_back(std::make_shared<Store>(list_keys_, slot, key, false));
-    if (!counting_) stmts.push_back(std::make_shared<Store>(list_values_, slot, std::move(value), false));
-    if (!cuda) stmts.push_back(std::make_shared<Assign>(list_count_, int64(1), true));
+    if (cuda) stmts.push_back(std::make_shared<Assign>(list_.count, int64(1), true, /*atomic=*/true));
+    stmts.push_back(std::make_shared<Store>(list_.keys, slot, key, false));
+    if (!counting_) stmts.push_back(std::make_shared<Store>(list_.values, slot, std::move(value), false));
+    if (!cuda) stmts.push_back(std::make_shared<Assign>(list_.count, int64(1), true));
     return block(std::move(stmts));
   }
 
   // The loops list the entries; then the list is sorted, repeats summed, and packed.
   Stmt list_and_pack(Stmt nest) {
     const sparse::SparseBuffer& output = program_.output();
-    std::vector<Workspace> lists = {{list_keys_, ScalarType::Int64, int64(0), int64(0)}};
+    std::vector<Workspace> lists = {{list_.keys, ScalarType::Int64, int64(0), int64(0)}};
     lists.back().growable = true;
     if (!counting_) {
-      lists.push_back({list_values_, value_type_, int64(0), std::make_shared<FloatImm>(0.0, "0", value_type_)});
+      lists.push_back({list_.values, value_type_, int64(0), std::make_shared<FloatImm>(0.0, "0", value_type_)});
       lists.back().growable = true;
     }
     std::string distinct = fresh_name(output.tensor + "_distinct");
     std::vector<Stmt> body = {
         std::make_shared<Comment>("list the entries of " + output.tensor + " as the loops produce them (out of order: " +
                                   out_of_order_reason(output) + "), keyed by their coordinates in storage order"),
-        std::make_shared<Declare>(list_count_, ScalarType::Int64, int64(0), true),
+        std::make_shared<Declare>(list_.count, ScalarType::Int64, int64(0), true),
         nest,
         std::make_shared<Comment>("sort the list by key and sum the repeats of each key"),
-        std::make_shared<Sort>(list_keys_, int64(0), var(list_count_), counting_ ? "" : list_values_)};
-    std::string keys = list_keys_, values = list_values_;  // the sorted entries, repeats summed
+        std::make_shared<Sort>(list_.keys, int64(0), var(list_.count), counting_ ? "" : list_.values)};
+    std::string keys = list_.keys, values = list_.values;  // the sorted entries, repeats summed
     if (config_.target == Target::Cuda) {
       append(body, sum_repeats_in_parallel(distinct, lists, keys, values));
     } else {
@@ -1169,19 +1168,19 @@ class Lowering {
   std::vector<Stmt> sum_repeats(const std::string& distinct) {
     const sparse::SparseBuffer& output = program_.output();
     std::string e = fresh_name("e");
-    Expr key = load(list_keys_, var(e), ScalarType::Int64);
-    Expr previous = load(list_keys_, sub(var(distinct), int64(1)), ScalarType::Int64);
-    std::vector<Stmt> keep = {std::make_shared<Store>(list_keys_, var(distinct), key, false)};
+    Expr key = load(list_.keys, var(e), ScalarType::Int64);
+    Expr previous = load(list_.keys, sub(var(distinct), int64(1)), ScalarType::Int64);
+    std::vector<Stmt> keep = {std::make_shared<Store>(list_.keys, var(distinct), key, false)};
     Stmt add_repeat;
     if (!counting_) {
-      keep.push_back(std::make_shared<Store>(list_values_, var(distinct), load(list_values_, var(e), value_type_), false));
-      add_repeat = std::make_shared<Store>(list_values_, sub(var(distinct), int64(1)), load(list_values_, var(e), value_type_), true);
+      keep.push_back(std::make_shared<Store>(list_.values, var(distinct), load(list_.values, var(e), value_type_), false));
+      add_repeat = std::make_shared<Store>(list_.values, sub(var(distinct), int64(1)), load(list_.values, var(e), value_type_), true);
     }
     keep.push_back(std::make_shared<Assign>(distinct, int64(1), true));
     Stmt first = std::make_shared<If>(logical_or(binary(BinOp::Eq, var(distinct), int64(0)), binary(BinOp::Ne, key, previous)),
                                       block(std::move(keep)), add_repeat);
     return {std::make_shared<Declare>(distinct, ScalarType::Int64, int64(0), true),
-            std::make_shared<For>("sum repeats of " + output.tensor, e, int64(0), var(list_count_), first)};
+            std::make_shared<For>("sum repeats of " + output.tensor, e, int64(0), var(list_.count), first)};
   }
 
   // cuda: loops over the list that the grid's threads share, each a kernel of its own; and the
@@ -1219,11 +1218,11 @@ class Lowering {
     std::string heads = list_array(output.tensor + "_heads", ScalarType::Int64, lists);
     keys = list_array(output.tensor + "_distinct_keys", ScalarType::Int64, lists);
     if (!counting_) values = list_array(output.tensor + "_sums", value_type_, lists);
-    Expr n = var(list_count_);
+    Expr n = var(list_.count);
     std::string e = fresh_name("e");
-    Expr key = load(list_keys_, var(e), ScalarType::Int64);
+    Expr key = load(list_.keys, var(e), ScalarType::Int64);
     Expr starts_key = logical_or(binary(BinOp::Eq, var(e), int64(0)),
-                                 binary(BinOp::Ne, key, load(list_keys_, sub(var(e), int64(1)), ScalarType::Int64)));
+                                 binary(BinOp::Ne, key, load(list_.keys, sub(var(e), int64(1)), ScalarType::Int64)));
     std::vector<Stmt> out = {
         std::make_shared<Comment>("mark each sorted entry that starts a new key; the marks' running sums give each key its slot"),
         std::make_shared<For>("mark keys of " + output.tensor, e, int64(0), n,
@@ -1235,11 +1234,11 @@ class Lowering {
                               std::make_shared<Store>(keys, var(slot), key, false)};
     if (!counting_) {
       std::string sum = fresh_name("sum"), r = fresh_name("r");
-      keep.push_back(std::make_shared<Declare>(sum, value_type_, load(list_values_, var(e), value_type_), true));
+      keep.push_back(std::make_shared<Declare>(sum, value_type_, load(list_.values, var(e), value_type_), true));
       keep.push_back(std::make_shared<Declare>(r, ScalarType::Int64, add(var(e), int64(1)), true));
-      Expr repeats = logical_and(binary(BinOp::Lt, var(r), n), binary(BinOp::Eq, load(list_keys_, var(r), ScalarType::Int64), key));
+      Expr repeats = logical_and(binary(BinOp::Lt, var(r), n), binary(BinOp::Eq, load(list_.keys, var(r), ScalarType::Int64), key));
       keep.push_back(std::make_shared<While>("repeats of " + output.tensor, repeats,
-                                             block({std::make_shared<Assign>(sum, load(list_values_, var(r), value_type_), true),
+                                             block({std::make_shared<Assign>(sum, load(list_.values, var(r), value_type_), true),
                                                     std::make_shared<Assign>(r, int64(1), true)})));
       keep.push_back(std::make_shared<Store>(values, var(slot), var(sum), false));
     }
@@ -1469,14 +1468,14 @@ class Lowering {
 
   // ---- a block-row workspace (passes/lower/block_row_workspace.h) ----
   void plan_block_workspace() {
-    plan_block_row_workspace(row_output(), [this](const std::string& wanted) { return fresh_name(wanted); }, workspaces_,
+    plan_block_row_workspace(output_context(), [this](const std::string& wanted) { return fresh_name(wanted); }, workspaces_,
                              block_row_owner_ ? &block_row_owner_->rows_ : nullptr, rows_, blocks_);
   }
   Stmt scatter_into_block(Expr value) const {
-    return lowering::scatter_into_block(row_output(), rows_, blocks_, std::move(value), open_levels());
+    return lowering::scatter_into_block(output_context(), rows_, blocks_, std::move(value), open_levels());
   }
   Stmt around_block_row(Stmt row_loops) {
-    return append_block_row(row_output(), rows_, blocks_, std::move(row_loops), why_blocks_gathered(),
+    return append_block_row(output_context(), rows_, blocks_, std::move(row_loops), why_blocks_gathered(),
                             [this](const std::string& wanted) { return fresh_name(wanted); });
   }
   // Why the output's blocks are gathered in a workspace, for the kernel's comment.
@@ -1502,9 +1501,9 @@ class Lowering {
       // (A part of a scoped sum appends to the list after the parts before it: its loops stay
       // sequential, listed_parts_nests.)
       if (depth == 0 && lists_into_ == nullptr) {
-        annotations.listed.keys = list_keys_;
-        annotations.listed.count = list_count_;
-        if (!counting_) annotations.listed.values = list_values_;
+        annotations.listed.keys = list_.keys;
+        annotations.listed.count = list_.count;
+        if (!counting_) annotations.listed.values = list_.values;
       } else {
         annotations.sequential_reason = "it appends to the list of " + program_.output().tensor + "'s entries";
       }
@@ -2844,7 +2843,7 @@ class Lowering {
   const Lowering* lists_into_ = nullptr;      // a part of a sum whose entries join this Lowering's list
   bool listing_rest_ = false;                 // lists the rest of a sum outside a blocked operand's blocks (listed_rest)
   std::set<std::string> names_before_positions_;  // used_names_ once the loops and the list are planned
-  std::string list_keys_, list_values_, list_count_;
+  EntryList list_;  // ... the list's names (plan_listed)
   std::vector<LoopPlan> plans_;  // per loop depth
   // Variables whose stored levels are all located at each coordinate of a dense loop, as inside
   // the blocks (a cuda rest's outer loop, spread over the grid: see lower_outside_blocks).

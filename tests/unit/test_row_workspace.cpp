@@ -40,7 +40,7 @@ TEST_CASE("row workspace: SpGEMM's rows gather in a workspace the width of C's c
   spgen::Compilation c = compile("C(i,j) = A(i,k) * B(k,j)",
                                  R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}}})");
   const std::vector<LevelPosition> positions = spgemm_positions();
-  const RowOutput computing{c.program, c.config, positions, false, -1, false,
+  const OutputContext computing{c.program, c.config, positions, false, -1, false,
                             spgen::loops::ScalarType::Float32, spgen::loops::ScalarType::Int32};
   std::vector<spgen::loops::Workspace> workspaces;
   const RowWorkspace rows = plan_row_workspace(computing, counter_names(), workspaces);
@@ -53,7 +53,7 @@ TEST_CASE("row workspace: SpGEMM's rows gather in a workspace the width of C's c
   CHECK(workspaces[0].name == rows.seen);
   CHECK(workspaces[2].type == spgen::loops::ScalarType::Float32);
   // Counting needs only the markers.
-  const RowOutput counting{c.program, c.config, positions, true, 1, false,
+  const OutputContext counting{c.program, c.config, positions, true, 1, false,
                            spgen::loops::ScalarType::Float32, spgen::loops::ScalarType::Int32};
   std::vector<spgen::loops::Workspace> counting_workspaces;
   plan_row_workspace(counting, counter_names(), counting_workspaces);
@@ -78,7 +78,7 @@ TEST_CASE("row workspace: a sum outside the output's rows is refused, naming the
   REQUIRE(c.program.iteration.iterators.front().var == "k");
   std::vector<LevelPosition> positions = spgemm_positions();
   positions[0].ready_depth = 1;
-  const RowOutput output{c.program, c.config, positions, false, -1, false,
+  const OutputContext output{c.program, c.config, positions, false, -1, false,
                          spgen::loops::ScalarType::Float32, spgen::loops::ScalarType::Int32};
   std::vector<spgen::loops::Workspace> workspaces;
   CHECK_THROWS_WITH_AS(plan_row_workspace(output, counter_names(), workspaces),
@@ -96,7 +96,7 @@ TEST_CASE("block-row workspace: C bsr = A csr + B csr gathers whole 2x2 blocks p
     positions[l].name = "pC" + std::to_string(l);
     positions[l].ready_depth = static_cast<int>(l);
   }
-  const RowOutput output{c.program, c.config, positions, false, -1, false,
+  const OutputContext output{c.program, c.config, positions, false, -1, false,
                          spgen::loops::ScalarType::Float32, spgen::loops::ScalarType::Int32};
   std::vector<spgen::loops::Workspace> workspaces;
   RowWorkspace rows;

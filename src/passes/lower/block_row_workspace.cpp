@@ -23,7 +23,7 @@ Expr offset_in_block(const sparse::Program& program) {
 
 }  // namespace
 
-void plan_block_row_workspace(const RowOutput& o, const FreshName& fresh_name, std::vector<Workspace>& workspaces,
+void plan_block_row_workspace(const OutputContext& o, const FreshName& fresh_name, std::vector<Workspace>& workspaces,
                               const RowWorkspace* owner, RowWorkspace& rows, BlockRows& blocks) {
   const sparse::Program& program = o.program;
   const sparse::SparseBuffer& output = program.output();
@@ -69,7 +69,7 @@ void plan_block_row_workspace(const RowOutput& o, const FreshName& fresh_name, s
 }
 
 // The block row then holds a block, so the compressed levels above open.
-Stmt scatter_into_block(const RowOutput& o, const RowWorkspace& rows, const BlockRows& blocks, Expr value,
+Stmt scatter_into_block(const OutputContext& o, const RowWorkspace& rows, const BlockRows& blocks, Expr value,
                         std::vector<Stmt> open_levels) {
   const sparse::SparseBuffer& output = o.program.output();
   const sparse::Axis& key_axis = o.program.axes[output.axes[output.gathered_level]];
@@ -95,7 +95,7 @@ Stmt scatter_into_block(const RowOutput& o, const RowWorkspace& rows, const Bloc
   return block(std::move(stmts));
 }
 
-Stmt append_block_row(const RowOutput& o, const RowWorkspace& rows, const BlockRows& blocks, Stmt row_loops, const std::string& why,
+Stmt append_block_row(const OutputContext& o, const RowWorkspace& rows, const BlockRows& blocks, Stmt row_loops, const std::string& why,
                       const FreshName& fresh_name) {
   const sparse::SparseBuffer& output = o.program.output();
   const sparse::Axis& key_axis = o.program.axes[output.axes[output.gathered_level]];

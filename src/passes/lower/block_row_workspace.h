@@ -19,18 +19,18 @@ namespace spgen::lowering {
 // gathered one) and `blocks`, and adds its arrays to `workspaces`; a rest inside another
 // lowering's block row (`owner`) uses the owner's arrays instead. A sum outside the block rows
 // is a SharedBlocksRefusal (lower.cpp then lists the output's entries into its blocks).
-void plan_block_row_workspace(const RowOutput& output, const FreshName& fresh_name, std::vector<loops::Workspace>& workspaces,
+void plan_block_row_workspace(const OutputContext& output, const FreshName& fresh_name, std::vector<loops::Workspace>& workspaces,
                               const RowWorkspace* owner, RowWorkspace& rows, BlockRows& blocks);
 
 // The write of `value` into its block: a block's first touch in the block row marks it, opens
 // the output's levels above (`open_levels`) and, computing, lists it and zeroes it; counting, it
 // counts a block under the block row.
-loops::Stmt scatter_into_block(const RowOutput& output, const RowWorkspace& rows, const BlockRows& blocks, loops::Expr value,
+loops::Stmt scatter_into_block(const OutputContext& output, const RowWorkspace& rows, const BlockRows& blocks, loops::Expr value,
                                std::vector<loops::Stmt> open_levels);
 
 // Around a block row's loops: an empty list before; after, the touched block columns sorted and
 // each block appended whole. `why` says in the kernel's comment why the blocks are gathered.
-loops::Stmt append_block_row(const RowOutput& output, const RowWorkspace& rows, const BlockRows& blocks, loops::Stmt row_loops,
+loops::Stmt append_block_row(const OutputContext& output, const RowWorkspace& rows, const BlockRows& blocks, loops::Stmt row_loops,
                              const std::string& why, const FreshName& fresh_name);
 
 }  // namespace spgen::lowering

@@ -16,7 +16,7 @@ using namespace loops;
 //
 // A COO segment has no position per row (its rows are the coordinates of the levels above the
 // last): a row is marked by its number among the rows this thread has visited.
-RowWorkspace plan_row_workspace(const RowOutput& o, const FreshName& fresh_name, std::vector<Workspace>& workspaces) {
+RowWorkspace plan_row_workspace(const OutputContext& o, const FreshName& fresh_name, std::vector<Workspace>& workspaces) {
   const sparse::Program& program = o.program;
   const sparse::SparseBuffer& output = program.output();
   const std::vector<LevelPosition>& levels = o.positions;
@@ -56,7 +56,7 @@ RowWorkspace plan_row_workspace(const RowOutput& o, const FreshName& fresh_name,
 // The row then holds an entry, so the compressed levels above it open: the row's marker is its
 // parent position, a cursor there, which a row that stays empty does not advance, and so shares
 // with the next row without having marked anything.
-Stmt scatter_into_row(const RowOutput& o, const RowWorkspace& rows, Expr value, std::vector<Stmt> open_levels,
+Stmt scatter_into_row(const OutputContext& o, const RowWorkspace& rows, Expr value, std::vector<Stmt> open_levels,
                       Expr value_position) {
   const sparse::SparseBuffer& output = o.program.output();
   const sparse::Axis& axis = o.program.axes[output.axes.back()];
@@ -79,7 +79,7 @@ Stmt scatter_into_row(const RowOutput& o, const RowWorkspace& rows, Expr value, 
                 std::make_shared<Store>(rows.values, j, std::move(value), true)});
 }
 
-Stmt append_row(const RowOutput& o, const RowWorkspace& rows, Stmt row_loops, const FreshName& fresh_name) {
+Stmt append_row(const OutputContext& o, const RowWorkspace& rows, Stmt row_loops, const FreshName& fresh_name) {
   Stmt next_row = o.coo_segment ? std::make_shared<Store>(rows.row_number, int64(0), int64(1), true) : nullptr;
   if (o.counting) return next_row ? block({row_loops, next_row}) : row_loops;
   const sparse::SparseBuffer& output = o.program.output();

@@ -3,14 +3,11 @@
 // coordinate order when it is done.
 #pragma once
 
-#include <functional>
 #include <string>
 #include <vector>
 
-#include "frontend/config.h"
 #include "ir/loop_ir.h"
-#include "ir/sparse_ir.h"
-#include "passes/lower/level_position.h"
+#include "passes/lower/output_context.h"
 
 namespace spgen::lowering {
 
@@ -33,34 +30,19 @@ struct BlockRows {
   std::string offset;  // the loop variable over a block's values (zeroing, appending)
 };
 
-// What the strategy reads of the lowering: the program's output, the positions of its levels,
-// and the phase (computing, or counting one level's entries).
-struct RowOutput {
-  const sparse::Program& program;
-  const Config& config;
-  const std::vector<LevelPosition>& positions;  // the output's levels
-  bool counting = false;
-  int counted_level = -1;
-  bool coo_segment = false;  // the output ends in a COO segment, whose rows are numbered
-  loops::ScalarType value_type, index_type;
-};
-
-// Makes a name no other part of the kernel uses, from the one wanted.
-using FreshName = std::function<std::string(const std::string&)>;
-
 // Names the workspace and adds its arrays to `workspaces` (counting needs only `seen`). A sum
 // outside the rows is a CompileError: no row could be finished before the next begins.
-RowWorkspace plan_row_workspace(const RowOutput& output, const FreshName& fresh_name, std::vector<loops::Workspace>& workspaces);
+RowWorkspace plan_row_workspace(const OutputContext& output, const FreshName& fresh_name, std::vector<loops::Workspace>& workspaces);
 
 // The write of `value` into the row: a coordinate's first touch in the row marks it, opens the
 // output's levels above (`open_levels`: their flags raised) and, computing, lists it and clears
 // its sum; counting, it counts an entry under the parent (`value_position`, a COO segment's).
-loops::Stmt scatter_into_row(const RowOutput& output, const RowWorkspace& rows, loops::Expr value,
+loops::Stmt scatter_into_row(const OutputContext& output, const RowWorkspace& rows, loops::Expr value,
                              std::vector<loops::Stmt> open_levels, loops::Expr value_position);
 
 // Around a row's loops: an empty list before; after, the touched coordinates sorted and the row
 // appended at the output's cursor (and a COO segment's next row numbered).
-loops::Stmt append_row(const RowOutput& output, const RowWorkspace& rows, loops::Stmt row_loops, const FreshName& fresh_name);
+loops::Stmt append_row(const OutputContext& output, const RowWorkspace& rows, loops::Stmt row_loops, const FreshName& fresh_name);
 
 // `slot` runs only while `cursor` is within the W slots of ELL row `row` (a parent position):
 // a row longer than the width, which the caller was to check on the counted positions, keeps
