@@ -1,5 +1,7 @@
 #include "passes/lower/level_access.h"
 
+#include <algorithm>
+
 #include "passes/lower/output_levels.h"
 
 namespace spgen::lowering {
@@ -248,6 +250,12 @@ Expr level_coordinate(const sparse::Axis& axis) {
   if (!axis.blocked_apart() || (axis.block == 1 && axis.block_part == BlockPart::Block)) return var(axis.index_var);
   if (axis.block == 1) return int64(0);  // the in-block coordinate of a block of one
   return binary(axis.block_part == BlockPart::Block ? BinOp::Div : BinOp::Mod, var(axis.index_var), int64(axis.block));
+}
+
+Expr structure_size(const sparse::Program& program, const sparse::SparseBuffer& buffer, ScalarType index_type, size_t levels) {
+  Expr size = int64(1);
+  for (size_t l = 0; l < std::min(levels, buffer.axes.size()); ++l) size = level_access(program.axes[buffer.axes[l]])->size(size, index_type);
+  return size;
 }
 
 }  // namespace spgen::lowering

@@ -5,6 +5,7 @@
 // reads: axis_length(), level_coordinate(), and the by-runs flags its callers pass.)
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -89,6 +90,9 @@ std::unique_ptr<LevelAccess> level_access(const sparse::Axis& axis);
 // one padded) or the block size; in prose and as an expression.
 std::string axis_length_prose(const sparse::Axis& axis);
 loops::Expr axis_length(const sparse::Axis& axis);
+// The number of positions of `buffer`'s first `levels` levels (all of them by default).
+loops::Expr structure_size(const sparse::Program& program, const sparse::SparseBuffer& buffer, loops::ScalarType index_type,
+                           size_t levels = SIZE_MAX);
 loops::Expr block_count(const std::string& dim, int64_t block);
 
 // The coordinate at which a level is read: its variable's, or the part a level blocked apart

@@ -1,10 +1,12 @@
-// passes/lower/row_workspace and block_row_workspace: the strategies of a sparse output whose rows
-// (or block rows) are gathered before they are appended, asked of a program without a lowering.
+// The output strategies of passes/lower, asked of a program without a lowering: row_workspace and
+// block_row_workspace (rows, or block rows, gathered before they are appended) and listed_output
+// (entries listed, sorted, summed and packed).
 #include <doctest/doctest.h>
 
 #include "compile_helpers.h"
 #include "ir/loop_ir_printer.h"
 #include "passes/lower/block_row_workspace.h"
+#include "passes/lower/listed_output.h"
 #include "passes/lower/row_workspace.h"
 
 using namespace spgen_test;
@@ -123,4 +125,30 @@ TEST_CASE("block-row workspace: C bsr = A csr + B csr gathers whole 2x2 blocks p
   CHECK(none.empty());
   CHECK(rest_rows.values == rows.values);
   CHECK(rest_rows.seen == rows.seen);
+}
+
+TEST_CASE("listed output: C csc = A csr lists each entry keyed by (j, i), then sorts, sums repeats and packs") {
+  spgen::Compilation c = compile("C(i,j) = A(i,j)", R"({"tensors": {"A": {"format": "csr"}, "C": {"format": "csc"}}})");
+  std::vector<LevelPosition> positions(2);
+  const OutputContext output{c.program, c.config, positions, false, -1, false,
+                             spgen::loops::ScalarType::Float64, spgen::loops::ScalarType::Int32};
+  const EntryList list{"C_keys", "C_entries", "C_listed"};
+  const std::string entry = dump(list_entry(output, list, spgen::loops::var("x")));
+  INFO(entry);
+  CHECK(entry.find("C_keys[C_listed] = j * dim_i + i") != std::string::npos);  // storage order: j, then i
+  CHECK(entry.find("C_entries[C_listed] = x") != std::string::npos);
+  CHECK(entry.find("C_listed += 1") != std::string::npos);
+  const std::string packed = dump(list_and_pack(output, list, nullptr, "it stores i below j", counter_names()));
+  INFO(packed);
+  CHECK(packed.find("(out of order: it stores i below j)") != std::string::npos);
+  CHECK(packed.find("sort C_keys[0, C_listed) with C_entries") != std::string::npos);
+  CHECK(packed.find("for sum repeats of C") != std::string::npos);
+  CHECK(packed.find("for pack C") != std::string::npos);
+  // Counting level 1: only keys, and the entries counted per column.
+  const OutputContext counting{c.program, c.config, positions, true, 1, false,
+                               spgen::loops::ScalarType::Float64, spgen::loops::ScalarType::Int32};
+  const std::string counted = dump(list_and_pack(counting, list, nullptr, "it stores i below j", counter_names()));
+  INFO(counted);
+  CHECK(counted.find("C_entries") == std::string::npos);
+  CHECK(counted.find("count the entries of level 1 per parent position") != std::string::npos);
 }
