@@ -22,6 +22,7 @@
 #include "passes/lower/loop_plan.h"
 #include "passes/lower/output_levels.h"
 #include "passes/lower/output_order.h"
+#include "passes/lower/output_strategy.h"
 #include "passes/lower/part_programs.h"
 #include "passes/lower/row_workspace.h"
 #include "passes/lower/runs.h"
@@ -593,6 +594,12 @@ class Lowering {
   }
 
   // ---- the output ----
+  // Its rows (or block rows) are gathered in a workspace, then appended.
+  bool scattered() const {
+    return output_strategy_ == OutputStrategy::RowWorkspace || output_strategy_ == OutputStrategy::BlockRowWorkspace;
+  }
+  bool block_rows() const { return output_strategy_ == OutputStrategy::BlockRowWorkspace; }
+
   void plan_output() {
     const sparse::SparseBuffer& output = program_.output();
     int loops = static_cast<int>(program_.iteration.iterators.size());
@@ -622,26 +629,31 @@ class Lowering {
     // below a dense or ragged last level they just add into its entries. Counting a level above
     // the last needs no workspace: a row holds an entry as soon as anything is written under it.
     coo_segment_ = assembled_ && output.format.levels[entry_level(output.format)] == LevelKind::CompressedNonUnique;
-    scattered_ = assembled_ && reduction_outside &&
-                 (output.format.levels.back() == LevelKind::Compressed || output.format.levels.back() == LevelKind::SparseFixed ||
-                  coo_segment_) &&
-                 (!counting_ || counted_level_ == entry_level(output.format));
-    block_rows_ = assembled_ && output.gathered_level >= 0 && (!counting_ || counted_level_ == output.gathered_level);
-    rest_in_rows_ = assembled_ && output.gathered_level >= 0 && (!counting_ || counted_level_ <= output.gathered_level);
-    scattered_ |= block_rows_;
-    if (listed_) scattered_ = block_rows_ = rest_in_rows_ = false;
+    OutputFacts facts;
+    facts.assembled = assembled_;
+    facts.listed = listed_;
+    if (assembled_) {  // (a dense output may have no levels: a scalar)
+      facts.reduction_outside = reduction_outside;
+      facts.last_level_gathers = output.format.levels.back() == LevelKind::Compressed ||
+                                 output.format.levels.back() == LevelKind::SparseFixed || coo_segment_;
+      facts.entry_level = entry_level(output.format);
+      facts.gathered_level = output.gathered_level;
+      facts.counted_level = counting_ ? counted_level_ : -1;
+    }
+    output_strategy_ = choose_output_strategy(facts);
+    rest_in_rows_ = assembled_ && !listed_ && output.gathered_level >= 0 && (!counting_ || counted_level_ <= output.gathered_level);
     if (block_row_owner_) share_owner_rows();
     if (assembled_ && !listed_) plan_open_levels(output);
     if (rest_in_rows_ && !outside_blocks_of_.empty())  // (the rest raises the flags too)
       for (OpenLevel& open : open_levels_) open.every_iteration = false;
     if (block_row_owner_) share_owner_flags();
-    if (rest_in_rows_ && !block_rows_ && (!outside_blocks_of_.empty() || block_row_owner_)) {
+    if (rest_in_rows_ && !block_rows() && (!outside_blocks_of_.empty() || block_row_owner_)) {
       // Counting a compressed level above the gathered one (block-DCSR's block rows): the rest
       // still runs inside each block row, raising the same flag.
       rows_.row_depth = gathered_row_depth();
     }
-    if (block_rows_) plan_block_workspace();
-    else if (scattered_) plan_workspace();
+    if (block_rows()) plan_block_workspace();
+    else if (scattered()) plan_workspace();
     output_overwrites_ = !accumulate && !reduction_outside;
     bool some_entry_unvisited = false;
     if (output.shares_structure_with.empty())
@@ -679,7 +691,7 @@ class Lowering {
     if (assembled_ && !counting_)
       needs_zero_fill_ = dense_below_compressed_or_ragged(output.format) || output.format.levels.back() == LevelKind::DenseVariable ||
                          output.format.levels.back() == LevelKind::SparseFixed;
-    if (block_rows_) needs_zero_fill_ = false;  // each block is appended whole, its zeros included
+    if (block_rows()) needs_zero_fill_ = false;  // each block is appended whole, its zeros included
     if (scalar_accumulator_) accumulator_ = fresh_name("acc");
     split_hoistable_factors();
   }
@@ -788,7 +800,7 @@ class Lowering {
   // Only the dense in-block loops of blocked indices (a blocked output's whole blocks) lie between
   // the loop at `depth` and the output's entries: each of its iterations writes some.
   bool writes_every_iteration(int depth) const {
-    if (scattered_ || depth >= output_depth_) return false;
+    if (scattered() || depth >= output_depth_) return false;
     for (int d = depth + 1; d <= output_depth_; ++d) {
       const std::string& loop_var = program_.iteration.iterators[d].var;
       const sparse::BlockedVar* blocked = program_.blocked_loop(loop_var);
@@ -995,8 +1007,8 @@ class Lowering {
                         list_entry(std::move(value)));
     if (!assembled_)
       return std::make_shared<Store>(output.values, value_position(output.tensor), std::move(value), !output_overwrites_);
-    if (block_rows_) return scatter_into_block(std::move(value));
-    if (scattered_) return scatter(std::move(value));
+    if (block_rows()) return scatter_into_block(std::move(value));
+    if (scattered()) return scatter(std::move(value));
     std::vector<Stmt> stmts = open_levels();
     Expr cursor = value_position(output.tensor);
     int entries = entry_level(output.format);
@@ -1136,7 +1148,7 @@ class Lowering {
     if (assembled_ && depth > append_depth_ && depth <= output_depth_ && !inside_marked_blocks(depth))  // (summed loops inside touch neither)
       annotations.sequential_reason = std::string(counting_ ? "it counts" : "it appends") + " the entries of " +
                                       program_.output().tensor + " under one parent position";
-    if (scattered_ && depth > rows_.row_depth)
+    if (scattered() && depth > rows_.row_depth)
       annotations.sequential_reason = "it adds into the row workspace of " + program_.output().tensor;
     // A summed loop above a ragged output's rows: its lengths and values have no private copies.
     if (assembled_ && depth <= append_depth_ && program_.iteration.iterators[depth].is_reduction)
@@ -1761,15 +1773,15 @@ class Lowering {
                                                  " does not have; leave out the fuse, or make " + output.tensor + " dense"));
     if (listed_) return;  // each part lists its entries in a nest of its own (listed_parts_nests)
     const std::string where = "/tensors/" + output.tensor + "/format";
-    bool into_rows = scattered_ && !block_rows_ && rows_.row_depth + 1 == shared_loops_;
+    bool into_rows = scattered() && !block_rows() && rows_.row_depth + 1 == shared_loops_;
     // A blocked output's block row (its loops outside the summed one: plan_block_workspace)
     // gathers every entry under it, the parts' too.
-    bool into_blocks = block_rows_ && rows_.row_depth < shared_loops_;
+    bool into_blocks = block_rows() && rows_.row_depth < shared_loops_;
     // A dense or ragged last level below the summed loop: its entries are located, not appended,
     // so each part adds into them where its own loops find them (the levels above are bound by
     // the shared loops, else the entries would be listed).
     const LevelKind last = output.format.levels.back();
-    bool into_entries = !scattered_ && !block_rows_ && output_depth_ >= shared_loops_ &&
+    bool into_entries = !scattered() && !block_rows() && output_depth_ >= shared_loops_ &&
                         (last == LevelKind::Dense || last == LevelKind::DenseVariable);
     if (!into_rows && !into_blocks && !parts_add_into_sum() && !into_entries)
       throw CompileError(format_config_error(
@@ -1822,8 +1834,8 @@ class Lowering {
       Stmt added_nest = lowering.lower_added_part(*this);
       used_names_ = lowering.used_names_;
       std::string into = parts_add_into_sum() ? "the sum " + accumulator_
-                         : block_rows_      ? "the block row workspace of " + program_.output().tensor
-                         : scattered_       ? "the row workspace of " + program_.output().tensor
+                         : block_rows()      ? "the block row workspace of " + program_.output().tensor
+                         : scattered()       ? "the row workspace of " + program_.output().tensor
                                             : "the entries of " + program_.output().tensor;
       const bool negated = part.body->kind == ast::ExprKind::Neg;  // "- b(i)" rather than "+ -b(i)"
       stmts.push_back(std::make_shared<Comment>((negated ? "- " : "+ ") + describe_terms(negated ? *part.body->lhs : *part.body, part.summed) +
@@ -1993,11 +2005,10 @@ class Lowering {
     // Into a block-row workspace, a term of the part without its blocked operand (D + E, D bsr,
     // E csr: E's entries outside D's blocks) follows in the same block row (rest_in_block_row),
     // as beside the body's blocks; elsewhere it would be a second nest of the part.
-    const bool rest_in_block_row = body.block_rows_ && !outside_blocks_of_.empty();
+    const bool rest_in_block_row = body.block_rows() && !outside_blocks_of_.empty();
     if (!rest_in_block_row) check_part_without_rest();
     plan_positions();
-    scattered_ = body.scattered_;
-    block_rows_ = body.block_rows_;
+    output_strategy_ = body.output_strategy_;
     rest_in_rows_ = body.rest_in_rows_;
     blocks_ = body.blocks_;
     coo_segment_ = body.coo_segment_;
@@ -2035,15 +2046,15 @@ class Lowering {
       body.push_back(innermost_statement());
       return block(std::move(body));
     }
-    if (rest_in_rows_ && !block_rows_ && !outside_blocks_of_.empty() && depth - 1 == rows_.row_depth && !added_to_ &&
+    if (rest_in_rows_ && !block_rows() && !outside_blocks_of_.empty() && depth - 1 == rows_.row_depth && !added_to_ &&
         !block_row_owner_) {
       body.push_back(block({loop_and_added_parts(depth), rest_in_block_row()}));
       return block(std::move(body));
     }
-    if (scattered_ && depth - 1 == rows_.row_depth && !added_to_ && !block_row_owner_) {
-      if (block_rows_ && !outside_blocks_of_.empty())
+    if (scattered() && depth - 1 == rows_.row_depth && !added_to_ && !block_row_owner_) {
+      if (block_rows() && !outside_blocks_of_.empty())
         body.push_back(around_block_row(block({loop_and_added_parts(depth), rest_in_block_row()})));
-      else body.push_back(block_rows_ ? around_block_row(loop_and_added_parts(depth)) : around_row(loop_and_added_parts(depth)));
+      else body.push_back(block_rows() ? around_block_row(loop_and_added_parts(depth)) : around_row(loop_and_added_parts(depth)));
       return block(std::move(body));
     }
     if (depth - 1 == output_depth_ && scalar_accumulator_ && counting_) {
@@ -2434,8 +2445,7 @@ class Lowering {
   std::map<std::string, int> skip_levels_above_;
   const Lowering* block_row_owner_ = nullptr;  // ... inside this lowering's block row, into its workspace
   bool assembled_;  // the output's structure is built here (see LoweringPhase)
-  bool scattered_ = false;  // ... and its rows are gathered in a workspace (see plan_workspace)
-  bool block_rows_ = false;
+  OutputStrategy output_strategy_ = OutputStrategy::InPlace;  // how it is written (plan_output)
   // The output's blocks are gathered per block row (in this phase, or the levels above counted):
   // a rest beside a blocked operand runs inside each block row (rest_in_block_row).
   bool rest_in_rows_ = false;

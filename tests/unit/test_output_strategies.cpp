@@ -7,6 +7,7 @@
 #include "ir/loop_ir_printer.h"
 #include "passes/lower/block_row_workspace.h"
 #include "passes/lower/listed_output.h"
+#include "passes/lower/output_strategy.h"
 #include "passes/lower/row_workspace.h"
 
 using namespace spgen_test;
@@ -151,4 +152,38 @@ TEST_CASE("listed output: C csc = A csr lists each entry keyed by (j, i), then s
   INFO(counted);
   CHECK(counted.find("C_entries") == std::string::npos);
   CHECK(counted.find("count the entries of level 1 per parent position") != std::string::npos);
+}
+
+TEST_CASE("output strategy: the decision table") {
+  OutputFacts dense;
+  CHECK(choose_output_strategy(dense) == OutputStrategy::InPlace);
+  OutputFacts csr;  // C csr = A csr + B csr: appended through cursors
+  csr.assembled = true;
+  csr.last_level_gathers = true;
+  csr.entry_level = 1;
+  CHECK(choose_output_strategy(csr) == OutputStrategy::Appended);
+  OutputFacts spgemm = csr;  // C = A B: a sum over k inside each row
+  spgemm.reduction_outside = true;
+  CHECK(choose_output_strategy(spgemm) == OutputStrategy::RowWorkspace);
+  spgemm.counted_level = 1;  // counting the entries: the workspace marks them
+  CHECK(choose_output_strategy(spgemm) == OutputStrategy::RowWorkspace);
+  OutputFacts dcsr_spgemm = spgemm;  // counting the rows (level 0) of a dcsr output: no workspace
+  dcsr_spgemm.counted_level = 0;
+  CHECK(choose_output_strategy(dcsr_spgemm) == OutputStrategy::Appended);
+  OutputFacts ragged = spgemm;  // a dense or ragged last level adds in place under its row
+  ragged.last_level_gathers = false;
+  ragged.counted_level = -1;
+  CHECK(choose_output_strategy(ragged) == OutputStrategy::Appended);
+  OutputFacts bsr = csr;  // C bsr = A csr + B csr: block rows, while computing or counting the gathered level
+  bsr.gathered_level = 1;
+  bsr.entry_level = 3;
+  CHECK(choose_output_strategy(bsr) == OutputStrategy::BlockRowWorkspace);
+  bsr.counted_level = 1;
+  CHECK(choose_output_strategy(bsr) == OutputStrategy::BlockRowWorkspace);
+  bsr.counted_level = 0;
+  CHECK(choose_output_strategy(bsr) == OutputStrategy::Appended);
+  OutputFacts csc = spgemm;  // out of storage order: listed, whatever else holds
+  csc.listed = true;
+  CHECK(choose_output_strategy(csc) == OutputStrategy::Listed);
+  CHECK(std::string(output_strategy_name(OutputStrategy::BlockRowWorkspace)) == "block-row workspace");
 }
