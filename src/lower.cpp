@@ -27,6 +27,7 @@
 #include "passes/infer_output_format.h"
 #include "passes/lower_to_loops.h"
 #include "passes/nest_plan.h"
+#include "passes/output_fill.h"
 #include "passes/place_sum_parts.h"
 #include "passes/read_previous_output.h"
 #include "passes/simplify_declares.h"
@@ -63,7 +64,7 @@ GenerationContext make_context(const Compilation& c, const CompileInput& input) 
     }
     if (buffer.format.levels.empty()) line += " none: a scalar";
     line += ")";
-    if (buffer.format_inferred) line += ", inferred from the operands";
+    if (buffer.format_inferred) line += ", inferred from the operands (" + buffer.format_reason + ")";
     if (!buffer.shares_structure_with.empty()) line += ", sharing the structure of " + buffer.shares_structure_with;
     if (buffer.previous_output)
       line += ", the value of " + c.program.output().tensor + " before the call (`+=`: " + c.program.output().tensor +
@@ -348,6 +349,10 @@ void lower_decomposition(Compilation& c) {
   c.decomposition = decompose_operand(c.spec, c.config);
   const Decomposition& d = *c.decomposition;
   c.program = build_sparse_ir(c.spec, c.config);  // the declared formats: the inspector's input
+  if (c.config.infer_output_format) {  // (dense: decompose_operand checked)
+    c.program.buffers.front().format_inferred = true;
+    c.program.buffers.front().format_reason = describe_fill(c.spec, expected_fill(c.spec, c.config));
+  }
   std::vector<bool> applied(c.config.schedule.size(), false);
   applied[0] = true;
   for (const DecomposedPart& part : d.parts) {
@@ -391,6 +396,7 @@ sparse::Program whole_program(const ast::Spec& spec, const Config& config, const
   sparse::Program program = build_sparse_ir(whole, config);
   program.spec_text = ast::to_string(spec);
   program.buffers.front().format_inferred = inferred;
+  if (inferred) program.buffers.front().format_reason = describe_fill(spec, expected_fill(spec, config));
   return program;
 }
 

@@ -62,6 +62,7 @@ struct SparseBuffer {
   bool is_output = false;
   std::string shares_structure_with;  // tensor whose axes this output reuses, or empty
   bool format_inferred = false;       // the output's format came from its operands (infer_output_format)
+  std::string format_reason;          // ... why, per index variable (passes/output_fill.h)
   bool previous_output = false;       // an input holding the output's value before a `+=` kernel (read_previous_output)
   // An assembled output blocked where no operand is (C bsr = A csr + B csr): this compressed
   // level's coordinate keys a workspace that gathers one parent position's blocks (a block row)

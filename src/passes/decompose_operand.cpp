@@ -1,5 +1,7 @@
 #include "passes/decompose_operand.h"
 
+#include "passes/output_fill.h"
+
 #include <algorithm>
 #include <type_traits>
 #include <variant>
@@ -118,8 +120,16 @@ Decomposition decompose_operand(const ast::Spec& spec, const Config& config) {
     fail("the inspector reads " + tensor + " as csr, but its format is " + declared.name + "; give " + tensor +
          " the format \"csr\"");
   const std::string& output = spec.output.tensor;
-  if (config.infer_output_format || !config.format_of(output).all_dense())
+  // An output whose format is left open is dense here when its fill says so (passes/output_fill.h).
+  if (config.infer_output_format) {
+    const OutputFill fill = expected_fill(spec, config);
+    for (const std::string& var : spec.output.indices)
+      if (fill.sparse.at(var))
+        fail("the parts add into the output, which must be dense, but " + output + " would be inferred sparse in " + var + " (" +
+             fill.reason.at(var) + "): give " + output + " the format \"dense\"");
+  } else if (!config.format_of(output).all_dense()) {
     fail("the parts add into the output, which must be dense: give " + output + " the format \"dense\"");
+  }
   const auto accesses = ast::collect_accesses(*spec.rhs);
   long uses = std::count_if(accesses.begin(), accesses.end(), [&](const ast::Access* a) { return a->tensor == tensor; });
   if (uses != 1 || !is_linear_factor(*spec.rhs, tensor))
@@ -152,6 +162,7 @@ Decomposition decompose_operand(const ast::Spec& spec, const Config& config) {
     part.config.formats.erase(tensor);
     part.config.formats[part.tensor] = part_format(part, d.op);
     part.config.schedule.clear();
+    part.config.infer_output_format = false;  // (dense, decided above for the whole kernel)
     for (size_t i = 1; i < config.schedule.size(); ++i)
       if (schedules_part(config, config.schedule[i], part.name)) part.config.schedule.push_back(config.schedule[i]);
   }

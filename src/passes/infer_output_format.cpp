@@ -4,23 +4,11 @@
 
 #include "passes/build_sparse_ir.h"
 #include "passes/infer_loop_order.h"
+#include "passes/output_fill.h"
 #include "support/diagnostics.h"
 
 namespace spgen {
 namespace {
-
-// Some operand stores `var` in a level that is not dense, so the output need not hold every
-// coordinate of it.
-bool stored_sparsely(const sparse::Program& program, const std::string& var) {
-  for (const sparse::SparseBuffer& buffer : program.buffers) {
-    if (buffer.is_output) continue;
-    for (size_t level = 0; level < buffer.format.levels.size(); ++level)
-      if (buffer.format.levels[level] != LevelKind::Dense &&
-          buffer.indices[static_cast<size_t>(buffer.format.mode_order[level])] == var)
-        return true;
-  }
-  return false;
-}
 
 // The shorthand that spells `format`, or "custom".
 std::string shorthand_name(const Format& format) {
@@ -46,11 +34,11 @@ void infer_output_format(sparse::Program& program, Config& config, const ast::Sp
   std::stable_sort(modes.begin(), modes.end(), [&](int a, int b) {
     return program.depth_of(output.indices[static_cast<size_t>(a)]) < program.depth_of(output.indices[static_cast<size_t>(b)]);
   });
+  const OutputFill fill = expected_fill(spec, config);
   Format format;
   format.mode_order = modes;
   for (int mode : modes)
-    format.levels.push_back(stored_sparsely(program, output.indices[static_cast<size_t>(mode)]) ? LevelKind::Compressed
-                                                                                                 : LevelKind::Dense);
+    format.levels.push_back(fill.sparse.at(output.indices[static_cast<size_t>(mode)]) ? LevelKind::Compressed : LevelKind::Dense);
   // No compressed level above a dense one: a dense level holds every coordinate under each
   // parent, so the levels above it gain nothing from being compressed (and a compressed level
   // above a dense one would need per-parent assembly of a dense block for a few entries).
@@ -94,6 +82,7 @@ void infer_output_format(sparse::Program& program, Config& config, const ast::Sp
     infer_loop_order(program, config);
   }
   program.buffers.front().format_inferred = true;
+  program.buffers.front().format_reason = describe_fill(spec, fill);
 }
 
 }  // namespace spgen

@@ -1,6 +1,7 @@
 // Pass 4b: the output's format, when the config omits it (or says "auto"), inferred from the
-// operands by Scorch's rule: a level is compressed if some operand stores its index variable in
-// a level that is not dense, else dense; the levels follow the loop order.
+// operands by Scorch's rule, weighing the fill (passes/output_fill.h): a level is compressed
+// where the output is expected to hold its index variable sparsely, else dense; the levels follow
+// the loop order, and none is compressed below a dense one.
 #pragma once
 
 #include "frontend/ast.h"

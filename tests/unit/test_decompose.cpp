@@ -86,8 +86,13 @@ TEST_CASE("decompose: refused where the sum of the parts is not the kernel") {
         "c.json: /schedule/0: error: decompose: the inspector reads A as csr, but its format is csc; give A the format \"csr\"\n");
   CHECK(error_of(kSpmm, config_with(kEllCoo, R"("A": {"format": "csr"}, "C": {"format": "csr"})")) ==
         "c.json: /schedule/0: error: decompose: the parts add into the output, which must be dense: give C the format \"dense\"\n");
-  CHECK(error_of(kSpmm, config_with(kEllCoo, R"("A": {"format": "csr"})")) ==
-        "c.json: /schedule/0: error: decompose: the parts add into the output, which must be dense: give C the format \"dense\"\n");
+  // An output left to inference is dense where its fill says so (SpMM's C), and refused where it is not.
+  const spgen::Compilation inferred = compile(kSpmm, config_with(kEllCoo, R"("A": {"format": "csr"})"));
+  CHECK(contains(inferred.files[0].text, "//   C: dense (levels dense i, dense k), inferred from the operands (i dense: no operand "
+                                         "stores it sparsely; k dense: no operand stores it sparsely)\n"));
+  CHECK(error_of("Y(i,j) = A(i,j) * x(i)", config_with(kEllCoo, R"("A": {"format": "csr"})")) ==
+        "c.json: /schedule/0: error: decompose: the parts add into the output, which must be dense, but Y would be inferred "
+        "sparse in j (stored sparsely by A): give Y the format \"dense\"\n");
   const std::string sum = "C(i,j) = A(i,j) + B(i,j)";
   CHECK(error_of(sum, config_with(kEllCoo, R"("A": {"format": "csr"}, "B": {"format": "dense"}, "C": {"format": "dense"})")) ==
         "c.json: /schedule/0: error: decompose: the kernel must be a sum of the parts' kernels: A must appear once, as a factor "

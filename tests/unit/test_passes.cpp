@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "compile_helpers.h"
+#include "passes/output_fill.h"
 #include "ir/loop_ir_printer.h"
 #include "lower.h"
 
@@ -840,6 +841,28 @@ std::string output_line(const std::string& spec, const std::string& config) {
   return dump.substr(begin, dump.find('\n', end) - begin);
 }
 }  // namespace
+
+TEST_CASE("output fill: sparse where a product's factor stores the index sparsely, dense where a sum unions every fibre") {
+  auto fill = [](const std::string& spec, const std::string& config) {
+    const spgen::Compilation c = compile(spec, config);
+    return spgen::describe_fill(c.spec, spgen::expected_fill(c.spec, c.config));
+  };
+  // A sum over every i of A's rows fills nearly every j (the issue's y = A^T x).
+  CHECK(fill("y(j) = A(i,j) * x(i)", R"({"tensors": {"A": {"format": "csr"}}})") ==
+        "j dense: the sum over i unions A's fibres of every i, which fills nearly every j");
+  // ... unless another operand selects the rows: x sparse (SpMSpV), or A's row in SpGEMM.
+  CHECK(fill("y(j) = A(i,j) * x(i)", R"({"tensors": {"A": {"format": "csr"}, "x": {"format": "sv"}}})") == "j sparse: stored sparsely by A");
+  CHECK(fill("C(i,j) = A(i,k) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}}})") ==
+        "i dense: no operand stores it sparsely; j sparse: stored sparsely by B");
+  // A sum is sparse only where every term is; a product where any factor is.
+  CHECK(fill("C(i,j) = A(i,j) + D(i,j)", R"({"tensors": {"A": {"format": "dcsr"}}})") ==
+        "i dense: a term of the sum holds every i; j dense: a term of the sum holds every j");
+  CHECK(fill("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "dcsr"}, "B": {"format": "csr"}}})") ==
+        "i dense: a term of the sum holds every i; j sparse: stored sparsely by A and B");
+  CHECK(fill(kSddmm, R"({"tensors": {"X": {"format": "csr"}}})") == "i dense: no operand stores it sparsely; j sparse: stored sparsely by X");
+  CHECK(fill("A(i,j) = B(i,j,k) * c(k)", R"({"tensors": {"B": {"format": "csf"}}})") ==
+        "i sparse: stored sparsely by B; j sparse: stored sparsely by B");  // (k is summed below j: a sampling)
+}
 
 TEST_CASE("output format inference: compressed where an operand stores the index sparsely, levels in loop order") {
   // csr + csr: i is dense in both, j compressed.

@@ -41,7 +41,7 @@ TEST_CASE("split sum: one part per set of summed indices, the first writing, the
   CHECK(contains(source, "extern \"C\" void k(\n"));
   const std::string& header = c.files[0].text;
   CHECK(contains(header, "//   y(i) = A(i,j) * x(j) + b(i)\n"));
-  CHECK(contains(header, "//   y: dense (levels dense i), inferred from the operands\n"));
+  CHECK(contains(header, "//   y: dense (levels dense i), inferred from the operands (i dense: a term of the sum holds every i)\n"));
   CHECK(contains(header, "// Schedule:\n//   2 loop nests in turn, one per set of summed indices:\n"
                          "//     part1: y(i) = A(i,j) * x(j) (summed over j)\n//     part2: y(i) += b(i) (no summed index)\n"));
   CHECK(contains(header, "// ABI: void k(...)"));
@@ -138,10 +138,18 @@ TEST_CASE("split sum: an output that several loop nests cannot write is one loop
       compile("Y(i,j) = X(i,j) * A(i,k) * B(j,k) + C(i,j)", config_with(R"("X": {"format": "csr"}, "Y": {"format": "csr"})"));
   CHECK(shared_once.parts.empty());
   CHECK(shared_once.assemble.size() == 1);
-  // An inferred format, from the whole spec: sv (b's), assembled in one nest.
-  spgen::Compilation inferred = compile(kSpmvBias, config_with(R"("A": {"format": "csc"}, "b": {"format": "sv"})"));
+  // An inferred format, from the whole spec: sv where every term is sparse in i (A csr's rows
+  // selected by x sv, and b sv), assembled in one nest.
+  spgen::Compilation inferred =
+      compile(kSpmvBias, config_with(R"("A": {"format": "dcsr"}, "x": {"format": "sv"}, "b": {"format": "sv"})"));
   CHECK(inferred.parts.empty());
-  CHECK(contains(inferred.files[0].text, "//   y: sv (levels compressed i), inferred from the operands\n"));
+  CHECK(contains(inferred.files[0].text, "//   y: sv (levels compressed i), inferred from the operands (i sparse: stored sparsely by A and "
+                                         "b)\n"));
+  // A csc sums its columns over every j, which fills nearly every i: y is dense, a nest per part.
+  spgen::Compilation unioned = compile(kSpmvBias, config_with(R"("A": {"format": "csc"}, "b": {"format": "sv"})"));
+  CHECK(!unioned.parts.empty());
+  CHECK(contains(unioned.files[0].text, "//   y: dense (levels dense i), inferred from the operands (i dense: the sum over j unions A's "
+                                        "fibres of every j, which fills nearly every i)\n"));
   // A decomposition stays a sum of one loop nest per part of A.
   CHECK(contains(error_of(kSpmvBias, config_with(R"("A": {"format": "csr"}, "y": {"format": "dense"})",
                                                  R"({"op": "decompose", "tensor": "A", "format": "ell+coo", "width": 4})")),
