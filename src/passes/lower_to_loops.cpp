@@ -18,6 +18,7 @@
 #include "passes/lower/iteration_space.h"
 #include "passes/lower/level_access.h"
 #include "passes/lower/level_position.h"
+#include "passes/lower/open_levels.h"
 #include "passes/lower/listed_output.h"
 #include "passes/lower/loop_plan.h"
 #include "passes/lower/output_levels.h"
@@ -819,77 +820,19 @@ class Lowering {
     return program_.axes[output.axes[entry_level(output.format)]].kind == sparse::AxisKind::DenseFixed;
   }
 
-  // The flags of the levels whose coordinate the loop at `depth` binds, around that loop's body;
-  // a level written at every iteration is marked before the body instead.
+  // The statements of the open levels (passes/lower/open_levels.h).
   Stmt with_open_flags(int depth, Stmt body) const {
     if (std::none_of(open_levels_.begin(), open_levels_.end(), [&](const OpenLevel& open) { return open.depth == depth; }))
       return body;
-    std::vector<Stmt> stmts;
-    for (const OpenLevel& open : open_levels_) {
-      if (open.depth != depth || !open.fused_row.empty()) continue;
-      if (!open.every_iteration)
-        stmts.push_back(std::make_shared<Declare>(open.flag, ScalarType::Bool, std::make_shared<IntImm>(0, ScalarType::Bool), true));
-      else if (!open.counted)
-        stmts.push_back(store_open_coordinate(open.level, open.last_level, open.cursor));
-    }
-    stmts.push_back(body);
-    for (const OpenLevel& open : open_levels_) {
-      if (open.depth != depth || !open.fused_row.empty()) continue;
-      Expr entries = open.every_iteration ? int64(1) : cast(ScalarType::Int64, var(open.flag, ScalarType::Bool));
-      if (!open.counted) {
-        stmts.push_back(std::make_shared<Assign>(open.cursor, entries, true));
-      } else {
-        const sparse::Axis& axis = program_.axes[program_.output().axes[open.level]];
-        Expr slot = add(value_position(program_.output().tensor), int64(1));
-        // Under a parent that is itself a cursor (the next free position), an empty last parent
-        // leaves the cursor one past the counts; under a ragged level, a row is only as long as
-        // its largest coordinate that holds entries, so a larger one is past its positions: only
-        // a coordinate that holds entries counts.
-        const std::vector<LevelPosition>& levels = positions_.at(program_.output().tensor);
-        bool under_ragged = false;
-        for (int above = 0; above < open.level; ++above)
-          under_ragged |= program_.axes[program_.output().axes[above]].kind == sparse::AxisKind::DenseVariable;
-        if (axis.kind == sparse::AxisKind::DenseVariable) {
-          Stmt lengthen = store_ragged_length(axis, slot);
-          stmts.push_back(open.every_iteration ? lengthen : std::make_shared<If>(var(open.flag, ScalarType::Bool), lengthen, nullptr));
-        } else if (open.level > 0 && (levels[open.level - 1].is_cursor || under_ragged) && !open.every_iteration) {
-          stmts.push_back(std::make_shared<If>(var(open.flag, ScalarType::Bool),
-                                               std::make_shared<Store>(axis.pos, slot, cast(index_type_, int64(1)), true), nullptr));
-        } else {
-          stmts.push_back(std::make_shared<Store>(axis.pos, slot, cast(index_type_, entries), true));
-        }
-      }
-    }
-    return block(std::move(stmts));
+    const bool counts_here = std::any_of(open_levels_.begin(), open_levels_.end(),
+                                         [&](const OpenLevel& open) { return open.depth == depth && open.counted; });
+    return lowering::with_open_flags(output_context(), open_levels_, depth, std::move(body),
+                                     counts_here ? value_position(program_.output().tensor) : nullptr);
   }
-
-  // An entry is written below: raise the flag of every level above it, and (filling) store their
-  // coordinates at their cursors, which is the same store for every entry under one coordinate.
-  std::vector<Stmt> open_levels() const {
-    std::vector<Stmt> stmts;
-    for (const OpenLevel& open : open_levels_) {
-      if (open.every_iteration || !open.fused_row.empty()) continue;  // marked before its loop's body
-      if (!counting_) stmts.push_back(store_open_coordinate(open.level, open.last_level, open.cursor));
-      stmts.push_back(std::make_shared<Assign>(open.flag, std::make_shared<IntImm>(1, ScalarType::Bool), false));
-    }
-    return stmts;
-  }
-
-  // A ragged row's length is its largest coordinate + 1, whatever order the entries come in
-  // (counts sit one slot up, at `slot`, for the prefix sum).
-  Stmt store_ragged_length(const sparse::Axis& axis, Expr slot) const {
-    Expr length = binary(BinOp::Max, load(axis.pos, slot, index_type_), cast(index_type_, add(var(axis.index_var), int64(1))));
-    return std::make_shared<Store>(axis.pos, slot, length, false);
-  }
-
-  // The coordinate of the output's open level (and of a COO segment's singletons), stored at its cursor.
+  std::vector<Stmt> open_levels() const { return lowering::open_levels(output_context(), open_levels_); }
+  Stmt store_ragged_length(const sparse::Axis& axis, Expr slot) const { return lowering::store_ragged_length(output_context(), axis, std::move(slot)); }
   Stmt store_open_coordinate(int first_level, int last_level, const std::string& cursor) const {
-    std::vector<Stmt> stores;
-    for (int level = first_level; level <= last_level; ++level) {
-      const sparse::Axis& axis = program_.axes[program_.output().axes[level]];
-      stores.push_back(std::make_shared<Store>(axis.crd, var(cursor), cast(index_type_, var(axis.index_var)), false));
-    }
-    return stores.size() == 1 ? stores.front() : block(std::move(stores));
+    return lowering::store_open_coordinate(output_context(), first_level, last_level, cursor);
   }
 
   // With a scalar accumulator, factors of the top-level product that do not depend on the
@@ -1047,7 +990,9 @@ class Lowering {
 
   // A scattered sparse output: its rows gathered in a workspace (passes/lower/row_workspace.h).
   OutputContext output_context() const {
-    return {program_, config_, positions_.at(program_.output().tensor), counting_, counted_level_, coo_segment_,
+    static const std::vector<LevelPosition> none;  // (before the positions are planned)
+    const auto positions = positions_.find(program_.output().tensor);
+    return {program_, config_, positions == positions_.end() ? none : positions->second, counting_, counted_level_, coo_segment_,
             value_type_, index_type_};
   }
   void plan_workspace() {
@@ -2456,18 +2401,6 @@ class Lowering {
   std::vector<Workspace> workspaces_;
   bool counting_;   // this is the assemble phase
   int counted_level_ = -1;  // ... which counts this compressed level of the output
-  struct OpenLevel {
-    int level = 0, depth = 0;  // output level and the loop depth that binds its coordinate
-    int last_level = 0;        // level, or a COO segment's last singleton (its coordinates are stored too)
-    std::string flag, cursor;  // cursor empty when this level is the one counted
-    bool counted = false;
-    // Every iteration of its loop writes entries below (only whole blocks' loops are inside):
-    // it is marked once, before the body, with no flag (see writes_every_iteration).
-    bool every_iteration = false;
-    // The row level of an output that a fused loop appends in place: the row of its last entry
-    // (-1 before the first), against which each entry's row is compared (fused_row_change).
-    std::string fused_row;
-  };
   std::vector<OpenLevel> open_levels_;  // compressed (or counted ragged) output levels above the last (plan_open_levels)
   int append_depth_ = -1;  // loops deeper than this share the output's cursors or counts
   bool listed_ = false;    // the output's entries are listed, sorted and packed (plan_listed)

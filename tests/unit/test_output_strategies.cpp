@@ -7,6 +7,7 @@
 #include "ir/loop_ir_printer.h"
 #include "passes/lower/block_row_workspace.h"
 #include "passes/lower/listed_output.h"
+#include "passes/lower/open_levels.h"
 #include "passes/lower/output_strategy.h"
 #include "passes/lower/row_workspace.h"
 
@@ -186,4 +187,38 @@ TEST_CASE("output strategy: the decision table") {
   csc.listed = true;
   CHECK(choose_output_strategy(csc) == OutputStrategy::Listed);
   CHECK(std::string(output_strategy_name(OutputStrategy::BlockRowWorkspace)) == "block-row workspace");
+}
+
+TEST_CASE("open levels: an appended dcsr output's row level opens where an entry is written below it") {
+  spgen::Compilation c = compile("C(i,j) = A(i,j) + B(i,j)",
+                                 R"({"tensors": {"A": {"format": "dcsr"}, "B": {"format": "dcsr"}, "C": {"format": "dcsr"}}})");
+  std::vector<LevelPosition> positions(2);
+  positions[0].name = "pC0";
+  positions[1].name = "pC1";
+  const OutputContext computing{c.program, c.config, positions, false, -1, false,
+                                spgen::loops::ScalarType::Float32, spgen::loops::ScalarType::Int32};
+  OpenLevel row;
+  row.flag = "C0_nonempty";
+  row.cursor = "pC0";
+  const std::vector<OpenLevel> opened = {row};
+  // Around the row loop's body: a flag, then the cursor advanced by it.
+  const std::string around = dump(with_open_flags(computing, opened, 0, spgen::loops::block({}), nullptr));
+  INFO(around);
+  CHECK(around.find("var C0_nonempty: bool = false") != std::string::npos);
+  CHECK(around.find("pC0 += int64(C0_nonempty)") != std::string::npos);
+  CHECK(dump(with_open_flags(computing, opened, 1, spgen::loops::block({}), nullptr)).find("C0_nonempty") == std::string::npos);  // (another loop)
+  // Each entry below stores the row's coordinate at the cursor and raises the flag.
+  const std::string entry = dump(spgen::loops::block(open_levels(computing, opened)));
+  INFO(entry);
+  CHECK(entry.find("C_crd0[pC0] = int32(i)") != std::string::npos);
+  CHECK(entry.find("C0_nonempty = true") != std::string::npos);
+  // Counting level 0: the flag adds one to the row count, one slot up.
+  OpenLevel counted = row;
+  counted.counted = true;
+  counted.cursor.clear();
+  const OutputContext counting{c.program, c.config, positions, true, 0, false,
+                               spgen::loops::ScalarType::Float32, spgen::loops::ScalarType::Int32};
+  const std::string count = dump(with_open_flags(counting, {counted}, 0, spgen::loops::block({}), spgen::loops::int64(0)));
+  INFO(count);
+  CHECK(count.find("C_pos0[1] += int32(int64(C0_nonempty))") != std::string::npos);
 }
