@@ -1277,13 +1277,13 @@ class Lowering {
     const sparse::Iterator& outer = rest.iteration.iterators.front();
     const LoopPlan& plan = lowering.plans_.front();
     if (plan.kind != LoopKind::Dense && plan.kind != LoopKind::Driven)
-      throw_unsupported("the entries of " + names(rest_tensors(rest)) + " outside " + blocks_of() +
+      throw_unsupported("the entries of " + names(tensors_read(rest)) + " outside " + blocks_of() +
                         " follow in a kernel of their own on the cuda target, its outer loop spread over the threads "
-                        "of the grid, but that loop (" + outer.var + ") merges " + names(rest_tensors(rest)) +
+                        "of the grid, but that loop (" + outer.var + ") merges " + names(tensors_read(rest)) +
                         " with cursors that no thread can share; run it on the cpu target, or store " + outer.var +
                         " in a dense level in all but one of them (csr rather than dcsr)");
     if (!loop)
-      throw_unsupported("the entries of " + names(rest_tensors(rest)) + " outside " + blocks_of() +
+      throw_unsupported("the entries of " + names(tensors_read(rest)) + " outside " + blocks_of() +
                         " follow in a kernel of their own on the cuda target, but its loops do not form one nest; run it "
                         "on the cpu target");
     bool distinct_rows = !outer.is_reduction && (plan.kind == LoopKind::Dense || !lowering.repeats(rest.axes[plan.stream()]));
@@ -1296,12 +1296,6 @@ class Lowering {
   }
 
   // The operands the rest reads.
-  static std::vector<std::string> rest_tensors(const sparse::Program& rest) {
-    std::vector<std::string> tensors;
-    for (const ast::Access* access : ast::collect_accesses(*rest.iteration.body))
-      if (std::find(tensors.begin(), tensors.end(), access->tensor) == tensors.end()) tensors.push_back(access->tensor);
-    return tensors;
-  }
 
   // "A's blocks", "A's and E's blocks"; "A is zero", "A and E are zero".
   // Where the operands blocked alike multiply: "the blocks A and B both store"; "A .* B is zero".
@@ -1338,111 +1332,10 @@ class Lowering {
     return tensors;
   }
 
-  // The same spec with the blocked operand gone (zero) and its blocks apart from the loops. A
-  // gathered output keeps the block loops of its indices that the blocked operand gave (i_blk,
-  // i_in, now the output's, as where no operand blocks it): they share the block row.
+  // The rest beside the blocked operands, as a program of its own (passes/lower/part_programs.h).
   sparse::Program rest_program() {
-    sparse::Program rest = program_;
-    const sparse::SparseBuffer& output = program_.output();
-    const bool gathered = rest_in_rows_;
-    std::set<std::string> kept;  // the variables whose block loops the rest keeps
-    rest.blocked_vars.clear();
-    const std::string& blocker = outside_blocks_of_.front();
-    auto removed = [&](const std::string& tensor) { return std::count(outside_blocks_of_.begin(), outside_blocks_of_.end(), tensor) > 0; };
-    for (const sparse::BlockedVar& b : program_.blocked_vars) {
-      if (b.tensor != blocker) rest.blocked_vars.push_back(b);
-      else if (gathered && !output_gathered_var(b.var)) rest.blocked_vars.push_back({b.var, b.outer, b.inner, b.size, output.tensor});
-      else continue;
-      kept.insert(b.var);
-    }
-    // An operand blocked otherwise gives the rest its block loops, in place of the blocker's,
-    // under the same names: into a dense output, on every index it blocks (in its level order,
-    // below); into a gathered output, on the index of its key level only (the
-    // block row's loops stay the output's, the operand located in them at i / and % its block),
-    // those loops then inside the block row's, where the key's plain loop would be, and the
-    // output's levels on that index reached at its coordinate / and % their block.
-    const std::string otherwise = blocked_otherwise(outside_blocks_of_);
-    std::set<std::string> by_otherwise;  // the variables whose block loops `otherwise` gives
-    for (const sparse::BlockedVar& b : program_.blocked_vars) {
-      if (b.tensor != blocker || otherwise.empty() || (gathered && !output_gathered_var(b.var))) continue;
-      bool blocks = false;
-      for (sparse::Axis& axis : rest.axes)
-        if (axis.tensor == otherwise && axis.mode_var == b.var && axis.block_part != BlockPart::None) {
-          axis.index_var = axis.block_part == BlockPart::Block ? b.outer : b.inner;
-          if (axis.block_part == BlockPart::Block) rest.blocked_vars.push_back({b.var, b.outer, b.inner, axis.block, otherwise});
-          blocks |= axis.block_part == BlockPart::Block;
-        }
-      if (!blocks) continue;  // (gathered: `otherwise` stores the key's index unblocked, and drives its plain loop)
-      kept.insert(b.var);
-      by_otherwise.insert(b.var);
-    }
-    for (sparse::Axis& axis : rest.axes)
-      if (removed(axis.tensor) || (axis.tensor == output.tensor && axis.block_part != BlockPart::None &&
-                                   (!kept.count(axis.mode_var) || by_otherwise.count(axis.mode_var))))
-        axis.index_var = axis.mode_var;  // now blocked_apart()
-    rest.iteration.body = program_.iteration.body;
-    for (const std::string& tensor : outside_blocks_of_) rest.iteration.body = without(rest.iteration.body, tensor);
-    rest.iteration.accumulate = true;
-    rest.iteration.iterators.clear();
-    for (const sparse::Iterator& it : program_.iteration.iterators) {
-      const sparse::BlockedVar* blocked = program_.blocked_loop(it.var);
-      if (gathered && blocked && blocked->tensor == blocker && by_otherwise.count(blocked->var)) {
-        if (it.var == blocked->inner)
-          for (const std::string& loop : {blocked->outer, blocked->inner}) rest.iteration.iterators.push_back({loop, it.is_reduction});
-        continue;
-      }
-      if (!blocked || blocked->tensor != blocker || kept.count(blocked->var)) rest.iteration.iterators.push_back(it);
-      else if (it.var == blocked->inner) rest.iteration.iterators.push_back({blocked->var, it.is_reduction});
-    }
-    // Into a dense output, the loops that follow an operand blocked otherwise go in its level
-    // order (block-CSC B beside bsr A: j_blk, i_blk, j_in, i_in), in the places they held.
-    if (!gathered && !otherwise.empty()) {
-      const sparse::SparseBuffer& theirs = rest.buffer(otherwise);
-      auto rank = [&](const std::string& loop) {
-        for (size_t l = 0; l < theirs.axes.size(); ++l)
-          if (rest.axes[theirs.axes[l]].index_var == loop) return static_cast<int>(l);
-        return -1;
-      };
-      std::vector<size_t> places;
-      std::vector<sparse::Iterator> theirs_loops;
-      for (size_t d = 0; d < rest.iteration.iterators.size(); ++d)
-        if (rank(rest.iteration.iterators[d].var) >= 0) {
-          places.push_back(d);
-          theirs_loops.push_back(rest.iteration.iterators[d]);
-        }
-      std::stable_sort(theirs_loops.begin(), theirs_loops.end(),
-                       [&](const sparse::Iterator& a, const sparse::Iterator& b) { return rank(a.var) < rank(b.var); });
-      const std::vector<sparse::Iterator> unsorted = rest.iteration.iterators;
-      for (size_t k = 0; k < places.size(); ++k) rest.iteration.iterators[places[k]] = theirs_loops[k];
-      // ... unless that order would iterate another operand's level before its parents' loops
-      // (A csr beside D in blocks of rows over dense columns: j between D's i_blk and i_in, A's
-      // row i not known yet); then they keep the places they held, where those serve.
-      const std::vector<std::string> read = rest_tensors(rest);
-      const std::set<std::string> tensors(read.begin(), read.end());
-      if (!loop_order_holds(rest, tensors)) {
-        rest.iteration.iterators = unsorted;
-        if (!loop_order_holds(rest, tensors))
-          throw_unsupported("the entries of " + names(read) + " outside " + blocks_of() + " follow " + otherwise +
-                            "'s blocks, but no order of those loops iterates every operand's levels inside their "
-                            "parents; store " + otherwise + " with its blocks' levels together (bsr), or unblocked");
-      }
-    }
-    // The block loops the rest keeps get names of their own (schedule ops find loops by name, and
-    // name the blocker's), but for those of the block row it shares.
-    std::set<std::string> shared;
-    for (int d = 0; gathered && d <= rows_.row_depth; ++d) shared.insert(program_.iteration.iterators[d].var);
-    std::map<std::string, std::string> renamed;
-    for (sparse::BlockedVar& b : rest.blocked_vars)
-      for (std::string* loop : {&b.outer, &b.inner})
-        if (!shared.count(*loop)) {
-          if (!renamed.count(*loop)) renamed[*loop] = fresh_name(*loop);
-          *loop = renamed[*loop];
-        }
-    for (sparse::Axis& axis : rest.axes)
-      if (auto to = renamed.find(axis.index_var); to != renamed.end()) axis.index_var = to->second;
-    for (sparse::Iterator& it : rest.iteration.iterators)
-      if (auto to = renamed.find(it.var); to != renamed.end()) it.var = to->second;
-    return rest;
+    const RestOfBlocks rest{outside_blocks_of_, rest_in_rows_, blocked_otherwise(outside_blocks_of_), rows_.row_depth, blocks_of()};
+    return lowering::rest_program(program_, config_, rest, [this](const std::string& wanted) { return fresh_name(wanted); });
   }
 
   // The rest's loops named as this nest's (k in both, or i_in) get labels of their own: schedule

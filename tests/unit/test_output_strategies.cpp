@@ -9,6 +9,7 @@
 #include "passes/lower/listed_output.h"
 #include "passes/lower/open_levels.h"
 #include "passes/lower/output_strategy.h"
+#include "passes/lower/part_programs.h"
 #include "passes/lower/row_workspace.h"
 
 using namespace spgen_test;
@@ -221,4 +222,22 @@ TEST_CASE("open levels: an appended dcsr output's row level opens where an entry
   const std::string count = dump(with_open_flags(counting, {counted}, 0, spgen::loops::block({}), spgen::loops::int64(0)));
   INFO(count);
   CHECK(count.find("C_pos0[1] += int32(int64(C0_nonempty))") != std::string::npos);
+}
+
+TEST_CASE("rest of blocks: C = A + B with A bsr is B's entries outside A's blocks, over unblocked loops") {
+  spgen::Compilation c = compile("C(i,j) = A(i,j) + B(i,j)",
+                                 R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}, "B": {"format": "csr"},
+                                                 "C": {"format": "dense"}}})");
+  std::vector<std::string> loops;
+  for (const spgen::sparse::Iterator& it : c.program.iteration.iterators) loops.push_back(it.var);
+  CHECK(loops == std::vector<std::string>{"i_blk", "j_blk", "i_in", "j_in"});  // A's block loops
+  const std::vector<std::string> blockers = {"A"};
+  const RestOfBlocks rest{blockers, false, "", -1, "A's blocks"};
+  const spgen::sparse::Program program = rest_program(c.program, c.config, rest, counter_names());
+  loops.clear();
+  for (const spgen::sparse::Iterator& it : program.iteration.iterators) loops.push_back(it.var);
+  CHECK(loops == std::vector<std::string>{"i", "j"});  // B's own loops: A splits none
+  CHECK(program.blocked_vars.empty());
+  CHECK(tensors_read(program) == std::vector<std::string>{"B"});
+  CHECK(program.iteration.accumulate);  // it adds into what A's blocks wrote
 }

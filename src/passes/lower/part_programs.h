@@ -2,8 +2,12 @@
 // output's entries in a nest of its own, and that part as a program of its own.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "frontend/config.h"
 #include "ir/sparse_ir.h"
+#include "passes/lower/output_context.h"
 
 namespace spgen::lowering {
 
@@ -22,6 +26,26 @@ bool parts_listed_beside_blocks(const sparse::Program& whole);
 // A part that reads a buffer ordered apart (C_prev beside operands stored in a conflicting
 // order) orders its loops by that buffer's storage alone.
 sparse::Program listed_part_program(const sparse::Program& whole, const ast::ExprPtr& terms, const Config& config);
+
+// The tensors an iteration's body reads, in order of first access.
+std::vector<std::string> tensors_read(const sparse::Program& program);
+
+// What the rest beside blocked operands depends on, of the lowering that found it.
+struct RestOfBlocks {
+  const std::vector<std::string>& blockers;  // the operands blocked alike whose blocks the rest lies outside
+  bool gathered = false;  // the output is gathered a block row at a time, and the rest runs in each block row
+  std::string otherwise;  // an operand blocked otherwise, whose block loops the rest follows, or empty
+  int row_depth = -1;     // gathered: the depth of the block row's loops, which the rest shares
+  std::string blocks;     // "A's blocks", for the refusal
+};
+
+// The same spec with the blocked operands gone (zero) and their blocks apart from the loops (C
+// = A + B, A bsr: B's entries outside A's blocks). A gathered output keeps the block loops of its
+// indices that the blocked operand gave (i_blk, i_in, now the output's): they share the block
+// row. The block loops the rest keeps get fresh names. A CompileError where no loop order
+// iterates every operand's levels inside their parents.
+sparse::Program rest_program(const sparse::Program& program, const Config& config, const RestOfBlocks& rest,
+                             const FreshName& fresh_name);
 
 // The expression without the terms that read `tensor` (null where none is left): the rest of a
 // union beside a blocked operand reads the others only.
