@@ -441,30 +441,7 @@ class Lowering {
                                         fused_rows_parallel_ ? LoopAnnotations{} : loop_annotations(listed_ ? depth : depth + 1))});
   }
 
-  // A fused loop appending an output's rows in place (appends_rows_in_order): where an entry's row
-  // differs from the last entry's, the row level holds one more coordinate. Counting that level
-  // counts it; else its cursor moves on to it (after the first), and filling stores it there.
-  std::vector<Stmt> fused_row_changes() const {
-    std::vector<Stmt> stmts;
-    const sparse::SparseBuffer& output = program_.output();
-    for (const OpenLevel& open : open_levels_) {
-      if (open.fused_row.empty()) continue;
-      const sparse::Axis& axis = program_.axes[output.axes[open.level]];
-      const LevelPosition& position = positions_.at(output.tensor)[open.level];
-      std::vector<Stmt> change;
-      if (open.counted) {
-        change.push_back(std::make_shared<Store>(axis.pos, add(var(position.name), int64(1)), cast(index_type_, int64(1)), true));
-      } else {
-        change.push_back(std::make_shared<If>(binary(BinOp::Le, int64(0), var(open.fused_row)),
-                                              std::make_shared<Assign>(open.cursor, int64(1), true), nullptr));
-        if (!counting_) change.push_back(store_open_coordinate(open.level, open.last_level, open.cursor));
-      }
-      change.push_back(std::make_shared<Assign>(open.fused_row, var(axis.index_var), false));
-      stmts.push_back(std::make_shared<Comment>("a new row of " + output.tensor + " where the entry's row changes"));
-      stmts.push_back(std::make_shared<If>(binary(BinOp::Ne, var(axis.index_var), var(open.fused_row)), block(std::move(change)), nullptr));
-    }
-    return stmts;
-  }
+  std::vector<Stmt> fused_row_changes() const { return lowering::fused_row_changes(output_context(), open_levels_); }
 
   // The loop at `depth` visits every coordinate of its variable (so no output entry is skipped).
   // (A loop this nest does not have, depth -1, restricts nothing: a part of a scoped sum holds

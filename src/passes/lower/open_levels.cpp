@@ -72,4 +72,29 @@ Stmt store_open_coordinate(const OutputContext& o, int first_level, int last_lev
   return stores.size() == 1 ? stores.front() : block(std::move(stores));
 }
 
+// A fused loop appending an output's rows in place (appends_rows_in_order): where an entry's row
+// differs from the last entry's, the row level holds one more coordinate. Counting that level
+// counts it; else its cursor moves on to it (after the first), and filling stores it there.
+std::vector<Stmt> fused_row_changes(const OutputContext& o, const std::vector<OpenLevel>& opened) {
+  std::vector<Stmt> stmts;
+  const sparse::SparseBuffer& output = o.program.output();
+  for (const OpenLevel& open : opened) {
+    if (open.fused_row.empty()) continue;
+    const sparse::Axis& axis = o.program.axes[output.axes[open.level]];
+    const LevelPosition& position = o.positions[open.level];
+    std::vector<Stmt> change;
+    if (open.counted) {
+      change.push_back(std::make_shared<Store>(axis.pos, add(var(position.name), int64(1)), cast(o.index_type, int64(1)), true));
+    } else {
+      change.push_back(std::make_shared<If>(binary(BinOp::Le, int64(0), var(open.fused_row)),
+                                            std::make_shared<Assign>(open.cursor, int64(1), true), nullptr));
+      if (!o.counting) change.push_back(store_open_coordinate(o, open.level, open.last_level, open.cursor));
+    }
+    change.push_back(std::make_shared<Assign>(open.fused_row, var(axis.index_var), false));
+    stmts.push_back(std::make_shared<Comment>("a new row of " + output.tensor + " where the entry's row changes"));
+    stmts.push_back(std::make_shared<If>(binary(BinOp::Ne, var(axis.index_var), var(open.fused_row)), block(std::move(change)), nullptr));
+  }
+  return stmts;
+}
+
 }  // namespace spgen::lowering

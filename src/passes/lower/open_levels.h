@@ -36,6 +36,11 @@ loops::Stmt with_open_flags(const OutputContext& output, const std::vector<OpenL
 // coordinates at their cursors, which is the same store for every entry under one coordinate.
 std::vector<loops::Stmt> open_levels(const OutputContext& output, const std::vector<OpenLevel>& opened);
 
+// A fused loop appending an output's rows in place (appends_rows_in_order): where an entry's row
+// differs from the last entry's, the row level holds one more coordinate. Counting that level
+// counts it; else its cursor moves on to it (after the first), and filling stores it there.
+std::vector<loops::Stmt> fused_row_changes(const OutputContext& output, const std::vector<OpenLevel>& opened);
+
 // A ragged row's length is its largest coordinate + 1, whatever order the entries come in
 // (counts sit one slot up, at `slot`, for the prefix sum).
 loops::Stmt store_ragged_length(const OutputContext& output, const sparse::Axis& axis, loops::Expr slot);
