@@ -44,6 +44,7 @@ _KERNEL = {
   "index_type": "int32",
   "value_type": "float32",
   "vars": ["i", "j", "k"],
+  "accumulate": False,
   "fixed_sizes": {},
   "tensors": [
     {"name": "Y", "output": True, "vars": ["i", "j"], "format": "csr",
@@ -472,12 +473,14 @@ def _call(inputs, size_arguments, initial=None):
         raise TypeError(f"{_KERNEL['name']}: no input fixes the size of {', '.join(missing)}: pass it, e.g. {missing[0]}=32")
     output = next(t for t in _KERNEL["tensors"] if t["output"])
     dims = tuple(sizes[var][0] for var in output["vars"])
+    # A `=` kernel writes every value of a dense or shared output (zeros included): no need to clear it.
+    fresh = np.zeros if _KERNEL["accumulate"] else np.empty
     if output["shares"]:
-        packed[output["name"]] = Packed(output["name"], dims, {}, _array(len(packed[output["shares"]].values), _VALUE))
+        packed[output["name"]] = Packed(output["name"], dims, {}, fresh(len(packed[output["shares"]].values) + 1, _VALUE)[:-1])
     elif _KERNEL["assemble"]:
         _assemble(output, dims, sizes, packed)
     else:
-        storage = np.zeros(_storage_shape(output, dims), _VALUE)
+        storage = fresh(_storage_shape(output, dims), _VALUE)
         if initial is not None:
             start = _dense(initial, output["name"])
             if start.shape != dims:

@@ -154,7 +154,7 @@ std::string kernel_table(const loops::LoweredFunc& func, const sparse::Program& 
   }
   return "{\n  \"name\": " + quoted(func.name) + ",\n  \"index_type\": " + quoted(index_type_name(program.index_type)) +
          ",\n  \"value_type\": " + quoted(value_type_name(program.value_type)) + ",\n  \"vars\": " + names(program.index_vars) +
-         ",\n  \"fixed_sizes\": {" + fixed + "},\n  \"tensors\": [\n    " + tensors + "],\n  \"params\": " +
+         ",\n  \"accumulate\": " + (program.iteration.accumulate ? "True" : "False") + ",\n  \"fixed_sizes\": {" + fixed + "},\n  \"tensors\": [\n    " + tensors + "],\n  \"params\": " +
          params_literal(param_table(func, decomposition), "            ") + ",\n  \"assemble\": [" +
          (phases.empty() ? "" : "\n    " + phases) + "],\n  \"decompose\": " + decompose + ",\n}";
 }
