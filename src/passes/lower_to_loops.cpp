@@ -77,12 +77,12 @@ class Lowering {
     if (whole_ && !counting_) check_added_parts();
     std::vector<Stmt> body;
     if (counting_) body.push_back(clear_counts());
-    if (needs_zero_fill_) body.push_back(zero_fill());
+    if (write_.needs_zero_fill) body.push_back(zero_fill());
     Stmt nest = whole_ && listed_ ? listed_parts_nests() : loop_nest(0);
-    if (listed_ && !outside_blocks_of_.empty()) nest = with_listed_rest(nest, *this);
+    if (listed_ && !rest_.blockers.empty()) nest = with_listed_rest(nest, *this);
     if (listed_) nest = list_and_pack(nest);
     body.push_back(workspaces_.empty() ? nest : std::make_shared<Allocate>(workspaces_, nest));
-    if (!outside_blocks_of_.empty() && !rest_in_rows_ && !listed_) {
+    if (!rest_.blockers.empty() && !rest_.in_rows && !listed_) {
       Stmt rest = lower_outside_blocks();
       if (config_.target == Target::Cuda) append(body, statements_of(rest));  // its loop a top-level kernel
       else body.push_back(rest);
@@ -256,10 +256,10 @@ class Lowering {
         if (!term.count(axis.tensor) || inside_blocks_visited(term, blocker) || blocks_visit_every_coordinate(blocker)) continue;
         std::string refusal = outside_blocks_refusal(blocker);
         if (refusal.empty()) {
-          outside_blocks_of_ = alike;
-          blocks_done_ = blocks_visited(blocker);
+          rest_.blockers = alike;
+          rest_.blocks_done = blocks_visited(blocker);
           for (const std::string& tensor : alike)  // (each at the same loop: outside_blocks_refusal)
-            if (int level = ungated_merge_level(blocker, tensor); level >= 0) skip_levels_above_[tensor] = level;
+            if (int level = ungated_merge_level(blocker, tensor); level >= 0) rest_.skip_levels_above[tensor] = level;
           continue;
         }
         std::string message = axis.tensor + " stores index " + axis.mode_var + " " + stored + ", and " + blocker +
@@ -482,15 +482,15 @@ class Lowering {
         // Below the shared loops (anywhere, when listed), a nest of a sum's part has no positions
         // of a tensor only other parts read. (A rest listed beside a blocked operand still locates
         // the blocks it skips, below.)
-        if (((lists_into_ && skip_blocks_of_.empty()) || ((whole_ || added_to_) && (depth < 0 || depth >= shared_loops_))) && !buffer.is_output &&
+        if (((lists_into_ && rest_.skip_blocks_of.empty()) || ((whole_ || added_to_) && (depth < 0 || depth >= shared_loops_))) && !buffer.is_output &&
             !reads(*program_.iteration.body, buffer.tensor))
           break;
         // Nor has a rest beside a blocked operand of a tensor it neither reads nor skips the blocks
         // of (B csr in A .* B + D, A bsr: B is zero outside A's blocks, so the rest is D alone).
-        if (!skip_blocks_of_.empty() && !buffer.is_output && !reads(buffer.tensor) && !skips_blocks_of(buffer.tensor)) break;
+        if (!rest_.skip_blocks_of.empty() && !buffer.is_output && !reads(buffer.tensor) && !skips_blocks_of(buffer.tensor)) break;
         // ... nor of the levels of one whose skip counts only those above them.
-        if (auto above = skip_levels_above_.find(buffer.tensor);
-            above != skip_levels_above_.end() && !reads(buffer.tensor) && static_cast<int>(level) >= above->second)
+        if (auto above = rest_.skip_levels_above.find(buffer.tensor);
+            above != rest_.skip_levels_above.end() && !reads(buffer.tensor) && static_cast<int>(level) >= above->second)
           break;
         LevelPosition position;
         position.name = fresh_name("p" + buffer.tensor + std::to_string(level));
@@ -581,20 +581,20 @@ class Lowering {
   void plan_output() {
     const sparse::SparseBuffer& output = program_.output();
     int loops = static_cast<int>(program_.iteration.iterators.size());
-    output_depth_ = -1;
-    for (const std::string& var : output.indices) output_depth_ = std::max(output_depth_, program_.depth_of(var));
+    write_.depth = -1;
+    for (const std::string& var : output.indices) write_.depth = std::max(write_.depth, program_.depth_of(var));
     bool reduction_outside = false;
-    for (int d = 0; d < output_depth_; ++d) reduction_outside |= program_.iteration.iterators[d].is_reduction;
+    for (int d = 0; d < write_.depth; ++d) reduction_outside |= program_.iteration.iterators[d].is_reduction;
     // A fused row loop holds both variables: the output's entries are complete only after it.
     bool fused_output_index = false;
     for (const sparse::Fusion& f : program_.iteration.fusions) {
       int d = program_.depth_of(f.outer);
-      if (!fuses_rows(f) || output_depth_ < d) continue;
-      if (output_depth_ == d) output_depth_ = d + 1;
+      if (!fuses_rows(f) || write_.depth < d) continue;
+      if (write_.depth == d) write_.depth = d + 1;
       reduction_outside |= program_.iteration.iterators[d].is_reduction || program_.iteration.iterators[d + 1].is_reduction;
       for (const std::string& var : output.indices) fused_output_index |= var == f.outer || var == f.inner;
     }
-    scalar_accumulator_ = output_depth_ < loops - 1;
+    write_.scalar_accumulator = write_.depth < loops - 1;
     bool accumulate = program_.iteration.accumulate;
     // A non-unique level visits an output coordinate once per entry: those visits must add up.
     bool output_repeats = false;
@@ -619,20 +619,20 @@ class Lowering {
       facts.counted_level = counting_ ? counted_level_ : -1;
     }
     output_strategy_ = choose_output_strategy(facts);
-    rest_in_rows_ = assembled_ && !listed_ && output.gathered_level >= 0 && (!counting_ || counted_level_ <= output.gathered_level);
-    if (block_row_owner_) share_owner_rows();
+    rest_.in_rows = assembled_ && !listed_ && output.gathered_level >= 0 && (!counting_ || counted_level_ <= output.gathered_level);
+    if (rest_.block_row_owner) share_owner_rows();
     if (assembled_ && !listed_) plan_open_levels(output);
-    if (rest_in_rows_ && !outside_blocks_of_.empty())  // (the rest raises the flags too)
+    if (rest_.in_rows && !rest_.blockers.empty())  // (the rest raises the flags too)
       for (OpenLevel& open : open_levels_) open.every_iteration = false;
-    if (block_row_owner_) share_owner_flags();
-    if (rest_in_rows_ && !block_rows() && (!outside_blocks_of_.empty() || block_row_owner_)) {
+    if (rest_.block_row_owner) share_owner_flags();
+    if (rest_.in_rows && !block_rows() && (!rest_.blockers.empty() || rest_.block_row_owner)) {
       // Counting a compressed level above the gathered one (block-DCSR's block rows): the rest
       // still runs inside each block row, raising the same flag.
       rows_.row_depth = gathered_row_depth();
     }
     if (block_rows()) plan_block_workspace();
     else if (scattered()) plan_workspace();
-    output_overwrites_ = !accumulate && !reduction_outside;
+    write_.overwrites = !accumulate && !reduction_outside;
     bool some_entry_unvisited = false;
     if (output.shares_structure_with.empty())
       for (const std::string& var : output.indices) {
@@ -661,16 +661,16 @@ class Lowering {
       }
     // ELL padding positions of a shared structure are never visited but must hold zeros.
     for (int id : program_.structure_of(output).axes) some_entry_unvisited |= program_.axes[id].kind == sparse::AxisKind::SparseFixed;
-    some_entry_unvisited |= !outside_blocks_of_.empty();  // the rest adds into the output
-    needs_zero_fill_ = !assembled_ && !accumulate && (reduction_outside || some_entry_unvisited);
+    some_entry_unvisited |= !rest_.blockers.empty();  // the rest adds into the output
+    write_.needs_zero_fill = !assembled_ && !accumulate && (reduction_outside || some_entry_unvisited);
     // Dense levels below a compressed (or ragged, or ELL) one store every coordinate under an entry,
     // written or not. So do the gaps of a ragged row.
     // So do an ELL row's slots past its entries (padding).
     if (assembled_ && !counting_)
-      needs_zero_fill_ = dense_below_compressed_or_ragged(output.format) || output.format.levels.back() == LevelKind::DenseVariable ||
+      write_.needs_zero_fill = dense_below_compressed_or_ragged(output.format) || output.format.levels.back() == LevelKind::DenseVariable ||
                          output.format.levels.back() == LevelKind::SparseFixed;
-    if (block_rows()) needs_zero_fill_ = false;  // each block is appended whole, its zeros included
-    if (scalar_accumulator_) accumulator_ = fresh_name("acc");
+    if (block_rows()) write_.needs_zero_fill = false;  // each block is appended whole, its zeros included
+    if (write_.scalar_accumulator) write_.accumulator = fresh_name("acc");
     split_hoistable_factors();
   }
 
@@ -778,8 +778,8 @@ class Lowering {
   // Only the dense in-block loops of blocked indices (a blocked output's whole blocks) lie between
   // the loop at `depth` and the output's entries: each of its iterations writes some.
   bool writes_every_iteration(int depth) const {
-    if (scattered() || depth >= output_depth_) return false;
-    for (int d = depth + 1; d <= output_depth_; ++d) {
+    if (scattered() || depth >= write_.depth) return false;
+    for (int d = depth + 1; d <= write_.depth; ++d) {
       const std::string& loop_var = program_.iteration.iterators[d].var;
       const sparse::BlockedVar* blocked = program_.blocked_loop(loop_var);
       if (!blocked || loop_var != blocked->inner || plans_[d].kind != LoopKind::Dense || fusion_at(d)) return false;
@@ -819,8 +819,8 @@ class Lowering {
     collect_factors(program_.iteration.body, factors);
     for (const ast::ExprPtr& factor : factors) {
       // (Added parts add into the same sum: nothing multiplies it afterwards.)
-      bool outer = scalar_accumulator_ && !whole_ && !added_to_ && max_depth(*factor) <= output_depth_;
-      (outer ? outer_factors_ : inner_factors_).push_back(factor);
+      bool outer = write_.scalar_accumulator && !whole_ && !added_to_ && max_depth(*factor) <= write_.depth;
+      (outer ? write_.outer_factors : write_.inner_factors).push_back(factor);
     }
   }
 
@@ -897,7 +897,7 @@ class Lowering {
     const sparse::SparseBuffer& output = program_.output();
     std::string p = fresh_name("p");
     Stmt store = std::make_shared<Store>(output.values, var(p), std::make_shared<FloatImm>(0.0, "0", value_type_), false);
-    std::string why = output_overwrites_ ? "the loops below skip entries that must be zero" : "the loops below add into it";
+    std::string why = write_.overwrites ? "the loops below skip entries that must be zero" : "the loops below add into it";
     // (A scalar output has no levels: its one value is the whole structure.)
     const sparse::Axis* last = output.axes.empty() ? nullptr : &program_.axes[output.axes.back()];
     if (assembled_ && last && last->kind == sparse::AxisKind::SparseFixed) {
@@ -926,7 +926,7 @@ class Lowering {
                                           }),
                         list_entry(std::move(value)));
     if (!assembled_)
-      return std::make_shared<Store>(output.values, value_position(output.tensor), std::move(value), !output_overwrites_);
+      return std::make_shared<Store>(output.values, value_position(output.tensor), std::move(value), !write_.overwrites);
     if (block_rows()) return scatter_into_block(std::move(value));
     if (scattered()) return scatter(std::move(value));
     std::vector<Stmt> stmts = open_levels();
@@ -960,7 +960,7 @@ class Lowering {
       stmts.push_back(within_ell_row(axis, row, name, slot));
       stmts.push_back(std::make_shared<Assign>(name, int64(1), true));
     } else {  // a dense or ragged last level, zeroed first
-      stmts.push_back(std::make_shared<Store>(output.values, cursor, std::move(value), !output_overwrites_));
+      stmts.push_back(std::make_shared<Store>(output.values, cursor, std::move(value), !write_.overwrites));
     }
     return stmts.size() == 1 ? stmts.front() : block(std::move(stmts));
   }
@@ -1027,7 +1027,7 @@ class Lowering {
   // ---- a block-row workspace (passes/lower/block_row_workspace.h) ----
   void plan_block_workspace() {
     plan_block_row_workspace(output_context(), [this](const std::string& wanted) { return fresh_name(wanted); }, workspaces_,
-                             block_row_owner_ ? &block_row_owner_->rows_ : nullptr, rows_, blocks_);
+                             rest_.block_row_owner ? &rest_.block_row_owner->rows_ : nullptr, rows_, blocks_);
   }
   Stmt scatter_into_block(Expr value) const {
     return lowering::scatter_into_block(output_context(), rows_, blocks_, std::move(value), open_levels());
@@ -1039,7 +1039,7 @@ class Lowering {
   // Why the output's blocks are gathered in a workspace, for the kernel's comment.
   std::string why_blocks_gathered() const {
     const sparse::SparseBuffer& output = program_.output();
-    if (!outside_blocks_of_.empty()) return blocks_of() + ", and the other operands' entries outside them";
+    if (!rest_.blockers.empty()) return blocks_of() + ", and the other operands' entries outside them";
     if (whole_ && parts_in_block_rows(*whole_)) return "the parts of the sum gather into it, each blocked only by its own operands";
     if (std::any_of(program_.blocked_vars.begin(), program_.blocked_vars.end(),
                     [&](const sparse::BlockedVar& b) { return b.tensor != output.tensor; }))
@@ -1067,7 +1067,7 @@ class Lowering {
       }
       return annotations;
     }
-    if (assembled_ && depth > append_depth_ && depth <= output_depth_ && !inside_marked_blocks(depth))  // (summed loops inside touch neither)
+    if (assembled_ && depth > append_depth_ && depth <= write_.depth && !inside_marked_blocks(depth))  // (summed loops inside touch neither)
       annotations.sequential_reason = std::string(counting_ ? "it counts" : "it appends") + " the entries of " +
                                       program_.output().tensor + " under one parent position";
     if (scattered() && depth > rows_.row_depth)
@@ -1144,7 +1144,7 @@ class Lowering {
   }
 
   bool skips_blocks_of(const std::string& tensor) const {
-    return std::any_of(skip_blocks_of_.begin(), skip_blocks_of_.end(), [&](const Conjunction& c) { return c.count(tensor) > 0; });
+    return std::any_of(rest_.skip_blocks_of.begin(), rest_.skip_blocks_of.end(), [&](const Conjunction& c) { return c.count(tensor) > 0; });
   }
 
   static std::string locate_strategy(const sparse::Axis& axis, bool in_run = true) {
@@ -1187,16 +1187,16 @@ class Lowering {
   Stmt innermost_statement() const {
     Stmt statement;
     if (counting_) statement = write_output(nullptr);
-    else if (scalar_accumulator_) statement = std::make_shared<Assign>(accumulator_, product(inner_factors_), true);
-    else statement = write_output(product(inner_factors_));
-    if (skip_blocks_of_.empty()) return statement;
+    else if (write_.scalar_accumulator) statement = std::make_shared<Assign>(write_.accumulator, product(write_.inner_factors), true);
+    else statement = write_output(product(write_.inner_factors));
+    if (rest_.skip_blocks_of.empty()) return statement;
     // The blocks of the blocked operands were done before (lower_outside_blocks).
     Expr in_blocks;
-    for (const Conjunction& visited : skip_blocks_of_) {
+    for (const Conjunction& visited : rest_.skip_blocks_of) {
       Expr all;
       for (const std::string& tensor : visited) {
-        auto levels = skip_levels_above_.find(tensor);
-        all = logical_and(all, presence(tensor, levels == skip_levels_above_.end() ? INT_MAX : levels->second));
+        auto levels = rest_.skip_levels_above.find(tensor);
+        all = logical_and(all, presence(tensor, levels == rest_.skip_levels_above.end() ? INT_MAX : levels->second));
       }
       in_blocks = logical_or(in_blocks, all);
     }
@@ -1213,9 +1213,9 @@ class Lowering {
     auto lower_rest = [&](const std::set<std::string>& located_vars) {
       auto lowering = std::make_unique<Lowering>(rest, config_, LoweringPhase::Compute, -1);
       lowering->used_names_ = used_names_;
-      lowering->skip_blocks_of_ = skip_blocks_of_;  // (a rest's own rest skips both)
-      lowering->skip_levels_above_ = skip_levels_above_;
-      lowering->skip_blocks_of_.insert(lowering->skip_blocks_of_.end(), blocks_done_.begin(), blocks_done_.end());
+      lowering->rest_.skip_blocks_of = rest_.skip_blocks_of;  // (a rest's own rest skips both)
+      lowering->rest_.skip_levels_above = rest_.skip_levels_above;
+      lowering->rest_.skip_blocks_of.insert(lowering->rest_.skip_blocks_of.end(), rest_.blocks_done.begin(), rest_.blocks_done.end());
       lowering->located_vars_ = located_vars;
       return lowering;
     };
@@ -1278,32 +1278,32 @@ class Lowering {
   // Where the operands blocked alike multiply: "the blocks A and B both store"; "A .* B is zero".
   std::string blocks_of() const {
     std::vector<std::string> owners;
-    bool products = std::any_of(blocks_done_.begin(), blocks_done_.end(), [](const Conjunction& c) { return c.size() > 1; });
+    bool products = std::any_of(rest_.blocks_done.begin(), rest_.blocks_done.end(), [](const Conjunction& c) { return c.size() > 1; });
     if (products) {
-      for (const Conjunction& c : blocks_done_) owners.push_back(names(std::vector<std::string>(c.begin(), c.end())));
-      return "the blocks " + names(owners) + (blocks_done_.size() == 1 ? " both store" : " store together");
+      for (const Conjunction& c : rest_.blocks_done) owners.push_back(names(std::vector<std::string>(c.begin(), c.end())));
+      return "the blocks " + names(owners) + (rest_.blocks_done.size() == 1 ? " both store" : " store together");
     }
-    for (const std::string& t : outside_blocks_of_) owners.push_back(t + "'s");
+    for (const std::string& t : rest_.blockers) owners.push_back(t + "'s");
     return names(owners) + " blocks";
   }
   std::string zero() const {
-    bool products = std::any_of(blocks_done_.begin(), blocks_done_.end(), [](const Conjunction& c) { return c.size() > 1; });
+    bool products = std::any_of(rest_.blocks_done.begin(), rest_.blocks_done.end(), [](const Conjunction& c) { return c.size() > 1; });
     if (products) {
       std::vector<std::string> terms;
-      for (const Conjunction& c : blocks_done_) {
+      for (const Conjunction& c : rest_.blocks_done) {
         std::string term;
         for (const std::string& t : c) term += (term.empty() ? "" : " .* ") + t;
         terms.push_back(term);
       }
       return names(terms) + (terms.size() > 1 ? " are zero" : " is zero");
     }
-    return names(outside_blocks_of_) + (outside_blocks_of_.size() > 1 ? " are zero" : " is zero");
+    return names(rest_.blockers) + (rest_.blockers.size() > 1 ? " are zero" : " is zero");
   }
 
   // The operands whose blocks a rest skips.
   std::vector<std::string> skipped_tensors() const {
     std::vector<std::string> tensors;
-    for (const Conjunction& c : skip_blocks_of_)
+    for (const Conjunction& c : rest_.skip_blocks_of)
       for (const std::string& t : c)
         if (!std::count(tensors.begin(), tensors.end(), t)) tensors.push_back(t);
     return tensors;
@@ -1311,7 +1311,7 @@ class Lowering {
 
   // The rest beside the blocked operands, as a program of its own (passes/lower/part_programs.h).
   sparse::Program rest_program() {
-    const RestOfBlocks rest{outside_blocks_of_, rest_in_rows_, blocked_otherwise(outside_blocks_of_), rows_.row_depth, blocks_of()};
+    const RestOfBlocks rest{rest_.blockers, rest_.in_rows, blocked_otherwise(rest_.blockers), rows_.row_depth, blocks_of()};
     return lowering::rest_program(program_, config_, rest, [this](const std::string& wanted) { return fresh_name(wanted); });
   }
 
@@ -1348,10 +1348,10 @@ class Lowering {
     sparse::Program rest = rest_program();
     Lowering lowering(rest, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
     lowering.used_names_ = used_names_;
-    lowering.skip_blocks_of_ = blocks_done_;
-    lowering.skip_levels_above_ = skip_levels_above_;
-    lowering.block_row_owner_ = this;
-    lowering.skip_blocks_of_.insert(lowering.skip_blocks_of_.begin(), skip_blocks_of_.begin(), skip_blocks_of_.end());
+    lowering.rest_.skip_blocks_of = rest_.blocks_done;
+    lowering.rest_.skip_levels_above = rest_.skip_levels_above;
+    lowering.rest_.block_row_owner = this;
+    lowering.rest_.skip_blocks_of.insert(lowering.rest_.skip_blocks_of.begin(), rest_.skip_blocks_of.begin(), rest_.skip_blocks_of.end());
     Stmt body = lowering.run_in_block_row();
     used_names_.insert(lowering.used_names_.begin(), lowering.used_names_.end());
     body = relabel_shared_loops(body);
@@ -1366,17 +1366,17 @@ class Lowering {
   void share_owner_rows() {
     const sparse::SparseBuffer& output = program_.output();
     std::vector<LevelPosition>& mine = positions_.at(output.tensor);
-    const std::vector<LevelPosition>& owners = block_row_owner_->positions_.at(output.tensor);
+    const std::vector<LevelPosition>& owners = rest_.block_row_owner->positions_.at(output.tensor);
     const int levels = std::min({output.gathered_level + 1, static_cast<int>(mine.size()), static_cast<int>(owners.size())});
     for (int level = 0; level < levels; ++level) {
       if (mine[level].name == owners[level].name) continue;
       mine[level].name = owners[level].name;
-      owner_rows_.insert(owners[level].name);
+      rest_.owner_rows.insert(owners[level].name);
     }
   }
   void share_owner_flags() {
     for (OpenLevel& open : open_levels_)
-      for (const OpenLevel& owner : block_row_owner_->open_levels_)
+      for (const OpenLevel& owner : rest_.block_row_owner->open_levels_)
         if (owner.level == open.level) {
           open.flag = owner.flag;
           open.cursor = owner.cursor;
@@ -1392,8 +1392,8 @@ class Lowering {
     plan_positions();
     plan_output();
     const auto& mine = program_.iteration.iterators;
-    const auto& owners = block_row_owner_->program_.iteration.iterators;
-    bool same_rows = rows_.row_depth == block_row_owner_->rows_.row_depth;
+    const auto& owners = rest_.block_row_owner->program_.iteration.iterators;
+    bool same_rows = rows_.row_depth == rest_.block_row_owner->rows_.row_depth;
     for (int d = 0; same_rows && d <= rows_.row_depth; ++d) same_rows = mine[d].var == owners[d].var;
     if (!same_rows)
       throw_unsupported("the loops of " + program_.output().tensor + "'s block rows differ between " + names(skipped_tensors()) +
@@ -1402,11 +1402,11 @@ class Lowering {
     std::vector<Stmt> body;
     for (int d = -1; d <= rows_.row_depth; ++d)
       for (const Stmt& declare : position_declares(d))
-        if (declare->kind != StmtKind::Declare || !owner_rows_.count(static_cast<const Declare&>(*declare).name)) body.push_back(declare);
+        if (declare->kind != StmtKind::Declare || !rest_.owner_rows.count(static_cast<const Declare&>(*declare).name)) body.push_back(declare);
     body.push_back(loops_from(rows_.row_depth + 1));  // (the owner's loops declare and advance the output's open levels)
     // Its loops follow an operand blocked otherwise (A 2x3 + B 3x2 - 3 * D into bsr 2x3): the
     // entries outside its blocks too follow, into the same block row.
-    if (!outside_blocks_of_.empty()) body.push_back(rest_in_block_row());
+    if (!rest_.blockers.empty()) body.push_back(rest_in_block_row());
     return block(std::move(body));
   }
 
@@ -1547,7 +1547,7 @@ class Lowering {
     if (blocked.empty()) return;
     // The body's own term without its blocked operand (A B + E B + D, A bsr) follows the blocks:
     // into the list (listed_parts_nests), or in each block row (rest_in_block_row).
-    if (!listed_ && !rest_in_rows_) check_part_without_rest();
+    if (!listed_ && !rest_.in_rows) check_part_without_rest();
     if (listed_) return;
     const sparse::SparseBuffer& output = program_.output();
     const bool previous = program_.buffer(blocked.front()).previous_output;
@@ -1566,16 +1566,16 @@ class Lowering {
   // A part of a scoped sum (the body, an added or a listed part) beside a blocked operand: its
   // own terms must all hold the blocked operand, or none of them its index's blocks.
   void check_part_without_rest() const {
-    if (outside_blocks_of_.empty()) return;
+    if (rest_.blockers.empty()) return;
     const sparse::SparseBuffer& output = program_.output();
     // (lower.cpp then gives each term a part of its own, where that helps: UnionNestRefusal.)
     throw UnionNestRefusal(format_config_error(
-        config_.file, "/tensors/" + outside_blocks_of_.front() + "/format",
+        config_.file, "/tensors/" + rest_.blockers.front() + "/format",
         "the right-hand side sums its terms over different indices, and " + output.tensor + " (" + output.format.name +
             ") is a sparse output the kernel assembles; the part " + ast::to_string(*program_.iteration.body) +
-            " holds a term without " + names(outside_blocks_of_) +
+            " holds a term without " + names(rest_.blockers) +
             ", whose entries outside its blocks would be a second nest of that part, which is not supported; "
-            "store " + outside_blocks_of_.front() + " unblocked, or make " + output.tensor + " dense"));
+            "store " + rest_.blockers.front() + " unblocked, or make " + output.tensor + " dense"));
   }
 
   void check_added_parts() const {
@@ -1596,7 +1596,7 @@ class Lowering {
     // so each part adds into them where its own loops find them (the levels above are bound by
     // the shared loops, else the entries would be listed).
     const LevelKind last = output.format.levels.back();
-    bool into_entries = !scattered() && !block_rows() && output_depth_ >= shared_loops_ &&
+    bool into_entries = !scattered() && !block_rows() && write_.depth >= shared_loops_ &&
                         (last == LevelKind::Dense || last == LevelKind::DenseVariable);
     if (!into_rows && !into_blocks && !parts_add_into_sum() && !into_entries)
       throw CompileError(format_config_error(
@@ -1610,7 +1610,7 @@ class Lowering {
 
   // The added parts add into the scalar sum of one output entry: the shared loops bind the
   // output's, and the body's summed loops inside them sum into it.
-  bool parts_add_into_sum() const { return scalar_accumulator_ && output_depth_ + 1 == shared_loops_; }
+  bool parts_add_into_sum() const { return write_.scalar_accumulator && write_.depth + 1 == shared_loops_; }
 
   // Where the shared loops visit a coordinate that only other parts store (a union), each term
   // of this nest's body lacks a stored operand, so the body adds zeros: its loops are skipped.
@@ -1648,7 +1648,7 @@ class Lowering {
       Lowering lowering(added, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
       Stmt added_nest = lowering.lower_added_part(*this);
       used_names_ = lowering.used_names_;
-      std::string into = parts_add_into_sum() ? "the sum " + accumulator_
+      std::string into = parts_add_into_sum() ? "the sum " + write_.accumulator
                          : block_rows()      ? "the block row workspace of " + program_.output().tensor
                          : scattered()       ? "the row workspace of " + program_.output().tensor
                                             : "the entries of " + program_.output().tensor;
@@ -1773,7 +1773,7 @@ class Lowering {
     plan_output();
     Stmt nest = loop_nest(0);
     if (!workspaces_.empty()) nest = std::make_shared<Allocate>(workspaces_, nest);
-    if (!outside_blocks_of_.empty() && list_rest) listed_rests_ = listed_rest(into);  // (the caller places them after the nest)
+    if (!rest_.blockers.empty() && list_rest) listed_rests_ = listed_rest(into);  // (the caller places them after the nest)
     return nest;
   }
 
@@ -1792,11 +1792,11 @@ class Lowering {
   std::vector<Stmt> listed_rest(const Lowering& into) {
     sparse::Program rest = rest_program();
     Lowering lowering(rest, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
-    lowering.skip_blocks_of_ = skip_blocks_of_;  // (a rest's own rest skips both)
+    lowering.rest_.skip_blocks_of = rest_.skip_blocks_of;  // (a rest's own rest skips both)
     // (Where the loop over A's unblocked level merges the others' coordinates, the block loops
     // did A's block rows whole: the rest skips those, not only A's entries in them.)
-    lowering.skip_levels_above_ = skip_levels_above_;
-    lowering.skip_blocks_of_.insert(lowering.skip_blocks_of_.end(), blocks_done_.begin(), blocks_done_.end());
+    lowering.rest_.skip_levels_above = rest_.skip_levels_above;
+    lowering.rest_.skip_blocks_of.insert(lowering.rest_.skip_blocks_of.end(), rest_.blocks_done.begin(), rest_.blocks_done.end());
     lowering.listing_rest_ = true;
     Stmt rest_nest = lowering.lower_listed_part(into, used_names_);
     used_names_.insert(lowering.used_names_.begin(), lowering.used_names_.end());
@@ -1820,29 +1820,29 @@ class Lowering {
     // Into a block-row workspace, a term of the part without its blocked operand (D + E, D bsr,
     // E csr: E's entries outside D's blocks) follows in the same block row (rest_in_block_row),
     // as beside the body's blocks; elsewhere it would be a second nest of the part.
-    const bool rest_in_block_row = body.block_rows() && !outside_blocks_of_.empty();
+    const bool rest_in_block_row = body.block_rows() && !rest_.blockers.empty();
     if (!rest_in_block_row) check_part_without_rest();
     plan_positions();
     output_strategy_ = body.output_strategy_;
-    rest_in_rows_ = body.rest_in_rows_;
+    rest_.in_rows = body.rest_.in_rows;
     blocks_ = body.blocks_;
     coo_segment_ = body.coo_segment_;
     rows_ = body.rows_;
     open_levels_ = body.open_levels_;
     append_depth_ = body.append_depth_;
-    output_overwrites_ = false;
+    write_.overwrites = false;
     presence_ = body.presence_;
-    output_depth_ = -1;
-    for (const std::string& var : program_.output().indices) output_depth_ = std::max(output_depth_, program_.depth_of(var));
+    write_.depth = -1;
+    for (const std::string& var : program_.output().indices) write_.depth = std::max(write_.depth, program_.depth_of(var));
     if (body.parts_add_into_sum()) {
       // Into the body's sum of the entry, before it is written.
-      scalar_accumulator_ = adds_to_parent_sum_ = true;
-      accumulator_ = body.accumulator_;
+      write_.scalar_accumulator = adds_to_parent_sum_ = true;
+      write_.accumulator = body.write_.accumulator;
     } else {
       // Into the row workspace or the located entries; summed loops inside the output's have a
       // sum of their own.
-      scalar_accumulator_ = output_depth_ < static_cast<int>(program_.iteration.iterators.size()) - 1;
-      if (scalar_accumulator_) accumulator_ = fresh_name("acc");
+      write_.scalar_accumulator = write_.depth < static_cast<int>(program_.iteration.iterators.size()) - 1;
+      if (write_.scalar_accumulator) write_.accumulator = fresh_name("acc");
     }
     split_hoistable_factors();
     Stmt nest = loops_from(shared_loops_);
@@ -1861,28 +1861,28 @@ class Lowering {
       body.push_back(innermost_statement());
       return block(std::move(body));
     }
-    if (rest_in_rows_ && !block_rows() && !outside_blocks_of_.empty() && depth - 1 == rows_.row_depth && !added_to_ &&
-        !block_row_owner_) {
+    if (rest_.in_rows && !block_rows() && !rest_.blockers.empty() && depth - 1 == rows_.row_depth && !added_to_ &&
+        !rest_.block_row_owner) {
       body.push_back(block({loop_and_added_parts(depth), rest_in_block_row()}));
       return block(std::move(body));
     }
-    if (scattered() && depth - 1 == rows_.row_depth && !added_to_ && !block_row_owner_) {
-      if (block_rows() && !outside_blocks_of_.empty())
+    if (scattered() && depth - 1 == rows_.row_depth && !added_to_ && !rest_.block_row_owner) {
+      if (block_rows() && !rest_.blockers.empty())
         body.push_back(around_block_row(block({loop_and_added_parts(depth), rest_in_block_row()})));
       else body.push_back(block_rows() ? around_block_row(loop_and_added_parts(depth)) : around_row(loop_and_added_parts(depth)));
       return block(std::move(body));
     }
-    if (depth - 1 == output_depth_ && scalar_accumulator_ && counting_) {
+    if (depth - 1 == write_.depth && write_.scalar_accumulator && counting_) {
       body.push_back(write_output(nullptr, depth));  // the summed loops do not change which entries exist
       return block(std::move(body));
     }
-    if (depth - 1 == output_depth_ && scalar_accumulator_ && !adds_to_parent_sum_) {
+    if (depth - 1 == write_.depth && write_.scalar_accumulator && !adds_to_parent_sum_) {
       // Just inside the output's last loop: sum the remaining loops into a scalar.
-      body.push_back(std::make_shared<Declare>(accumulator_, value_type_,
+      body.push_back(std::make_shared<Declare>(write_.accumulator, value_type_,
                                                std::make_shared<FloatImm>(0.0, "0", value_type_), true));
       body.push_back(loop_and_added_parts(depth));
-      Expr total = var(accumulator_, value_type_);
-      if (!outer_factors_.empty()) total = binary(BinOp::Mul, product(outer_factors_), total);
+      Expr total = var(write_.accumulator, value_type_);
+      if (!write_.outer_factors.empty()) total = binary(BinOp::Mul, product(write_.outer_factors), total);
       body.push_back(write_output(total, depth));
       return block(std::move(body));
     }
@@ -2251,20 +2251,25 @@ class Lowering {
   bool adds_to_parent_sum_ = false;         // ... which sums the entry in a scalar: this adds into it
   ScalarType value_type_, index_type_;
   std::set<std::string> used_names_;
-  // The blocked operands (the first gives the block loops, the others are blocked alike) whose
-  // blocks other operands' entries lie outside of; lowering that rest, those whose blocks it skips.
-  std::vector<std::string> outside_blocks_of_;
-  IterationSpace blocks_done_;     // ... the blocks its loops visit (blocks_visited), of those operands
-  IterationSpace skip_blocks_of_;  // lowering a rest: the blocks done before (each all of a conjunction's)
-  // ... by tensor, where only its levels above one were done (ungated_merge_level): their count
-  std::map<std::string, int> skip_levels_above_;
-  const Lowering* block_row_owner_ = nullptr;  // ... inside this lowering's block row, into its workspace
+  // Operands blocked where others are not (C = A + B, A bsr): the entries outside the blocks
+  // are a rest, lowered as a nest of its own (lower_outside_blocks, rest_in_block_row).
+  struct BlockedRest {
+    // The blocked operands (the first gives the block loops, the others are blocked alike) whose
+    // blocks other operands' entries lie outside of; lowering that rest, those whose blocks it skips.
+    std::vector<std::string> blockers;
+    IterationSpace blocks_done;     // ... the blocks its loops visit (blocks_visited), of those operands
+    IterationSpace skip_blocks_of;  // lowering a rest: the blocks done before (each all of a conjunction's)
+    // ... by tensor, where only its levels above one were done (ungated_merge_level): their count
+    std::map<std::string, int> skip_levels_above;
+    const Lowering* block_row_owner = nullptr;  // ... inside this lowering's block row, into its workspace
+    // The output's blocks are gathered per block row (in this phase, or the levels above counted):
+    // a rest beside a blocked operand runs inside each block row (rest_in_block_row).
+    bool in_rows = false;
+    std::set<std::string> owner_rows;  // a rest's own names for the owner's output positions (not declared)
+  };
+  BlockedRest rest_;
   bool assembled_;  // the output's structure is built here (see LoweringPhase)
   OutputStrategy output_strategy_ = OutputStrategy::InPlace;  // how it is written (plan_output)
-  // The output's blocks are gathered per block row (in this phase, or the levels above counted):
-  // a rest beside a blocked operand runs inside each block row (rest_in_block_row).
-  bool rest_in_rows_ = false;
-  std::set<std::string> owner_rows_;  // a rest's own names for the owner's output positions (not declared)
   BlockRows blocks_;  // ... whole blocks of them, keyed by the gathered level (plan_block_workspace)
   bool coo_segment_ = false;  // ... and it ends in a COO segment (compressed-nonunique, singletons)
   RowWorkspace rows_;  // ... the workspace of its rows (or block rows): see plan_workspace
@@ -2291,10 +2296,18 @@ class Lowering {
   std::map<std::string, std::vector<std::string>> presence_;
   std::map<std::string, std::vector<std::pair<int, std::string>>> searched_flags_;  // by tensor: (level, flag) of its searched levels
   std::map<std::string, std::vector<LevelPosition>> positions_;
-  int output_depth_ = -1;
-  bool scalar_accumulator_ = false, output_overwrites_ = false, needs_zero_fill_ = false;
-  std::string accumulator_;
-  std::vector<ast::ExprPtr> outer_factors_, inner_factors_;
+  // How the body's value reaches the output (plan_output).
+  struct OutputWrite {
+    int depth = -1;  // the depth of the output's innermost index's loop
+    bool scalar_accumulator = false;  // the loops inside it sum into a scalar, written once after them
+    bool overwrites = false;          // each value is written once (no sum outside, no `+=`)
+    bool needs_zero_fill = false;     // zeroed first: the loops skip entries or add into them
+    std::string accumulator;          // the scalar's name
+    // With a scalar accumulator, the top-level product's factors applied after the sum (outer)
+    // and those inside it (split_hoistable_factors).
+    std::vector<ast::ExprPtr> outer_factors, inner_factors;
+  };
+  OutputWrite write_;
 };
 
 }  // namespace
