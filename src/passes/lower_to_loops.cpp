@@ -50,11 +50,12 @@ class Lowering {
   // `whole`: the program whose iteration has added parts, when `program` is its body's nest.
   Lowering(const sparse::Program& program, const Config& config, LoweringPhase phase, int counted_level,
            const sparse::Program* whole = nullptr)
-      : program_(program), config_(config), whole_(whole), value_type_(value_scalar_type(program.value_type)),
+      : program_(program), config_(config), value_type_(value_scalar_type(program.value_type)),
         index_type_(index_scalar_type(program.index_type)), assembled_(output_is_assembled(program)),
         counting_(phase == LoweringPhase::Assemble), counted_level_(counted_level) {
     if (counting_ && counted_level_ < 0) counted_level_ = assembled_levels(program).back();
-    if (whole_) shared_loops_ = static_cast<int>(whole_->iteration.shared_loops());
+    sum_.whole = whole;
+    if (sum_.whole) sum_.shared_loops = static_cast<int>(sum_.whole->iteration.shared_loops());
   }
 
   LoweredFunc run() {
@@ -62,10 +63,10 @@ class Lowering {
     func.name = counting_ ? assemble_function_name(program_, counted_level_) : program_.kernel_name;
     reserve_names();
     // The parts of a listed output each list in a nest of their own: they share no loops.
-    if (whole_ && parts_listed_beside_blocks(*whole_)) shared_loops_ = 0;
+    if (sum_.whole && parts_listed_beside_blocks(*sum_.whole)) sum_.shared_loops = 0;
     // The parts gathered in the output's block rows share only the loops of those.
-    if (whole_ && parts_in_block_rows(*whole_)) shared_loops_ = static_cast<int>(sparse::block_row_loops(program_));
-    if (whole_) check_body_blocked_by_its_own();
+    if (sum_.whole && parts_in_block_rows(*sum_.whole)) sum_.shared_loops = static_cast<int>(sparse::block_row_loops(program_));
+    if (sum_.whole) check_body_blocked_by_its_own();
     plan_loops();
     plan_listed();
     names_before_positions_ = used_names_;
@@ -73,12 +74,12 @@ class Lowering {
     check_fusions();
     plan_positions();
     plan_output();
-    if (whole_) check_added_parts_beside_blocks();
-    if (whole_ && !counting_) check_added_parts();
+    if (sum_.whole) check_added_parts_beside_blocks();
+    if (sum_.whole && !counting_) check_added_parts();
     std::vector<Stmt> body;
     if (counting_) body.push_back(clear_counts());
     if (write_.needs_zero_fill) body.push_back(zero_fill());
-    Stmt nest = whole_ && listed_ ? listed_parts_nests() : loop_nest(0);
+    Stmt nest = sum_.whole && listed_ ? listed_parts_nests() : loop_nest(0);
     if (listed_ && !rest_.blockers.empty()) nest = with_listed_rest(nest, *this);
     if (listed_) nest = list_and_pack(nest);
     body.push_back(workspaces_.empty() ? nest : std::make_shared<Allocate>(workspaces_, nest));
@@ -106,8 +107,8 @@ class Lowering {
     for (const sparse::SparseBuffer& b : program_.buffers) used_names_.insert(b.values);
     for (const sparse::BlockedVar& b : program_.blocked_vars) used_names_.insert({b.outer, b.inner});
     // (The parts of a sum in the output's block rows have block loops the body may not have.)
-    if (whole_ && parts_in_block_rows(*whole_))
-      for (const sparse::BlockedVar& b : whole_->blocked_vars) used_names_.insert({b.outer, b.inner});
+    if (sum_.whole && parts_in_block_rows(*sum_.whole))
+      for (const sparse::BlockedVar& b : sum_.whole->blocked_vars) used_names_.insert({b.outer, b.inner});
   }
 
   std::string fresh_name(const std::string& wanted) {
@@ -155,10 +156,10 @@ class Lowering {
     for (size_t d = 0; d < iterators.size(); ++d) {
       LoopPlan& plan = plans_[d];
       const std::string& var = iterators[d].var;
-      const ast::Expr& iterated = whole_ && d < static_cast<size_t>(shared_loops_) ? *whole_sum() : *program_.iteration.body;
+      const ast::Expr& iterated = sum_.whole && d < static_cast<size_t>(sum_.shared_loops) ? *whole_sum() : *program_.iteration.body;
       plan.space = iteration_space(iterated, var);
       plan.terms = tensor_terms(iterated);
-      defer_located_terms(plan, var, whole_ && d < static_cast<size_t>(shared_loops_));
+      defer_located_terms(plan, var, sum_.whole && d < static_cast<size_t>(sum_.shared_loops));
       std::set<std::string> sparse_tensors;
       for (const Conjunction& c : plan.space) {
         sparse_tensors.insert(c.begin(), c.end());
@@ -204,7 +205,7 @@ class Lowering {
     const sparse::SparseBuffer& output = program_.output();
     const auto at = std::find_if(program_.iteration.iterators.begin(), program_.iteration.iterators.end(),
                                  [&](const sparse::Iterator& it) { return it.var == loop; });
-    const bool every_block_row = !whole_ && assembled_ && output.gathered_level >= 0 &&
+    const bool every_block_row = !sum_.whole && assembled_ && output.gathered_level >= 0 &&
                                  at - program_.iteration.iterators.begin() <= gathered_row_depth();
     bool located_only = false;
     auto add = [&](Conjunction c, bool of_body) {
@@ -220,7 +221,7 @@ class Lowering {
     if (located_only && std::find(space.begin(), space.end(), Conjunction{}) == space.end()) space.push_back({});
     const bool body_universe = std::any_of(space.begin(), space.end(), [](const Conjunction& c) { return c.empty(); });
     if (shared)
-      for (const sparse::AddedPart& part : whole_->iteration.added_parts)
+      for (const sparse::AddedPart& part : sum_.whole->iteration.added_parts)
         for (const Conjunction& c : terms(*part.body, stored_or_located, [](const IterationSpace&) {})) add(c, false);
     plan.universe_of_parts_only =
         !body_universe && std::any_of(space.begin(), space.end(), [](const Conjunction& c) { return c.empty(); });
@@ -273,7 +274,7 @@ class Lowering {
         // (Where the terms, products of sums multiplied out, can each have a nest of their own:
         // listing an assembled output's entries, or adding into a dense output in place; also
         // the terms of a part of a scoped sum, lower.cpp's every_term_apart.)
-        if ((assembled_ || (!whole_ && output.format.all_dense())) &&
+        if ((assembled_ || (!sum_.whole && output.format.all_dense())) &&
             ast::distributed_terms(program_.iteration.body, output.indices).size() > 1)
           throw UnionNestRefusal(format_config_error(config_.file, "/tensors", message));
         throw_unsupported(message);
@@ -286,7 +287,7 @@ class Lowering {
   }
 
   // The blocked operands' analysis (passes/lower/blocked_analysis.h), over this nest's loop plans.
-  BlockedAnalysis blocked_analysis() const { return BlockedAnalysis(program_, plans_, assembled_, whole_); }
+  BlockedAnalysis blocked_analysis() const { return BlockedAnalysis(program_, plans_, assembled_, sum_.whole); }
   std::vector<std::string> blocked_alike(const std::string& blocker) const { return blocked_analysis().blocked_alike(blocker); }
   IterationSpace blocks_visited(const std::string& blocker) const { return blocked_analysis().blocks_visited(blocker); }
   bool inside_blocks_visited(const Conjunction& term, const std::string& blocker) const {
@@ -470,7 +471,7 @@ class Lowering {
           LevelPosition position = *outer;
           position.declare_depth = INT_MIN;
           // Visited by runs (its singleton child iterates the run) as the shared loop visits it.
-          if (added_to_->by_runs_.count(buffer.axes[level])) by_runs_.insert(buffer.axes[level]);
+          if (sum_.added_to->by_runs_.count(buffer.axes[level])) by_runs_.insert(buffer.axes[level]);
           else by_runs_.erase(buffer.axes[level]);
           // Located inside the blocks by the shared loops: this nest runs only where it was found.
           if (position.searched) searched_flags_[buffer.tensor].push_back({static_cast<int>(level), position.found});
@@ -482,7 +483,7 @@ class Lowering {
         // Below the shared loops (anywhere, when listed), a nest of a sum's part has no positions
         // of a tensor only other parts read. (A rest listed beside a blocked operand still locates
         // the blocks it skips, below.)
-        if (((lists_into_ && rest_.skip_blocks_of.empty()) || ((whole_ || added_to_) && (depth < 0 || depth >= shared_loops_))) && !buffer.is_output &&
+        if (((sum_.lists_into && rest_.skip_blocks_of.empty()) || ((sum_.whole || sum_.added_to) && (depth < 0 || depth >= sum_.shared_loops))) && !buffer.is_output &&
             !reads(*program_.iteration.body, buffer.tensor))
           break;
         // Nor has a rest beside a blocked operand of a tensor it neither reads nor skips the blocks
@@ -819,7 +820,7 @@ class Lowering {
     collect_factors(program_.iteration.body, factors);
     for (const ast::ExprPtr& factor : factors) {
       // (Added parts add into the same sum: nothing multiplies it afterwards.)
-      bool outer = write_.scalar_accumulator && !whole_ && !added_to_ && max_depth(*factor) <= write_.depth;
+      bool outer = write_.scalar_accumulator && !sum_.whole && !sum_.added_to && max_depth(*factor) <= write_.depth;
       (outer ? write_.outer_factors : write_.inner_factors).push_back(factor);
     }
   }
@@ -985,7 +986,7 @@ class Lowering {
   // ---- a list of the output's entries ----
   // The order the output's entries arrive in (passes/lower/output_order.h).
   OutputOrder output_order() const {
-    return OutputOrder(program_, config_, plans_, by_runs_, assembled_, whole_, added_to_ || lists_into_);
+    return OutputOrder(program_, config_, plans_, by_runs_, assembled_, sum_.whole, sum_.added_to || sum_.lists_into);
   }
   std::pair<const sparse::Axis*, const sparse::Axis*> fused_axes(const sparse::Fusion& f) const { return output_order().fused_axes(f); }
   bool fuses_rows(const sparse::Fusion& f) const { return output_order().fuses_rows(f); }
@@ -993,10 +994,10 @@ class Lowering {
   bool appends_rows_in_order(const sparse::SparseBuffer& output) const { return output_order().appends_rows_in_order(output); }
 
   void plan_listed() {
-    if (lists_into_) {
+    if (sum_.lists_into) {
       // A part of a sum into a listed output: its entries join the one list.
       listed_ = true;
-      list_ = lists_into_->list_;
+      list_ = sum_.lists_into->list_;
       return;
     }
     if (!assembled_) return;
@@ -1040,7 +1041,7 @@ class Lowering {
   std::string why_blocks_gathered() const {
     const sparse::SparseBuffer& output = program_.output();
     if (!rest_.blockers.empty()) return blocks_of() + ", and the other operands' entries outside them";
-    if (whole_ && parts_in_block_rows(*whole_)) return "the parts of the sum gather into it, each blocked only by its own operands";
+    if (sum_.whole && parts_in_block_rows(*sum_.whole)) return "the parts of the sum gather into it, each blocked only by its own operands";
     if (std::any_of(program_.blocked_vars.begin(), program_.blocked_vars.end(),
                     [&](const sparse::BlockedVar& b) { return b.tensor != output.tensor; }))
       return "the operands give only some of " + output.tensor + "'s blocked indices";
@@ -1058,7 +1059,7 @@ class Lowering {
       if (config_.target == Target::Cuda) return annotations;
       // (A part of a scoped sum appends to the list after the parts before it: its loops stay
       // sequential, listed_parts_nests.)
-      if (depth == 0 && lists_into_ == nullptr) {
+      if (depth == 0 && sum_.lists_into == nullptr) {
         annotations.listed.keys = list_.keys;
         annotations.listed.count = list_.count;
         if (!counting_) annotations.listed.values = list_.values;
@@ -1419,12 +1420,12 @@ class Lowering {
 
   // The body and the added parts as one sum: what the shared loops visit.
   ast::ExprPtr whole_sum() {
-    if (!whole_sum_) {
-      whole_sum_ = program_.iteration.body;
-      for (const sparse::AddedPart& part : whole_->iteration.added_parts)
-        whole_sum_ = ast::make_operator(ast::ExprKind::Add, part.body->loc, whole_sum_, part.body);
+    if (!sum_.whole_sum) {
+      sum_.whole_sum = program_.iteration.body;
+      for (const sparse::AddedPart& part : sum_.whole->iteration.added_parts)
+        sum_.whole_sum = ast::make_operator(ast::ExprKind::Add, part.body->loc, sum_.whole_sum, part.body);
     }
-    return whole_sum_;
+    return sum_.whole_sum;
   }
 
   static bool reads(const ast::Expr& expr, const std::string& tensor) {
@@ -1436,11 +1437,11 @@ class Lowering {
   // Lowering an added part: the position the body's nest gives this level, where it is known in
   // the shared loops (so are the output's appended levels: written through the same cursors).
   const LevelPosition* shared_position(const sparse::SparseBuffer& buffer, size_t level) const {
-    if (!added_to_) return nullptr;
-    auto found = added_to_->positions_.find(buffer.tensor);
-    if (found == added_to_->positions_.end() || level >= found->second.size()) return nullptr;
+    if (!sum_.added_to) return nullptr;
+    auto found = sum_.added_to->positions_.find(buffer.tensor);
+    if (found == sum_.added_to->positions_.end() || level >= found->second.size()) return nullptr;
     const LevelPosition& position = found->second[level];
-    if (position.ready_depth < shared_loops_) return &position;
+    if (position.ready_depth < sum_.shared_loops) return &position;
     // Below the shared loops, an output level located from its coordinate (dense, ragged) is
     // located again by this nest's own loops; the others are written through the same cursors.
     const sparse::AxisKind kind = program_.axes[buffer.axes[level]].kind;
@@ -1460,10 +1461,10 @@ class Lowering {
   // The added parts join the body's nest where the shared loops end: in a row workspace that
   // gathers the output's last level (SpGEMM), or in the scalar sum of one output entry.
   std::string summed_outside_added_parts() const {
-    if (parts_in_block_rows(*whole_))  // (the whole's loops are not the body's: block_row_part_program)
+    if (parts_in_block_rows(*sum_.whole))  // (the whole's loops are not the body's: block_row_part_program)
       for (const sparse::Iterator& it : program_.iteration.iterators)
         if (it.is_reduction) return it.var;
-    return whole_->iteration.iterators[static_cast<size_t>(shared_loops_)].var;
+    return sum_.whole->iteration.iterators[static_cast<size_t>(sum_.shared_loops)].var;
   }
 
   // Why the added parts need a place in the body's nest (the start of each refusal below).
@@ -1474,7 +1475,7 @@ class Lowering {
     for (const sparse::Iterator& it : program_.iteration.iterators)
       if (it.is_reduction) body_summed.push_back(it.var);
     std::string terms = describe_terms(*program_.iteration.body, body_summed);
-    for (const sparse::AddedPart& part : whole_->iteration.added_parts) terms += "; " + describe_terms(*part.body, part.summed);
+    for (const sparse::AddedPart& part : sum_.whole->iteration.added_parts) terms += "; " + describe_terms(*part.body, part.summed);
     return "the right-hand side sums its terms over different indices (" + terms + "), and " + output.tensor + " (" +
            output.format.name + ") is a sparse output the kernel assembles, so they share one loop nest: the terms without " +
            summed + " are added where the loops outside " + summed + " end";
@@ -1493,8 +1494,8 @@ class Lowering {
   // operand of another part that blocks an index (D bsr in `A B + D`, C_prev of `C += A B`, C
   // bsr) would split the body's loops into blocks that the body does not read.
   void check_body_blocked_by_its_own() const {
-    if (parts_listed_beside_blocks(*whole_)) return;
-    if (parts_in_block_rows(*whole_) && parts_share_block_rows()) return;
+    if (parts_listed_beside_blocks(*sum_.whole)) return;
+    if (parts_in_block_rows(*sum_.whole) && parts_share_block_rows()) return;
     std::set<std::string> read;
     for (const ast::Access* access : ast::collect_accesses(*program_.iteration.body)) read.insert(access->tensor);
     const sparse::SparseBuffer& output = program_.output();
@@ -1518,20 +1519,20 @@ class Lowering {
   // block rows visited whole), in the same order: the body's nest can hold the parts'.
   bool parts_share_block_rows() const {
     const sparse::SparseBuffer& output = program_.output();
-    if (shared_loops_ < 1) return false;
+    if (sum_.shared_loops < 1) return false;
     for (int level = 0; level < output.gathered_level; ++level)
       if (program_.axes[output.axes[level]].kind != sparse::AxisKind::DenseFixed) return false;
     auto begins_alike = [&](const sparse::Program& part) {
-      if (static_cast<int>(part.iteration.iterators.size()) <= shared_loops_) return false;
-      for (int d = 0; d < shared_loops_; ++d) {
+      if (static_cast<int>(part.iteration.iterators.size()) <= sum_.shared_loops) return false;
+      for (int d = 0; d < sum_.shared_loops; ++d) {
         const sparse::Iterator& it = part.iteration.iterators[d];
         if (it.var != program_.iteration.iterators[d].var || it.is_reduction) return false;
       }
       return true;
     };
     if (!begins_alike(program_)) return false;
-    for (const sparse::AddedPart& part : whole_->iteration.added_parts)
-      if (!begins_alike(block_row_part_program(*whole_, part.body))) return false;
+    for (const sparse::AddedPart& part : sum_.whole->iteration.added_parts)
+      if (!begins_alike(block_row_part_program(*sum_.whole, part.body))) return false;
     return true;
   }
 
@@ -1551,7 +1552,7 @@ class Lowering {
     if (listed_) return;
     const sparse::SparseBuffer& output = program_.output();
     const bool previous = program_.buffer(blocked.front()).previous_output;
-    for (int d = 0; d < shared_loops_; ++d)
+    for (int d = 0; d < sum_.shared_loops; ++d)
       if (!visits_every_coordinate(d))
         throw SharedBlocksRefusal(format_config_error(
             config_.file, "/tensors/" + (previous ? output.tensor : blocked.front()) + "/format",
@@ -1588,15 +1589,15 @@ class Lowering {
                                                  " does not have; leave out the fuse, or make " + output.tensor + " dense"));
     if (listed_) return;  // each part lists its entries in a nest of its own (listed_parts_nests)
     const std::string where = "/tensors/" + output.tensor + "/format";
-    bool into_rows = scattered() && !block_rows() && rows_.row_depth + 1 == shared_loops_;
+    bool into_rows = scattered() && !block_rows() && rows_.row_depth + 1 == sum_.shared_loops;
     // A blocked output's block row (its loops outside the summed one: plan_block_workspace)
     // gathers every entry under it, the parts' too.
-    bool into_blocks = block_rows() && rows_.row_depth < shared_loops_;
+    bool into_blocks = block_rows() && rows_.row_depth < sum_.shared_loops;
     // A dense or ragged last level below the summed loop: its entries are located, not appended,
     // so each part adds into them where its own loops find them (the levels above are bound by
     // the shared loops, else the entries would be listed).
     const LevelKind last = output.format.levels.back();
-    bool into_entries = !scattered() && !block_rows() && write_.depth >= shared_loops_ &&
+    bool into_entries = !scattered() && !block_rows() && write_.depth >= sum_.shared_loops &&
                         (last == LevelKind::Dense || last == LevelKind::DenseVariable);
     if (!into_rows && !into_blocks && !parts_add_into_sum() && !into_entries)
       throw CompileError(format_config_error(
@@ -1610,7 +1611,7 @@ class Lowering {
 
   // The added parts add into the scalar sum of one output entry: the shared loops bind the
   // output's, and the body's summed loops inside them sum into it.
-  bool parts_add_into_sum() const { return write_.scalar_accumulator && write_.depth + 1 == shared_loops_; }
+  bool parts_add_into_sum() const { return write_.scalar_accumulator && write_.depth + 1 == sum_.shared_loops; }
 
   // Where the shared loops visit a coordinate that only other parts store (a union), each term
   // of this nest's body lacks a stored operand, so the body adds zeros: its loops are skipped.
@@ -1625,7 +1626,7 @@ class Lowering {
   // (a binary search per coordinate) is searched by the nest itself.
   Expr presence_in_shared_loops(const std::string& tensor) const {
     return presence_with_searched(tensor, [&](const std::string& structure, int level) {
-      return positions_.at(structure)[static_cast<size_t>(level)].ready_depth < shared_loops_;
+      return positions_.at(structure)[static_cast<size_t>(level)].ready_depth < sum_.shared_loops;
     });
   }
 
@@ -1635,15 +1636,15 @@ class Lowering {
 
   // The loop at `depth` and, where the shared loops end, the added parts' nests after it.
   Stmt loop_and_added_parts(int depth) {
-    if (!whole_ || depth != shared_loops_) return loop(depth);
+    if (!sum_.whole || depth != sum_.shared_loops) return loop(depth);
     std::vector<Stmt> stmts = {where_body_present(loop(depth))};
-    for (const sparse::AddedPart& part : whole_->iteration.added_parts) {
+    for (const sparse::AddedPart& part : sum_.whole->iteration.added_parts) {
       // (Parts gathered in the output's block rows are each blocked by their own operands.)
-      sparse::Program added = parts_in_block_rows(*whole_) ? block_row_part_program(*whole_, part.body) : *whole_;
-      if (!parts_in_block_rows(*whole_)) {
+      sparse::Program added = parts_in_block_rows(*sum_.whole) ? block_row_part_program(*sum_.whole, part.body) : *sum_.whole;
+      if (!parts_in_block_rows(*sum_.whole)) {
         added.iteration.body = part.body;
         added.iteration.added_parts.clear();
-        added.iteration.iterators = whole_->iteration.loops_of(*part.body, whole_->blocked_vars);
+        added.iteration.iterators = sum_.whole->iteration.loops_of(*part.body, sum_.whole->blocked_vars);
       }
       Lowering lowering(added, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
       Stmt added_nest = lowering.lower_added_part(*this);
@@ -1667,7 +1668,7 @@ class Lowering {
     std::vector<Stmt> nests;
     std::set<std::string> names = names_before_positions_;  // (this Lowering's own nest is not built)
     auto list_part = [&](const ast::ExprPtr& terms, const std::vector<std::string>& summed, bool first) {
-      sparse::Program part = listed_part_program(*whole_, terms, config_);
+      sparse::Program part = listed_part_program(*sum_.whole, terms, config_);
       Lowering lowering(part, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
       // (The body's own rest lists after every part's nest: run's with_listed_rest.)
       Stmt nest = lowering.lower_listed_part(*this, names, true, !first);
@@ -1679,13 +1680,13 @@ class Lowering {
       nests.push_back(nest);
       // An added part with a term without its blocked operand (D + E, D bsr, E csr): E's entries
       // outside D's blocks list after the part's nest (each rest a comment and a nest).
-      for (const Stmt& rest : lowering.listed_rests_) nests.push_back(rest);
+      for (const Stmt& rest : lowering.sum_.listed_rests) nests.push_back(rest);
     };
     std::vector<std::string> body_summed;
     for (const sparse::Iterator& it : program_.iteration.iterators)
       if (it.is_reduction) body_summed.push_back(it.var);
     list_part(program_.iteration.body, body_summed, true);
-    for (const sparse::AddedPart& part : whole_->iteration.added_parts) list_part(part.body, part.summed, false);
+    for (const sparse::AddedPart& part : sum_.whole->iteration.added_parts) list_part(part.body, part.summed, false);
     if (config_.target == Target::Cuda) {
       // nests: a comment and a nest per part. The first term's nest is scheduled as one (its
       // ops name its loops), unless an added part's nest has a loop of its outer loop's label,
@@ -1704,9 +1705,9 @@ class Lowering {
 
   // A loop of the whole sum's iteration (or a fused one), which schedule ops may name.
   bool whole_loop(const std::string& label) const {
-    for (const sparse::Iterator& it : whole_->iteration.iterators)
+    for (const sparse::Iterator& it : sum_.whole->iteration.iterators)
       if (it.var == label) return true;
-    for (const sparse::Fusion& f : whole_->iteration.fusions)
+    for (const sparse::Fusion& f : sum_.whole->iteration.fusions)
       if (f.into == label) return true;
     return false;
   }
@@ -1760,20 +1761,20 @@ class Lowering {
   // This Lowering's program is one part of a sum into `into`'s listed output: the whole nest of
   // its terms, appending to `into`'s list.
   // A part's own rest outside its blocked operand's blocks (`with_rest`) lists after it: built
-  // here into listed_rests_ where `list_rest`.
+  // here into sum_.listed_rests where `list_rest`.
   Stmt lower_listed_part(const Lowering& into, const std::set<std::string>& names, bool with_rest = false,
                          bool list_rest = true) {
-    lists_into_ = &into;
+    sum_.lists_into = &into;
     used_names_ = names;
     plan_loops();
-    if (!listing_rest_ && !with_rest) check_part_without_rest();  // (a rest lists its own rest: listed_rest)
+    if (!sum_.listing_rest && !with_rest) check_part_without_rest();  // (a rest lists its own rest: listed_rest)
     plan_listed();
     check_fusions();
     plan_positions();
     plan_output();
     Stmt nest = loop_nest(0);
     if (!workspaces_.empty()) nest = std::make_shared<Allocate>(workspaces_, nest);
-    if (!rest_.blockers.empty() && list_rest) listed_rests_ = listed_rest(into);  // (the caller places them after the nest)
+    if (!rest_.blockers.empty() && list_rest) sum_.listed_rests = listed_rest(into);  // (the caller places them after the nest)
     return nest;
   }
 
@@ -1797,7 +1798,7 @@ class Lowering {
     // did A's block rows whole: the rest skips those, not only A's entries in them.)
     lowering.rest_.skip_levels_above = rest_.skip_levels_above;
     lowering.rest_.skip_blocks_of.insert(lowering.rest_.skip_blocks_of.end(), rest_.blocks_done.begin(), rest_.blocks_done.end());
-    lowering.listing_rest_ = true;
+    lowering.sum_.listing_rest = true;
     Stmt rest_nest = lowering.lower_listed_part(into, used_names_);
     used_names_.insert(lowering.used_names_.begin(), lowering.used_names_.end());
     if (config_.target == Target::Cuda) rest_nest = own_listing_kernel(rest_nest, used_names_);
@@ -1805,7 +1806,7 @@ class Lowering {
                                                          ", into the list of " + program_.output().tensor + "'s entries: " +
                                                          ast::to_string(*rest.iteration.body)),
                                rest_nest};
-    append(stmts, lowering.listed_rests_);
+    append(stmts, lowering.sum_.listed_rests);
     for (Stmt& stmt : stmts) stmt = relabel_shared_loops(stmt);
     return stmts;
   }
@@ -1813,8 +1814,8 @@ class Lowering {
   // This Lowering's program is an added part's (its loops: the shared ones, then its own): its
   // nest inside the shared loops of `body`'s Lowering, writing where that one writes.
   Stmt lower_added_part(const Lowering& body) {
-    added_to_ = &body;
-    shared_loops_ = body.shared_loops_;
+    sum_.added_to = &body;
+    sum_.shared_loops = body.sum_.shared_loops;
     used_names_ = body.used_names_;
     plan_loops();
     // Into a block-row workspace, a term of the part without its blocked operand (D + E, D bsr,
@@ -1836,7 +1837,7 @@ class Lowering {
     for (const std::string& var : program_.output().indices) write_.depth = std::max(write_.depth, program_.depth_of(var));
     if (body.parts_add_into_sum()) {
       // Into the body's sum of the entry, before it is written.
-      write_.scalar_accumulator = adds_to_parent_sum_ = true;
+      write_.scalar_accumulator = sum_.adds_to_parent_sum = true;
       write_.accumulator = body.write_.accumulator;
     } else {
       // Into the row workspace or the located entries; summed loops inside the output's have a
@@ -1845,8 +1846,8 @@ class Lowering {
       if (write_.scalar_accumulator) write_.accumulator = fresh_name("acc");
     }
     split_hoistable_factors();
-    Stmt nest = loops_from(shared_loops_);
-    if (shared_loops_ < static_cast<int>(program_.iteration.iterators.size())) nest = where_body_present(nest);
+    Stmt nest = loops_from(sum_.shared_loops);
+    if (sum_.shared_loops < static_cast<int>(program_.iteration.iterators.size())) nest = where_body_present(nest);
     return rest_in_block_row ? block({nest, this->rest_in_block_row()}) : nest;
   }
 
@@ -1861,12 +1862,12 @@ class Lowering {
       body.push_back(innermost_statement());
       return block(std::move(body));
     }
-    if (rest_.in_rows && !block_rows() && !rest_.blockers.empty() && depth - 1 == rows_.row_depth && !added_to_ &&
+    if (rest_.in_rows && !block_rows() && !rest_.blockers.empty() && depth - 1 == rows_.row_depth && !sum_.added_to &&
         !rest_.block_row_owner) {
       body.push_back(block({loop_and_added_parts(depth), rest_in_block_row()}));
       return block(std::move(body));
     }
-    if (scattered() && depth - 1 == rows_.row_depth && !added_to_ && !rest_.block_row_owner) {
+    if (scattered() && depth - 1 == rows_.row_depth && !sum_.added_to && !rest_.block_row_owner) {
       if (block_rows() && !rest_.blockers.empty())
         body.push_back(around_block_row(block({loop_and_added_parts(depth), rest_in_block_row()})));
       else body.push_back(block_rows() ? around_block_row(loop_and_added_parts(depth)) : around_row(loop_and_added_parts(depth)));
@@ -1876,7 +1877,7 @@ class Lowering {
       body.push_back(write_output(nullptr, depth));  // the summed loops do not change which entries exist
       return block(std::move(body));
     }
-    if (depth - 1 == write_.depth && write_.scalar_accumulator && !adds_to_parent_sum_) {
+    if (depth - 1 == write_.depth && write_.scalar_accumulator && !sum_.adds_to_parent_sum) {
       // Just inside the output's last loop: sum the remaining loops into a scalar.
       body.push_back(std::make_shared<Declare>(write_.accumulator, value_type_,
                                                std::make_shared<FloatImm>(0.0, "0", value_type_), true));
@@ -2244,11 +2245,18 @@ class Lowering {
 
   const sparse::Program& program_;
   const Config& config_;
-  const sparse::Program* whole_ = nullptr;  // the program with added parts, when this is its body's nest
-  int shared_loops_ = -1;                   // ... the loops that body and added parts share
-  ast::ExprPtr whole_sum_;                  // ... the body and the added parts as one sum (whole_sum)
-  const Lowering* added_to_ = nullptr;      // lowering an added part: the body's Lowering
-  bool adds_to_parent_sum_ = false;         // ... which sums the entry in a scalar: this adds into it
+  // A part of a scoped sum or a union (a nest of its own beside the body's, or inside it).
+  struct SumParts {
+    const sparse::Program* whole = nullptr;  // the program with added parts, when this is its body's nest
+    int shared_loops = -1;                   // ... the loops that body and added parts share
+    ast::ExprPtr whole_sum;                  // ... the body and the added parts as one sum (whole_sum)
+    const Lowering* added_to = nullptr;      // lowering an added part: the body's Lowering
+    bool adds_to_parent_sum = false;         // ... which sums the entry in a scalar: this adds into it
+    const Lowering* lists_into = nullptr;    // a part of a sum whose entries join this Lowering's list
+    bool listing_rest = false;               // lists the rest of a sum outside a blocked operand's blocks (listed_rest)
+    std::vector<Stmt> listed_rests;          // a listed part's rests outside the blocks, after its nest (listed_rest)
+  };
+  SumParts sum_;
   ScalarType value_type_, index_type_;
   std::set<std::string> used_names_;
   // Operands blocked where others are not (C = A + B, A bsr): the entries outside the blocks
@@ -2281,9 +2289,6 @@ class Lowering {
   bool listed_ = false;    // the output's entries are listed, sorted and packed (plan_listed)
   bool fused_rows_append_ = false;  // a fused loop appends the output's rows in place (appends_rows_in_order)
   bool fused_rows_parallel_ = false;  // ... and runs in parallel: no cursor (fuses_rows_in_parallel)
-  std::vector<Stmt> listed_rests_;  // a listed part's rests outside the blocks, after its nest (listed_rest)
-  const Lowering* lists_into_ = nullptr;      // a part of a sum whose entries join this Lowering's list
-  bool listing_rest_ = false;                 // lists the rest of a sum outside a blocked operand's blocks (listed_rest)
   std::set<std::string> names_before_positions_;  // used_names_ once the loops and the list are planned
   EntryList list_;  // ... the list's names (plan_listed)
   std::vector<LoopPlan> plans_;  // per loop depth
