@@ -47,13 +47,13 @@ _KERNEL = {
   "fixed_sizes": {},
   "tensors": [
     {"name": "C", "output": True, "vars": ["i", "k"], "format": "dense",
-     "levels": ["dense", "dense"], "mode_order": [0, 1], "blocks": [], "shares": None, "decomposed": False,
+     "levels": ["dense", "dense"], "mode_order": [0, 1], "blocks": [], "widths": [0, 0], "shares": None, "decomposed": False,
      "routines": None},
     {"name": "A", "output": False, "vars": ["i", "j"], "format": "csr",
-     "levels": ["dense", "compressed"], "mode_order": [0, 1], "blocks": [], "shares": None, "decomposed": False,
+     "levels": ["dense", "compressed"], "mode_order": [0, 1], "blocks": [], "widths": [0, 0], "shares": None, "decomposed": False,
      "routines": {"arrays": [["pos", 1], ["crd", 1]], "sizes": "spmm_csr_pack_A_sizes", "pack": "spmm_csr_pack_A", "unpack": "spmm_csr_unpack_A"}},
     {"name": "B", "output": False, "vars": ["j", "k"], "format": "dense",
-     "levels": ["dense", "dense"], "mode_order": [0, 1], "blocks": [], "shares": None, "decomposed": False,
+     "levels": ["dense", "dense"], "mode_order": [0, 1], "blocks": [], "widths": [0, 0], "shares": None, "decomposed": False,
      "routines": None}],
   "params": [("dim", "i"),
              ("dim", "k"),
@@ -133,9 +133,11 @@ def _load():
         if routines["sizes"]:
             getattr(lib, routines["sizes"]).argtypes = [size, pointer, pointer, pointer]
             getattr(lib, routines["sizes"]).restype = ctypes.c_int
+        # (nnz, coords, values, dims, the arrays, values, lengths)
         getattr(lib, routines["pack"]).argtypes = [size, pointer, pointer, pointer] + [pointer] * (arrays + 2)
         getattr(lib, routines["pack"]).restype = ctypes.c_int
-        getattr(lib, routines["unpack"]).argtypes = [pointer] * (arrays + 5)
+        # (dims, the arrays, values, lengths, nnz, coords out, values out)
+        getattr(lib, routines["unpack"]).argtypes = [pointer] * (arrays + 6)
         getattr(lib, routines["unpack"]).restype = ctypes.c_int
     decompose = _KERNEL["decompose"]
     if decompose:
@@ -351,17 +353,36 @@ def _bind_sizes(sizes, t, shape):
 
 
 def _positions(t, dims, arrays, levels):
-    """How many positions the first `levels` levels of an assembled output have."""
+    """How many positions the first `levels` levels of an assembled output have (an ELL level: its
+    width per parent; a blocked mode's first level counts blocks, the last one padded, and its
+    second the block)."""
     n = 1
     for level in range(levels):
         kind = t["levels"][level]
         if kind == "singleton":
             continue
+        if kind == "sparse-fixed":
+            n *= t["widths"][level]
+            continue
         if kind != "dense":
             n = int(arrays[("pos", level)][-1])
             continue
-        n *= dims[t["mode_order"][level]]
+        mode = t["mode_order"][level]
+        block = t["blocks"][level] if t["blocks"] else 0
+        first = mode not in t["mode_order"][:level]
+        n *= dims[mode] if block == 0 else -(-dims[mode] // block) if first else block
     return n
+
+
+def _check_width(t, arrays):
+    """An ELL output's rows hold at most its width: a longer row is an error, not a cut one."""
+    for level, kind in enumerate(t["levels"]):
+        if kind != "sparse-fixed" or ("pos", level) not in arrays:
+            continue
+        counts = np.diff(arrays[("pos", level)].astype(np.int64))
+        if len(counts) and counts.max() > t["widths"][level]:
+            raise ValueError(f"output {t['name']}: a row gets {counts.max()} entries, more than the ELL width "
+                             f"{t['widths'][level]} of level {level}; give {t['name']} a wider ELL format (or csr)")
 
 
 def _assemble(t, dims, sizes, packed):
@@ -373,6 +394,7 @@ def _assemble(t, dims, sizes, packed):
     for phase in _KERNEL["assemble"]:
         arrays[("pos", phase["level"])] = _array(_positions(t, dims, arrays, phase["level"]) + 1, _INDEX)
         getattr(lib, phase["function"])(*_arguments(phase["params"], sizes, packed))
+    _check_width(t, arrays)
     for level, kind in enumerate(t["levels"]):
         if kind not in ("dense", "dense-variable"):
             arrays[("crd", level)] = _array(_positions(t, dims, arrays, level + 1), _INDEX)

@@ -95,18 +95,14 @@ void check_supported(const std::string& kernel_name, const sparse::Program& prog
   if (all_dense || !output.shares_structure_with.empty()) return;
   if (assemble.empty())
     refuse("output " + output.tensor + " is sparse, but the kernel neither assembles it nor shares an input's structure");
-  for (LevelKind kind : output.format.levels)
-    if (kind == LevelKind::SparseFixed || kind == LevelKind::DenseVariable)
-      refuse(std::string("output ") + output.tensor + " has a " + level_kind_name(kind) +
-             " level, which the module does not size; store it as csr, dcsr or coo");
-  if (output.format.is_blocked()) refuse("output " + output.tensor + " is blocked; the module does not size blocked outputs");
 }
 
 std::string tensor_literal(const sparse::Program& program, const sparse::SparseBuffer& buffer, const std::vector<PackTensor>& routines,
                            const Decomposition* decomposition) {
   std::vector<std::string> levels;
   for (LevelKind kind : buffer.format.levels) levels.push_back(level_kind_name(kind));
-  std::vector<int64_t> order(buffer.format.mode_order.begin(), buffer.format.mode_order.end()), blocks;
+  std::vector<int64_t> order(buffer.format.mode_order.begin(), buffer.format.mode_order.end()), blocks, widths;
+  for (size_t l = 0; l < buffer.format.levels.size(); ++l) widths.push_back(buffer.format.width(l));
   if (buffer.format.is_blocked())
     for (size_t l = 0; l < buffer.format.levels.size(); ++l) blocks.push_back(buffer.format.block(l).size);
   std::string routine_literal = "None";
@@ -121,7 +117,7 @@ std::string tensor_literal(const sparse::Program& program, const sparse::SparseB
   (void)program;
   return "{\"name\": " + quoted(buffer.tensor) + ", \"output\": " + (buffer.is_output ? "True" : "False") +
          ", \"vars\": " + names(buffer.indices) + ", \"format\": " + quoted(buffer.format.name) +
-         ",\n     \"levels\": " + names(levels) + ", \"mode_order\": " + numbers(order) + ", \"blocks\": " + numbers(blocks) +
+         ",\n     \"levels\": " + names(levels) + ", \"mode_order\": " + numbers(order) + ", \"blocks\": " + numbers(blocks) + ", \"widths\": " + numbers(widths) +
          ", \"shares\": " + (buffer.shares_structure_with.empty() ? "None" : quoted(buffer.shares_structure_with)) +
          ", \"decomposed\": " + (decomposed ? "True" : "False") + ",\n     \"routines\": " + routine_literal + "}";
 }

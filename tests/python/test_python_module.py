@@ -177,6 +177,9 @@ CASES = [
     ("tests/e2e/cases/sparse_add.spg", "tests/e2e/cases/sparse_add_coo_out.json", ["csr"]),
     ("tests/e2e/cases/sparse_add.spg", "tests/e2e/cases/sparse_add_csc_out.json", ["csc", "csr"]),
     ("tests/e2e/cases/spgemm_bias.spg", "tests/e2e/cases/spgemm_bias_csc_out.json", ["csr"]),
+    ("tests/e2e/cases/sparse_add.spg", "tests/e2e/cases/sparse_add_csr_csc_to_ell_out.json", ["csr", "csc"]),
+    ("specs/spgemm.spg", "tests/e2e/cases/spgemm_bsr_out.json", ["csr"]),
+    ("specs/spgemm.spg", "tests/e2e/cases/spgemm_ragged_out.json", ["csr"]),
     ("tests/e2e/cases/acc_add.spg", "tests/e2e/cases/acc_add_csc_to_dense.json", ["csc", "coo"]),
 ]
 
@@ -291,6 +294,17 @@ def error_cases():
     check(not any(f.endswith(".tmp") for f in os.listdir(out_dir)), "a failed build leaves no temporary behind")
     os.remove(os.path.join(out_dir, "spmm_csr.cpp"))
     expect_error("a missing source", m.BuildError, "is missing", lambda: m.build(force=True))
+    # An ELL output's row longer than its width is an error, not a row cut short.
+    narrow = os.path.join(SCRATCH, "narrow_ell.json")
+    with open(narrow, "w") as config:
+        config.write('{"name": "add_ell2", "tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "ell", "width": 2}}}')
+    check(generate("tests/e2e/cases/sparse_add.spg", narrow, os.path.join(SCRATCH, "ell")).returncode == 0, "gen of an ELL output")
+    ell = load(os.path.join(SCRATCH, "ell", "add_ell2.py"), "ell")
+    row3 = scipy.sparse.csr_matrix(np.array([[1.0, 2.0, 3.0], [0.0, 1.0, 0.0]]))
+    expect_error("an ELL output row past its width", ValueError, "more than the ELL width 2",
+                 lambda: ell.add_ell2(A=row3, B=row3))
+    two = scipy.sparse.csr_matrix(np.array([[1.0, 0.0, 3.0], [0.0, 1.0, 0.0]]))
+    check(np.allclose(ell.add_ell2(A=two, B=two).toarray(), 2 * two.toarray()), "an ELL output within its width")
     # Kernels the module cannot call are refused when generated.
     refused = generate("specs/spmm.spg", "specs/spmm_csr_cuda.json", os.path.join(SCRATCH, "cuda"))
     check(refused.returncode == 1 and "--python: the Python module calls a cpu kernel" in refused.stderr,
