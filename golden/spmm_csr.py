@@ -47,13 +47,13 @@ _KERNEL = {
   "fixed_sizes": {},
   "tensors": [
     {"name": "C", "output": True, "vars": ["i", "k"], "format": "dense",
-     "levels": ["dense", "dense"], "mode_order": [0, 1], "blocks": [], "widths": [0, 0], "shares": None, "decomposed": False,
+     "levels": ["dense", "dense"], "mode_order": [0, 1], "blocks": [], "widths": [0, 0], "shares": None, "decomposed": False, "previous": False,
      "routines": None},
     {"name": "A", "output": False, "vars": ["i", "j"], "format": "csr",
-     "levels": ["dense", "compressed"], "mode_order": [0, 1], "blocks": [], "widths": [0, 0], "shares": None, "decomposed": False,
+     "levels": ["dense", "compressed"], "mode_order": [0, 1], "blocks": [], "widths": [0, 0], "shares": None, "decomposed": False, "previous": False,
      "routines": {"arrays": [["pos", 1], ["crd", 1]], "sizes": "spmm_csr_pack_A_sizes", "pack": "spmm_csr_pack_A", "unpack": "spmm_csr_unpack_A"}},
     {"name": "B", "output": False, "vars": ["j", "k"], "format": "dense",
-     "levels": ["dense", "dense"], "mode_order": [0, 1], "blocks": [], "widths": [0, 0], "shares": None, "decomposed": False,
+     "levels": ["dense", "dense"], "mode_order": [0, 1], "blocks": [], "widths": [0, 0], "shares": None, "decomposed": False, "previous": False,
      "routines": None}],
   "params": [("dim", "i"),
              ("dim", "k"),
@@ -481,6 +481,8 @@ def _call(inputs, size_arguments, initial=None):
         sizes.setdefault(var, (n, f"the kernel (generated for {var} = {n})"))
     packed = {}
     for name, x in inputs.items():
+        if x is None and _TENSORS[name]["previous"]:
+            continue  # (`+=` into an output assembled anew, from nothing: below, once the sizes are known)
         if x is None:
             raise TypeError(f"{_KERNEL['name']}: input {name} is missing")
         packed[name] = pack(name, x)
@@ -488,6 +490,11 @@ def _call(inputs, size_arguments, initial=None):
     missing = [var for var in _KERNEL["vars"] if var not in sizes]
     if missing:
         raise TypeError(f"{_KERNEL['name']}: no input fixes the size of {', '.join(missing)}: pass it, e.g. {missing[0]}=32")
+    for name, x in inputs.items():
+        if name not in packed:  # the previous value of a `+=` output: no entries
+            t = _TENSORS[name]
+            empty = (np.zeros((0, len(t["vars"])), np.int64), np.zeros(0, _VALUE), tuple(sizes[var][0] for var in t["vars"]))
+            packed[name] = pack(name, empty)
     output = next(t for t in _KERNEL["tensors"] if t["output"])
     dims = tuple(sizes[var][0] for var in output["vars"])
     # A `=` kernel writes every value of a dense or shared output (zeros included): no need to clear it.

@@ -79,9 +79,6 @@ void check_supported(const std::string& kernel_name, const sparse::Program& prog
   const sparse::SparseBuffer& output = program.output();
   for (const sparse::SparseBuffer& buffer : program.buffers) {
     if (is_python_keyword(buffer.tensor)) refuse("tensor " + buffer.tensor + " is named like a Python keyword; rename it in the spec");
-    if (buffer.previous_output)
-      refuse("a `+=` into " + output.tensor + ", which the kernel assembles anew, is not supported by the module yet; "
-             "write " + output.tensor + " = ... + " + output.tensor + "_old or use a dense output");
   }
   // The module's own names: a kernel named like one would replace it.
   static const std::set<std::string> module_names = {"pack", "build", "library_path", "Packed", "BuildError"};
@@ -119,7 +116,8 @@ std::string tensor_literal(const sparse::Program& program, const sparse::SparseB
          ", \"vars\": " + names(buffer.indices) + ", \"format\": " + quoted(buffer.format.name) +
          ",\n     \"levels\": " + names(levels) + ", \"mode_order\": " + numbers(order) + ", \"blocks\": " + numbers(blocks) + ", \"widths\": " + numbers(widths) +
          ", \"shares\": " + (buffer.shares_structure_with.empty() ? "None" : quoted(buffer.shares_structure_with)) +
-         ", \"decomposed\": " + (decomposed ? "True" : "False") + ",\n     \"routines\": " + routine_literal + "}";
+         ", \"decomposed\": " + (decomposed ? "True" : "False") +
+         ", \"previous\": " + (buffer.previous_output ? "True" : "False") + ",\n     \"routines\": " + routine_literal + "}";
 }
 
 std::string kernel_table(const loops::LoweredFunc& func, const sparse::Program& program,
@@ -165,8 +163,16 @@ std::string modes(const sparse::SparseBuffer& buffer) {
 std::string entry_function(const loops::LoweredFunc& func, const sparse::Program& program, std::string* call_example) {
   std::set<std::string> fixed_by_inputs;
   std::string params, inputs, docs, example_args;
+  std::string previous_param;  // `+=` into an output assembled anew: its value before, as the output's name
   for (const sparse::SparseBuffer& buffer : program.buffers) {
     if (buffer.is_output) continue;
+    if (buffer.previous_output) {
+      previous_param = ", " + program.output().tensor + "=None";
+      inputs += std::string(inputs.empty() ? "" : ", ") + quoted(buffer.tensor) + ": " + program.output().tensor;
+      docs += "    " + program.output().tensor + ": the output's value before the kernel adds into it (`+=`), stored " +
+              buffer.format.name + "; none when omitted\n";
+      continue;
+    }
     fixed_by_inputs.insert(buffer.indices.begin(), buffer.indices.end());
     params += ", " + buffer.tensor;
     inputs += std::string(inputs.empty() ? "" : ", ") + quoted(buffer.tensor) + ": " + buffer.tensor;
@@ -191,6 +197,7 @@ std::string entry_function(const loops::LoweredFunc& func, const sparse::Program
   const sparse::SparseBuffer& output = program.output();
   const bool dense_output = std::all_of(output.format.levels.begin(), output.format.levels.end(),
                                         [](LevelKind k) { return k == LevelKind::Dense; });
+  params += previous_param;
   std::string initial;
   if (program.iteration.accumulate && dense_output) {
     params += ", " + output.tensor + "=None";

@@ -152,7 +152,9 @@ def as_given(array, form, module, name):
     if form == "coo":
         where = np.nonzero(array)
         return np.stack(where, axis=1), array[where], array.shape
-    return module.pack(name, scipy.sparse.csr_matrix(array) if array.ndim == 2 else array)
+    if not module._TENSORS[name]["previous"]:
+        return module.pack(name, scipy.sparse.csr_matrix(array) if array.ndim == 2 else array)
+    return scipy.sparse.csr_matrix(array) if array.ndim == 2 else array
 
 
 CASES = [
@@ -181,6 +183,7 @@ CASES = [
     ("specs/spgemm.spg", "tests/e2e/cases/spgemm_bsr_out.json", ["csr"]),
     ("specs/spgemm.spg", "tests/e2e/cases/spgemm_ragged_out.json", ["csr"]),
     ("tests/e2e/cases/acc_add.spg", "tests/e2e/cases/acc_add_csc_to_dense.json", ["csc", "coo"]),
+    ("tests/e2e/cases/acc_add.spg", "tests/e2e/cases/acc_add_csr.json", ["dense", "coo", "csr"]),
 ]
 
 
@@ -203,15 +206,19 @@ def run_case(number, spec, config, forms):
         if width:
             dims["j"] = min(dims["j"], 11)
         inputs, arguments = {}, {}
-        for t in module._KERNEL["tensors"]:
-            if t["output"]:
-                continue
-            inputs[t["name"]] = random_input(t, dims, rng, width)
-            arguments[t["name"]] = inputs[t["name"]] if t["routines"] is None else as_given(inputs[t["name"]], form, module, t["name"])
         output = next(t for t in module._KERNEL["tensors"] if t["output"])
         out_shape = [dims[v] for v in output["vars"]]
         initial = None
-        if output["name"] in inspect.signature(kernel).parameters:  # a `+=` kernel: its starting value
+        for t in module._KERNEL["tensors"]:
+            if t["output"]:
+                continue
+            if t["previous"]:  # `+=` into an output assembled anew: its value before, as the output's name (or none)
+                initial = random_input(t, dims, rng, width) if trial % 2 == 0 else None
+                arguments[output["name"]] = None if initial is None else as_given(initial, form, module, t["name"])
+                continue
+            inputs[t["name"]] = random_input(t, dims, rng, width)
+            arguments[t["name"]] = inputs[t["name"]] if t["routines"] is None else as_given(inputs[t["name"]], form, module, t["name"])
+        if output["name"] in inspect.signature(kernel).parameters and output["name"] not in arguments:  # a dense `+=` kernel
             initial = rng.uniform(-1, 1, out_shape) if trial % 2 == 0 else None
             arguments[output["name"]] = initial
         for var in module._KERNEL["vars"]:
