@@ -44,8 +44,9 @@ def check(condition, what):
 # ---- the reference: the spec evaluated with numpy, by index names ----
 
 class Named:
-    """An array whose axes are named by index variables. A product keeps every name; a sum first
-    sums each operand over the names the output lacks (index notation's scope of a reduction)."""
+    """An array whose axes are named by index variables. A product keeps every name, a sum the union
+    of its operands' (broadcast); reference() sums each top-level term over the names the output
+    lacks (index notation's scope of a reduction)."""
 
     dims = {}
     output = ""
@@ -74,7 +75,7 @@ class Named:
         return np.broadcast_to(np.transpose(self.array, order).reshape(shape), [Named.dims[n] for n in names])
 
     def __add__(self, other):
-        a, b = self.reduced(), Named.lift(other).reduced()
+        a, b = self, Named.lift(other)
         names = a.names + "".join(n for n in b.names if n not in a.names)
         return Named(a.expanded(names) + b.expanded(names), names)
 
@@ -96,9 +97,26 @@ def reference(spec_text, inputs, dims, initial):
         return f"_t({match.group(1)!r}, {''.join(re.findall(WORD, match.group(2)))!r})"
 
     python = re.sub(r"(\w+)\(([^)]*)\)", access, rhs)
-    value = eval(python, {"_t": lambda name, names: Named(inputs[name], names)})
-    result = Named.lift(value).reduced().expanded(out_names)
+    result = np.zeros([dims[n] for n in out_names])
+    for sign, term in top_level_terms(python):
+        value = eval(term, {"_t": lambda name, names: Named(inputs[name], names)})
+        result = result + sign * Named.lift(value).reduced().expanded(out_names)
     return result + (initial if op == "+=" else 0)
+
+
+def top_level_terms(expr):
+    """The terms of `expr` at its top-level + and - (outside parentheses), with their signs."""
+    terms, depth, start, sign = [], 0, 0, 1.0
+    for k, ch in enumerate(expr):
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0 and ch in "+-" and expr[start:k].strip():
+            terms.append((sign, expr[start:k]))
+            sign, start = (1.0 if ch == "+" else -1.0), k + 1
+        elif depth == 0 and ch in "+-":
+            sign, start = sign * (1.0 if ch == "+" else -1.0), k + 1
+    terms.append((sign, expr[start:]))
+    return terms
 
 
 # ---- generating and importing ----
