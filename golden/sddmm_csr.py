@@ -151,8 +151,9 @@ def _load():
         getattr(lib, decompose["sizes"]).restype = ctypes.c_int
         getattr(lib, decompose["fill"]).argtypes = [size, size] + [pointer] * (parts + 4)
         getattr(lib, decompose["fill"]).restype = ctypes.c_int
-    getattr(lib, _KERNEL["name"] + "_pack_strerror").restype = ctypes.c_char_p
-    getattr(lib, _KERNEL["name"] + "_pack_strerror").argtypes = [ctypes.c_int]
+    if any(t["routines"] for t in _KERNEL["tensors"]):  # (a kernel of dense tensors has no conversion routines)
+        getattr(lib, _KERNEL["name"] + "_pack_strerror").restype = ctypes.c_char_p
+        getattr(lib, _KERNEL["name"] + "_pack_strerror").argtypes = [ctypes.c_int]
     _library = lib
     return lib
 

@@ -189,6 +189,7 @@ CASES = [
     ("specs/spmv.spg", "specs/spmv_ell.json", ["csr"]),
     ("specs/spmv.spg", "specs/spmv_sv.json", ["csr", "dense"]),
     ("specs/spmv.spg", "specs/spmv_dcsc.json", ["csc"]),
+    ("specs/spmm.spg", "tests/e2e/cases/spmm_dense_fused.json", ["dense"]),  # (dense tensors only: no conversion routines)
     ("specs/sddmm.spg", "specs/sddmm_csr.json", ["csr", "coo"]),
     ("specs/spgemm.spg", "specs/spgemm_csr.json", ["csr", "csc"]),
     ("specs/matadd.spg", "specs/matadd_dcsr.json", ["csr", "coo"]),
