@@ -81,6 +81,11 @@ class Named:
 
     __radd__ = __add__
 
+    def __truediv__(self, other):
+        other = Named.lift(other)
+        names = self.names + "".join(n for n in other.names if n not in self.names)
+        return Named(self.expanded(names) / other.expanded(names), names)
+
     def __sub__(self, other):
         return self + (-1.0) * Named.lift(other)
 
@@ -145,15 +150,16 @@ def densify(result, shape):
     return np.asarray(result, np.float64).reshape(shape)
 
 
-def random_input(t, dims, rng, width):
+def random_input(t, dims, rng):
     shape = [dims[v] for v in t["vars"]]
     array = rng.uniform(-1, 1, shape)
-    if t["format"] == "ragged":  # each row holds its columns 0..len-1
+    if "dense-variable" in t["levels"] and len(shape) == 2:  # ragged: each row holds its columns 0..len-1
         lengths = rng.integers(0, shape[1] + 1, shape[0])
         array *= np.arange(shape[1])[None, :] < lengths[:, None]
     elif not all(level == "dense" for level in t["levels"]):
         array *= rng.random(shape) < 0.3
-        if width:  # an ELL level: at most `width` entries per row
+        width = min([w for w in t["widths"] if w > 0], default=0)
+        if width:  # an ELL level: at most `width` entries per row (of the innermost mode)
             for row in array.reshape(-1, shape[-1]):
                 row[np.flatnonzero(row)[width:]] = 0
     return array
@@ -221,9 +227,6 @@ def run_case(number, spec, config, forms):
     for trial, form in enumerate(forms):
         dims = {v: int(rng.integers(5, 14)) for v in module._KERNEL["vars"]}
         dims.update(module._KERNEL["fixed_sizes"])
-        width = 8 if "ell" in name else 0
-        if width:
-            dims["j"] = min(dims["j"], 11)
         inputs, arguments = {}, {}
         output = next(t for t in module._KERNEL["tensors"] if t["output"])
         out_shape = [dims[v] for v in output["vars"]]
@@ -232,10 +235,10 @@ def run_case(number, spec, config, forms):
             if t["output"]:
                 continue
             if t["previous"]:  # `+=` into an output assembled anew: its value before, as the output's name (or none)
-                initial = random_input(t, dims, rng, width) if trial % 2 == 0 else None
+                initial = random_input(t, dims, rng) if trial % 2 == 0 else None
                 arguments[output["name"]] = None if initial is None else as_given(initial, form, module, t["name"])
                 continue
-            inputs[t["name"]] = random_input(t, dims, rng, width)
+            inputs[t["name"]] = random_input(t, dims, rng)
             arguments[t["name"]] = inputs[t["name"]] if t["routines"] is None else as_given(inputs[t["name"]], form, module, t["name"])
         if output["name"] in inspect.signature(kernel).parameters and output["name"] not in arguments:  # a dense `+=` kernel
             initial = rng.uniform(-1, 1, out_shape) if trial % 2 == 0 else None
@@ -380,8 +383,23 @@ def pytorch_example():
     print("ok: examples/pytorch")
 
 
+def every_cpu_e2e_case():
+    """SPGEN_PYTHON_SWEEP=1: every cpu config of tests/e2e/cases as well (about 10 minutes)."""
+    specs = {os.path.splitext(f)[0]: os.path.join(d, f) for d in ("specs", "tests/e2e/cases")
+             for f in os.listdir(os.path.join(ROOT, d)) if f.endswith(".spg")}
+    cases = []
+    for f in sorted(os.listdir(os.path.join(ROOT, "tests/e2e/cases"))):
+        stem = os.path.splitext(f)[0]
+        owners = [s for s in specs if stem.startswith(s + "_")]
+        if f.endswith(".json") and "cuda" not in stem and owners:
+            cases.append((specs[max(owners, key=len)], os.path.join("tests/e2e/cases", f), ["csr", "coo"]))
+    return cases
+
+
 def main():
     cases = [lambda n=n, c=c: run_case(n, *c) for n, c in enumerate(CASES)] + [error_cases, example, pytorch_example]
+    if os.environ.get("SPGEN_PYTHON_SWEEP") == "1":
+        cases += [lambda n=n, c=c: run_case(1000 + n, *c) for n, c in enumerate(every_cpu_e2e_case())]
     failed = skipped = 0
     for case in cases:
         before = len(failures)
