@@ -31,13 +31,7 @@ void plan_block_row_workspace(const OutputContext& o, const FreshName& fresh_nam
   const int gathered = output.gathered_level;
   rows.row_depth = gathered > 0 ? levels[gathered - 1].ready_depth : -1;
   rows.row = gathered > 0 ? var(levels[gathered - 1].name) : int64(0);
-  for (int d = 0; d <= rows.row_depth; ++d)
-    if (program.iteration.iterators[d].is_reduction)
-      throw SharedBlocksRefusal(format_config_error(
-          o.config.file, "/tensors",
-          "sparse output " + output.tensor + " is summed over " + program.iteration.iterators[d].var +
-              " outside its block rows, so no block row can be finished before the next begins; make " + output.tensor +
-              " dense, or reorder so its row loops are outermost"));
+  if (const std::string why = summed_outside_rows(o, rows.row_depth, "block row"); !why.empty()) throw SharedBlocksRefusal(why);
   const sparse::Axis& key_axis = program.axes[output.axes[gathered]];
   // r*c as one constant where the levels below are all in-block ones.
   int64_t constant_size = 1;

@@ -16,6 +16,17 @@ using namespace loops;
 //
 // A COO segment has no position per row (its rows are the coordinates of the levels above the
 // last): a row is marked by its number among the rows this thread has visited.
+std::string summed_outside_rows(const OutputContext& o, int row_depth, const std::string& row) {
+  const sparse::Program& program = o.program;
+  for (int d = 0; d <= row_depth; ++d)
+    if (program.iteration.iterators[d].is_reduction)
+      return format_config_error(o.config.file, "/tensors",
+                                 "sparse output " + program.output().tensor + " is summed over " + program.iteration.iterators[d].var +
+                                     " outside its " + row + "s, so no " + row + " can be finished before the next begins; make " +
+                                     program.output().tensor + " dense, or reorder so its row loops are outermost");
+  return "";
+}
+
 RowWorkspace plan_row_workspace(const OutputContext& o, const FreshName& fresh_name, std::vector<Workspace>& workspaces) {
   const sparse::Program& program = o.program;
   const sparse::SparseBuffer& output = program.output();
@@ -27,13 +38,7 @@ RowWorkspace plan_row_workspace(const OutputContext& o, const FreshName& fresh_n
     for (size_t level = 0; level + 1 < output.axes.size(); ++level)
       rows.row_depth = std::max(rows.row_depth, program.depth_of(program.axes[output.axes[level]].index_var));
   }
-  for (int d = 0; d <= rows.row_depth; ++d)
-    if (program.iteration.iterators[d].is_reduction)
-      throw CompileError(format_config_error(
-          o.config.file, "/tensors",
-          "sparse output " + output.tensor + " is summed over " + program.iteration.iterators[d].var +
-              " outside its rows, so no row can be finished before the next begins; make " + output.tensor +
-              " dense, or reorder so its row loops are outermost"));
+  if (const std::string why = summed_outside_rows(o, rows.row_depth, "row"); !why.empty()) throw CompileError(why);
   const sparse::Axis& axis = program.axes[output.axes.back()];
   rows.row = levels.size() > 1 ? var(levels[levels.size() - 2].name) : int64(0);
   rows.values = fresh_name(output.tensor + "_row");

@@ -30,6 +30,10 @@ struct BlockRows {
   std::string offset;  // the loop variable over a block's values (zeroing, appending)
 };
 
+// The refusal of a sum outside the output's rows (or block rows: `row` names them) above
+// `row_depth`, where no row could be finished before the next begins; empty where there is none.
+std::string summed_outside_rows(const OutputContext& output, int row_depth, const std::string& row);
+
 // Names the workspace and adds its arrays to `workspaces` (counting needs only `seen`). A sum
 // outside the rows is a CompileError: no row could be finished before the next begins.
 RowWorkspace plan_row_workspace(const OutputContext& output, const FreshName& fresh_name, std::vector<loops::Workspace>& workspaces);
