@@ -226,10 +226,31 @@ class Parser {
     }
   }
 
+  // Bounds on the expression's tree, whose passes recurse over it: nested parentheses and
+  // unary minus, and operators in all (a kernel is a few terms; the fuzzer found a stack
+  // overflow on thousands of parentheses).
+  static constexpr int kMaxNesting = 64;
+  static constexpr int kMaxOperators = 256;
+
+  void count_operator(const Token& op) {
+    if (++operators_ > kMaxOperators)
+      fail(op.loc, "the right-hand side has more than " + std::to_string(kMaxOperators) + " operators");
+  }
+
+  struct Nesting {
+    Parser& parser;
+    Nesting(Parser& p, const Token& at) : parser(p) {
+      if (++parser.nesting_ > kMaxNesting)
+        parser.fail(at.loc, "the expression nests parentheses and minus signs more than " + std::to_string(kMaxNesting) + " deep");
+    }
+    ~Nesting() { --parser.nesting_; }
+  };
+
   ast::ExprPtr parse_sum() {
     ast::ExprPtr left = parse_product();
     while (peek().kind == Tok::Plus || peek().kind == Tok::Minus) {
       Token op = next();
+      count_operator(op);
       left = ast::make_operator(op.kind == Tok::Plus ? ast::ExprKind::Add : ast::ExprKind::Sub, op.loc, left, parse_product());
     }
     return left;
@@ -239,6 +260,7 @@ class Parser {
     ast::ExprPtr left = parse_unary();
     while (peek().kind == Tok::Star || peek().kind == Tok::Slash) {
       Token op = next();
+      count_operator(op);
       left = ast::make_operator(op.kind == Tok::Star ? ast::ExprKind::Mul : ast::ExprKind::Div, op.loc, left, parse_unary());
     }
     return left;
@@ -247,6 +269,8 @@ class Parser {
   ast::ExprPtr parse_unary() {
     if (peek().kind == Tok::Minus) {
       Token op = next();
+      count_operator(op);
+      const Nesting nested(*this, op);
       return ast::make_operator(ast::ExprKind::Neg, op.loc, parse_unary());
     }
     return parse_primary();
@@ -269,7 +293,7 @@ class Parser {
         node->access = parse_access("a tensor");
         return node;
       case Tok::LParen: {
-        next();
+        const Nesting nested(*this, next());
         ast::ExprPtr inner = parse_sum();
         expect(Tok::RParen, "')'");
         return inner;
@@ -283,6 +307,7 @@ class Parser {
   const std::string& text_;
   std::vector<Token> tokens_;
   size_t at_ = 0;
+  int nesting_ = 0, operators_ = 0;
 };
 
 // Records tensors and index variables in order of first appearance and rejects what the

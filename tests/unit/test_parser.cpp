@@ -602,6 +602,17 @@ TEST_CASE("parser error: bad index lists") {
   check_error("y(i,) = x(i)", 1, 5, "expected an index variable, found ')'", ')');
 }
 
+TEST_CASE("parser error: expressions too deep or too long for the passes that recurse over them") {
+  // (the fuzzer's stack overflow: thousands of parentheses)
+  const std::string deep = "y(i) = " + std::string(65, '(') + "x(i)" + std::string(65, ')');
+  check_error(deep, 1, 72, "the expression nests parentheses and minus signs more than 64 deep", '(');
+  CHECK_NOTHROW(parse_spec("t.spg", "y(i) = " + std::string(64, '(') + "x(i)" + std::string(64, ')') + "\n"));
+  check_error("y(i) = " + std::string(65, '-') + "x(i)", 1, 72, "the expression nests parentheses and minus signs more than 64 deep", '-');
+  std::string chain = "y(i) = x(i)";
+  for (int k = 0; k < 257; ++k) chain += " * x(i)";
+  check_error(chain, 1, 1805, "the right-hand side has more than 256 operators", '*');
+}
+
 TEST_CASE("parser error: errors on line 3 of a multi-line spec") {
   check_error("# SpMV\n# with a typo\ny(i) = A(i,j) * @x(j)\n", 3, 17, "unexpected character '@'", '@');
   check_error("# SpMV\ny(i) =\n    A(i,j) * x(j) *\n", 3, 20, "found end of spec");
