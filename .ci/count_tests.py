@@ -24,10 +24,9 @@ def main(path: str) -> int:
             else:
                 print(f"{test.get('name')}: {test.get('result')} without a doctest summary", file=sys.stderr)
                 failed += 1
-    line = f"{passed} passed, {failed} failed"
-    if skipped:
-        line += f", {skipped} skipped"
-    print(line)
+    if skipped:  # (on a line of its own: the last line is the plain "N passed, N failed")
+        print(f"{skipped} skipped")
+    print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
 
 

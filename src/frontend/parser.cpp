@@ -328,9 +328,31 @@ class SpecChecker {
       if (std::find(spec_.index_vars.begin(), spec_.index_vars.end(), tensor.name) != spec_.index_vars.end())
         parser_.fail(tensor.first_loc, "'" + tensor.name + "' is used both as a tensor and as an index variable");
     check_summed_in_every_term();
+    if (combinations(*spec_.rhs) > kMaxCombinations)
+      parser_.fail(spec_.rhs->loc, "the right-hand side expands into more than " + std::to_string(kMaxCombinations) +
+                                       " products of operands (products of sums, multiplied out); the passes "
+                                       "that co-iterate the operands enumerate them");
   }
 
  private:
+  // The terms the right-hand side multiplies out to, without merging alike ones (an upper
+  // bound, saturated past the limit): the iteration space lists them, and the fuzzer found a
+  // product of sums whose thousands of combinations took seconds.
+  static constexpr size_t kMaxCombinations = 4096;
+
+  static size_t combinations(const ast::Expr& expr) {
+    switch (expr.kind) {
+      case ast::ExprKind::Access:
+      case ast::ExprKind::Literal: return 1;
+      case ast::ExprKind::Neg:
+      case ast::ExprKind::Div: return combinations(*expr.lhs);
+      case ast::ExprKind::Mul: return std::min(combinations(*expr.lhs) * combinations(*expr.rhs), kMaxCombinations + 1);
+      case ast::ExprKind::Add:
+      case ast::ExprKind::Sub: return std::min(combinations(*expr.lhs) + combinations(*expr.rhs), kMaxCombinations + 1);
+    }
+    return 1;
+  }
+
   // The index variables of an expression: those of every term it expands to (products
   // distributed over sums), and those of some term.
   struct TermVars {

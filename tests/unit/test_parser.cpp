@@ -611,6 +611,12 @@ TEST_CASE("parser error: expressions too deep or too long for the passes that re
   std::string chain = "y(i) = x(i)";
   for (int k = 0; k < 257; ++k) chain += " * x(i)";
   check_error(chain, 1, 1805, "the right-hand side has more than 256 operators", '*');
+  // A product of sums multiplies out to 2^13 products: more than the passes enumerate.
+  std::string product = "y(i) = (a(i) + b(i))";
+  for (int k = 1; k < 13; ++k) product += " * (a(i) + b(i))";
+  CHECK(error_of(product).find("error: the right-hand side expands into more than 4096 products of operands") != std::string::npos);
+  product.resize(product.rfind(" * "));  // 2^12: accepted
+  CHECK_NOTHROW(parse_spec("t.spg", product + "\n"));
 }
 
 TEST_CASE("parser error: errors on line 3 of a multi-line spec") {

@@ -33,8 +33,9 @@ IterationSpace terms(const ast::Expr& expr, const Counts& counts, const CheckDiv
       return terms(*expr.lhs, counts, check_divisor);
     case ast::ExprKind::Mul: {
       IterationSpace product;
-      for (const Conjunction& a : terms(*expr.lhs, counts, check_divisor))
-        for (const Conjunction& b : terms(*expr.rhs, counts, check_divisor)) {
+      const IterationSpace left = terms(*expr.lhs, counts, check_divisor), right = terms(*expr.rhs, counts, check_divisor);
+      for (const Conjunction& a : left)
+        for (const Conjunction& b : right) {
           Conjunction both = a;
           both.insert(b.begin(), b.end());
           product.push_back(both);
