@@ -94,7 +94,7 @@ void check_supported(const std::string& kernel_name, const sparse::Program& prog
     refuse("output " + output.tensor + " is sparse, but the kernel neither assembles it nor shares an input's structure");
 }
 
-std::string tensor_literal(const sparse::Program& program, const sparse::SparseBuffer& buffer, const std::vector<PackTensor>& routines,
+std::string tensor_literal(const sparse::SparseBuffer& buffer, const std::vector<PackTensor>& routines,
                            const Decomposition* decomposition) {
   std::vector<std::string> levels;
   for (LevelKind kind : buffer.format.levels) levels.push_back(level_kind_name(kind));
@@ -111,7 +111,6 @@ std::string tensor_literal(const sparse::Program& program, const sparse::SparseB
                       ", \"pack\": " + quoted(p.pack_function) + ", \"unpack\": " + quoted(p.unpack_function) + "}";
   }
   const bool decomposed = decomposition && decomposition->op.tensor == buffer.tensor;
-  (void)program;
   return "{\"name\": " + quoted(buffer.tensor) + ", \"output\": " + (buffer.is_output ? "True" : "False") +
          ", \"vars\": " + names(buffer.indices) + ", \"format\": " + quoted(buffer.format.name) +
          ",\n     \"levels\": " + names(levels) + ", \"mode_order\": " + numbers(order) + ", \"blocks\": " + numbers(blocks) + ", \"widths\": " + numbers(widths) +
@@ -125,7 +124,7 @@ std::string kernel_table(const loops::LoweredFunc& func, const sparse::Program& 
   const std::vector<PackTensor> routines = pack_tensors(program, func.name);
   std::string tensors;
   for (size_t t = 0; t < program.buffers.size(); ++t)
-    tensors += (t ? ",\n    " : "") + tensor_literal(program, program.buffers[t], routines, decomposition);
+    tensors += (t ? ",\n    " : "") + tensor_literal(program.buffers[t], routines, decomposition);
   std::string fixed;
   for (const auto& fixed_size : func.fixed_sizes) {
     const std::string& param_name = fixed_size.first;  // (clang 14 cannot capture a structured binding)
