@@ -103,7 +103,143 @@ static inline double spgen_sum_lanes_f64(const void* lanes, int64_t n) {
   return spgen_reduce_f64(v);
 }
 
-extern "C" void spmm_auto(
+static void spmm_auto_k16(
+    int64_t dim_i,
+    int64_t dim_k,
+    int64_t dim_j,
+    float* __restrict__ C_vals,
+    const int32_t* __restrict__ A_pos1,
+    const int32_t* __restrict__ A_crd1,
+    const float* __restrict__ A_vals,
+    const float* __restrict__ B_vals) {
+  (void)dim_k;
+  (void)dim_j;
+  #pragma omp parallel for schedule(dynamic, 128)
+  for (int64_t i = 0; i < dim_i; i++) {
+    for (int64_t k0 = 0; k0 < 1; k0++) {
+      {
+        spgen_vf32 acc_tile[16 / SPGEN_LANES_F32] = {};
+        for (int64_t pA1 = (int64_t)A_pos1[i]; pA1 < (int64_t)A_pos1[i + 1]; pA1++) {
+          const int64_t j = (int64_t)A_crd1[pA1];
+          for (int64_t k1_vec = 0; k1_vec < 16 / SPGEN_LANES_F32; k1_vec++) {
+            const int64_t k = k0 * 16 + k1_vec * SPGEN_LANES_F32;
+            const int64_t pB1 = j * 16 + k;
+            acc_tile[k1_vec] += A_vals[pA1] * spgen_load_f32(&B_vals[pB1]);
+          }
+        }
+        for (int64_t k1_store_vec = 0; k1_store_vec < 16 / SPGEN_LANES_F32; k1_store_vec++) {
+          const int64_t k = k0 * 16 + k1_store_vec * SPGEN_LANES_F32;
+          const int64_t pC1 = i * 16 + k;
+          spgen_store_f32(&C_vals[pC1], acc_tile[k1_store_vec]);
+        }
+      }
+    }
+  }
+}
+
+static void spmm_auto_k32(
+    int64_t dim_i,
+    int64_t dim_k,
+    int64_t dim_j,
+    float* __restrict__ C_vals,
+    const int32_t* __restrict__ A_pos1,
+    const int32_t* __restrict__ A_crd1,
+    const float* __restrict__ A_vals,
+    const float* __restrict__ B_vals) {
+  (void)dim_k;
+  (void)dim_j;
+  #pragma omp parallel for schedule(dynamic, 128)
+  for (int64_t i = 0; i < dim_i; i++) {
+    for (int64_t k0 = 0; k0 < 1; k0++) {
+      {
+        spgen_vf32 acc_tile[32 / SPGEN_LANES_F32] = {};
+        for (int64_t pA1 = (int64_t)A_pos1[i]; pA1 < (int64_t)A_pos1[i + 1]; pA1++) {
+          const int64_t j = (int64_t)A_crd1[pA1];
+          for (int64_t k1_vec = 0; k1_vec < 32 / SPGEN_LANES_F32; k1_vec++) {
+            const int64_t k = k0 * 32 + k1_vec * SPGEN_LANES_F32;
+            const int64_t pB1 = j * 32 + k;
+            acc_tile[k1_vec] += A_vals[pA1] * spgen_load_f32(&B_vals[pB1]);
+          }
+        }
+        for (int64_t k1_store_vec = 0; k1_store_vec < 32 / SPGEN_LANES_F32; k1_store_vec++) {
+          const int64_t k = k0 * 32 + k1_store_vec * SPGEN_LANES_F32;
+          const int64_t pC1 = i * 32 + k;
+          spgen_store_f32(&C_vals[pC1], acc_tile[k1_store_vec]);
+        }
+      }
+    }
+  }
+}
+
+static void spmm_auto_k64(
+    int64_t dim_i,
+    int64_t dim_k,
+    int64_t dim_j,
+    float* __restrict__ C_vals,
+    const int32_t* __restrict__ A_pos1,
+    const int32_t* __restrict__ A_crd1,
+    const float* __restrict__ A_vals,
+    const float* __restrict__ B_vals) {
+  (void)dim_k;
+  (void)dim_j;
+  #pragma omp parallel for schedule(dynamic, 128)
+  for (int64_t i = 0; i < dim_i; i++) {
+    for (int64_t k0 = 0; k0 < 2; k0++) {
+      {
+        spgen_vf32 acc_tile[32 / SPGEN_LANES_F32] = {};
+        for (int64_t pA1 = (int64_t)A_pos1[i]; pA1 < (int64_t)A_pos1[i + 1]; pA1++) {
+          const int64_t j = (int64_t)A_crd1[pA1];
+          for (int64_t k1_vec = 0; k1_vec < 32 / SPGEN_LANES_F32; k1_vec++) {
+            const int64_t k = k0 * 32 + k1_vec * SPGEN_LANES_F32;
+            const int64_t pB1 = j * 64 + k;
+            acc_tile[k1_vec] += A_vals[pA1] * spgen_load_f32(&B_vals[pB1]);
+          }
+        }
+        for (int64_t k1_store_vec = 0; k1_store_vec < 32 / SPGEN_LANES_F32; k1_store_vec++) {
+          const int64_t k = k0 * 32 + k1_store_vec * SPGEN_LANES_F32;
+          const int64_t pC1 = i * 64 + k;
+          spgen_store_f32(&C_vals[pC1], acc_tile[k1_store_vec]);
+        }
+      }
+    }
+  }
+}
+
+static void spmm_auto_k128(
+    int64_t dim_i,
+    int64_t dim_k,
+    int64_t dim_j,
+    float* __restrict__ C_vals,
+    const int32_t* __restrict__ A_pos1,
+    const int32_t* __restrict__ A_crd1,
+    const float* __restrict__ A_vals,
+    const float* __restrict__ B_vals) {
+  (void)dim_k;
+  (void)dim_j;
+  #pragma omp parallel for schedule(dynamic, 128)
+  for (int64_t i = 0; i < dim_i; i++) {
+    for (int64_t k0 = 0; k0 < 4; k0++) {
+      {
+        spgen_vf32 acc_tile[32 / SPGEN_LANES_F32] = {};
+        for (int64_t pA1 = (int64_t)A_pos1[i]; pA1 < (int64_t)A_pos1[i + 1]; pA1++) {
+          const int64_t j = (int64_t)A_crd1[pA1];
+          for (int64_t k1_vec = 0; k1_vec < 32 / SPGEN_LANES_F32; k1_vec++) {
+            const int64_t k = k0 * 32 + k1_vec * SPGEN_LANES_F32;
+            const int64_t pB1 = j * 128 + k;
+            acc_tile[k1_vec] += A_vals[pA1] * spgen_load_f32(&B_vals[pB1]);
+          }
+        }
+        for (int64_t k1_store_vec = 0; k1_store_vec < 32 / SPGEN_LANES_F32; k1_store_vec++) {
+          const int64_t k = k0 * 32 + k1_store_vec * SPGEN_LANES_F32;
+          const int64_t pC1 = i * 128 + k;
+          spgen_store_f32(&C_vals[pC1], acc_tile[k1_store_vec]);
+        }
+      }
+    }
+  }
+}
+
+static void spmm_auto_generic(
     int64_t dim_i,
     int64_t dim_k,
     int64_t dim_j,
@@ -144,6 +280,69 @@ extern "C" void spmm_auto(
       }
       C_vals[pC1] = acc;
     }
+  }
+}
+
+extern "C" void spmm_auto(
+    int64_t dim_i,
+    int64_t dim_k,
+    int64_t dim_j,
+    float* __restrict__ C_vals,
+    const int32_t* __restrict__ A_pos1,
+    const int32_t* __restrict__ A_crd1,
+    const float* __restrict__ A_vals,
+    const float* __restrict__ B_vals) {
+  // the kernel compiled for this size of k, where there is one (constant trip counts)
+  if (dim_k == 16) {
+    spmm_auto_k16(
+        dim_i,
+        dim_k,
+        dim_j,
+        C_vals,
+        A_pos1,
+        A_crd1,
+        A_vals,
+        B_vals);
+  } else if (dim_k == 32) {
+    spmm_auto_k32(
+        dim_i,
+        dim_k,
+        dim_j,
+        C_vals,
+        A_pos1,
+        A_crd1,
+        A_vals,
+        B_vals);
+  } else if (dim_k == 64) {
+    spmm_auto_k64(
+        dim_i,
+        dim_k,
+        dim_j,
+        C_vals,
+        A_pos1,
+        A_crd1,
+        A_vals,
+        B_vals);
+  } else if (dim_k == 128) {
+    spmm_auto_k128(
+        dim_i,
+        dim_k,
+        dim_j,
+        C_vals,
+        A_pos1,
+        A_crd1,
+        A_vals,
+        B_vals);
+  } else {
+    spmm_auto_generic(
+        dim_i,
+        dim_k,
+        dim_j,
+        C_vals,
+        A_pos1,
+        A_crd1,
+        A_vals,
+        B_vals);
   }
 }
 

@@ -9,6 +9,8 @@
 //   B: dense (levels dense j, dense k)
 //
 // Schedule:
+//   k: a kernel for each of 16, 32, 64 and 128 (constant trip counts), chosen on entry by dim_k;
+//     any other size runs the generic kernel (`auto`, for its register tile over k at the usual feature widths)
 //   auto, chose:
 //   reorder(i, k, j): k outside the sum over j, for a register tile of the output's row
 //   parallel(i, dynamic, 128): race-free outer loop; dynamic for skewed rows

@@ -32,6 +32,7 @@
 #include "passes/read_previous_output.h"
 #include "passes/simplify_declares.h"
 #include "passes/schedule_loops.h"
+#include "passes/size_variants.h"
 #include "passes/sparse_fuse.h"
 #include "passes/sparse_reorder.h"
 #include "passes/specialize_sizes.h"
@@ -46,6 +47,14 @@ namespace {
 
 std::string base_name(const std::string& path) { return std::filesystem::path(path).filename().string(); }
 std::string stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
+
+// "16, 32, 64 and 128".
+std::string join_sizes(const std::vector<int64_t>& sizes) {
+  std::string text;
+  for (size_t k = 0; k < sizes.size(); ++k)
+    text += (k == 0 ? "" : k + 1 == sizes.size() ? " and " : ", ") + std::to_string(sizes[k]);
+  return text;
+}
 
 GenerationContext make_context(const Compilation& c, const CompileInput& input) {
   GenerationContext context;
@@ -83,6 +92,11 @@ GenerationContext make_context(const Compilation& c, const CompileInput& input) 
     context.schedule.push_back(std::to_string(c.sum_parts.size()) + " loop nests in turn, one per set of summed indices:");
     for (const std::string& part : c.sum_parts) context.schedule.push_back("  " + part);
   }
+  if (c.size_variants)
+    context.sizes.insert(context.sizes.end(),
+                         {c.size_variants->var + ": a kernel for each of " + join_sizes(c.size_variants->sizes) +
+                              " (constant trip counts), chosen on entry by dim_" + c.size_variants->var + ";",
+                          "  any other size runs the generic kernel (" + c.size_variants->reason + ")"});
   for (const auto& [var, size] : c.config.sizes)
     context.sizes.push_back("size of " + var + " fixed at " + std::to_string(size) + " (\"sizes\"): constant trip counts, dim_" + var +
                                " checked on entry");
@@ -299,6 +313,10 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
   for (size_t k = 0; k < loop_ops.size(); ++k) {
     if (!applied[k]) continue;
     it.schedule.push_back(loop_ops[k]);
+    if (auto* tile = std::get_if<TileOp>(&it.schedule.back().op); tile && tile_factor(*tile, config) != tile->factor) {
+      tile->factor = tile_factor(*tile, config);
+      it.schedule.back().reason += std::string(it.schedule.back().reason.empty() ? "" : "; ") + "narrowed to the fixed size of " + tile->var;
+    }
     if (k < loop_op_index.size()) it.applied[loop_op_index[k]] = true;
   }
   specialize_sizes(it.func, config.sizes);  // constant trip counts where "sizes" fixes them
@@ -495,13 +513,9 @@ void lower_whole(Compilation& c, bool output_format_inferred) {
   c.stage2_dump = std::move(it.stage2_dump);
 }
 
-}  // namespace
-
-Compilation compile(const CompileInput& input) {
-  Compilation c;
-  // 1. Parse the spec and read the config against it.
-  c.spec = parse_spec(input.spec_path, input.spec_text);
-  c.config = read_config(input.config_path, input.config_text, c.spec, stem(input.spec_path), input.target, input.sizes);
+// 1b-5: stages I and II of `c.spec` under `c.config` (as read): of the kernel, of each part of a
+// decomposed operand, or of each part of a sum.
+void lower_kernel(Compilation& c) {
   // 1b. A sum whose terms sum over different index variables: one part per set.
   std::vector<SumPart> sum_parts;
   const bool output_format_inferred = c.config.infer_output_format;
@@ -509,8 +523,7 @@ Compilation compile(const CompileInput& input) {
   // `+=` into an output the kernel assembles reads the output's previous value as an input.
   if (sum_parts.empty()) read_previous_output(c.spec, c.config);
 
-  // 2-5. Stage I, its schedule, stage II and its schedule: for the kernel, for each part of a
-  // decomposed operand, or for each part of a sum.
+  // 2-5. Stage I, its schedule, stage II and its schedule.
   if (has_decomposition(c.config)) {
     lower_decomposition(c);
   } else if (!sum_parts.empty()) {
@@ -526,9 +539,66 @@ Compilation compile(const CompileInput& input) {
   } else {
     lower_whole(c, output_format_inferred);
   }
+}
+
+// Whether the kernel builds its output's structure (rather than writing a dense output or
+// values into an input's structure).
+bool assembles_output(const Compilation& c) {
+  const sparse::SparseBuffer& out = c.program.output();
+  return !c.assemble.empty() || (!out.format.all_dense() && out.shares_structure_with.empty());
+}
+
+// 5d. A kernel compiled for each listed size of one index variable, and `c.func` becomes the
+// entry point choosing among them; the generic kernel runs any other size. `read`: the spec and
+// config as read, before lowering changed them.
+void add_size_variants(Compilation& c, const Compilation& read) {
+  std::optional<SizeVariants> variants = choose_size_variants(c.config, c.program, c.func, assembles_output(c), c.schedule);
+  if (!variants) return;
+  const std::string name = c.func.name;
+  for (int64_t size : variants->sizes) {
+    Compilation v;
+    v.spec = read.spec;
+    v.config = read.config;
+    v.config.name = variant_name(name, *variants, size);  // its parts, if any, are named after it
+    v.config.sizes[variants->var] = size;
+    v.config.specialize.clear();
+    lower_kernel(v);
+    specialize_sizes(v.func, v.config.sizes);
+    v.func.fixed_sizes.clear();  // the entry point checks them, and calls it for this size only
+    c.stage2_dump += "// the kernel for " + variants->var + " = " + std::to_string(size) + "\n" + v.stage2_dump;
+    for (loops::LoweredFunc& part : v.parts) {
+      part.fixed_sizes.clear();
+      c.parts.push_back(std::move(part));
+    }
+    c.parts.push_back(std::move(v.func));
+  }
+  loops::LoweredFunc generic = std::move(c.func);
+  generic.name = name + "_generic";
+  generic.fixed_sizes.clear();
+  c.func = build_size_dispatch(name, generic, *variants);
+  specialize_sizes(c.func, c.config.sizes);  // the sizes every kernel assumes, checked on entry
+  c.parts.push_back(std::move(generic));
+  c.stage2_dump += "// entry point\n" + loops::dump_stage2(c.func);
+  c.size_variants = std::move(variants);
+}
+
+}  // namespace
+
+Compilation compile(const CompileInput& input) {
+  Compilation c;
+  // 1. Parse the spec and read the config against it.
+  c.spec = parse_spec(input.spec_path, input.spec_text);
+  c.config = read_config(input.config_path, input.config_text, c.spec, stem(input.spec_path), input.target, input.sizes);
+  const Compilation read = c;
+
+  // 1b-5. Lowering and scheduling: of the kernel, of each part of a decomposed operand, or of
+  // each part of a sum.
+  lower_kernel(c);
 
   // 5c. The entry point (an executor calling parts too) checks the sizes its kernels assume.
   specialize_sizes(c.func, c.config.sizes);
+  // 5d. Kernels for the sizes of one index variable that "specialize" (or `auto`) lists.
+  add_size_variants(c, read);
 
   // 6. Emit the header and the source: C++ with OpenMP, or CUDA.
   // Both targets get the host routines that pack and unpack each tensor (NAME_pack_T, NAME_unpack_T).

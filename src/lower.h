@@ -12,6 +12,7 @@
 #include "ir/loop_ir.h"
 #include "ir/sparse_ir.h"
 #include "passes/decompose_operand.h"
+#include "passes/size_variants.h"
 
 namespace spgen {
 
@@ -33,6 +34,9 @@ struct Compilation {
   std::optional<Decomposition> decomposition;  // a `decompose` op's parts
   std::vector<std::string> sum_parts;          // a sum split by summed indices: each part, described
   std::vector<loops::LoweredFunc> parts;       // their kernels (a decomposition's or a sum's), which the executor calls
+  // Kernels for sizes of one index variable ("specialize", or `auto`'s choice): `parts` holds
+  // them and the generic kernel, and `func` is the entry point that chooses.
+  std::optional<SizeVariants> size_variants;
   std::vector<loops::LoweredFunc> assemble;  // a sparse output's assemble phases, one per compressed level
   std::vector<ScheduleOp> schedule;      // what was applied (`auto` expanded), each op once, for the header
   // The same as a config would list it: `auto`'s choices for the parts of a sum each name their

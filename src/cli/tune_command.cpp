@@ -70,11 +70,17 @@ struct Setup {
   bool verbose = false;
 };
 
-std::string config_text_for(const Setup& s, const std::vector<ScheduleOp>& ops) {
+// The base config with `ops` as its schedule. Auto's kernels for sizes of one index variable
+// (passes/size_variants.h) become "specialize", so that every candidate has them too.
+json config_with(const Setup& s, const std::vector<ScheduleOp>& ops) {
   json config = s.base;
   config["schedule"] = schedule_json(ops);
-  return config.dump();
+  if (const auto& variants = s.auto_compilation.size_variants; variants && !config.contains("specialize"))
+    config["specialize"] = {{variants->var, variants->sizes}};
+  return config;
 }
+
+std::string config_text_for(const Setup& s, const std::vector<ScheduleOp>& ops) { return config_with(s, ops).dump(); }
 
 Compilation compile_candidate(const Setup& s, const std::vector<ScheduleOp>& ops) {
   return compile({s.spec_path, s.spec_text, s.config_path, config_text_for(s, ops), std::nullopt, {}});
@@ -376,8 +382,7 @@ int run_tune(const TuneOptions& options) {
   if (!result.auto_ok) fail("auto's kernel failed on these inputs: " + result.trials.front().result.error);
 
   // The tuned config: the base with the winner's schedule written out, and what was measured.
-  json tuned = s.base;
-  tuned["schedule"] = schedule_json(tune::schedule_at(space, result.best));
+  json tuned = config_with(s, tune::schedule_at(space, result.best));
   json record;
   record["spgen"] = kVersion;
   for (const auto& [name, source] : s.inputs) {

@@ -143,7 +143,13 @@ std::string CStmtPrinter::print(const Stmt& stmt, int depth) {
     case StmtKind::If: {
       const auto& node = static_cast<const If&>(*stmt);
       std::string out = pad + "if (" + expr_.print(node.cond) + ") {\n" + print(node.then_case, depth + 1);
-      if (node.else_case) out += pad + "} else {\n" + print(node.else_case, depth + 1);
+      const If* branch = &node;
+      // An else holding only another if continues the chain: `} else if (...) {`.
+      while (branch->else_case && branch->else_case->kind == StmtKind::If) {
+        branch = static_cast<const If*>(branch->else_case.get());
+        out += pad + "} else if (" + expr_.print(branch->cond) + ") {\n" + print(branch->then_case, depth + 1);
+      }
+      if (branch->else_case) out += pad + "} else {\n" + print(branch->else_case, depth + 1);
       return out + pad + "}\n";
     }
     case StmtKind::Declare: return print_declare(static_cast<const Declare&>(*stmt), pad);

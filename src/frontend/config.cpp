@@ -132,7 +132,7 @@ class ConfigReader {
     Config config;
     config.file = file_;
     expect_object(root, "");
-    check_keys(root, "", {"name", "description", "target", "types", "sizes", "tensors", "schedule", "tuned"});
+    check_keys(root, "", {"name", "description", "target", "types", "sizes", "specialize", "tensors", "schedule", "tuned"});
     config.name = root.contains("name") ? get_string(root["name"], "/name") : default_name;
     if (!is_c_identifier(config.name))
       fail(root.contains("name") ? "/name" : "", "kernel name \"" + config.name +
@@ -147,12 +147,14 @@ class ConfigReader {
     if (target) config.target = *target;
     if (root.contains("types")) read_types(root["types"], config);
     if (root.contains("sizes")) read_sizes(root["sizes"], config);
+    if (root.contains("specialize")) read_specialize(root["specialize"], config);
     for (const auto& [var, size] : sizes) {  // the command line's --size replaces the config's
       const std::string flag = "spgen: error: --size " + var + "=" + std::to_string(size) + ": ";
       if (!is_index_var(var)) throw CompileError(flag + unknown_index_var(var) + "\n");
       if (size <= 0) throw CompileError(flag + "expected a positive size\n");
       config.sizes[var] = size;
     }
+    for (const auto& [var, size] : sizes) config.specialize.erase(var);  // --size fixes it: one kernel
     read_tensors(root.contains("tensors") ? root["tensors"] : json::object(), config);
     if (root.contains("schedule")) read_schedule(root["schedule"], config);
     return config;
@@ -278,6 +280,36 @@ class ConfigReader {
       if (!is_index_var(it.key())) fail(path, unknown_index_var(it.key()));
       config.sizes[it.key()] = get_positive_int(it.value(), path);
     }
+  }
+
+  // "specialize": {"k": [16, 32, 64]}: one index variable, and up to 8 distinct sizes of it,
+  // each of which gets a kernel of its own.
+  void read_specialize(const json& specialize, Config& config) const {
+    expect_object(specialize, "/specialize");
+    config.specialize_given = true;
+    if (specialize.size() > 1)
+      fail("/specialize", "specializes " + std::to_string(specialize.size()) +
+                              " index variables; give one (the variants of several would multiply)");
+    for (auto it = specialize.begin(); it != specialize.end(); ++it) {
+      const std::string path = "/specialize/" + it.key();
+      if (!is_index_var(it.key())) fail(path, unknown_index_var(it.key()));
+      if (config.sizes.count(it.key()))
+        fail(path, it.key() + " has a fixed size in \"sizes\": there is nothing to choose between");
+      if (!it.value().is_array() || it.value().empty() || it.value().size() > 8)
+        fail(path, "expected a list of 1 to 8 sizes, found " + (it.value().is_array() ? "a list of " + std::to_string(it.value().size())
+                                                                                          : type_name(it.value())));
+      std::vector<int64_t> list;
+      for (size_t k = 0; k < it.value().size(); ++k) {
+        const int64_t size = get_positive_int(it.value()[k], path + "/" + std::to_string(k));
+        if (std::find(list.begin(), list.end(), size) != list.end())
+          fail(path + "/" + std::to_string(k), "size " + std::to_string(size) + " is listed twice");
+        list.push_back(size);
+      }
+      std::sort(list.begin(), list.end());
+      config.specialize[it.key()] = list;
+    }
+    if (!config.specialize.empty() && config.target == Target::Cuda)
+      fail("/specialize", "the cuda target does not take \"specialize\" yet (fix the size with \"sizes\")");
   }
 
   bool is_index_var(const std::string& var) const {

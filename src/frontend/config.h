@@ -156,6 +156,11 @@ struct Config {
   std::vector<ScheduleOp> schedule;
   // "sizes": index variable -> the size the kernel is specialized for (passes/specialize_sizes.h).
   std::map<std::string, int64_t> sizes;
+  // "specialize": {"k": [16, 32]}: an index variable and the sizes that each get a kernel compiled
+  // for that size, chosen on entry; other sizes run the generic kernel (passes/size_variants.h).
+  // Unset: `auto` may choose (specialize_given false); {} given: none.
+  std::map<std::string, std::vector<int64_t>> specialize;
+  bool specialize_given = false;
 
   const Format& format_of(const std::string& tensor) const { return formats.at(tensor); }
 };

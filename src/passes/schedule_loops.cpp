@@ -331,7 +331,7 @@ class Scheduler {
     if (!loop.annotations.bind.empty()) fail("tile " + tile.var + " before binding it");
     std::string rest = fresh(tile.var + "_rest");
     tile_rest_[tile.outer] = rest;
-    Stmt replacement = block(tile_loop(loop, tile.factor, tile.outer, tile.inner, rest, loop.body, {}));
+    Stmt replacement = block(tile_loop(loop, tile_factor(tile, config_), tile.outer, tile.inner, rest, loop.body, {}));
     func_.body = RewriteLoop(tile.var, [&](const For&) { return replacement; }).mutate(func_.body);
     for (const std::string& part : {tile.outer, tile.inner, rest}) {
       origin_[part] = origin_.at(tile.var);
@@ -1091,6 +1091,14 @@ class Scheduler {
 };
 
 }  // namespace
+
+int64_t tile_factor(const TileOp& tile, const Config& config) {
+  auto fixed = config.sizes.find(tile.var);
+  int64_t factor = tile.factor;
+  if (fixed != config.sizes.end())
+    while (factor > 4 && factor > fixed->second) factor /= 2;
+  return factor;
+}
 
 std::vector<bool> schedule_loops(LoweredFunc& func, const sparse::Program& program, const Config& config,
                                  const std::vector<ScheduleOp>& ops, MissingLoops missing) {

@@ -25,6 +25,10 @@ enum class MissingLoops {
 // sum), or "" when its body has that shape. `auto` asks before it chooses a register tile.
 std::string precompute_refusal(const loops::For& loop);
 
+// The factor a tile uses: its own, or, where "sizes" fixes its index to fewer iterations, halved
+// until it fits (down to 4): columns past the fixed size would only ever run the tile's remainder.
+int64_t tile_factor(const TileOp& tile, const Config& config);
+
 // Returns, per op, whether it applied.
 std::vector<bool> schedule_loops(loops::LoweredFunc& func, const sparse::Program& program, const Config& config,
                                  const std::vector<ScheduleOp>& ops, MissingLoops missing = MissingLoops::Error);

@@ -20,6 +20,7 @@
 
 #include "frontend/config.h"
 #include "frontend/parser.h"
+#include "lower.h"
 #include "passes/build_sparse_ir.h"
 #include "passes/split_sum.h"
 #include "process.h"
@@ -106,6 +107,14 @@ class Claims {
   std::string dir_;
   std::set<std::string> mine_;
 };
+
+// The sizes k's kernel has variants for (passes/size_variants.h), which only compiling it tells
+// where `auto` chooses them.
+std::optional<spgen::SizeVariants> size_variants_of(const Kernel& k) {
+  if (!k.config.auto_schedule && k.config.specialize.empty()) return std::nullopt;
+  spgen::Compilation c = spgen::compile({k.pair.spec, read_text(k.pair.spec), k.pair.config, read_text(k.pair.config)});
+  return c.size_variants;
+}
 
 std::vector<Kernel> all_kernels() {
   std::string root = source_root();
@@ -443,12 +452,22 @@ TEST_CASE("random inputs: every kernel matches the reference") {
     std::map<std::string, int64_t> sizes;
     for (size_t v = 0; v < k.spec.index_vars.size(); ++v) sizes[k.spec.index_vars[v]] = sizes_by_position[v % 5];
     for (const auto& [var, size] : k.config.sizes) sizes[var] = size;  // the sizes the kernel is specialized for
-    for (size_t p = 0; p < plans.size(); ++p) {
+    // The sizes that get kernels of their own ("specialize", or `auto`'s), each run once more
+    // on uniform inputs, after the generic kernel's runs at sizes that are not among them.
+    std::vector<std::pair<size_t, std::map<std::string, int64_t>>> runs;
+    for (size_t p = 0; p < plans.size(); ++p) runs.emplace_back(p, sizes);
+    if (std::optional<spgen::SizeVariants> variants = size_variants_of(k))
+      for (int64_t size : variants->sizes) {
+        runs.emplace_back(0, sizes);
+        runs.back().second[variants->var] = size;
+      }
+    for (size_t r = 0; r < runs.size(); ++r) {
+      const auto& [p, run_sizes] = runs[r];
       std::map<std::string, spgen_ref::Tensor> inputs;
-      uint64_t seed = 100 * (p + 1);
+      uint64_t seed = 100 * (r + 1);
       for (const spgen::ast::TensorUse& use : k.spec.tensors) {
         if (use.is_output && !k.spec.accumulate) continue;
-        std::vector<int64_t> dims = dims_of(k, use, sizes);
+        std::vector<int64_t> dims = dims_of(k, use, run_sizes);
         inputs[use.name] = use.is_output && !has_sparse_file(k, use.name) ? spgen_ref::random_dense(dims, seed++)
                                                                            : make_input(k, use, dims, plans[p], seed++);
       }
@@ -456,8 +475,11 @@ TEST_CASE("random inputs: every kernel matches the reference") {
       if (k.spec.accumulate)
         if (std::string owner = shared_structure_owner(k); !owner.empty())
           inputs[k.spec.output.tensor] = with_random_values(inputs.at(owner), seed++);
+      std::string label = plans[p].label;
+      for (const auto& [var, size] : run_sizes)
+        if (r >= plans.size() && size != sizes.at(var)) label += "_" + var + std::to_string(size);
       // The first run goes through the CLI and keeps its build; later ones rerun that driver.
-      if (!check_run(builds().command(k), k, inputs, dir, plans[p].label)) builds().forget(k);
+      if (!check_run(builds().command(k), k, inputs, dir, label)) builds().forget(k);
     }
   }
 }

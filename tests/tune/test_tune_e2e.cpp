@@ -90,11 +90,16 @@ TEST_CASE("tune: a short search on a real matrix writes a config whose kernel ma
 TEST_CASE("tune: Ctrl-C keeps the best so far and still writes the config") {
   TempDir dir;
   const std::string tuned = dir.file("tuned.json");
-  // SIGINT to spgen alone after 6 s of a 10-minute budget (timeout --preserve-status: spgen's own
-  // exit status).
-  ProcessResult r = run_process({"timeout", "--preserve-status", "-s", "INT", "6", spgen_binary(), "tune",
-                                 source_root() + "/specs/spmv.spg", "-c", source_root() + "/tests/e2e/cases/spmv_auto_csr.json",
-                                 "--input", "A=" + matrix_input(), "--input", "x=random", "--budget", "10m", "--db", "off", "-o", tuned});
+  // SIGINT to spgen alone, of a 10-minute budget, once the first round's candidates are being
+  // built (their directories appear under --keep), so auto has been measured; then spgen's own
+  // exit status. (A fixed delay raced the search, which may end by itself within seconds.)
+  const std::string script =
+      "\"$@\" & pid=$!; for t in $(seq 600); do [ -d \"$KEEP/candidate-2\" ] && break; sleep 0.1; done; "
+      "kill -INT $pid; wait $pid";
+  setenv("KEEP", dir.file("keep").c_str(), 1);
+  ProcessResult r = run_process({"bash", "-c", script, "bash", spgen_binary(), "tune", source_root() + "/specs/spmv.spg", "-c",
+                                 source_root() + "/tests/e2e/cases/spmv_auto_csr.json", "--input", "A=" + matrix_input(),
+                                 "--input", "x=random", "--budget", "10m", "--db", "off", "--keep", dir.file("keep"), "-o", tuned});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   nlohmann::json config = nlohmann::json::parse(read_text(tuned));

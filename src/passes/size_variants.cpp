@@ -1,0 +1,78 @@
+#include "passes/size_variants.h"
+
+#include <algorithm>
+
+#include "support/diagnostics.h"
+
+namespace spgen {
+
+using namespace loops;
+
+const Param* size_param(const LoweredFunc& func, const std::string& var) {
+  for (const Param& p : func.params)
+    if (p.kind == ParamKind::Dim && p.index_var == var) return &p;
+  return nullptr;
+}
+
+namespace {
+
+// The index variable of a tile (a register tile) or of a vectorize in lanes (a dot product): the
+// loops that a constant size turns into straight-line vector code, and that measured 1.2-1.5x
+// faster so (bench/RESULTS.md, session 18). A plain vectorize gains little from it.
+std::string tiled_or_in_lanes(const ScheduleOp& op) {
+  if (const auto* tile = std::get_if<TileOp>(&op.op)) return tile->var;
+  if (const auto* vectorize = std::get_if<VectorizeOp>(&op.op); vectorize && vectorize->lanes > 0) return vectorize->var;
+  return "";
+}
+
+}  // namespace
+
+std::optional<SizeVariants> choose_size_variants(const Config& config, const sparse::Program& program, const LoweredFunc& generic,
+                                                 bool assembles_output, const std::vector<ScheduleOp>& applied) {
+  if (config.specialize_given) {
+    if (config.specialize.empty()) return std::nullopt;
+    const auto& [var, sizes] = *config.specialize.begin();
+    auto refuse = [&](const std::string& why) {
+      throw CompileError(format_config_error(config.file, "/specialize/" + var, why));
+    };
+    if (assembles_output)
+      refuse("the kernel assembles its output " + program.output().tensor +
+             ", which variants by size do not do yet (fix the size with \"sizes\", or give " + program.output().tensor +
+             " a dense format)");
+    if (!size_param(generic, var)) refuse("the kernel takes no size of " + var + " (dim_" + var + "): nothing to choose by");
+    return SizeVariants{var, sizes, "\"specialize\""};
+  }
+  if (!config.auto_schedule || config.target != Target::Cpu || assembles_output) return std::nullopt;
+  for (const ScheduleOp& op : applied) {
+    const std::string var = tiled_or_in_lanes(op);
+    if (var.empty() || config.sizes.count(var) || !size_param(generic, var)) continue;
+    if (std::find(program.index_vars.begin(), program.index_vars.end(), var) == program.index_vars.end()) continue;
+    const std::string what = std::holds_alternative<TileOp>(op.op) ? "register tile over " : "dot product in lanes over ";
+    return SizeVariants{var, kAutoVariantSizes, "`auto`, for its " + what + var + " at the usual feature widths"};
+  }
+  return std::nullopt;
+}
+
+std::string variant_name(const std::string& kernel, const SizeVariants& variants, int64_t size) {
+  return kernel + "_" + variants.var + std::to_string(size);
+}
+
+LoweredFunc build_size_dispatch(const std::string& name, const LoweredFunc& generic, const SizeVariants& variants) {
+  LoweredFunc entry;
+  entry.name = name;
+  entry.params = generic.params;
+  std::vector<Expr> args;
+  for (const Param& p : generic.params) args.push_back(var(p.name));
+  const Param* size = size_param(generic, variants.var);
+  // if (dim_k == 16) NAME_k16(...); else if (dim_k == 32) ...; else NAME_generic(...)
+  Stmt chain = std::make_shared<Call>(generic.name, args);
+  for (auto it = variants.sizes.rbegin(); it != variants.sizes.rend(); ++it)
+    chain = std::make_shared<If>(binary(BinOp::Eq, var(size->name), int64(*it)),
+                                 std::make_shared<Call>(variant_name(name, variants, *it), args), chain);
+  entry.body = block({std::make_shared<Comment>("the kernel compiled for this size of " + variants.var +
+                                                ", where there is one (constant trip counts)"),
+                      chain});
+  return entry;
+}
+
+}  // namespace spgen

@@ -1,0 +1,47 @@
+// Pass 5d: one kernel per listed size of one index variable, and an entry point that chooses
+// among them on each call. A kernel specialized for dim_k = 32 (passes/specialize_sizes.h) has
+// constant trip counts, so its register tiles and dot products compile to straight-line vector
+// code without remainder loops; any size not listed runs the generic kernel. The entry point's
+// ABI is the generic kernel's: a caller cannot tell the variants apart except by speed.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frontend/ast.h"
+#include "frontend/config.h"
+#include "ir/loop_ir.h"
+#include "ir/sparse_ir.h"
+
+namespace spgen {
+
+struct SizeVariants {
+  std::string var;             // the index variable
+  std::vector<int64_t> sizes;  // ascending, each a kernel of its own
+  std::string reason;          // why, for the header
+};
+
+// The widths `auto` specializes for: GNN feature and hidden widths.
+inline const std::vector<int64_t> kAutoVariantSizes = {16, 32, 64, 128};
+
+// The variants the config asks for ("specialize"), or `auto`'s: the first index variable of the
+// spec that the applied schedule tiles or vectorizes in lanes (SpMM's register tile over k,
+// SDDMM's dot product) when its size is not fixed, on the cpu, into an output that is dense or
+// shares an input's structure. None otherwise. Throws CompileError where "specialize" names a
+// kernel that cannot have variants (an output the kernel assembles, no size parameter).
+std::optional<SizeVariants> choose_size_variants(const Config& config, const sparse::Program& program,
+                                                 const loops::LoweredFunc& generic, bool assembles_output,
+                                                 const std::vector<ScheduleOp>& applied);
+
+// The name of the kernel specialized for `size`: NAME_k32.
+std::string variant_name(const std::string& kernel, const SizeVariants& variants, int64_t size);
+
+// The entry point `name`: the generic kernel's parameters, and a body that calls the variant of
+// dim_VAR where one exists, else `generic`.
+loops::LoweredFunc build_size_dispatch(const std::string& name, const loops::LoweredFunc& generic, const SizeVariants& variants);
+
+// The parameter that holds the variable's size, or null.
+const loops::Param* size_param(const loops::LoweredFunc& func, const std::string& var);
+
+}  // namespace spgen
