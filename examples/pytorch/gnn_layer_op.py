@@ -56,11 +56,17 @@ def main():
     expected = torch.sparse.mm(A, H)
     error = float((out - expected).abs().max() / expected.abs().max().clamp_min(1e-30))
     print(f"{name}: {graph.shape[0]} nodes, {graph.nnz} edges, 32 features; max relative error against torch.sparse.mm {error:.2e}")
+    # A is checked once, then kept packed; an in-place change to it is seen by the next call.
+    A.values().mul_(2)
+    doubled = torch.ops.spgen.gnn_layer(A, H)
+    doubled_error = float((doubled - 2 * expected).abs().max() / expected.abs().max().clamp_min(1e-30))
+    A.values().div_(2)
+    print(f"after A's values were doubled in place: max relative error {doubled_error:.2e}")
     spgen_ms = median_ms(lambda: torch.ops.spgen.gnn_layer(A, H))
     torch_ms = median_ms(lambda: torch.sparse.mm(A, H))
     print(f"median of 20: spgen::gnn_layer {spgen_ms:.3f} ms, torch.sparse.mm {torch_ms:.3f} ms "
           f"({torch.get_num_threads()} threads, torch {torch.__version__})")
-    if out.shape != expected.shape or error > 1e-5:
+    if out.shape != expected.shape or error > 1e-5 or doubled_error > 1e-5:
         print("FAILED: the operator's result differs from torch.sparse.mm's")
         return 1
     return 0
