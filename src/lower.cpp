@@ -97,6 +97,14 @@ GenerationContext make_context(const Compilation& c, const CompileInput& input) 
                          {c.size_variants->var + ": a kernel for each of " + join_sizes(c.size_variants->sizes) +
                               " (constant trip counts), chosen on entry by dim_" + c.size_variants->var + ";",
                           "  any other size runs the generic kernel (" + c.size_variants->reason + ")"});
+  for (const RowLengthVariant& v : c.row_variants) {
+    std::string ops;
+    for (const ScheduleOp& op : v.schedule) ops += (ops.empty() ? "" : ", ") + describe_schedule_op(op);
+    context.sizes.insert(context.sizes.end(),
+                         {"rows of at least " + std::to_string(v.min_entries_per_row) +
+                              " stored entries on average: a kernel of its own, chosen on entry,",
+                          "  scheduled " + ops + (c.config.row_variants_given ? "" : " (`auto`: " + v.schedule.back().reason + ")")});
+  }
   for (const auto& [var, size] : c.config.sizes)
     context.sizes.push_back("size of " + var + " fixed at " + std::to_string(size) + " (\"sizes\"): constant trip counts, dim_" + var +
                                " checked on entry");
@@ -114,6 +122,7 @@ struct LoweredIteration {
   std::vector<ScheduleOp> schedule;  // what applied (`auto` expanded)
   std::vector<bool> applied;         // per op of the config's schedule
   std::string stage1_dump, stage2_dump;
+  std::optional<ScheduleOp> long_row_lanes;  // `auto`'s op for a kernel for long rows (auto_long_row_lanes)
 };
 
 // `config` gains the output's format where it is inferred.
@@ -299,6 +308,7 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
 
   // 5. Stage II schedule: split, reorder, parallel, vectorize, unroll, bind (or `auto`'s choice).
   if (config.auto_schedule) {
+    it.long_row_lanes = auto_long_row_lanes(it.func, it.program, config);
     loop_ops = auto_schedule(it.func, it.program, config);
     loop_op_index.clear();
   }
@@ -511,6 +521,7 @@ void lower_whole(Compilation& c, bool output_format_inferred) {
   c.explicit_schedule = c.schedule;
   c.stage1_dump = std::move(it.stage1_dump);
   c.stage2_dump = std::move(it.stage2_dump);
+  c.long_row_lanes = std::move(it.long_row_lanes);
 }
 
 // 1b-5: stages I and II of `c.spec` under `c.config` (as read): of the kernel, of each part of a
@@ -582,6 +593,67 @@ void add_size_variants(Compilation& c, const Compilation& read) {
   c.size_variants = std::move(variants);
 }
 
+// 5e. Kernels scheduled otherwise for rows of at least so many stored entries on average
+// ("variants", or `auto`'s kernel for long rows), chosen on entry by pos[dim] >= N * dim.
+void add_row_length_variants(Compilation& c, const Compilation& read) {
+  std::vector<RowLengthVariant> variants = c.config.row_variants;
+  const bool given = c.config.row_variants_given;
+  if (!given) {
+    if (!c.config.auto_schedule || c.config.target != Target::Cpu || !c.long_row_lanes || c.size_variants || assembles_output(c))
+      return;
+    RowLengthVariant long_rows;
+    long_rows.min_entries_per_row = kLongRowEntries;
+    long_rows.schedule = c.explicit_schedule;
+    long_rows.schedule.push_back(*c.long_row_lanes);
+    long_rows.path = "/schedule";
+    variants.push_back(std::move(long_rows));
+  }
+  if (variants.empty()) return;
+  auto refuse = [&](const std::string& why) { throw CompileError(format_config_error(c.config.file, "/variants", why)); };
+  if (c.size_variants) refuse("a kernel with \"specialize\" (or auto's kernels per size) does not take row variants too");
+  if (assembles_output(c)) refuse("the kernel assembles its output " + c.program.output().tensor + ", which variants do not do yet");
+  const std::string name = c.func.name;
+  std::vector<DispatchCase> cases;
+  std::string dumps;
+  for (RowLengthVariant& variant : variants) {
+    loops::Expr condition = mean_row_length_at_least(c.program, c.func, variant.min_entries_per_row);
+    if (!condition) {
+      if (!given) return;
+      refuse("the kernel has no rows to measure: no input stores a compressed level right below the dense level of " +
+             c.program.iteration.iterators.front().var + " (as CSR does)");
+    }
+    Compilation v;
+    v.spec = read.spec;
+    v.config = read.config;
+    v.config.name = row_variant_name(name, variant.min_entries_per_row);
+    v.config.auto_schedule = false;
+    v.config.schedule = variant.schedule;
+    v.config.row_variants.clear();
+    v.config.specialize.clear();
+    lower_kernel(v);
+    specialize_sizes(v.func, v.config.sizes);
+    v.func.fixed_sizes.clear();  // the entry point checks them
+    // `auto`'s kernel for long rows is kept only where its lanes became vectors.
+    if (!given && !loops::uses_vectors(v.func.body)) return;
+    dumps += "// the kernel for rows of at least " + std::to_string(variant.min_entries_per_row) + " entries on average\n" +
+             v.stage2_dump;
+    for (loops::LoweredFunc& part : v.parts) {
+      part.fixed_sizes.clear();
+      c.parts.push_back(std::move(part));
+    }
+    cases.push_back({condition, v.func.name});
+    c.parts.push_back(std::move(v.func));
+  }
+  loops::LoweredFunc generic = std::move(c.func);
+  generic.name = name + "_generic";
+  generic.fixed_sizes.clear();
+  c.func = build_dispatch(name, generic, cases, "the kernel scheduled for rows this long on average, where there is one");
+  specialize_sizes(c.func, c.config.sizes);
+  c.parts.push_back(std::move(generic));
+  c.stage2_dump += dumps + "// entry point\n" + loops::dump_stage2(c.func);
+  c.row_variants = std::move(variants);
+}
+
 }  // namespace
 
 Compilation compile(const CompileInput& input) {
@@ -599,6 +671,8 @@ Compilation compile(const CompileInput& input) {
   specialize_sizes(c.func, c.config.sizes);
   // 5d. Kernels for the sizes of one index variable that "specialize" (or `auto`) lists.
   add_size_variants(c, read);
+  // 5e. Kernels for long rows that "variants" (or `auto`) lists.
+  add_row_length_variants(c, read);
 
   // 6. Emit the header and the source: C++ with OpenMP, or CUDA.
   // Both targets get the host routines that pack and unpack each tensor (NAME_pack_T, NAME_unpack_T).

@@ -43,6 +43,9 @@ std::string CExprPrinter::vector_suffix(ScalarType type) { return type == Scalar
 std::string CExprPrinter::vector_type_name(ScalarType type) { return "spgen_v" + vector_suffix(type); }
 
 std::string CExprPrinter::print_vector_load(const Load& node, const std::string& index) const {
+  if (!node.gather_lane.empty())  // lane by lane (templates/cpu_vector_helpers.cpp.in)
+    return "spgen_gather_" + vector_suffix(node.type) + "([&](int64_t " + node.gather_lane + ") { return " + node.buffer + "[" + index +
+           "]; })";
   return "spgen_load_" + vector_suffix(node.type) + "(&" + node.buffer + "[" + index + "])";
 }
 

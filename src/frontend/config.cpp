@@ -132,7 +132,7 @@ class ConfigReader {
     Config config;
     config.file = file_;
     expect_object(root, "");
-    check_keys(root, "", {"name", "description", "target", "types", "sizes", "specialize", "tensors", "schedule", "tuned"});
+    check_keys(root, "", {"name", "description", "target", "types", "sizes", "specialize", "variants", "tensors", "schedule", "tuned"});
     config.name = root.contains("name") ? get_string(root["name"], "/name") : default_name;
     if (!is_c_identifier(config.name))
       fail(root.contains("name") ? "/name" : "", "kernel name \"" + config.name +
@@ -157,6 +157,7 @@ class ConfigReader {
     for (const auto& [var, size] : sizes) config.specialize.erase(var);  // --size fixes it: one kernel
     read_tensors(root.contains("tensors") ? root["tensors"] : json::object(), config);
     if (root.contains("schedule")) read_schedule(root["schedule"], config);
+    if (root.contains("variants")) read_variants(root["variants"], config);
     return config;
   }
 
@@ -616,7 +617,7 @@ class ConfigReader {
       return;
     }
     if (!schedule.is_array()) fail("/schedule", "expected a list of schedule ops or \"auto\", found " + type_name(schedule));
-    for (size_t i = 0; i < schedule.size(); ++i) config.schedule.push_back(read_op(schedule[i], static_cast<int>(i)));
+    for (size_t i = 0; i < schedule.size(); ++i) config.schedule.push_back(read_op(schedule[i], static_cast<int>(i), "/schedule/"));
     // A decomposition changes which loops exist, so it comes first; the ops after it may name a part.
     bool decomposed = false;
     for (const ScheduleOp& op : config.schedule) {
@@ -637,8 +638,42 @@ class ConfigReader {
     return var;
   }
 
-  ScheduleOp read_op(const json& given, int index) const {
-    std::string path = "/schedule/" + std::to_string(index);
+  // "variants": up to 4 kernels for rows of at least so many stored entries on average, each
+  // with its own list of ops (no decompose: a variant schedules the same loops).
+  void read_variants(const json& variants, Config& config) const {
+    config.row_variants_given = true;
+    if (!variants.is_array() || variants.size() > 4)
+      fail("/variants", "expected a list of at most 4 variants, found " +
+                            (variants.is_array() ? "a list of " + std::to_string(variants.size()) : type_name(variants)));
+    if (!variants.empty() && config.target == Target::Cuda)
+      fail("/variants", "the cuda target does not take \"variants\" yet");
+    for (size_t k = 0; k < variants.size(); ++k) {
+      const std::string path = "/variants/" + std::to_string(k);
+      expect_object(variants[k], path);
+      check_keys(variants[k], path, {"min_entries_per_row", "schedule"});
+      if (!variants[k].contains("min_entries_per_row")) fail(path, "missing \"min_entries_per_row\"");
+      if (!variants[k].contains("schedule")) fail(path, "missing \"schedule\" (a list of ops)");
+      RowLengthVariant variant;
+      variant.path = path;
+      variant.min_entries_per_row = get_positive_int(variants[k]["min_entries_per_row"], path + "/min_entries_per_row");
+      const json& ops = variants[k]["schedule"];
+      if (!ops.is_array()) fail(path + "/schedule", "expected a list of schedule ops, found " + type_name(ops));
+      for (size_t i = 0; i < ops.size(); ++i) {
+        variant.schedule.push_back(read_op(ops[i], static_cast<int>(i), path + "/schedule/"));
+        if (std::holds_alternative<DecomposeOp>(variant.schedule.back().op))
+          fail(variant.schedule.back().path, "decompose: a variant schedules the kernel's own loops; decompose in \"schedule\"");
+      }
+      for (const RowLengthVariant& other : config.row_variants)
+        if (other.min_entries_per_row == variant.min_entries_per_row)
+          fail(path + "/min_entries_per_row", "another variant has the same threshold");
+      config.row_variants.push_back(std::move(variant));
+    }
+    std::sort(config.row_variants.begin(), config.row_variants.end(),
+              [](const RowLengthVariant& a, const RowLengthVariant& b) { return a.min_entries_per_row > b.min_entries_per_row; });
+  }
+
+  ScheduleOp read_op(const json& given, int index, const std::string& prefix) const {
+    std::string path = prefix + std::to_string(index);
     expect_object(given, path);
     if (!given.contains("op"))
       fail(path, "missing \"op\" (reorder, split, tile, fuse, parallel, vectorize, unroll, precompute, bind, cache, prefetch, batch or decompose)");

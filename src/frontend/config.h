@@ -143,6 +143,15 @@ struct ScheduleOp {
   std::string name() const;  // "reorder", "split", ...
 };
 
+// "variants": [{"min_entries_per_row": 12, "schedule": [...]}]: a kernel scheduled otherwise for
+// inputs whose rows hold at least that many stored entries on average, chosen on entry
+// (passes/size_variants.h).
+struct RowLengthVariant {
+  int64_t min_entries_per_row = 0;
+  std::vector<ScheduleOp> schedule;
+  std::string path;  // "/variants/0", for errors
+};
+
 struct Config {
   std::string file;  // for diagnostics
   std::string name;  // kernel name: a C identifier
@@ -161,6 +170,9 @@ struct Config {
   // Unset: `auto` may choose (specialize_given false); {} given: none.
   std::map<std::string, std::vector<int64_t>> specialize;
   bool specialize_given = false;
+  // "variants", largest threshold first; unset: `auto` may choose (row_variants_given false).
+  std::vector<RowLengthVariant> row_variants;
+  bool row_variants_given = false;
 
   const Format& format_of(const std::string& tensor) const { return formats.at(tensor); }
 };

@@ -74,6 +74,13 @@ json schedule_op_json(const ScheduleOp& op) {
   return j;
 }
 
+json variants_json(const std::vector<RowLengthVariant>& variants) {
+  json list = json::array();
+  for (const RowLengthVariant& v : variants)
+    list.push_back({{"min_entries_per_row", v.min_entries_per_row}, {"schedule", schedule_json(v.schedule)}});
+  return list;
+}
+
 json schedule_json(const std::vector<ScheduleOp>& ops) {
   json list = json::array();
   for (const ScheduleOp& op : ops) list.push_back(schedule_op_json(op));

@@ -16,6 +16,9 @@ namespace spgen {
 nlohmann::ordered_json schedule_op_json(const ScheduleOp& op);
 nlohmann::ordered_json schedule_json(const std::vector<ScheduleOp>& ops);
 
+// "variants": [{"min_entries_per_row": 12, "schedule": [...]}, ...], as read_config reads them.
+nlohmann::ordered_json variants_json(const std::vector<RowLengthVariant>& variants);
+
 // A config as people write them: indented by 2, but a value that fits on its line (a schedule op,
 // a tensor's format) stays on one line: `{"op": "tile", "var": "k", "factor": 32}`. Ends in "\n".
 std::string format_config_json(const nlohmann::ordered_json& config);

@@ -39,13 +39,15 @@ struct Var : ExprNode {
   Var(std::string n, ScalarType t) : ExprNode(ExprKind::Var, t), name(std::move(n)) {}
 };
 // buffer[index]. A `vector` load reads the native SIMD vector of consecutive elements starting at
-// `index` (see passes/explicit_vectors.h); `type` is then the element type.
+// `index` (see passes/explicit_vectors.h); `type` is then the element type. A vector load with a
+// `gather_lane` gathers instead: lane l of the vector is buffer[index] with gather_lane = l.
 struct Load : ExprNode {
   std::string buffer;
   Expr index;
   bool vector;
-  Load(std::string b, Expr i, ScalarType t, bool v = false)
-      : ExprNode(ExprKind::Load, t), buffer(std::move(b)), index(std::move(i)), vector(v) {}
+  std::string gather_lane;
+  Load(std::string b, Expr i, ScalarType t, bool v = false, std::string lane = "")
+      : ExprNode(ExprKind::Load, t), buffer(std::move(b)), index(std::move(i)), vector(v), gather_lane(std::move(lane)) {}
 };
 struct Binary : ExprNode {
   BinOp op;

@@ -63,6 +63,7 @@ std::string ExprPrinter::print_float(const FloatImm& node) const {
 }
 
 std::string ExprPrinter::print_vector_load(const Load& node, const std::string& index) const {
+  if (!node.gather_lane.empty()) return "gather(" + node.buffer + "[" + index + "] for " + node.gather_lane + " in lanes)";
   return node.buffer + "[" + index + " +: lanes]";
 }
 

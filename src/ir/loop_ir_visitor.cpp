@@ -80,7 +80,7 @@ Stmt IRMutator::mutate_prefetch(const Prefetch& node, const Stmt& self) {
 
 Expr IRMutator::mutate_load(const Load& node, const Expr& self) {
   Expr index = mutate(node.index);
-  return index == node.index ? self : std::make_shared<Load>(node.buffer, index, node.type, node.vector);
+  return index == node.index ? self : std::make_shared<Load>(node.buffer, index, node.type, node.vector, node.gather_lane);
 }
 
 Expr IRMutator::mutate_binary(const Binary& node, const Expr& self) {
@@ -284,7 +284,7 @@ class Renamer : public IRMutator {
     return names_.count(node.name) ? std::make_shared<Var>(name(node.name), node.type) : self;
   }
   Expr mutate_load(const Load& node, const Expr&) override {
-    return std::make_shared<Load>(name(node.buffer), mutate(node.index), node.type, node.vector);
+    return std::make_shared<Load>(name(node.buffer), mutate(node.index), node.type, node.vector, node.gather_lane);
   }
   Stmt mutate_for(const For& node, const Stmt&) override {
     return std::make_shared<For>(node.label, name(node.var), mutate(node.begin), mutate(node.end), mutate(node.body), node.annotations);
@@ -334,6 +334,18 @@ bool uses_vectors(const Stmt& stmt) {
     }
     void visit_lane_sum(const LaneSum&) override { found = true; }
     void visit_lane_sums(const LaneSums&) override { found = true; }
+  } finder;
+  finder.visit(stmt);
+  return finder.found;
+}
+
+bool uses_gathers(const Stmt& stmt) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void visit_load(const Load& node) override {
+      found |= !node.gather_lane.empty();
+      IRVisitor::visit_load(node);
+    }
   } finder;
   finder.visit(stmt);
   return finder.found;

@@ -117,6 +117,8 @@ class FindLoops : public IRVisitor {
 // Whether a statement uses native vectors (passes/explicit_vectors): vector loads, stores and
 // workspaces, or lane sums. Its generated file then needs the vector helpers.
 bool uses_vectors(const Stmt& stmt);
+// Whether a statement gathers vectors lane by lane: the file then needs spgen_gather_*.
+bool uses_gathers(const Stmt& stmt);
 // Whether a statement finishes lane sums in batches (LaneSums): the file then needs their helpers.
 bool uses_batched_lane_sums(const Stmt& stmt);
 

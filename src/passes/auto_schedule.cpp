@@ -194,6 +194,22 @@ std::optional<ScheduleOp> auto_reorder(const sparse::Program& program, const Con
   return make_op(reorder, 0, free + " outside the sum over " + summed + ", for a register tile of the output's row");
 }
 
+std::optional<ScheduleOp> auto_long_row_lanes(const LoweredFunc& func, const sparse::Program& program, const Config& config) {
+  std::vector<const For*> spine = loop_spine(func.body);
+  if (config.target != Target::Cpu || spine.size() != 2) return std::nullopt;
+  const For& outer = *spine.front();
+  const For& walk = *spine.back();
+  const bool outer_parallel_ok = !is_reduction(program, outer.label) && outer.annotations.sequential_reason.empty() &&
+                                 outer.annotations.listed.keys.empty() && labels_one_loop(func.body, outer.label);
+  if (!outer_parallel_ok || !one_sparse_walk_per_row(outer) || walk.var == walk.label || !is_reduction(program, walk.label) ||
+      contains_loop(walk.body) || !walk.annotations.sequential_reason.empty() || !schedulable(program, walk.label) ||
+      stores_into(walk.body, program.output().values) || scalars_assigned_outside(walk.body).empty())
+    return std::nullopt;
+  const int64_t lanes = program.value_type == ValueType::Float64 ? 8 : 16;
+  return make_op(VectorizeOp{walk.label, lanes}, 0,
+                 "a long row's sum in " + std::to_string(lanes) + " lanes, its x gathered lane by lane");
+}
+
 std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Program& program, const Config& config) {
   std::vector<ScheduleOp> ops;
   std::vector<const For*> spine = loop_spine(func.body);

@@ -25,11 +25,13 @@ std::optional<int64_t> const_int(const Expr& expr) {
 }
 
 // Rewrites one loop `for v in [0, T)` (vectorized, no inner loops) to step over vectors.
-// Fails (returns null) on anything it cannot express with vectors.
+// Fails (returns null) on anything it cannot express with vectors. On the cpu, an element read
+// through an index that varies otherwise from lane to lane (SpMV's x[crd[p]]) is gathered lane
+// by lane (`gather_lane`), and an integer that varies so (crd[p]) is computed inside the gather.
 class LoopVectorizer {
  public:
-  LoopVectorizer(const For& loop, const Workspace& tile, std::string vector_var)
-      : loop_(loop), tile_(tile), vector_var_(std::move(vector_var)),
+  LoopVectorizer(const For& loop, const Workspace& tile, std::string vector_var, std::string lane_var, VectorTarget target)
+      : loop_(loop), tile_(tile), vector_var_(std::move(vector_var)), lane_var_(std::move(lane_var)), target_(target),
         first_lane_(mul(var(vector_var_), vector_lanes(tile.type))) {
     strides_[loop.var] = 1;
   }
@@ -55,6 +57,7 @@ class LoopVectorizer {
       case ExprKind::IntImm:
       case ExprKind::FloatImm: return 0;
       case ExprKind::Var: {
+        if (lane_lets_.count(static_cast<const Var&>(*e).name)) return std::nullopt;
         auto it = strides_.find(static_cast<const Var&>(*e).name);
         return it == strides_.end() ? 0 : it->second;
       }
@@ -104,6 +107,25 @@ class LoopVectorizer {
     return substitute.mutate(e);
   }
 
+  // `e` in lane `lane_var_` of the current vector: the loop variable is the first lane's plus
+  // the lane, a strided declaration (already the first lane's) plus its stride times the lane,
+  // and a declaration that varies otherwise is its definition, so computed per lane.
+  Expr in_lane(const Expr& e) const {
+    struct Lane : IRMutator {
+      const LoopVectorizer* self;
+      Expr mutate_var(const Var& node, const Expr& me) override {
+        if (auto let = self->lane_lets_.find(node.name); let != self->lane_lets_.end()) return mutate(let->second);
+        const Expr lane = var(self->lane_var_);
+        if (node.name == self->loop_.var) return add(self->first_lane_, lane);
+        auto it = self->strides_.find(node.name);
+        if (it == self->strides_.end() || it->second == 0) return me;
+        return add(me, it->second == 1 ? lane : mul(int64(it->second), lane));
+      }
+    } lane;
+    lane.self = this;
+    return lane.mutate(e);
+  }
+
   bool is_loop_var(const Expr& e) const {
     return e->kind == ExprKind::Var && static_cast<const Var&>(*e).name == loop_.var;
   }
@@ -126,7 +148,11 @@ class LoopVectorizer {
           return std::make_shared<Load>(node.buffer, var(vector_var_), node.type);
         }
         auto s = stride(node.index);
-        if (!s) return nullptr;
+        if (!s) {
+          if (target_ != VectorTarget::Cpu || node.type != tile_.type) return nullptr;
+          vector = true;
+          return std::make_shared<Load>(node.buffer, in_lane(node.index), node.type, true, lane_var_);
+        }
         if (*s == 0) return e;
         if (*s != 1 || node.type != tile_.type) return nullptr;
         vector = true;
@@ -158,6 +184,10 @@ class LoopVectorizer {
       case StmtKind::Declare: {
         const auto& d = static_cast<const Declare&>(*s);
         auto st = stride(d.init);
+        if (!st && !d.is_mutable && target_ == VectorTarget::Cpu && (d.type == ScalarType::Int64 || d.type == ScalarType::Int32)) {
+          lane_lets_[d.name] = d.init;  // read only inside gathers, computed there per lane
+          return block({});
+        }
         if (!st || d.is_mutable) return nullptr;
         if (*st != 0) {
           if (d.type != ScalarType::Int64 && d.type != ScalarType::Int32) return nullptr;
@@ -190,9 +220,11 @@ class LoopVectorizer {
 
   const For& loop_;
   const Workspace& tile_;
-  std::string vector_var_;
+  std::string vector_var_, lane_var_;
+  VectorTarget target_;
   Expr first_lane_;
   std::map<std::string, int64_t> strides_;
+  std::map<std::string, Expr> lane_lets_;  // integers that vary from lane to lane, by their definition
   bool wrote_vector_ = false;
 };
 
@@ -262,7 +294,7 @@ class ExplicitVectors : public IRMutator {
       if (!loop->annotations.vectorized || !is_const_int(loop->begin, 0) || !trips || *trips != size ||
           contains_loop(loop->body))
         return std::nullopt;
-      Stmt converted = LoopVectorizer(*loop, tile, fresh(loop->label + "_vec")).run();
+      Stmt converted = LoopVectorizer(*loop, tile, fresh(loop->label + "_vec"), fresh("lane"), target_).run();
       if (!converted) return std::nullopt;
       replacements[loop] = converted;
     }

@@ -57,22 +57,47 @@ std::string variant_name(const std::string& kernel, const SizeVariants& variants
   return kernel + "_" + variants.var + std::to_string(size);
 }
 
-LoweredFunc build_size_dispatch(const std::string& name, const LoweredFunc& generic, const SizeVariants& variants) {
+LoweredFunc build_dispatch(const std::string& name, const LoweredFunc& generic, const std::vector<DispatchCase>& cases,
+                           const std::string& comment) {
   LoweredFunc entry;
   entry.name = name;
   entry.params = generic.params;
   std::vector<Expr> args;
   for (const Param& p : generic.params) args.push_back(var(p.name));
-  const Param* size = size_param(generic, variants.var);
-  // if (dim_k == 16) NAME_k16(...); else if (dim_k == 32) ...; else NAME_generic(...)
+  // if (case 1) NAME_1(...); else if (case 2) ...; else NAME_generic(...)
   Stmt chain = std::make_shared<Call>(generic.name, args);
-  for (auto it = variants.sizes.rbegin(); it != variants.sizes.rend(); ++it)
-    chain = std::make_shared<If>(binary(BinOp::Eq, var(size->name), int64(*it)),
-                                 std::make_shared<Call>(variant_name(name, variants, *it), args), chain);
-  entry.body = block({std::make_shared<Comment>("the kernel compiled for this size of " + variants.var +
-                                                ", where there is one (constant trip counts)"),
-                      chain});
+  for (auto it = cases.rbegin(); it != cases.rend(); ++it)
+    chain = std::make_shared<If>(it->condition, std::make_shared<Call>(it->callee, args), chain);
+  entry.body = block({std::make_shared<Comment>(comment), chain});
   return entry;
 }
+
+LoweredFunc build_size_dispatch(const std::string& name, const LoweredFunc& generic, const SizeVariants& variants) {
+  const Param* size = size_param(generic, variants.var);
+  std::vector<DispatchCase> cases;
+  for (int64_t s : variants.sizes)
+    cases.push_back({binary(BinOp::Eq, var(size->name), int64(s)), variant_name(name, variants, s)});
+  return build_dispatch(name, generic, cases,
+                        "the kernel compiled for this size of " + variants.var + ", where there is one (constant trip counts)");
+}
+
+Expr mean_row_length_at_least(const sparse::Program& program, const LoweredFunc& generic, int64_t min) {
+  if (program.iteration.iterators.empty()) return nullptr;
+  const std::string& rows = program.iteration.iterators.front().var;
+  const Param* dim = size_param(generic, rows);
+  if (!dim) return nullptr;
+  for (const sparse::SparseBuffer& buffer : program.buffers) {
+    const Format& f = buffer.format;
+    if (buffer.is_output || f.levels.size() < 2 || f.levels[0] != LevelKind::Dense || f.levels[1] != LevelKind::Compressed ||
+        f.block(0).part != BlockPart::None || f.block(1).part != BlockPart::None || buffer.indices[f.mode_order[0]] != rows)
+      continue;
+    for (const Param& p : generic.params)
+      if (p.kind == ParamKind::Pos && p.tensor == buffer.tensor && p.level == 1)
+        return binary(BinOp::Le, mul(int64(min), var(dim->name)), cast(ScalarType::Int64, load(p.name, var(dim->name), p.type)));
+  }
+  return nullptr;
+}
+
+std::string row_variant_name(const std::string& kernel, int64_t min) { return kernel + "_rows" + std::to_string(min); }
 
 }  // namespace spgen

@@ -41,6 +41,24 @@ std::string variant_name(const std::string& kernel, const SizeVariants& variants
 // dim_VAR where one exists, else `generic`.
 loops::LoweredFunc build_size_dispatch(const std::string& name, const loops::LoweredFunc& generic, const SizeVariants& variants);
 
+// One kernel of several: `callee` where `condition` holds (the first case that holds wins).
+struct DispatchCase {
+  loops::Expr condition;
+  std::string callee;
+};
+// The entry point `name`: the generic kernel's parameters, and a body that calls the first case
+// whose condition holds, else `generic`, after `comment`.
+loops::LoweredFunc build_dispatch(const std::string& name, const loops::LoweredFunc& generic, const std::vector<DispatchCase>& cases,
+                                  const std::string& comment);
+
+// Rows of at least `min` stored entries on average: pos[dim] >= min * dim, over the compressed
+// level right below the dense level of the outermost loop's variable (CSR's rows), read from
+// `generic`'s parameters; null where the kernel has no such level.
+loops::Expr mean_row_length_at_least(const sparse::Program& program, const loops::LoweredFunc& generic, int64_t min);
+
+// The name of the kernel for rows of at least `min` entries: NAME_rows12.
+std::string row_variant_name(const std::string& kernel, int64_t min);
+
 // The parameter that holds the variable's size, or null.
 const loops::Param* size_param(const loops::LoweredFunc& func, const std::string& var);
 

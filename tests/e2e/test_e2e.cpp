@@ -108,12 +108,16 @@ class Claims {
   std::set<std::string> mine_;
 };
 
-// The sizes k's kernel has variants for (passes/size_variants.h), which only compiling it tells
-// where `auto` chooses them.
-std::optional<spgen::SizeVariants> size_variants_of(const Kernel& k) {
-  if (!k.config.auto_schedule && k.config.specialize.empty()) return std::nullopt;
+// The kernels k has besides its generic one (passes/size_variants.h): for sizes of one index
+// variable, and for long rows. Only compiling it tells where `auto` chooses them.
+struct KernelVariants {
+  std::optional<spgen::SizeVariants> sizes;
+  bool long_rows = false;
+};
+KernelVariants variants_of(const Kernel& k) {
+  if (!k.config.auto_schedule && k.config.specialize.empty() && k.config.row_variants.empty()) return {};
   spgen::Compilation c = spgen::compile({k.pair.spec, read_text(k.pair.spec), k.pair.config, read_text(k.pair.config)});
-  return c.size_variants;
+  return {c.size_variants, !c.row_variants.empty()};
 }
 
 std::vector<Kernel> all_kernels() {
@@ -454,13 +458,20 @@ TEST_CASE("random inputs: every kernel matches the reference") {
     for (const auto& [var, size] : k.config.sizes) sizes[var] = size;  // the sizes the kernel is specialized for
     // The sizes that get kernels of their own ("specialize", or `auto`'s), each run once more
     // on uniform inputs, after the generic kernel's runs at sizes that are not among them.
+    // A kernel for long rows runs once more on inputs dense enough to take it.
+    std::vector<InputPlan> run_plans = plans;
     std::vector<std::pair<size_t, std::map<std::string, int64_t>>> runs;
     for (size_t p = 0; p < plans.size(); ++p) runs.emplace_back(p, sizes);
-    if (std::optional<spgen::SizeVariants> variants = size_variants_of(k))
-      for (int64_t size : variants->sizes) {
+    const KernelVariants variants = variants_of(k);
+    if (variants.sizes)
+      for (int64_t size : variants.sizes->sizes) {
         runs.emplace_back(0, sizes);
-        runs.back().second[variants->var] = size;
+        runs.back().second[variants.sizes->var] = size;
       }
+    if (variants.long_rows) {
+      run_plans.push_back({"long_rows", 0.8, {}, false});
+      runs.emplace_back(run_plans.size() - 1, sizes);
+    }
     for (size_t r = 0; r < runs.size(); ++r) {
       const auto& [p, run_sizes] = runs[r];
       std::map<std::string, spgen_ref::Tensor> inputs;
@@ -469,13 +480,13 @@ TEST_CASE("random inputs: every kernel matches the reference") {
         if (use.is_output && !k.spec.accumulate) continue;
         std::vector<int64_t> dims = dims_of(k, use, run_sizes);
         inputs[use.name] = use.is_output && !has_sparse_file(k, use.name) ? spgen_ref::random_dense(dims, seed++)
-                                                                           : make_input(k, use, dims, plans[p], seed++);
+                                                                           : make_input(k, use, dims, run_plans[p], seed++);
       }
       // A `+=` output that shares an input's structure holds values only there.
       if (k.spec.accumulate)
         if (std::string owner = shared_structure_owner(k); !owner.empty())
           inputs[k.spec.output.tensor] = with_random_values(inputs.at(owner), seed++);
-      std::string label = plans[p].label;
+      std::string label = run_plans[p].label;
       for (const auto& [var, size] : run_sizes)
         if (r >= plans.size() && size != sizes.at(var)) label += "_" + var + std::to_string(size);
       // The first run goes through the CLI and keeps its build; later ones rerun that driver.

@@ -87,6 +87,8 @@ TEST_CASE("config_writer: an auto schedule written out generates the same kernel
     root["schedule"] = schedule_json(c.explicit_schedule);
     // Auto's kernels for sizes of one index variable: written out as "specialize".
     if (c.size_variants) root["specialize"] = {{c.size_variants->var, c.size_variants->sizes}};
+    // Auto's kernel for long rows: written out as "variants".
+    if (!c.row_variants.empty()) root["variants"] = spgen::variants_json(c.row_variants);
     Compilation explicit_ops = compile_pair(pair.spec, pair.config, root.dump());
     CHECK(explicit_ops.files[1].text == c.files[1].text);
     CHECK(explicit_ops.stage2_dump == c.stage2_dump);

@@ -965,6 +965,24 @@ TEST_CASE("vectorize with lanes: partial sums in a local array, a serial remaind
   CHECK(contains(spmv, "for j_rest at pA1 in [pA1_begin + j_groups * 4, pA1_begin + (pA1_end - pA1_begin)):"));
 }
 
+TEST_CASE("vectorize with lanes over a sparse level: native vectors, x gathered lane by lane through crd") {
+  spgen::Compilation c = compile(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "vectorize", "var": "j", "lanes": 16}]})");
+  CAPTURE(c.stage2_dump);
+  // The values are consecutive: one vector load. x is read through crd: a gather, its index
+  // computed per lane, and j (which only the gather read) is no longer declared in the loop.
+  CHECK(contains(c.stage2_dump, "allocate local acc_lanes: float32 vectors[16 / SPGEN_LANES_F32] = 0:"));
+  CHECK(contains(c.stage2_dump,
+                 "          let pA1: int64 = pA1_begin + j_group * 16 + j_lane_vec * SPGEN_LANES_F32\n"
+                 "          acc_lanes[j_lane_vec] += A_vals[pA1 +: lanes] * gather(x_vals[int64(A_crd1[pA1 + lane])] for lane in lanes)\n"));
+  const std::string& src = c.files[1].text;
+  CHECK(contains(src, "spgen_gather_f32([&](int64_t lane) { return x_vals[(int64_t)A_crd1[pA1 + lane]]; })"));
+  CHECK(contains(src, "static inline spgen_vf32 spgen_gather_f32(Lane lane) {"));
+  // The rest of the row, one entry at a time, still reads j.
+  CHECK(contains(c.stage2_dump, "        let j: int64 = int64(A_crd1[pA1])\n        acc += A_vals[pA1] * x_vals[j]\n"));
+  // Kernels without gathers do not carry the helper.
+  CHECK(!contains(compile(kSddmm, R"({"tensors": {"X": {"format": "csr"}}, "schedule": "auto"})").files[1].text, "spgen_gather_f32"));
+}
+
 TEST_CASE("vectorize with lanes is refused where there is no sum to keep in lanes") {
   CHECK(contains(error_of(kSpmm, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "vectorize", "var": "k", "lanes": 16}]})"),
                  "/schedule/0: error: vectorize: lanes keep partial sums of a reduction, and loop k sums into no scalar"));

@@ -121,3 +121,50 @@ TEST_CASE("size variants: config errors name their path") {
   spgen::Compilation sized = spgen::compile({"t.spg", kSpmm, "c.json", R"({"specialize": {"k": [16, 32]}})", std::nullopt, {{"k", 32}}});
   CHECK(!sized.size_variants);
 }
+
+TEST_CASE("row variants: auto's SpMV gets a kernel for long rows, its sums in lanes, chosen by the mean row length") {
+  spgen::Compilation c = compile(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": "auto"})");
+  REQUIRE(c.row_variants.size() == 1);
+  CHECK(c.row_variants[0].min_entries_per_row == 12);
+  const std::string& source = c.files[1].text;
+  const std::string entry = function_text(source, "t");
+  CAPTURE(entry);
+  CHECK(contains(entry, "  if (12 * dim_i <= (int64_t)A_pos1[dim_i]) {\n    t_rows12(\n"));
+  CHECK(contains(entry, "  } else {\n    t_generic(\n"));
+  const std::string rows = function_text(source, "t_rows12");
+  CHECK(contains(rows, "spgen_gather_f32([&](int64_t lane) { return x_vals[(int64_t)A_crd1[pA1 + lane]]; })"));
+  CHECK(!contains(function_text(source, "t_generic"), "spgen_gather_f32"));
+  CHECK(contains(c.files[0].text, "//   rows of at least 12 stored entries on average: a kernel of its own, chosen on entry,\n"
+                                  "//     scheduled parallel(i, dynamic, 512), vectorize(j, 16 lanes) (`auto`: "));
+  CHECK(contains(c.stage2_dump, "// the kernel for rows of at least 12 entries on average\n"));
+  // "variants": [] turns it off; SpMM (a register tile) and cuda get none.
+  CHECK(compile(kSpmv, R"({"variants": [], "tensors": {"A": {"format": "csr"}}, "schedule": "auto"})").row_variants.empty());
+  CHECK(compile(kSpmm, R"({"tensors": {"A": {"format": "csr"}}, "schedule": "auto"})").row_variants.empty());
+  CHECK(compile(kSpmv, R"({"target": "cuda", "tensors": {"A": {"format": "csr"}}, "schedule": "auto"})").row_variants.empty());
+}
+
+TEST_CASE("row variants: explicit \"variants\", largest threshold first, and their errors") {
+  spgen::Compilation c = compile(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [],
+      "variants": [{"min_entries_per_row": 8, "schedule": [{"op": "vectorize", "var": "j", "lanes": 16}]},
+                   {"min_entries_per_row": 64, "schedule": [{"op": "parallel", "var": "i", "schedule": "static"}]}]})");
+  const std::string entry = function_text(c.files[1].text, "t");
+  CHECK(contains(entry, "  if (64 * dim_i <= (int64_t)A_pos1[dim_i]) {\n    t_rows64(\n"));
+  CHECK(contains(entry, "  } else if (8 * dim_i <= (int64_t)A_pos1[dim_i]) {\n    t_rows8(\n"));
+  CHECK(contains(error_of(kSpmv, R"({"variants": {}})"), "c.json: /variants: error: expected a list of at most 4 variants, found object"));
+  CHECK(contains(error_of(kSpmv, R"({"variants": [{"schedule": []}]})"), "c.json: /variants/0: error: missing \"min_entries_per_row\""));
+  CHECK(contains(error_of(kSpmv, R"({"variants": [{"min_entries_per_row": 4}]})"), "c.json: /variants/0: error: missing \"schedule\""));
+  CHECK(contains(error_of(kSpmv, R"({"variants": [{"min_entries_per_row": 4, "schedule": [], "x": 1}]})"),
+                 "c.json: /variants/0/x: error: unknown key \"x\""));
+  CHECK(contains(error_of(kSpmv, R"({"variants": [{"min_entries_per_row": 4, "schedule": []}, {"min_entries_per_row": 4, "schedule": []}]})"),
+                 "c.json: /variants/1/min_entries_per_row: error: another variant has the same threshold"));
+  CHECK(contains(error_of(kSpmv, R"({"variants": [{"min_entries_per_row": 4, "schedule": [{"op": "vectorize"}]}]})"),
+                 "c.json: /variants/0/schedule/0: error: "));
+  CHECK(contains(error_of(kSpmv, R"({"target": "cuda", "variants": [{"min_entries_per_row": 4, "schedule": []}]})"),
+                 "c.json: /variants: error: the cuda target does not take \"variants\" yet"));
+  // No rows to measure: a dense matrix times a vector.
+  CHECK(contains(error_of(kSpmv, R"({"variants": [{"min_entries_per_row": 4, "schedule": []}]})"),
+                 "c.json: /variants: error: the kernel has no rows to measure"));
+  // An op of a variant that names a loop the kernel lacks is the variant's error, at its path.
+  CHECK(contains(error_of(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "variants": [{"min_entries_per_row": 4,
+                 "schedule": [{"op": "vectorize", "var": "q"}]}]})"), "c.json: /variants/0/schedule/0: error: "));
+}
