@@ -562,34 +562,51 @@ bool assembles_output(const Compilation& c) {
 // 5d. A kernel compiled for each listed size of one index variable, and `c.func` becomes the
 // entry point choosing among them; the generic kernel runs any other size. `read`: the spec and
 // config as read, before lowering changed them.
+// One variant of the kernel: `read`'s spec under `config` (named after the variant, so are its
+// parts), lowered and specialized. Its functions check no sizes: the entry point does, and calls
+// it only where it applies.
+Compilation lower_variant(const Compilation& read, Config config) {
+  Compilation v;
+  v.spec = read.spec;
+  v.config = std::move(config);
+  v.config.specialize.clear();
+  v.config.row_variants.clear();
+  lower_kernel(v);
+  specialize_sizes(v.func, v.config.sizes);
+  v.func.fixed_sizes.clear();
+  for (loops::LoweredFunc& part : v.parts) part.fixed_sizes.clear();
+  return v;
+}
+
+// The entry point `name` chooses among `cases`, else the generic kernel (c.func, renamed), which
+// joins the parts with the variants.
+void dispatch_to_variants(Compilation& c, const std::string& name, const std::vector<DispatchCase>& cases, const std::string& comment) {
+  loops::LoweredFunc generic = std::move(c.func);
+  generic.name = name + "_generic";
+  generic.fixed_sizes.clear();
+  c.func = build_dispatch(name, generic, cases, comment);
+  specialize_sizes(c.func, c.config.sizes);  // the sizes every kernel assumes, checked on entry
+  c.parts.push_back(std::move(generic));
+  c.stage2_dump += "// entry point\n" + loops::dump_stage2(c.func);
+}
+
 void add_size_variants(Compilation& c, const Compilation& read) {
   std::optional<SizeVariants> variants = choose_size_variants(c.config, c.program, c.func, assembles_output(c), c.schedule);
   if (!variants) return;
   const std::string name = c.func.name;
+  std::vector<DispatchCase> cases;
   for (int64_t size : variants->sizes) {
-    Compilation v;
-    v.spec = read.spec;
-    v.config = read.config;
-    v.config.name = variant_name(name, *variants, size);  // its parts, if any, are named after it
-    v.config.sizes[variants->var] = size;
-    v.config.specialize.clear();
-    lower_kernel(v);
-    specialize_sizes(v.func, v.config.sizes);
-    v.func.fixed_sizes.clear();  // the entry point checks them, and calls it for this size only
+    Config config = read.config;
+    config.name = variant_name(name, *variants, size);
+    config.sizes[variants->var] = size;
+    Compilation v = lower_variant(read, std::move(config));
     c.stage2_dump += "// the kernel for " + variants->var + " = " + std::to_string(size) + "\n" + v.stage2_dump;
-    for (loops::LoweredFunc& part : v.parts) {
-      part.fixed_sizes.clear();
-      c.parts.push_back(std::move(part));
-    }
+    for (loops::LoweredFunc& part : v.parts) c.parts.push_back(std::move(part));
+    cases.push_back({size_equals(c.func, variants->var, size), v.func.name});
     c.parts.push_back(std::move(v.func));
   }
-  loops::LoweredFunc generic = std::move(c.func);
-  generic.name = name + "_generic";
-  generic.fixed_sizes.clear();
-  c.func = build_size_dispatch(name, generic, *variants);
-  specialize_sizes(c.func, c.config.sizes);  // the sizes every kernel assumes, checked on entry
-  c.parts.push_back(std::move(generic));
-  c.stage2_dump += "// entry point\n" + loops::dump_stage2(c.func);
+  dispatch_to_variants(c, name, cases,
+                       "the kernel compiled for this size of " + variants->var + ", where there is one (constant trip counts)");
   c.size_variants = std::move(variants);
 }
 
@@ -622,35 +639,21 @@ void add_row_length_variants(Compilation& c, const Compilation& read) {
       refuse("the kernel has no rows to measure: no input stores a compressed level right below the dense level of " +
              c.program.iteration.iterators.front().var + " (as CSR does)");
     }
-    Compilation v;
-    v.spec = read.spec;
-    v.config = read.config;
-    v.config.name = row_variant_name(name, variant.min_entries_per_row);
-    v.config.auto_schedule = false;
-    v.config.schedule = variant.schedule;
-    v.config.row_variants.clear();
-    v.config.specialize.clear();
-    lower_kernel(v);
-    specialize_sizes(v.func, v.config.sizes);
-    v.func.fixed_sizes.clear();  // the entry point checks them
+    Config config = read.config;
+    config.name = row_variant_name(name, variant.min_entries_per_row);
+    config.auto_schedule = false;
+    config.schedule = variant.schedule;
+    Compilation v = lower_variant(read, std::move(config));
     // `auto`'s kernel for long rows is kept only where its lanes became vectors.
     if (!given && !loops::uses_vectors(v.func.body)) return;
     dumps += "// the kernel for rows of at least " + std::to_string(variant.min_entries_per_row) + " entries on average\n" +
              v.stage2_dump;
-    for (loops::LoweredFunc& part : v.parts) {
-      part.fixed_sizes.clear();
-      c.parts.push_back(std::move(part));
-    }
+    for (loops::LoweredFunc& part : v.parts) c.parts.push_back(std::move(part));
     cases.push_back({condition, v.func.name});
     c.parts.push_back(std::move(v.func));
   }
-  loops::LoweredFunc generic = std::move(c.func);
-  generic.name = name + "_generic";
-  generic.fixed_sizes.clear();
-  c.func = build_dispatch(name, generic, cases, "the kernel scheduled for rows this long on average, where there is one");
-  specialize_sizes(c.func, c.config.sizes);
-  c.parts.push_back(std::move(generic));
-  c.stage2_dump += dumps + "// entry point\n" + loops::dump_stage2(c.func);
+  c.stage2_dump += dumps;
+  dispatch_to_variants(c, name, cases, "the kernel scheduled for rows this long on average, where there is one");
   c.row_variants = std::move(variants);
 }
 

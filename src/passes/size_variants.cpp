@@ -72,13 +72,8 @@ LoweredFunc build_dispatch(const std::string& name, const LoweredFunc& generic, 
   return entry;
 }
 
-LoweredFunc build_size_dispatch(const std::string& name, const LoweredFunc& generic, const SizeVariants& variants) {
-  const Param* size = size_param(generic, variants.var);
-  std::vector<DispatchCase> cases;
-  for (int64_t s : variants.sizes)
-    cases.push_back({binary(BinOp::Eq, var(size->name), int64(s)), variant_name(name, variants, s)});
-  return build_dispatch(name, generic, cases,
-                        "the kernel compiled for this size of " + variants.var + ", where there is one (constant trip counts)");
+Expr size_equals(const LoweredFunc& generic, const std::string& index_var, int64_t size) {
+  return binary(BinOp::Eq, var(size_param(generic, index_var)->name), int64(size));
 }
 
 Expr mean_row_length_at_least(const sparse::Program& program, const LoweredFunc& generic, int64_t min) {

@@ -1,8 +1,9 @@
-// Pass 5d: one kernel per listed size of one index variable, and an entry point that chooses
-// among them on each call. A kernel specialized for dim_k = 32 (passes/specialize_sizes.h) has
-// constant trip counts, so its register tiles and dot products compile to straight-line vector
-// code without remainder loops; any size not listed runs the generic kernel. The entry point's
-// ABI is the generic kernel's: a caller cannot tell the variants apart except by speed.
+// Passes 5d and 5e: one kernel per listed size of one index variable, or per threshold of the
+// mean row length, and an entry point that chooses among them on each call. A kernel specialized
+// for dim_k = 32 (passes/specialize_sizes.h) has constant trip counts, so its register tiles and
+// dot products compile to straight-line vector code without remainder loops; a kernel for long
+// rows sums them in lanes. Any other input runs the generic kernel. The entry point's ABI is the
+// generic kernel's: a caller cannot tell the variants apart except by speed.
 #pragma once
 
 #include <optional>
@@ -37,10 +38,6 @@ std::optional<SizeVariants> choose_size_variants(const Config& config, const spa
 // The name of the kernel specialized for `size`: NAME_k32.
 std::string variant_name(const std::string& kernel, const SizeVariants& variants, int64_t size);
 
-// The entry point `name`: the generic kernel's parameters, and a body that calls the variant of
-// dim_VAR where one exists, else `generic`.
-loops::LoweredFunc build_size_dispatch(const std::string& name, const loops::LoweredFunc& generic, const SizeVariants& variants);
-
 // One kernel of several: `callee` where `condition` holds (the first case that holds wins).
 struct DispatchCase {
   loops::Expr condition;
@@ -50,6 +47,9 @@ struct DispatchCase {
 // whose condition holds, else `generic`, after `comment`.
 loops::LoweredFunc build_dispatch(const std::string& name, const loops::LoweredFunc& generic, const std::vector<DispatchCase>& cases,
                                   const std::string& comment);
+
+// dim_VAR == size, read from `generic`'s parameters (choose_size_variants checked it has one).
+loops::Expr size_equals(const loops::LoweredFunc& generic, const std::string& var, int64_t size);
 
 // Rows of at least `min` stored entries on average: pos[dim] >= min * dim, over the compressed
 // level right below the dense level of the outermost loop's variable (CSR's rows), read from
