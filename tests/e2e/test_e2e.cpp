@@ -468,10 +468,11 @@ TEST_CASE("random inputs: every kernel matches the reference") {
         runs.emplace_back(0, sizes);
         runs.back().second[variants.sizes->var] = size;
       }
-    if (variants.long_rows) {
-      run_plans.push_back({"long_rows", 0.8, {}, false});
-      runs.emplace_back(run_plans.size() - 1, sizes);
-    }
+    if (variants.long_rows)  // about 23 and 12 entries a row of 29 columns
+      for (const InputPlan& plan : {InputPlan{"long_rows", 0.8, {}, false}, InputPlan{"medium_rows", 0.4, {}, false}}) {
+        run_plans.push_back(plan);
+        runs.emplace_back(run_plans.size() - 1, sizes);
+      }
     for (size_t r = 0; r < runs.size(); ++r) {
       const auto& [p, run_sizes] = runs[r];
       std::map<std::string, spgen_ref::Tensor> inputs;
