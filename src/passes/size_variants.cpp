@@ -31,7 +31,9 @@ std::optional<SizeVariants> choose_size_variants(const Config& config, const spa
                                                  bool assembles_output, const std::vector<ScheduleOp>& applied) {
   if (config.specialize_given) {
     if (config.specialize.empty()) return std::nullopt;
-    const auto& [var, sizes] = *config.specialize.begin();
+    // (named copies: clang 14 cannot capture structured bindings in a lambda)
+    const std::string var = config.specialize.begin()->first;
+    const std::vector<int64_t> sizes = config.specialize.begin()->second;
     auto refuse = [&](const std::string& why) {
       throw CompileError(format_config_error(config.file, "/specialize/" + var, why));
     };
