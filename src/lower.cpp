@@ -48,14 +48,6 @@ namespace {
 std::string base_name(const std::string& path) { return std::filesystem::path(path).filename().string(); }
 std::string stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
 
-// "16, 32, 64 and 128".
-std::string join_sizes(const std::vector<int64_t>& sizes) {
-  std::string text;
-  for (size_t k = 0; k < sizes.size(); ++k)
-    text += (k == 0 ? "" : k + 1 == sizes.size() ? " and " : ", ") + std::to_string(sizes[k]);
-  return text;
-}
-
 GenerationContext make_context(const Compilation& c, const CompileInput& input) {
   GenerationContext context;
   context.version = kVersion;
@@ -92,19 +84,8 @@ GenerationContext make_context(const Compilation& c, const CompileInput& input) 
     context.schedule.push_back(std::to_string(c.sum_parts.size()) + " loop nests in turn, one per set of summed indices:");
     for (const std::string& part : c.sum_parts) context.schedule.push_back("  " + part);
   }
-  if (c.size_variants)
-    context.sizes.insert(context.sizes.end(),
-                         {c.size_variants->var + ": a kernel for each of " + join_sizes(c.size_variants->sizes) +
-                              " (constant trip counts), chosen on entry by dim_" + c.size_variants->var + ";",
-                          "  any other size runs the generic kernel (" + c.size_variants->reason + ")"});
-  for (const RowLengthVariant& v : c.row_variants) {
-    std::string ops;
-    for (const ScheduleOp& op : v.schedule) ops += (ops.empty() ? "" : ", ") + describe_schedule_op(op);
-    context.sizes.insert(context.sizes.end(),
-                         {"rows of at least " + std::to_string(v.min_entries_per_row) +
-                              " stored entries on average: a kernel of its own, chosen on entry,",
-                          "  scheduled " + ops + (c.config.row_variants_given ? "" : " (`auto`: " + v.schedule.back().reason + ")")});
-  }
+  for (const std::string& line : describe_variants(c.size_variants, c.row_variants, c.config.row_variants_given))
+    context.sizes.push_back(line);
   for (const auto& [var, size] : c.config.sizes)
     context.sizes.push_back("size of " + var + " fixed at " + std::to_string(size) + " (\"sizes\"): constant trip counts, dim_" + var +
                                " checked on entry");
@@ -559,9 +540,6 @@ bool assembles_output(const Compilation& c) {
   return !c.assemble.empty() || (!out.format.all_dense() && out.shares_structure_with.empty());
 }
 
-// 5d. A kernel compiled for each listed size of one index variable, and `c.func` becomes the
-// entry point choosing among them; the generic kernel runs any other size. `read`: the spec and
-// config as read, before lowering changed them.
 // One variant of the kernel: `read`'s spec under `config` (named after the variant, so are its
 // parts), lowered and specialized. Its functions check no sizes: the entry point does, and calls
 // it only where it applies.
@@ -590,6 +568,9 @@ void dispatch_to_variants(Compilation& c, const std::string& name, const std::ve
   c.stage2_dump += "// entry point\n" + loops::dump_stage2(c.func);
 }
 
+// 5d. A kernel compiled for each listed size of one index variable, and `c.func` becomes the
+// entry point choosing among them; the generic kernel runs any other size. `read`: the spec and
+// config as read, before lowering changed them.
 void add_size_variants(Compilation& c, const Compilation& read) {
   std::optional<SizeVariants> variants = choose_size_variants(c.config, c.program, c.func, assembles_output(c), c.schedule);
   if (!variants) return;

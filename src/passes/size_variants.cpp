@@ -55,6 +55,27 @@ std::optional<SizeVariants> choose_size_variants(const Config& config, const spa
   return std::nullopt;
 }
 
+std::vector<std::string> describe_variants(const std::optional<SizeVariants>& sizes, const std::vector<RowLengthVariant>& rows,
+                                           bool row_variants_given) {
+  std::vector<std::string> lines;
+  if (sizes) {
+    std::string listed;  // "16, 32, 64 and 128"
+    for (size_t k = 0; k < sizes->sizes.size(); ++k)
+      listed += (k == 0 ? "" : k + 1 == sizes->sizes.size() ? " and " : ", ") + std::to_string(sizes->sizes[k]);
+    lines.push_back(sizes->var + ": a kernel for each of " + listed + " (constant trip counts), chosen on entry by dim_" + sizes->var +
+                    ";");
+    lines.push_back("  any other size runs the generic kernel (" + sizes->reason + ")");
+  }
+  for (const RowLengthVariant& v : rows) {
+    std::string ops;
+    for (const ScheduleOp& op : v.schedule) ops += (ops.empty() ? "" : ", ") + describe_schedule_op(op);
+    lines.push_back("rows of at least " + std::to_string(v.min_entries_per_row) +
+                    " stored entries on average: a kernel of its own, chosen on entry,");
+    lines.push_back("  scheduled " + ops + (row_variants_given ? "" : " (`auto`: " + v.schedule.back().reason + ")"));
+  }
+  return lines;
+}
+
 std::string variant_name(const std::string& kernel, const SizeVariants& variants, int64_t size) {
   return kernel + "_" + variants.var + std::to_string(size);
 }
