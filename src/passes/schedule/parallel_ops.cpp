@@ -1,0 +1,470 @@
+#include "passes/schedule/scheduler.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "passes/batch_entries.h"
+#include "passes/cache_operands.h"
+#include "passes/prefetch_rows.h"
+
+namespace spgen::scheduling {
+
+namespace {
+
+// The output's stores inside a reduced loop: atomic adds, or adds into a per-thread copy.
+class RedirectOutputStores : public IRMutator {
+ public:
+  RedirectOutputStores(std::string output, std::string target, bool atomic)
+      : output_(std::move(output)), target_(std::move(target)), atomic_(atomic) {}
+
+ protected:
+  Stmt mutate_store(const Store& node, const Stmt& self) override {
+    if (node.buffer != output_) return IRMutator::mutate_store(node, self);
+    return std::make_shared<Store>(target_.empty() ? node.buffer : target_, node.index, node.value, true, atomic_);
+  }
+
+ private:
+  std::string output_, target_;
+  bool atomic_;
+};
+
+}  // namespace
+
+// ---- parallel ----
+bool Scheduler::has_workspace() const {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void visit_allocate(const Allocate& node) override {
+      for (const Workspace& w : node.buffers) found |= !w.local;
+      IRVisitor::visit_allocate(node);
+    }
+  } finder;
+  finder.visit(func_.body);
+  return finder.found;
+}
+
+void Scheduler::refuse_sequential(const LoopInfo& info, const char* action) const {
+  if (!info.loop->annotations.sequential_reason.empty())
+    fail("cannot " + std::string(action) + " " + info.loop->label + ": " + info.loop->annotations.sequential_reason);
+}
+
+void Scheduler::apply_op(const ParallelOp& parallel) {
+  if (config_.target == Target::Cuda) fail("parallel is OpenMP's, for the cpu target: use bind on the cuda target");
+  LoopInfo info = find(parallel.var);
+  // Repeated coordinates race like a summed index: a reduction makes the loop parallel.
+  const bool repeats = info.loop->annotations.repeats_coordinates;
+  const bool lists = !info.loop->annotations.listed.keys.empty();
+  if (lists && (!parallel.reduction.empty() || !parallel.balance.empty() || parallel.schedule != OmpSchedule::Static ||
+                parallel.chunk))
+    fail("cannot parallelize " + parallel.var + " with " +
+         (!parallel.reduction.empty() ? "a reduction"
+          : !parallel.balance.empty() ? "a balance"
+                                      : std::string("a schedule other than static without chunk")) +
+         ": it lists the entries of " + program_.output().tensor +
+         ", whose per-thread lists are joined in thread order, which is the loop's order under \"schedule\": \"static\" "
+         "only (repeats then add up in the same order as sequentially); each thread's list needs no reduction");
+  if (repeats && parallel.reduction.empty())
+    fail("cannot parallelize " + parallel.var + ": " + info.loop->annotations.sequential_reason +
+         " (add \"reduction\": \"atomic\" or \"privatize\")");
+  if (!repeats) refuse_sequential(info, "parallelize");
+  if (has_workspace() && !info.enclosing.empty())
+    fail("cannot parallelize " + parallel.var + ": the kernel keeps a row workspace, which each thread owns for "
+         "the outermost loop only; parallelize " + loops().front().loop->label + " instead");
+  const std::string& output = program_.output().tensor;
+  bool reduction = (is_reduction(parallel.var) || repeats) && !lists;
+  if (reduction && parallel.reduction.empty())
+    fail("cannot parallelize " + parallel.var + ": it iterates the reduction index " + origin_.at(parallel.var) +
+         ", so threads would race on the same entries of " + output +
+         " (add \"reduction\": \"atomic\" or \"privatize\", reorder so a spatial loop is outermost, or "
+         "parallelize a spatial loop)");
+  if (!reduction && !parallel.reduction.empty())
+    fail("loop " + parallel.var + " iterates the spatial index " + origin_.at(parallel.var) +
+         ": its iterations write different entries of " + output + ", so there is nothing to combine (drop \"reduction\")");
+  bool stores_output = stores_into(info.loop->body, program_.output().values);
+  if (!parallel.reduction.empty() && stores_output && !program_.output().format.all_dense())
+    fail("a reduction combines additions into a dense output, but " + output + " is sparse (" +
+         program_.output().format.name + "); make " + output + " dense, or parallelize a spatial loop");
+  for (const For* e : info.enclosing)
+    if (e->annotations.parallel) fail("loop " + parallel.var + " is inside parallel loop " + e->label + "; nested parallel loops are not supported");
+  FindLoops inner;
+  inner.visit(info.loop->body);
+  for (const LoopInfo& i : inner.found)
+    if (i.loop->annotations.parallel) fail("loop " + parallel.var + " contains parallel loop " + i.loop->label + "; nested parallel loops are not supported");
+  if (info.loop->annotations.unroll) refuse_unroll_beside_openmp(parallel.var, "parallel");
+
+  const For& loop = *info.loop;
+  LoopAnnotations annotations = loop.annotations;
+  annotations.parallel = true;
+  annotations.schedule = static_cast<ParallelSchedule>(static_cast<int>(parallel.schedule));
+  annotations.chunk = parallel.chunk;
+  Stmt body = loop.body;
+  std::string private_copy;
+  // Per-loop state such as a fused loop's row cursor, set with `=`, which each thread must own.
+  std::vector<std::string> state = scalars_assigned_outside(loop.body, /*overwrites_only=*/true);
+  annotations.private_scalars = state;
+  if (!parallel.reduction.empty()) {
+    refuse_overwrites(loop);
+    // Sums kept in scalars declared outside the loop: OpenMP's reduction clause gives each
+    // thread its own and adds them up once, which is what either strategy asks for.
+    std::vector<std::string> scalars = scalars_assigned_outside(loop.body);
+    for (const std::string& scalar : scalars) {
+      bool is_state = std::find(state.begin(), state.end(), scalar) != state.end();
+      bool listed = std::find(annotations.simd_reductions.begin(), annotations.simd_reductions.end(), scalar) !=
+                    annotations.simd_reductions.end();
+      if (!is_state && !listed) annotations.simd_reductions.push_back(scalar);
+    }
+    if (parallel.reduction == "atomic") {
+      body = RedirectOutputStores(program_.output().values, "", true).mutate(body);
+    } else if (stores_output) {
+      private_copy = fresh(output + "_private");
+      body = RedirectOutputStores(program_.output().values, private_copy, false).mutate(body);
+    }
+  }
+  Stmt replacement;
+  if (parallel.balance.empty()) {
+    replacement = std::make_shared<For>(loop.label, loop.var, loop.begin, loop.end, body, annotations);
+  } else {
+    replacement = balance_by_nonzeros(loop, body, annotations, parallel.parts ? parallel.parts : kDefaultParts);
+  }
+  if (!private_copy.empty()) replacement = privatized(replacement, private_copy);
+  if (lists) replacement = listed_per_thread(*as_for(replacement));
+  func_.body = RewriteLoop(parallel.var, [&](const For&) { return replacement; }).mutate(func_.body);
+  any_parallel_ = true;
+}
+
+// Atomics and private copies only add: a loop that overwrites output entries cannot combine.
+void Scheduler::refuse_overwrites(const For& loop) const {
+  struct Finder : IRVisitor {
+    const std::string* buffer;
+    bool overwrites = false;
+    void visit_store(const Store& node) override { overwrites |= node.buffer == *buffer && !node.accumulate; }
+  } finder;
+  finder.buffer = &program_.output().values;
+  finder.visit(loop.body);
+  if (finder.overwrites)
+    fail("loop " + loop.label + " overwrites entries of " + program_.output().tensor +
+         " rather than adding into them, so no reduction can combine its iterations");
+}
+
+// A listed output's outermost loop in parallel: each thread appends to lists of its own (the
+// loop's stores into the output's lists redirected there), which then join the output's lists
+// one thread after another in thread order. A static schedule gives each thread one contiguous
+// range of the loop, in thread order, so the joined list is the sequential loop's.
+Stmt Scheduler::listed_per_thread(const For& loop) {
+  const LoopAnnotations::ListedEntries& listed = loop.annotations.listed;
+  std::string keys = fresh(listed.keys + "_thread"), count = fresh(listed.count + "_thread");
+  std::string values = listed.values.empty() ? "" : fresh(listed.values + "_thread");
+  ScalarType value_type = config_.value_type == ValueType::Float32 ? ScalarType::Float32 : ScalarType::Float64;
+  struct ToThreadLists : IRMutator {
+    const LoopAnnotations::ListedEntries* listed;
+    std::string keys, values, count;
+    Stmt mutate_store(const Store& node, const Stmt& self) override {
+      if (node.buffer != listed->keys && (listed->values.empty() || node.buffer != listed->values))
+        return IRMutator::mutate_store(node, self);
+      return std::make_shared<Store>(node.buffer == listed->keys ? keys : values, load(count, int64(0), ScalarType::Int64),
+                                     mutate(node.value), false);
+    }
+    Stmt mutate_assign(const Assign& node, const Stmt& self) override {
+      if (node.name != listed->count) return IRMutator::mutate_assign(node, self);
+      return std::make_shared<Store>(count, int64(0), node.value, true);
+    }
+  } redirect;
+  redirect.listed = &listed;
+  redirect.keys = keys;
+  redirect.values = values;
+  redirect.count = count;
+  Stmt body = redirect.mutate(loop.body);
+  std::string t = fresh("t");
+  std::vector<Stmt> join = {std::make_shared<Store>(listed.keys, var(listed.count), load(keys, var(t), ScalarType::Int64), false)};
+  if (!values.empty())
+    join.push_back(std::make_shared<Store>(listed.values, var(listed.count), load(values, var(t), value_type), false));
+  join.push_back(std::make_shared<Assign>(listed.count, int64(1), true));
+  LoopAnnotations in_order;
+  in_order.in_thread_order = true;
+  std::vector<Workspace> lists = {{keys, ScalarType::Int64, int64(0), int64(0)}};
+  lists.back().growable = true;
+  if (!values.empty()) {
+    lists.push_back({values, value_type, int64(0), std::make_shared<FloatImm>(0.0, "0", value_type)});
+    lists.back().growable = true;
+  }
+  lists.push_back({count, ScalarType::Int64, int64(1), int64(0)});
+  lists.back().local = true;  // a counter in the thread's frame
+  return std::make_shared<Allocate>(
+      lists, block({std::make_shared<For>(loop.label, loop.var, loop.begin, loop.end, body, loop.annotations),
+                    std::make_shared<Comment>("join this thread's list to " + listed.keys + ", in thread order"),
+                    std::make_shared<For>("join " + program_.output().tensor, t, int64(0), load(count, int64(0), ScalarType::Int64),
+                                          block(std::move(join)), in_order)}));
+}
+
+// Each thread adds into its own zeroed copy of the (dense) output; when its share of the
+// loop is done, it adds the copy into the output with atomic adds, all threads at once.
+Stmt Scheduler::privatized(const Stmt& loop, const std::string& copy) {
+  const sparse::SparseBuffer& output = program_.output();
+  Expr size = int64(1);
+  for (const std::string& index : output.indices) size = is_const_int(size, 1) ? var("dim_" + index) : mul(size, var("dim_" + index));
+  ScalarType value_type = config_.value_type == ValueType::Float32 ? ScalarType::Float32 : ScalarType::Float64;
+  std::string p = fresh("p");
+  Stmt combine = std::make_shared<For>("combine " + output.tensor, p, int64(0), size,
+                                       std::make_shared<Store>(output.values, var(p), load(copy, var(p), value_type),
+                                                               true, true));
+  Workspace workspace{copy, value_type, size, std::make_shared<FloatImm>(0.0, "0", value_type)};
+  return std::make_shared<Allocate>(std::vector<Workspace>{workspace},
+                                    block({loop, std::make_shared<Comment>("add this thread's copy into " + output.tensor),
+                                           combine}));
+}
+
+// A loop over the rows of a compressed level (its body reads pos[row]) becomes a loop over
+// `parts` ranges of rows holding equal numbers of nonzeros, found by binary search in pos, as
+// merge-based SpMV does. A static schedule then gives each thread a contiguous run of parts,
+// so equal shares of nonzeros, without knowing the thread count. Rows are not cut: a row
+// longer than a part lands in one part whole (exact, if less balanced).
+Stmt Scheduler::balance_by_nonzeros(const For& loop, const Stmt& body, LoopAnnotations annotations, int64_t parts) {
+  if (loop.var != loop.label || !is_const_int(loop.begin, 0))
+    fail("balance nonzeros needs a loop over rows: " + loop.label +
+         " is a loop over positions or a split loop; balance the dense loop whose rows a compressed level stores");
+  std::string pos = row_positions(loop);
+  if (pos.empty())
+    fail("balance nonzeros needs a loop over the rows of a compressed level, but no compressed level stores its "
+         "entries under the rows of " + loop.label + " (for csr A(i,j), balance i)");
+  ScalarType index_type = config_.index_type == IndexType::Int32 ? ScalarType::Int32 : ScalarType::Int64;
+  auto pos_at = [&](Expr row) { return cast(ScalarType::Int64, load(pos, std::move(row), index_type)); };
+  const std::string& row = loop.var;
+  std::string part = fresh(row + "_part");
+  Expr rows = loop.end;
+  Expr first = pos_at(int64(0));
+  Expr total = sub(pos_at(rows), first);
+  std::vector<Stmt> stmts;
+  // The first row whose entries start at or after nonzero `target`, in [0, rows].
+  auto search = [&](const std::string& result, Expr target) {
+    std::string high = fresh(result + "_high"), middle = fresh(result + "_mid");
+    stmts.push_back(std::make_shared<Declare>(result, ScalarType::Int64, int64(0), true));
+    stmts.push_back(std::make_shared<Declare>(high, ScalarType::Int64, rows, true));
+    Stmt step = block({std::make_shared<Declare>(middle, ScalarType::Int64,
+                                                 binary(BinOp::Div, add(var(result), var(high)), int64(2)), false),
+                       std::make_shared<If>(binary(BinOp::Lt, pos_at(var(middle)), target),
+                                            std::make_shared<Assign>(result, add(var(middle), int64(1)), false),
+                                            std::make_shared<Assign>(high, var(middle), false))});
+    stmts.push_back(std::make_shared<While>("search " + result, binary(BinOp::Lt, var(result), var(high)), step));
+  };
+  auto target = [&](Expr k) { return add(first, binary(BinOp::Div, mul(total, k), int64(parts))); };
+  std::string begin = fresh(row + "_begin"), end = fresh(row + "_end");
+  stmts.push_back(std::make_shared<Comment>("iterations [" + begin + ", " + end + ") hold share " + part + " of " +
+                                            std::to_string(parts) + " equal shares of the nonzeros in " + pos));
+  search(begin, target(var(part)));
+  Expr next = add(var(part), int64(1));
+  search(end, target(next));
+  // The last part also takes the empty rows after the last nonzero.
+  stmts.push_back(std::make_shared<If>(binary(BinOp::Eq, next, int64(parts)),
+                                       std::make_shared<Assign>(end, rows, false), nullptr));
+  LoopAnnotations serial = loop.annotations;
+  stmts.push_back(std::make_shared<For>(loop.label, loop.var, var(begin), var(end), body, serial));
+  origin_[part] = origin_.at(loop.label);
+  return std::make_shared<For>(part, part, int64(0), int64(parts), block(std::move(stmts)), annotations);
+}
+
+// The pos array of a compressed level whose parent position is the loop's variable itself.
+std::string Scheduler::row_positions(const For& loop) const {
+  std::set<std::string> pos_arrays;
+  for (const Param& p : func_.params)
+    if (p.kind == ParamKind::Pos && p.is_const) pos_arrays.insert(p.name);
+  struct Finder : IRVisitor {
+    const std::set<std::string>* pos;
+    const std::string* row;
+    std::string found;
+    void visit_load(const Load& node) override {
+      if (found.empty() && pos->count(node.buffer) && node.index->kind == ExprKind::Var &&
+          static_cast<const Var&>(*node.index).name == *row)
+        found = node.buffer;
+      IRVisitor::visit_load(node);
+    }
+  } finder;
+  finder.pos = &pos_arrays;
+  finder.row = &loop.var;
+  finder.visit(loop.body);
+  return finder.found;
+}
+
+// ---- vectorize ----
+void Scheduler::apply_op(const VectorizeOp& vectorize) {
+  LoopInfo info = find(vectorize.var);
+  if (config_.target == Target::Cuda) check_cuda_vectorize(vectorize, *info.loop);
+  refuse_sequential(info, "vectorize");
+  if (contains_loop(info.loop->body)) fail("loop " + vectorize.var + " is not innermost; only innermost loops can be vectorized");
+  std::vector<std::string> reductions = accumulated_scalars(*info.loop);
+  if (is_reduction(vectorize.var) && writes_output(*info.loop))
+    fail("cannot vectorize " + vectorize.var + ": it iterates the reduction index " + origin_.at(vectorize.var) +
+         " and every iteration adds into the same entry of " + program_.output().tensor);
+  if (info.loop->annotations.unroll) refuse_unroll_beside_openmp(vectorize.var, "vectorized");
+  if (vectorize.lanes) {
+    if (reductions.empty())
+      fail("lanes keep partial sums of a reduction, and loop " + vectorize.var + " sums into no scalar");
+    vectorize_in_lanes(*info.loop, vectorize.lanes, reductions);
+    return;
+  }
+  set_annotations(vectorize.var, [&](LoopAnnotations& a) {
+    a.vectorized = true;
+    a.simd_reductions = reductions;
+  });
+}
+
+// On the GPU a thread's vectors are float4 (double2) loads and stores: `vectorize` applies to
+// the loops of a register tile (`precompute`), which passes/explicit_vectors turns into them.
+void Scheduler::check_cuda_vectorize(const VectorizeOp& vectorize, const For& loop) const {
+  if (vectorize.lanes) fail("lanes are for the cpu target: on the cuda target a reduction spreads over threads (bind)");
+  if (!loop.annotations.bind.empty()) fail("loop " + vectorize.var + " is bound to " + loop.annotations.bind +
+                                           ": a thread's vector runs inside its thread");
+  int64_t lanes = program_.value_type == ValueType::Float64 ? 2 : 4;
+  bool in_tile = register_tile_loops_.count(loop.label) && loop.end->kind == ExprKind::IntImm &&
+                 static_cast<const IntImm&>(*loop.end).value % lanes == 0;
+  if (!in_tile)
+    fail("on the cuda target, vectorize makes " + std::string(lanes == 4 ? "float4" : "double2") +
+         " loads of a register tile: loop " + vectorize.var + " must iterate one made by precompute, " +
+         "with a trip count that is a multiple of " + std::to_string(lanes) + " (tile, then precompute it)");
+}
+
+// The loop's sums go into `lanes` partial sums per scalar: a main loop over whole groups of
+// lanes, whose vectorized inner loop adds lane l into partial sum l; the leftover iterations
+// run serially into the scalar; then the partial sums are added pairwise (a tree) into it.
+// This reassociates the float sum, as any vectorized reduction does, but leaves the compiler
+// no serial lane-by-lane epilogue.
+void Scheduler::vectorize_in_lanes(const For& loop, int64_t lanes, const std::vector<std::string>& scalars) {
+  std::map<std::string, std::string> lane_arrays;
+  std::vector<Workspace> arrays;
+  for (const std::string& scalar : scalars) {
+    const Declare* declared = find_declare(scalar);
+    if (!declared) fail("cannot keep lanes for " + scalar + ": it is not declared in the kernel");
+    if (!only_accumulates(loop.body, scalar))
+      fail("cannot keep lanes for " + scalar + ": the loop body does more than add into it");
+    lane_arrays[scalar] = fresh(scalar + "_lanes");
+    arrays.push_back({lane_arrays[scalar], declared->type, int64(lanes), zero_of(declared->type), true});
+  }
+  std::string group = fresh(loop.label + "_group"), lane = fresh(loop.label + "_lane");
+  std::string rest = fresh(loop.label + "_rest");
+  struct IntoLanes : IRMutator {
+    const std::map<std::string, std::string>* arrays;
+    std::string lane;
+    Stmt mutate_assign(const Assign& node, const Stmt& self) override {
+      auto it = arrays->find(node.name);
+      if (it == arrays->end()) return self;
+      return std::make_shared<Store>(it->second, var(lane), node.value, true);
+    }
+  } into_lanes;
+  into_lanes.arrays = &lane_arrays;
+  into_lanes.lane = lane;
+  LoopAnnotations vectorized;
+  vectorized.vectorized = true;
+  std::vector<Stmt> stmts = tile_loop(loop, lanes, group, lane, rest, into_lanes.mutate(loop.body), vectorized);
+  // Then the partial sums are added into the scalar, pairwise (a tree, in vector registers).
+  for (const auto& [scalar, array] : lane_arrays)
+    stmts.push_back(std::make_shared<Assign>(scalar, std::make_shared<LaneSum>(array, lanes, find_declare(scalar)->type), true));
+  Stmt replacement = std::make_shared<Allocate>(std::move(arrays), block(std::move(stmts)));
+  // (`loop` lies in the body that the rewrite replaces: read its label before.)
+  const std::string label = loop.label, origin = origin_.at(label);
+  func_.body = RewriteLoop(label, [&](const For&) { return replacement; }).mutate(func_.body);
+  origin_[group] = origin_[lane] = origin_[rest] = origin;
+}
+
+const Declare* Scheduler::find_declare(const std::string& name) const {
+  struct Finder : IRVisitor {
+    std::string name;
+    const Declare* found = nullptr;
+    void visit_declare(const Declare& node) override {
+      if (node.name == name) found = &node;
+      IRVisitor::visit_declare(node);
+    }
+  } finder;
+  finder.name = name;
+  finder.visit(func_.body);
+  return finder.found;
+}
+
+Expr Scheduler::zero_of(ScalarType type) { return std::make_shared<FloatImm>(0.0, "0", type); }
+
+bool Scheduler::writes_output(const For& loop) const { return stores_into(loop.body, program_.output().values); }
+
+// Scalars declared outside the loop that its body adds into: a vectorized loop must reduce them.
+std::vector<std::string> Scheduler::accumulated_scalars(const For& loop) { return scalars_assigned_outside(loop.body); }
+
+// ---- unroll ----
+// On the CPU an OpenMP loop cannot also carry GCC's unroll pragma (compilers reject the pair).
+void Scheduler::refuse_unroll_beside_openmp(const std::string& label, const char* openmp_kind) const {
+  if (config_.target == Target::Cpu)
+    fail("loop " + label + " cannot be both unrolled and " + openmp_kind +
+         ": compilers reject an unroll pragma beside an OpenMP one; split it and unroll the inner loop");
+}
+
+void Scheduler::apply_op(const UnrollOp& unroll) {
+  const LoopAnnotations& a = find(unroll.var).loop->annotations;
+  if (a.parallel || a.vectorized) refuse_unroll_beside_openmp(unroll.var, a.parallel ? "parallel" : "vectorized");
+  set_annotations(unroll.var, [&](LoopAnnotations& annotations) { annotations.unroll = unroll.factor; });
+}
+
+// ---- bind (cuda) ----
+// Only marks the loop: later ops may still reorder the nest, so finish() checks the bindings.
+void Scheduler::apply_op(const BindOp& bind) {
+  if (config_.target != Target::Cuda) fail("bind is for the cuda target (set \"target\": \"cuda\")");
+  LoopInfo info = find(bind.var);
+  // Repeated coordinates (COO rows) race like a summed index: atomics make the loop bindable.
+  if (info.loop->annotations.repeats_coordinates && bind.reduction != "atomic")
+    fail("cannot bind " + bind.var + ": " + info.loop->annotations.sequential_reason + " (add \"reduction\": \"atomic\")");
+  if (!info.loop->annotations.repeats_coordinates && !info.loop->annotations.sequential_reason.empty() && has_workspace()) {
+    // A row workspace belongs to one thread, so only whole rows can be spread over threads.
+    std::string rows;
+    for (const For* outer : info.enclosing)
+      if (outer->annotations.sequential_reason.empty()) rows += (rows.empty() ? "" : ", ") + outer->label;
+    fail("cannot bind " + bind.var + ": " + info.loop->annotations.sequential_reason +
+         ", which one GPU thread owns for whole rows; bind the loops over the rows instead (" + rows +
+         "), a thread per row");
+  }
+  if (!info.loop->annotations.repeats_coordinates) refuse_sequential(info, "bind");
+  if (!info.loop->annotations.bind.empty())
+    fail("loop " + bind.var + " is already bound to " + info.loop->annotations.bind);
+  auto spread = [&](LoopAnnotations& a) {
+    a.bind = bind.to;
+    a.bind_reduction = bind.reduction;
+  };
+  set_annotations(bind.var, spread);
+  // A tile's remainder loop runs after its main loops, over the last iterations: the same
+  // threads take them. A sum combined after the main loops would miss them, though.
+  std::string remainder;
+  if (auto rest = tile_rest_.find(bind.var); rest != tile_rest_.end() && has_loop(rest->second)) {
+    if (bind.reduction == "shuffle" || bind.reduction == "shared")
+      fail("loop " + bind.var + " is a tile's main loop, and its remainder loop " + rest->second +
+           " adds into the same sums after the " + bind.reduction + " reduction would combine them (split the loop "
+           "instead of tiling it)");
+    remainder = rest->second;
+    set_annotations(remainder, spread);
+  }
+  bindings_.push_back({op_, bind.var, remainder});
+}
+
+bool Scheduler::has_loop(const std::string& label) const {
+  std::vector<LoopInfo> all = loops();
+  return std::any_of(all.begin(), all.end(), [&](const LoopInfo& info) { return info.loop->label == label; });
+}
+
+// ---- cache (cuda) ----
+// Applied by finish(), once the nest and its bindings are final.
+void Scheduler::apply_op(const CacheOp& cache) {
+  if (config_.target != Target::Cuda) fail("cache keeps a tile in GPU shared memory: it is for the cuda target");
+  find(cache.var);
+  cache_ops_.push_back(op_);
+}
+
+// ---- prefetch (cpu) ----
+// Applied by finish(), on the final nest.
+void Scheduler::apply_op(const PrefetchOp&) {
+  if (config_.target != Target::Cpu) fail("prefetch is for the cpu target (on cuda, cache a tile in shared memory)");
+  prefetch_ops_.push_back(op_);  // (every loop of that name: a tile's and its remainder's)
+}
+
+// ---- batch (cpu) ----
+// Applied by finish(), on the final nest.
+void Scheduler::apply_op(const BatchOp&) {
+  if (config_.target != Target::Cpu) fail("batch is for the cpu target");
+  batch_ops_.push_back(op_);
+}
+
+}  // namespace spgen::scheduling
