@@ -116,7 +116,7 @@ struct KernelVariants {
 };
 KernelVariants variants_of(const Kernel& k) {
   if (!k.config.auto_schedule && k.config.specialize.empty() && k.config.row_variants.empty()) return {};
-  spgen::Compilation c = spgen::compile({k.pair.spec, read_text(k.pair.spec), k.pair.config, read_text(k.pair.config)});
+  spgen::Compilation c = spgen::compile({k.pair.spec, read_text(k.pair.spec), k.pair.config, read_text(k.pair.config), std::nullopt, {}});
   return {c.size_variants, !c.row_variants.empty()};
 }
 
