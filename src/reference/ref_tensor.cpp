@@ -555,4 +555,20 @@ Tensor random_sparse(const std::vector<int64_t>& dims, double density, uint64_t 
     return t;
 }
 
+Tensor squeezed(const Tensor& t, size_t order, const std::string& name) {
+    const size_t have = t.dims.size();
+    bool ok = have >= order;
+    for (size_t m = order; ok && m < have; ++m) ok = t.dims[m] == 1;
+    if (!ok)
+        throw std::runtime_error("tensor '" + name + "' has order " + std::to_string(have) + " but is used with " +
+                                 std::to_string(order) + " indices");
+    if (have == order) return t;
+    Tensor out;
+    out.dims.assign(t.dims.begin(), t.dims.begin() + static_cast<std::ptrdiff_t>(order));
+    out.vals = t.vals;
+    for (size_t e = 0; e < t.nnz(); ++e)
+        for (size_t m = 0; m < order; ++m) out.coords.push_back(t.coords[e * have + m]);
+    return out;
+}
+
 }  // namespace spgen_ref

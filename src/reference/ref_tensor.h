@@ -54,6 +54,10 @@ Tensor random_sparse(const std::vector<int64_t>& dims, double density, uint64_t 
 // Throws std::invalid_argument on a coordinate outside dims or mismatched array sizes.
 Tensor canonical(const Tensor& tensor);
 
+// The tensor with its trailing dims of size 1 dropped, down to `order` (an n x 1 Matrix Market
+// file used as a vector); throws std::runtime_error naming `name` where a dropped dim is not 1.
+Tensor squeezed(const Tensor& t, size_t order, const std::string& name);
+
 // The splitmix64 generator behind the random tensors, exposed so tests can derive seeds and
 // values in the same portable way.
 class SplitMix64 {

@@ -1,0 +1,265 @@
+#include "ref_parser.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace spgen_ref {
+namespace {
+
+// =============================================================================================
+// Lexer
+
+enum class Tok { Ident, Number, LParen, RParen, Comma, Plus, Minus, Star, Slash, Assign, PlusAssign, End };
+
+struct Token {
+    Tok kind;
+    std::string text;
+    double number = 0;
+    int line = 1, column = 1;
+};
+
+[[noreturn]] void spec_error(int line, int column, const std::string& message) {
+    throw std::runtime_error("spec:" + std::to_string(line) + ":" + std::to_string(column) + ": " + message);
+}
+
+bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+class Lexer {
+public:
+    explicit Lexer(const std::string& text) : text_(text) {}
+
+    std::vector<Token> tokenize() {
+        std::vector<Token> tokens;
+        for (;;) {
+            skip_space_and_comments();
+            Token token{Tok::End, "", 0, line_, column()};
+            if (pos_ >= text_.size()) {
+                tokens.push_back(token);
+                return tokens;
+            }
+            const char c = text_[pos_];
+            if (is_ident_start(c)) {
+                token.kind = Tok::Ident;
+                token.text = take_while(is_ident_char);
+            } else if (is_digit(c) || (c == '.' && pos_ + 1 < text_.size() && is_digit(text_[pos_ + 1]))) {
+                lex_number(token);
+            } else {
+                lex_punctuation(token);
+            }
+            tokens.push_back(token);
+        }
+    }
+
+private:
+    int column() const { return static_cast<int>(pos_ - line_start_) + 1; }
+
+    void skip_space_and_comments() {
+        while (pos_ < text_.size()) {
+            const char c = text_[pos_];
+            if (c == '\n') {
+                ++line_;
+                line_start_ = ++pos_;
+            } else if (std::isspace(static_cast<unsigned char>(c))) {
+                ++pos_;
+            } else if (c == '#') {
+                while (pos_ < text_.size() && text_[pos_] != '\n') ++pos_;
+            } else {
+                return;
+            }
+        }
+    }
+
+    std::string take_while(bool (*accept)(char)) {
+        const size_t start = pos_;
+        while (pos_ < text_.size() && accept(text_[pos_])) ++pos_;
+        return text_.substr(start, pos_ - start);
+    }
+
+    // digits [. digits] or . digits, then an optional exponent that has digits.
+    void lex_number(Token& token) {
+        const size_t start = pos_;
+        take_while(is_digit);
+        if (pos_ < text_.size() && text_[pos_] == '.') {
+            ++pos_;
+            take_while(is_digit);
+        }
+        if (pos_ < text_.size() && (text_[pos_] == 'e' || text_[pos_] == 'E')) {
+            size_t after = pos_ + 1;
+            if (after < text_.size() && (text_[after] == '+' || text_[after] == '-')) ++after;
+            if (after < text_.size() && is_digit(text_[after])) {
+                pos_ = after;
+                take_while(is_digit);
+            }
+        }
+        token.kind = Tok::Number;
+        token.text = text_.substr(start, pos_ - start);
+        auto [ptr, ec] = std::from_chars(token.text.data(), token.text.data() + token.text.size(), token.number);
+        if (ec != std::errc() || ptr != token.text.data() + token.text.size())
+            spec_error(token.line, token.column, "bad number '" + token.text + "'");
+    }
+
+    void lex_punctuation(Token& token) {
+        const char c = text_[pos_++];
+        token.text = std::string(1, c);
+        switch (c) {
+        case '(': token.kind = Tok::LParen; return;
+        case ')': token.kind = Tok::RParen; return;
+        case ',': token.kind = Tok::Comma; return;
+        case '-': token.kind = Tok::Minus; return;
+        case '*': token.kind = Tok::Star; return;
+        case '/': token.kind = Tok::Slash; return;
+        case '=': token.kind = Tok::Assign; return;
+        case '+':
+            if (pos_ < text_.size() && text_[pos_] == '=') {
+                ++pos_;
+                token.kind = Tok::PlusAssign;
+                token.text += '=';  // "+="
+            } else {
+                token.kind = Tok::Plus;
+            }
+            return;
+        default: spec_error(token.line, token.column, "unexpected character '" + token.text + "'");
+        }
+    }
+
+    const std::string& text_;
+    size_t pos_ = 0, line_start_ = 0;
+    int line_ = 1;
+};
+
+// =============================================================================================
+// Parser
+
+std::unique_ptr<Expr> make_binary(Expr::Kind kind, std::unique_ptr<Expr> left, std::unique_ptr<Expr> right) {
+    auto e = std::make_unique<Expr>();
+    e->kind = kind;
+    e->left = std::move(left);
+    e->right = std::move(right);
+    return e;
+}
+
+// spec   := access ('=' | '+=') sum END
+// sum    := product (('+' | '-') product)*
+// product:= unary (('*' | '/') unary)*
+// unary  := '-' unary | primary
+// primary:= NUMBER | access | '(' sum ')'
+// access := IDENT [ '(' [IDENT (',' IDENT)*] ')' ]
+class Parser {
+public:
+    explicit Parser(std::vector<Token> tokens) : tokens_(std::move(tokens)) {}
+
+    Spec parse_spec() {
+        Spec spec;
+        const Token name = expect(Tok::Ident, "the output tensor's name");
+        auto lhs = parse_access(name);
+        spec.output = lhs->tensor;
+        spec.output_indices = lhs->indices;
+        if (accept(Tok::PlusAssign)) spec.accumulate = true;
+        else expect(Tok::Assign, "'=' or '+='");
+        spec.rhs = parse_sum();
+        if (peek().kind != Tok::End) fail(peek(), "unexpected '" + peek().text + "' after the expression");
+        return spec;
+    }
+
+private:
+    const Token& peek() const { return tokens_[pos_]; }
+    Token take() {
+        const Token& token = tokens_[pos_];
+        if (token.kind != Tok::End) ++pos_;  // End stays current, so errors can point at it
+        return token;
+    }
+
+    bool accept(Tok kind) {
+        if (peek().kind != kind) return false;
+        take();
+        return true;
+    }
+
+    Token expect(Tok kind, const std::string& what) {
+        if (peek().kind != kind) fail(peek(), "expected " + what);
+        return take();
+    }
+
+    [[noreturn]] static void fail(const Token& at, const std::string& message) {
+        const std::string found = at.kind == Tok::End ? "end of spec" : "'" + at.text + "'";
+        spec_error(at.line, at.column, message + " (found " + found + ")");
+    }
+
+    std::unique_ptr<Expr> parse_sum() {
+        auto left = parse_product();
+        for (;;) {
+            if (accept(Tok::Plus)) left = make_binary(Expr::Kind::Add, std::move(left), parse_product());
+            else if (accept(Tok::Minus)) left = make_binary(Expr::Kind::Subtract, std::move(left), parse_product());
+            else return left;
+        }
+    }
+
+    std::unique_ptr<Expr> parse_product() {
+        auto left = parse_unary();
+        for (;;) {
+            if (accept(Tok::Star)) left = make_binary(Expr::Kind::Multiply, std::move(left), parse_unary());
+            else if (accept(Tok::Slash)) left = make_binary(Expr::Kind::Divide, std::move(left), parse_unary());
+            else return left;
+        }
+    }
+
+    std::unique_ptr<Expr> parse_unary() {
+        if (!accept(Tok::Minus)) return parse_primary();
+        auto e = std::make_unique<Expr>();
+        e->kind = Expr::Kind::Negate;
+        e->left = parse_unary();
+        return e;
+    }
+
+    std::unique_ptr<Expr> parse_primary() {
+        const Token token = take();
+        if (token.kind == Tok::Number) {
+            auto e = std::make_unique<Expr>();
+            e->literal = token.number;
+            return e;
+        }
+        if (token.kind == Tok::Ident) return parse_access(token);
+        if (token.kind == Tok::LParen) {
+            auto e = parse_sum();
+            expect(Tok::RParen, "')'");
+            return e;
+        }
+        fail(token, "expected a tensor, a number or '('");
+    }
+
+    std::unique_ptr<Expr> parse_access(const Token& name) {
+        auto e = std::make_unique<Expr>();
+        e->kind = Expr::Kind::Access;
+        e->tensor = name.text;
+        if (!accept(Tok::LParen)) return e;
+        if (accept(Tok::RParen)) return e;
+        do {
+            e->indices.push_back(expect(Tok::Ident, "an index variable").text);
+        } while (accept(Tok::Comma));
+        expect(Tok::RParen, "',' or ')'");
+        return e;
+    }
+
+    std::vector<Token> tokens_;
+    size_t pos_ = 0;
+};
+
+}  // namespace
+
+Spec parse_spec(const std::string& spec_text) { return Parser(Lexer(spec_text).tokenize()).parse_spec(); }
+
+}  // namespace spgen_ref
