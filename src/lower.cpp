@@ -84,7 +84,7 @@ GenerationContext make_context(const Compilation& c, const CompileInput& input) 
     context.schedule.push_back(std::to_string(c.sum_parts.size()) + " loop nests in turn, one per set of summed indices:");
     for (const std::string& part : c.sum_parts) context.schedule.push_back("  " + part);
   }
-  for (const std::string& line : describe_variants(c.size_variants, c.row_variants, c.config.row_variants_given))
+  for (const std::string& line : describe_variants(c.size_variants, c.row_variants))
     context.sizes.push_back(line);
   for (const auto& [var, size] : c.config.sizes)
     context.sizes.push_back("size of " + var + " fixed at " + std::to_string(size) + " (\"sizes\"): constant trip counts, dim_" + var +
@@ -103,7 +103,6 @@ struct LoweredIteration {
   std::vector<ScheduleOp> schedule;  // what applied (`auto` expanded)
   std::vector<bool> applied;         // per op of the config's schedule
   std::string stage1_dump, stage2_dump;
-  std::optional<ScheduleOp> long_row_lanes;  // `auto`'s op for a kernel for long rows (auto_long_row_lanes)
 };
 
 // `config` gains the output's format where it is inferred.
@@ -289,7 +288,6 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
 
   // 5. Stage II schedule: split, reorder, parallel, vectorize, unroll, bind (or `auto`'s choice).
   if (config.auto_schedule) {
-    it.long_row_lanes = auto_long_row_lanes(it.func, it.program, config);
     loop_ops = auto_schedule(it.func, it.program, config);
     loop_op_index.clear();
   }
@@ -502,7 +500,6 @@ void lower_whole(Compilation& c, bool output_format_inferred) {
   c.explicit_schedule = c.schedule;
   c.stage1_dump = std::move(it.stage1_dump);
   c.stage2_dump = std::move(it.stage2_dump);
-  c.long_row_lanes = std::move(it.long_row_lanes);
 }
 
 // 1b-5: stages I and II of `c.spec` under `c.config` (as read): of the kernel, of each part of a
@@ -592,20 +589,10 @@ void add_size_variants(Compilation& c, const Compilation& read) {
 }
 
 // 5e. Kernels scheduled otherwise for rows of at least so many stored entries on average
-// ("variants", or `auto`'s kernel for long rows), chosen on entry by pos[dim] >= N * dim.
+// ("variants"), chosen on entry by pos[dim] >= N * dim. (`auto` needs none: its SpMV's masked
+// tail serves short and long rows alike.)
 void add_row_length_variants(Compilation& c, const Compilation& read) {
   std::vector<RowLengthVariant> variants = c.config.row_variants;
-  const bool given = c.config.row_variants_given;
-  if (!given) {
-    if (!c.config.auto_schedule || c.config.target != Target::Cpu || !c.long_row_lanes || c.size_variants || assembles_output(c))
-      return;
-    RowLengthVariant long_rows;
-    long_rows.min_entries_per_row = kLongRowEntries;
-    long_rows.schedule = c.explicit_schedule;
-    long_rows.schedule.push_back(*c.long_row_lanes);
-    long_rows.path = "/schedule";
-    variants.push_back(std::move(long_rows));
-  }
   if (variants.empty()) return;
   auto refuse = [&](const std::string& why) { throw CompileError(format_config_error(c.config.file, "/variants", why)); };
   if (c.size_variants) refuse("a kernel with \"specialize\" (or auto's kernels per size) does not take row variants too");
@@ -616,7 +603,6 @@ void add_row_length_variants(Compilation& c, const Compilation& read) {
   for (RowLengthVariant& variant : variants) {
     loops::Expr condition = mean_row_length_at_least(c.program, c.func, variant.min_entries_per_row);
     if (!condition) {
-      if (!given) return;
       refuse("the kernel has no rows to measure: no input stores a compressed level right below the dense level of " +
              c.program.iteration.iterators.front().var + " (as CSR does)");
     }
@@ -625,8 +611,6 @@ void add_row_length_variants(Compilation& c, const Compilation& read) {
     config.auto_schedule = false;
     config.schedule = variant.schedule;
     Compilation v = lower_variant(read, std::move(config));
-    // `auto`'s kernel for long rows is kept only where its lanes became vectors.
-    if (!given && !loops::uses_vectors(v.func.body)) return;
     dumps += "// the kernel for rows of at least " + std::to_string(variant.min_entries_per_row) + " entries on average\n" +
              v.stage2_dump;
     for (loops::LoweredFunc& part : v.parts) c.parts.push_back(std::move(part));

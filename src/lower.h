@@ -37,10 +37,9 @@ struct Compilation {
   // Kernels for sizes of one index variable ("specialize", or `auto`'s choice): `parts` holds
   // them and the generic kernel, and `func` is the entry point that chooses.
   std::optional<SizeVariants> size_variants;
-  // Kernels for rows of at least so many entries on average ("variants", or `auto`'s for long
-  // rows, from `long_row_lanes`), chosen on entry as the size variants are.
+  // Kernels for rows of at least so many entries on average ("variants"), chosen on entry as
+  // the size variants are.
   std::vector<RowLengthVariant> row_variants;
-  std::optional<ScheduleOp> long_row_lanes;
   std::vector<loops::LoweredFunc> assemble;  // a sparse output's assemble phases, one per compressed level
   std::vector<ScheduleOp> schedule;      // what was applied (`auto` expanded), each op once, for the header
   // The same as a config would list it: `auto`'s choices for the parts of a sum each name their

@@ -77,14 +77,6 @@ json config_with(const Setup& s, const std::vector<ScheduleOp>& ops) {
   config["schedule"] = schedule_json(ops);
   if (const auto& variants = s.auto_compilation.size_variants; variants && !config.contains("specialize"))
     config["specialize"] = {{variants->var, variants->sizes}};
-  // Auto's kernel for long rows, likewise, with the candidate's schedule plus auto's lanes.
-  if (const auto& lanes = s.auto_compilation.long_row_lanes;
-      lanes && !s.auto_compilation.row_variants.empty() && !config.contains("variants")) {
-    RowLengthVariant long_rows = s.auto_compilation.row_variants.front();
-    long_rows.schedule = ops;
-    long_rows.schedule.push_back(*lanes);
-    config["variants"] = variants_json({long_rows});
-  }
   return config;
 }
 

@@ -49,6 +49,12 @@ std::string CExprPrinter::print_vector_load(const Load& node, const std::string&
   return "spgen_load_" + vector_suffix(node.type) + "(&" + node.buffer + "[" + index + "])";
 }
 
+// A masked tail (templates/cpu_masked_sum.cpp.in), its value computed per lane in a lambda.
+std::string CExprPrinter::print_masked_sum(const MaskedSum& node) const {
+  return "spgen_masked_sum_" + vector_suffix(node.type) + "<" + std::to_string(node.max) + ">(" + print(node.count, 0) +
+         ", [&](int64_t " + node.lane + ") { return " + print(node.value, 0) + "; })";
+}
+
 std::string CExprPrinter::print_lane_sum(const LaneSum& node) const {
   return "spgen_sum_lanes_" + vector_suffix(node.type) + "(" + node.buffer + ", " + std::to_string(node.lanes) + ")";
 }

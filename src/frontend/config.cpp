@@ -86,7 +86,7 @@ std::string describe_schedule_op(const ScheduleOp& op) {
              (p.balance.empty() ? "" : ", balance " + p.balance + (p.parts ? " " + std::to_string(p.parts) : "")) + ")";
     }
     std::string operator()(const VectorizeOp& v) const {
-      return "vectorize(" + v.var + (v.lanes ? ", " + std::to_string(v.lanes) + " lanes" : "") + ")";
+      return "vectorize(" + v.var + (v.lanes ? ", " + std::to_string(v.lanes) + " lanes" : "") + (v.masked_tail ? ", masked tail" : "") + ")";
     }
     std::string operator()(const UnrollOp& u) const { return "unroll(" + u.var + ", " + std::to_string(u.factor) + ")"; }
     std::string operator()(const BindOp& b) const {

@@ -80,7 +80,13 @@ struct ParallelOp {
 };
 // `lanes` (0: none): a loop that sums into scalars keeps that many partial sums per scalar,
 // added up as a tree after the loop, instead of OpenMP's simd reduction.
-struct VectorizeOp { std::string var; int64_t lanes = 0; };
+// `lanes`: partial sums kept in that many lanes; `masked_tail`: the elements left after the
+// whole groups of lanes are summed in one masked vector step where the arrays reach past them.
+struct VectorizeOp {
+  std::string var;
+  int64_t lanes = 0;
+  bool masked_tail = false;
+};
 struct UnrollOp { std::string var; int64_t factor = 0; };
 // cuda: spread a loop's iterations over a GPU index. `to`: blockIdx.x, blockIdx.y, threadIdx.x,
 // threadIdx.y or warp (the 32 lanes of a warp); `reduction`: "shuffle", "shared", "atomic" or
@@ -170,9 +176,8 @@ struct Config {
   // Unset: `auto` may choose (specialize_given false); {} given: none.
   std::map<std::string, std::vector<int64_t>> specialize;
   bool specialize_given = false;
-  // "variants", largest threshold first; unset: `auto` may choose (row_variants_given false).
+  // "variants", largest threshold first.
   std::vector<RowLengthVariant> row_variants;
-  bool row_variants_given = false;
 
   const Format& format_of(const std::string& tensor) const { return formats.at(tensor); }
 };

@@ -36,6 +36,7 @@ json op_fields(const ParallelOp& op) {
 json op_fields(const VectorizeOp& op) {
   json j = {{"op", "vectorize"}, {"var", op.var}};
   if (op.lanes > 0) j["lanes"] = op.lanes;
+  if (op.masked_tail) j["tail"] = "masked";
   return j;
 }
 json op_fields(const UnrollOp& op) { return {{"op", "unroll"}, {"var", op.var}, {"factor", op.factor}}; }

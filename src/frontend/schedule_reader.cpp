@@ -46,7 +46,6 @@ class ScheduleReader : public ConfigJsonReader {
   // "variants": up to 4 kernels for rows of at least so many stored entries on average, each
   // with its own list of ops (no decompose: a variant schedules the same loops).
   void read_variants(const json& variants, Config& config) const {
-    config.row_variants_given = true;
     if (!variants.is_array() || variants.size() > 4)
       fail("/variants", "expected a list of at most 4 variants, found " +
                             (variants.is_array() ? "a list of " + std::to_string(variants.size()) : type_name(variants)));
@@ -158,13 +157,20 @@ class ScheduleReader : public ConfigJsonReader {
         fail(path + "/chunk", "a balanced loop's parts are its chunks: set \"parts\" instead of \"chunk\"");
       result.op = parallel;
     } else if (kind == "vectorize") {
-      check_keys(op, path, {"op", "var", "lanes"});
+      check_keys(op, path, {"op", "var", "lanes", "tail"});
       VectorizeOp vectorize{get_var(op, path)};
       if (op.contains("lanes")) {
         vectorize.lanes = get_positive_int(op["lanes"], path + "/lanes");
         if (vectorize.lanes < 2 || (vectorize.lanes & (vectorize.lanes - 1)) != 0)
           fail(path + "/lanes", "lanes must be a power of two, at least 2 (the vector width in elements: 16 floats "
                                 "for AVX-512)");
+      }
+      if (op.contains("tail")) {
+        const std::string tail = get_string(op["tail"], path + "/tail");
+        if (tail != "masked" && tail != "scalar")
+          fail(path + "/tail", "unknown tail \"" + tail + "\" (expected \"masked\" or \"scalar\")");
+        if (!vectorize.lanes) fail(path + "/tail", "\"tail\" belongs to a sum in lanes: give \"lanes\" too");
+        vectorize.masked_tail = tail == "masked";
       }
       result.op = vectorize;
     } else if (kind == "unroll") {

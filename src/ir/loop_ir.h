@@ -14,7 +14,7 @@ enum class ScalarType { Bool, Int32, Int64, Float32, Float64 };
 const char* scalar_type_name(ScalarType type);  // "int64", ...
 
 // ---- expressions ----
-enum class ExprKind { IntImm, FloatImm, Var, Load, Binary, Neg, Cast, Select, LaneSum };
+enum class ExprKind { IntImm, FloatImm, Var, Load, Binary, Neg, Cast, Select, LaneSum, MaskedSum };
 enum class BinOp { Add, Sub, Mul, Div, Mod, Min, Max, Lt, Le, Eq, Ne, And, Or };
 
 struct ExprNode {
@@ -76,6 +76,18 @@ struct LaneSum : ExprNode {
   std::string buffer;
   int64_t lanes;
   LaneSum(std::string b, int64_t n, ScalarType t) : ExprNode(ExprKind::LaneSum, t), buffer(std::move(b)), lanes(n) {}
+};
+
+// The sum of `value` over `lane` in [0, count), count < `max`: a masked tail of a sum in lanes
+// (`vectorize` with "tail": "masked"). The generated code evaluates `value` for whole vectors of
+// lanes, past count too (the schedule checks that those reads stay inside their arrays), and
+// masks the lanes past count out: no branch per element.
+struct MaskedSum : ExprNode {
+  std::string lane;
+  Expr count, value;
+  int64_t max;
+  MaskedSum(std::string l, Expr n, Expr v, int64_t m)
+      : ExprNode(ExprKind::MaskedSum, v->type), lane(std::move(l)), count(std::move(n)), value(std::move(v)), max(m) {}
 };
 
 // ---- statements ----

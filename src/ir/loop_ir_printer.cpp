@@ -67,6 +67,10 @@ std::string ExprPrinter::print_vector_load(const Load& node, const std::string& 
   return node.buffer + "[" + index + " +: lanes]";
 }
 
+std::string ExprPrinter::print_masked_sum(const MaskedSum& node) const {
+  return "masked_sum(" + node.lane + " < " + print(node.count, 0) + " of " + std::to_string(node.max) + ": " + print(node.value, 0) + ")";
+}
+
 std::string ExprPrinter::print_lane_sum(const LaneSum& node) const {
   return "sum(" + node.buffer + "[0:" + std::to_string(node.lanes) + "])";
 }
@@ -95,6 +99,7 @@ std::string ExprPrinter::print(const Expr& expr, int parent_precedence) const {
       return print_cast(expr->type, print(operand, 0), primary);
     }
     case ExprKind::LaneSum: return print_lane_sum(static_cast<const LaneSum&>(*expr));
+    case ExprKind::MaskedSum: return print_masked_sum(static_cast<const MaskedSum&>(*expr));
     case ExprKind::Select: {
       const auto& node = static_cast<const Select&>(*expr);
       std::string text = print(node.cond, 1) + " ? " + print(node.a, 1) + " : " + print(node.b, 1);

@@ -24,6 +24,7 @@ class ExprPrinter {
   virtual std::string print_vector_load(const Load& node, const std::string& index) const;
   // The sum of a lane array: `sum(acc_lanes[0:16])` in the dump.
   virtual std::string print_lane_sum(const LaneSum& node) const;
+  virtual std::string print_masked_sum(const MaskedSum& node) const;
   std::string print(const Expr& expr, int parent_precedence) const;
 };
 

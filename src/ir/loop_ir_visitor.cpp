@@ -15,6 +15,7 @@ void IRVisitor::visit(const Expr& expr) {
     case ExprKind::Cast: return visit_cast(static_cast<const Cast&>(*expr));
     case ExprKind::Select: return visit_select(static_cast<const Select&>(*expr));
     case ExprKind::LaneSum: return visit_lane_sum(static_cast<const LaneSum&>(*expr));
+    case ExprKind::MaskedSum: return visit_masked_sum(static_cast<const MaskedSum&>(*expr));
   }
 }
 
@@ -48,6 +49,7 @@ Expr IRMutator::mutate(const Expr& expr) {
     case ExprKind::Cast: return mutate_cast(static_cast<const Cast&>(*expr), expr);
     case ExprKind::Select: return mutate_select(static_cast<const Select&>(*expr), expr);
     case ExprKind::LaneSum: return mutate_lane_sum(static_cast<const LaneSum&>(*expr), expr);
+    case ExprKind::MaskedSum: return mutate_masked_sum(static_cast<const MaskedSum&>(*expr), expr);
   }
   return expr;
 }
@@ -96,6 +98,11 @@ Expr IRMutator::mutate_neg(const Neg& node, const Expr& self) {
 Expr IRMutator::mutate_cast(const Cast& node, const Expr& self) {
   Expr a = mutate(node.a);
   return a == node.a ? self : std::make_shared<Cast>(node.type, a);
+}
+
+Expr IRMutator::mutate_masked_sum(const MaskedSum& node, const Expr& self) {
+  Expr count = mutate(node.count), value = mutate(node.value);
+  return count == node.count && value == node.value ? self : std::make_shared<MaskedSum>(node.lane, count, value, node.max);
 }
 
 Expr IRMutator::mutate_select(const Select& node, const Expr& self) {
@@ -334,6 +341,18 @@ bool uses_vectors(const Stmt& stmt) {
     }
     void visit_lane_sum(const LaneSum&) override { found = true; }
     void visit_lane_sums(const LaneSums&) override { found = true; }
+  } finder;
+  finder.visit(stmt);
+  return finder.found;
+}
+
+bool uses_masked_sums(const Stmt& stmt) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void visit_masked_sum(const MaskedSum& node) override {
+      found = true;
+      IRVisitor::visit_masked_sum(node);
+    }
   } finder;
   finder.visit(stmt);
   return finder.found;

@@ -28,6 +28,7 @@ class IRVisitor {
   virtual void visit_cast(const Cast& node) { visit(node.a); }
   virtual void visit_select(const Select& node) { visit(node.cond); visit(node.a); visit(node.b); }
   virtual void visit_lane_sum(const LaneSum&) {}
+  virtual void visit_masked_sum(const MaskedSum& node) { visit(node.count); visit(node.value); }
   virtual void visit_block(const Block& node) { for (const Stmt& s : node.stmts) visit(s); }
   virtual void visit_for(const For& node) { visit(node.begin); visit(node.end); visit(node.body); }
   virtual void visit_while(const While& node) { visit(node.cond); visit(node.body); }
@@ -63,6 +64,7 @@ class IRMutator {
   virtual Expr mutate_cast(const Cast& node, const Expr& self);
   virtual Expr mutate_select(const Select& node, const Expr& self);
   virtual Expr mutate_lane_sum(const LaneSum&, const Expr& self) { return self; }  // names an array
+  virtual Expr mutate_masked_sum(const MaskedSum& node, const Expr& self);
   virtual Stmt mutate_block(const Block& node, const Stmt& self);
   virtual Stmt mutate_for(const For& node, const Stmt& self);
   virtual Stmt mutate_while(const While& node, const Stmt& self);
@@ -119,6 +121,8 @@ class FindLoops : public IRVisitor {
 bool uses_vectors(const Stmt& stmt);
 // Whether a statement gathers vectors lane by lane: the file then needs spgen_gather_*.
 bool uses_gathers(const Stmt& stmt);
+// Whether a statement sums a masked tail (MaskedSum): the file then needs spgen_masked_sum_*.
+bool uses_masked_sums(const Stmt& stmt);
 // Whether a statement finishes lane sums in batches (LaneSums): the file then needs their helpers.
 bool uses_batched_lane_sums(const Stmt& stmt);
 

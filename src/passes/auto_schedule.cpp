@@ -194,9 +194,13 @@ std::optional<ScheduleOp> auto_reorder(const sparse::Program& program, const Con
   return make_op(reorder, 0, free + " outside the sum over " + summed + ", for a register tile of the output's row");
 }
 
-std::optional<ScheduleOp> auto_long_row_lanes(const LoweredFunc& func, const sparse::Program& program, const Config& config) {
+namespace {
+
+// A row's walk over a sparse level that sums into a scalar (SpMV's j), under a parallel-ready
+// row loop: the loop `auto` keeps in lanes, or null.
+const For* row_sum_walk(const LoweredFunc& func, const sparse::Program& program, const Config& config) {
   std::vector<const For*> spine = loop_spine(func.body);
-  if (config.target != Target::Cpu || spine.size() != 2) return std::nullopt;
+  if (config.target != Target::Cpu || spine.size() != 2) return nullptr;
   const For& outer = *spine.front();
   const For& walk = *spine.back();
   const bool outer_parallel_ok = !is_reduction(program, outer.label) && outer.annotations.sequential_reason.empty() &&
@@ -204,11 +208,13 @@ std::optional<ScheduleOp> auto_long_row_lanes(const LoweredFunc& func, const spa
   if (!outer_parallel_ok || !one_sparse_walk_per_row(outer) || walk.var == walk.label || !is_reduction(program, walk.label) ||
       contains_loop(walk.body) || !walk.annotations.sequential_reason.empty() || !schedulable(program, walk.label) ||
       stores_into(walk.body, program.output().values) || scalars_assigned_outside(walk.body).empty())
-    return std::nullopt;
-  const int64_t lanes = program.value_type == ValueType::Float64 ? 8 : 16;
-  return make_op(VectorizeOp{walk.label, lanes}, 0,
-                 "a long row's sum in " + std::to_string(lanes) + " lanes, its x gathered lane by lane");
+    return nullptr;
+  return &walk;
 }
+
+int64_t row_sum_lanes(const sparse::Program& program) { return program.value_type == ValueType::Float64 ? 8 : 16; }
+
+}  // namespace
 
 std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Program& program, const Config& config) {
   std::vector<ScheduleOp> ops;
@@ -242,6 +248,14 @@ std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Pro
     add(TileOp{tiled->label, width, tiles, in_tile}, std::to_string(width) + " columns of the output's row at a time");
     add(PrecomputeOp{in_tile}, "their sums stay in registers across the sum");
     add(VectorizeOp{in_tile, 0}, "vector registers");
+    return ops;
+  }
+  // A row's sum over a csr level (SpMV) in lanes, the rest of each row, and all of a short one,
+  // in one masked sum: no branch ends a row at an unpredictable point (bench/RESULTS.md, session 24).
+  if (const For* walk = row_sum_walk(func, program, config); walk && plan_masked_tail(*walk, program).refusal.empty()) {
+    const int64_t lanes = row_sum_lanes(program);
+    add(VectorizeOp{walk->label, lanes, true},
+        "the row's sum in " + std::to_string(lanes) + " lanes; the rest of a row, and a short row, in one masked sum");
     return ops;
   }
   const For* inner = spine.back();

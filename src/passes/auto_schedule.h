@@ -24,15 +24,5 @@ std::optional<ScheduleOp> auto_reorder(const sparse::Program& program, const Con
 
 std::vector<ScheduleOp> auto_schedule(const loops::LoweredFunc& func, const sparse::Program& program, const Config& config);
 
-// The mean stored entries per row from which `auto`'s kernel for long rows runs (its rows' sums
-// in lanes): below it the lanes' setup and final sum cost more than they save (SpMV measured
-// 0.8-0.9x on rows of 3-5 entries, 1.06x at 14.5, 1.5-1.9x at 44-78; bench/RESULTS.md).
-inline constexpr int64_t kLongRowEntries = 12;
-
-// cpu: where each row of the parallel outer loop is one walk over a sparse level summing into a
-// scalar (SpMV's row), the op that sums that walk in vector lanes (16 floats or 8 doubles), with
-// x gathered lane by lane; `auto` gives it to a second kernel for long rows
-// (passes/size_variants.h). Null where the nest has another shape. `func`: before any schedule.
-std::optional<ScheduleOp> auto_long_row_lanes(const loops::LoweredFunc& func, const sparse::Program& program, const Config& config);
 
 }  // namespace spgen

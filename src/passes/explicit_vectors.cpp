@@ -84,7 +84,8 @@ class LoopVectorizer {
         }
         return std::nullopt;
       }
-      case ExprKind::LaneSum: return std::nullopt;
+      case ExprKind::LaneSum:
+      case ExprKind::MaskedSum: return std::nullopt;
       case ExprKind::Select: {
         const auto& s = static_cast<const Select&>(*e);
         auto sc = stride(s.cond), sa = stride(s.a), sb = stride(s.b);

@@ -253,4 +253,88 @@ std::vector<bool> schedule_loops(LoweredFunc& func, const sparse::Program& progr
 
 std::string precompute_refusal(const loops::For& loop) { return precompute_shape(loop).refusal; }
 
+MaskedSumOf masked_sum_of(const loops::For& loop) {
+  std::map<std::string, Expr> lets;
+  struct Substitute : IRMutator {
+    const std::map<std::string, Expr>* lets;
+    Expr mutate_var(const Var& node, const Expr& self) override {
+      auto it = lets->find(node.name);
+      return it == lets->end() ? self : it->second;
+    }
+  } substitute;
+  substitute.lets = &lets;
+  MaskedSumOf sum;
+  for (const Stmt& s : statements_of(loop.body)) {
+    if (s->kind == StmtKind::Comment) continue;
+    if (s->kind == StmtKind::Declare && !static_cast<const Declare&>(*s).is_mutable) {
+      const auto& d = static_cast<const Declare&>(*s);
+      lets[d.name] = substitute.mutate(d.init);
+      continue;
+    }
+    if (s->kind == StmtKind::Assign && static_cast<const Assign&>(*s).accumulate && !sum.value) {
+      const auto& a = static_cast<const Assign&>(*s);
+      sum.scalar = a.name;
+      sum.value = substitute.mutate(a.value);
+      continue;
+    }
+    return {"", nullptr, "a masked tail sums one value into one scalar, and the body of loop " + loop.label + " does more"};
+  }
+  if (!sum.value) sum.refusal = "a masked tail needs a sum: loop " + loop.label + " adds into no scalar";
+  return sum;
+}
+
+// The loop walks the positions of a compressed level under a dense root (csr's j: [pos[i],
+// pos[i+1])), reads by position only that level's coordinates and its tensor's values, all
+// pos[rows] long, and its body only adds one value into one scalar.
+MaskedTailPlan plan_masked_tail(const loops::For& loop, const sparse::Program& program) {
+  auto pos_load = [](const Expr& e) -> const Load* {
+    const Expr& inner = e->kind == ExprKind::Cast ? static_cast<const Cast&>(*e).a : e;
+    return inner->kind == ExprKind::Load ? static_cast<const Load*>(inner.get()) : nullptr;
+  };
+  const Load* begin = pos_load(loop.begin);
+  const sparse::Axis* level = nullptr;
+  for (const sparse::Axis& axis : program.axes)
+    if (begin && !axis.pos.empty() && axis.pos == begin->buffer) level = &axis;
+  const std::string shape = "a masked tail needs a loop over the entries of a row of a compressed level under a dense one "
+                            "(csr's j)";
+  if (!level || level->parent < 0 || !level->unique || level->block_part != BlockPart::None) return {shape, nullptr};
+  const sparse::Axis& parent = program.axes.at(static_cast<size_t>(level->parent));
+  const sparse::SparseBuffer& tensor = program.buffer(level->tensor);
+  if (parent.parent >= 0 || parent.kind != sparse::AxisKind::DenseFixed ||
+      level->level + 1 != static_cast<int>(tensor.format.levels.size()))
+    return {shape, nullptr};
+  MaskedSumOf sum = masked_sum_of(loop);
+  if (!sum.refusal.empty()) return {sum.refusal, nullptr};
+  // Past the row's end, the value may read only the level's coordinates and the tensor's values
+  // by position (the arrays checked against the limit), and elsewhere only through coordinates
+  // (x[crd[p]]: any stored coordinate is in range).
+  struct Reads : IRVisitor {
+    std::string var, crd, values, stray;
+    int in_coordinates = 0;
+    void visit_var(const Var& node) override {
+      if (node.name == var && !in_coordinates && stray.empty()) stray = "its position " + var;
+    }
+    void visit_load(const Load& node) override {
+      if (node.buffer == crd || node.buffer == values) {
+        ++in_coordinates;
+        IRVisitor::visit_load(node);
+        --in_coordinates;
+        return;
+      }
+      const std::string before = stray;
+      IRVisitor::visit_load(node);
+      if (before.empty() && !stray.empty()) stray = node.buffer;
+    }
+  } reads;
+  reads.var = loop.var;
+  reads.crd = level->crd;
+  reads.values = tensor.values;
+  reads.visit(sum.value);
+  if (!reads.stray.empty())
+    return {"a masked tail reads past the end of the row, where only " + level->crd + " and " + tensor.values + " (as long as " +
+                level->tensor + "'s entries) may be read by position; loop " + loop.label + " also reads " + reads.stray,
+            nullptr};
+  return {"", cast(ScalarType::Int64, load(begin->buffer, var(parent.length), begin->type))};
+}
+
 }  // namespace spgen

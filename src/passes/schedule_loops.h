@@ -25,6 +25,24 @@ enum class MissingLoops {
 // sum), or "" when its body has that shape. `auto` asks before it chooses a register tile.
 std::string precompute_refusal(const loops::For& loop);
 
+// Whether `vectorize` with "tail": "masked" applies to `loop` (`refusal` says why not, else
+// empty) and the length of the arrays its masked sums may read up to (`limit`). `auto` asks
+// before it chooses one.
+// The one sum a loop's body makes: the scalar and the value added, the body's declarations
+// substituted (its own variable left free); else why the body is not one sum.
+struct MaskedSumOf {
+  std::string scalar;
+  loops::Expr value;
+  std::string refusal;
+};
+MaskedSumOf masked_sum_of(const loops::For& loop);
+
+struct MaskedTailPlan {
+  std::string refusal;
+  loops::Expr limit;
+};
+MaskedTailPlan plan_masked_tail(const loops::For& loop, const sparse::Program& program);
+
 // The factor a tile uses: its own, or, where "sizes" fixes its index to fewer iterations, halved
 // until it fits (down to 4): columns past the fixed size would only ever run the tile's remainder.
 int64_t tile_factor(const TileOp& tile, const Config& config);

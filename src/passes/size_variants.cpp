@@ -21,7 +21,10 @@ namespace {
 // faster so (bench/RESULTS.md, session 18). A plain vectorize gains little from it.
 std::string tiled_or_in_lanes(const ScheduleOp& op) {
   if (const auto* tile = std::get_if<TileOp>(&op.op)) return tile->var;
-  if (const auto* vectorize = std::get_if<VectorizeOp>(&op.op); vectorize && vectorize->lanes > 0) return vectorize->var;
+  // (A masked tail's lanes walk a sparse level's entries, SpMV's row: as many as the row has,
+  // whatever the size of its index. No size helps them.)
+  if (const auto* vectorize = std::get_if<VectorizeOp>(&op.op); vectorize && vectorize->lanes > 0 && !vectorize->masked_tail)
+    return vectorize->var;
   return "";
 }
 
@@ -55,8 +58,7 @@ std::optional<SizeVariants> choose_size_variants(const Config& config, const spa
   return std::nullopt;
 }
 
-std::vector<std::string> describe_variants(const std::optional<SizeVariants>& sizes, const std::vector<RowLengthVariant>& rows,
-                                           bool row_variants_given) {
+std::vector<std::string> describe_variants(const std::optional<SizeVariants>& sizes, const std::vector<RowLengthVariant>& rows) {
   std::vector<std::string> lines;
   if (sizes) {
     std::string listed;  // "16, 32, 64 and 128"
@@ -71,7 +73,7 @@ std::vector<std::string> describe_variants(const std::optional<SizeVariants>& si
     for (const ScheduleOp& op : v.schedule) ops += (ops.empty() ? "" : ", ") + describe_schedule_op(op);
     lines.push_back("rows of at least " + std::to_string(v.min_entries_per_row) +
                     " stored entries on average: a kernel of its own, chosen on entry,");
-    lines.push_back("  scheduled " + ops + (row_variants_given ? "" : " (`auto`: " + v.schedule.back().reason + ")"));
+    lines.push_back("  scheduled " + ops);
   }
   return lines;
 }

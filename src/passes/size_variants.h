@@ -60,9 +60,8 @@ loops::Expr mean_row_length_at_least(const sparse::Program& program, const loops
 std::string row_variant_name(const std::string& kernel, int64_t min);
 
 // The header's lines on the variants ("Schedule" section): the sizes, then each row-length
-// variant's schedule (with `auto`'s reason for its last op unless `row_variants_given`).
-std::vector<std::string> describe_variants(const std::optional<SizeVariants>& sizes, const std::vector<RowLengthVariant>& rows,
-                                           bool row_variants_given);
+// variant's schedule.
+std::vector<std::string> describe_variants(const std::optional<SizeVariants>& sizes, const std::vector<RowLengthVariant>& rows);
 
 // The parameter that holds the variable's size, or null.
 const loops::Param* size_param(const loops::LoweredFunc& func, const std::string& var);

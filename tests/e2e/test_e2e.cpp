@@ -109,15 +109,24 @@ class Claims {
 };
 
 // The kernels k has besides its generic one (passes/size_variants.h): for sizes of one index
-// variable, and for long rows. Only compiling it tells where `auto` chooses them.
+// variable, and for long rows; and whether a sum in lanes ends in a masked tail, whose short and
+// long rows (and rows near the arrays' end) take different paths. Only compiling it tells where
+// `auto` chooses them.
 struct KernelVariants {
   std::optional<spgen::SizeVariants> sizes;
   bool long_rows = false;
 };
+bool has_masked_tail(const std::vector<spgen::ScheduleOp>& ops) {
+  return std::any_of(ops.begin(), ops.end(), [](const spgen::ScheduleOp& op) {
+    const auto* v = std::get_if<spgen::VectorizeOp>(&op.op);
+    return v && v->masked_tail;
+  });
+}
 KernelVariants variants_of(const Kernel& k) {
-  if (!k.config.auto_schedule && k.config.specialize.empty() && k.config.row_variants.empty()) return {};
+  if (!k.config.auto_schedule && k.config.specialize.empty() && k.config.row_variants.empty() && !has_masked_tail(k.config.schedule))
+    return {};
   spgen::Compilation c = spgen::compile({k.pair.spec, read_text(k.pair.spec), k.pair.config, read_text(k.pair.config), std::nullopt, {}});
-  return {c.size_variants, !c.row_variants.empty()};
+  return {c.size_variants, !c.row_variants.empty() || has_masked_tail(c.schedule)};
 }
 
 std::vector<Kernel> all_kernels() {

@@ -674,6 +674,10 @@ TEST_CASE("config error: vectorize and unroll fields") {
   CHECK(op_error(R"({"op": "vectorize", "var": "k", "lanes": 1})") ==
         config_error("/schedule/0/lanes", "lanes must be a power of two, at least 2 (the vector width in elements: 16 "
                                           "floats for AVX-512)"));
+  CHECK(op_error(R"({"op": "vectorize", "var": "k", "tail": "masked"})") ==
+        config_error("/schedule/0/tail", "\"tail\" belongs to a sum in lanes: give \"lanes\" too"));
+  CHECK(op_error(R"({"op": "vectorize", "var": "k", "lanes": 8, "tail": "padded"})") ==
+        config_error("/schedule/0/tail", "unknown tail \"padded\" (expected \"masked\" or \"scalar\")"));
   CHECK(op_error(R"({"op": "unroll", "factor": 2})") == config_error("/schedule/0", "missing \"var\""));
   CHECK(op_error(R"({"op": "unroll", "var": "j"})") == config_error("/schedule/0", "missing \"factor\""));
   CHECK(op_error(R"({"op": "unroll", "var": "j", "factor": 0})") ==
@@ -688,7 +692,7 @@ TEST_CASE("config error: unknown keys inside an op") {
   CHECK(op_error(R"({"op": "parallel", "var": "i", "threads": 8})") ==
         config_error("/schedule/0/threads", "unknown key \"threads\" (expected one of: op, var, schedule, chunk, reduction, balance, parts)"));
   CHECK(op_error(R"({"op": "vectorize", "var": "k", "factor": 8})") ==
-        config_error("/schedule/0/factor", "unknown key \"factor\" (expected one of: op, var, lanes)"));
+        config_error("/schedule/0/factor", "unknown key \"factor\" (expected one of: op, var, lanes, tail)"));
   CHECK(op_error(R"({"op": "unroll", "var": "j", "factor": 2, "into": ["a", "b"]})") ==
         config_error("/schedule/0/into", "unknown key \"into\" (expected one of: op, var, factor)"));
   CHECK(op_error(R"({"op": "reorder", "order": ["i"], "var": "i"})") ==

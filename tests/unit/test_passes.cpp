@@ -210,7 +210,13 @@ TEST_CASE("auto schedule: a dot product over a dense inner loop sums in vector l
 }
 
 TEST_CASE("auto schedule: rows that are one sparse walk (SpMV) are shared in large chunks, heavier rows in small ones") {
+  // ... and its row sums in 16 lanes (8 doubles), the rest of a row and a short row in one masked sum.
   CHECK(described(compile(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": "auto"})")) ==
+        std::vector<std::string>{"parallel(i, dynamic, 512)", "vectorize(j, 16 lanes, masked tail)"});
+  CHECK(described(compile(kSpmv, R"({"types": {"value": "float64"}, "tensors": {"A": {"format": "csr"}}, "schedule": "auto"})")) ==
+        std::vector<std::string>{"parallel(i, dynamic, 512)", "vectorize(j, 8 lanes, masked tail)"});
+  // dcsr's rows are no dense loop: a masked tail cannot bound its reads, and auto gives none.
+  CHECK(described(compile(kSpmv, R"({"tensors": {"y": {"format": "dense"}, "A": {"format": "dcsr"}}, "schedule": "auto"})")) ==
         std::vector<std::string>{"parallel(i, dynamic, 512)"});
   CHECK(described(compile("C(i,j) = A(i,k) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}},
                                                         "schedule": "auto"})")) == std::vector<std::string>{"parallel(i, dynamic, 128)"});
@@ -981,6 +987,47 @@ TEST_CASE("vectorize with lanes over a sparse level: native vectors, x gathered 
   CHECK(contains(c.stage2_dump, "        let j: int64 = int64(A_crd1[pA1])\n        acc += A_vals[pA1] * x_vals[j]\n"));
   // Kernels without gathers do not carry the helper.
   CHECK(!contains(compile(kSddmm, R"({"tensors": {"X": {"format": "csr"}}, "schedule": "auto"})").files[1].text, "spgen_gather_f32"));
+}
+
+TEST_CASE("vectorize with lanes and a masked tail: the rest of a row in one masked sum where the arrays reach past it") {
+  spgen::Compilation c = compile(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "vectorize", "var": "j", "lanes": 16, "tail": "masked"}]})");
+  CAPTURE(c.stage2_dump);
+  // A row shorter than the lanes is one masked sum of its value (j substituted) where A's arrays
+  // (A_pos1[dim_i] long) reach 16 past its start. Else whole groups in vector lanes as without a
+  // tail, then the rest in one masked sum where the arrays reach, else the scalar loop.
+  CHECK(contains(c.stage2_dump, "acc_lanes[j_lane_vec] += A_vals[pA1 +: lanes] * gather(x_vals[int64(A_crd1[pA1 + lane])] for lane in lanes)"));
+  CHECK(contains(c.stage2_dump,
+                 "    if pA1_end - pA1_begin < 16 && pA1_begin + 16 <= int64(A_pos1[dim_i]):\n"
+                 "      acc += masked_sum(j_tail < pA1_end - pA1_begin of 16: A_vals[pA1_begin + j_tail] * x_vals[int64(A_crd1[pA1_begin + j_tail])])\n"
+                 "    else:\n"
+                 "      allocate local acc_lanes: float32 vectors[16 / SPGEN_LANES_F32] = 0:\n"));
+  CHECK(contains(c.stage2_dump,
+                 "        let j_left: int64 = pA1_begin + (pA1_end - pA1_begin) - (pA1_begin + j_groups * 16)\n"
+                 "        if pA1_begin + j_groups * 16 + 16 <= int64(A_pos1[dim_i]):\n"
+                 "          acc += masked_sum(j_tail < j_left of 16: A_vals[pA1_begin + j_groups * 16 + j_tail] * "
+                 "x_vals[int64(A_crd1[pA1_begin + j_groups * 16 + j_tail])])\n"
+                 "        else:\n"
+                 "          for j_rest at pA1 in"));
+  const std::string& src = c.files[1].text;
+  CHECK(contains(src, "acc += spgen_masked_sum_f32<16>(j_left, [&](int64_t j_tail) { return A_vals[pA1_begin + j_groups * 16 + j_tail] * "));
+  CHECK(contains(src, "static inline float spgen_masked_sum_f32(int64_t count, Lane lane) {"));
+  // Lanes of 2 floats still read 4 past the rest (the half-width step): the check says so.
+  CHECK(contains(compile(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "vectorize", "var": "j", "lanes": 2, "tail": "masked"}]})").stage2_dump,
+                 "if pA1_end - pA1_begin < 2 && pA1_begin + 4 <= int64(A_pos1[dim_i]):"));
+  // Doubles: the f64 helper; a scalar tail is the default, written out or not.
+  CHECK(contains(compile(kSpmv, R"({"types": {"value": "float64"}, "tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "vectorize", "var": "j", "lanes": 8, "tail": "masked"}]})").files[1].text,
+                 "spgen_masked_sum_f64<8>(j_left"));
+  CHECK(compile(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "vectorize", "var": "j", "lanes": 8, "tail": "scalar"}]})").stage2_dump ==
+        compile(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "vectorize", "var": "j", "lanes": 8}]})").stage2_dump);
+}
+
+TEST_CASE("a masked tail is refused where it would read past arrays it cannot bound") {
+  // dcsr: the rows' level is compressed, not dense; its row count is no dimension.
+  CHECK(contains(error_of(kSpmv, R"({"tensors": {"y": {"format": "dense"}, "A": {"format": "dcsr"}}, "schedule": [{"op": "vectorize", "var": "j", "lanes": 8, "tail": "masked"}]})"),
+                 "/schedule/0: error: vectorize: a masked tail needs a loop over the entries of a row of a compressed level under a dense one (csr's j)"));
+  // A dense loop has no positions to read past.
+  CHECK(contains(error_of(kSddmm, R"({"tensors": {"X": {"format": "csr"}}, "schedule": [{"op": "vectorize", "var": "k", "lanes": 8, "tail": "masked"}]})"),
+                 "error: vectorize: a masked tail needs a loop over the entries of a row"));
 }
 
 TEST_CASE("vectorize with lanes is refused where there is no sum to keep in lanes") {

@@ -57,7 +57,8 @@ void Scheduler::apply_op(const SplitOp& split) {
 // The loop as whole groups of `factor` iterations (an inner loop with a constant trip count)
 // and a remainder loop for the iterations left over, which keeps the original body.
 std::vector<Stmt> Scheduler::tile_loop(const For& loop, int64_t factor, const std::string& outer, const std::string& inner,
-                                       const std::string& rest, const Stmt& main_body, const LoopAnnotations& inner_annotations) {
+                                       const std::string& rest, const Stmt& main_body, const LoopAnnotations& inner_annotations,
+                                       TiledBounds* bounds) {
   std::vector<Stmt> stmts;
   Expr begin = loop.begin, extent = sub(loop.end, loop.begin);
   if (!is_const_int(loop.begin, 0)) {  // bounds that read memory are computed once
@@ -69,6 +70,7 @@ std::vector<Stmt> Scheduler::tile_loop(const For& loop, int64_t factor, const st
   } else {
     extent = loop.end;
   }
+  if (bounds) *bounds = {begin, extent, static_cast<int>(stmts.size())};
   std::string groups = fresh(loop.label + "_groups");
   stmts.push_back(std::make_shared<Declare>(groups, ScalarType::Int64, binary(BinOp::Div, extent, int64(factor)), false));
   Expr first = is_const_int(begin, 0) ? mul(var(outer), int64(factor)) : add(begin, mul(var(outer), int64(factor)));

@@ -300,7 +300,7 @@ void Scheduler::apply_op(const VectorizeOp& vectorize) {
   if (vectorize.lanes) {
     if (reductions.empty())
       fail("lanes keep partial sums of a reduction, and loop " + vectorize.var + " sums into no scalar");
-    vectorize_in_lanes(*info.loop, vectorize.lanes, reductions);
+    vectorize_in_lanes(*info.loop, vectorize.lanes, reductions, vectorize.masked_tail);
     return;
   }
   set_annotations(vectorize.var, [&](LoopAnnotations& a) {
@@ -329,7 +329,10 @@ void Scheduler::check_cuda_vectorize(const VectorizeOp& vectorize, const For& lo
 // run serially into the scalar; then the partial sums are added pairwise (a tree) into it.
 // This reassociates the float sum, as any vectorized reduction does, but leaves the compiler
 // no serial lane-by-lane epilogue.
-void Scheduler::vectorize_in_lanes(const For& loop, int64_t lanes, const std::vector<std::string>& scalars) {
+void Scheduler::vectorize_in_lanes(const For& loop, int64_t lanes, const std::vector<std::string>& scalars, bool masked_tail) {
+  // A masked tail reads up to `lanes` elements past the loop's range: only where the arrays go on
+  // that far (their length, from the level's pos array: `limit`), else the scalar loop runs.
+  const Expr limit = masked_tail ? masked_tail_limit(loop) : nullptr;
   std::map<std::string, std::string> lane_arrays;
   std::vector<Workspace> arrays;
   for (const std::string& scalar : scalars) {
@@ -355,15 +358,65 @@ void Scheduler::vectorize_in_lanes(const For& loop, int64_t lanes, const std::ve
   into_lanes.lane = lane;
   LoopAnnotations vectorized;
   vectorized.vectorized = true;
-  std::vector<Stmt> stmts = tile_loop(loop, lanes, group, lane, rest, into_lanes.mutate(loop.body), vectorized);
+  TiledBounds bounds;
+  std::vector<Stmt> stmts = tile_loop(loop, lanes, group, lane, rest, into_lanes.mutate(loop.body), vectorized, &bounds);
+  std::vector<Stmt> head;  // a masked tail: the bounds, read once before the choice below
+  Stmt whole_range;        // ... and the masked sum of a whole range shorter than the lanes
+  Expr fits;               // ... where it is shorter and the arrays reach far enough
+  if (masked_tail) {
+    // tile_loop's last statement is the scalar loop over the rest, [rest_begin, end): where the
+    // arrays reach `reach` elements past rest_begin (the most a masked sum reads), the rest is one
+    // masked sum into the scalar instead.
+    const auto& rest_loop = static_cast<const For&>(*stmts.back());
+    const std::string tail = fresh(loop.label + "_tail"), left = fresh(loop.label + "_left");
+    const auto [scalar, value] = masked_tail_value(loop, add(rest_loop.begin, var(tail)));
+    const ScalarType type = find_declare(scalar)->type;
+    const int64_t reach = std::max<int64_t>(lanes, type == ScalarType::Float64 ? 2 : 4);
+    Stmt masked = std::make_shared<Assign>(scalar, std::make_shared<MaskedSum>(tail, var(left), value, lanes), true);
+    Stmt rest_stmt = stmts.back();
+    stmts.back() = std::make_shared<Declare>(left, ScalarType::Int64, sub(rest_loop.end, rest_loop.begin), false);
+    stmts.push_back(std::make_shared<If>(binary(BinOp::Le, add(rest_loop.begin, int64(reach)), limit), masked, rest_stmt));
+    // A range shorter than the lanes (a short row: most of them in a graph) is the masked sum
+    // alone, without the lanes' setup and final sum.
+    const size_t setup = static_cast<size_t>(bounds.declared);
+    head.assign(stmts.begin(), stmts.begin() + static_cast<std::ptrdiff_t>(setup));
+    stmts.erase(stmts.begin(), stmts.begin() + static_cast<std::ptrdiff_t>(setup));
+    const Expr whole = masked_tail_value(loop, add(bounds.begin, var(tail))).second;
+    whole_range = std::make_shared<Assign>(scalar, std::make_shared<MaskedSum>(tail, bounds.extent, whole, lanes), true);
+    fits = logical_and(binary(BinOp::Lt, bounds.extent, int64(lanes)), binary(BinOp::Le, add(bounds.begin, int64(reach)), limit));
+  }
   // Then the partial sums are added into the scalar, pairwise (a tree, in vector registers).
   for (const auto& [scalar, array] : lane_arrays)
     stmts.push_back(std::make_shared<Assign>(scalar, std::make_shared<LaneSum>(array, lanes, find_declare(scalar)->type), true));
   Stmt replacement = std::make_shared<Allocate>(std::move(arrays), block(std::move(stmts)));
+  if (masked_tail) {
+    head.push_back(std::make_shared<If>(fits, whole_range, replacement));
+    replacement = block(std::move(head));
+  }
   // (`loop` lies in the body that the rewrite replaces: read its label before.)
   const std::string label = loop.label, origin = origin_.at(label);
   func_.body = RewriteLoop(label, [&](const For&) { return replacement; }).mutate(func_.body);
   origin_[group] = origin_[lane] = origin_[rest] = origin;
+}
+
+// A masked tail's sum: the one scalar the loop body adds into, and the value it adds with the
+// body's declarations substituted and the loop's variable at `position`.
+std::pair<std::string, Expr> Scheduler::masked_tail_value(const For& loop, const Expr& position) const {
+  MaskedSumOf sum = masked_sum_of(loop);  // (plan_masked_tail checked that it is one)
+  struct AtPosition : IRMutator {
+    std::string var;
+    Expr position;
+    Expr mutate_var(const Var& node, const Expr& self) override { return node.name == var ? position : self; }
+  } at;
+  at.var = loop.var;
+  at.position = position;
+  return {sum.scalar, at.mutate(sum.value)};
+}
+
+Expr Scheduler::masked_tail_limit(const For& loop) const {
+  MaskedTailPlan plan = plan_masked_tail(loop, program_);
+  if (!plan.refusal.empty()) fail(plan.refusal);
+  return plan.limit;
 }
 
 const Declare* Scheduler::find_declare(const std::string& name) const {

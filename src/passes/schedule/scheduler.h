@@ -67,8 +67,15 @@ class Scheduler {
   // The ops that make and move loops (schedule/loop_ops.cpp).
   void apply_op(const DecomposeOp&);
   void apply_op(const SplitOp& split);
+  // Where tile_loop puts the loop's range: its first iteration, its trip count, and how many of
+  // the returned statements declare them (bounds that read memory are read once).
+  struct TiledBounds {
+    Expr begin, extent;
+    int declared = 0;
+  };
   std::vector<Stmt> tile_loop(const For& loop, int64_t factor, const std::string& outer, const std::string& inner,
-                              const std::string& rest, const Stmt& main_body, const LoopAnnotations& inner_annotations);
+                              const std::string& rest, const Stmt& main_body, const LoopAnnotations& inner_annotations,
+                              TiledBounds* bounds = nullptr);
   void apply_op(const TileOp& tile);
   void apply_op(const PrecomputeOp& precompute);
   static std::vector<Stmt> lets_read_by(const std::vector<Stmt>& lets, const std::vector<Stmt>& stmts);
@@ -92,7 +99,9 @@ class Scheduler {
   std::string row_positions(const For& loop) const;
   void apply_op(const VectorizeOp& vectorize);
   void check_cuda_vectorize(const VectorizeOp& vectorize, const For& loop) const;
-  void vectorize_in_lanes(const For& loop, int64_t lanes, const std::vector<std::string>& scalars);
+  void vectorize_in_lanes(const For& loop, int64_t lanes, const std::vector<std::string>& scalars, bool masked_tail);
+  Expr masked_tail_limit(const For& loop) const;
+  std::pair<std::string, Expr> masked_tail_value(const For& loop, const Expr& position) const;
   const Declare* find_declare(const std::string& name) const;
   static Expr zero_of(ScalarType type);
   bool writes_output(const For& loop) const;
