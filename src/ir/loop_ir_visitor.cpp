@@ -177,6 +177,18 @@ class VarCollector : public IRVisitor {
 };
 }  // namespace
 
+Expr substitute(const Expr& expr, const std::map<std::string, Expr>& values) {
+  struct Substitute : IRMutator {
+    const std::map<std::string, Expr>* values;
+    Expr mutate_var(const Var& node, const Expr& self) override {
+      auto it = values->find(node.name);
+      return it == values->end() ? self : it->second;
+    }
+  } substitute;
+  substitute.values = &values;
+  return substitute.mutate(expr);
+}
+
 std::vector<std::string> vars_read(const Expr& expr) {
   VarCollector collector;
   collector.visit(expr);

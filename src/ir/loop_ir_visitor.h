@@ -135,6 +135,8 @@ Stmt rename(const Stmt& stmt, const std::map<std::string, std::string>& names);
 // `with_values`, a list of keys with their values (an output's listed entries).
 bool uses_sort(const Stmt& stmt, bool with_values = false);
 
+// The expression with each variable named in `values` replaced by its expression there.
+Expr substitute(const Expr& expr, const std::map<std::string, Expr>& values);
 // Names of all variables an expression reads.
 std::vector<std::string> vars_read(const Expr& expr);
 bool reads_var(const Expr& expr, const std::string& name);

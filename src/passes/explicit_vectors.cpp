@@ -97,16 +97,7 @@ class LoopVectorizer {
   }
 
   // The loop variable becomes the first lane of the current vector.
-  Expr first_lane(const Expr& e) const {
-    struct Substitute : IRMutator {
-      std::string name;
-      Expr by;
-      Expr mutate_var(const Var& node, const Expr& self) override { return node.name == name ? by : self; }
-    } substitute;
-    substitute.name = loop_.var;
-    substitute.by = first_lane_;
-    return substitute.mutate(e);
-  }
+  Expr first_lane(const Expr& e) const { return substitute(e, {{loop_.var, first_lane_}}); }
 
   // `e` in lane `lane_var_` of the current vector: the loop variable is the first lane's plus
   // the lane, a strided declaration (already the first lane's) plus its stride times the lane,

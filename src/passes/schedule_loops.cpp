@@ -255,26 +255,18 @@ std::string precompute_refusal(const loops::For& loop) { return precompute_shape
 
 MaskedSumOf masked_sum_of(const loops::For& loop) {
   std::map<std::string, Expr> lets;
-  struct Substitute : IRMutator {
-    const std::map<std::string, Expr>* lets;
-    Expr mutate_var(const Var& node, const Expr& self) override {
-      auto it = lets->find(node.name);
-      return it == lets->end() ? self : it->second;
-    }
-  } substitute;
-  substitute.lets = &lets;
   MaskedSumOf sum;
   for (const Stmt& s : statements_of(loop.body)) {
     if (s->kind == StmtKind::Comment) continue;
     if (s->kind == StmtKind::Declare && !static_cast<const Declare&>(*s).is_mutable) {
       const auto& d = static_cast<const Declare&>(*s);
-      lets[d.name] = substitute.mutate(d.init);
+      lets[d.name] = substitute(d.init, lets);
       continue;
     }
     if (s->kind == StmtKind::Assign && static_cast<const Assign&>(*s).accumulate && !sum.value) {
       const auto& a = static_cast<const Assign&>(*s);
       sum.scalar = a.name;
-      sum.value = substitute.mutate(a.value);
+      sum.value = substitute(a.value, lets);
       continue;
     }
     return {"", nullptr, "a masked tail sums one value into one scalar, and the body of loop " + loop.label + " does more"};

@@ -369,10 +369,13 @@ void Scheduler::vectorize_in_lanes(const For& loop, int64_t lanes, const std::ve
     // masked sum into the scalar instead.
     const auto& rest_loop = static_cast<const For&>(*stmts.back());
     const std::string tail = fresh(loop.label + "_tail"), left = fresh(loop.label + "_left");
-    const auto [scalar, value] = masked_tail_value(loop, add(rest_loop.begin, var(tail)));
+    // The one value the body adds into one scalar (plan_masked_tail checked it), at a position.
+    const MaskedSumOf sum = masked_sum_of(loop);
+    auto value_at = [&](const Expr& position) { return substitute(sum.value, {{loop.var, position}}); };
+    const std::string& scalar = sum.scalar;
     const ScalarType type = find_declare(scalar)->type;
     const int64_t reach = std::max<int64_t>(lanes, type == ScalarType::Float64 ? 2 : 4);
-    Stmt masked = std::make_shared<Assign>(scalar, std::make_shared<MaskedSum>(tail, var(left), value, lanes), true);
+    Stmt masked = std::make_shared<Assign>(scalar, std::make_shared<MaskedSum>(tail, var(left), value_at(add(rest_loop.begin, var(tail))), lanes), true);
     Stmt rest_stmt = stmts.back();
     stmts.back() = std::make_shared<Declare>(left, ScalarType::Int64, sub(rest_loop.end, rest_loop.begin), false);
     stmts.push_back(std::make_shared<If>(binary(BinOp::Le, add(rest_loop.begin, int64(reach)), limit), masked, rest_stmt));
@@ -381,8 +384,8 @@ void Scheduler::vectorize_in_lanes(const For& loop, int64_t lanes, const std::ve
     const size_t setup = static_cast<size_t>(bounds.declared);
     head.assign(stmts.begin(), stmts.begin() + static_cast<std::ptrdiff_t>(setup));
     stmts.erase(stmts.begin(), stmts.begin() + static_cast<std::ptrdiff_t>(setup));
-    const Expr whole = masked_tail_value(loop, add(bounds.begin, var(tail))).second;
-    whole_range = std::make_shared<Assign>(scalar, std::make_shared<MaskedSum>(tail, bounds.extent, whole, lanes), true);
+    whole_range = std::make_shared<Assign>(
+        scalar, std::make_shared<MaskedSum>(tail, bounds.extent, value_at(add(bounds.begin, var(tail))), lanes), true);
     fits = logical_and(binary(BinOp::Lt, bounds.extent, int64(lanes)), binary(BinOp::Le, add(bounds.begin, int64(reach)), limit));
   }
   // Then the partial sums are added into the scalar, pairwise (a tree, in vector registers).
@@ -397,20 +400,6 @@ void Scheduler::vectorize_in_lanes(const For& loop, int64_t lanes, const std::ve
   const std::string label = loop.label, origin = origin_.at(label);
   func_.body = RewriteLoop(label, [&](const For&) { return replacement; }).mutate(func_.body);
   origin_[group] = origin_[lane] = origin_[rest] = origin;
-}
-
-// A masked tail's sum: the one scalar the loop body adds into, and the value it adds with the
-// body's declarations substituted and the loop's variable at `position`.
-std::pair<std::string, Expr> Scheduler::masked_tail_value(const For& loop, const Expr& position) const {
-  MaskedSumOf sum = masked_sum_of(loop);  // (plan_masked_tail checked that it is one)
-  struct AtPosition : IRMutator {
-    std::string var;
-    Expr position;
-    Expr mutate_var(const Var& node, const Expr& self) override { return node.name == var ? position : self; }
-  } at;
-  at.var = loop.var;
-  at.position = position;
-  return {sum.scalar, at.mutate(sum.value)};
 }
 
 Expr Scheduler::masked_tail_limit(const For& loop) const {

@@ -101,7 +101,6 @@ class Scheduler {
   void check_cuda_vectorize(const VectorizeOp& vectorize, const For& loop) const;
   void vectorize_in_lanes(const For& loop, int64_t lanes, const std::vector<std::string>& scalars, bool masked_tail);
   Expr masked_tail_limit(const For& loop) const;
-  std::pair<std::string, Expr> masked_tail_value(const For& loop, const Expr& position) const;
   const Declare* find_declare(const std::string& name) const;
   static Expr zero_of(ScalarType type);
   bool writes_output(const For& loop) const;
