@@ -42,6 +42,8 @@ extern "C" {
 // The generated kernels (bench/configs/*.json, generated at build time by bench/meson.build).
 #include "add_b_dyn64.h"
 #include "sddmm_b_auto.h"
+#include "sddmm_b_auto_pf8.h"
+#include "sddmm_b_auto_pf8_nnz.h"
 #include "sddmm_b_dyn128.h"
 #include "sddmm_b_dyn16.h"
 #include "sddmm_b_dyn16_novec.h"
@@ -78,6 +80,8 @@ extern "C" {
 #include "spmm_b_tile16.h"
 #include "spmm_b_tile32.h"
 #include "spmv_b_auto.h"
+#include "spmv_b_auto_static.h"
+#include "spmv_b_auto_nnz.h"
 #include "spmv_b_dyn512.h"
 #include "spmv_b_dyn512_unroll4.h"
 #include "spmv_b_dyn512_vec.h"
@@ -136,6 +140,8 @@ const std::vector<Variant<SpmvFn>> kSpmv = {
     {"spmv_b_static_lanes8", spmv_b_static_lanes8},
     {"spmv_b_hyb", spmv_b_hyb_csr},
     {"spmv_b_auto", spmv_b_auto},
+    {"spmv_b_auto_static", spmv_b_auto_static},
+    {"spmv_b_auto_nnz", spmv_b_auto_nnz},
 };
 const std::vector<Variant<SpmmFn>> kSpmm = {
     {"spmm_b_pre32_sized", spmm_by_width<spmm_b_pre32_n32, spmm_b_pre32_n128>},
@@ -168,6 +174,8 @@ const std::vector<Variant<SddmmFn>> kSddmm = {
     {"sddmm_b_sized_lanes16", sddmm_by_width<sddmm_b_k32_lanes16, sddmm_b_k128_lanes16>},
     {"sddmm_b_sized_lanes32", sddmm_by_width<sddmm_b_k32_lanes32, sddmm_b_k128_lanes32>},
     {"sddmm_b_auto", sddmm_b_auto},
+    {"sddmm_b_auto_pf8", sddmm_b_auto_pf8},
+    {"sddmm_b_auto_pf8_nnz", sddmm_b_auto_pf8_nnz},
     {"sddmm_b_sized_pf4", sddmm_by_width<sddmm_b_k32_pf4, sddmm_b_k128_pf4>},
     {"sddmm_b_sized_pf16", sddmm_by_width<sddmm_b_k32_pf16, sddmm_b_k128_pf16>},
 };

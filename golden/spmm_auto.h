@@ -17,6 +17,7 @@
 //   tile(k, 32 -> k0, k1): 32 columns of the output's row at a time
 //   precompute(k1): their sums stay in registers across the sum
 //   vectorize(k1): vector registers
+//   for k = 16: tile(k, 16 -> k0, k1) in place of tile(k, 32 -> k0, k1): 16 columns of the output's row at a time
 //
 // ABI: void spmm_auto(...), arguments in this order. Arrays are allocated by the caller, must not
 // overlap one another, and hold int32_t indices and float values.

@@ -1,6 +1,7 @@
 // The compiler, as one list of passes: see compile() in lower.cpp.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -24,6 +25,12 @@ struct CompileInput {
   std::optional<Target> target;  // replaces the config's (--target)
   std::map<std::string, int64_t> sizes;  // replace the config's "sizes" for these index variables (--size)
   bool python = false;                   // also NAME.py (--python)
+  // Files whose statistics `auto` uses, by input tensor (--stats NAME=FILE; `spgen run`'s
+  // --input files), read by `read_stats` for the sparse inputs they name. `stats_flag` names
+  // them in errors; where it is "--input" they may name dense inputs too, which are left out.
+  std::map<std::string, std::string> stats_files = {};
+  std::function<InputStats(const std::string& path)> read_stats = nullptr;
+  std::string stats_flag = "--stats";
 };
 
 struct Compilation {
@@ -37,6 +44,9 @@ struct Compilation {
   // Kernels for sizes of one index variable ("specialize", or `auto`'s choice): `parts` holds
   // them and the generic kernel, and `func` is the entry point that chooses.
   std::optional<SizeVariants> size_variants;
+  // Where `auto` schedules a size variant otherwise than the generic kernel: a line per
+  // difference, for the header ("for k = 64, also prefetch(...)").
+  std::vector<std::string> variant_schedule_notes;
   // Kernels for rows of at least so many entries on average ("variants"), chosen on entry as
   // the size variants are.
   std::vector<RowLengthVariant> row_variants;

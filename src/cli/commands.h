@@ -19,10 +19,15 @@ struct GenOptions {
   std::map<std::string, int64_t> sizes;  // --size VAR=N: replaces the config's "sizes" for VAR
   bool check = false;  // --check: compare with OUT_DIR's files instead of writing them
   bool python = false;  // --python: also NAME.py
+  std::map<std::string, std::string> stats_files;  // --stats NAME=FILE: statistics for `auto`
 };
 int run_gen(const GenOptions& options);
 // --size VAR=N flags as a map; a malformed one is a CompileError.
 std::map<std::string, int64_t> size_options(const std::vector<std::string>& flags);
+// --stats NAME=FILE flags as a map; a malformed one is a CompileError.
+std::map<std::string, std::string> stats_options(const std::vector<std::string>& flags);
+// The statistics `auto` uses, of a .mtx or .tns file (throws std::runtime_error on a bad file).
+InputStats read_stats_file(const std::string& path);
 // The target --target names, if any.
 std::optional<Target> target_option(const std::string& name);
 

@@ -7,6 +7,7 @@
 #include "support/diagnostics.h"
 #include "support/files.h"
 #include "support/unified_diff.h"
+#include "tune/features.h"
 
 namespace spgen::cli {
 
@@ -26,6 +27,30 @@ std::map<std::string, int64_t> size_options(const std::vector<std::string>& flag
     sizes[flag.substr(0, eq)] = std::stoll(value);
   }
   return sizes;
+}
+
+std::map<std::string, std::string> stats_options(const std::vector<std::string>& flags) {
+  std::map<std::string, std::string> files;
+  for (const std::string& flag : flags) {
+    const size_t eq = flag.find('=');
+    if (eq == 0 || eq == std::string::npos || eq + 1 == flag.size())
+      throw CompileError("spgen: error: --stats " + flag + ": expected NAME=FILE (a .mtx or .tns file of input NAME)\n");
+    files[flag.substr(0, eq)] = flag.substr(eq + 1);
+  }
+  return files;
+}
+
+InputStats read_stats_file(const std::string& path) {
+  const tune::InputFeatures f = tune::input_features(spgen_ref::read_tensor(path));
+  InputStats stats;
+  stats.source = std::filesystem::path(path).filename().string();
+  stats.dims = f.dims;
+  stats.nnz = f.nnz;
+  stats.row_mean = f.row_mean;
+  stats.row_cv = f.row_cv;
+  stats.row_max = static_cast<int64_t>(f.row_max);
+  stats.bandwidth_mean = f.bandwidth_mean;
+  return stats;
 }
 
 namespace {
@@ -53,6 +78,8 @@ int check_files(const std::vector<std::pair<std::string, std::string>>& files) {
 int run_gen(const GenOptions& options) {
   CompileInput input{options.spec, read_file(options.spec), options.config, read_file(options.config),
                      target_option(options.target), options.sizes, options.python};
+  input.stats_files = options.stats_files;
+  input.read_stats = read_stats_file;
   Compilation c = compile(input);
   if (!options.emit.empty()) {
     const std::string& text = options.emit == "stage1"   ? c.stage1_dump

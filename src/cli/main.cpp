@@ -45,6 +45,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> gen_sizes, run_sizes;
   const char* size_help = "VAR=N: specialize the kernel for index VAR of size N (replaces the config's \"sizes\"); repeatable";
   gen_cmd->add_option("--size", gen_sizes, size_help);
+  std::vector<std::string> gen_stats;
+  gen_cmd->add_option("--stats", gen_stats,
+                      "NAME=FILE: the kernel will run on inputs like this .mtx/.tns file of sparse input NAME; "
+                      "`auto` uses its statistics (rows, entries, row lengths, reach); repeatable");
   CLI::Option* emit = gen_cmd->add_option("--emit", gen.emit, "print instead of writing: stage1, stage2, header or source")
                           ->check(CLI::IsMember({"stage1", "stage2", "header", "source"}));
   gen_cmd->add_flag("--check", gen.check,
@@ -99,6 +103,7 @@ int main(int argc, char** argv) {
   }
   try {
     gen.sizes = spgen::cli::size_options(gen_sizes);
+    gen.stats_files = spgen::cli::stats_options(gen_stats);
     run.sizes = spgen::cli::size_options(run_sizes);
     if (*gen_cmd) return spgen::cli::run_gen(gen);
     if (*tune_cmd) return spgen::cli::run_tune(tune);

@@ -9,6 +9,15 @@ namespace spgen::cli {
 int run_run(const RunOptions& options) {
   CompileInput input{options.spec, read_file(options.spec), options.config, read_file(options.config),
                      target_option(options.target), options.sizes};
+  // `auto` knows the structure of the sparse inputs the kernel runs on.
+  for (size_t k = 0; k + 1 < options.driver_args.size(); ++k) {
+    const std::string& value = options.driver_args[k + 1];
+    const size_t eq = value.find('=');
+    if (options.driver_args[k] != "--input" || eq == 0 || eq == std::string::npos || value.substr(eq + 1) == "random") continue;
+    input.stats_files[value.substr(0, eq)] = value.substr(eq + 1);
+  }
+  input.read_stats = read_stats_file;
+  input.stats_flag = "--input";
   Compilation c = compile(input);
   ScratchDir dir(options.keep_dir);
   std::string binary = build_driver(c, dir.path(), {options.extra_cxxflags, options.verbose});

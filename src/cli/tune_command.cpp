@@ -304,6 +304,13 @@ int run_tune(const TuneOptions& options) {
     if (source != "random" && !std::filesystem::is_regular_file(source)) fail("--input " + flag + ": no such file: " + source);
     s.inputs.emplace_back(name, source);
   }
+  // auto as `spgen run` chooses it on these inputs: with their statistics.
+  CompileInput with_stats{s.spec_path, s.spec_text, s.config_path, config_text, target, {}};
+  for (const auto& [name, source] : s.inputs)
+    if (source != "random") with_stats.stats_files[name] = source;
+  with_stats.read_stats = read_stats_file;
+  with_stats.stats_flag = "--input";
+  if (!with_stats.stats_files.empty()) s.auto_compilation = compile(with_stats);
   for (const ast::TensorUse& t : given.spec.tensors)
     if (!t.is_output && std::none_of(s.inputs.begin(), s.inputs.end(), [&](const auto& in) { return in.first == t.name; }))
       fail("no --input for " + t.name + " (give NAME=FILE, or NAME=random for seeded random values)");

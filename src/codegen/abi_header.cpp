@@ -112,7 +112,12 @@ GeneratedFile emit_abi_header(const loops::LoweredFunc& func, const GenerationCo
     if (p.kind == loops::ParamKind::Pos || p.kind == loops::ParamKind::Crd) index_type = printer.type_name(p.type);
   }
   std::vector<std::string> schedule = context.sizes;
-  if (context.auto_schedule) schedule.push_back("auto, chose:");
+  if (context.auto_schedule && context.auto_inputs.empty()) schedule.push_back("auto, chose:");
+  if (context.auto_schedule && !context.auto_inputs.empty()) {
+    schedule.push_back("auto, from the statistics of");
+    for (const std::string& input : context.auto_inputs) schedule.push_back("  " + input);
+    schedule.push_back("chose:");
+  }
   schedule.insert(schedule.end(), context.schedule.begin(), context.schedule.end());
   GeneratedFile file;
   file.name = header_file_name(func);

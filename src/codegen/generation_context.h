@@ -24,6 +24,7 @@ struct GenerationContext {
   std::vector<std::string> sizes;     // one line per size fixed at generation ("sizes")
   std::vector<std::string> schedule;  // one line per applied schedule op
   bool auto_schedule = false;
+  std::vector<std::string> auto_inputs;  // the inputs whose statistics `auto` used, described
   PackRoutines pack;
 };
 

@@ -1,6 +1,7 @@
 // The JSON config: per-tensor formats, value and index types, target and schedule.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "frontend/ast.h"
+#include "frontend/input_stats.h"
 
 namespace spgen {
 
@@ -178,6 +180,8 @@ struct Config {
   bool specialize_given = false;
   // "variants", largest threshold first.
   std::vector<RowLengthVariant> row_variants;
+  // What `auto` knows of sparse inputs' structure, by tensor (--stats, or `spgen run`'s inputs).
+  std::map<std::string, InputStats> stats;
 
   const Format& format_of(const std::string& tensor) const { return formats.at(tensor); }
 };
@@ -189,6 +193,15 @@ struct Config {
 Config read_config(const std::string& file, const std::string& text, const ast::Spec& spec,
                    const std::string& default_name, std::optional<Target> target = std::nullopt,
                    const std::map<std::string, int64_t>& sizes = {});
+
+// The statistics of the spec's sparse inputs that `files` names (tensor -> path), each read by
+// `read` (which throws std::exceptions on a bad file), checked: each names an input of the spec, stored sparse, and has its order. Errors are
+// CompileErrors that name `flag` ("--stats"); where it is "--input" (`spgen run`, which passes
+// every input file) names of dense inputs are left out rather than refused.
+std::map<std::string, InputStats> read_input_stats(const ast::Spec& spec, const Config& config,
+                                                   const std::map<std::string, std::string>& files,
+                                                   const std::function<InputStats(const std::string&)>& read,
+                                                   const std::string& flag);
 
 // One line per op, as it reads in a comment: `split(i, 32 -> i0, i1)`.
 std::string describe_schedule_op(const ScheduleOp& op);

@@ -36,19 +36,37 @@ const sparse::Axis* walked_level(const sparse::Program& program, const For& loop
 
 }  // namespace
 
+std::string prefetch_refusal(const LoweredFunc& func, const sparse::Program& program, const std::string& tensor,
+                             const std::string& var) {
+  const sparse::SparseBuffer& rows = program.buffer(tensor);
+  if (!rows.format.all_dense() || rows.format.levels.empty())
+    return tensor + " is " + rows.format.name + ": prefetch fetches rows of a dense input";
+  const std::string& row_var = rows.indices[static_cast<size_t>(rows.format.mode_order[0])];
+  FindLoops finder;
+  finder.visit(func.body);
+  if (std::none_of(finder.found.begin(), finder.found.end(), [&](const LoopInfo& info) { return info.loop->label == var; }))
+    return "no loop named " + var;
+  for (const LoopInfo& info : finder.found) {
+    const For& loop = *info.loop;
+    if (loop.label != var) continue;
+    if (loop.var == loop.label)
+      return "loop " + var + " counts its coordinates: prefetch looks ahead along the stored coordinates of a sparse level";
+    if (loop.label != row_var)
+      return "loop " + var + " iterates " + loop.label + ", but the rows of " + tensor + " (its first level) are indexed by " + row_var;
+    if (!walked_level(program, loop))
+      return "loop " + var + " does not walk a compressed level under a dense root level (csr's rows), whose positions run on "
+             "across rows";
+  }
+  return "";
+}
+
 void prefetch_rows(LoweredFunc& func, const sparse::Program& program, const Config& config,
                    const std::vector<const ScheduleOp*>& prefetch_ops) {
   for (const ScheduleOp* op : prefetch_ops) {
     const PrefetchOp& prefetch = std::get<PrefetchOp>(op->op);
     auto fail = [&](const std::string& message) { fail_schedule_op(config, *op, message); };
+    if (const std::string refusal = prefetch_refusal(func, program, prefetch.tensor, prefetch.var); !refusal.empty()) fail(refusal);
     const sparse::SparseBuffer& rows = program.buffer(prefetch.tensor);
-    if (!rows.format.all_dense() || rows.format.levels.empty())
-      fail(prefetch.tensor + " is " + rows.format.name + ": prefetch fetches rows of a dense input");
-    const std::string& row_var = rows.indices[static_cast<size_t>(rows.format.mode_order[0])];
-    FindLoops finder;
-    finder.visit(func.body);
-    if (std::none_of(finder.found.begin(), finder.found.end(), [&](const LoopInfo& info) { return info.loop->label == prefetch.var; }))
-      fail("no loop named " + prefetch.var);
     std::set<std::string> used = names_bound_in(func);
     auto fresh = [&](const std::string& wanted) { return *used.insert(first_unused_name(used, wanted)).first; };
     const ScalarType index_type = program.index_type == IndexType::Int64 ? ScalarType::Int64 : ScalarType::Int32;
@@ -57,16 +75,7 @@ void prefetch_rows(LoweredFunc& func, const sparse::Program& program, const Conf
     for (size_t l = 1; l < rows.axes.size(); ++l) extent = mul(extent, var(program.axes[static_cast<size_t>(rows.axes[l])].length));
     // Every loop of that name (a tile's and its remainder's walk the same level) looks ahead.
     func.body = RewriteLoop(prefetch.var, [&](const For& loop) -> Stmt {
-                  if (loop.var == loop.label)
-                    fail("loop " + prefetch.var + " counts its coordinates: prefetch looks ahead along the stored coordinates of a "
-                         "sparse level");
-                  if (loop.label != row_var)
-                    fail("loop " + prefetch.var + " iterates " + loop.label + ", but the rows of " + prefetch.tensor +
-                         " (its first level) are indexed by " + row_var);
-                  const sparse::Axis* level = walked_level(program, loop);
-                  if (!level)
-                    fail("loop " + prefetch.var + " does not walk a compressed level under a dense root level (csr's rows), "
-                         "whose positions run on across rows");
+                  const sparse::Axis* level = walked_level(program, loop);  // (prefetch_refusal checked it)
                   const sparse::Axis& root = program.axes[static_cast<size_t>(level->parent)];
                   // The row `distance` positions ahead, or the last stored one near the end.
                   Expr last = sub(cast(ScalarType::Int64, load(level->pos, var(root.length), index_type)), int64(1));

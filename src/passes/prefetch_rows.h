@@ -6,6 +6,7 @@
 // ops, on the final nest. Errors name the prefetch op.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "frontend/config.h"
@@ -13,6 +14,11 @@
 #include "ir/sparse_ir.h"
 
 namespace spgen {
+
+// Why `prefetch` of `tensor`'s rows at loop `var` does not apply to `func`, or "" where it does:
+// what prefetch_rows refuses, and what `auto` asks before it proposes one.
+std::string prefetch_refusal(const loops::LoweredFunc& func, const sparse::Program& program, const std::string& tensor,
+                             const std::string& var);
 
 void prefetch_rows(loops::LoweredFunc& func, const sparse::Program& program, const Config& config,
                    const std::vector<const ScheduleOp*>& prefetch_ops);

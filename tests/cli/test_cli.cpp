@@ -2,6 +2,7 @@
 // files written all-or-nothing, and bad input files rejected by `spgen run`.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 
@@ -547,6 +548,56 @@ TEST_CASE("spgen run: a specialized kernel takes its fixed size as the default a
   ProcessResult unknown = spgen({"gen", spec("sddmm.spg"), "--config", spec("sddmm_csr.json"), "--size", "q=4", "--emit", "stage2"});
   CHECK(unknown.exit_code == 1);
   CHECK(unknown.err == "spgen: error: --size q=4: no index variable q in the spec (its index variables are: i, j, k)\n");
+}
+
+TEST_CASE("gen --stats NAME=FILE: auto reads the input's structure, the header names it; spgen run reads its --input files") {
+  TempDir dir;
+  write_text(dir.file("auto.json"), R"({"tensors": {"X": {"format": "csr"}}, "schedule": "auto"})");
+  // A tridiagonal matrix (rows of B read near one another) and one whose entries lie ~1300 rows
+  // from the diagonal (far apart).
+  std::string band = "%%MatrixMarket matrix coordinate real general\n4000 4000 11998\n";
+  std::string far = "%%MatrixMarket matrix coordinate real general\n4000 4000 4000\n";
+  for (int i = 1; i <= 4000; ++i) {
+    for (int j = std::max(1, i - 1); j <= std::min(4000, i + 1); ++j) band += std::to_string(i) + " " + std::to_string(j) + " 1\n";
+    far += std::to_string(i) + " " + std::to_string((i * 1999) % 4000 + 1) + " 1\n";
+  }
+  write_text(dir.file("band.mtx"), band);
+  write_text(dir.file("far.mtx"), far);
+  auto header = [&](const std::string& stats) {
+    return spgen({"gen", spec("sddmm.spg"), "--config", dir.file("auto.json"), "--size", "k=32", "--stats", stats, "--emit", "header"});
+  };
+  ProcessResult near = header("X=" + dir.file("band.mtx"));
+  INFO(near.err);
+  REQUIRE(near.exit_code == 0);
+  CHECK(near.out.find("//   auto, from the statistics of\n//     X (band.mtx: 4000 x 4000, 11998 entries, 3.0 per row (at most 3), "
+                      "mean |i - j| 1)\n//   chose:\n") != std::string::npos);
+  CHECK(near.out.find("prefetch") == std::string::npos);
+  ProcessResult apart = header("X=" + dir.file("far.mtx"));
+  REQUIRE(apart.exit_code == 0);
+  CHECK(apart.out.find("//   prefetch(B at j, 8 ahead): the rows of B read at X's coordinates lie far apart") != std::string::npos);
+  // Bad flags and files: precise errors, exit 1.
+  ProcessResult form = header("X");
+  CHECK(form.exit_code == 1);
+  CHECK(form.err == "spgen: error: --stats X: expected NAME=FILE (a .mtx or .tns file of input NAME)\n");
+  ProcessResult missing = header("X=" + dir.file("none.mtx"));
+  CHECK(missing.exit_code == 1);
+  CHECK(missing.err == "spgen: error: --stats X=" + dir.file("none.mtx") + ": " + dir.file("none.mtx") + ":0: cannot open file\n");
+  write_text(dir.file("bad.mtx"), "%%MatrixMarket matrix coordinate real general\n3 3 1\n1 9 1\n");
+  ProcessResult corrupt = header("X=" + dir.file("bad.mtx"));
+  CHECK(corrupt.exit_code == 1);
+  CHECK(corrupt.err.rfind("spgen: error: --stats X=" + dir.file("bad.mtx") + ": " + dir.file("bad.mtx") + ":3: ", 0) == 0);
+  ProcessResult dense = header("B=" + dir.file("band.mtx"));
+  CHECK(dense.exit_code == 1);
+  CHECK(dense.err.find("B is stored dense (dense): statistics describe the structure of a sparse input") != std::string::npos);
+  // spgen run: the kernel it builds is auto's for these inputs, and still right.
+  ProcessResult run = spgen({"run", spec("sddmm.spg"), "--config", dir.file("auto.json"), kQuickBuild, "--keep", dir.file("kept"),
+                             "--input", "X=" + dir.file("band.mtx"), "--input", "A=random", "--input", "B=random", "--dim", "k=32",
+                             "--output", "Y=" + dir.file("y.mtx")});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const std::string kept = read_text(dir.file("kept") + "/sddmm.h");
+  CHECK(kept.find("//     X (band.mtx: 4000 x 4000, 11998 entries") != std::string::npos);
+  CHECK(kept.find("prefetch") == std::string::npos);
 }
 
 TEST_CASE("gen --check writes nothing: exit 0 when the files are what gen writes, else a unified diff and exit 1") {

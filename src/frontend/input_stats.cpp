@@ -1,0 +1,66 @@
+#include "frontend/input_stats.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "frontend/config.h"
+#include "support/diagnostics.h"
+
+namespace spgen {
+
+namespace {
+
+std::string one_decimal(double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.1f", value);
+  return text;
+}
+
+}  // namespace
+
+std::string InputStats::describe() const {
+  std::string text = source + ": ";
+  for (size_t m = 0; m < dims.size(); ++m) text += (m ? " x " : "") + std::to_string(dims[m]);
+  text += ", " + std::to_string(nnz) + " entries, " + one_decimal(row_mean) + " per row (at most " + std::to_string(row_max) + ")";
+  if (dims.size() == 2) text += ", mean |i - j| " + std::to_string(std::llround(bandwidth_mean));
+  return text;
+}
+
+std::map<std::string, InputStats> read_input_stats(const ast::Spec& spec, const Config& config,
+                                                   const std::map<std::string, std::string>& files,
+                                                   const std::function<InputStats(const std::string&)>& read,
+                                                   const std::string& flag) {
+  const bool of_any_input = flag == "--input";
+  std::map<std::string, const ast::Access*> inputs;
+  for (const ast::Access* access : ast::collect_accesses(*spec.rhs)) inputs.emplace(access->tensor, access);
+  std::map<std::string, InputStats> stats;
+  for (const auto& [name, path] : files) {
+    const std::string prefix = "spgen: error: " + flag + " " + name + "=" + path + ": ";
+    auto input = inputs.find(name);
+    if (input == inputs.end()) {
+      if (of_any_input) continue;
+      std::string names;
+      for (const auto& [tensor, access] : inputs) names += (names.empty() ? "" : ", ") + tensor;
+      throw CompileError(prefix + "the spec has no input " + name + " (its inputs: " + names + ")\n");
+    }
+    if (config.format_of(name).all_dense()) {
+      if (of_any_input) continue;
+      throw CompileError(prefix + name + " is stored dense (" + config.format_of(name).name +
+                         "): statistics describe the structure of a sparse input\n");
+    }
+    InputStats read_stats;
+    try {
+      read_stats = read(path);
+    } catch (const std::exception& e) {  // a file that cannot be read, or is not a tensor
+      throw CompileError(prefix + e.what() + "\n");
+    }
+    const size_t order = input->second->indices.size();
+    if (read_stats.dims.size() != order)
+      throw CompileError(prefix + "an order-" + std::to_string(read_stats.dims.size()) + " tensor, but " + name + " has " +
+                         std::to_string(order) + " indices in the spec\n");
+    stats.emplace(name, std::move(read_stats));
+  }
+  return stats;
+}
+
+}  // namespace spgen

@@ -1,0 +1,25 @@
+// What `auto` may know of a sparse input's structure: `spgen gen --stats NAME=FILE` reads it from
+// a file the kernel will run on, and `spgen run` from its --input files. Without it `auto` decides
+// from the spec and config alone (docs/config.md, "auto").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace spgen {
+
+struct InputStats {
+  std::string source;  // the file, as given: named in the header
+  std::vector<int64_t> dims;
+  int64_t nnz = 0;             // stored entries, duplicates summed
+  double row_mean = 0;         // entries per row (along mode 0)
+  double row_cv = 0;           // their coefficient of variation
+  int64_t row_max = 0;         // the longest row
+  double bandwidth_mean = 0;   // a matrix's mean |i - j| over its entries: how far apart its rows reach
+
+  // "cora.mtx: 2708 x 2708, 10556 entries, 3.9 per row (at most 168), mean |i - j| 837"
+  std::string describe() const;
+};
+
+}  // namespace spgen

@@ -1,0 +1,131 @@
+// Statistics of sparse inputs (--stats, `spgen run`'s inputs): how they are checked, and what
+// `auto` decides from them.
+#include <doctest/doctest.h>
+
+#include "compile_helpers.h"
+
+using namespace spgen_test;
+
+namespace {
+
+// A matrix whose entries lie `reach` rows from the diagonal on average, as if read from `path`.
+spgen::InputStats matrix_stats(const std::string& path, double reach) {
+  spgen::InputStats stats;
+  stats.source = path;
+  stats.dims = {2708, 2708};
+  stats.nnz = 10556;
+  stats.row_mean = 3.9;
+  stats.row_cv = 1.3;
+  stats.row_max = 168;
+  stats.bandwidth_mean = reach;
+  return stats;
+}
+
+spgen::Compilation compile_with_stats(const std::string& spec, const std::string& config,
+                                      const std::map<std::string, std::string>& files, double reach,
+                                      const std::string& flag = "--stats") {
+  spgen::CompileInput input{"t.spg", spec, "c.json", config, std::nullopt, {}};
+  input.stats_files = files;
+  input.read_stats = [reach](const std::string& path) {
+    if (path == "vector.mtx") {
+      spgen::InputStats v = matrix_stats(path, 0);
+      v.dims = {2708};
+      return v;
+    }
+    if (path == "broken.mtx") throw std::runtime_error("broken.mtx:3: expected 3 fields");
+    return matrix_stats(path, reach);
+  };
+  input.stats_flag = flag;
+  return spgen::compile(input);
+}
+
+std::vector<std::string> described(const spgen::Compilation& c) {
+  std::vector<std::string> out;
+  for (const spgen::ScheduleOp& op : c.schedule) out.push_back(spgen::describe_schedule_op(op));
+  return out;
+}
+
+std::string error_with_stats(const std::string& spec, const std::string& config, const std::map<std::string, std::string>& files,
+                             const std::string& flag = "--stats") {
+  try {
+    compile_with_stats(spec, config, files, 800, flag);
+  } catch (const spgen::CompileError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+const char* const kSddmmAuto = R"({"tensors": {"X": {"format": "csr"}}, "schedule": "auto"})";
+
+}  // namespace
+
+TEST_CASE("auto: SDDMM prefetches the rows of B, unless the input's statistics show them near one another") {
+  // No statistics: a graph's rows assumed far apart, as in GNNs; the reason says so.
+  spgen::Compilation assumed = compile(kSddmm, kSddmmAuto);
+  CHECK(described(assumed) == std::vector<std::string>{"parallel(i, dynamic, 128)", "vectorize(k, 16 lanes)", "prefetch(B at j, 8 ahead)"});
+  CHECK(contains(assumed.files[0].text, "//   auto, chose:\n"));
+  CHECK(contains(assumed.files[0].text, "prefetch(B at j, 8 ahead): the rows of B read at X's coordinates assumed far apart "
+                                         "(no statistics of X: --stats)"));
+  CHECK(contains(assumed.stage2_dump, "# prefetch the row of B read 8 stored entries ahead"));
+  // 837 rows of 32 floats apart (k fixed at 32): 105 KiB, far: prefetched, the figures named.
+  spgen::Compilation far = compile_with_stats(kSddmm, R"({"sizes": {"k": 32}, "tensors": {"X": {"format": "csr"}}, "schedule": "auto"})",
+                                              {{"X", "cora.mtx"}}, 837);
+  CHECK(described(far).back() == "prefetch(B at j, 8 ahead)");
+  CHECK(contains(far.files[0].text, "lie far apart (X's mean |i - j| 837 rows of 128 bytes: 105 KiB)"));
+  CHECK(contains(far.files[0].text, "//   auto, from the statistics of\n"
+                                    "//     X (cora.mtx: 2708 x 2708, 10556 entries, 3.9 per row (at most 168), mean |i - j| 837)\n"
+                                    "//   chose:\n"));
+  // 77 rows apart (a banded FEM matrix): 9.6 KiB, near: no prefetch.
+  spgen::Compilation near = compile_with_stats(kSddmm, R"({"sizes": {"k": 32}, "tensors": {"X": {"format": "csr"}}, "schedule": "auto"})",
+                                               {{"X", "bcsstk16.mtx"}}, 77);
+  CHECK(described(near) == std::vector<std::string>{"parallel(i, dynamic, 128)", "vectorize(k, 16 lanes)"});
+  CHECK(!contains(near.stage2_dump, "prefetch"));
+  // The same reach decides per width: 300 rows of 16 floats (19 KiB) are near, of 128 (150 KiB) far.
+  auto prefetches = [](int64_t k) {
+    spgen::Compilation c = compile_with_stats(kSddmm, R"({"sizes": {"k": )" + std::to_string(k) +
+                                                          R"(}, "tensors": {"X": {"format": "csr"}}, "schedule": "auto"})",
+                                              {{"X", "ego.mtx"}}, 300);
+    return contains(c.stage2_dump, "prefetch B");
+  };
+  CHECK(!prefetches(16));
+  CHECK(prefetches(128));
+  // Auto's kernels per width decide each for its width; the header names those that differ.
+  const std::string per_width = compile_with_stats(kSddmm, kSddmmAuto, {{"X", "ego.mtx"}}, 300).files[0].text;
+  CHECK(contains(per_width, "//   for k = 64: prefetch(B at j, 8 ahead) as well: the rows of B read at X's coordinates lie far apart "
+                            "(X's mean |i - j| 300 rows of 256 bytes: 75 KiB)"));
+  CHECK(contains(per_width, "//   for k = 128: prefetch(B at j, 8 ahead) as well"));
+  CHECK(!contains(per_width, "for k = 16:"));
+  CHECK(!contains(per_width, "for k = 32:"));
+  CHECK(contains(compile(kSpmm, R"({"tensors": {"A": {"format": "csr"}}, "schedule": "auto"})").files[0].text,
+                 "//   for k = 16: tile(k, 16 -> k0, k1) in place of tile(k, 32 -> k0, k1): 16 columns of the output's row at a time\n"));
+  // Without a fixed width, k is taken as 32 and the reason says so.
+  CHECK(contains(compile_with_stats(kSddmm, R"({"specialize": {}, "tensors": {"X": {"format": "csr"}}, "schedule": "auto"})",
+                                    {{"X", "cora.mtx"}}, 837)
+                     .files[0]
+                     .text,
+                 "rows of 128 bytes, k taken as 32: 105 KiB"));
+  // SpMV reads one value of x per entry, no row: nothing to prefetch.
+  CHECK(described(compile_with_stats(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": "auto"})", {{"A", "cora.mtx"}}, 837)) ==
+        std::vector<std::string>{"parallel(i, dynamic, 512)", "vectorize(j, 16 lanes, masked tail)"});
+}
+
+TEST_CASE("--stats: each names a sparse input of the spec, of its order; a bad file is a precise error") {
+  CHECK(error_with_stats(kSddmm, kSddmmAuto, {{"Z", "cora.mtx"}}) ==
+        "spgen: error: --stats Z=cora.mtx: the spec has no input Z (its inputs: A, B, X)\n");
+  CHECK(error_with_stats(kSddmm, kSddmmAuto, {{"Y", "cora.mtx"}}) ==
+        "spgen: error: --stats Y=cora.mtx: the spec has no input Y (its inputs: A, B, X)\n");
+  CHECK(error_with_stats(kSddmm, kSddmmAuto, {{"B", "cora.mtx"}}) ==
+        "spgen: error: --stats B=cora.mtx: B is stored dense (dense): statistics describe the structure of a sparse input\n");
+  CHECK(error_with_stats(kSddmm, kSddmmAuto, {{"X", "vector.mtx"}}) ==
+        "spgen: error: --stats X=vector.mtx: an order-1 tensor, but X has 2 indices in the spec\n");
+  CHECK(error_with_stats(kSddmm, kSddmmAuto, {{"X", "broken.mtx"}}) == "spgen: error: --stats X=broken.mtx: broken.mtx:3: expected 3 fields\n");
+  // `spgen run` passes every --input file: those of dense inputs are left out, not refused.
+  CHECK(error_with_stats(kSddmm, kSddmmAuto, {{"B", "b.mtx"}, {"X", "cora.mtx"}}, "--input") == "(no error)");
+  spgen::Compilation run = compile_with_stats(kSddmm, kSddmmAuto, {{"A", "a.mtx"}, {"X", "cora.mtx"}}, 837, "--input");
+  CHECK(run.config.stats.size() == 1);
+  CHECK(run.config.stats.count("X") == 1);
+  // An explicit schedule reads them without effect; the header names them only for `auto`.
+  spgen::Compilation fixed = compile_with_stats(kSddmm, R"({"tensors": {"X": {"format": "csr"}}, "schedule": [{"op": "parallel", "var": "i"}]})",
+                                                {{"X", "cora.mtx"}}, 837);
+  CHECK(!contains(fixed.files[0].text, "statistics"));
+}
