@@ -4,6 +4,7 @@
 
 #include "codegen/c_printer.h"
 #include "support/templates.h"
+#include "support/text.h"
 
 namespace spgen {
 
@@ -18,12 +19,6 @@ const char* kind_constant(PartKind kind) {
     case PartKind::Csr: return "kCsr";
   }
   return "kCsr";
-}
-
-std::string join(const std::vector<std::string>& items, const std::string& separator) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? separator : "") + items[i];
-  return out;
 }
 
 }  // namespace

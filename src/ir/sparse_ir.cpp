@@ -5,6 +5,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "support/text.h"
+
 namespace spgen::sparse {
 
 const char* axis_kind_name(AxisKind kind) {
@@ -196,12 +198,6 @@ std::vector<OrderConstraint> hard_order_constraints(const Program& program) {
       }
   }
   return constraints;
-}
-
-static std::string join(const std::vector<std::string>& items, const char* separator) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? separator : "") + items[i];
-  return out;
 }
 
 // "compressed i, dense j": each level's kind and index variable.

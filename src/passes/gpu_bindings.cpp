@@ -6,6 +6,7 @@
 
 #include "ir/loop_ir_printer.h"
 #include "ir/loop_ir_visitor.h"
+#include "support/text.h"
 
 namespace spgen {
 
@@ -443,12 +444,6 @@ class GpuBindings {
 
   static std::string describe(const Store& store) {
     return "the store into " + store.buffer + "[" + ExprPrinter().print(store.index) + "]";
-  }
-
-  static std::string join(const std::vector<std::string>& items) {
-    std::string out;
-    for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
-    return out;
   }
 
   LoweredFunc& func_;

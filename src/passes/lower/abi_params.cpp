@@ -5,6 +5,7 @@
 #include "passes/lower/output_levels.h"
 #include "passes/lower/runs.h"
 #include "passes/lower_to_loops.h"
+#include "support/text.h"
 
 namespace spgen::lowering {
 
@@ -57,14 +58,14 @@ class AbiParams {
       }
       std::string values_doc;
       if (buffer.is_output) {
-        values_doc = "output " + buffer.tensor + "(" + join(buffer.indices) + ")";
+        values_doc = "output " + buffer.tensor + "(" + join(buffer.indices, ",") + ")";
         values_doc += buffer.shares_structure_with.empty()
                           ? (buffer.format.all_dense() ? ", dense in storage order" : "")
                           : ", one value per stored entry of " + buffer.shares_structure_with +
                                 " (it shares that structure)";
         values_doc += program_.iteration.accumulate ? "; the kernel adds into it (+=)" : "; overwritten";
       } else {
-        values_doc = "values of " + buffer.tensor + "(" + join(buffer.indices) + ")" +
+        values_doc = "values of " + buffer.tensor + "(" + join(buffer.indices, ",") + ")" +
                      (buffer.format.all_dense() ? ", dense in storage order" : ", one per stored entry");
       }
       params.push_back(make_param(buffer.values, ParamKind::Values, value_type_, buffer.tensor, -1, values_doc,
@@ -127,7 +128,7 @@ class AbiParams {
                                        output.tensor + "'s dimensions must be below 2^63"
                                  : "";
     params.push_back(make_param(output.values, ParamKind::Values, value_type_, output.tensor, -1,
-                                "output " + output.tensor + "(" + join(output.indices) + "), one value per entry" + listed, entries));
+                                "output " + output.tensor + "(" + join(output.indices, ",") + "), one value per entry" + listed, entries));
     params.back().is_const = false;
   }
 
@@ -149,12 +150,6 @@ class AbiParams {
       std::string what = level_access(axis)->crd_prose(buffer.format, iterates_run(axis), is_last_level(axis));
       params.push_back(make_param(axis.crd, ParamKind::Crd, index_type_, buffer.tensor, level, where + what, size));
     }
-  }
-
-  static std::string join(const std::vector<std::string>& items) {
-    std::string out;
-    for (size_t i = 0; i < items.size(); ++i) out += (i ? "," : "") + items[i];
-    return out;
   }
 
  private:

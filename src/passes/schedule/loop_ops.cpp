@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include "support/text.h"
+
 namespace spgen::scheduling {
 
 // A decomposition splits the kernel into parts before any loop exists (lower.cpp).
@@ -318,12 +320,6 @@ bool Scheduler::all_bound(const Expr& expr, const std::set<std::string>& bound) 
   for (const std::string& name : vars_read(expr))
     if (!bound.count(name)) return false;
   return true;
-}
-
-std::string Scheduler::join(const std::vector<std::string>& items) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
-  return out;
 }
 
 // ---- fuse (stage II: dense loops) ----

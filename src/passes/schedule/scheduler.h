@@ -83,7 +83,6 @@ class Scheduler {
   void apply_op(const ReorderOp& reorder);
   Stmt outermost_stmt(const For* loop) const;
   static bool all_bound(const Expr& expr, const std::set<std::string>& bound);
-  static std::string join(const std::vector<std::string>& items);
   void apply_op(const FuseOp& fuse);
 
   // The ops that run loops in parallel, in lanes or on the GPU grid, and those applied in
