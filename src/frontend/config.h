@@ -195,9 +195,11 @@ Config read_config(const std::string& file, const std::string& text, const ast::
                    const std::map<std::string, int64_t>& sizes = {});
 
 // The statistics of the spec's sparse inputs that `files` names (tensor -> path), each read by
-// `read` (which throws std::exceptions on a bad file), checked: each names an input of the spec, stored sparse, and has its order. Errors are
-// CompileErrors that name `flag` ("--stats"); where it is "--input" (`spgen run`, which passes
-// every input file) names of dense inputs are left out rather than refused.
+// `read` (which throws std::exceptions on a bad file), checked: each names an input of the spec,
+// stored sparse, and has its order. Errors are CompileErrors that name `flag` ("--stats"); where
+// it is "--input" (`spgen run`, which passes every input file, and whose driver reports their
+// errors itself) files of dense inputs, or that cannot be read or are of another order, are left
+// out rather than refused.
 std::map<std::string, InputStats> read_input_stats(const ast::Spec& spec, const Config& config,
                                                    const std::map<std::string, std::string>& files,
                                                    const std::function<InputStats(const std::string&)>& read,

@@ -121,6 +121,10 @@ TEST_CASE("--stats: each names a sparse input of the spec, of its order; a bad f
   CHECK(error_with_stats(kSddmm, kSddmmAuto, {{"X", "broken.mtx"}}) == "spgen: error: --stats X=broken.mtx: broken.mtx:3: expected 3 fields\n");
   // `spgen run` passes every --input file: those of dense inputs are left out, not refused.
   CHECK(error_with_stats(kSddmm, kSddmmAuto, {{"B", "b.mtx"}, {"X", "cora.mtx"}}, "--input") == "(no error)");
+  // ... and so are files it cannot read, or of another order (a vector written as n x 1): the
+  // driver reads them itself and reports what is wrong.
+  CHECK(error_with_stats(kSddmm, kSddmmAuto, {{"X", "broken.mtx"}}, "--input") == "(no error)");
+  CHECK(error_with_stats(kSddmm, kSddmmAuto, {{"X", "vector.mtx"}}, "--input") == "(no error)");
   spgen::Compilation run = compile_with_stats(kSddmm, kSddmmAuto, {{"A", "a.mtx"}, {"X", "cora.mtx"}}, 837, "--input");
   CHECK(run.config.stats.size() == 1);
   CHECK(run.config.stats.count("X") == 1);
