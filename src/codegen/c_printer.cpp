@@ -49,10 +49,17 @@ std::string CExprPrinter::print_vector_load(const Load& node, const std::string&
   return "spgen_load_" + vector_suffix(node.type) + "(&" + node.buffer + "[" + index + "])";
 }
 
-// A masked tail (templates/cpu_masked_sum.cpp.in), its value computed per lane in a lambda.
+// A masked tail (templates/cpu_masked_sum.cpp.in), its value computed per lane in a lambda; a
+// factor of consecutive elements (MaskedSum::row) is passed as a pointer and loaded as vectors.
 std::string CExprPrinter::print_masked_sum(const MaskedSum& node) const {
-  return "spgen_masked_sum_" + vector_suffix(node.type) + "<" + std::to_string(node.max) + ">(" + print(node.count, 0) +
-         ", [&](int64_t " + node.lane + ") { return " + print(node.value, 0) + "; })";
+  std::string row;
+  if (node.row) {
+    const auto& load = static_cast<const Load&>(*node.row);
+    row = "&" + load.buffer + "[" + print(load.index, 0) + "], ";
+  }
+  return std::string(node.row ? "spgen_masked_dot_" : "spgen_masked_sum_") + vector_suffix(node.type) + "<" +
+         std::to_string(node.max) + ">(" + print(node.count, 0) + ", " + row + "[&](int64_t " + node.lane + ") { return " +
+         print(node.value, 0) + "; })";
 }
 
 std::string CExprPrinter::print_lane_sum(const LaneSum& node) const {

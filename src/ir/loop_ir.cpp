@@ -104,6 +104,14 @@ bool is_const_int(const Expr& expr, int64_t value) {
   return expr->kind == ExprKind::IntImm && static_cast<const IntImm&>(*expr).value == value;
 }
 
+Expr masked_sum_value(const MaskedSum& node) {
+  if (!node.row) return node.value;
+  const auto& row = static_cast<const Load&>(*node.row);
+  Expr at_lane = std::make_shared<Load>(row.buffer, std::make_shared<Binary>(BinOp::Add, row.index, var(node.lane), ScalarType::Int64),
+                                        row.type);
+  return std::make_shared<Binary>(BinOp::Mul, at_lane, node.value, node.type);
+}
+
 bool same_expr(const Expr& a, const Expr& b) {
   if (a == b) return true;
   if (!a || !b || a->kind != b->kind || a->type != b->type) return false;
@@ -131,7 +139,8 @@ bool same_expr(const Expr& a, const Expr& b) {
     }
     case ExprKind::MaskedSum: {
       auto &x = static_cast<const MaskedSum&>(*a), &y = static_cast<const MaskedSum&>(*b);
-      return x.lane == y.lane && x.max == y.max && same_expr(x.count, y.count) && same_expr(x.value, y.value);
+      return x.lane == y.lane && x.max == y.max && same_expr(x.count, y.count) && same_expr(x.value, y.value) &&
+             (x.row ? y.row && same_expr(x.row, y.row) : !y.row);
     }
   }
   return false;

@@ -82,12 +82,17 @@ struct LaneSum : ExprNode {
 // (`vectorize` with "tail": "masked"). The generated code evaluates `value` for whole vectors of
 // lanes, past count too (the schedule checks that those reads stay inside their arrays), and
 // masks the lanes past count out: no branch per element.
+// Where the value is a product whose first factor reads consecutive elements
+// (`A_vals[p + lane] * x[...]`), that factor is kept apart as `row` (the Load of its element at
+// lane 0, `A_vals[p]`) and `value` is the rest: the code loads the factor's lanes as one vector
+// rather than lane by lane (masked_sum_with_row).
 struct MaskedSum : ExprNode {
   std::string lane;
   Expr count, value;
   int64_t max;
-  MaskedSum(std::string l, Expr n, Expr v, int64_t m)
-      : ExprNode(ExprKind::MaskedSum, v->type), lane(std::move(l)), count(std::move(n)), value(std::move(v)), max(m) {}
+  Expr row;  // null, or the consecutive first factor's Load at lane 0
+  MaskedSum(std::string l, Expr n, Expr v, int64_t m, Expr r = nullptr)
+      : ExprNode(ExprKind::MaskedSum, v->type), lane(std::move(l)), count(std::move(n)), value(std::move(v)), max(m), row(std::move(r)) {}
 };
 
 // ---- statements ----
@@ -342,5 +347,7 @@ const For* as_for(const Stmt& stmt);
 std::vector<Stmt> statements_of(const Stmt& stmt);
 bool is_const_int(const Expr& expr, int64_t value);
 bool same_expr(const Expr& a, const Expr& b);  // structural equality
+// A masked sum's whole value per lane: its row factor (at `base + lane`) times `value`.
+Expr masked_sum_value(const MaskedSum& node);
 
 }  // namespace spgen::loops

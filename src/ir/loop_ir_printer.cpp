@@ -68,7 +68,8 @@ std::string ExprPrinter::print_vector_load(const Load& node, const std::string& 
 }
 
 std::string ExprPrinter::print_masked_sum(const MaskedSum& node) const {
-  return "masked_sum(" + node.lane + " < " + print(node.count, 0) + " of " + std::to_string(node.max) + ": " + print(node.value, 0) + ")";
+  return "masked_sum(" + node.lane + " < " + print(node.count, 0) + " of " + std::to_string(node.max) + ": " +
+         print(masked_sum_value(node), 0) + ")";
 }
 
 std::string ExprPrinter::print_lane_sum(const LaneSum& node) const {

@@ -101,8 +101,10 @@ Expr IRMutator::mutate_cast(const Cast& node, const Expr& self) {
 }
 
 Expr IRMutator::mutate_masked_sum(const MaskedSum& node, const Expr& self) {
-  Expr count = mutate(node.count), value = mutate(node.value);
-  return count == node.count && value == node.value ? self : std::make_shared<MaskedSum>(node.lane, count, value, node.max);
+  Expr count = mutate(node.count), row = node.row ? mutate(node.row) : nullptr, value = mutate(node.value);
+  return count == node.count && row == node.row && value == node.value
+             ? self
+             : std::make_shared<MaskedSum>(node.lane, count, value, node.max, row);
 }
 
 Expr IRMutator::mutate_select(const Select& node, const Expr& self) {

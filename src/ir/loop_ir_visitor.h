@@ -28,7 +28,11 @@ class IRVisitor {
   virtual void visit_cast(const Cast& node) { visit(node.a); }
   virtual void visit_select(const Select& node) { visit(node.cond); visit(node.a); visit(node.b); }
   virtual void visit_lane_sum(const LaneSum&) {}
-  virtual void visit_masked_sum(const MaskedSum& node) { visit(node.count); visit(node.value); }
+  virtual void visit_masked_sum(const MaskedSum& node) {
+    visit(node.count);
+    if (node.row) visit(node.row);
+    visit(node.value);
+  }
   virtual void visit_block(const Block& node) { for (const Stmt& s : node.stmts) visit(s); }
   virtual void visit_for(const For& node) { visit(node.begin); visit(node.end); visit(node.body); }
   virtual void visit_while(const While& node) { visit(node.cond); visit(node.body); }

@@ -1010,14 +1010,24 @@ TEST_CASE("vectorize with lanes and a masked tail: the rest of a row in one mask
                  "        else:\n"
                  "          for j_rest at pA1 in"));
   const std::string& src = c.files[1].text;
-  CHECK(contains(src, "acc += spgen_masked_sum_f32<16>(j_left, [&](int64_t j_tail) { return A_vals[pA1_begin + j_groups * 16 + j_tail] * "));
-  CHECK(contains(src, "static inline float spgen_masked_sum_f32(int64_t count, Lane lane) {"));
+  // A's values, consecutive along the row, are passed as a pointer and loaded a vector at a
+  // time; x's, gathered, lane by lane.
+  CHECK(contains(src, "acc += spgen_masked_dot_f32<16>(j_left, &A_vals[pA1_begin + j_groups * 16], [&](int64_t j_tail) { return "
+                      "x_vals[(int64_t)A_crd1[pA1_begin + j_groups * 16 + j_tail]]; });"));
+  CHECK(contains(src, "acc += spgen_masked_dot_f32<16>(pA1_end - pA1_begin, &A_vals[pA1_begin], "));
+  CHECK(contains(src, "static inline float spgen_masked_dot_f32(int64_t count, const float* row, Lane lane) {"));
+  // A value whose first factor is no consecutive read keeps the per-lane form.
+  CHECK(contains(compile("y(i) = x(j) * A(i,j)", R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "vectorize", "var": "j", "lanes": 16, "tail": "masked"}]})")
+                     .files[1]
+                     .text,
+                 "acc += spgen_masked_sum_f32<16>(j_left, [&](int64_t j_tail) { return x_vals[(int64_t)A_crd1[pA1_begin + j_groups * 16 + j_tail]] * "
+                 "A_vals[pA1_begin + j_groups * 16 + j_tail]; });"));
   // Lanes of 2 floats still read 4 past the rest (the half-width step): the check says so.
   CHECK(contains(compile(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "vectorize", "var": "j", "lanes": 2, "tail": "masked"}]})").stage2_dump,
                  "if pA1_end - pA1_begin < 2 && pA1_begin + 4 <= int64(A_pos1[dim_i]):"));
   // Doubles: the f64 helper; a scalar tail is the default, written out or not.
   CHECK(contains(compile(kSpmv, R"({"types": {"value": "float64"}, "tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "vectorize", "var": "j", "lanes": 8, "tail": "masked"}]})").files[1].text,
-                 "spgen_masked_sum_f64<8>(j_left"));
+                 "spgen_masked_dot_f64<8>(j_left, &A_vals[pA1_begin + j_groups * 8], "));
   CHECK(compile(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "vectorize", "var": "j", "lanes": 8, "tail": "scalar"}]})").stage2_dump ==
         compile(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "vectorize", "var": "j", "lanes": 8}]})").stage2_dump);
 }

@@ -13,6 +13,27 @@ namespace spgen::scheduling {
 
 namespace {
 
+// The masked sum of `value` over `lane` in [0, count). Where the value is a product whose first
+// factor reads consecutive elements, `buffer[base + lane]` (A's values along a csr row), that
+// factor is kept apart (MaskedSum::row): it is loaded as one vector, not lane by lane, which
+// measured 1.04-1.10x on SpMV of rows of 3-5 entries (bench/RESULTS.md, session 25).
+Expr masked_sum_with_row(const std::string& lane, Expr count, Expr value, int64_t lanes) {
+  if (value->kind == ExprKind::Binary) {
+    const auto& product = static_cast<const Binary&>(*value);
+    if (product.op == BinOp::Mul && product.a->kind == ExprKind::Load) {
+      const auto& factor = static_cast<const Load&>(*product.a);
+      if (!factor.vector && factor.gather_lane.empty() && factor.type == value->type && factor.index->kind == ExprKind::Binary) {
+        const auto& index = static_cast<const Binary&>(*factor.index);
+        if (index.op == BinOp::Add && index.b->kind == ExprKind::Var && static_cast<const Var&>(*index.b).name == lane &&
+            !reads_var(index.a, lane))
+          return std::make_shared<MaskedSum>(lane, std::move(count), product.b, lanes,
+                                             std::make_shared<Load>(factor.buffer, index.a, factor.type));
+      }
+    }
+  }
+  return std::make_shared<MaskedSum>(lane, std::move(count), std::move(value), lanes);
+}
+
 // The output's stores inside a reduced loop: atomic adds, or adds into a per-thread copy.
 class RedirectOutputStores : public IRMutator {
  public:
@@ -375,7 +396,7 @@ void Scheduler::vectorize_in_lanes(const For& loop, int64_t lanes, const std::ve
     const std::string& scalar = sum.scalar;
     const ScalarType type = find_declare(scalar)->type;
     const int64_t reach = std::max<int64_t>(lanes, type == ScalarType::Float64 ? 2 : 4);
-    Stmt masked = std::make_shared<Assign>(scalar, std::make_shared<MaskedSum>(tail, var(left), value_at(add(rest_loop.begin, var(tail))), lanes), true);
+    Stmt masked = std::make_shared<Assign>(scalar, masked_sum_with_row(tail, var(left), value_at(add(rest_loop.begin, var(tail))), lanes), true);
     Stmt rest_stmt = stmts.back();
     stmts.back() = std::make_shared<Declare>(left, ScalarType::Int64, sub(rest_loop.end, rest_loop.begin), false);
     stmts.push_back(std::make_shared<If>(binary(BinOp::Le, add(rest_loop.begin, int64(reach)), limit), masked, rest_stmt));
@@ -385,7 +406,7 @@ void Scheduler::vectorize_in_lanes(const For& loop, int64_t lanes, const std::ve
     head.assign(stmts.begin(), stmts.begin() + static_cast<std::ptrdiff_t>(setup));
     stmts.erase(stmts.begin(), stmts.begin() + static_cast<std::ptrdiff_t>(setup));
     whole_range = std::make_shared<Assign>(
-        scalar, std::make_shared<MaskedSum>(tail, bounds.extent, value_at(add(bounds.begin, var(tail))), lanes), true);
+        scalar, masked_sum_with_row(tail, bounds.extent, value_at(add(bounds.begin, var(tail))), lanes), true);
     fits = logical_and(binary(BinOp::Lt, bounds.extent, int64(lanes)), binary(BinOp::Le, add(bounds.begin, int64(reach)), limit));
   }
   // Then the partial sums are added into the scalar, pairwise (a tree, in vector registers).
