@@ -67,7 +67,9 @@ void apply(const Knob& knob, const json& value, std::vector<ScheduleOp>& ops) {
     }
     case KnobKind::TileWidth: std::get<TileOp>(ops[knob.op_index].op).factor = value.get<int64_t>(); break;
     case KnobKind::Lanes: std::get<VectorizeOp>(ops[knob.op_index].op).lanes = value.get<int64_t>(); break;
-    case KnobKind::Prefetch:
+    case KnobKind::Prefetch:  // replaces the base's prefetch (auto's SDDMM has one), if any
+      ops.erase(std::remove_if(ops.begin(), ops.end(), [](const ScheduleOp& op) { return std::holds_alternative<PrefetchOp>(op.op); }),
+                ops.end());
       if (!value.is_null())
         append(ops, PrefetchOp{value.at("tensor").get<std::string>(), value.at("at").get<std::string>(), value.at("distance").get<int64_t>()});
       break;
@@ -124,15 +126,24 @@ SearchSpace build_search_space(const std::vector<ScheduleOp>& base, const Config
       if (knob.values.size() > 1) space.knobs.push_back(knob);
     }
   }
-  // Prefetching a dense operand's rows, where a loop over a sparse level picks them.
+  // Prefetching a dense operand's rows, where a loop over a sparse level picks them; the base's
+  // own prefetch (auto's, where it chose one) first, and none among the choices.
   if (config.target == Target::Cpu) {
     Knob knob{KnobKind::Prefetch, "prefetch", 0, {json()}, {"none"}};
+    for (const ScheduleOp& op : base)
+      if (const auto* given = std::get_if<PrefetchOp>(&op.op)) {
+        knob.values = {json{{"tensor", given->tensor}, {"at", given->var}, {"distance", given->distance}}};
+        knob.labels = {given->tensor + " at " + given->var + " +" + std::to_string(given->distance)};
+        offer(knob, base, json(), "none", compiles);
+        break;
+      }
     for (const std::string& tensor : dense_inputs)
       for (const std::string& var : index_vars) {
         json probe = {{"tensor", tensor}, {"at", var}, {"distance", 8}};
+        const bool given = std::find(knob.values.begin(), knob.values.end(), probe) != knob.values.end();
         const size_t before = knob.values.size();
         offer(knob, base, probe, tensor + " at " + var + " +8", compiles);
-        if (knob.values.size() == before) continue;
+        if (!given && knob.values.size() == before) continue;
         for (int64_t d : {4, 16}) {
           json v = {{"tensor", tensor}, {"at", var}, {"distance", d}};
           offer(knob, base, v, tensor + " at " + var + " +" + std::to_string(d), compiles);

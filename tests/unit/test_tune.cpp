@@ -278,6 +278,22 @@ TEST_CASE("tune search space: SDDMM's auto schedule gets lanes, prefetch and bat
   REQUIRE(batch);
   CHECK(lanes->labels.front() == "16");
   CHECK(batch->labels == std::vector<std::string>{"none", "j x2", "j x4", "j x8"});
+  // auto prefetches B's rows: the knob starts there, and may leave it out or change its distance,
+  // one prefetch at a time.
+  const Knob* prefetch = knob_named(space, "prefetch");
+  REQUIRE(prefetch);
+  CHECK(prefetch->labels == std::vector<std::string>{"B at j +8", "none", "B at j +4", "B at j +16"});
+  auto prefetches = [&](int choice) {
+    Point q = space.origin();
+    q[static_cast<size_t>(prefetch - space.knobs.data())] = choice;
+    std::vector<std::string> found;
+    for (const ScheduleOp& op : schedule_at(space, q))
+      if (std::holds_alternative<PrefetchOp>(op.op)) found.push_back(describe_schedule_op(op));
+    return found;
+  };
+  CHECK(prefetches(0) == std::vector<std::string>{"prefetch(B at j, 8 ahead)"});
+  CHECK(prefetches(1).empty());
+  CHECK(prefetches(3) == std::vector<std::string>{"prefetch(B at j, 16 ahead)"});
   Point p = space.origin();
   p[static_cast<size_t>(batch - space.knobs.data())] = 2;
   std::vector<ScheduleOp> ops = schedule_at(space, p);
