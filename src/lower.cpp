@@ -568,9 +568,6 @@ void dispatch_to_variants(Compilation& c, const std::string& name, const std::ve
   c.stage2_dump += "// entry point\n" + loops::dump_stage2(c.func);
 }
 
-// 5d. A kernel compiled for each listed size of one index variable, and `c.func` becomes the
-// entry point choosing among them; the generic kernel runs any other size. `read`: the spec and
-// config as read, before lowering changed them.
 // `auto` may schedule a variant otherwise than the generic kernel (a narrower tile, a prefetch
 // that pays at this width only): the header says how, a line per op that differs.
 void note_variant_schedule(Compilation& c, const Compilation& variant, const std::string& which) {
@@ -600,6 +597,9 @@ void note_variant_schedule(Compilation& c, const Compilation& variant, const std
       c.variant_schedule_notes.push_back("for " + which + ": no " + op);
 }
 
+// 5d. A kernel compiled for each listed size of one index variable, and `c.func` becomes the
+// entry point choosing among them; the generic kernel runs any other size. `read`: the spec and
+// config as read, before lowering changed them.
 void add_size_variants(Compilation& c, const Compilation& read) {
   std::optional<SizeVariants> variants = choose_size_variants(c.config, c.program, c.func, assembles_output(c), c.schedule);
   if (!variants) return;
