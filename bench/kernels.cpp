@@ -22,6 +22,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -456,7 +457,7 @@ struct Contender {
 };
 
 // Times the contenders interleaved: every round calls each one once, each call timed alone, so
-// a burst of other load on the machine hits them all alike; the order rotates from round to round. Warm-up first (one call for slow
+// a burst of other load on the machine hits them all alike; the order changes from round to round. Warm-up first (one call for slow
 // kernels, a few for fast ones); then rounds until there are >= o.runs of them and the fastest
 // contender has run for >= o.min_time seconds (or o.max_runs rounds). Median per contender.
 std::vector<Stats> time_interleaved_once(const Options& o, const std::vector<Contender>& cs);
@@ -488,15 +489,22 @@ std::vector<Stats> time_interleaved_once(const Options& o, const std::vector<Con
     for (const Contender& c : cs) c.call();
   std::vector<std::vector<double>> ms(k);
   std::vector<double> total(k, 0.0);
+  std::mt19937 shuffle_rng(12345);
   for (int r = 0;; ++r) {
     double min_total = *std::min_element(total.begin(), total.end());
     double max_total = *std::max_element(total.begin(), total.end());
     if (r >= o.max_runs || (r >= o.runs && (min_total >= o.min_time * 1e3 || max_total >= 4 * o.min_time * 1e3))) break;
-    // Each round starts with the next contender, so that each runs after each other one equally
-    // often: a contender that always ran right after another one's pass over the same arrays
-    // would find them in cache, and one that always followed GraphBLAS would not.
+    // Each round calls the contenders in an order of its own (a seeded shuffle), so that each
+    // runs after each other one about equally often: a contender that always ran right after
+    // another one's pass over the same arrays would find them in cache, and one that always
+    // followed GraphBLAS (or a hyb kernel's other arrays) would not. (Rotating one fixed order
+    // kept each contender behind the same predecessor: in session 25's SpMM sweep `spmm_b_auto`,
+    // always after `spmm_b_hyb`, measured 1.2-1.4x slower than the same kernel timed by hand.)
+    std::vector<size_t> order(k);
+    for (size_t c = 0; c < k; ++c) order[c] = c;
+    std::shuffle(order.begin(), order.end(), shuffle_rng);
     for (size_t step = 0; step < k; ++step) {
-      const size_t c = (static_cast<size_t>(r) + step) % k;
+      const size_t c = order[step];
       auto t0 = Clock::now();
       cs[c].call();
       double t = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
