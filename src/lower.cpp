@@ -568,35 +568,6 @@ void dispatch_to_variants(Compilation& c, const std::string& name, const std::ve
   c.stage2_dump += "// entry point\n" + loops::dump_stage2(c.func);
 }
 
-// `auto` may schedule a variant otherwise than the generic kernel (a narrower tile, a prefetch
-// that pays at this width only): the header says how, a line per op that differs.
-void note_variant_schedule(Compilation& c, const Compilation& variant, const std::string& which) {
-  auto described = [](const std::vector<ScheduleOp>& ops) {
-    std::vector<std::string> lines;
-    for (const ScheduleOp& op : ops) lines.push_back(describe_schedule_op(op));
-    return lines;
-  };
-  // "tile(k, 16 -> k0, k1)" and "tile(k, 32 -> k0, k1)" are the same op on the same loop.
-  auto head = [](const std::string& op) { return op.substr(0, op.find_first_of(",)")); };
-  const std::vector<std::string> generic = described(c.schedule), own = described(variant.schedule);
-  std::set<std::string> replaced;
-  for (size_t k = 0; k < own.size(); ++k) {
-    if (std::find(generic.begin(), generic.end(), own[k]) != generic.end()) continue;
-    auto same = std::find_if(generic.begin(), generic.end(), [&](const std::string& op) { return head(op) == head(own[k]); });
-    std::string line = "for " + which + ": " + own[k];
-    if (same != generic.end()) {
-      line += " in place of " + *same;
-      replaced.insert(*same);
-    } else {
-      line += " as well";
-    }
-    c.variant_schedule_notes.push_back(line + (variant.schedule[k].reason.empty() ? "" : ": " + variant.schedule[k].reason));
-  }
-  for (const std::string& op : generic)
-    if (std::find(own.begin(), own.end(), op) == own.end() && !replaced.count(op))
-      c.variant_schedule_notes.push_back("for " + which + ": no " + op);
-}
-
 // 5d. A kernel compiled for each listed size of one index variable, and `c.func` becomes the
 // entry point choosing among them; the generic kernel runs any other size. `read`: the spec and
 // config as read, before lowering changed them.
@@ -614,7 +585,9 @@ void add_size_variants(Compilation& c, const Compilation& read) {
     for (loops::LoweredFunc& part : v.parts) c.parts.push_back(std::move(part));
     cases.push_back({size_equals(c.func, variants->var, size), v.func.name});
     c.parts.push_back(std::move(v.func));
-    if (c.config.auto_schedule) note_variant_schedule(c, v, variants->var + " = " + std::to_string(size));
+    if (c.config.auto_schedule)
+      for (std::string& line : schedule_differences(c.schedule, v.schedule, variants->var + " = " + std::to_string(size)))
+        c.variant_schedule_notes.push_back(std::move(line));
   }
   dispatch_to_variants(c, name, cases,
                        "the kernel compiled for this size of " + variants->var + ", where there is one (constant trip counts)");

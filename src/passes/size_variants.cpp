@@ -1,6 +1,7 @@
 #include "passes/size_variants.h"
 
 #include <algorithm>
+#include <set>
 
 #include "support/diagnostics.h"
 
@@ -119,5 +120,34 @@ Expr mean_row_length_at_least(const sparse::Program& program, const LoweredFunc&
 }
 
 std::string row_variant_name(const std::string& kernel, int64_t min) { return kernel + "_rows" + std::to_string(min); }
+
+std::vector<std::string> schedule_differences(const std::vector<ScheduleOp>& generic, const std::vector<ScheduleOp>& variant,
+                                              const std::string& which) {
+  auto described = [](const std::vector<ScheduleOp>& ops) {
+    std::vector<std::string> lines;
+    for (const ScheduleOp& op : ops) lines.push_back(describe_schedule_op(op));
+    return lines;
+  };
+  // "tile(k, 16 -> k0, k1)" and "tile(k, 32 -> k0, k1)" are the same op on the same loop.
+  auto head = [](const std::string& op) { return op.substr(0, op.find_first_of(",)")); };
+  const std::vector<std::string> theirs = described(generic), own = described(variant);
+  std::vector<std::string> lines;
+  std::set<std::string> replaced;
+  for (size_t k = 0; k < own.size(); ++k) {
+    if (std::find(theirs.begin(), theirs.end(), own[k]) != theirs.end()) continue;
+    auto same = std::find_if(theirs.begin(), theirs.end(), [&](const std::string& op) { return head(op) == head(own[k]); });
+    std::string line = "for " + which + ": " + own[k];
+    if (same != theirs.end()) {
+      line += " in place of " + *same;
+      replaced.insert(*same);
+    } else {
+      line += " as well";
+    }
+    lines.push_back(line + (variant[k].reason.empty() ? "" : ": " + variant[k].reason));
+  }
+  for (const std::string& op : theirs)
+    if (std::find(own.begin(), own.end(), op) == own.end() && !replaced.count(op)) lines.push_back("for " + which + ": no " + op);
+  return lines;
+}
 
 }  // namespace spgen

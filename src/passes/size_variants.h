@@ -63,6 +63,12 @@ std::string row_variant_name(const std::string& kernel, int64_t min);
 // variant's schedule.
 std::vector<std::string> describe_variants(const std::optional<SizeVariants>& sizes, const std::vector<RowLengthVariant>& rows);
 
+// `auto` may schedule a variant otherwise than the generic kernel (a narrower tile, a prefetch
+// that pays at this width only): a header line per op that differs, "for k = 16: tile(k, 16 ->
+// k0, k1) in place of tile(k, 32 -> k0, k1): reason". `which` names the variant ("k = 16").
+std::vector<std::string> schedule_differences(const std::vector<ScheduleOp>& generic, const std::vector<ScheduleOp>& variant,
+                                              const std::string& which);
+
 // The parameter that holds the variable's size, or null.
 const loops::Param* size_param(const loops::LoweredFunc& func, const std::string& var);
 
