@@ -41,32 +41,48 @@ InputFeatures input_features(const spgen_ref::Tensor& given) {
   f.structure_hash = hash_structure(t);
   if (t.order() == 0) return f;
   const int order = t.order();
-  std::vector<int64_t> rows(static_cast<size_t>(t.dims[0]), 0);
-  for (size_t e = 0; e < t.nnz(); ++e) ++rows[static_cast<size_t>(t.coords[e * order])];
+  // Memory and time follow the stored entries, never the dimensions: a hypersparse matrix
+  // (2 x 3 billion, one entry) is read in microseconds. The entries are sorted by row, so a
+  // row's entries are one run; the empty rows are the rows no run names.
+  std::vector<int64_t> lengths;  // of the non-empty rows
+  for (size_t e = 0; e < t.nnz();) {
+    size_t end = e + 1;
+    while (end < t.nnz() && t.coords[end * order] == t.coords[e * order]) ++end;
+    lengths.push_back(static_cast<int64_t>(end - e));
+    e = end;
+  }
+  const int64_t rows = t.dims[0];
+  f.empty_rows = rows - static_cast<int64_t>(lengths.size());
+  if (f.empty_rows > 0) f.row_log2_histogram.assign(1, f.empty_rows);
   double sum = 0, sum_sq = 0;
-  for (int64_t n : rows) {
+  for (int64_t n : lengths) {
     sum += static_cast<double>(n);
     sum_sq += static_cast<double>(n) * static_cast<double>(n);
     f.row_max = std::max(f.row_max, static_cast<double>(n));
-    if (n == 0) ++f.empty_rows;
-    size_t bucket = n == 0 ? 0 : static_cast<size_t>(std::floor(std::log2(static_cast<double>(n)))) + 1;
+    size_t bucket = static_cast<size_t>(std::floor(std::log2(static_cast<double>(n)))) + 1;
     if (f.row_log2_histogram.size() <= bucket) f.row_log2_histogram.resize(bucket + 1, 0);
     ++f.row_log2_histogram[bucket];
   }
-  if (!rows.empty()) {
-    f.row_mean = sum / static_cast<double>(rows.size());
-    double variance = std::max(0.0, sum_sq / static_cast<double>(rows.size()) - f.row_mean * f.row_mean);
+  if (rows > 0) {
+    f.row_mean = sum / static_cast<double>(rows);
+    double variance = std::max(0.0, sum_sq / static_cast<double>(rows) - f.row_mean * f.row_mean);
     f.row_cv = f.row_mean > 0 ? std::sqrt(variance) / f.row_mean : 0;
   }
   if (order == 2) {
-    std::vector<int64_t> cols(static_cast<size_t>(t.dims[1]), 0);
+    std::vector<int64_t> cols(t.nnz());
     double band = 0;
     for (size_t e = 0; e < t.nnz(); ++e) {
-      ++cols[static_cast<size_t>(t.coords[2 * e + 1])];
+      cols[e] = t.coords[2 * e + 1];
       band += std::fabs(static_cast<double>(t.coords[2 * e] - t.coords[2 * e + 1]));
     }
-    for (int64_t n : cols) f.col_max = std::max(f.col_max, static_cast<double>(n));
-    f.col_mean = cols.empty() ? 0 : static_cast<double>(f.nnz) / static_cast<double>(cols.size());
+    std::sort(cols.begin(), cols.end());
+    for (size_t e = 0; e < cols.size();) {
+      size_t end = e + 1;
+      while (end < cols.size() && cols[end] == cols[e]) ++end;
+      f.col_max = std::max(f.col_max, static_cast<double>(end - e));
+      e = end;
+    }
+    f.col_mean = t.dims[1] == 0 ? 0 : static_cast<double>(f.nnz) / static_cast<double>(t.dims[1]);
     f.bandwidth_mean = f.nnz ? band / static_cast<double>(f.nnz) : 0;
     f.block_fill_2 = block_fill(t, 2);
     f.block_fill_4 = block_fill(t, 4);

@@ -111,6 +111,21 @@ TEST_CASE("tune features: row statistics, empty rows, histogram, block fill, str
   CHECK(feature_distance(f, input_features(matrix({400, 800}, {{1, 1}}))) > 1);
 }
 
+TEST_CASE("tune features: a hypersparse matrix costs its entries, not its dimensions") {
+  // 3 x 3037000499 with entries in rows 0 and 2 (one column twice): arrays sized by the
+  // dimensions would take 24 GB (spgen run's --stats read it so, and was killed for memory).
+  const int64_t wide = 3037000499;
+  InputFeatures f = input_features(matrix({3, wide}, {{0, wide - 1}, {2, 7}, {2, wide - 1}}));
+  CHECK(f.empty_rows == 1);
+  CHECK(f.row_max == 2);
+  CHECK(f.row_mean == doctest::Approx(1.0));
+  CHECK(f.row_log2_histogram == std::vector<int64_t>{1, 1, 1});  // 0 | 1 | 2-3
+  CHECK(f.col_max == 2);
+  CHECK(f.col_mean == doctest::Approx(3.0 / static_cast<double>(wide)));
+  // Rows of lengths 1, 0, 2: mean 1, variance 2/3.
+  CHECK(f.row_cv == doctest::Approx(std::sqrt(2.0 / 3.0)));
+}
+
 TEST_CASE("tune search space: knobs around SpMM's auto schedule, each choice legal") {
   SpmmSpace s;
   const Knob* parallel = knob_named(s.space, "parallel");
