@@ -18,6 +18,7 @@
 #include "ref_tensor.h"
 #include "reference.h"
 #include "support/files.h"
+#include "support/text.h"
 #include "tune/features.h"
 #include "tune/search.h"
 #include "tune/tuning_db.h"
@@ -34,9 +35,9 @@ extern "C" void on_interrupt(int) { interrupted_flag = 1; }
 [[noreturn]] void fail(const std::string& message) { throw CompileError("spgen tune: error: " + message + "\n"); }
 
 std::pair<std::string, std::string> name_value(const std::string& flag, const std::string& text) {
-  const size_t eq = text.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) fail(flag + " " + text + ": expected NAME=VALUE");
-  return {text.substr(0, eq), text.substr(eq + 1)};
+  std::optional<std::pair<std::string, std::string>> parts = split_name_value(text);
+  if (!parts) fail(flag + " " + text + ": expected NAME=VALUE");
+  return *parts;
 }
 
 std::string cpu_model() {

@@ -1,7 +1,9 @@
 // Small text helpers shared by passes and backends.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace spgen {
@@ -11,6 +13,13 @@ inline std::string join(const std::vector<std::string>& items, const std::string
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) out += (i ? separator : "") + items[i];
   return out;
+}
+
+// "NAME=VALUE" (a command-line flag's value) as its two halves, neither empty; nothing otherwise.
+inline std::optional<std::pair<std::string, std::string>> split_name_value(const std::string& text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) return std::nullopt;
+  return std::pair{text.substr(0, eq), text.substr(eq + 1)};
 }
 
 }  // namespace spgen
