@@ -83,6 +83,8 @@ extern "C" {
 #include "spmv_b_auto.h"
 #include "spmv_b_auto_static.h"
 #include "spmv_b_auto_nnz.h"
+#include "spmv_b_auto_lanes8.h"
+#include "spmv_b_auto_lanes4.h"
 #include "spmv_b_dyn512.h"
 #include "spmv_b_dyn512_unroll4.h"
 #include "spmv_b_dyn512_vec.h"
@@ -143,6 +145,8 @@ const std::vector<Variant<SpmvFn>> kSpmv = {
     {"spmv_b_auto", spmv_b_auto},
     {"spmv_b_auto_static", spmv_b_auto_static},
     {"spmv_b_auto_nnz", spmv_b_auto_nnz},
+    {"spmv_b_auto_lanes8", spmv_b_auto_lanes8},
+    {"spmv_b_auto_lanes4", spmv_b_auto_lanes4},
 };
 const std::vector<Variant<SpmmFn>> kSpmm = {
     {"spmm_b_pre32_sized", spmm_by_width<spmm_b_pre32_n32, spmm_b_pre32_n128>},
