@@ -8,7 +8,7 @@
 
 #include "codegen/abi_header.h"
 #include "codegen/c_printer.h"
-#include "codegen/cuda_kernels.h"
+#include "passes/split_gpu_kernels.h"
 #include "ir/loop_ir_visitor.h"
 #include "support/templates.h"
 

@@ -1,4 +1,4 @@
-#include "codegen/cuda_kernels.h"
+#include "passes/split_gpu_kernels.h"
 
 #include <algorithm>
 #include <set>
