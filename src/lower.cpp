@@ -36,6 +36,7 @@
 #include "passes/sparse_fuse.h"
 #include "passes/sparse_reorder.h"
 #include "passes/specialize_sizes.h"
+#include "passes/split_gpu_kernels.h"
 #include "passes/split_sum.h"
 #include "passes/unswitch_loops.h"
 
@@ -649,6 +650,12 @@ Compilation compile(const CompileInput& input) {
   add_size_variants(c, read);
   // 5e. Kernels for long rows that "variants" (or `auto`) lists.
   add_row_length_variants(c, read);
+  // 5f. cuda: the __global__ functions each host function launches, in order.
+  if (c.config.target == Target::Cuda) {
+    split_gpu_kernels(c.func);
+    for (loops::LoweredFunc& phase : c.assemble) split_gpu_kernels(phase);
+    for (loops::LoweredFunc& part : c.parts) split_gpu_kernels(part);
+  }
 
   // 6. Emit the header and the source: C++ with OpenMP, or CUDA.
   // Both targets get the host routines that pack and unpack each tensor (NAME_pack_T, NAME_unpack_T).

@@ -15,7 +15,6 @@
 namespace spgen {
 
 using namespace loops;
-using namespace cuda;
 
 namespace {
 
@@ -217,21 +216,21 @@ class Launcher {
 
   // The loop that runs on any of `binds` (a grid-stride loop runs on both x axes, warp lanes on
   // threadIdx.x), or null.
-  static const For* bound_to(const Kernel& kernel, std::initializer_list<const char*> binds) {
+  static const For* bound_to(const GpuKernel& kernel, std::initializer_list<const char*> binds) {
     for (const char* bind : binds)
       if (auto loop = kernel.bound.find(bind); loop != kernel.bound.end()) return loop->second;
     return nullptr;
   }
 
   // Threads per block along x or y.
-  static int64_t block_threads(const Kernel& kernel, char axis) {
+  static int64_t block_threads(const GpuKernel& kernel, char axis) {
     const For* loop = axis == 'x' ? bound_to(kernel, {"threadIdx.x", "warp", "grid", "scan"}) : bound_to(kernel, {"threadIdx.y"});
     return loop ? loop->annotations.bind_threads : 1;
   }
 
   // Blocks along x or y: the bound loop's trip count (over the threads of a block, for the
   // grid-stride zero fill) when the host can compute it, else enough to fill the GPU.
-  std::string blocks(const Kernel& kernel, char axis) const {
+  std::string blocks(const GpuKernel& kernel, char axis) const {
     const For* found = axis == 'x' ? bound_to(kernel, {"blockIdx.x", "grid"}) : bound_to(kernel, {"blockIdx.y"});
     if (!found) return "1";
     const For& loop = *found;
@@ -245,12 +244,12 @@ class Launcher {
   }
 
   // `shared_bytes`: the kernel's dynamic shared memory (shared_layout).
-  std::string launch(const Kernel& kernel, const Expr& shared_bytes) const {
+  std::string launch(const GpuKernel& kernel, const Expr& shared_bytes) const {
     if (!kernel.workspaces.empty()) return launch_with_workspaces(kernel, shared_bytes);
     std::string x = blocks(kernel, 'x'), y = blocks(kernel, 'y');
     int64_t tx = block_threads(kernel, 'x'), ty = block_threads(kernel, 'y');
     std::string args;
-    for (const Param* p : kernel.params) args += (args.empty() ? "" : ", ") + p->name;
+    for (const Param& p : kernel.params) args += (args.empty() ? "" : ", ") + p.name;
     for (const Param& p : kernel.list_params) args += (args.empty() ? "" : ", ") + p.name;
     std::string out = "  {  // " + kernel.name + ": " + geometry(kernel) + "\n";
     std::vector<std::string> checks;
@@ -287,7 +286,7 @@ class Launcher {
   // memory holds (spgen_workspace_blocks; the x axis is capped for the rows of blocks along y),
   // each thread's workspace allocated (and set to its initial value) before the launch and freed
   // after it, all on the stream. An allocation's failure is returned.
-  std::string launch_with_workspaces(const Kernel& kernel, const Expr& shared_bytes) const {
+  std::string launch_with_workspaces(const GpuKernel& kernel, const Expr& shared_bytes) const {
     std::string x = blocks(kernel, 'x'), y = blocks(kernel, 'y');
     int64_t threads_per_block = block_threads(kernel, 'x') * block_threads(kernel, 'y');
     std::string bytes, names;
@@ -327,7 +326,7 @@ class Launcher {
     int64_t tx = block_threads(kernel, 'x'), ty = block_threads(kernel, 'y');
     std::string block = ty > 1 ? "dim3(" + std::to_string(tx) + ", " + std::to_string(ty) + ")" : std::to_string(tx);
     std::string args;
-    for (const Param* p : kernel.params) args += (args.empty() ? "" : ", ") + p->name;
+    for (const Param& p : kernel.params) args += (args.empty() ? "" : ", ") + p.name;
     for (const Workspace& w : kernel.workspaces) args += (args.empty() ? "" : ", ") + w.name;
     for (const Param& p : kernel.list_params) args += (args.empty() ? "" : ", ") + p.name;
     std::string shared = "0";
@@ -355,7 +354,7 @@ class Launcher {
   }
 
   // "blockIdx.x over i0, warp over j": which loop each GPU index runs.
-  static std::string geometry(const Kernel& kernel) {
+  static std::string geometry(const GpuKernel& kernel) {
     if (kernel.bound.empty()) return "one thread";
     std::string out;
     for (const auto& [bind, loop] : kernel.bound)
@@ -534,7 +533,7 @@ std::string emit_host_function(const LoweredFunc& func, const std::string& linka
   std::string text;
   CudaExprPrinter expr;
   Launcher launcher(func, expr);
-  std::vector<Kernel> kernels = split_into_kernels(func);
+  const std::vector<GpuKernel>& kernels = func.gpu_kernels;  // (passes/split_gpu_kernels.h)
   std::set<std::string> passed;
   std::string launches;
   std::vector<std::string> list_launches;  // an entry list's kernels: counting, listing, packing
@@ -542,13 +541,13 @@ std::string emit_host_function(const LoweredFunc& func, const std::string& linka
   std::set<std::string> counted_positions;  // the output levels an assemble phase counts into
   for (const Param& p : func.params)
     if (p.kind == ParamKind::Pos && !p.is_const) counted_positions.insert(p.name);
-  for (const Kernel& kernel : kernels) {
+  for (const GpuKernel& kernel : kernels) {
     int64_t threads = Launcher::block_threads(kernel, 'x') * Launcher::block_threads(kernel, 'y');
     text += "\n// " + Launcher::geometry(kernel) + "\n";
     text += "static __global__ void __launch_bounds__(" + std::to_string(threads) + ") " + kernel.name + "(";
     for (size_t i = 0; i < kernel.params.size(); ++i) {
-      text += (i ? ",\n    " : "\n    ") + c_param(*kernel.params[i], true);
-      passed.insert(kernel.params[i]->name);
+      text += (i ? ",\n    " : "\n    ") + c_param(kernel.params[i], true);
+      passed.insert(kernel.params[i].name);
     }
     for (const Workspace& w : kernel.workspaces)
       text += (text.back() == '(' ? "\n    " : ",\n    ") + expr.type_name(w.type) + "* __restrict__ " + workspace_param(w);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -313,6 +314,45 @@ struct Param {
   std::string length;     // its length, as prose (e.g. "dim_i + 1"); empty for scalars
 };
 
+// ---- a CUDA function's kernels (passes/split_gpu_kernels.h) ----
+// An output's list of entries that arrive out of order (lower_to_loops.cpp, list_and_pack; passes/split_gpu_kernels.h): an
+// Allocate of growable lists around the loops that append to them, the Sort of the list, and
+// the loops that sum its repeats and pack it. On the GPU the loops run twice, first only
+// counting the entries (the list's length, which the host reads back to allocate the list),
+// then listing them, each thread taking its entry's slot from an atomic cursor; the host sorts
+// the list (spgen_sort_entries), and the packing loops (kernels over the grid, scans by one
+// block) sum the repeats and pack it.
+struct EntryList {
+  std::string tensor;
+  std::string keys, values;  // values: empty where an assemble phase lists keys only
+  ScalarType value_type = ScalarType::Float32;
+  // The packing's other arrays (marks and their running sums, the summed entries): one element
+  // more than the list, allocated with it, zeroed.
+  std::vector<std::pair<std::string, ScalarType>> work;
+  std::string count;  // the list's length so far; on the host, once counted, its length
+  std::string cursor() const { return "spgen_" + count; }  // device: the next free slot
+  std::string spare(const std::string& list) const { return "spgen_" + list + "_spare"; }  // the sort's other half
+};
+
+
+// How a kernel prints an entry list's loops: counting the entries, or listing them.
+enum class Listing { None, Count, List };
+
+// One __global__ function: some top-level statements of the nest and how they are launched.
+struct GpuKernel {
+  std::string name;
+  std::vector<Stmt> body;
+  std::map<std::string, const For*> bound;  // `bind` annotation → the loop that has it
+  std::vector<Param> params;                // those the body uses, in ABI order
+  std::vector<Workspace> workspaces;        // its row workspaces, one parameter each after the params
+  // An entry list's kernels: its loops counting or listing the entries, or its packing.
+  std::shared_ptr<const EntryList> list;
+  Listing listing = Listing::None;
+  bool packs_list = false;
+  bool ends_list = false;  // the list's last packing kernel, after which the host frees it
+  std::vector<Param> list_params;  // the list's arrays (and cursor or length), after the params
+};
+
 struct LoweredFunc {
   std::string name;
   std::vector<Param> params;
@@ -321,6 +361,8 @@ struct LoweredFunc {
   // the function checks them on entry and returns an error status when one differs.
   std::vector<std::pair<std::string, int64_t>> fixed_sizes;
   bool is_fixed_size(const std::string& param) const;  // `param` is one of fixed_sizes
+  // cuda: the __global__ functions the body is launched as, in launch order (split_gpu_kernels).
+  std::vector<GpuKernel> gpu_kernels;
 };
 
 // ---- construction helpers ----

@@ -6,7 +6,9 @@
 
 #include "ir/loop_ir_visitor.h"
 
-namespace spgen::cuda {
+namespace spgen {
+
+using namespace loops;
 
 std::vector<Workspace> row_workspaces(const std::vector<Stmt>& body) {
   struct Collect : IRVisitor {
@@ -29,8 +31,8 @@ const Allocate* as_entry_list(const Stmt& stmt) {
 
 namespace {
 
-Kernel kernel_of(std::string name, std::vector<Stmt> body) {
-  Kernel kernel;
+GpuKernel kernel_of(std::string name, std::vector<Stmt> body) {
+  GpuKernel kernel;
   kernel.name = std::move(name);
   kernel.body = std::move(body);
   return kernel;
@@ -177,9 +179,9 @@ std::vector<std::vector<Stmt>> listing_kernels(const std::vector<Stmt>& loops) {
 
 }  // namespace
 
-std::vector<Kernel> split_into_kernels(const LoweredFunc& func) {
+void split_gpu_kernels(LoweredFunc& func) {
   std::vector<Stmt> top = statements_of(func.body);
-  std::vector<Kernel> kernels;
+  std::vector<GpuKernel> kernels;
   std::vector<Stmt> statements;  // of the kernel being collected, comments included
   for (const Stmt& s : top) {
     if (const Allocate* lists = as_entry_list(s)) {
@@ -209,7 +211,7 @@ std::vector<Kernel> split_into_kernels(const LoweredFunc& func) {
       for (Listing listing : {Listing::Count, Listing::List})
         for (size_t g = 0; g < groups.size(); ++g) {
           std::string name = func.name + (listing == Listing::Count ? "_count_entries" : "_list_entries");
-          Kernel kernel = kernel_of(g ? name + "_" + std::to_string(g + 1) : name, groups[g]);
+          GpuKernel kernel = kernel_of(g ? name + "_" + std::to_string(g + 1) : name, groups[g]);
           kernel.list = list;
           kernel.listing = listing;
           kernel.list_params = entry_list_params(*list, listing);
@@ -218,7 +220,7 @@ std::vector<Kernel> split_into_kernels(const LoweredFunc& func) {
       std::vector<std::pair<std::string, std::vector<Stmt>>> packing = packing_kernels(pack);
       if (packing.empty()) throw std::logic_error("cuda: an entry list that is never packed");
       for (auto& [name, body] : packing) {
-        Kernel kernel = kernel_of(func.name + "_" + name, std::move(body));
+        GpuKernel kernel = kernel_of(func.name + "_" + name, std::move(body));
         kernel.list = list;
         kernel.packs_list = true;
         NamesUsed uses;
@@ -258,15 +260,15 @@ std::vector<Kernel> split_into_kernels(const LoweredFunc& func) {
       IRVisitor::visit_for(node);
     }
   };
-  for (Kernel& kernel : kernels) {
+  for (GpuKernel& kernel : kernels) {
     Uses uses;
     for (const Stmt& s : kernel.body) uses.visit(s);
     kernel.bound = uses.bound;
     kernel.workspaces = row_workspaces(kernel.body);
     for (const Param& p : func.params)
-      if (uses.names.count(p.name)) kernel.params.push_back(&p);
+      if (uses.names.count(p.name)) kernel.params.push_back(p);
   }
-  return kernels;
+  func.gpu_kernels = std::move(kernels);
 }
 
-}  // namespace spgen::cuda
+}  // namespace spgen
