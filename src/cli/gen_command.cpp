@@ -41,7 +41,8 @@ std::map<std::string, std::string> stats_options(const std::vector<std::string>&
 }
 
 InputStats read_stats_file(const std::string& path) {
-  const tune::InputFeatures f = tune::input_features(spgen_ref::read_tensor(path));
+  const spgen_ref::Tensor tensor = spgen_ref::read_tensor(path);
+  const tune::InputFeatures f = tune::input_features(tensor);
   InputStats stats;
   stats.source = std::filesystem::path(path).filename().string();
   stats.dims = f.dims;
@@ -50,6 +51,7 @@ InputStats read_stats_file(const std::string& path) {
   stats.row_cv = f.row_cv;
   stats.row_max = static_cast<int64_t>(f.row_max);
   stats.bandwidth_mean = f.bandwidth_mean;
+  stats.static_split_imbalance = tune::static_split_imbalance(tensor);
   return stats;
 }
 

@@ -16,6 +16,12 @@ std::string one_decimal(double value) {
   return text;
 }
 
+std::string two_decimals(double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.2f", value);
+  return text;
+}
+
 }  // namespace
 
 std::string InputStats::describe() const {
@@ -23,6 +29,7 @@ std::string InputStats::describe() const {
   for (size_t m = 0; m < dims.size(); ++m) text += (m ? " x " : "") + std::to_string(dims[m]);
   text += ", " + std::to_string(nnz) + " entries, " + one_decimal(row_mean) + " per row (at most " + std::to_string(row_max) + ")";
   if (dims.size() == 2) text += ", mean |i - j| " + std::to_string(std::llround(bandwidth_mean));
+  if (static_split_imbalance > 0) text += ", equal row blocks within " + two_decimals(static_split_imbalance) + "x of even";
   return text;
 }
 

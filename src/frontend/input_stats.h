@@ -17,8 +17,12 @@ struct InputStats {
   double row_cv = 0;           // their coefficient of variation
   int64_t row_max = 0;         // the longest row
   double bandwidth_mean = 0;   // a matrix's mean |i - j| over its entries: how far apart its rows reach
+  // The rows cut into 2, 4 and 8 parts of equal row counts (OpenMP's static split): the most
+  // entries a part holds over the mean, the largest of the three. 1 is perfectly even.
+  double static_split_imbalance = 0;
 
-  // "cora.mtx: 2708 x 2708, 10556 entries, 3.9 per row (at most 168), mean |i - j| 837"
+  // "cora.mtx: 2708 x 2708, 10556 entries, 3.9 per row (at most 168), mean |i - j| 837, equal
+  // row blocks within 1.25x of even"
   std::string describe() const;
 };
 

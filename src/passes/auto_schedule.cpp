@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <optional>
 #include <set>
 
@@ -215,7 +216,37 @@ const For* row_sum_walk(const LoweredFunc& func, const sparse::Program& program,
   return &walk;
 }
 
-int64_t row_sum_lanes(const sparse::Program& program) { return program.value_type == ValueType::Float64 ? 8 : 16; }
+// A row's sum over a sparse level: 8 lanes, for float32 one 256-bit vector; 16 lanes measured
+// 1.09x slower (geomean of 8 matrices, 1.13-1.20x on rows of 15-78 entries, equal on rows of 3-4:
+// bench/RESULTS.md, session 26). Doubles stay at 8 (unmeasured).
+constexpr int64_t kRowSumLanes = 8;
+
+// A static split of the rows, where the statistics show equal row blocks holding nearly equal
+// entries: each thread then walks contiguous rows, with no chunk to claim (SpMV in 8 lanes:
+// 1.03-1.20x faster than dynamic 512 on the 7 such matrices of ../shared/data; 1.18x slower on
+// astro-ph, whose halves hold 1.35x of even: bench/RESULTS.md, session 26). The blocks of 2, 4
+// and 8 threads must all lie within this of even, so that the kernel serves up to 8 threads.
+constexpr double kEvenSplit = 1.15;
+
+// What the statistics of the walked input say of a static split: `even` where its blocks lie
+// within kEvenSplit; `why` empty without statistics.
+struct RowSplit {
+  bool even = false;
+  std::string why;
+};
+RowSplit static_row_split(const sparse::Program& program, const Config& config, const For& walk) {
+  for (const sparse::Axis& axis : program.axes) {
+    if (axis.index_var != walk.label || axis.kind != sparse::AxisKind::SparseVariable) continue;
+    auto stats = config.stats.find(axis.tensor);
+    if (stats == config.stats.end() || stats->second.static_split_imbalance <= 0) return {};
+    char within[32];
+    std::snprintf(within, sizeof within, "%.2f", stats->second.static_split_imbalance);
+    const bool even = stats->second.static_split_imbalance <= kEvenSplit;
+    return {even, "equal blocks of " + axis.tensor + "'s rows (2, 4, 8) hold " + (even ? "within " : "up to ") + within +
+                      "x of even entries"};
+  }
+  return {};
+}
 
 // Rows of a dense operand that nearby stored entries read are "near" when the mean distance
 // between an entry's row and column (|i - j|, in rows of that operand) spans less than this many
@@ -285,11 +316,19 @@ std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Pro
   // rows (bench/RESULTS.md, session 18): 512 rows where a row is one walk over a sparse level
   // (SpMV: chunks of 64 measured 1.31x, of 512 1.19x of each matrix's best schedule), else 128
   // (SpMM's register tile: chunks of 16 measured 1.78x of 128's time at N = 32).
+  // A row's sum over a csr level (SpMV), which the masked lanes below take.
+  const For* walk = row_sum_walk(func, program, config);
+  if (walk && !plan_masked_tail(*walk, program).refusal.empty()) walk = nullptr;
   if (outer_parallel_ok) {
     const bool light_rows = one_sparse_walk_per_row(*outer);
-    add(ParallelOp{outer->label, OmpSchedule::Dynamic, light_rows ? 512 : 128, {}, {}, 0},
-        light_rows ? "race-free outer loop; dynamic in large chunks: a row is one sparse walk"
-                   : "race-free outer loop; dynamic for skewed rows");
+    const RowSplit split = walk ? static_row_split(program, config, *walk) : RowSplit{};
+    if (split.even)
+      add(ParallelOp{outer->label, OmpSchedule::Static, 0, {}, {}, 0}, "race-free outer loop; static: " + split.why);
+    else
+      add(ParallelOp{outer->label, OmpSchedule::Dynamic, light_rows ? 512 : 128, {}, {}, 0},
+          std::string(light_rows ? "race-free outer loop; dynamic in large chunks: a row is one sparse walk"
+                                 : "race-free outer loop; dynamic for skewed rows") +
+              (split.why.empty() ? "" : " (" + split.why + ")"));
   }
   // A register tile: the free loop in tiles of a few vectors, each tile's sums kept across the
   // sparse sum and written once.
@@ -304,8 +343,8 @@ std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Pro
   }
   // A row's sum over a csr level (SpMV) in lanes, the rest of each row, and all of a short one,
   // in one masked sum: no branch ends a row at an unpredictable point (bench/RESULTS.md, session 24).
-  if (const For* walk = row_sum_walk(func, program, config); walk && plan_masked_tail(*walk, program).refusal.empty()) {
-    const int64_t lanes = row_sum_lanes(program);
+  if (walk) {
+    const int64_t lanes = kRowSumLanes;
     add(VectorizeOp{walk->label, lanes, true},
         "the row's sum in " + std::to_string(lanes) + " lanes; the rest of a row, and a short row, in one masked sum");
     return ops;

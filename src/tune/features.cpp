@@ -91,6 +91,26 @@ InputFeatures input_features(const spgen_ref::Tensor& given) {
   return f;
 }
 
+double static_split_imbalance(const spgen_ref::Tensor& t) {
+  if (t.order() == 0 || t.dims[0] == 0 || t.nnz() == 0) return 0;
+  const int64_t rows = t.dims[0];
+  double worst = 0;
+  for (int64_t parts : {2, 4, 8}) {
+    // libgomp's static split: the first rows % parts blocks hold one row more.
+    const int64_t base = rows / parts, extra = rows % parts;
+    auto block_of = [&](int64_t row) {
+      const int64_t long_rows = extra * (base + 1);
+      return row < long_rows ? row / (base + 1) : extra + (row - long_rows) / std::max<int64_t>(base, 1);
+    };
+    std::vector<int64_t> entries(static_cast<size_t>(parts), 0);
+    for (size_t e = 0; e < t.nnz(); ++e)
+      ++entries[static_cast<size_t>(std::min(parts - 1, block_of(t.coords[e * static_cast<size_t>(t.order())])))];
+    const double mean = static_cast<double>(t.nnz()) / static_cast<double>(parts);
+    worst = std::max(worst, static_cast<double>(*std::max_element(entries.begin(), entries.end())) / mean);
+  }
+  return worst;
+}
+
 nlohmann::json InputFeatures::to_json() const {
   return {{"dims", dims},
           {"nnz", nnz},

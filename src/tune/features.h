@@ -32,6 +32,11 @@ struct InputFeatures {
 
 InputFeatures input_features(const spgen_ref::Tensor& tensor);
 
+// The rows (mode 0) cut into 2, 4 and 8 blocks of equal row counts, as OpenMP's static schedule
+// cuts them: the most entries a block holds over the mean block's, the largest of the three
+// (1: even). 0 for a tensor with no rows or no entries.
+double static_split_imbalance(const spgen_ref::Tensor& tensor);
+
 // How unlike two inputs are, for seeding a search from earlier ones: distance between their log
 // sizes, mean row lengths and row-length spreads (0: alike in every feature compared).
 double feature_distance(const InputFeatures& a, const InputFeatures& b);

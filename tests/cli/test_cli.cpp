@@ -570,7 +570,7 @@ TEST_CASE("gen --stats NAME=FILE: auto reads the input's structure, the header n
   INFO(near.err);
   REQUIRE(near.exit_code == 0);
   CHECK(near.out.find("//   auto, from the statistics of\n//     X (band.mtx: 4000 x 4000, 11998 entries, 3.0 per row (at most 3), "
-                      "mean |i - j| 1)\n//   chose:\n") != std::string::npos);
+                      "mean |i - j| 1, equal row blocks within 1.00x of even)\n//   chose:\n") != std::string::npos);
   CHECK(near.out.find("prefetch") == std::string::npos);
   ProcessResult apart = header("X=" + dir.file("far.mtx"));
   REQUIRE(apart.exit_code == 0);

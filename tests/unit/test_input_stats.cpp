@@ -18,6 +18,7 @@ spgen::InputStats matrix_stats(const std::string& path, double reach) {
   stats.row_cv = 1.3;
   stats.row_max = 168;
   stats.bandwidth_mean = reach;
+  stats.static_split_imbalance = path == "even.mtx" ? 1.02 : 1.25;  // (cora's row blocks: 1.25)
   return stats;
 }
 
@@ -73,7 +74,7 @@ TEST_CASE("auto: SDDMM prefetches the rows of B, unless the input's statistics s
   CHECK(described(far).back() == "prefetch(B at j, 8 ahead)");
   CHECK(contains(far.files[0].text, "lie far apart (X's mean |i - j| 837 rows of 128 bytes: 105 KiB)"));
   CHECK(contains(far.files[0].text, "//   auto, from the statistics of\n"
-                                    "//     X (cora.mtx: 2708 x 2708, 10556 entries, 3.9 per row (at most 168), mean |i - j| 837)\n"
+                                    "//     X (cora.mtx: 2708 x 2708, 10556 entries, 3.9 per row (at most 168), mean |i - j| 837, equal row blocks within 1.25x of even)\n"
                                     "//   chose:\n"));
   // 77 rows apart (a banded FEM matrix): 9.6 KiB, near: no prefetch.
   spgen::Compilation near = compile_with_stats(kSddmm, R"({"sizes": {"k": 32}, "tensors": {"X": {"format": "csr"}}, "schedule": "auto"})",
@@ -106,7 +107,23 @@ TEST_CASE("auto: SDDMM prefetches the rows of B, unless the input's statistics s
                  "rows of 128 bytes, k taken as 32: 105 KiB"));
   // SpMV reads one value of x per entry, no row: nothing to prefetch.
   CHECK(described(compile_with_stats(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": "auto"})", {{"A", "cora.mtx"}}, 837)) ==
-        std::vector<std::string>{"parallel(i, dynamic, 512)", "vectorize(j, 16 lanes, masked tail)"});
+        std::vector<std::string>{"parallel(i, dynamic, 512)", "vectorize(j, 8 lanes, masked tail)"});
+}
+
+TEST_CASE("--stats: auto splits SpMV's rows statically where equal row blocks hold nearly equal entries") {
+  const std::string config = R"({"tensors": {"A": {"format": "csr"}}, "schedule": "auto"})";
+  spgen::Compilation even = compile_with_stats(kSpmv, config, {{"A", "even.mtx"}}, 20);
+  CHECK(described(even) == std::vector<std::string>{"parallel(i, static)", "vectorize(j, 8 lanes, masked tail)"});
+  CHECK(contains(even.files[0].text, "parallel(i, static): race-free outer loop; static: equal blocks of A's rows (2, 4, 8) hold "
+                                     "within 1.02x of even entries"));
+  // Uneven blocks (cora: 1.25x), or no statistics: dynamic, and the reason gives the figure.
+  spgen::Compilation uneven = compile_with_stats(kSpmv, config, {{"A", "cora.mtx"}}, 837);
+  CHECK(described(uneven)[0] == "parallel(i, dynamic, 512)");
+  CHECK(contains(uneven.files[0].text, "(equal blocks of A's rows (2, 4, 8) hold up to 1.25x of even entries)"));
+  CHECK(described(compile(kSpmv, config))[0] == "parallel(i, dynamic, 512)");
+  // Only a row's walk in lanes (SpMV) takes it: SpMM's register tile stays dynamic.
+  CHECK(described(compile_with_stats(kSpmm, R"({"tensors": {"A": {"format": "csr"}}, "schedule": "auto"})", {{"A", "even.mtx"}}, 20))[1] ==
+        "parallel(i, dynamic, 128)");
 }
 
 TEST_CASE("--stats: each names a sparse input of the spec, of its order; a bad file is a precise error") {

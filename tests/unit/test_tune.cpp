@@ -111,6 +111,22 @@ TEST_CASE("tune features: row statistics, empty rows, histogram, block fill, str
   CHECK(feature_distance(f, input_features(matrix({400, 800}, {{1, 1}}))) > 1);
 }
 
+TEST_CASE("static_split_imbalance: OpenMP's static blocks of 2, 4 and 8, the worst over the mean") {
+  // 8 rows of one entry: every split is even.
+  std::vector<std::pair<int64_t, int64_t>> diagonal;
+  for (int64_t r = 0; r < 8; ++r) diagonal.push_back({r, r});
+  CHECK(static_split_imbalance(matrix({8, 8}, diagonal)) == doctest::Approx(1.0));
+  // 9 rows of one: libgomp gives the first block the extra row (5 + 4; 3 + 2 + 2 + 2; 2 + 1 x 7),
+  // and 8 blocks are the worst: 2 / (9 / 8).
+  diagonal.push_back({8, 8});
+  CHECK(static_split_imbalance(matrix({9, 9}, diagonal)) == doctest::Approx(2.0 / (9.0 / 8.0)));
+  // All entries in the first half: 2x at 2 blocks, 8x at 8 blocks... of 16 rows.
+  std::vector<std::pair<int64_t, int64_t>> top;
+  for (int64_t r = 0; r < 2; ++r) top.push_back({r, 0});
+  CHECK(static_split_imbalance(matrix({16, 4}, top)) == doctest::Approx(8.0));
+  CHECK(static_split_imbalance(matrix({16, 4}, {})) == 0);
+}
+
 TEST_CASE("tune features: a hypersparse matrix costs its entries, not its dimensions") {
   // 3 x 3037000499 with entries in rows 0 and 2 (one column twice): arrays sized by the
   // dimensions would take 24 GB (spgen run's --stats read it so, and was killed for memory).
