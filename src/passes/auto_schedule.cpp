@@ -218,7 +218,8 @@ const For* row_sum_walk(const LoweredFunc& func, const sparse::Program& program,
 
 // A row's sum over a sparse level: 8 lanes, for float32 one 256-bit vector; 16 lanes measured
 // 1.09x slower (geomean of 8 matrices, 1.13-1.20x on rows of 15-78 entries, equal on rows of 3-4:
-// bench/RESULTS.md, session 26). Doubles stay at 8 (unmeasured).
+// bench/RESULTS.md, session 26). Doubles too: 4 lanes ran 1.07-1.09x faster on MIT8 and bcsstk16
+// but 1.08x and 1.33x slower on ego-facebook and wing.
 constexpr int64_t kRowSumLanes = 8;
 
 // A static split of the rows, where the statistics show equal row blocks holding nearly equal
