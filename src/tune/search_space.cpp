@@ -67,6 +67,7 @@ void apply(const Knob& knob, const json& value, std::vector<ScheduleOp>& ops) {
     }
     case KnobKind::TileWidth: std::get<TileOp>(ops[knob.op_index].op).factor = value.get<int64_t>(); break;
     case KnobKind::Lanes: std::get<VectorizeOp>(ops[knob.op_index].op).lanes = value.get<int64_t>(); break;
+    case KnobKind::Tail: std::get<VectorizeOp>(ops[knob.op_index].op).masked_tail = value.get<std::string>() == "masked"; break;
     case KnobKind::Prefetch:  // replaces the base's prefetch (auto's SDDMM has one), if any
       ops.erase(std::remove_if(ops.begin(), ops.end(), [](const ScheduleOp& op) { return std::holds_alternative<PrefetchOp>(op.op); }),
                 ops.end());
@@ -124,6 +125,12 @@ SearchSpace build_search_space(const std::vector<ScheduleOp>& base, const Config
       Knob knob{KnobKind::Lanes, "lanes " + v->var, i, {v->lanes}, {std::to_string(v->lanes)}};
       for (int64_t lanes : {4, 8, 16, 32}) offer(knob, base, lanes, std::to_string(lanes), compiles);
       if (knob.values.size() > 1) space.knobs.push_back(knob);
+      // The rest of a row after its groups of lanes (all of a short row): one masked sum, which
+      // no row's end branches out of, or one entry at a time; the base's first.
+      const std::string tail = v->masked_tail ? "masked" : "scalar";
+      Knob tails{KnobKind::Tail, "tail " + v->var, i, {tail}, {tail}};
+      offer(tails, base, v->masked_tail ? "scalar" : "masked", v->masked_tail ? "scalar" : "masked", compiles);
+      if (tails.values.size() > 1) space.knobs.push_back(tails);
     }
   }
   // Prefetching a dense operand's rows, where a loop over a sparse level picks them; the base's

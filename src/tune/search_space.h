@@ -19,6 +19,7 @@ enum class KnobKind {
   Parallel,   // the parallel op's OpenMP schedule, chunk, or nonzero balance
   TileWidth,  // a tile op's factor
   Lanes,      // a vectorize op's partial sums (0: a plain vectorized loop)
+  Tail,       // a vectorize op in lanes: the rest of a row in one masked sum, or one by one
   Prefetch,   // no prefetch, or a prefetch op added at the end
   Batch,      // no batch, or a batch op added at the end (2, 4 or 8 iterations of a loop at once)
 };

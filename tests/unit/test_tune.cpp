@@ -170,6 +170,29 @@ TEST_CASE("tune search space: knobs around SpMM's auto schedule, each choice leg
   CHECK(s.space.size() == parallel->values.size() * tile->values.size() * prefetch->values.size());
 }
 
+TEST_CASE("tune search space: SpMV's row sum in lanes, its tail masked or one by one") {
+  AutoSpace spmv(spgen_test::kSpmv, {{"A", {{"format", "csr"}}}}, {"x"});
+  const Knob* lanes = knob_named(spmv.space, "lanes j");
+  const Knob* tail = knob_named(spmv.space, "tail j");
+  REQUIRE(lanes);
+  REQUIRE(tail);
+  CHECK(lanes->labels.front() == "8");  // auto's own
+  CHECK(tail->labels == std::vector<std::string>{"masked", "scalar"});
+  Point p = spmv.space.origin();
+  p[static_cast<size_t>(tail - spmv.space.knobs.data())] = 1;
+  const std::vector<ScheduleOp> ops = schedule_at(spmv.space, p);
+  CHECK(!std::get<VectorizeOp>(ops[tail->op_index].op).masked_tail);
+  CHECK(describe_point(spmv.space, p) == "tail j=scalar");
+  // (The scalar tail compiles: AutoSpace kept only choices whose config compiles.)
+  CHECK(spgen_test::error_of(spgen_test::kSpmv, nlohmann::json{{"tensors", {{"A", {{"format", "csr"}}}}},
+                                                               {"schedule", nlohmann::json::parse(schedule_json(ops).dump())}}
+                                                     .dump()) == "(no error)");
+  // dcsr rows refuse a masked tail (no dense row loop bounds its reads): auto gives none, and
+  // the knob offers none.
+  AutoSpace dcsr(spgen_test::kSpmv, {{"y", {{"format", "dense"}}}, {"A", {{"format", "dcsr"}}}}, {"x"});
+  CHECK(!knob_named(dcsr.space, "tail"));
+}
+
 TEST_CASE("tune search space: a float64 kernel sized k = 8 tiles by at most 8") {
   Compilation c = spgen_test::compile(spgen_test::kSpmm, R"({"tensors": {"A": {"format": "csr"}}, "schedule": "auto", "types": {"value": "float64"}, "sizes": {"k": 8}})");
   SearchSpace space = build_search_space(c.explicit_schedule, c.config, {"B"}, c.spec.index_vars, [](const auto&) { return true; });
