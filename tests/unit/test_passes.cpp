@@ -1003,7 +1003,7 @@ TEST_CASE("vectorize with lanes and a masked tail: the rest of a row in one mask
                  "    else:\n"
                  "      allocate local acc_lanes: float32 vectors[16 / SPGEN_LANES_F32] = 0:\n"));
   CHECK(contains(c.stage2_dump,
-                 "        let j_left: int64 = pA1_begin + (pA1_end - pA1_begin) - (pA1_begin + j_groups * 16)\n"
+                 "        let j_left: int64 = pA1_end - pA1_begin - j_groups * 16\n"
                  "        if pA1_begin + j_groups * 16 + 16 <= int64(A_pos1[dim_i]):\n"
                  "          acc += masked_sum(j_tail < j_left of 16: A_vals[pA1_begin + j_groups * 16 + j_tail] * "
                  "x_vals[int64(A_crd1[pA1_begin + j_groups * 16 + j_tail])])\n"

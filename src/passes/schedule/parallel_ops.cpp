@@ -13,6 +13,18 @@ namespace spgen::scheduling {
 
 namespace {
 
+// end - begin, reading `(x + a) - (x + b)` as `a - b`: a loop's remaining count where both bounds
+// start from the same position (a row's rest after its groups of lanes).
+Expr difference(const Expr& end, const Expr& begin) {
+  auto sum = [](const Expr& e) -> const Binary* {
+    return e->kind == ExprKind::Binary && static_cast<const Binary&>(*e).op == BinOp::Add ? &static_cast<const Binary&>(*e) : nullptr;
+  };
+  const Binary* a = sum(end);
+  const Binary* b = sum(begin);
+  if (a && b && same_expr(a->a, b->a)) return sub(a->b, b->b);
+  return sub(end, begin);
+}
+
 // The masked sum of `value` over `lane` in [0, count). Where the value is a product whose first
 // factor reads consecutive elements, `buffer[base + lane]` (A's values along a csr row), that
 // factor is kept apart (MaskedSum::row): it is loaded as one vector, not lane by lane, which
@@ -398,7 +410,7 @@ void Scheduler::vectorize_in_lanes(const For& loop, int64_t lanes, const std::ve
     const int64_t reach = std::max<int64_t>(lanes, type == ScalarType::Float64 ? 2 : 4);
     Stmt masked = std::make_shared<Assign>(scalar, masked_sum_with_row(tail, var(left), value_at(add(rest_loop.begin, var(tail))), lanes), true);
     Stmt rest_stmt = stmts.back();
-    stmts.back() = std::make_shared<Declare>(left, ScalarType::Int64, sub(rest_loop.end, rest_loop.begin), false);
+    stmts.back() = std::make_shared<Declare>(left, ScalarType::Int64, difference(rest_loop.end, rest_loop.begin), false);
     stmts.push_back(std::make_shared<If>(binary(BinOp::Le, add(rest_loop.begin, int64(reach)), limit), masked, rest_stmt));
     // A range shorter than the lanes (a short row: most of them in a graph) is the masked sum
     // alone, without the lanes' setup and final sum.
