@@ -655,6 +655,10 @@ Compilation compile(const CompileInput& input) {
     split_gpu_kernels(c.func);
     for (loops::LoweredFunc& phase : c.assemble) split_gpu_kernels(phase);
     for (loops::LoweredFunc& part : c.parts) split_gpu_kernels(part);
+    // (in the order the source defines them: assemble phases, parts, else the kernel itself)
+    for (const loops::LoweredFunc& phase : c.assemble) c.stage2_dump += dump_gpu_kernels(phase);
+    for (const loops::LoweredFunc& part : c.parts) c.stage2_dump += dump_gpu_kernels(part);
+    if (c.parts.empty()) c.stage2_dump += dump_gpu_kernels(c.func);
   }
 
   // 6. Emit the header and the source: C++ with OpenMP, or CUDA.

@@ -251,7 +251,7 @@ class Launcher {
     std::string args;
     for (const Param& p : kernel.params) args += (args.empty() ? "" : ", ") + p.name;
     for (const Param& p : kernel.list_params) args += (args.empty() ? "" : ", ") + p.name;
-    std::string out = "  {  // " + kernel.name + ": " + geometry(kernel) + "\n";
+    std::string out = "  {  // " + kernel.name + ": " + describe_gpu_kernel(kernel) + "\n";
     std::vector<std::string> checks;
     std::string grid = "1";
     if (x != "1") {
@@ -296,7 +296,7 @@ class Launcher {
                expr_.print(w.size) + ")";
       names += (names.empty() ? "" : ", ") + w.name;
     }
-    std::string out = "  {  // " + kernel.name + ": " + geometry(kernel) + "\n";
+    std::string out = "  {  // " + kernel.name + ": " + describe_gpu_kernel(kernel) + "\n";
     out += "    // each thread's row workspace (" + names + ") lies in device memory\n";
     out += "    const int64_t workspace_bytes = " + bytes + ";  // per thread\n";
     std::string grid_x = "1", grid_y = "1", check;
@@ -351,17 +351,6 @@ class Launcher {
     if (w.init && w.init->kind == ExprKind::IntImm && static_cast<const IntImm&>(*w.init).value == 0) return "0";
     if (w.init && w.init->kind == ExprKind::FloatImm && static_cast<const FloatImm&>(*w.init).value == 0.0) return "0";
     throw std::logic_error("cuda: a row workspace (" + w.name + ") starting as neither 0 nor -1");
-  }
-
-  // "blockIdx.x over i0, warp over j": which loop each GPU index runs.
-  static std::string geometry(const GpuKernel& kernel) {
-    if (kernel.bound.empty()) return "one thread";
-    std::string out;
-    for (const auto& [bind, loop] : kernel.bound)
-      out += (out.empty() ? "" : ", ") +
-             (bind == "grid" ? "every thread of the grid" : bind == "scan" ? "one block's threads (a scan)" : bind) +
-             " over " + loop->label;
-    return out;
   }
 
  private:
@@ -543,7 +532,7 @@ std::string emit_host_function(const LoweredFunc& func, const std::string& linka
     if (p.kind == ParamKind::Pos && !p.is_const) counted_positions.insert(p.name);
   for (const GpuKernel& kernel : kernels) {
     int64_t threads = Launcher::block_threads(kernel, 'x') * Launcher::block_threads(kernel, 'y');
-    text += "\n// " + Launcher::geometry(kernel) + "\n";
+    text += "\n// " + describe_gpu_kernel(kernel) + "\n";
     text += "static __global__ void __launch_bounds__(" + std::to_string(threads) + ") " + kernel.name + "(";
     for (size_t i = 0; i < kernel.params.size(); ++i) {
       text += (i ? ",\n    " : "\n    ") + c_param(kernel.params[i], true);

@@ -271,4 +271,26 @@ void split_gpu_kernels(LoweredFunc& func) {
   func.gpu_kernels = std::move(kernels);
 }
 
+std::string describe_gpu_kernel(const GpuKernel& kernel) {
+  if (kernel.bound.empty()) return "one thread";
+  std::string out;
+  for (const auto& [bind, loop] : kernel.bound)
+    out += (out.empty() ? "" : ", ") +
+           (bind == "grid" ? "every thread of the grid" : bind == "scan" ? "one block's threads (a scan)" : bind) + " over " +
+           loop->label;
+  return out;
+}
+
+std::string dump_gpu_kernels(const LoweredFunc& func) {
+  std::string out = "// cuda kernels of " + func.name + ", launched in this order:\n";
+  for (const GpuKernel& kernel : func.gpu_kernels) {
+    std::string role;
+    if (kernel.list && kernel.listing == Listing::Count) role = " (counts " + kernel.list->tensor + "'s entries)";
+    if (kernel.list && kernel.listing == Listing::List) role = " (lists " + kernel.list->tensor + "'s entries)";
+    if (kernel.list && kernel.packs_list) role = " (sorts out and packs " + kernel.list->tensor + "'s list)";
+    out += "//   " + kernel.name + ": " + describe_gpu_kernel(kernel) + role + "\n";
+  }
+  return out;
+}
+
 }  // namespace spgen

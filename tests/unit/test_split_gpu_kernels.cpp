@@ -45,8 +45,14 @@ TEST_CASE("split_gpu_kernels: a dense output's zero fill, then the main nest, ea
                       [&](const std::string& a, const std::string& b) {
                         return std::find(abi.begin(), abi.end(), a) < std::find(abi.begin(), abi.end(), b);
                       }));
+  // --emit=stage2 ends with them, in launch order.
+  CHECK(contains(c.stage2_dump, "// cuda kernels of t, launched in this order:\n"
+                                "//   t_zero_y: every thread of the grid over zero y\n"
+                                "//   t_main: blockIdx.x over j, threadIdx.x over i\n"));
   // The cpu target has none.
-  CHECK(compile(kSpmv, R"({"tensors": {"A": {"format": "csr"}}})").func.gpu_kernels.empty());
+  const Compilation cpu = compile(kSpmv, R"({"tensors": {"A": {"format": "csr"}}})");
+  CHECK(cpu.func.gpu_kernels.empty());
+  CHECK(!contains(cpu.stage2_dump, "cuda kernels"));
 }
 
 TEST_CASE("split_gpu_kernels: entries listed out of order are counted, listed, then packed by kernels of their own") {
@@ -63,6 +69,8 @@ TEST_CASE("split_gpu_kernels: entries listed out of order are counted, listed, t
     CHECK(kernels[k].list == kernels[0].list);  // one list
     CHECK(kernels[k].ends_list == (k + 1 == kernels.size()));
   }
+  CHECK(contains(c.stage2_dump, "//   t_count_entries: blockIdx.x over k0, threadIdx.x over k1 (counts C's entries)\n"
+                                "//   t_list_entries: blockIdx.x over k0, threadIdx.x over k1 (lists C's entries)\n"));
   REQUIRE(kernels[0].list);
   CHECK(kernels[0].list->tensor == "C");
   CHECK(!kernels[0].list->keys.empty());
