@@ -603,7 +603,9 @@ void add_row_length_variants(Compilation& c, const Compilation& read) {
   if (variants.empty()) return;
   auto refuse = [&](const std::string& why) { throw CompileError(format_config_error(c.config.file, "/variants", why)); };
   if (c.size_variants) refuse("a kernel with \"specialize\" (or auto's kernels per size) does not take row variants too");
-  if (assembles_output(c)) refuse("the kernel assembles its output " + c.program.output().tensor + ", which variants do not do yet");
+  if (assembles_output(c))
+    refuse("the kernel assembles its output " + c.program.output().tensor + ", which variants by row length do not do yet (drop "
+           "\"variants\", or give " + c.program.output().tensor + " a dense format)");
   const std::string name = c.func.name;
   std::vector<DispatchCase> cases;
   std::string dumps;

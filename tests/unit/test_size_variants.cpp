@@ -152,6 +152,11 @@ TEST_CASE("row variants: explicit \"variants\", largest threshold first, and the
                  "c.json: /variants/0/schedule/0: error: "));
   CHECK(contains(error_of(kSpmv, R"({"target": "cuda", "variants": [{"min_entries_per_row": 4, "schedule": []}]})"),
                  "c.json: /variants: error: the cuda target does not take \"variants\" yet"));
+  // An output the kernel assembles (C csr = A + B): refused, with what to do instead.
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"},
+                 "C": {"format": "csr"}}, "variants": [{"min_entries_per_row": 4, "schedule": []}]})"),
+                 "c.json: /variants: error: the kernel assembles its output C, which variants by row length do not do yet "
+                 "(drop \"variants\", or give C a dense format)"));
   // No rows to measure: a dense matrix times a vector.
   CHECK(contains(error_of(kSpmv, R"({"variants": [{"min_entries_per_row": 4, "schedule": []}]})"),
                  "c.json: /variants: error: the kernel has no rows to measure"));
