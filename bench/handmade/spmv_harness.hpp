@@ -1,4 +1,5 @@
-// The harness of the hand-written SpMV experiments (spmv_row_sums.cpp, spmv_short_rows.cpp): a
+// The harness of the hand-written SpMV experiments (spmv_row_sums.cpp, spmv_short_rows.cpp,
+// spmv_sell.cpp): a
 // Matrix Market reader (random values), the plain loops they are measured against, and a timer
 // that runs every kernel interleaved (medians of 60 rounds of 20 calls), each checked against a
 // float64 sum. Not part of the build.

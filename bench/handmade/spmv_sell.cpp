@@ -1,0 +1,56 @@
+// SELL-8 (slices of 8 rows, column-major in the slice, padded to the slice's longest row; sigma
+// = 1, or rows sorted by length inside windows of 64 rows) against spgen's SpMV as auto with
+// statistics generates it (8 lanes, masked tail, static), one thread. Hand experiment for issue
+// 20 (bench/RESULTS.md, session 26); the SELL arrays are built once per matrix, outside the timing.
+// Build, from the repository root:
+//   build/src/spgen gen specs/spmv.spg --config bench/configs/spmv_b_auto_lanes8_static.json -o /tmp/sell
+//   g++ -O3 -march=native -fopenmp -I/tmp/sell -o /tmp/sell/sell bench/handmade/spmv_sell.cpp /tmp/sell/spmv_b_auto_lanes8_static.cpp
+//   OMP_NUM_THREADS=1 taskset -c 0 /tmp/sell/sell ../shared/data/*.mtx
+#include "spmv_harness.hpp"
+#include <immintrin.h>
+#include <numeric>
+#include "spmv_b_auto_lanes8_static.h"
+struct Sell { const int32_t* key = nullptr; int64_t keyn = -1, keynnz = -1; int64_t slices = 0; std::vector<int64_t> off; std::vector<int32_t> width, col, perm; std::vector<float> val; };
+static Sell g_sell[2];
+static const Sell& sell_of(int which, int64_t n, const int32_t* P, const int32_t* C, const float* V, int sigma) {
+  Sell& s = g_sell[which];
+  if (s.key == P && s.keyn == n && s.keynnz == P[n]) return s;
+  s = Sell(); s.key = P; s.keyn = n; s.keynnz = P[n]; s.slices = (n + 7) / 8;
+  s.perm.resize(n); std::iota(s.perm.begin(), s.perm.end(), 0);
+  if (sigma > 1) for (int64_t w = 0; w < n; w += sigma) {
+    auto b = s.perm.begin() + w, e = s.perm.begin() + std::min<int64_t>(n, w + sigma);
+    std::stable_sort(b, e, [&](int32_t a, int32_t c) { return P[a+1]-P[a] > P[c+1]-P[c]; });
+  }
+  s.off.push_back(0);
+  for (int64_t sl = 0; sl < s.slices; ++sl) {
+    int32_t w = 0;
+    for (int r = 0; r < 8; ++r) { int64_t i = sl * 8 + r; if (i < n) w = std::max(w, P[s.perm[i]+1] - P[s.perm[i]]); }
+    s.width.push_back(w);
+    s.off.push_back(s.off.back() + 8 * (int64_t)w);
+  }
+  s.col.assign(s.off.back(), 0); s.val.assign(s.off.back(), 0.f);
+  for (int64_t sl = 0; sl < s.slices; ++sl)
+    for (int r = 0; r < 8; ++r) { int64_t i = sl * 8 + r; if (i >= n) continue; int32_t row = s.perm[i];
+      for (int32_t k = 0; k < P[row+1]-P[row]; ++k) { s.col[s.off[sl] + 8*k + r] = C[P[row]+k]; s.val[s.off[sl] + 8*k + r] = V[P[row]+k]; } }
+  return s;
+}
+template <int which, int sigma>
+void sell8(ARGS) {
+  const Sell& s = sell_of(which, n, P, C, V, sigma);
+#pragma omp parallel for schedule(static)
+  for (int64_t sl = 0; sl < s.slices; ++sl) {
+    __m256 acc = _mm256_setzero_ps();
+    const int32_t* col = s.col.data() + s.off[sl]; const float* val = s.val.data() + s.off[sl];
+    for (int32_t k = 0; k < s.width[sl]; ++k) {
+      __m256i idx = _mm256_loadu_si256((const __m256i*)(col + 8*k));
+      acc = _mm256_fmadd_ps(_mm256_loadu_ps(val + 8*k), _mm256_i32gather_ps(X, idx, 4), acc);
+    }
+    alignas(32) float out[8]; _mm256_store_ps(out, acc);
+    for (int r = 0; r < 8; ++r) { int64_t i = sl * 8 + r; if (i < n) Y[s.perm[i]] = out[r]; }
+  }
+}
+void spgen_auto(ARGS) { spmv_b_auto_lanes8_static(n, n, Y, P, C, V, X); }
+int main(int argc, char** argv) {
+  Named ks[] = {{"spgen8s", spgen_auto}, {"sell8", sell8<0, 1>}, {"sell8s64", sell8<1, 64>}, {"stat", stat}};
+  return run_all(argc, argv, ks, 4);
+}
