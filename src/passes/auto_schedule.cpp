@@ -223,10 +223,11 @@ const For* row_sum_walk(const LoweredFunc& func, const sparse::Program& program,
 constexpr int64_t kRowSumLanes = 8;
 
 // A static split of the rows, where the statistics show equal row blocks holding nearly equal
-// entries: each thread then walks contiguous rows, with no chunk to claim (SpMV in 8 lanes:
-// 1.03-1.20x faster than dynamic 512 on the 7 such matrices of ../shared/data; 1.18x slower on
-// astro-ph, whose halves hold 1.35x of even: bench/RESULTS.md, session 26). The blocks of 2, 4
-// and 8 threads must all lie within this of even, so that the kernel serves up to 8 threads.
+// entries: each thread then walks contiguous rows, with no chunk to claim (SpMV in 8 lanes,
+// 2 threads: static ran 1.05-1.23x faster than dynamic 512 on 7 of the 8 matrices of
+// ../shared/data, and 1.18x slower on astro-ph, whose halves hold 1.35x of even: bench/RESULTS.md,
+// session 26). The blocks of 2, 4 and 8 threads must all lie within this of even, so that the
+// kernel serves up to 8 threads.
 constexpr double kEvenSplit = 1.15;
 
 // What the statistics of the walked input say of a static split: `even` where its blocks lie
@@ -313,13 +314,14 @@ std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Pro
   // than the loop saves while the sort after it is sequential (docs/formats.md, listed outputs).
   bool outer_parallel_ok = !is_reduction(program, outer->label) && outer->annotations.sequential_reason.empty() &&
                            outer->annotations.listed.keys.empty() && labels_one_loop(func.body, outer->label);
-  // Dynamic, for skewed rows, in chunks large enough that taking one costs little beside its
-  // rows (bench/RESULTS.md, session 18): 512 rows where a row is one walk over a sparse level
-  // (SpMV: chunks of 64 measured 1.31x, of 512 1.19x of each matrix's best schedule), else 128
-  // (SpMM's register tile: chunks of 16 measured 1.78x of 128's time at N = 32).
   // A row's sum over a csr level (SpMV), which the masked lanes below take.
   const For* walk = row_sum_walk(func, program, config);
   if (walk && !plan_masked_tail(*walk, program).refusal.empty()) walk = nullptr;
+  // Dynamic, for skewed rows, in chunks large enough that taking one costs little beside its
+  // rows (bench/RESULTS.md, session 18): 512 rows where a row is one walk over a sparse level
+  // (SpMV: chunks of 64 measured 1.31x, of 512 1.19x of each matrix's best schedule), else 128
+  // (SpMM's register tile: chunks of 16 measured 1.78x of 128's time at N = 32). Static where the
+  // statistics show SpMV's rows split evenly (static_row_split).
   if (outer_parallel_ok) {
     const bool light_rows = one_sparse_walk_per_row(*outer);
     const RowSplit split = walk ? static_row_split(program, config, *walk) : RowSplit{};
