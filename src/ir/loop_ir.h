@@ -315,7 +315,7 @@ struct Param {
 };
 
 // ---- a CUDA function's kernels (passes/split_gpu_kernels.h) ----
-// An output's list of entries that arrive out of order (lower_to_loops.cpp, list_and_pack; passes/split_gpu_kernels.h): an
+// An output's list of entries that arrive out of order (lower_to_loops.cpp, list_and_pack): an
 // Allocate of growable lists around the loops that append to them, the Sort of the list, and
 // the loops that sum its repeats and pack it. On the GPU the loops run twice, first only
 // counting the entries (the list's length, which the host reads back to allocate the list),
@@ -333,7 +333,6 @@ struct EntryList {
   std::string cursor() const { return "spgen_" + count; }  // device: the next free slot
   std::string spare(const std::string& list) const { return "spgen_" + list + "_spare"; }  // the sort's other half
 };
-
 
 // How a kernel prints an entry list's loops: counting the entries, or listing them.
 enum class Listing { None, Count, List };
