@@ -653,13 +653,18 @@ Compilation compile(const CompileInput& input) {
   // 5e. Kernels for long rows that "variants" (or `auto`) lists.
   add_row_length_variants(c, read);
   // 5f. cuda: the __global__ functions each host function launches, in order.
+  // The dump lists them in the order the source defines the functions: assemble phases, parts,
+  // else the kernel itself (with parts, c.func is their executor, a host function).
   if (c.config.target == Target::Cuda) {
+    for (loops::LoweredFunc& phase : c.assemble) {
+      split_gpu_kernels(phase);
+      c.stage2_dump += dump_gpu_kernels(phase);
+    }
+    for (loops::LoweredFunc& part : c.parts) {
+      split_gpu_kernels(part);
+      c.stage2_dump += dump_gpu_kernels(part);
+    }
     split_gpu_kernels(c.func);
-    for (loops::LoweredFunc& phase : c.assemble) split_gpu_kernels(phase);
-    for (loops::LoweredFunc& part : c.parts) split_gpu_kernels(part);
-    // (in the order the source defines them: assemble phases, parts, else the kernel itself)
-    for (const loops::LoweredFunc& phase : c.assemble) c.stage2_dump += dump_gpu_kernels(phase);
-    for (const loops::LoweredFunc& part : c.parts) c.stage2_dump += dump_gpu_kernels(part);
     if (c.parts.empty()) c.stage2_dump += dump_gpu_kernels(c.func);
   }
 

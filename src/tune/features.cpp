@@ -19,6 +19,20 @@ double block_fill(const spgen_ref::Tensor& t, int64_t r) {
   return static_cast<double>(t.nnz()) / (static_cast<double>(blocks.size()) * static_cast<double>(r * r));
 }
 
+// The lengths of the runs of equal keys among key(0) .. key(n - 1), in order (sorted keys: the
+// number of entries per distinct key).
+template <class Key>
+std::vector<int64_t> run_lengths(size_t n, Key key) {
+  std::vector<int64_t> lengths;
+  for (size_t e = 0; e < n;) {
+    size_t end = e + 1;
+    while (end < n && key(end) == key(e)) ++end;
+    lengths.push_back(static_cast<int64_t>(end - e));
+    e = end;
+  }
+  return lengths;
+}
+
 std::string hash_structure(const spgen_ref::Tensor& t) {
   uint64_t h = 1469598103934665603ull;
   auto mix = [&](int64_t v) {
@@ -44,13 +58,8 @@ InputFeatures input_features(const spgen_ref::Tensor& given) {
   // Memory and time follow the stored entries, never the dimensions: a hypersparse matrix
   // (2 x 3 billion, one entry) is read in microseconds. The entries are sorted by row, so a
   // row's entries are one run; the empty rows are the rows no run names.
-  std::vector<int64_t> lengths;  // of the non-empty rows
-  for (size_t e = 0; e < t.nnz();) {
-    size_t end = e + 1;
-    while (end < t.nnz() && t.coords[end * order] == t.coords[e * order]) ++end;
-    lengths.push_back(static_cast<int64_t>(end - e));
-    e = end;
-  }
+  const std::vector<int64_t> lengths =  // of the non-empty rows
+      run_lengths(t.nnz(), [&](size_t e) { return t.coords[e * static_cast<size_t>(order)]; });
   const int64_t rows = t.dims[0];
   f.empty_rows = rows - static_cast<int64_t>(lengths.size());
   if (f.empty_rows > 0) f.row_log2_histogram.assign(1, f.empty_rows);
@@ -76,12 +85,8 @@ InputFeatures input_features(const spgen_ref::Tensor& given) {
       band += std::fabs(static_cast<double>(t.coords[2 * e] - t.coords[2 * e + 1]));
     }
     std::sort(cols.begin(), cols.end());
-    for (size_t e = 0; e < cols.size();) {
-      size_t end = e + 1;
-      while (end < cols.size() && cols[end] == cols[e]) ++end;
-      f.col_max = std::max(f.col_max, static_cast<double>(end - e));
-      e = end;
-    }
+    for (int64_t n : run_lengths(cols.size(), [&](size_t e) { return cols[e]; }))
+      f.col_max = std::max(f.col_max, static_cast<double>(n));
     f.col_mean = t.dims[1] == 0 ? 0 : static_cast<double>(f.nnz) / static_cast<double>(t.dims[1]);
     f.bandwidth_mean = f.nnz ? band / static_cast<double>(f.nnz) : 0;
     f.block_fill_2 = block_fill(t, 2);

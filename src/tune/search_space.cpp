@@ -127,9 +127,9 @@ SearchSpace build_search_space(const std::vector<ScheduleOp>& base, const Config
       if (knob.values.size() > 1) space.knobs.push_back(knob);
       // The rest of a row after its groups of lanes (all of a short row): one masked sum, which
       // no row's end branches out of, or one entry at a time; the base's first.
-      const std::string tail = v->masked_tail ? "masked" : "scalar";
+      const std::string tail = v->masked_tail ? "masked" : "scalar", other = v->masked_tail ? "scalar" : "masked";
       Knob tails{KnobKind::Tail, "tail " + v->var, i, {tail}, {tail}};
-      offer(tails, base, v->masked_tail ? "scalar" : "masked", v->masked_tail ? "scalar" : "masked", compiles);
+      offer(tails, base, other, other, compiles);
       if (tails.values.size() > 1) space.knobs.push_back(tails);
     }
   }
