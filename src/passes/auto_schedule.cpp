@@ -359,6 +359,11 @@ std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Pro
   if (inner == outer || !dense_loop || !innermost || sums_into_output || !schedulable(program, inner->label) ||
       !labels_one_loop(func.body, inner->label))
     return ops;
+  // A blocked format's in-block loop (BSR's j_in) runs a block's few columns: the compiler
+  // unrolls it; lanes or a simd loop around so short a sum cost more than it (bcsstk16, bsr 4x4:
+  // 2.4x and 1.6x slower; bench/RESULTS.md, session 27).
+  if (const sparse::BlockedVar* blocked = program.blocked_loop(inner->label); blocked && blocked->inner == inner->label)
+    return ops;
   // A dot product (SDDMM's k) sums in lanes, added in registers after the loop; another innermost
   // dense loop (contiguous accesses) is vectorized as it is.
   if (is_reduction(program, inner->label) && !scalars_assigned_outside(inner->body).empty()) {
