@@ -67,6 +67,8 @@ GenerationContext make_context(const Compilation& c, const CompileInput& input) 
     if (buffer.format.levels.empty()) line += " none: a scalar";
     line += ")";
     if (buffer.format_inferred) line += ", inferred from the operands (" + buffer.format_reason + ")";
+    if (c.config.auto_formats.count(buffer.tensor))
+      line += ", \"auto\": the default sparse format of its order, unmeasured (spgen tune measures the others)";
     if (!buffer.shares_structure_with.empty()) line += ", sharing the structure of " + buffer.shares_structure_with;
     if (buffer.previous_output)
       line += ", the value of " + c.program.output().tensor + " before the call (`+=`: " + c.program.output().tensor +

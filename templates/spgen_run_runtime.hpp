@@ -2066,6 +2066,7 @@ class Driver {
     if (!opts_.quiet) {
       std::printf("time_ms median=%.4f min=%.4f max=%.4f runs=%d\n", timings.median, timings.min, timings.max,
                   timings.runs);
+      for (const auto& [name, ms] : pack_ms_) std::printf("pack_ms %s=%.4f\n", name.c_str(), ms);
       std::fflush(stdout);
     }
     write_outputs(run);
@@ -2106,8 +2107,12 @@ class Driver {
       const Coo entries = make_entries(run, t);
       if (!plan_.save_path[t].empty()) write_tensor(plan_.save_path[t], entries, all_dense(ti.levels), precision());
       Packed<Index, Value>& packed = run.packed(static_cast<int>(t));
+      const auto start = std::chrono::steady_clock::now();
       if (t < hooks_->pack.size() && hooks_->pack[t]) hooks_->pack[t](entries, packed);
       else packed = pack<Index, Value>(entries, ti.levels, ti.mode_order, ti.widths);
+      // What storing it in its format costs, once (`spgen tune` weighs a format against it).
+      if (!all_dense(ti.levels))
+        pack_ms_.emplace_back(ti.name, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     }
   }
 
@@ -2286,6 +2291,7 @@ class Driver {
   const Plan plan_;
   std::vector<Coo> coos_;
   const Hooks<Index, Value>* hooks_ = nullptr;
+  std::vector<std::pair<std::string, double>> pack_ms_;  // per sparse input: its pack's time
 };
 
 // Messages that already read `PATH:LINE: error: ...` are printed as they are.

@@ -20,6 +20,7 @@
 #include "support/files.h"
 #include "support/text.h"
 #include "tune/features.h"
+#include "tune/format_space.h"
 #include "tune/search.h"
 #include "tune/tuning_db.h"
 
@@ -81,34 +82,62 @@ json config_with(const Setup& s, const std::vector<ScheduleOp>& ops) {
   return config;
 }
 
-std::string config_text_for(const Setup& s, const std::vector<ScheduleOp>& ops) { return config_with(s, ops).dump(); }
+// A candidate's config compiled as `spgen run` compiles it: where its schedule is "auto" (a
+// format's own schedule), with the inputs' statistics.
+Compilation compile_config(const Setup& s, const json& config) {
+  CompileInput input{s.spec_path, s.spec_text, s.config_path, config.dump(), std::nullopt, {}};
+  if (config.contains("schedule") && config["schedule"] == "auto") {
+    for (const auto& [name, source] : s.inputs)
+      if (source != "random") input.stats_files[name] = source;
+    input.read_stats = read_stats_file;
+    input.stats_flag = "--input";
+  }
+  return compile(input);
+}
 
-Compilation compile_candidate(const Setup& s, const std::vector<ScheduleOp>& ops) {
-  return compile({s.spec_path, s.spec_text, s.config_path, config_text_for(s, ops), std::nullopt, {}});
+Compilation compile_candidate(const Setup& s, const std::vector<ScheduleOp>& ops) { return compile_config(s, config_with(s, ops)); }
+
+// The base config with each tensor's entry of `formats` in place of its own (the schedule kept).
+json config_with_formats(const Setup& s, const std::map<std::string, nlohmann::json>& formats) {
+  json config = s.base;
+  for (const auto& [tensor, entry] : formats) config["tensors"][tensor] = json::parse(entry.dump());
+  return config;
 }
 
 // Builds each candidate's driver once, runs it, and checks its first output against the
-// reference (computed after auto's run, which also saves the random inputs).
+// reference (computed after the first run, which also saves the random inputs). A candidate is
+// a config: a point of the space in use (`use`) stands for the config `config_of` gives it.
 class KernelEvaluator : public tune::Evaluator {
  public:
-  KernelEvaluator(const Setup& setup, const tune::SearchSpace& space)
-      : s_(setup), space_(space), start_(std::chrono::steady_clock::now()) {
+  explicit KernelEvaluator(const Setup& setup) : s_(setup), start_(std::chrono::steady_clock::now()) {
     const ast::TensorUse& out = s_.auto_compilation.spec.tensors.front();
     output_name_ = out.name;
     output_ext_ = out.order <= 2 ? ".mtx" : ".tns";
     f32_ = s_.auto_compilation.config.value_type == ValueType::Float32;
   }
 
+  void use(const tune::SearchSpace& space, std::function<json(const tune::Point&)> config_of) {
+    space_ = &space;
+    config_of_ = std::move(config_of);
+  }
+
   // Builds the points' drivers, as many at once as there are cores (each build is mostly one
   // compiler run; nothing is measured meanwhile). Spgen itself lowers them one by one.
   void prepare(const std::vector<tune::Point>& points) override {
-    std::vector<std::pair<tune::Point, Compilation>> todo;
-    for (const tune::Point& p : points) {
-      if (builds_.count(p)) continue;
+    std::vector<json> configs;
+    for (const tune::Point& p : points) configs.push_back(config_of_(p));
+    prepare_configs(configs);
+  }
+
+  void prepare_configs(const std::vector<json>& configs) {
+    std::vector<std::pair<std::string, Compilation>> todo;
+    for (const json& config : configs) {
+      const std::string key = config.dump();
+      if (builds_.count(key) || std::any_of(todo.begin(), todo.end(), [&](const auto& t) { return t.first == key; })) continue;
       try {
-        todo.emplace_back(p, compile_candidate(s_, tune::schedule_at(space_, p)));
+        todo.emplace_back(key, compile_config(s_, config));
       } catch (const CompileError& e) {
-        builds_[p] = {"", "refused: " + first_line(e.what()), false};
+        builds_[key] = {"", "refused: " + first_line(e.what()), false, {}};
       }
     }
     const size_t workers = std::max(1u, std::thread::hardware_concurrency());
@@ -125,8 +154,14 @@ class KernelEvaluator : public tune::Evaluator {
   }
 
   tune::Measurement measure(const tune::Point& point) override {
-    if (!builds_.count(point)) prepare({point});
-    Build& built = builds_[point];
+    return measure_config(config_of_(point), tune::describe_point(*space_, point));
+  }
+
+  // `what`: the candidate, for a warning.
+  tune::Measurement measure_config(const json& config, const std::string& what) {
+    const std::string key = config.dump();
+    if (!builds_.count(key)) prepare_configs({config});
+    Build& built = builds_[key];
     if (built.binary.empty()) return {false, 0, built.error};
     const bool first = !built.checked;
     const std::filesystem::path run_dir = std::filesystem::path(built.binary).parent_path();
@@ -147,6 +182,10 @@ class KernelEvaluator : public tune::Evaluator {
     const size_t at = text.find("time_ms median=");
     if (at == std::string::npos) return {false, 0, "the driver printed no time"};
     tune::Measurement m{true, std::strtod(text.c_str() + at + 15, nullptr), ""};
+    // What packing each sparse input took (`pack_ms A=0.1234`): the cost of its format, once.
+    for (size_t p = text.find("pack_ms "); p != std::string::npos; p = text.find("pack_ms ", p + 8))
+      if (std::optional<std::pair<std::string, std::string>> nv = split_name_value(text.substr(p + 8, text.find('\n', p) - p - 8)))
+        built.pack_ms[nv->first] = std::strtod(nv->second.c_str(), nullptr);
     if (!reference_) {
       compute_reference();
       // Each later run repeats the kernel for about a quarter of a second (odd: a true median).
@@ -160,8 +199,8 @@ class KernelEvaluator : public tune::Evaluator {
                                                      f32_ ? 2e-4 : 1e-9, *magnitude_, 64 * unit);
       if (!cmp.ok) {
         std::fprintf(stderr, "spgen tune: warning: %s gives wrong results (a bug in spgen; please report it): %s\n",
-                     tune::describe_point(space_, point).c_str(), cmp.message.c_str());
-        built = {"", "wrong result: " + cmp.message, true};
+                     what.c_str(), cmp.message.c_str());
+        built = {"", "wrong result: " + cmp.message, true, {}};
         return {false, m.median_ms, built.error};
       }
       built.checked = true;
@@ -186,6 +225,12 @@ class KernelEvaluator : public tune::Evaluator {
   const std::map<std::string, spgen_ref::Tensor>& inputs() const { return inputs_; }
   std::string saved_input(const std::string& name) const { return (s_.dir / ("input-" + name + ".tns")).string(); }
 
+  // The time its last run took to pack each sparse input of `config` (empty until measured).
+  std::map<std::string, double> pack_ms(const json& config) const {
+    auto at = builds_.find(config.dump());
+    return at == builds_.end() ? std::map<std::string, double>{} : at->second.pack_ms;
+  }
+
  private:
   void compute_reference() {
     for (const auto& [name, source] : s_.inputs)
@@ -198,21 +243,23 @@ class KernelEvaluator : public tune::Evaluator {
     std::string binary;  // empty: refused by spgen or the compiler, or wrong
     std::string error;
     bool checked = false;  // its output matched the reference
+    std::map<std::string, double> pack_ms;
   };
 
   Build build(const Compilation& c, const std::filesystem::path& dir) const {
     try {
       std::filesystem::create_directories(dir);
-      return {build_driver(c, dir, {{}, s_.verbose}), "", false};
+      return {build_driver(c, dir, {{}, s_.verbose}), "", false, {}};
     } catch (const CompileError& e) {
-      return {"", "the C++ compiler refused it: " + first_line(e.what()), false};
+      return {"", "the C++ compiler refused it: " + first_line(e.what()), false, {}};
     }
   }
 
   const Setup& s_;
-  const tune::SearchSpace& space_;
+  const tune::SearchSpace* space_ = nullptr;
+  std::function<json(const tune::Point&)> config_of_;
   std::chrono::steady_clock::time_point start_;
-  std::map<tune::Point, Build> builds_;
+  std::map<std::string, Build> builds_;  // by config text
   size_t next_dir_ = 0;
   std::map<std::string, spgen_ref::Tensor> inputs_;
   std::optional<spgen_ref::Tensor> reference_, magnitude_;
@@ -248,18 +295,21 @@ bool same_structure(const nlohmann::json& a, const nlohmann::json& b) {
   return true;
 }
 
-void write_trials_csv(const std::string& path, const tune::SearchSpace& space, const tune::SearchResult& r) {
+// Every trial of every search, in order (a search's space describes its points).
+void write_trials_csv(const std::string& path,
+                      const std::vector<std::pair<const tune::SearchSpace*, const tune::SearchResult*>>& searches) {
   std::string text = "trial,round,elapsed_s,ok,median_ms,schedule,error\n";
   auto quoted = [](std::string v) {
     for (size_t p = v.find('"'); p != std::string::npos; p = v.find('"', p + 2)) v.insert(p, "\"");
     return "\"" + v + "\"";
   };
-  for (size_t k = 0; k < r.trials.size(); ++k) {
-    const tune::Trial& t = r.trials[k];
-    char row[160];
-    std::snprintf(row, sizeof row, "%zu,%d,%.3f,%d,%.6f,", k + 1, t.round, t.elapsed_s, t.result.ok ? 1 : 0, t.result.median_ms);
-    text += row + quoted(tune::describe_point(space, t.point)) + "," + quoted(t.result.error) + "\n";
-  }
+  size_t number = 0;
+  for (const auto& [space, r] : searches)
+    for (const tune::Trial& t : r->trials) {
+      char row[160];
+      std::snprintf(row, sizeof row, "%zu,%d,%.3f,%d,%.6f,", ++number, t.round, t.elapsed_s, t.result.ok ? 1 : 0, t.result.median_ms);
+      text += row + quoted(tune::describe_point(*space, t.point)) + "," + quoted(t.result.error) + "\n";
+    }
   write_files_atomically({{path, text}});
 }
 
@@ -290,13 +340,15 @@ int run_tune(const TuneOptions& options) {
   std::optional<Target> target = target_option(options.target);
   // The config must compile as given: its errors are the user's, with their positions.
   s.auto_compilation = compile({s.spec_path, s.spec_text, s.config_path, config_text, target, {}});
-  const Compilation& given = s.auto_compilation;
+  const Compilation given = s.auto_compilation;  // (s.auto_compilation follows the chosen formats)
   s.base = json::parse(config_text);
   if (target) s.base["target"] = options.target;
   if (given.config.target == Target::Cuda)
     fail("the cuda target is not tuned yet: tune measures on this machine's CPU; tune the cpu target");
-  if (!s.base.contains("schedule") || s.base["schedule"] != "auto")
-    fail(options.config + ": the schedule is pinned: nothing to tune (write \"schedule\": \"auto\" to let spgen tune choose it)");
+  const bool schedule_open = s.base.contains("schedule") && s.base["schedule"] == "auto";
+  if (!schedule_open && given.config.auto_formats.empty())
+    fail(options.config + ": the schedule is pinned: nothing to tune (write \"schedule\": \"auto\" to let spgen tune choose it, "
+                          "or \"format\": \"auto\" on an input to let it choose that)");
   if (given.decomposition) fail("a decomposed operand's parts are not tuned yet");
   for (const std::string& flag : options.inputs) {
     auto [name, source] = name_value("--input", flag);
@@ -329,28 +381,18 @@ int run_tune(const TuneOptions& options) {
   if (!std::filesystem::is_directory(out_dir) || access(out_dir.c_str(), W_OK) != 0)
     fail("-o " + options.output + ": cannot write into " + out_dir.string());
 
-  // The space around auto's schedule; a knob's choice is kept where it compiles.
-  std::vector<std::string> dense_inputs;
-  for (const ast::TensorUse& t : given.spec.tensors)
-    if (!t.is_output && given.config.format_of(t.name).all_dense()) dense_inputs.push_back(t.name);
-  tune::SearchSpace space = tune::build_search_space(given.explicit_schedule, given.config, dense_inputs, given.spec.index_vars,
-                                                     [&](const std::vector<ScheduleOp>& ops) {
-                                                       try {
-                                                         compile_candidate(s, ops);
-                                                         return true;
-                                                       } catch (const CompileError&) {
-                                                         return false;
-                                                       }
-                                                     });
   ScratchDir scratch(options.keep_dir, "spgen tune");
   s.dir = scratch.path();
-  KernelEvaluator evaluator(s, space);
+  KernelEvaluator evaluator(s);
 
-  // The database: what earlier runs found for this spec, target, types and machine.
+  // The database: what earlier runs found for this spec, target, types and machine, by search
+  // (the formats', keyed by the config as given; the schedule's, by the config with its formats).
   const std::filesystem::path db_path = tune::tuning_db_path(options.db);
   const std::string machine = cpu_model() + ", " + std::to_string(std::thread::hardware_concurrency()) + " cores";
-  const std::string key = stable_hash(s.spec_text + "\n" + given.config.name + "\n" + json::parse(config_text).dump() + "\n" + machine +
-                                    "\nthreads " + std::to_string(options.threads));
+  auto key_of = [&](const json& config, const std::string& search) {
+    return stable_hash(s.spec_text + "\n" + given.config.name + "\n" + config.dump() + "\n" + machine + "\nthreads " +
+                       std::to_string(options.threads) + search);
+  };
   std::vector<tune::DbRecord> earlier = db_path.empty() ? std::vector<tune::DbRecord>{} : tune::read_tuning_db(db_path);
 
   interrupted_flag = 0;
@@ -358,39 +400,139 @@ int run_tune(const TuneOptions& options) {
   struct sigaction action {}, previous {};
   action.sa_handler = on_interrupt;
   sigaction(SIGINT, &action, &previous);
-  tune::SearchOptions search;
-  search.budget_s = budget;
-  search.seed = options.seed;
-  // Seeds and prior measurements need the inputs' features, which need auto's run first (random
-  // inputs are saved by it): the search proposes them after measuring auto.
-  tune::Measurement auto_first = evaluator.measure(space.origin());
-  if (!auto_first.ok) {
+  auto fail_restoring = [&](const std::string& message) {
     sigaction(SIGINT, &previous, nullptr);
-    fail("auto's kernel failed on these inputs: " + auto_first.error);
-  }
+    fail(message);
+  };
+
+  // A candidate of formats (tensor -> config entry; none: the base's own): the base with them,
+  // and auto's schedule for them written out where the schedule is auto's, as config_with writes
+  // it (so the schedule search around the chosen formats starts from the same kernel).
+  auto format_config = [&](const std::map<std::string, nlohmann::json>& formats) {
+    json config = config_with_formats(s, formats);
+    if (!schedule_open) return config;
+    try {
+      const Compilation c = compile_config(s, config);
+      config["schedule"] = schedule_json(c.explicit_schedule);
+      if (c.size_variants && !config.contains("specialize")) config["specialize"] = {{c.size_variants->var, c.size_variants->sizes}};
+    } catch (const CompileError&) {
+      // (left "auto": its build reports the refusal)
+    }
+    return config;
+  };
+  // Auto's kernel as the config gives it, measured first: its run saves the random inputs and
+  // yields the reference, and the features of the inputs.
+  const json auto_config = format_config({});
+  const tune::Measurement auto_first = evaluator.measure_config(auto_config, "auto");
+  if (!auto_first.ok) fail_restoring("auto's kernel failed on these inputs: " + auto_first.error);
   json features = input_features(s, evaluator);
   const nlohmann::json features_plain = nlohmann::json::parse(features.dump());
-  double nearest = 1e300;
-  for (const tune::DbRecord& r : earlier) {
-    if (r.key != key || !r.ok) continue;
-    std::optional<tune::Point> p = tune::point_from_labels(space, r.labels);
-    if (!p) continue;
-    if (same_structure(r.input, features_plain)) search.prior.push_back({*p, r.median_ms});
-    if (r.winner) {
-      const double d = input_distance(features_plain, r.input);
-      if (d < nearest) {
-        nearest = d;
-        search.seeds = {*p};
+
+  // Earlier measurements of the same structure feed the model; the winner of the most similar
+  // input is proposed first.
+  auto search_options = [&](const tune::SearchSpace& space, const std::string& key, double phase_budget) {
+    tune::SearchOptions search;
+    search.budget_s = phase_budget;
+    search.seed = options.seed;
+    double nearest = 1e300;
+    for (const tune::DbRecord& r : earlier) {
+      if (r.key != key || !r.ok) continue;
+      std::optional<tune::Point> p = tune::point_from_labels(space, r.labels);
+      if (!p) continue;
+      if (same_structure(r.input, features_plain)) search.prior.push_back({*p, r.median_ms});
+      if (r.winner) {
+        const double d = input_distance(features_plain, r.input);
+        if (d < nearest) {
+          nearest = d;
+          search.seeds = {*p};
+        }
       }
     }
+    return search;
+  };
+  struct Phase {
+    const tune::SearchSpace* space;
+    tune::SearchResult result;
+    std::string key;
+  };
+  std::vector<Phase> phases;
+
+  // 1. Formats, where the config leaves an input's to spgen: each candidate with auto's schedule
+  // for it (or the pinned one), 40 % of the budget where the schedule is searched after.
+  std::map<std::string, int> open_orders;
+  std::map<std::string, tune::InputFeatures> known;
+  for (const std::string& tensor : given.config.auto_formats) {
+    open_orders[tensor] = given.spec.find_tensor(tensor)->order;
+    if (features_plain.contains(tensor)) known[tensor] = tune::InputFeatures::from_json(features_plain[tensor]);
   }
-  tune::SearchResult result = tune::run_search(space, evaluator, search);
+  const tune::SearchSpace format_space =
+      tune::build_format_space(open_orders, known, [&](const std::string& tensor, const nlohmann::json& entry) {
+        try {
+          compile_config(s, config_with_formats(s, {{tensor, entry}}));
+          return true;
+        } catch (const CompileError&) {
+          return false;
+        }
+      });
+  const json given_base = s.base;
+  std::map<std::string, nlohmann::json> chosen_formats;
+  if (!format_space.knobs.empty()) {
+    evaluator.use(format_space, [&](const tune::Point& p) {
+      return p == format_space.origin() ? auto_config : format_config(tune::formats_at(format_space, p));
+    });
+    const std::string key = key_of(given_base, "\nformats");
+    const double now = evaluator.elapsed_s(), formats_budget = schedule_open ? now + 0.4 * (budget - now) : budget;
+    phases.push_back({&format_space, tune::run_search(format_space, evaluator, search_options(format_space, key, formats_budget)), key});
+    const tune::SearchResult& r = phases.back().result;
+    if (!r.auto_ok) fail_restoring("auto's kernel failed on these inputs: " + r.trials.front().result.error);
+    if (r.best != format_space.origin()) {
+      chosen_formats = tune::formats_at(format_space, r.best);
+      s.base = config_with_formats(s, chosen_formats);
+      if (schedule_open) s.auto_compilation = compile_config(s, s.base);
+    }
+  }
+
+  // 2. The schedule, around auto's for those formats; a knob's choice is kept where it compiles.
+  tune::SearchSpace space;
+  if (schedule_open && !evaluator.interrupted()) {
+    std::vector<std::string> dense_inputs;
+    for (const ast::TensorUse& t : given.spec.tensors)
+      if (!t.is_output && s.auto_compilation.config.format_of(t.name).all_dense()) dense_inputs.push_back(t.name);
+    space = tune::build_search_space(s.auto_compilation.explicit_schedule, s.auto_compilation.config, dense_inputs,
+                                     given.spec.index_vars, [&](const std::vector<ScheduleOp>& ops) {
+                                       try {
+                                         compile_candidate(s, ops);
+                                         return true;
+                                       } catch (const CompileError&) {
+                                         return false;
+                                       }
+                                     });
+    evaluator.use(space, [&](const tune::Point& p) { return config_with(s, tune::schedule_at(space, p)); });
+    const std::string key = key_of(s.base, "");
+    phases.push_back({&space, tune::run_search(space, evaluator, search_options(space, key, budget)), key});
+    if (!phases.back().result.auto_ok) fail_restoring("auto's kernel failed on these inputs: " + phases.back().result.trials.front().result.error);
+  }
+  if (phases.empty())
+    fail_restoring(options.config + ": the schedule is pinned and spgen supports no other format for its \"auto\" inputs "
+                                    "with it: nothing to tune");
   sigaction(SIGINT, &previous, nullptr);
   if (isatty(2)) std::fputc('\n', stderr);
-  if (!result.auto_ok) fail("auto's kernel failed on these inputs: " + result.trials.front().result.error);
 
-  // The tuned config: the base with the winner's schedule written out, and what was measured.
-  json tuned = config_with(s, tune::schedule_at(space, result.best));
+  // The tuned config: the base with the winners written out, and what was measured.
+  const Phase& last = phases.back();
+  json tuned = last.space == &space ? config_with(s, tune::schedule_at(space, last.result.best)) : format_config(chosen_formats);
+  // Every format left to spgen is written out, the default too: the tuned config pins them.
+  if (!format_space.knobs.empty())
+    for (const auto& [tensor, entry] : tune::formats_at(format_space, phases.front().result.best))
+      tuned["tensors"][tensor] = json::parse(entry.dump());
+  double speedup = 1;
+  std::string winner;
+  for (const Phase& phase : phases) {
+    if (phase.result.best_ms > 0) speedup *= phase.result.auto_ms / phase.result.best_ms;
+    if (phase.result.best != phase.space->origin())
+      winner += (winner.empty() ? "" : " ") + tune::describe_point(*phase.space, phase.result.best);
+  }
+  if (winner.empty()) winner = "auto";
   json record;
   record["spgen"] = kVersion;
   for (const auto& [name, source] : s.inputs) {
@@ -404,36 +546,71 @@ int run_tune(const TuneOptions& options) {
   for (const std::string& w : cpu_compiler_command()) flags += (flags.empty() ? "" : " ") + w;
   record["machine"] = {{"cpu", cpu_model()}, {"cores", std::thread::hardware_concurrency()}, {"threads", options.threads},
                        {"compile", flags}};
-  record["auto_ms"] = result.auto_ms;
-  record["tuned_ms"] = result.best_ms;
-  record["speedup"] = result.best_ms > 0 ? result.auto_ms / result.best_ms : 1.0;
-  record["auto_spread"] = result.spread;
-  record["winner"] = tune::describe_point(space, result.best);
+  const tune::SearchResult& first = phases.front().result;
+  record["auto_ms"] = first.auto_ms;
+  record["tuned_ms"] = first.auto_ms / speedup;  // (each search measures its winner against its own start)
+  record["speedup"] = speedup;
+  record["auto_spread"] = first.spread;
+  record["winner"] = winner;
+  if (!format_space.knobs.empty()) {
+    // Each format's kernel (with auto's schedule for it), fastest first.
+    json measured = json::array();
+    for (const auto& [p, ms] : phases.front().result.ranking) measured.push_back({{"formats", tune::describe_point(format_space, p)}, {"ms", ms}});
+    record["formats"] = measured;
+  }
   json alternatives = json::array();
-  for (const auto& [p, ms] : result.ranking)
-    if (p != result.best && alternatives.size() < 5) alternatives.push_back({{"schedule", tune::describe_point(space, p)}, {"ms", ms}});
+  for (const auto& [p, ms] : last.result.ranking)
+    if (p != last.result.best && alternatives.size() < 5) alternatives.push_back({{"schedule", tune::describe_point(*last.space, p)}, {"ms", ms}});
   record["alternatives"] = alternatives;
-  record["trials"] = result.trials.size() + 1;  // with auto's first run
+  size_t trials = 1;  // auto's first run
+  for (const Phase& phase : phases) trials += phase.result.trials.size();
+  record["trials"] = trials;
   record["tuning_seconds"] = std::round(evaluator.elapsed_s() * 10) / 10;
-  record["stopped"] = result.stop_reason;
+  record["stopped"] = last.result.stop_reason;
   record["seed"] = options.seed;
-  record["conversion"] = "none: the tuned kernel reads the formats auto's reads";
+  if (chosen_formats.empty()) {
+    record["conversion"] = "none: the tuned kernel reads the formats auto's reads";
+  } else {
+    // What storing an input in the chosen format costs, once, against the time it saves per call.
+    const std::map<std::string, double> pack_default = evaluator.pack_ms(auto_config);
+    const std::map<std::string, double> pack_chosen = evaluator.pack_ms(format_config(chosen_formats));
+    const double saved = first.auto_ms - first.best_ms;
+    json conversion = json::array();
+    for (const auto& [tensor, entry] : chosen_formats) {
+      json c = {{"tensor", tensor}, {"from", auto_input_format(given.spec.find_tensor(tensor)->order).name},
+                {"to", tune::describe_point(format_space, phases.front().result.best)}};
+      if (pack_chosen.count(tensor)) c["pack_ms"] = pack_chosen.at(tensor);
+      if (pack_default.count(tensor)) c["default_pack_ms"] = pack_default.at(tensor);
+      c["saved_ms_per_call"] = saved;
+      if (pack_chosen.count(tensor) && saved > 0) c["break_even_calls"] = std::ceil(pack_chosen.at(tensor) / saved);
+      conversion.push_back(c);
+    }
+    record["conversion"] = conversion;
+  }
   tuned["tuned"] = record;
   write_files_atomically({{options.output, format_config_json(tuned)}});
-  if (!options.trials_csv.empty()) write_trials_csv(options.trials_csv, space, result);
+  if (!options.trials_csv.empty()) {
+    std::vector<std::pair<const tune::SearchSpace*, const tune::SearchResult*>> all;
+    for (const Phase& phase : phases) all.push_back({phase.space, &phase.result});
+    write_trials_csv(options.trials_csv, all);
+  }
 
   std::vector<tune::DbRecord> records;
-  records.push_back({key, features_plain, tune::point_labels(space, space.origin()), auto_first.median_ms, true, false});
-  for (const tune::Trial& t : result.trials)
-    records.push_back({key, features_plain, tune::point_labels(space, t.point), t.result.median_ms, t.result.ok, false});
-  for (tune::DbRecord& r : records) r.winner = r.ok && r.labels == tune::point_labels(space, result.best);
+  records.push_back({phases.front().key, features_plain, tune::point_labels(*phases.front().space, phases.front().space->origin()),
+                     auto_first.median_ms, true, false});
+  for (const Phase& phase : phases) {
+    const size_t from = records.size();
+    for (const tune::Trial& t : phase.result.trials)
+      records.push_back({phase.key, features_plain, tune::point_labels(*phase.space, t.point), t.result.median_ms, t.result.ok, false});
+    for (size_t k = &phase == &phases.front() ? 0 : from; k < records.size(); ++k)
+      records[k].winner = records[k].ok && records[k].labels == tune::point_labels(*phase.space, phase.result.best);
+  }
   if (!tune::append_tuning_db(db_path, records))
     std::fprintf(stderr, "spgen tune: warning: cannot write the tuning database %s\n", db_path.c_str());
 
   std::fprintf(stderr, "spgen tune: auto %.4f ms, tuned %.4f ms (%.2fx): %s; %zu candidates in %.0f s (stopped: %s); wrote %s\n",
-               result.auto_ms, result.best_ms, result.best_ms > 0 ? result.auto_ms / result.best_ms : 1.0,
-               tune::describe_point(space, result.best).c_str(), result.trials.size() + 1, evaluator.elapsed_s(),
-               result.stop_reason.c_str(), options.output.c_str());
+               first.auto_ms, first.auto_ms / speedup, speedup, winner.c_str(), trials, evaluator.elapsed_s(),
+               last.result.stop_reason.c_str(), options.output.c_str());
   return 0;
 }
 

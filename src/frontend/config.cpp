@@ -60,6 +60,16 @@ Format dense_format(int order) {
   return format;
 }
 
+Format auto_input_format(int order) {
+  const LevelKind D = LevelKind::Dense, C = LevelKind::Compressed;
+  if (order == 0) return dense_format(0);
+  if (order == 1) return Format{"sv", {C}, {0}};
+  if (order == 2) return Format{"csr", {D, C}, {0, 1}};
+  Format format{"csf", std::vector<LevelKind>(order, C), {}};
+  for (int m = 0; m < order; ++m) format.mode_order.push_back(m);
+  return format;
+}
+
 std::string ScheduleOp::name() const {
   static const char* names[] = {"reorder", "split", "parallel", "vectorize", "unroll", "bind", "tile", "precompute", "fuse", "decompose", "cache", "prefetch", "batch"};
   return names[op.index()];
@@ -286,13 +296,11 @@ class ConfigReader : public ConfigJsonReader {
       expect_object(it.value(), path);
       check_keys(it.value(), path, {"format", "width", "block"});
       const bool is_auto = it.value().contains("format") && it.value()["format"] == "auto";
-      if (is_auto && !use->is_output)
-        fail(path + "/format", "\"auto\" infers the output's format from its operands; an input's format must be "
-                               "given (an omitted one means dense)");
       if (is_auto || !it.value().contains("format")) config.infer_output_format |= use->is_output;
-      Format format = it.value().contains("format") && !is_auto
-                          ? read_format(it.value()["format"], path + "/format", *use)
-                          : dense_format(use->order);
+      if (is_auto && !use->is_output) config.auto_formats.insert(it.key());
+      Format format = it.value().contains("format") && !is_auto ? read_format(it.value()["format"], path + "/format", *use)
+                      : is_auto && !use->is_output             ? auto_input_format(use->order)
+                                                               : dense_format(use->order);
       if (it.value().contains("width")) {
         int64_t width = get_positive_int(it.value()["width"], path + "/width");
         if (format.name != "ell") fail(path + "/width", "\"width\" belongs to the \"ell\" format");

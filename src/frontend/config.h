@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -57,6 +58,9 @@ struct Format {
 };
 
 Format dense_format(int order);
+// What `"format": "auto"` on an input of this order stores when nothing is measured: csr for a
+// matrix, csf above, a sparse vector (sv) for a vector, dense for a scalar.
+Format auto_input_format(int order);
 
 // Schedule operations, in the order the config lists them. `path` is the op's JSON pointer
 // (e.g. "/schedule/2"), used in every error about it.
@@ -169,6 +173,9 @@ struct Config {
   std::map<std::string, Format> formats;  // every tensor of the spec, defaults filled in
   // The output's format is omitted or "auto": infer_output_format replaces its dense placeholder.
   bool infer_output_format = false;
+  // Inputs whose format is "auto": stored in their order's default sparse format
+  // (auto_input_format), which `spgen tune` measures against the alternatives.
+  std::set<std::string> auto_formats;
   bool auto_schedule = false;             // "schedule": "auto"
   std::vector<ScheduleOp> schedule;
   // "sizes": index variable -> the size the kernel is specialized for (passes/specialize_sizes.h).

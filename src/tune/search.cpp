@@ -37,8 +37,9 @@ class Search {
 
   SearchResult run() {
     const Point origin = space_.origin();
+    const double start = evaluator_.elapsed_s();  // (an earlier search may have spent some)
     measure(origin, 0);
-    cost_per_point_ = evaluator_.elapsed_s();
+    cost_per_point_ = evaluator_.elapsed_s() - start;
     result_.auto_ok = times_.count(origin) > 0;
     if (!result_.auto_ok) {
       result_.stop_reason = "auto's kernel failed";
@@ -164,8 +165,10 @@ class Search {
   void confirm() {
     std::vector<std::pair<Point, double>> ranked = ranking();
     std::vector<Point> finalists = {space_.origin()};
+    const double auto_ms = times_.count(space_.origin()) ? median_of(times_.at(space_.origin())) : 0;
     for (const auto& [p, ms] : ranked)
-      if (p != space_.origin() && static_cast<int>(finalists.size()) <= options_.confirm_top) finalists.push_back(p);
+      if (p != space_.origin() && static_cast<int>(finalists.size()) <= options_.confirm_top && ms <= options_.finalist_slack * auto_ms)
+        finalists.push_back(p);
     if (finalists.size() < 2) return;
     for (int r = 0; r < options_.confirm_rounds && !evaluator_.interrupted(); ++r) {
       std::map<Point, double> round;

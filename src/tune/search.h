@@ -43,6 +43,10 @@ struct SearchOptions {
   int confirm_top = 3;      // leaders measured again with auto at the end
   int confirm_rounds = 5;
   double min_gain = 0.03;   // a winner must beat auto by this share at least
+  // A leader slower than auto by more than this factor (as first measured) is not measured again:
+  // noise on a shared machine moves a median by up to 2x, a hopeless candidate by far more (csc
+  // with the rows' loop parallel inside each column: 1,600x), and its rounds would eat the budget.
+  double finalist_slack = 2.0;
   std::vector<Point> seeds;                          // proposed first (similar inputs' winners)
   std::vector<std::pair<Point, double>> prior;       // earlier measurements (ms) for the model
 };

@@ -77,6 +77,8 @@ void apply(const Knob& knob, const json& value, std::vector<ScheduleOp>& ops) {
     case KnobKind::Batch:
       if (!value.is_null()) append(ops, BatchOp{value.at("var").get<std::string>(), value.at("factor").get<int64_t>()});
       break;
+    case KnobKind::Format:  // the config's tensors change, not the schedule (formats_at)
+      break;
   }
 }
 

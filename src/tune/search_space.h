@@ -22,6 +22,7 @@ enum class KnobKind {
   Tail,       // a vectorize op in lanes: the rest of a row in one masked sum, or one by one
   Prefetch,   // no prefetch, or a prefetch op added at the end
   Batch,      // no batch, or a batch op added at the end (2, 4 or 8 iterations of a loop at once)
+  Format,     // a tensor's format, where the config leaves it to spgen (tune/format_space.h): no op
 };
 
 struct Knob {
@@ -30,6 +31,7 @@ struct Knob {
   size_t op_index = 0;                // the op it changes (not for Prefetch)
   std::vector<nlohmann::json> values; // per choice: its parameters (see search_space.cpp)
   std::vector<std::string> labels;    // per choice, for people: "dynamic,512"
+  std::string tensor = {};            // Format: whose
 };
 
 using Point = std::vector<int>;  // a choice per knob

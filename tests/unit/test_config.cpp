@@ -126,9 +126,20 @@ TEST_CASE("config: an output format omitted or \"auto\" is left to inference; in
   CHECK_FALSE(given.infer_output_format);
   CHECK_FALSE(read("{}", "C(i,j) += A(i,j) * B(i,j)").infer_output_format);  // `+=` reads its output
   check_format(read(R"({"tensors": {"C": {"format": "auto"}}})").format_of("C"), "dense", {D, D}, {0, 1});  // until inferred
-  CHECK(format_error("A", "\"auto\"") ==
-        config_error("/tensors/A/format", "\"auto\" infers the output's format from its operands; an input's format "
-                                          "must be given (an omitted one means dense)"));
+}
+
+TEST_CASE("config: \"auto\" on an input stores it in its order's default sparse format, and says so") {
+  Config config = read(R"({"tensors": {"A": {"format": "auto"}}})");
+  check_format(config.format_of("A"), "csr", {D, C}, {0, 1});
+  CHECK(config.auto_formats == std::set<std::string>{"A"});
+  CHECK(config.infer_output_format);  // C omitted: still inferred
+  CHECK(read(R"({"tensors": {"A": {"format": "csr"}}})").auto_formats.empty());
+  check_format(spgen::auto_input_format(1), "sv", {C}, {0});
+  check_format(spgen::auto_input_format(3), "csf", {C, C, C}, {0, 1, 2});
+  CHECK(spgen::auto_input_format(0).levels.empty());
+  // "width" and "block" belong to a format given by name, not to one left to spgen.
+  CHECK(error_of(R"({"tensors": {"A": {"format": "auto", "block": [2, 2]}}})").find("\"block\" belongs to the \"bsr\" format") !=
+        std::string::npos);
 }
 
 TEST_CASE("config: a full config, as in specs/spmm_csr.json") {

@@ -11,6 +11,7 @@
 #include "frontend/config_writer.h"
 #include "tune/cost_model.h"
 #include "tune/features.h"
+#include "tune/format_space.h"
 #include "tune/search.h"
 #include "tune/search_space.h"
 #include "tune/tuning_db.h"
@@ -353,4 +354,79 @@ TEST_CASE("tune search space: SDDMM's auto schedule gets lanes, prefetch and bat
   std::vector<ScheduleOp> ops = schedule_at(space, p);
   REQUIRE(std::holds_alternative<BatchOp>(ops.back().op));
   CHECK(std::get<BatchOp>(ops.back().op).factor == 4);
+}
+
+TEST_CASE("tune formats: the default first, then what the features make worth a run") {
+  auto labels = [](const std::vector<FormatChoice>& choices) {
+    std::vector<std::string> out;
+    for (const FormatChoice& c : choices) out.push_back(c.label);
+    return out;
+  };
+  // Unknown features (a random input): only the formats that need none.
+  CHECK(labels(format_choices(2, nullptr)) == std::vector<std::string>{"csr", "csc"});
+  CHECK(labels(format_choices(1, nullptr)) == std::vector<std::string>{"sv", "dense"});
+  CHECK(labels(format_choices(3, nullptr)) == std::vector<std::string>{"csf", "coo"});
+  CHECK(format_choices(0, nullptr).empty());
+  // Four full 2 x 2 blocks of an 8 x 8 matrix, one in each 4 x 4 quarter: bsr 2x2 (fill 1), not
+  // 4x4 or 8x8 (fill 0.25); rows of 2 entries each: ell 2, no padding.
+  std::vector<std::pair<int64_t, int64_t>> entries;
+  for (auto [bi, bj] : std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {2, 6}, {4, 2}, {6, 4}})
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 2; ++j) entries.push_back({bi + i, bj + j});
+  const InputFeatures blocks = input_features(matrix({8, 8}, entries));
+  const std::vector<FormatChoice> choices = format_choices(2, &blocks);
+  CHECK(labels(choices) == std::vector<std::string>{"csr", "csc", "ell 2", "bsr 2x2"});
+  CHECK(choices[2].entry == nlohmann::json{{"format", "ell"}, {"width", 2}});
+  CHECK(choices[3].entry == nlohmann::json{{"format", "bsr"}, {"block", {2, 2}}});
+  // One long row among empty ones: ELL would pad every row to it (refused); most rows empty: dcsr.
+  const InputFeatures skewed = input_features(matrix({10, 10}, {{0, 0}, {0, 3}, {0, 5}, {0, 9}, {7, 1}}));
+  CHECK(labels(format_choices(2, &skewed)) == std::vector<std::string>{"csr", "csc", "dcsr"});
+}
+
+TEST_CASE("tune formats: a knob per open input, choices its compile check refuses left out") {
+  std::map<std::string, InputFeatures> features = {{"A", input_features(matrix({4, 4}, {{0, 0}, {1, 1}, {2, 2}, {3, 3}}))}};
+  auto all_but = [](const std::string& refused) {
+    return [refused](const std::string&, const nlohmann::json& entry) { return entry.at("format") != refused; };
+  };
+  SearchSpace space = build_format_space({{"A", 2}, {"x", 1}}, features, all_but("csc"));
+  REQUIRE(space.knobs.size() == 2);
+  CHECK(space.knobs[0].kind == KnobKind::Format);
+  CHECK(space.knobs[0].name == "format A");
+  CHECK(space.knobs[0].tensor == "A");
+  // (csc refused; a diagonal: rows of 1, 2 x 2 blocks half full)
+  CHECK(space.knobs[0].labels == std::vector<std::string>{"csr", "ell 1", "bsr 2x2"});
+  CHECK(space.knobs[1].labels == std::vector<std::string>{"sv", "dense"});
+  CHECK(space.base.empty());
+  Point p = space.origin();
+  p[0] = 1;
+  const std::map<std::string, nlohmann::json> formats = formats_at(space, p);
+  CHECK(formats.at("A") == nlohmann::json{{"format", "ell"}, {"width", 1}});
+  CHECK(formats.at("x") == nlohmann::json{{"format", "sv"}});
+  CHECK(schedule_at(space, p).empty());  // a format changes no op
+  CHECK(describe_point(space, p) == "format A=ell 1");
+  // A tensor left with its default alone has no knob.
+  CHECK(build_format_space({{"x", 1}}, {}, all_but("dense")).knobs.empty());
+}
+
+TEST_CASE("tune search: a search started late on the clock (after another) gets its own rounds") {
+  SpmmSpace s;
+  FakeEvaluator a;
+  a.cost = additive(s.space, 0, 3);
+  a.clock = 30;  // an earlier search (the formats') spent 30 s of a 60 s budget
+  SearchOptions options;
+  options.budget_s = 60;
+  SearchResult r = run_search(s.space, a, options);
+  CHECK(std::count_if(r.trials.begin(), r.trials.end(), [](const Trial& t) { return t.round >= 1; }) >= 4);
+}
+
+TEST_CASE("tune search: a candidate far slower than auto is not measured again to confirm") {
+  SpmmSpace s;
+  FakeEvaluator a;
+  a.cost = [&](const Point& p) { return p == s.space.origin() ? 10.0 : 10.0 * (2.0 + p[0] + p.size()); };  // all > 2x auto
+  SearchOptions options;
+  options.budget_s = 40;
+  SearchResult r = run_search(s.space, a, options);
+  CHECK(r.best == s.space.origin());
+  CHECK(std::none_of(r.trials.begin(), r.trials.end(), [](const Trial& t) { return t.round == -1; }));
+  CHECK(std::count_if(r.trials.begin(), r.trials.end(), [](const Trial& t) { return t.round >= 1; }) >= 4);
 }
