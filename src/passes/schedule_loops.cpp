@@ -94,12 +94,21 @@ PrecomputeShape precompute_shape(const For& loop) {
                       "written out by a plain loop of stores";
       return shape;
     }
-  for (const Expr& bound : {summing->begin, summing->end})
-    for (const std::string& name : vars_read(bound))
-      if (shape.depends_on_loop.count(name)) {
-        shape.refusal = "loop " + summing->label + " cannot move outside " + loop.label + ": its bounds depend on it";
-        return shape;
-      }
+  auto depends = [&](const Expr& e) {
+    const std::vector<std::string> read = vars_read(e);
+    return std::any_of(read.begin(), read.end(), [&](const std::string& name) { return shape.depends_on_loop.count(name) > 0; });
+  };
+  if (!depends(summing->begin) && !depends(summing->end)) return shape;
+  // [b, b + n) with n independent of the loop: the summing loop can run [0, n) outside it, each
+  // iteration finding its position at b + its count inside (ELL's slots across a group of rows).
+  if (summing->end->kind == ExprKind::Binary) {
+    const auto& end = static_cast<const Binary&>(*summing->end);
+    if (end.op == BinOp::Add && same_expr(end.a, summing->begin) && !depends(end.b)) {
+      shape.invariant_trips = end.b;
+      return shape;
+    }
+  }
+  shape.refusal = "loop " + summing->label + " cannot move outside " + loop.label + ": its bounds depend on it";
   return shape;
 }
 

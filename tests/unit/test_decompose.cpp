@@ -153,3 +153,23 @@ TEST_CASE("decompose: the dumps show every part, and the executor calls them in 
   CHECK(contains(header, "//   A is decomposed into A_p0_b1: hyb bucket (levels compressed, sparse-fixed)"));
   CHECK(contains(c.files[1].text, "static void k_p0_b1("));
 }
+
+TEST_CASE("decompose: a tile of a loop whose rows repeat keeps them sequential; a precompute over it stores one by one") {
+  const std::string hyb = R"({"op": "decompose", "tensor": "A", "format": "hyb", "buckets": [2, 4]},
+                             {"op": "tile", "var": "i", "factor": 8, "into": ["i_o", "i_i"]})";
+  // hyb's widest bucket cuts long rows into pieces that add into one output row: a tile's outer
+  // loop over them may not run in parallel without a reduction (it raced before: the tile lost
+  // the loop's reason to stay sequential).
+  CHECK(error_of(kSpmm, config_with(hyb + R"(, {"op": "parallel", "var": "i_o"})")) ==
+        "c.json: /schedule/2: error: parallel: cannot parallelize i_o: its coordinates repeat (a non-unique level of A_p0_b4), "
+        "so iterations may write the same entry of C (add \"reduction\": \"atomic\" or \"privatize\")\n"
+        "c.json: /schedule/0: note: in part p0_b4 of the decomposition (A_p0_b4, stored as hyb bucket)\n");
+  // A precompute of its rows' sums: the lanes add into their own entries of the local array (so
+  // they vectorize), but the sums go into C one row at a time.
+  spgen::Compilation c = compile("y(i) = A(i,j) * x(j)", config_with(hyb + R"(, {"op": "precompute", "var": "i_i"},
+                                                                             {"op": "vectorize", "var": "i_i"})",
+                                                                     R"("A": {"format": "csr"}, "y": {"format": "dense"})"));
+  CHECK(contains(c.stage2_dump, "for j at pA_p0_b41_slot in [0, 4):\n        for i_i in [0, 8) vectorized:"));
+  CHECK(contains(c.stage2_dump, "for i_i_store at i_i in [0, 8) vectorized:\n        let pA_p0_b20"));
+  CHECK(contains(c.stage2_dump, "for i_i_store at i_i in [0, 8) sequential:\n        let pA_p0_b40"));
+}

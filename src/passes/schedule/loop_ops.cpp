@@ -38,13 +38,7 @@ void Scheduler::apply_op(const SplitOp& split) {
                                                add(add(begin, mul(var(split.outer), factor)), var(split.inner)), false),
                      loop.body});
   // What kept the loop sequential (cursors it advances) holds for both halves.
-  LoopAnnotations sequential;
-  sequential.sequential_reason = loop.annotations.sequential_reason;
-  // Only the whole outermost loop keeps per-thread lists of a listed output's entries.
-  if (!loop.annotations.listed.keys.empty())
-    sequential.sequential_reason = "it appends to the list of " + program_.output().tensor +
-                                   "'s entries, which each thread keeps for the whole outermost loop only";
-  sequential.repeats_coordinates = loop.annotations.repeats_coordinates;
+  const LoopAnnotations sequential = kept_sequential(loop);
   Stmt inner = std::make_shared<For>(split.inner, split.inner, int64(0), inner_extent, body, sequential);
   Stmt outer = std::make_shared<For>(split.outer, split.outer, int64(0), outer_extent, inner, sequential);
   prologue.push_back(outer);
@@ -58,9 +52,20 @@ void Scheduler::apply_op(const SplitOp& split) {
 // ---- tile ----
 // The loop as whole groups of `factor` iterations (an inner loop with a constant trip count)
 // and a remainder loop for the iterations left over, which keeps the original body.
+LoopAnnotations Scheduler::kept_sequential(const For& loop) const {
+  LoopAnnotations sequential;
+  sequential.sequential_reason = loop.annotations.sequential_reason;
+  // Only the whole outermost loop keeps per-thread lists of a listed output's entries.
+  if (!loop.annotations.listed.keys.empty())
+    sequential.sequential_reason = "it appends to the list of " + program_.output().tensor +
+                                   "'s entries, which each thread keeps for the whole outermost loop only";
+  sequential.repeats_coordinates = loop.annotations.repeats_coordinates;
+  return sequential;
+}
+
 std::vector<Stmt> Scheduler::tile_loop(const For& loop, int64_t factor, const std::string& outer, const std::string& inner,
                                        const std::string& rest, const Stmt& main_body, const LoopAnnotations& inner_annotations,
-                                       TiledBounds* bounds) {
+                                       TiledBounds* bounds, const LoopAnnotations& outer_annotations) {
   std::vector<Stmt> stmts;
   Expr begin = loop.begin, extent = sub(loop.end, loop.begin);
   if (!is_const_int(loop.begin, 0)) {  // bounds that read memory are computed once
@@ -78,9 +83,10 @@ std::vector<Stmt> Scheduler::tile_loop(const For& loop, int64_t factor, const st
   Expr first = is_const_int(begin, 0) ? mul(var(outer), int64(factor)) : add(begin, mul(var(outer), int64(factor)));
   Stmt body = block({std::make_shared<Declare>(loop.var, ScalarType::Int64, add(first, var(inner)), false), main_body});
   Stmt inner_loop = std::make_shared<For>(inner, inner, int64(0), int64(factor), body, inner_annotations);
-  stmts.push_back(std::make_shared<For>(outer, outer, int64(0), var(groups), inner_loop));
+  stmts.push_back(std::make_shared<For>(outer, outer, int64(0), var(groups), inner_loop, outer_annotations));
   Expr rest_begin = is_const_int(begin, 0) ? mul(var(groups), int64(factor)) : add(begin, mul(var(groups), int64(factor)));
-  stmts.push_back(std::make_shared<For>(rest, loop.var, rest_begin, is_const_int(loop.begin, 0) ? loop.end : add(begin, extent), loop.body));
+  stmts.push_back(std::make_shared<For>(rest, loop.var, rest_begin, is_const_int(loop.begin, 0) ? loop.end : add(begin, extent), loop.body,
+                                        outer_annotations));
   return stmts;
 }
 
@@ -94,7 +100,11 @@ void Scheduler::apply_op(const TileOp& tile) {
   if (!loop.annotations.bind.empty()) fail("tile " + tile.var + " before binding it");
   std::string rest = fresh(tile.var + "_rest");
   tile_rest_[tile.outer] = rest;
-  Stmt replacement = block(tile_loop(loop, tile_factor(tile, config_), tile.outer, tile.inner, rest, loop.body, {}));
+  // What kept the loop sequential holds for the tile's loops too (a parallel outer loop over
+  // hyb's widest bucket, whose cut rows repeat, raced before).
+  const LoopAnnotations sequential = kept_sequential(loop);
+  Stmt replacement =
+      block(tile_loop(loop, tile_factor(tile, config_), tile.outer, tile.inner, rest, loop.body, sequential, nullptr, sequential));
   func_.body = RewriteLoop(tile.var, [&](const For&) { return replacement; }).mutate(func_.body);
   for (const std::string& part : {tile.outer, tile.inner, rest}) {
     origin_[part] = origin_.at(tile.var);
@@ -121,6 +131,17 @@ void Scheduler::apply_op(const PrecomputeOp& precompute) {
   if (!shape.refusal.empty()) fail(shape.refusal);
   const Declare* sum = shape.sum;
   const For* summing = shape.summing;
+  // A range that starts per iteration but runs a fixed count: counted from 0, the position
+  // declared inside ([p * W, p * W + W) becomes [0, W) with pA = p * W + slot).
+  std::shared_ptr<const For> counted;
+  if (shape.invariant_trips) {
+    const std::string slot = fresh(summing->var + "_slot");
+    counted = std::make_shared<For>(
+        summing->label, slot, int64(0), shape.invariant_trips,
+        block({std::make_shared<Declare>(summing->var, ScalarType::Int64, add(summing->begin, var(slot)), false), summing->body}),
+        summing->annotations);
+    summing = counted.get();
+  }
   const std::vector<Stmt>& lets = shape.lets;
   const std::vector<Stmt>& after = shape.after;
   const std::set<std::string>& depends_on_loop = shape.depends_on_loop;
@@ -158,16 +179,26 @@ void Scheduler::apply_op(const PrecomputeOp& precompute) {
   Stmt rest_of_body = block(std::vector<Stmt>(summed.begin() + static_cast<std::ptrdiff_t>(first_kept), summed.end()));
   std::vector<Stmt> inner = lets_read_by(lets, {rest_of_body});
   inner.push_back(into_tile.mutate(rest_of_body));
-  hoisted.push_back(
-      std::make_shared<For>(loop.label, loop.var, loop.begin, loop.end, block(std::move(inner)), loop.annotations));
+  // Inside the summing loop each iteration adds into its own entry of the local array, even
+  // where the loop's coordinates repeat (that matters to the stores below only).
+  LoopAnnotations moved = loop.annotations;
+  if (moved.repeats_coordinates) {
+    moved.repeats_coordinates = false;
+    moved.sequential_reason.clear();
+  }
+  hoisted.push_back(std::make_shared<For>(loop.label, loop.var, loop.begin, loop.end, block(std::move(inner)), moved));
   Stmt summing_outside = std::make_shared<For>(summing->label, summing->var, summing->begin, summing->end,
                                                block(std::move(hoisted)), summing->annotations);
   std::vector<Stmt> uses = lets_read_by(lets, after);
   for (const Stmt& s : after) uses.push_back(into_tile.mutate(s));
-  // Each iteration writes its own entries (the loop is spatial), so the stores vectorize.
-  LoopAnnotations vectorized;
-  vectorized.vectorized = true;
-  Stmt store_loop = std::make_shared<For>(store_label, loop.var, loop.begin, loop.end, block(std::move(uses)), vectorized);
+  // Each iteration writes its own entries (the loop is spatial), so the stores vectorize; unless
+  // its coordinates repeat (hyb's widest bucket, whose cut rows add into one output row): then
+  // one lane's add would overwrite another's, and the stores stay one by one.
+  LoopAnnotations stores;
+  stores.vectorized = !loop.annotations.repeats_coordinates;
+  stores.repeats_coordinates = loop.annotations.repeats_coordinates;
+  if (stores.repeats_coordinates) stores.sequential_reason = "its coordinates repeat: its stores add into the same entries";
+  Stmt store_loop = std::make_shared<For>(store_label, loop.var, loop.begin, loop.end, block(std::move(uses)), stores);
   Workspace array{tile, sum->type, int64(trips), zero_of(sum->type), true};
   Stmt replacement = std::make_shared<Allocate>(std::vector<Workspace>{array}, block({summing_outside, store_loop}));
   func_.body = RewriteLoop(precompute.var, [&](const For&) { return replacement; }).mutate(func_.body);

@@ -29,6 +29,9 @@ struct PrecomputeShape {
   const Declare* sum = nullptr;
   const For* summing = nullptr;
   std::set<std::string> depends_on_loop;  // the loop's variable and the declarations after it
+  // The summing loop's range starts where the loop's iteration says but runs a trip count that
+  // does not depend on it (ELL's slots of a row: [p * W, p * W + W)): the count, else null.
+  Expr invariant_trips;
   std::string refusal;
 };
 
@@ -75,7 +78,10 @@ class Scheduler {
   };
   std::vector<Stmt> tile_loop(const For& loop, int64_t factor, const std::string& outer, const std::string& inner,
                               const std::string& rest, const Stmt& main_body, const LoopAnnotations& inner_annotations,
-                              TiledBounds* bounds = nullptr);
+                              TiledBounds* bounds = nullptr, const LoopAnnotations& outer_annotations = {});
+  // What keeps a loop sequential (cursors it advances, coordinates that repeat), for the loops
+  // a split or tile makes of it.
+  LoopAnnotations kept_sequential(const For& loop) const;
   void apply_op(const TileOp& tile);
   void apply_op(const PrecomputeOp& precompute);
   static std::vector<Stmt> lets_read_by(const std::vector<Stmt>& lets, const std::vector<Stmt>& stmts);
