@@ -4,6 +4,10 @@ tuning gained over `auto` (both measured by spgen tune in the same run, interlea
 
     python3 bench/tune_matrices.py [--spgen build/src/spgen] [--budget 60s] [--threads 2]
                                    [--ops spmv,spmm,sddmm] [--width 32] [--out bench/tune-out]
+                                   [--formats]
+
+With --formats the matrix's format is left to spgen (`"format": "auto"` in a copy of the base
+config): tune searches its format first (csr, csc, ell, bsr, hyb, ...), then the schedule.
 
 Each run's tuned config, trials CSV and stderr go to --out/OP-MATRIX.*; a table (markdown) is
 printed at the end. The database is --out/tune.jsonl, fresh for each invocation unless --keep-db.
@@ -36,6 +40,7 @@ def main():
     ap.add_argument("--matrices", default="", help="comma-separated stems (default: every .mtx)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "tune-out"))
     ap.add_argument("--keep-db", action="store_true")
+    ap.add_argument("--formats", action="store_true", help="leave the matrix's format to spgen tune")
     args = ap.parse_args()
     if not os.path.isdir(args.data):
         sys.exit(f"tune_matrices: no data directory {args.data}")
@@ -51,7 +56,15 @@ def main():
         spec, config, others, name, dims = OPS[op]
         for m in matrices:
             stem = f"{op}-{m}"
-            cmd = [args.spgen, "tune", os.path.join(ROOT, spec), "-c", os.path.join(ROOT, config),
+            base = os.path.join(ROOT, config)
+            if args.formats:
+                with open(base) as f:
+                    cfg = json.load(f)
+                cfg.setdefault("tensors", {})[name] = {"format": "auto"}
+                base = os.path.join(args.out, f"{op}-formats-base.json")
+                with open(base, "w") as f:
+                    json.dump(cfg, f)
+            cmd = [args.spgen, "tune", os.path.join(ROOT, spec), "-c", base,
                    "--input", f"{name}={os.path.join(args.data, m + '.mtx')}", "--budget", args.budget,
                    "--threads", args.threads, "--db", db, "--trials", os.path.join(args.out, stem + ".csv"),
                    "-o", os.path.join(args.out, stem + ".json")]

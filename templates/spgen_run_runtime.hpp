@@ -2055,7 +2055,11 @@ class Driver {
 
     Run<Index, Value> run(info_, sizes.all());
     prepare_inputs(run);
-    if (hooks.prepare) hooks.prepare(run);
+    if (hooks.prepare) {
+      const auto start = std::chrono::steady_clock::now();
+      hooks.prepare(run);
+      inspect_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    }
     std::vector<std::vector<Value>> initial = prepare_outputs(run, has_assemble);
     if (has_assemble) size_assembled_outputs(run, hooks.assemble);
     auto both = [&](Run<Index, Value>& r) {
@@ -2067,6 +2071,7 @@ class Driver {
       std::printf("time_ms median=%.4f min=%.4f max=%.4f runs=%d\n", timings.median, timings.min, timings.max,
                   timings.runs);
       for (const auto& [name, ms] : pack_ms_) std::printf("pack_ms %s=%.4f\n", name.c_str(), ms);
+      if (inspect_ms_ >= 0) std::printf("inspect_ms=%.4f\n", inspect_ms_);
       std::fflush(stdout);
     }
     write_outputs(run);
@@ -2292,6 +2297,7 @@ class Driver {
   std::vector<Coo> coos_;
   const Hooks<Index, Value>* hooks_ = nullptr;
   std::vector<std::pair<std::string, double>> pack_ms_;  // per sparse input: its pack's time
+  double inspect_ms_ = -1;                                // a decomposition's inspector's, once
 };
 
 // Messages that already read `PATH:LINE: error: ...` are printed as they are.

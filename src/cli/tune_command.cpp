@@ -186,6 +186,8 @@ class KernelEvaluator : public tune::Evaluator {
     for (size_t p = text.find("pack_ms "); p != std::string::npos; p = text.find("pack_ms ", p + 8))
       if (std::optional<std::pair<std::string, std::string>> nv = split_name_value(text.substr(p + 8, text.find('\n', p) - p - 8)))
         built.pack_ms[nv->first] = std::strtod(nv->second.c_str(), nullptr);
+    if (const size_t at_inspect = text.find("inspect_ms="); at_inspect != std::string::npos)
+      built.pack_ms[""] = std::strtod(text.c_str() + at_inspect + 11, nullptr);  // (a decomposition's inspector)
     if (!reference_) {
       compute_reference();
       // Each later run repeats the kernel for about a quarter of a second (odd: a true median).
@@ -408,8 +410,12 @@ int run_tune(const TuneOptions& options) {
   // A candidate of formats (tensor -> config entry; none: the base's own): the base with them,
   // and auto's schedule for them written out where the schedule is auto's, as config_with writes
   // it (so the schedule search around the chosen formats starts from the same kernel).
-  auto format_config = [&](const std::map<std::string, nlohmann::json>& formats) {
+  auto format_config = [&](const std::map<std::string, nlohmann::json>& formats, const nlohmann::json& composed_schedule) {
     json config = config_with_formats(s, formats);
+    if (!composed_schedule.is_null()) {  // a composed format's own schedule (hyb: its decomposition)
+      config["schedule"] = json::parse(composed_schedule.dump());
+      return config;
+    }
     if (!schedule_open) return config;
     try {
       const Compilation c = compile_config(s, config);
@@ -422,7 +428,7 @@ int run_tune(const TuneOptions& options) {
   };
   // Auto's kernel as the config gives it, measured first: its run saves the random inputs and
   // yields the reference, and the features of the inputs.
-  const json auto_config = format_config({});
+  const json auto_config = format_config({}, nullptr);
   const tune::Measurement auto_first = evaluator.measure_config(auto_config, "auto");
   if (!auto_first.ok) fail_restoring("auto's kernel failed on these inputs: " + auto_first.error);
   json features = input_features(s, evaluator);
@@ -459,16 +465,21 @@ int run_tune(const TuneOptions& options) {
 
   // 1. Formats, where the config leaves an input's to spgen: each candidate with auto's schedule
   // for it (or the pinned one), 40 % of the budget where the schedule is searched after.
-  std::map<std::string, int> open_orders;
+  std::map<std::string, tune::OpenInput> open_inputs;
   std::map<std::string, tune::InputFeatures> known;
   for (const std::string& tensor : given.config.auto_formats) {
-    open_orders[tensor] = given.spec.find_tensor(tensor)->order;
+    const ast::TensorUse* use = given.spec.find_tensor(tensor);
+    std::string row_var;
+    if (use->order > 0)
+      for (const ast::Access* access : ast::collect_accesses(*given.spec.rhs))
+        if (access->tensor == tensor && !access->indices.empty()) row_var = access->indices.front();
+    open_inputs[tensor] = {use->order, row_var};
     if (features_plain.contains(tensor)) known[tensor] = tune::InputFeatures::from_json(features_plain[tensor]);
   }
   const tune::SearchSpace format_space =
-      tune::build_format_space(open_orders, known, [&](const std::string& tensor, const nlohmann::json& entry) {
+      tune::build_format_space(open_inputs, known, schedule_open, [&](const std::string& tensor, const tune::FormatChoice& choice) {
         try {
-          compile_config(s, config_with_formats(s, {{tensor, entry}}));
+          compile_config(s, format_config({{tensor, choice.entry}}, choice.schedule));
           return true;
         } catch (const CompileError&) {
           return false;
@@ -476,9 +487,11 @@ int run_tune(const TuneOptions& options) {
       });
   const json given_base = s.base;
   std::map<std::string, nlohmann::json> chosen_formats;
+  json chosen_schedule = nullptr;
   if (!format_space.knobs.empty()) {
     evaluator.use(format_space, [&](const tune::Point& p) {
-      return p == format_space.origin() ? auto_config : format_config(tune::formats_at(format_space, p));
+      return p == format_space.origin() ? auto_config
+                                        : format_config(tune::formats_at(format_space, p), tune::format_schedule(format_space, p));
     });
     const std::string key = key_of(given_base, "\nformats");
     const double now = evaluator.elapsed_s(), formats_budget = schedule_open ? now + 0.4 * (budget - now) : budget;
@@ -487,8 +500,16 @@ int run_tune(const TuneOptions& options) {
     if (!r.auto_ok) fail_restoring("auto's kernel failed on these inputs: " + r.trials.front().result.error);
     if (r.best != format_space.origin()) {
       chosen_formats = tune::formats_at(format_space, r.best);
-      s.base = config_with_formats(s, chosen_formats);
-      if (schedule_open) s.auto_compilation = compile_config(s, s.base);
+      chosen_schedule = tune::format_schedule(format_space, r.best);
+      s.base = format_config(chosen_formats, chosen_schedule);
+      // The schedule search starts from the chosen format's schedule: auto's, written out (as
+      // format_config wrote it), or the composed format's own.
+      if (schedule_open) {
+        json rebased = s.base;
+        if (chosen_schedule.is_null()) rebased["schedule"] = "auto";
+        s.base = rebased;
+        s.auto_compilation = compile_config(s, s.base);
+      }
     }
   }
 
@@ -520,7 +541,8 @@ int run_tune(const TuneOptions& options) {
 
   // The tuned config: the base with the winners written out, and what was measured.
   const Phase& last = phases.back();
-  json tuned = last.space == &space ? config_with(s, tune::schedule_at(space, last.result.best)) : format_config(chosen_formats);
+  json tuned = last.space == &space ? config_with(s, tune::schedule_at(space, last.result.best))
+                                     : format_config(chosen_formats, chosen_schedule);
   // Every format left to spgen is written out, the default too: the tuned config pins them.
   if (!format_space.knobs.empty())
     for (const auto& [tensor, entry] : tune::formats_at(format_space, phases.front().result.best))
@@ -573,16 +595,25 @@ int run_tune(const TuneOptions& options) {
   } else {
     // What storing an input in the chosen format costs, once, against the time it saves per call.
     const std::map<std::string, double> pack_default = evaluator.pack_ms(auto_config);
-    const std::map<std::string, double> pack_chosen = evaluator.pack_ms(format_config(chosen_formats));
+    const std::map<std::string, double> pack_chosen = evaluator.pack_ms(format_config(chosen_formats, chosen_schedule));
     const double saved = first.auto_ms - first.best_ms;
     json conversion = json::array();
     for (const auto& [tensor, entry] : chosen_formats) {
-      json c = {{"tensor", tensor}, {"from", auto_input_format(given.spec.find_tensor(tensor)->order).name},
-                {"to", tune::describe_point(format_space, phases.front().result.best)}};
+      std::string label;
+      for (size_t k = 0; k < format_space.knobs.size(); ++k)
+        if (format_space.knobs[k].tensor == tensor) label = format_space.knobs[k].labels[static_cast<size_t>(phases.front().result.best[k])];
+      json c = {{"tensor", tensor}, {"from", auto_input_format(given.spec.find_tensor(tensor)->order).name}, {"to", label}};
+      // From csr: packing into the chosen format, or for a decomposition (of csr arrays) its
+      // inspector alone.
+      double cost = pack_chosen.count(tensor) ? pack_chosen.at(tensor) : 0;
+      if (!chosen_schedule.is_null()) {
+        cost = pack_chosen.count("") ? pack_chosen.at("") : 0;
+        c["inspect_ms"] = cost;
+      }
       if (pack_chosen.count(tensor)) c["pack_ms"] = pack_chosen.at(tensor);
       if (pack_default.count(tensor)) c["default_pack_ms"] = pack_default.at(tensor);
       c["saved_ms_per_call"] = saved;
-      if (pack_chosen.count(tensor) && saved > 0) c["break_even_calls"] = std::ceil(pack_chosen.at(tensor) / saved);
+      if (cost > 0 && saved > 0) c["break_even_calls"] = std::ceil(cost / saved);
       conversion.push_back(c);
     }
     record["conversion"] = conversion;

@@ -1,6 +1,7 @@
 #include "tune/format_space.h"
 
 #include <cmath>
+#include <optional>
 
 namespace spgen::tune {
 
@@ -16,12 +17,41 @@ constexpr double kMaxEllPadding = 2.0;
 // DCSR skips empty rows without a loop iteration each: worth a run from a tenth of rows empty.
 constexpr double kMinEmptyRowShare = 0.1;
 
+// hyb's widest bucket: the rows up to it hold this share of all rows; longer ones are cut.
+constexpr double kHybCoveredRows = 0.99;
+constexpr int kHybMaxLog2Width = 10;
+
 FormatChoice named(const std::string& name) { return {name, json{{"format", name}}}; }
+
+// hyb: ELL buckets of 1, 2, 4, ... up to the width that holds 99 % of the rows (row_log2_histogram's
+// bins are rows shorter than 2^b), each bucket's rows in parallel, the widest's (whose cut rows
+// repeat) adding atomically.
+std::optional<FormatChoice> hyb_choice(const std::string& tensor, const OpenInput& input, const InputFeatures& f) {
+  const std::vector<int64_t>& histogram = f.row_log2_histogram;
+  int64_t rows = 0, covered = 0;
+  for (int64_t n : histogram) rows += n;
+  int widest = -1;
+  for (size_t b = 0; b < histogram.size() && widest < 0; ++b) {
+    covered += histogram[b];
+    if (static_cast<double>(covered) >= kHybCoveredRows * static_cast<double>(rows)) widest = static_cast<int>(b);
+  }
+  if (rows == 0 || widest < 1 || input.row_var.empty()) return std::nullopt;
+  widest = std::min(widest, kHybMaxLog2Width);
+  json buckets = json::array();
+  for (int b = 0; b <= widest; ++b) buckets.push_back(int64_t{1} << b);
+  const std::string last = "p0_b" + std::to_string(int64_t{1} << widest);
+  json schedule = {{{"op", "decompose"}, {"tensor", tensor}, {"format", "hyb"}, {"buckets", buckets}},
+                   {{"op", "parallel"}, {"var", input.row_var}},
+                   {{"op", "parallel"}, {"var", input.row_var}, {"part", last}, {"reduction", "atomic"}}};
+  return FormatChoice{"hyb 1-" + std::to_string(int64_t{1} << widest), json{{"format", "csr"}}, schedule};
+}
 
 }  // namespace
 
-std::vector<FormatChoice> format_choices(int order, const InputFeatures* features) {
+std::vector<FormatChoice> format_choices(const std::string& tensor, const OpenInput& input, const InputFeatures* features,
+                                         bool composed) {
   std::vector<FormatChoice> choices;
+  const int order = input.order;
   if (order == 1) return {named("sv"), named("dense")};
   if (order >= 3) return {named("csf"), named("coo")};
   if (order != 2) return {};
@@ -36,18 +66,20 @@ std::vector<FormatChoice> format_choices(int order, const InputFeatures* feature
   for (const auto& [r, fill] : blocks)
     if (fill >= kMinBlockFill)
       choices.push_back({"bsr " + std::to_string(r) + "x" + std::to_string(r), json{{"format", "bsr"}, {"block", {r, r}}}});
+  if (composed)
+    if (std::optional<FormatChoice> hyb = hyb_choice(tensor, input, *features)) choices.push_back(*hyb);
   return choices;
 }
 
-SearchSpace build_format_space(const std::map<std::string, int>& orders, const std::map<std::string, InputFeatures>& features,
-                               const std::function<bool(const std::string&, const json&)>& compiles) {
+SearchSpace build_format_space(const std::map<std::string, OpenInput>& inputs, const std::map<std::string, InputFeatures>& features,
+                               bool composed, const std::function<bool(const std::string&, const FormatChoice&)>& compiles) {
   SearchSpace space;
-  for (const auto& [tensor, order] : orders) {
+  for (const auto& [tensor, input] : inputs) {
     auto known = features.find(tensor);
     Knob knob{KnobKind::Format, "format " + tensor, 0, {}, {}, tensor};
-    for (const FormatChoice& choice : format_choices(order, known == features.end() ? nullptr : &known->second))
-      if (knob.values.empty() || compiles(tensor, choice.entry)) {  // (the default is the base's own)
-        knob.values.push_back(choice.entry);
+    for (const FormatChoice& choice : format_choices(tensor, input, known == features.end() ? nullptr : &known->second, composed))
+      if (knob.values.empty() || compiles(tensor, choice)) {  // (the default is the base's own)
+        knob.values.push_back(json{{"entry", choice.entry}, {"schedule", choice.schedule}});
         knob.labels.push_back(choice.label);
       }
     if (knob.values.size() > 1) space.knobs.push_back(knob);
@@ -58,8 +90,22 @@ SearchSpace build_format_space(const std::map<std::string, int>& orders, const s
 std::map<std::string, json> formats_at(const SearchSpace& space, const Point& point) {
   std::map<std::string, json> formats;
   for (size_t k = 0; k < space.knobs.size(); ++k)
-    if (space.knobs[k].kind == KnobKind::Format) formats[space.knobs[k].tensor] = space.knobs[k].values[static_cast<size_t>(point[k])];
+    if (space.knobs[k].kind == KnobKind::Format)
+      formats[space.knobs[k].tensor] = space.knobs[k].values[static_cast<size_t>(point[k])].at("entry");
   return formats;
+}
+
+json format_schedule(const SearchSpace& space, const Point& point) {
+  json found = nullptr;
+  for (size_t k = 0; k < space.knobs.size(); ++k)
+    if (space.knobs[k].kind == KnobKind::Format) {
+      const json& schedule = space.knobs[k].values[static_cast<size_t>(point[k])].at("schedule");
+      if (schedule.is_null()) continue;
+      // (a kernel decomposes one operand: a point composing two is refused when compiled)
+      if (!found.is_null()) return "two inputs decomposed at once";
+      found = schedule;
+    }
+  return found;
 }
 
 }  // namespace spgen::tune

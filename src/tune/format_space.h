@@ -18,21 +18,33 @@
 namespace spgen::tune {
 
 struct FormatChoice {
-  std::string label;     // "csr", "bsr 4x4", "ell 12"
+  std::string label;     // "csr", "bsr 4x4", "ell 12", "hyb 1-32"
   nlohmann::json entry;  // the config's entry for the tensor: {"format": "bsr", "block": [4, 4]}
+  // A composed format (`decompose`) is a schedule op: the schedule it comes with (the
+  // decomposition and a parallel loop per part), or null for auto's.
+  nlohmann::json schedule = nullptr;
 };
 
-// The choices for an input of `order` (`features`: null where unknown, e.g. a random input:
-// then only the formats that need none), the default first.
-std::vector<FormatChoice> format_choices(int order, const InputFeatures* features);
+// What an open input is: its order and the index variable of its first mode (the rows).
+struct OpenInput {
+  int order = 0;
+  std::string row_var;
+};
 
-// One Format knob per tensor of `orders` (tensor -> order), with the choices `compiles` accepts
-// (it receives the tensor and its entry; the other tensors keep their defaults). Knobs with one
-// choice are left out.
-SearchSpace build_format_space(const std::map<std::string, int>& orders, const std::map<std::string, InputFeatures>& features,
-                               const std::function<bool(const std::string&, const nlohmann::json&)>& compiles);
+// The choices for `input` named `tensor` (`features`: null where unknown, e.g. a random input:
+// then only the formats that need none), the default first. `composed`: whether choices that
+// bring a schedule of their own are wanted (not where the config pins the schedule).
+std::vector<FormatChoice> format_choices(const std::string& tensor, const OpenInput& input, const InputFeatures* features,
+                                         bool composed);
+
+// One Format knob per open input, with the choices `compiles` accepts (it receives the tensor
+// and the choice; the other tensors keep their defaults). Knobs with one choice are left out.
+SearchSpace build_format_space(const std::map<std::string, OpenInput>& inputs, const std::map<std::string, InputFeatures>& features,
+                               bool composed, const std::function<bool(const std::string&, const FormatChoice&)>& compiles);
 
 // Tensor -> its config entry, at `point` of a format space.
 std::map<std::string, nlohmann::json> formats_at(const SearchSpace& space, const Point& point);
+// The schedule a composed format at `point` comes with, or null (auto's, or the pinned one).
+nlohmann::json format_schedule(const SearchSpace& space, const Point& point);
 
 }  // namespace spgen::tune
