@@ -125,6 +125,9 @@ struct LoopAnnotations {
   // The loop walks a non-unique level (COO rows): iterations may add into one output entry, so
   // it may run in parallel only with a reduction (atomic adds or private copies).
   bool repeats_coordinates = false;
+  // A loop over a stored level's positions: the tensor whose level drives it (so passes that
+  // reason about the walk, such as `auto`'s statistics, know whose rows it visits); else empty.
+  std::string walks;
   // cpu: the outermost loop of a listed output appends its entries to these lists (keys, values
   // but for an assemble phase, and their count; empty: none). `parallel` gives each thread lists
   // of its own, joined after the loop in thread order, which under a static schedule without

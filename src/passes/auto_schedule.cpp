@@ -236,18 +236,25 @@ struct RowSplit {
   bool even = false;
   std::string why;
 };
+// The compressed level a walk over stored positions iterates (its loop says whose), or null.
+const sparse::Axis* walked_axis(const sparse::Program& program, const For& walk) {
+  if (walk.var == walk.label) return nullptr;
+  for (const sparse::Axis& axis : program.axes)
+    if (axis.index_var == walk.label && axis.tensor == walk.annotations.walks && axis.kind == sparse::AxisKind::SparseVariable)
+      return &axis;
+  return nullptr;
+}
+
 RowSplit static_row_split(const sparse::Program& program, const Config& config, const For& walk) {
-  for (const sparse::Axis& axis : program.axes) {
-    if (axis.index_var != walk.label || axis.kind != sparse::AxisKind::SparseVariable) continue;
-    auto stats = config.stats.find(axis.tensor);
-    if (stats == config.stats.end() || stats->second.static_split_imbalance <= 0) return {};
-    char within[32];
-    std::snprintf(within, sizeof within, "%.2f", stats->second.static_split_imbalance);
-    const bool even = stats->second.static_split_imbalance <= kEvenSplit;
-    return {even, "equal blocks of " + axis.tensor + "'s rows (2, 4, 8) hold " + (even ? "within " : "up to ") + within +
-                      "x of even entries"};
-  }
-  return {};
+  const sparse::Axis* axis = walked_axis(program, walk);
+  if (!axis) return {};
+  auto stats = config.stats.find(axis->tensor);
+  if (stats == config.stats.end() || stats->second.static_split_imbalance <= 0) return {};
+  char within[32];
+  std::snprintf(within, sizeof within, "%.2f", stats->second.static_split_imbalance);
+  const bool even = stats->second.static_split_imbalance <= kEvenSplit;
+  return {even, "equal blocks of " + axis->tensor + "'s rows (2, 4, 8) hold " + (even ? "within " : "up to ") + within +
+                    "x of even entries"};
 }
 
 // Rows of a dense operand that nearby stored entries read are "near" when the mean distance
@@ -265,10 +272,7 @@ constexpr int64_t kAssumedWidth = 32;
 // assumed far apart, as in the graphs of GNNs. Null where no such operand is read.
 std::optional<std::pair<PrefetchOp, std::string>> auto_prefetch(const LoweredFunc& func, const sparse::Program& program,
                                                                 const Config& config, const For& walk) {
-  if (walk.var == walk.label) return std::nullopt;
-  const sparse::Axis* walked = nullptr;
-  for (const sparse::Axis& axis : program.axes)
-    if (axis.index_var == walk.label && axis.kind == sparse::AxisKind::SparseVariable) walked = &axis;
+  const sparse::Axis* walked = walked_axis(program, walk);
   if (!walked) return std::nullopt;
   for (const sparse::SparseBuffer& rows : program.buffers) {
     if (&rows == &program.output() || rows.format.levels.size() < 2 || !rows.format.all_dense() ||

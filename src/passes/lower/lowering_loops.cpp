@@ -192,6 +192,7 @@ Stmt Lowering::driven_loop(int depth) {
   append(body, position_declares(depth));
   body.push_back(level->only_stored(index_var, guarded_nest(depth, operands)));
   LoopAnnotations annotations = loop_annotations(depth);
+  annotations.walks = axis.tensor;
   // COO's top level fused with the singleton below: already one loop over the entries, now
   // named by the fuse; its iterations are distinct entries (parallel asks for a reduction
   // where several entries meet in one output entry).
