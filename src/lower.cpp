@@ -368,6 +368,7 @@ void lower_decomposition(Compilation& c) {
   }
   std::vector<bool> applied(c.config.schedule.size(), false);
   applied[0] = true;
+  std::vector<ScheduleOp> auto_ops, part_ops;  // under auto: its choices, and per part
   for (const DecomposedPart& part : d.parts) {
     LoweredIteration it;
     Config config = part.config;
@@ -379,6 +380,16 @@ void lower_decomposition(Compilation& c) {
                          ")\n");
     }
     mark_part_ops(c.config, part.name, it.applied, 1, applied);
+    // [decompose, "auto"]: `auto` chooses ops per part, written out for that part; the header
+    // lists each choice once.
+    if (c.config.auto_schedule)
+      for (const ScheduleOp& op : it.schedule) {
+        if (std::none_of(auto_ops.begin(), auto_ops.end(),
+                         [&](const ScheduleOp& o) { return describe_schedule_op(o) == describe_schedule_op(op); }))
+          auto_ops.push_back(op);
+        part_ops.push_back(op);
+        part_ops.back().part = part.name;
+      }
     std::string heading = "// part " + part.name + " of " + describe_schedule_op(c.config.schedule.front()) + "\n";
     c.stage1_dump += heading + it.stage1_dump;
     c.stage2_dump += heading + it.stage2_dump;
@@ -389,6 +400,12 @@ void lower_decomposition(Compilation& c) {
       fail_schedule_op(c.config, c.config.schedule[i], "no part of the decomposition has the loops it names");
   c.schedule = c.config.schedule;
   c.explicit_schedule = c.schedule;
+  c.schedule.insert(c.schedule.end(), auto_ops.begin(), auto_ops.end());
+  for (ScheduleOp& op : part_ops) {  // (numbered as they are written out)
+    op.index = static_cast<int>(c.explicit_schedule.size());
+    op.path = "/schedule/" + std::to_string(op.index);
+    c.explicit_schedule.push_back(op);
+  }
   c.func = build_executor(c.config.name, d, c.parts);
   c.stage2_dump += "// executor\n" + loops::dump_stage2(c.func);
 }

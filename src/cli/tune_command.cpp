@@ -179,11 +179,10 @@ int run_tune(const TuneOptions& options) {
   // it (so the schedule search around the chosen formats starts from the same kernel).
   auto format_config = [&](const std::map<std::string, nlohmann::json>& formats, const nlohmann::json& composed_schedule) {
     json config = config_with_formats(s, formats);
-    if (!composed_schedule.is_null()) {  // a composed format's own schedule (hyb: its decomposition)
-      config["schedule"] = json::parse(composed_schedule.dump());
-      return config;
-    }
-    if (!schedule_open) return config;
+    // A composed format's own schedule (hyb: its decomposition, each part scheduled by auto).
+    if (!composed_schedule.is_null()) config["schedule"] = json::parse(composed_schedule.dump());
+    const json& schedule = config["schedule"];
+    if (schedule != "auto" && !(schedule.is_array() && !schedule.empty() && schedule.back() == "auto")) return config;
     try {
       const Compilation c = compile_config(s, config);
       config["schedule"] = schedule_json(c.explicit_schedule);
@@ -235,12 +234,7 @@ int run_tune(const TuneOptions& options) {
   std::map<std::string, tune::OpenInput> open_inputs;
   std::map<std::string, tune::InputFeatures> known;
   for (const std::string& tensor : given.config.auto_formats) {
-    const ast::TensorUse* use = given.spec.find_tensor(tensor);
-    std::string row_var;
-    if (use->order > 0)
-      for (const ast::Access* access : ast::collect_accesses(*given.spec.rhs))
-        if (access->tensor == tensor && !access->indices.empty()) row_var = access->indices.front();
-    open_inputs[tensor] = {use->order, row_var};
+    open_inputs[tensor] = {given.spec.find_tensor(tensor)->order};
     if (features_plain.contains(tensor)) known[tensor] = tune::InputFeatures::from_json(features_plain[tensor]);
   }
   const tune::SearchSpace format_space =

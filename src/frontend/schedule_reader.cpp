@@ -22,7 +22,16 @@ class ScheduleReader : public ConfigJsonReader {
       return;
     }
     if (!schedule.is_array()) fail("/schedule", "expected a list of schedule ops or \"auto\", found " + type_name(schedule));
-    for (size_t i = 0; i < schedule.size(); ++i) config.schedule.push_back(read_op(schedule[i], static_cast<int>(i), "/schedule/"));
+    // [decompose, "auto"]: the parts of a decomposition each scheduled by `auto`.
+    size_t ops = schedule.size();
+    if (ops > 0 && schedule.back().is_string() && schedule.back().get<std::string>() == "auto") {
+      if (ops != 2 || !schedule[0].is_object() || !schedule[0].contains("op") || schedule[0]["op"] != "decompose")
+        fail("/schedule/" + std::to_string(ops - 1), "\"auto\" in a list follows a decompose op alone (each part is then "
+                                                     "scheduled by auto); write \"schedule\": \"auto\" for the whole kernel");
+      config.auto_schedule = true;
+      --ops;
+    }
+    for (size_t i = 0; i < ops; ++i) config.schedule.push_back(read_op(schedule[i], static_cast<int>(i), "/schedule/"));
     // A decomposition changes which loops exist, so it comes first; the ops after it may name a part.
     bool decomposed = false;
     for (const ScheduleOp& op : config.schedule) {

@@ -337,6 +337,21 @@ std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Pro
                                  : "race-free outer loop; dynamic for skewed rows") +
               (split.why.empty() ? "" : " (" + split.why + ")"));
   }
+  // Rows that repeat (hyb's widest bucket, whose long rows are cut into pieces): where each
+  // iteration sums its piece in a walk of its own and adds it into the output once, one atomic
+  // add per piece costs little beside it. (COO's entries, an add each, stay sequential; so does
+  // a piece that adds a row of SpMM's output.)
+  auto sums_then_adds_once = [&](const For& rows) {
+    FindLoops walks;
+    walks.visit(rows.body);
+    return one_sparse_walk_per_row(rows) && std::none_of(walks.found.begin(), walks.found.end(), [&](const LoopInfo& w) {
+             return stores_into(w.loop->body, program.output().values);
+           });
+  };
+  if (!outer_parallel_ok && outer->annotations.repeats_coordinates && outer->annotations.listed.keys.empty() &&
+      !is_reduction(program, outer->label) && labels_one_loop(func.body, outer->label) && sums_then_adds_once(*outer))
+    add(ParallelOp{outer->label, OmpSchedule::Dynamic, 128, "atomic", {}, 0},
+        "rows that repeat (cut into pieces): each piece's sum added atomically");
   // A register tile: the free loop in tiles of a few vectors, each tile's sums kept across the
   // sparse sum and written once.
   if (const For* tiled = register_tile_loop(func, program, spine)) {

@@ -24,9 +24,8 @@ constexpr int kHybMaxLog2Width = 10;
 FormatChoice named(const std::string& name) { return {name, json{{"format", name}}}; }
 
 // hyb: ELL buckets of 1, 2, 4, ... up to the width that holds 99 % of the rows (row_log2_histogram's
-// bins are rows shorter than 2^b), each bucket's rows in parallel, the widest's (whose cut rows
-// repeat) adding atomically.
-std::optional<FormatChoice> hyb_choice(const std::string& tensor, const OpenInput& input, const InputFeatures& f) {
+// bins are rows shorter than 2^b), each bucket scheduled by `auto` ([decompose, "auto"]).
+std::optional<FormatChoice> hyb_choice(const std::string& tensor, const InputFeatures& f) {
   const std::vector<int64_t>& histogram = f.row_log2_histogram;
   int64_t rows = 0, covered = 0;
   for (int64_t n : histogram) rows += n;
@@ -35,14 +34,11 @@ std::optional<FormatChoice> hyb_choice(const std::string& tensor, const OpenInpu
     covered += histogram[b];
     if (static_cast<double>(covered) >= kHybCoveredRows * static_cast<double>(rows)) widest = static_cast<int>(b);
   }
-  if (rows == 0 || widest < 1 || input.row_var.empty()) return std::nullopt;
+  if (rows == 0 || widest < 1) return std::nullopt;
   widest = std::min(widest, kHybMaxLog2Width);
   json buckets = json::array();
   for (int b = 0; b <= widest; ++b) buckets.push_back(int64_t{1} << b);
-  const std::string last = "p0_b" + std::to_string(int64_t{1} << widest);
-  json schedule = {{{"op", "decompose"}, {"tensor", tensor}, {"format", "hyb"}, {"buckets", buckets}},
-                   {{"op", "parallel"}, {"var", input.row_var}},
-                   {{"op", "parallel"}, {"var", input.row_var}, {"part", last}, {"reduction", "atomic"}}};
+  json schedule = json::array({json{{"op", "decompose"}, {"tensor", tensor}, {"format", "hyb"}, {"buckets", buckets}}, "auto"});
   return FormatChoice{"hyb 1-" + std::to_string(int64_t{1} << widest), json{{"format", "csr"}}, schedule};
 }
 
@@ -67,7 +63,7 @@ std::vector<FormatChoice> format_choices(const std::string& tensor, const OpenIn
     if (fill >= kMinBlockFill)
       choices.push_back({"bsr " + std::to_string(r) + "x" + std::to_string(r), json{{"format", "bsr"}, {"block", {r, r}}}});
   if (composed)
-    if (std::optional<FormatChoice> hyb = hyb_choice(tensor, input, *features)) choices.push_back(*hyb);
+    if (std::optional<FormatChoice> hyb = hyb_choice(tensor, *features)) choices.push_back(*hyb);
   return choices;
 }
 

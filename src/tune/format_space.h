@@ -21,14 +21,13 @@ struct FormatChoice {
   std::string label;     // "csr", "bsr 4x4", "ell 12", "hyb 1-32"
   nlohmann::json entry;  // the config's entry for the tensor: {"format": "bsr", "block": [4, 4]}
   // A composed format (`decompose`) is a schedule op: the schedule it comes with (the
-  // decomposition and a parallel loop per part), or null for auto's.
+  // decomposition, its parts scheduled by auto: [decompose, "auto"]), or null for auto's.
   nlohmann::json schedule = nullptr;
 };
 
-// What an open input is: its order and the index variable of its first mode (the rows).
+// What the format search knows of an open input besides its features.
 struct OpenInput {
   int order = 0;
-  std::string row_var;
 };
 
 // The choices for `input` named `tensor` (`features`: null where unknown, e.g. a random input:

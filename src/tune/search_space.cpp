@@ -110,27 +110,30 @@ SearchSpace build_search_space(const std::vector<ScheduleOp>& base, const Config
   SearchSpace space;
   space.base = base;
   const bool doubles = config.value_type == ValueType::Float64;
+  // A decomposition's parts each have ops of their own ("part"), whose knobs say which part.
+  const bool decomposed = !base.empty() && std::holds_alternative<DecomposeOp>(base.front().op);
   for (size_t i = 0; i < base.size(); ++i) {
     const ScheduleOp& op = base[i];
-    if (!op.part.empty()) continue;  // the parts of a sum keep auto's choices
+    if (!op.part.empty() && !decomposed) continue;  // the parts of a sum keep auto's choices
+    const std::string in_part = op.part.empty() ? "" : " in " + op.part;
     if (const auto* p = std::get_if<ParallelOp>(&op.op); p && p->reduction.empty()) {
-      Knob knob{KnobKind::Parallel, "parallel " + p->var, i, {parallel_value(*p)}, {parallel_label(parallel_value(*p))}};
+      Knob knob{KnobKind::Parallel, "parallel " + p->var + in_part, i, {parallel_value(*p)}, {parallel_label(parallel_value(*p))}};
       for (const json& v : parallel_choices()) offer(knob, base, v, parallel_label(v), compiles);
       if (knob.values.size() > 1) space.knobs.push_back(knob);
     } else if (const auto* t = std::get_if<TileOp>(&op.op)) {
-      Knob knob{KnobKind::TileWidth, "tile " + t->var, i, {t->factor}, {std::to_string(t->factor)}};
+      Knob knob{KnobKind::TileWidth, "tile " + t->var + in_part, i, {t->factor}, {std::to_string(t->factor)}};
       auto fixed = config.sizes.find(t->var);
       for (int64_t w : doubles ? std::vector<int64_t>{4, 8, 16, 32} : std::vector<int64_t>{8, 16, 32, 64})
         if (fixed == config.sizes.end() || w <= fixed->second) offer(knob, base, w, std::to_string(w), compiles);
       if (knob.values.size() > 1) space.knobs.push_back(knob);
     } else if (const auto* v = std::get_if<VectorizeOp>(&op.op); v && v->lanes > 0) {
-      Knob knob{KnobKind::Lanes, "lanes " + v->var, i, {v->lanes}, {std::to_string(v->lanes)}};
+      Knob knob{KnobKind::Lanes, "lanes " + v->var + in_part, i, {v->lanes}, {std::to_string(v->lanes)}};
       for (int64_t lanes : {4, 8, 16, 32}) offer(knob, base, lanes, std::to_string(lanes), compiles);
       if (knob.values.size() > 1) space.knobs.push_back(knob);
       // The rest of a row after its groups of lanes (all of a short row): one masked sum, which
       // no row's end branches out of, or one entry at a time; the base's first.
       const std::string tail = v->masked_tail ? "masked" : "scalar", other = v->masked_tail ? "scalar" : "masked";
-      Knob tails{KnobKind::Tail, "tail " + v->var, i, {tail}, {tail}};
+      Knob tails{KnobKind::Tail, "tail " + v->var + in_part, i, {tail}, {tail}};
       offer(tails, base, other, other, compiles);
       if (tails.values.size() > 1) space.knobs.push_back(tails);
     }

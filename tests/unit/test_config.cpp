@@ -576,7 +576,10 @@ TEST_CASE("config error: schedule not a list") {
         config_error("/schedule", "expected a list of schedule ops or \"auto\", found \"fast\""));
   CHECK(error_of(R"({"schedule": 1})") ==
         config_error("/schedule", "expected a list of schedule ops or \"auto\", found number"));
-  CHECK(error_of(R"({"schedule": ["auto"]})") == config_error("/schedule/0", "expected an object, found string"));
+  CHECK(error_of(R"({"schedule": ["auto"]})") ==
+        config_error("/schedule/0", "\"auto\" in a list follows a decompose op alone (each part is then scheduled by auto); "
+                                    "write \"schedule\": \"auto\" for the whole kernel"));
+  CHECK(error_of(R"({"schedule": ["tile"]})") == config_error("/schedule/0", "expected an object, found string"));
 }
 
 TEST_CASE("config error: op missing, not a string, unknown") {

@@ -173,3 +173,28 @@ TEST_CASE("decompose: a tile of a loop whose rows repeat keeps them sequential; 
   CHECK(contains(c.stage2_dump, "for i_i_store at i_i in [0, 8) vectorized:\n        let pA_p0_b20"));
   CHECK(contains(c.stage2_dump, "for i_i_store at i_i in [0, 8) sequential:\n        let pA_p0_b40"));
 }
+
+TEST_CASE("decompose: [decompose, \"auto\"] schedules each part by auto, written out per part") {
+  spgen::Compilation c = compile(kSpmm, R"({"name": "k", "tensors": {"A": {"format": "csr"}, "C": {"format": "dense"}},
+                                            "specialize": {}, "schedule": [)" + std::string(kEllCoo) + R"(, "auto"]})");
+  REQUIRE(c.parts.size() == 2);
+  CHECK(c.config.auto_schedule);
+  // The ell part gets auto's register tile and parallel rows; the coo part, whose rows repeat, no
+  // parallel loop that would race.
+  CHECK(contains(c.stage2_dump, "for i in [0, dim_i) parallel(dynamic, 128)"));
+  int parallel_coo = 0, tiled_ell = 0;
+  for (const spgen::ScheduleOp& op : c.explicit_schedule) {
+    if (op.part == "coo" && std::holds_alternative<spgen::ParallelOp>(op.op)) ++parallel_coo;
+    if (op.part == "ell" && std::holds_alternative<spgen::PrecomputeOp>(op.op)) ++tiled_ell;
+  }
+  CHECK(parallel_coo == 0);
+  CHECK(tiled_ell == 1);
+  CHECK(std::holds_alternative<spgen::DecomposeOp>(c.explicit_schedule.front().op));
+  // "auto" in a list follows a decompose op alone.
+  CHECK(error_of(kSpmm, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "parallel", "var": "i"}, "auto"]})") ==
+        "c.json: /schedule/1: error: \"auto\" in a list follows a decompose op alone (each part is then scheduled by auto); "
+        "write \"schedule\": \"auto\" for the whole kernel\n");
+  CHECK(error_of(kSpmm, config_with(std::string(kEllCoo) + R"(, {"op": "parallel", "var": "i"}, "auto")")) ==
+        "c.json: /schedule/2: error: \"auto\" in a list follows a decompose op alone (each part is then scheduled by auto); "
+        "write \"schedule\": \"auto\" for the whole kernel\n");
+}
