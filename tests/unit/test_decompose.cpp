@@ -198,3 +198,13 @@ TEST_CASE("decompose: [decompose, \"auto\"] schedules each part by auto, written
         "c.json: /schedule/2: error: \"auto\" in a list follows a decompose op alone (each part is then scheduled by auto); "
         "write \"schedule\": \"auto\" for the whole kernel\n");
 }
+
+TEST_CASE("decompose: under auto, hyb's widest bucket (cut rows repeat) adds each piece's sum atomically in parallel") {
+  spgen::Compilation c = compile("y(i) = A(i,j) * x(j)", R"({"name": "k", "tensors": {"A": {"format": "csr"}, "y": {"format": "dense"}},
+      "schedule": [{"op": "decompose", "tensor": "A", "format": "hyb", "buckets": [1, 2, 4]}, "auto"]})");
+  std::map<std::string, std::string> reduction_of;
+  for (const spgen::ScheduleOp& op : c.explicit_schedule)
+    if (const auto* p = std::get_if<spgen::ParallelOp>(&op.op)) reduction_of[op.part] = p->reduction;
+  CHECK(reduction_of == std::map<std::string, std::string>{{"p0_b1", ""}, {"p0_b2", ""}, {"p0_b4", "atomic"}});
+  CHECK(contains(c.stage2_dump, "atomic y_vals[i] += acc"));
+}
