@@ -180,10 +180,23 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
   // sum over the same indices (then every term apart is left to try).
   std::set<std::string> apart;
   bool by_groups = false;
-  try {
+  // Whether stage I fits one nest: the operands' storage orders admit a loop order (as built by
+  // stage_one's first steps, blocks of rows as BSR r x 1 where that helps), else the conflict.
+  auto one_nest_conflict = [&]() -> std::exception_ptr {
+    const StageOneOptions options = options_for(NestPlan::OneNest, has_previous_output);
+    const sparse::Program program = build_sparse_ir(spec, config, options.list_output, options.previous_apart, options.apart);
+    if (loop_order_exists(program, config)) return nullptr;
+    Config blocked = config;
+    if (!block_levels_inside_row_blocks(blocked).empty() &&
+        loop_order_exists(build_sparse_ir(spec, blocked, options.list_output, options.previous_apart, options.apart), blocked))
+      return nullptr;
+    std::optional<LoopOrderConflict> why = loop_order_conflict(program, config);
+    return why ? std::make_exception_ptr(*why) : nullptr;
+  };
+  conflict = one_nest_conflict();
+  if (!conflict) {
     stage_one(NestPlan::OneNest);
-  } catch (const LoopOrderConflict&) {
-    conflict = std::current_exception();
+  } else {
     // `+=` whose C_prev's storage order conflicts with the operands' (C csr += A csc; C bsr 2x2
     // += A bsr 2x1: A's 1-wide blocks of j are located inside C_prev's): C_prev and the operands
     // list C's entries each in a nest of their own order, sorted and packed into C.

@@ -75,9 +75,9 @@ std::string conflict_advice(const sparse::Program& program, const Config& config
   return "store one of them in the other mode order (e.g. csr instead of csc) or dense";
 }
 
-// No loop can be placed: two operands store the same indices in opposite orders.
-[[noreturn]] void fail_conflicting_orders(const sparse::Program& program, const std::vector<sparse::OrderConstraint>& hard,
-                                          const std::set<std::string>& placed, const Config& config) {
+// Why no loop can be placed: two operands store the same indices in opposite orders.
+LoopOrderConflict conflicting_orders(const sparse::Program& program, const std::vector<sparse::OrderConstraint>& hard,
+                                     const std::set<std::string>& placed, const Config& config) {
   // A tensor in blocks of rows that could be lowered as BSR r x 1 conflicts with csr operands
   // only so: where the order still fails, another pair conflicts, which is named first.
   auto splits = [&](const std::string& tensor) {
@@ -90,14 +90,14 @@ std::string conflict_advice(const sparse::Program& program, const Config& config
     for (const sparse::OrderConstraint& b : hard)
       if (!placed.count(a.before) && a.tensor != b.tensor && a.before == b.after && a.after == b.before &&
           !(skip_splitting && (splits(a.tensor) || splits(b.tensor))))
-        throw LoopOrderConflict(format_config_error(
+        return LoopOrderConflict(format_config_error(
             config.file, "/tensors/" + b.tensor + "/format",
             "no loop order can iterate both " + a.tensor + " (which stores " + a.after + " inside " + a.before +
                 ") and " + b.tensor + " (which stores " + b.after + " inside " + b.before +
                 ") through their compressed levels; " + conflict_advice(program, config, a, b)));
-  throw LoopOrderConflict(format_config_error(config.file, "/tensors",
-                                         "the operands' storage orders conflict: no loop order iterates every "
-                                         "compressed level inside its parents"));
+  return LoopOrderConflict(format_config_error(config.file, "/tensors",
+                                          "the operands' storage orders conflict: no loop order iterates every "
+                                          "compressed level inside its parents"));
 }
 
 // The loop order that places every loop after its hard predecessors, each time the one with
@@ -202,8 +202,15 @@ void infer_loop_order(sparse::Program& program, const Config& config, const std:
   std::vector<sparse::OrderConstraint> hard;
   std::set<std::string> placed;
   std::vector<sparse::Iterator> ordered = find_loop_order(program, config, only, hard, placed);
-  if (ordered.empty()) fail_conflicting_orders(program, hard, placed, config);
+  if (ordered.empty()) throw conflicting_orders(program, hard, placed, config);
   program.iteration.iterators = ordered;
+}
+
+std::optional<LoopOrderConflict> loop_order_conflict(const sparse::Program& program, const Config& config) {
+  std::vector<sparse::OrderConstraint> hard;
+  std::set<std::string> placed;
+  if (!find_loop_order(program, config, {}, hard, placed).empty()) return std::nullopt;
+  return conflicting_orders(program, hard, placed, config);
 }
 
 std::vector<std::string> block_levels_inside_row_blocks(Config& config) {

@@ -4,6 +4,7 @@
 // as in Scorch). A CSC operand is thus traversed column by column.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 
@@ -27,6 +28,8 @@ bool loop_order_holds(const sparse::Program& program, const std::set<std::string
 
 // Whether infer_loop_order finds a loop order (it throws where none exists).
 bool loop_order_exists(const sparse::Program& program, const Config& config);
+// The error infer_loop_order would throw, where no loop order exists; else nullopt.
+std::optional<LoopOrderConflict> loop_order_conflict(const sparse::Program& program, const Config& config);
 
 // Blocks of rows (a mode's floordiv level, then levels of other, unblocked modes, then its mod
 // level: dense i / r, compressed j, dense i % r) store those other levels outside the rows of a
