@@ -34,20 +34,24 @@ static const Sell& sell_of(int which, int64_t n, const int32_t* P, const int32_t
       for (int32_t k = 0; k < P[row+1]-P[row]; ++k) { s.col[s.off[sl] + 8*k + r] = C[P[row]+k]; s.val[s.off[sl] + 8*k + r] = V[P[row]+k]; } }
   return s;
 }
-template <int which, int sigma>
-void sell8(ARGS) {
-  const Sell& s = sell_of(which, n, P, C, V, sigma);
+// Each slice's 8 rows summed a column at a time (`step` adds the column's 8 products), written
+// through the permutation.
+template <class Step>
+void walk_slices(const Sell& s, int64_t n, float* Y, Step step) {
 #pragma omp parallel for schedule(static)
   for (int64_t sl = 0; sl < s.slices; ++sl) {
     __m256 acc = _mm256_setzero_ps();
     const int32_t* col = s.col.data() + s.off[sl]; const float* val = s.val.data() + s.off[sl];
-    for (int32_t k = 0; k < s.width[sl]; ++k) {
-      __m256i idx = _mm256_loadu_si256((const __m256i*)(col + 8*k));
-      acc = _mm256_fmadd_ps(_mm256_loadu_ps(val + 8*k), _mm256_i32gather_ps(X, idx, 4), acc);
-    }
+    for (int32_t k = 0; k < s.width[sl]; ++k)
+      acc = step(acc, _mm256_loadu_si256((const __m256i*)(col + 8*k)), _mm256_loadu_ps(val + 8*k));
     alignas(32) float out[8]; _mm256_store_ps(out, acc);
     for (int r = 0; r < 8; ++r) { int64_t i = sl * 8 + r; if (i < n) Y[s.perm[i]] = out[r]; }
   }
+}
+template <int which, int sigma>
+void sell8(ARGS) {
+  walk_slices(sell_of(which, n, P, C, V, sigma), n, Y,
+              [&](__m256 acc, __m256i idx, __m256 vals) { return _mm256_fmadd_ps(vals, _mm256_i32gather_ps(X, idx, 4), acc); });
 }
 // As hyb's buckets with rows in lanes would store them (session 27): every row sorted by length
 // (sigma = n), each slice padded to a power of two, padding -1 and skipped by a masked gather.
@@ -71,19 +75,10 @@ void sell8_pow2(ARGS) {
       for (int r = 0; r < 8; ++r) { int64_t i = sl * 8 + r; if (i >= n) continue; int32_t row = s.perm[i];
         for (int32_t k = 0; k < P[row+1]-P[row]; ++k) { s.col[s.off[sl] + 8*k + r] = C[P[row]+k]; s.val[s.off[sl] + 8*k + r] = V[P[row]+k]; } }
   }
-#pragma omp parallel for schedule(static)
-  for (int64_t sl = 0; sl < s.slices; ++sl) {
-    __m256 acc = _mm256_setzero_ps();
-    const int32_t* col = s.col.data() + s.off[sl]; const float* val = s.val.data() + s.off[sl];
-    for (int32_t k = 0; k < s.width[sl]; ++k) {
-      __m256i idx = _mm256_loadu_si256((const __m256i*)(col + 8*k));
-      __m256 mask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(idx, _mm256_set1_epi32(-1)));
-      __m256 xs = _mm256_mask_i32gather_ps(_mm256_setzero_ps(), X, idx, mask, 4);
-      acc = _mm256_fmadd_ps(_mm256_loadu_ps(val + 8*k), xs, acc);
-    }
-    alignas(32) float out[8]; _mm256_store_ps(out, acc);
-    for (int r = 0; r < 8; ++r) { int64_t i = sl * 8 + r; if (i < n) Y[s.perm[i]] = out[r]; }
-  }
+  walk_slices(s, n, Y, [&](__m256 acc, __m256i idx, __m256 vals) {
+    __m256 mask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(idx, _mm256_set1_epi32(-1)));
+    return _mm256_fmadd_ps(vals, _mm256_mask_i32gather_ps(_mm256_setzero_ps(), X, idx, mask, 4), acc);
+  });
 }
 void spgen_auto(ARGS) { spmv_b_auto_lanes8_static(n, n, Y, P, C, V, X); }
 int main(int argc, char** argv) {
