@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "codegen/abi_header.h"
+#include "compilation_context.h"
 #include "codegen/cpu_backend.h"
 #include "codegen/cuda_backend.h"
 #include "codegen/decompose_routines.h"
@@ -46,60 +47,7 @@ const char* const kVersion = "0.1.0";
 
 namespace {
 
-std::string base_name(const std::string& path) { return std::filesystem::path(path).filename().string(); }
 std::string stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
-
-GenerationContext make_context(const Compilation& c, const CompileInput& input) {
-  GenerationContext context;
-  context.version = kVersion;
-  context.spec_file = base_name(input.spec_path);
-  context.config_file = base_name(input.config_path);
-  context.spec_text = c.program.spec_text;
-  for (const sparse::SparseBuffer& buffer : c.program.buffers) {
-    std::string line = buffer.tensor + ": " + buffer.format.name + " (levels";
-    for (size_t l = 0; l < buffer.format.levels.size(); ++l) {
-      line += std::string(l ? ", " : " ") + level_kind_name(buffer.format.levels[l]) + " " +
-              buffer.indices[buffer.format.mode_order[l]];
-      LevelBlock block = buffer.format.block(l);
-      if (block.part != BlockPart::None)
-        line += (block.part == BlockPart::Block ? " floordiv " : " mod ") + std::to_string(block.size);
-    }
-    if (buffer.format.levels.empty()) line += " none: a scalar";
-    line += ")";
-    if (buffer.format_inferred) line += ", inferred from the operands (" + buffer.format_reason + ")";
-    if (c.config.auto_formats.count(buffer.tensor))
-      line += ", \"auto\": the default sparse format of its order, unmeasured (spgen tune measures the others)";
-    if (!buffer.shares_structure_with.empty()) line += ", sharing the structure of " + buffer.shares_structure_with;
-    if (buffer.previous_output)
-      line += ", the value of " + c.program.output().tensor + " before the call (`+=`: " + c.program.output().tensor +
-              " is assembled anew)";
-    context.formats.push_back(line);
-  }
-  if (c.decomposition)
-    for (size_t k = 0; k < c.decomposition->parts.size(); ++k) {
-      const DecomposedPart& part = c.decomposition->parts[k];
-      const Format& format = part.config.format_of(part.tensor);
-      std::string line = (k ? "  " : c.decomposition->op.tensor + " is decomposed into ") + part.tensor + ": " + format.name + " (levels";
-      for (size_t l = 0; l < format.levels.size(); ++l) line += std::string(l ? ", " : " ") + level_kind_name(format.levels[l]);
-      context.formats.push_back(line + ")");
-    }
-  if (!c.sum_parts.empty()) {
-    context.schedule.push_back(std::to_string(c.sum_parts.size()) + " loop nests in turn, one per set of summed indices:");
-    for (const std::string& part : c.sum_parts) context.schedule.push_back("  " + part);
-  }
-  for (const std::string& line : describe_variants(c.size_variants, c.row_variants))
-    context.sizes.push_back(line);
-  for (const auto& [var, size] : c.config.sizes)
-    context.sizes.push_back("size of " + var + " fixed at " + std::to_string(size) + " (\"sizes\"): constant trip counts, dim_" + var +
-                               " checked on entry");
-  for (const ScheduleOp& op : c.schedule)
-    context.schedule.push_back(describe_schedule_op(op) + (op.reason.empty() ? "" : ": " + op.reason));
-  context.schedule.insert(context.schedule.end(), c.variant_schedule_notes.begin(), c.variant_schedule_notes.end());
-  context.auto_schedule = c.config.auto_schedule;
-  if (c.config.auto_schedule)
-    for (const auto& [tensor, stats] : c.config.stats) context.auto_inputs.push_back(tensor + " (" + stats.describe() + ")");
-  return context;
-}
 
 // Stages I and II of one sparse iteration: the whole kernel, or one part of a decomposition.
 struct LoweredIteration {
@@ -111,6 +59,21 @@ struct LoweredIteration {
   std::string stage1_dump, stage2_dump;
 };
 
+// Stage I as `options` build it, in storage-concordant order where one exists. Blocks of rows
+// beside an operand that stores their rows outside their columns (csr) are lowered as BSR r x 1
+// (the same arrays), the other operand located inside the blocks, where only that admits a loop
+// order: `config` then gains the rewritten formats.
+sparse::Program stage_one_program(const ast::Spec& spec, Config& config, const StageOneOptions& options) {
+  sparse::Program program = build_sparse_ir(spec, config, options.list_output, options.previous_apart, options.apart);
+  if (loop_order_exists(program, config)) return program;
+  Config blocked = config;
+  if (block_levels_inside_row_blocks(blocked).empty()) return program;
+  sparse::Program rewritten = build_sparse_ir(spec, blocked, options.list_output, options.previous_apart, options.apart);
+  if (!loop_order_exists(rewritten, blocked)) return program;
+  config = std::move(blocked);
+  return rewritten;
+}
+
 // `config` gains the output's format where it is inferred.
 LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingLoops missing) {
   LoweredIteration it;
@@ -121,25 +84,12 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
   // the plans that take them.
   auto stage_one = [&](NestPlan plan, const std::set<std::string>& apart = {}) {
     const StageOneOptions options = options_for(plan, has_previous_output, apart);
-    const bool list_output = options.list_output, previous_apart = options.previous_apart;
     it.applied.assign(config.schedule.size(), false);
     it.schedule.clear();
     loop_ops.clear();
     loop_op_index.clear();
     // 2. Stage I: sparse axes, buffers and the sparse iteration, in storage-concordant order.
-    it.program = build_sparse_ir(spec, config, list_output, previous_apart, options.apart);
-    // Blocks of rows beside an operand that stores their rows outside their columns (csr):
-    // lowered as BSR r x 1 (the same arrays), the other operand located inside the blocks.
-    if (!loop_order_exists(it.program, config)) {
-      Config blocked = config;
-      if (!block_levels_inside_row_blocks(blocked).empty()) {
-        sparse::Program program = build_sparse_ir(spec, blocked, list_output, previous_apart, options.apart);
-        if (loop_order_exists(program, blocked)) {
-          config = std::move(blocked);
-          it.program = std::move(program);
-        }
-      }
-    }
+    it.program = stage_one_program(spec, config, options);
     infer_loop_order(it.program, config);
     // `auto` (cpu): a dense free index leaves the sparse sum it sits in, for a register tile.
     if (config.auto_schedule)
@@ -180,17 +130,12 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
   // sum over the same indices (then every term apart is left to try).
   std::set<std::string> apart;
   bool by_groups = false;
-  // Whether stage I fits one nest: the operands' storage orders admit a loop order (as built by
-  // stage_one's first steps, blocks of rows as BSR r x 1 where that helps), else the conflict.
+  // Whether stage I fits one nest: the operands' storage orders admit a loop order, else the
+  // conflict (asked of the program stage_one would build, on a copy of the config).
   auto one_nest_conflict = [&]() -> std::exception_ptr {
-    const StageOneOptions options = options_for(NestPlan::OneNest, has_previous_output);
-    const sparse::Program program = build_sparse_ir(spec, config, options.list_output, options.previous_apart, options.apart);
-    if (loop_order_exists(program, config)) return nullptr;
-    Config blocked = config;
-    if (!block_levels_inside_row_blocks(blocked).empty() &&
-        loop_order_exists(build_sparse_ir(spec, blocked, options.list_output, options.previous_apart, options.apart), blocked))
-      return nullptr;
-    std::optional<LoopOrderConflict> why = loop_order_conflict(program, config);
+    Config probe = config;
+    const sparse::Program program = stage_one_program(spec, probe, options_for(NestPlan::OneNest, has_previous_output));
+    std::optional<LoopOrderConflict> why = loop_order_conflict(program, probe);
     return why ? std::make_exception_ptr(*why) : nullptr;
   };
   conflict = one_nest_conflict();
@@ -355,6 +300,18 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
   return it;
 }
 
+// Under `auto`, a part's choices (`chosen`): each listed once for the header (`listed`), and
+// written out for that part (`written`, with "part").
+void add_part_choices(const std::vector<ScheduleOp>& chosen, const std::string& part, std::vector<ScheduleOp>& listed,
+                      std::vector<ScheduleOp>& written) {
+  for (const ScheduleOp& op : chosen) {
+    if (std::none_of(listed.begin(), listed.end(), [&](const ScheduleOp& o) { return describe_schedule_op(o) == describe_schedule_op(op); }))
+      listed.push_back(op);
+    written.push_back(op);
+    written.back().part = part;
+  }
+}
+
 // Marks which of the config's ops (from `first` on) applied, after lowering one part of a
 // decomposition or of a sum: the part's config lists, in order, the ops that schedule it
 // (schedules_part), and `part_applied` says which of those applied. An op for every part that a
@@ -393,16 +350,8 @@ void lower_decomposition(Compilation& c) {
                          ")\n");
     }
     mark_part_ops(c.config, part.name, it.applied, 1, applied);
-    // [decompose, "auto"]: `auto` chooses ops per part, written out for that part; the header
-    // lists each choice once.
-    if (c.config.auto_schedule)
-      for (const ScheduleOp& op : it.schedule) {
-        if (std::none_of(auto_ops.begin(), auto_ops.end(),
-                         [&](const ScheduleOp& o) { return describe_schedule_op(o) == describe_schedule_op(op); }))
-          auto_ops.push_back(op);
-        part_ops.push_back(op);
-        part_ops.back().part = part.name;
-      }
+    // [decompose, "auto"]: `auto` chooses ops per part.
+    if (c.config.auto_schedule) add_part_choices(it.schedule, part.name, auto_ops, part_ops);
     std::string heading = "// part " + part.name + " of " + describe_schedule_op(c.config.schedule.front()) + "\n";
     c.stage1_dump += heading + it.stage1_dump;
     c.stage2_dump += heading + it.stage2_dump;
@@ -472,15 +421,8 @@ void lower_split_sum(Compilation& c, std::vector<SumPart> parts, bool output_for
     }
     if (!it.assemble.empty()) throw std::logic_error("a part of a sum assembles its output");
     mark_part_ops(c.config, part.name, it.applied, 0, applied);
-    // `auto` chooses ops per part: the header lists each choice once.
-    if (c.config.auto_schedule)
-      for (const ScheduleOp& op : it.schedule) {
-        if (std::none_of(c.schedule.begin(), c.schedule.end(),
-                         [&](const ScheduleOp& o) { return describe_schedule_op(o) == describe_schedule_op(op); }))
-          c.schedule.push_back(op);
-        c.explicit_schedule.push_back(op);
-        c.explicit_schedule.back().part = part.name;
-      }
+    // `auto` chooses ops per part.
+    if (c.config.auto_schedule) add_part_choices(it.schedule, part.name, c.schedule, c.explicit_schedule);
     std::string heading = "// " + description + "\n";
     c.stage1_dump += heading + it.stage1_dump;
     c.stage2_dump += heading + it.stage2_dump;
