@@ -200,6 +200,12 @@ std::optional<ScheduleOp> auto_reorder(const sparse::Program& program, const Con
 
 namespace {
 
+// The outermost loop iterates an output index, one loop of that label, and keeps no lists of a
+// listed output's entries: it may run in parallel where nothing else keeps it sequential.
+bool outer_spatial(const LoweredFunc& func, const sparse::Program& program, const For& outer) {
+  return !is_reduction(program, outer.label) && outer.annotations.listed.keys.empty() && labels_one_loop(func.body, outer.label);
+}
+
 // A row's walk over a sparse level that sums into a scalar (SpMV's j), under a parallel-ready
 // row loop: the loop `auto` keeps in lanes, or null.
 const For* row_sum_walk(const LoweredFunc& func, const sparse::Program& program, const Config& config) {
@@ -207,8 +213,7 @@ const For* row_sum_walk(const LoweredFunc& func, const sparse::Program& program,
   if (config.target != Target::Cpu || spine.size() != 2) return nullptr;
   const For& outer = *spine.front();
   const For& walk = *spine.back();
-  const bool outer_parallel_ok = !is_reduction(program, outer.label) && outer.annotations.sequential_reason.empty() &&
-                                 outer.annotations.listed.keys.empty() && labels_one_loop(func.body, outer.label);
+  const bool outer_parallel_ok = outer_spatial(func, program, outer) && outer.annotations.sequential_reason.empty();
   if (!outer_parallel_ok || !one_sparse_walk_per_row(outer) || walk.var == walk.label || !is_reduction(program, walk.label) ||
       contains_loop(walk.body) || !walk.annotations.sequential_reason.empty() || !schedulable(program, walk.label) ||
       stores_into(walk.body, program.output().values) || scalars_assigned_outside(walk.body).empty())
@@ -316,8 +321,8 @@ std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Pro
   const For* outer = spine.front();
   // A listed output's outer loop stays sequential: its per-thread lists and their join cost more
   // than the loop saves while the sort after it is sequential (docs/formats.md, listed outputs).
-  bool outer_parallel_ok = !is_reduction(program, outer->label) && outer->annotations.sequential_reason.empty() &&
-                           outer->annotations.listed.keys.empty() && labels_one_loop(func.body, outer->label);
+  const bool spatial = outer_spatial(func, program, *outer);
+  bool outer_parallel_ok = spatial && outer->annotations.sequential_reason.empty();
   // A row's sum over a csr level (SpMV), which the masked lanes below take.
   const For* walk = row_sum_walk(func, program, config);
   if (walk && !plan_masked_tail(*walk, program).refusal.empty()) walk = nullptr;
@@ -348,8 +353,7 @@ std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Pro
              return stores_into(w.loop->body, program.output().values);
            });
   };
-  if (!outer_parallel_ok && outer->annotations.repeats_coordinates && outer->annotations.listed.keys.empty() &&
-      !is_reduction(program, outer->label) && labels_one_loop(func.body, outer->label) && sums_then_adds_once(*outer))
+  if (!outer_parallel_ok && spatial && outer->annotations.repeats_coordinates && sums_then_adds_once(*outer))
     add(ParallelOp{outer->label, OmpSchedule::Dynamic, 128, "atomic", {}, 0},
         "rows that repeat (cut into pieces): each piece's sum added atomically");
   // A register tile: the free loop in tiles of a few vectors, each tile's sums kept across the
