@@ -127,12 +127,7 @@ int run_tune(const TuneOptions& options) {
     s.inputs.emplace_back(name, source);
   }
   // auto as `spgen run` chooses it on these inputs: with their statistics.
-  CompileInput with_stats{s.spec_path, s.spec_text, s.config_path, config_text, target, {}};
-  for (const auto& [name, source] : s.inputs)
-    if (source != "random") with_stats.stats_files[name] = source;
-  with_stats.read_stats = read_stats_file;
-  with_stats.stats_flag = "--input";
-  if (!with_stats.stats_files.empty()) s.auto_compilation = compile(with_stats);
+  s.auto_compilation = compile_config(s, s.base);
   for (const ast::TensorUse& t : given.spec.tensors)
     if (!t.is_output && std::none_of(s.inputs.begin(), s.inputs.end(), [&](const auto& in) { return in.first == t.name; }))
       fail("no --input for " + t.name + " (give NAME=FILE, or NAME=random for seeded random values)");
@@ -181,8 +176,7 @@ int run_tune(const TuneOptions& options) {
     json config = config_with_formats(s, formats);
     // A composed format's own schedule (hyb: its decomposition, each part scheduled by auto).
     if (!composed_schedule.is_null()) config["schedule"] = json::parse(composed_schedule.dump());
-    const json& schedule = config["schedule"];
-    if (schedule != "auto" && !(schedule.is_array() && !schedule.empty() && schedule.back() == "auto")) return config;
+    if (!leaves_schedule_to_auto(config)) return config;
     try {
       const Compilation c = compile_config(s, config);
       config["schedule"] = schedule_json(c.explicit_schedule);
@@ -231,10 +225,10 @@ int run_tune(const TuneOptions& options) {
 
   // 1. Formats, where the config leaves an input's to spgen: each candidate with auto's schedule
   // for it (or the pinned one), 40 % of the budget where the schedule is searched after.
-  std::map<std::string, tune::OpenInput> open_inputs;
+  std::map<std::string, int> open_inputs;  // (tensor -> order)
   std::map<std::string, tune::InputFeatures> known;
   for (const std::string& tensor : given.config.auto_formats) {
-    open_inputs[tensor] = {given.spec.find_tensor(tensor)->order};
+    open_inputs[tensor] = given.spec.find_tensor(tensor)->order;
     if (features_plain.contains(tensor)) known[tensor] = tune::InputFeatures::from_json(features_plain[tensor]);
   }
   const tune::SearchSpace format_space =
@@ -358,11 +352,10 @@ int run_tune(const TuneOptions& options) {
     const std::map<std::string, double> pack_default = evaluator.pack_ms(auto_config);
     const std::map<std::string, double> pack_chosen = evaluator.pack_ms(format_config(chosen_formats, chosen_schedule));
     const double saved = first.auto_ms - first.best_ms;
+    const nlohmann::json chosen_labels = tune::point_labels(format_space, first.best);
     json conversion = json::array();
     for (const auto& [tensor, entry] : chosen_formats) {
-      std::string label;
-      for (size_t k = 0; k < format_space.knobs.size(); ++k)
-        if (format_space.knobs[k].tensor == tensor) label = format_space.knobs[k].labels[static_cast<size_t>(phases.front().result.best[k])];
+      const std::string label = chosen_labels.at("format " + tensor).get<std::string>();
       json c = {{"tensor", tensor}, {"from", auto_input_format(given.spec.find_tensor(tensor)->order).name}, {"to", label}};
       // From csr: packing into the chosen format, or for a decomposition (of csr arrays) its
       // inspector alone.
@@ -387,16 +380,14 @@ int run_tune(const TuneOptions& options) {
     write_trials_csv(options.trials_csv, all);
   }
 
+  // A line per measurement, auto's first run with the first search's; each search's winner marked.
   std::vector<tune::DbRecord> records;
-  records.push_back({phases.front().key, features_plain, tune::point_labels(*phases.front().space, phases.front().space->origin()),
-                     auto_first.median_ms, true, false});
-  for (const Phase& phase : phases) {
-    const size_t from = records.size();
-    for (const tune::Trial& t : phase.result.trials)
-      records.push_back({phase.key, features_plain, tune::point_labels(*phase.space, t.point), t.result.median_ms, t.result.ok, false});
-    for (size_t k = &phase == &phases.front() ? 0 : from; k < records.size(); ++k)
-      records[k].winner = records[k].ok && records[k].labels == tune::point_labels(*phase.space, phase.result.best);
-  }
+  auto record_trial = [&](const Phase& phase, const tune::Point& point, double ms, bool ok) {
+    records.push_back({phase.key, features_plain, tune::point_labels(*phase.space, point), ms, ok, ok && point == phase.result.best});
+  };
+  record_trial(phases.front(), phases.front().space->origin(), auto_first.median_ms, true);
+  for (const Phase& phase : phases)
+    for (const tune::Trial& t : phase.result.trials) record_trial(phase, t.point, t.result.median_ms, t.result.ok);
   if (!tune::append_tuning_db(db_path, records))
     std::fprintf(stderr, "spgen tune: warning: cannot write the tuning database %s\n", db_path.c_str());
 

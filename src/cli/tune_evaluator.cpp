@@ -45,12 +45,22 @@ json config_with(const Setup& s, const std::vector<ScheduleOp>& ops) {
 
 // A candidate's config compiled as `spgen run` compiles it: where its schedule is "auto" (a
 // format's own schedule), with the inputs' statistics.
+bool leaves_schedule_to_auto(const json& config) {
+  if (!config.contains("schedule")) return false;
+  const json& schedule = config["schedule"];
+  return schedule == "auto" || (schedule.is_array() && !schedule.empty() && schedule.back() == "auto");
+}
+
 Compilation compile_config(const Setup& s, const json& config) {
   CompileInput input{s.spec_path, s.spec_text, s.config_path, config.dump(), std::nullopt, {}};
   if (config.contains("schedule") && config["schedule"] == "auto") {
     for (const auto& [name, source] : s.inputs)
       if (source != "random") input.stats_files[name] = source;
-    input.read_stats = read_stats_file;
+    input.read_stats = [&s](const std::string& path) {
+      auto read = s.stats_read.find(path);
+      if (read == s.stats_read.end()) read = s.stats_read.emplace(path, read_stats_file(path)).first;
+      return read->second;
+    };
     input.stats_flag = "--input";
   }
   return compile(input);

@@ -32,11 +32,17 @@ struct Setup {
   uint64_t seed = 1;
   std::filesystem::path dir;
   bool verbose = false;
+  // Each input file's statistics, read once: every candidate that `auto` schedules needs them,
+  // and reading a large matrix takes seconds.
+  mutable std::map<std::string, InputStats> stats_read;
 };
 
 // The base config with `ops` as its schedule. Auto's kernels for sizes of one index variable
 // (passes/size_variants.h) become "specialize", so that every candidate has them too.
 json config_with(const Setup& s, const std::vector<ScheduleOp>& ops);
+// Whether the config leaves its schedule, or its decomposition's parts', to `auto`: "auto", or
+// [decompose, "auto"].
+bool leaves_schedule_to_auto(const json& config);
 // A candidate's config compiled as `spgen run` compiles it: where its schedule is "auto" (a
 // format's own schedule), with the inputs' statistics.
 Compilation compile_config(const Setup& s, const json& config);

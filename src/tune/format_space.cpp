@@ -44,14 +44,12 @@ std::optional<FormatChoice> hyb_choice(const std::string& tensor, const InputFea
 
 }  // namespace
 
-std::vector<FormatChoice> format_choices(const std::string& tensor, const OpenInput& input, const InputFeatures* features,
-                                         bool composed) {
-  std::vector<FormatChoice> choices;
-  const int order = input.order;
-  if (order == 1) return {named("sv"), named("dense")};
-  if (order >= 3) return {named("csf"), named("coo")};
-  if (order != 2) return {};
-  choices = {named("csr"), named("csc")};
+std::vector<FormatChoice> format_choices(const std::string& tensor, int order, const InputFeatures* features, bool composed) {
+  if (order == 0) return {};
+  const FormatChoice standard = named(auto_input_format(order).name);  // what `spgen gen` stores
+  if (order == 1) return {standard, named("dense")};
+  if (order >= 3) return {standard, named("coo")};
+  std::vector<FormatChoice> choices = {standard, named("csc")};
   if (!features || features->dims.size() != 2 || features->nnz == 0) return choices;
   const double rows = static_cast<double>(features->dims[0]), nnz = static_cast<double>(features->nnz);
   if (features->empty_rows >= kMinEmptyRowShare * rows) choices.push_back(named("dcsr"));
@@ -67,13 +65,13 @@ std::vector<FormatChoice> format_choices(const std::string& tensor, const OpenIn
   return choices;
 }
 
-SearchSpace build_format_space(const std::map<std::string, OpenInput>& inputs, const std::map<std::string, InputFeatures>& features,
+SearchSpace build_format_space(const std::map<std::string, int>& orders, const std::map<std::string, InputFeatures>& features,
                                bool composed, const std::function<bool(const std::string&, const FormatChoice&)>& compiles) {
   SearchSpace space;
-  for (const auto& [tensor, input] : inputs) {
+  for (const auto& [tensor, order] : orders) {
     auto known = features.find(tensor);
     Knob knob{KnobKind::Format, "format " + tensor, 0, {}, {}, tensor};
-    for (const FormatChoice& choice : format_choices(tensor, input, known == features.end() ? nullptr : &known->second, composed))
+    for (const FormatChoice& choice : format_choices(tensor, order, known == features.end() ? nullptr : &known->second, composed))
       if (knob.values.empty() || compiles(tensor, choice)) {  // (the default is the base's own)
         knob.values.push_back(json{{"entry", choice.entry}, {"schedule", choice.schedule}});
         knob.labels.push_back(choice.label);

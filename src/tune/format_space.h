@@ -25,20 +25,16 @@ struct FormatChoice {
   nlohmann::json schedule = nullptr;
 };
 
-// What the format search knows of an open input besides its features.
-struct OpenInput {
-  int order = 0;
-};
+// The choices for input `tensor` of `order` (`features`: null where unknown, e.g. a random
+// input: then only the formats that need none), the default (auto_input_format) first.
+// `composed`: whether choices that bring a schedule of their own are wanted (not where the
+// config pins the schedule).
+std::vector<FormatChoice> format_choices(const std::string& tensor, int order, const InputFeatures* features, bool composed);
 
-// The choices for `input` named `tensor` (`features`: null where unknown, e.g. a random input:
-// then only the formats that need none), the default first. `composed`: whether choices that
-// bring a schedule of their own are wanted (not where the config pins the schedule).
-std::vector<FormatChoice> format_choices(const std::string& tensor, const OpenInput& input, const InputFeatures* features,
-                                         bool composed);
-
-// One Format knob per open input, with the choices `compiles` accepts (it receives the tensor
-// and the choice; the other tensors keep their defaults). Knobs with one choice are left out.
-SearchSpace build_format_space(const std::map<std::string, OpenInput>& inputs, const std::map<std::string, InputFeatures>& features,
+// One Format knob per open input (tensor -> order), with the choices `compiles` accepts (it
+// receives the tensor and the choice; the other tensors keep their defaults). Knobs with one
+// choice are left out.
+SearchSpace build_format_space(const std::map<std::string, int>& orders, const std::map<std::string, InputFeatures>& features,
                                bool composed, const std::function<bool(const std::string&, const FormatChoice&)>& compiles);
 
 // Tensor -> its config entry, at `point` of a format space.

@@ -363,10 +363,10 @@ TEST_CASE("tune formats: the default first, then what the features make worth a 
     return out;
   };
   // Unknown features (a random input): only the formats that need none.
-  CHECK(labels(format_choices("A", {2}, nullptr, true)) == std::vector<std::string>{"csr", "csc"});
-  CHECK(labels(format_choices("x", {1}, nullptr, true)) == std::vector<std::string>{"sv", "dense"});
-  CHECK(labels(format_choices("B", {3}, nullptr, true)) == std::vector<std::string>{"csf", "coo"});
-  CHECK(format_choices("s", {0}, nullptr, true).empty());
+  CHECK(labels(format_choices("A", 2, nullptr, true)) == std::vector<std::string>{"csr", "csc"});
+  CHECK(labels(format_choices("x", 1, nullptr, true)) == std::vector<std::string>{"sv", "dense"});
+  CHECK(labels(format_choices("B", 3, nullptr, true)) == std::vector<std::string>{"csf", "coo"});
+  CHECK(format_choices("s", 0, nullptr, true).empty());
   // Four full 2 x 2 blocks of an 8 x 8 matrix, one in each 4 x 4 quarter: bsr 2x2 (fill 1), not
   // 4x4 or 8x8 (fill 0.25); rows of 2 entries each: ell 2, no padding.
   std::vector<std::pair<int64_t, int64_t>> entries;
@@ -374,16 +374,16 @@ TEST_CASE("tune formats: the default first, then what the features make worth a 
     for (int64_t i = 0; i < 2; ++i)
       for (int64_t j = 0; j < 2; ++j) entries.push_back({bi + i, bj + j});
   const InputFeatures blocks = input_features(matrix({8, 8}, entries));
-  const std::vector<FormatChoice> choices = format_choices("A", {2}, &blocks, false);
+  const std::vector<FormatChoice> choices = format_choices("A", 2, &blocks, false);
   CHECK(labels(choices) == std::vector<std::string>{"csr", "csc", "ell 2", "bsr 2x2"});
   CHECK(choices[2].entry == nlohmann::json{{"format", "ell"}, {"width", 2}});
   CHECK(choices[3].entry == nlohmann::json{{"format", "bsr"}, {"block", {2, 2}}});
   // One long row among empty ones: ELL would pad every row to it (refused); most rows empty: dcsr.
   const InputFeatures skewed = input_features(matrix({10, 10}, {{0, 0}, {0, 3}, {0, 5}, {0, 9}, {7, 1}}));
-  CHECK(labels(format_choices("A", {2}, &skewed, false)) == std::vector<std::string>{"csr", "csc", "dcsr"});
+  CHECK(labels(format_choices("A", 2, &skewed, false)) == std::vector<std::string>{"csr", "csc", "dcsr"});
   // Where the schedule is open, hyb too: buckets up to the width that holds 99 % of the rows
   // (here every row: 8 empty rows, one of 1 entry, one of 4), each bucket scheduled by auto.
-  const std::vector<FormatChoice> composed = format_choices("A", {2}, &skewed, true);
+  const std::vector<FormatChoice> composed = format_choices("A", 2, &skewed, true);
   REQUIRE(composed.back().label == "hyb 1-8");
   CHECK(composed.back().entry == nlohmann::json{{"format", "csr"}});
   CHECK(composed.back().schedule == nlohmann::json::parse(R"([
@@ -395,7 +395,7 @@ TEST_CASE("tune formats: a knob per open input, choices its compile check refuse
   auto all_but = [](const std::string& refused) {
     return [refused](const std::string&, const FormatChoice& choice) { return choice.entry.at("format") != refused; };
   };
-  SearchSpace space = build_format_space({{"A", {2}}, {"x", {1}}}, features, false, all_but("csc"));
+  SearchSpace space = build_format_space({{"A", 2}, {"x", 1}}, features, false, all_but("csc"));
   REQUIRE(space.knobs.size() == 2);
   CHECK(space.knobs[0].kind == KnobKind::Format);
   CHECK(space.knobs[0].name == "format A");
@@ -412,7 +412,7 @@ TEST_CASE("tune formats: a knob per open input, choices its compile check refuse
   CHECK(schedule_at(space, p).empty());  // a format changes no op
   CHECK(describe_point(space, p) == "format A=ell 1");
   // A tensor left with its default alone has no knob.
-  CHECK(build_format_space({{"x", {1}}}, {}, false, all_but("dense")).knobs.empty());
+  CHECK(build_format_space({{"x", 1}}, {}, false, all_but("dense")).knobs.empty());
   CHECK(format_schedule(space, p).is_null());  // no composed format
 }
 
