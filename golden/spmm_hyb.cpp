@@ -973,9 +973,11 @@ constexpr int64_t kIndexMax = std::numeric_limits<Index>::max();
 
 // What a part holds, and its arrays in the kernel's order:
 //   kEll     every row's first `width` entries, padded with -1 / 0: crd (rows * width), vals
+//            (interleaved: rows rounded up to whole groups)
 //   kCoo     the entries an ELL part left over: pos {0, n}, row crd (n), column crd (n), vals
 //   kBucket  (hyb) rows of one column partition whose entries fit `width`, or pieces of a longer
-//            row in the widest bucket: pos {0, n}, row crd (n), column crd (n * width), vals
+//            row in the widest bucket: pos {0, n}, row crd (n), column crd (n * width; interleaved:
+//            n rounded up to whole groups), vals
 //   kBsr     blocks holding at least `min_fill` entries: pos (block rows + 1), block column crd,
 //            vals (blocks * block_rows * block_cols, each block row-major)
 //   kCsr     the entries outside those blocks: pos (rows + 1), crd, vals
@@ -983,8 +985,9 @@ enum Kind { kEll, kCoo, kBucket, kBsr, kCsr };
 
 struct Part {
   Kind kind;
-  int64_t width;      // kEll, kBucket
-  int64_t partition;  // kBucket
+  int64_t width;       // kEll, kBucket
+  int64_t partition;   // kBucket
+  int64_t interleave;  // kEll, kBucket: slots stored slot by slot per group of this many rows; 0: row by row
 };
 
 struct Plan {
@@ -1009,6 +1012,19 @@ bool mul_fits(int64_t a, int64_t b, int64_t& out) {
   if (a != 0 && b > std::numeric_limits<int64_t>::max() / a) return false;
   out = a * b;
   return true;
+}
+
+// Where row `r` (counted in the part) keeps its slot `s`: row by row, or interleaved (the rows
+// of each group of C side by side, one slot after another).
+int64_t slot_at(const Part& part, int64_t r, int64_t s) {
+  const int64_t c = part.interleave;
+  return c > 0 ? (r / c) * c * part.width + s * c + r % c : r * part.width + s;
+}
+
+// The slots of `rows` rows: interleaved ones fill whole groups.
+bool slots_of(const Part& part, int64_t rows, int64_t& slots) {
+  const int64_t c = part.interleave;
+  return mul_fits(c > 0 ? (rows + c - 1) / c * c : rows, part.width, slots);
 }
 
 int check_input(const Csr& a, bool with_values) {
@@ -1042,7 +1058,7 @@ class Out {
 int ell_coo(const Csr& a, const Part& ell, Out& out) {
   const int64_t w = ell.width;
   int64_t slots = 0, rest = 0;
-  if (!mul_fits(a.rows, w, slots)) return SPGEN_ERR_DIM;
+  if (!slots_of(ell, a.rows, slots)) return SPGEN_ERR_DIM;
   for (int64_t r = 0; r < a.rows; ++r) rest += std::max<int64_t>(0, a.end(r) - a.begin(r) - w);
   const int64_t lengths[] = {slots, slots, 2, rest, rest, rest};
   for (int k = 0; k < 6; ++k) out.set_length(k, lengths[k]);
@@ -1055,11 +1071,14 @@ int ell_coo(const Csr& a, const Part& ell, Out& out) {
   coo_pos[0] = 0;
   coo_pos[1] = static_cast<Index>(rest);
   int64_t n = 0;
+  // The slots of an interleaved last group's missing rows are padding too.
+  std::fill(ell_crd, ell_crd + slots, static_cast<Index>(-1));
+  std::fill(ell_vals, ell_vals + slots, Value(0));
   for (int64_t r = 0; r < a.rows; ++r) {
     const int64_t b = a.begin(r), len = a.end(r) - b;
-    for (int64_t s = 0; s < w; ++s) {
-      ell_crd[r * w + s] = s < len ? a.crd[b + s] : static_cast<Index>(-1);
-      ell_vals[r * w + s] = s < len ? a.vals[b + s] : Value(0);
+    for (int64_t s = 0; s < std::min(w, len); ++s) {
+      ell_crd[slot_at(ell, r, s)] = a.crd[b + s];
+      ell_vals[slot_at(ell, r, s)] = a.vals[b + s];
     }
     for (int64_t s = w; s < len; ++s, ++n) {
       coo_rows[n] = static_cast<Index>(r);
@@ -1110,7 +1129,7 @@ int hyb(const Csr& a, const Plan& plan, Out& out) {
   }
   for (int k = 0; k < plan.parts; ++k) {
     int64_t slots = 0;
-    if (!mul_fits(rows[static_cast<size_t>(k)], plan.part[k].width, slots)) return SPGEN_ERR_DIM;
+    if (!slots_of(plan.part[k], rows[static_cast<size_t>(k)], slots)) return SPGEN_ERR_DIM;
     const int64_t lengths[] = {2, rows[static_cast<size_t>(k)], slots, slots};
     for (int i = 0; i < 4; ++i) out.set_length(4 * k + i, lengths[i]);
   }
@@ -1120,6 +1139,11 @@ int hyb(const Csr& a, const Plan& plan, Out& out) {
   for (int k = 0; k < plan.parts; ++k) {
     out.index(4 * k)[0] = 0;
     out.index(4 * k)[1] = static_cast<Index>(rows[static_cast<size_t>(k)]);
+    // Every slot starts as padding (an interleaved last group's missing rows stay so).
+    int64_t slots = 0;
+    slots_of(plan.part[k], rows[static_cast<size_t>(k)], slots);
+    std::fill(out.index(4 * k + 2), out.index(4 * k + 2) + slots, static_cast<Index>(-1));
+    std::fill(out.values(4 * k + 3), out.values(4 * k + 3) + slots, Value(0));
   }
   for (int64_t r = 0; r < a.rows; ++r) {
     count_row(r, count);
@@ -1129,22 +1153,17 @@ int hyb(const Csr& a, const Plan& plan, Out& out) {
       int64_t pieces = 0;
       part[p] = part_of(p, count[p], pieces);
       const int k = static_cast<int>(part[p]);
-      const int64_t w = plan.part[k].width;
       base[p] = next[static_cast<size_t>(k)];
       next[static_cast<size_t>(k)] += pieces;
       for (int64_t q = 0; q < pieces; ++q) out.index(4 * k + 1)[base[p] + q] = static_cast<Index>(r);
-      // Padding after the row's last entry.
-      for (int64_t s = base[p] * w + count[p]; s < (base[p] + pieces) * w; ++s) {
-        out.index(4 * k + 2)[s] = static_cast<Index>(-1);
-        out.values(4 * k + 3)[s] = Value(0);
-      }
     }
     for (int64_t e = a.begin(r); e < a.end(r); ++e) {
       const int64_t p = static_cast<int64_t>(a.crd[e]) / span;
-      const int k = static_cast<int>(part[p]);
-      const int64_t s = base[p] * plan.part[k].width + seen[p]++;  // pieces of a long row are consecutive rows
-      out.index(4 * k + 2)[s] = a.crd[e];
-      out.values(4 * k + 3)[s] = a.vals[e];
+      const Part& into = plan.part[part[p]];
+      const int64_t w = into.width, n = seen[p]++;  // pieces of a long row are consecutive rows
+      const int64_t s = slot_at(into, base[p] + n / w, n % w);
+      out.index(4 * static_cast<int>(part[p]) + 2)[s] = a.crd[e];
+      out.values(4 * static_cast<int>(part[p]) + 3)[s] = a.vals[e];
     }
   }
   return SPGEN_OK;
@@ -1257,7 +1276,7 @@ int fill(const Plan& plan, const Csr& a, void* const* arrays, const int64_t* len
 }
 
 // decompose(A, hyb, partitions 1, buckets 1 2 4 8 16 32)
-const Part kParts[] = {{kBucket, 1, 0}, {kBucket, 2, 0}, {kBucket, 4, 0}, {kBucket, 8, 0}, {kBucket, 16, 0}, {kBucket, 32, 0}};
+const Part kParts[] = {{kBucket, 1, 0, 0}, {kBucket, 2, 0, 0}, {kBucket, 4, 0, 0}, {kBucket, 8, 0, 0}, {kBucket, 16, 0, 0}, {kBucket, 32, 0, 0}};
 const Plan kPlan = {6, kParts, 1, 0, 0, 0};
 
 }  // namespace spmm_hyb_decompose

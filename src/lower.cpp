@@ -31,6 +31,8 @@
 #include "passes/output_fill.h"
 #include "passes/place_sum_parts.h"
 #include "passes/read_previous_output.h"
+#include "passes/fold_lane_arithmetic.h"
+#include "passes/select_in_lanes.h"
 #include "passes/simplify_declares.h"
 #include "passes/schedule_loops.h"
 #include "passes/size_variants.h"
@@ -273,9 +275,11 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
     if (k < loop_op_index.size()) it.applied[loop_op_index[k]] = true;
   }
   specialize_sizes(it.func, config.sizes);  // constant trip counts where "sizes" fixes them
+  fold_lane_arithmetic(it.func);            // an interleaved level's groups and lanes, where tiles make them plain
   simplify_declares(it.func);
   if (config.target == Target::Cpu) {
     unswitch_loops(it.func);                           // loop-invariant tests (ELL padding) out of inner loops
+    select_in_lanes(it.func);                          // the tests left in a tile's lanes as selects
     use_explicit_vectors(it.func, VectorTarget::Cpu);  // register tiles
   } else {
     use_explicit_vectors(it.func, VectorTarget::Cuda);  // register tiles as float4 / double2

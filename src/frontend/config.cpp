@@ -121,6 +121,7 @@ std::string describe_schedule_op(const ScheduleOp& op) {
         std::snprintf(fill, sizeof fill, "%g", d.fill);
         out += ", block " + std::to_string(d.block_rows) + "x" + std::to_string(d.block_cols) + ", fill " + fill;
       }
+      if (d.interleave > 0) out += ", interleaved by " + std::to_string(d.interleave);
       return out + ")";
     }
   };

@@ -50,6 +50,9 @@ struct Format {
   std::vector<int> mode_order;    // levels[l] stores tensor mode mode_order[l] (twice for a blocked mode)
   std::vector<int64_t> widths = {};  // per level: the ELL width of a SparseFixed level, else 0
   std::vector<LevelBlock> blocks = {};  // per level: its block map; empty when no level has one
+  // A SparseFixed level under the top level, stored slot-major in groups of `interleave` parent
+  // positions (made by decompose's "interleave"; 0: row-major, the default).
+  int64_t interleave = 0;
   bool all_dense() const;
   int64_t width(size_t level) const { return level < widths.size() ? widths[level] : 0; }
   LevelBlock block(size_t level) const { return level < blocks.size() ? blocks[level] : LevelBlock{}; }
@@ -117,6 +120,10 @@ struct DecomposeOp {
   int64_t width = 0;
   int64_t block_rows = 0, block_cols = 0;
   double fill = 0.5;
+  // hyb, ell+coo: the ELL slots of each group of `interleave` rows stored slot by slot (the
+  // rows' first slots, then their second ...), so that a loop over a group's rows in vector
+  // lanes loads a slot's columns and values contiguously (SELL-C); 0: row by row.
+  int64_t interleave = 0;
 };
 
 // cuda: at the start of each iteration of loop `var`, the threads of the block copy the part of

@@ -58,6 +58,7 @@ json op_fields(const DecomposeOp& op) {
     j["block"] = {op.block_rows, op.block_cols};
     j["fill"] = op.fill;
   }
+  if (op.interleave > 0) j["interleave"] = op.interleave;
   return j;
 }
 json op_fields(const CacheOp& op) { return {{"op", "cache"}, {"tensor", op.tensor}, {"at", op.var}}; }

@@ -274,7 +274,7 @@ class ScheduleReader : public ConfigJsonReader {
   }
 
   DecomposeOp read_decompose(const json& op, const std::string& path) const {
-    check_keys(op, path, {"op", "tensor", "format", "partitions", "buckets", "width", "block", "fill"});
+    check_keys(op, path, {"op", "tensor", "format", "partitions", "buckets", "width", "block", "fill", "interleave"});
     DecomposeOp d;
     const ast::TensorUse* use = &read_input_tensor(op, path, "decompose", "the sparse input to decompose", "decomposed");
     d.tensor = use->name;
@@ -284,12 +284,12 @@ class ScheduleReader : public ConfigJsonReader {
     d.format = get_string(op["format"], path + "/format");
     // Each format's parameters, and only those.
     auto only = [&](std::initializer_list<const char*> keys) {
-      for (const char* key : {"partitions", "buckets", "width", "block", "fill"})
+      for (const char* key : {"partitions", "buckets", "width", "block", "fill", "interleave"})
         if (op.contains(key) && std::find_if(keys.begin(), keys.end(), [&](const char* k) { return std::string(k) == key; }) == keys.end())
           fail(path + "/" + key, std::string("decompose: \"") + key + "\" does not apply to format \"" + d.format + "\"");
     };
     if (d.format == "hyb") {
-      only({"partitions", "buckets"});
+      only({"partitions", "buckets", "interleave"});
       if (op.contains("partitions")) d.partitions = get_positive_int(op["partitions"], path + "/partitions");
       if (d.partitions > 64) fail(path + "/partitions", "decompose: at most 64 partitions");
       if (op.contains("buckets")) {
@@ -307,7 +307,7 @@ class ScheduleReader : public ConfigJsonReader {
         d.buckets = {1, 2, 4, 8, 16, 32};
       }
     } else if (d.format == "ell+coo") {
-      only({"width"});
+      only({"width", "interleave"});
       if (!op.contains("width")) fail(path, "decompose: format \"ell+coo\" needs \"width\": the ELL part's entries per row");
       d.width = get_positive_int(op["width"], path + "/width");
       if (d.width > 4096) fail(path + "/width", "decompose: the ELL width must be at most 4096");
@@ -326,6 +326,10 @@ class ScheduleReader : public ConfigJsonReader {
       }
     } else {
       fail(path + "/format", "decompose: unknown format \"" + d.format + "\" (expected hyb, ell+coo or bsr+csr)");
+    }
+    if (op.contains("interleave")) {
+      d.interleave = get_positive_int(op["interleave"], path + "/interleave");
+      if (d.interleave > 64) fail(path + "/interleave", "decompose: \"interleave\" groups at most 64 rows (a vector's lanes: 8 or 16)");
     }
     return d;
   }

@@ -34,6 +34,10 @@ struct Axis {
   std::string length;     // the dimension parameter bounding its coordinates ("dim_j")
   std::string pos, crd;   // names of its position and coordinate arrays, where it has them
   int64_t width = 0;      // SparseFixed: entries per parent
+  // SparseFixed under the top level: slots stored slot-major in groups of this many parent
+  // positions (counted from the top level's first position): slot s of parent p is at
+  // (p / C) * C * width + s * C + p % C. 0: p * width + s.
+  int64_t interleave = 0;
   bool unique = true;     // false for COO's top level: one position per entry, coordinates repeat
   // A level of a blocked format (BSR): it stores `mode_var` floordiv `block` (its index_var is
   // the block loop, "i_blk") or mode_var mod `block` (the in-block loop, "i_in"). `length`

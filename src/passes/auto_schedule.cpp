@@ -137,11 +137,18 @@ std::vector<ScheduleOp> auto_schedule_cuda(const LoweredFunc& func, const sparse
     return loop.annotations.sequential_reason.empty() && !(blocked && blocked->inner == loop.label) &&
            schedulable(program, loop.label) && labels_one_loop(func.body, loop.label);
   };
+  // An interleaved ELL level's slots (decompose's "interleave") stay in one thread: consecutive
+  // threads take consecutive rows, whose slots lie side by side, so each slot's loads coalesce.
+  auto walks_interleaved = [&](const For& loop) {
+    return std::any_of(program.axes.begin(), program.axes.end(), [&](const sparse::Axis& axis) {
+      return axis.index_var == loop.label && axis.tensor == loop.annotations.walks && axis.interleave > 0;
+    });
+  };
   const For* lanes = nullptr;
   if (spine.size() > 1 && !is_reduction(program, outer->label)) {
     const For* inner = spine.back();
     if (inner->var == inner->label && suits_lanes(*inner)) lanes = inner;
-    else if (strategy(*spine[1]) == "shuffle" && suits_lanes(*spine[1])) lanes = spine[1];
+    else if (strategy(*spine[1]) == "shuffle" && suits_lanes(*spine[1]) && !walks_interleaved(*spine[1])) lanes = spine[1];
   }
   std::string blocks = unused_name(func, program, outer->label + "0");
   std::string threads = unused_name(func, program, outer->label + "1");
@@ -235,6 +242,21 @@ constexpr int64_t kRowSumLanes = 8;
 // kernel serves up to 8 threads.
 constexpr double kEvenSplit = 1.15;
 
+// The interleaved ELL level (decompose's "interleave") that a row's sum walks, directly under
+// the rows' loop: SpMV's j over a hyb bucket stored SELL-C. Null elsewhere.
+const sparse::Axis* interleaved_row_sum(const LoweredFunc& func, const sparse::Program& program, const std::vector<const For*>& spine) {
+  if (spine.size() != 2) return nullptr;
+  const For& walk = *spine[1];
+  if (walk.var == walk.label || !is_reduction(program, walk.label) || contains_loop(walk.body) ||
+      !walk.annotations.sequential_reason.empty() || stores_into(walk.body, program.output().values) ||
+      scalars_assigned_outside(walk.body).empty() || !labels_one_loop(func.body, spine[0]->label) ||
+      !precompute_refusal(*spine[0]).empty())
+    return nullptr;
+  for (const sparse::Axis& axis : program.axes)
+    if (axis.index_var == walk.label && axis.tensor == walk.annotations.walks && axis.interleave > 0) return &axis;
+  return nullptr;
+}
+
 // What the statistics of the walked input say of a static split: `even` where its blocks lie
 // within kEvenSplit; `why` empty without statistics.
 struct RowSplit {
@@ -323,6 +345,23 @@ std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Pro
   // than the loop saves while the sort after it is sequential (docs/formats.md, listed outputs).
   const bool spatial = outer_spatial(func, program, *outer);
   bool outer_parallel_ok = spatial && outer->annotations.sequential_reason.empty();
+  // Rows of an interleaved ELL level in its groups' lanes: a tile of C rows is a group of the
+  // storage, so each slot's C columns and values are contiguous loads and only x is gathered
+  // (SELL-C; bench/RESULTS.md, session 28). The rows of one hyb bucket cost about the same:
+  // static. Where rows repeat (the widest bucket's pieces), each lane's sum is added atomically.
+  if (const sparse::Axis* interleaved = interleaved_row_sum(func, program, spine); interleaved && spatial) {
+    const int64_t lanes = interleaved->interleave;
+    const std::string groups = unused_name(func, program, outer->label + "_group");
+    const std::string lane = unused_name(func, program, outer->label + "_lane");
+    add(TileOp{outer->label, lanes, groups, lane}, "the rows in groups of " + std::to_string(lanes) + ", as " + interleaved->tensor + " stores them");
+    add(PrecomputeOp{lane}, "a row's sum per lane, across the walk over the group's slots");
+    add(VectorizeOp{lane, 0}, "a slot of the group's rows at once: contiguous columns and values");
+    if (outer->annotations.sequential_reason.empty())
+      add(ParallelOp{groups, OmpSchedule::Static, 0, {}, {}, 0}, "race-free groups of rows of about equal length");
+    else if (outer->annotations.repeats_coordinates)
+      add(ParallelOp{groups, OmpSchedule::Static, 0, "atomic", {}, 0}, "rows that repeat (cut into pieces): each lane's sum added atomically");
+    return ops;
+  }
   // A row's sum over a csr level (SpMV), which the masked lanes below take.
   const For* walk = row_sum_walk(func, program, config);
   if (walk && !plan_masked_tail(*walk, program).refusal.empty()) walk = nullptr;

@@ -353,6 +353,7 @@ sparse::Program build_sparse_ir(const ast::Spec& spec, const Config& config, boo
         if (level_has_pos(kind) || counted_ell) axis.pos = buffer.tensor + "_pos" + std::to_string(level);
         if (level_has_crd(kind)) axis.crd = buffer.tensor + "_crd" + std::to_string(level);
         axis.width = buffer.format.width(level);
+        if (kind == LevelKind::SparseFixed && level == 1) axis.interleave = buffer.format.interleave;
         axis.unique = kind != LevelKind::CompressedNonUnique;
         buffer.axes.push_back(static_cast<int>(program.axes.size()));
         program.axes.push_back(axis);

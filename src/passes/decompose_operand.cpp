@@ -35,10 +35,11 @@ bool is_linear_factor(const ast::Expr& expr, const std::string& tensor) {
 Format part_format(const DecomposedPart& part, const DecomposeOp& op) {
   using L = LevelKind;
   switch (part.kind) {
-    case PartKind::Ell: return Format{"ell", {L::Dense, L::SparseFixed}, {0, 1}, {0, part.width}};
+    case PartKind::Ell: return Format{"ell", {L::Dense, L::SparseFixed}, {0, 1}, {0, part.width}, {}, op.interleave};
     case PartKind::Coo: return Format{"coo", {L::CompressedNonUnique, L::Singleton}, {0, 1}};
     case PartKind::Bucket:
-      return Format{"hyb bucket", {part.unique_rows ? L::Compressed : L::CompressedNonUnique, L::SparseFixed}, {0, 1}, {0, part.width}};
+      return Format{"hyb bucket", {part.unique_rows ? L::Compressed : L::CompressedNonUnique, L::SparseFixed}, {0, 1},
+                    {0, part.width}, {}, op.interleave};
     case PartKind::Bsr:
       return Format{"bsr", {L::Dense, L::Compressed, L::Dense, L::Dense}, {0, 1, 0, 1}, {},
                     {{BlockPart::Block, op.block_rows}, {BlockPart::Block, op.block_cols},

@@ -135,6 +135,12 @@ void Lowering::plan_loops() {
     if (sparse_tensors.empty()) plan.kind = LoopKind::Dense;
     else if (streams == 1 && !plan.dense_universe) plan.kind = LoopKind::Driven;
     else plan.kind = LoopKind::Merge;
+    // An interleaved level's positions are no range: only a loop that streams it alone walks it.
+    for (int id : plan.axes)
+      if (level_access(program_.axes[id])->walks_slots() && plan.kind != LoopKind::Driven)
+        throw_unsupported("the interleaved ELL slots of " + program_.axes[id].tensor + " are walked by a loop of their own, but loop " +
+                          var + " also visits " + (plan.dense_universe ? "every coordinate" : "another operand's coordinates") +
+                          "; decompose without \"interleave\"");
   }
   plan_runs();
   check_searched_terms();

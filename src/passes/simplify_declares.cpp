@@ -141,6 +141,15 @@ class DropDeclares : public IRMutator {
 }  // namespace
 
 void simplify_declares(LoweredFunc& func) {
+  // Reads bind to declarations by identity, and a pass may have put one declaration in two
+  // places (precompute's lets, in the summing loop and the store loop): one copy each, so that
+  // a copy nothing reads goes even where the other stays.
+  struct OneCopyEach : IRMutator {
+    Stmt mutate_declare(const Declare& node, const Stmt&) override {
+      return std::make_shared<Declare>(node.name, node.type, mutate(node.init), node.is_mutable);
+    }
+  };
+  func.body = OneCopyEach().mutate(func.body);
   func.body = PropagateCopies().mutate(func.body);
   for (;;) {  // a dropped declaration may have been the only reader of another
     ReadDeclares reader;

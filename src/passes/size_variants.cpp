@@ -53,6 +53,9 @@ std::optional<SizeVariants> choose_size_variants(const Config& config, const spa
     const std::string var = tiled_or_in_lanes(op);
     if (var.empty() || config.sizes.count(var) || !size_param(generic, var)) continue;
     if (std::find(program.index_vars.begin(), program.index_vars.end(), var) == program.index_vars.end()) continue;
+    // The output's rows in groups (an interleaved level's lanes) are no feature width.
+    const std::vector<std::string>& rows = program.output().indices;
+    if (!rows.empty() && rows.front() == var) continue;
     const std::string what = std::holds_alternative<TileOp>(op.op) ? "register tile over " : "dot product in lanes over ";
     return SizeVariants{var, kAutoVariantSizes, "`auto`, for its " + what + var + " at the usual feature widths"};
   }

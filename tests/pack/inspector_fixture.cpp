@@ -1,6 +1,7 @@
-// Compiled by tests/pack/test_inspector.cpp with three generated SpMM kernels whose A is
+// Compiled by tests/pack/test_inspector.cpp with five generated SpMM kernels whose A is
 // decomposed (insp_hyb: hyb, 2 partitions, buckets 1 2 4, int32/float; insp_ell: ell+coo, width 3,
-// int64/double; insp_bsr: bsr+csr, 2x3 blocks, fill 0.5, int32/double), under AddressSanitizer.
+// int64/double; insp_bsr: bsr+csr, 2x3 blocks, fill 0.5, int32/double; insp_hyb_il and
+// insp_ell_il: the first two with their ELL slots interleaved by 4 rows), under AddressSanitizer.
 // For each kernel and each input (random skewed rows with empty rows and a dense row, an empty
 // matrix, a single dense row, rows longer than the widest bucket) it checks that the inspector's
 // parts hold every entry once and have the shape each part promises, and that the executor
@@ -16,7 +17,9 @@
 
 #include "insp_bsr.h"
 #include "insp_ell.h"
+#include "insp_ell_il.h"
 #include "insp_hyb.h"
+#include "insp_hyb_il.h"
 
 namespace {
 
@@ -195,19 +198,25 @@ I* index_array(void* const* a, size_t k) { return static_cast<I*>(a[k]); }
 template <class I, class V>
 V* value_array(void* const* a, size_t k) { return static_cast<V*>(a[k]); }
 
+// Where an ELL part keeps slot q of its row s: row by row, or interleaved by `lanes` rows.
+int64_t slot_at(int64_t s, int64_t q, int64_t w, int64_t lanes) { return lanes ? (s / lanes) * lanes * w + q * lanes + s % lanes : s * w + q; }
+// The slots of `rows` rows of width w: interleaved ones fill whole groups.
+int64_t slot_count(int64_t rows, int64_t w, int64_t lanes) { return (lanes ? (rows + lanes - 1) / lanes * lanes : rows) * w; }
+
+template <int64_t kLanes>
 Kernel<int32_t, float> hyb_kernel() {
   using I = int32_t;
   using V = float;
   Kernel<I, V> k;
-  k.name = "insp_hyb";
+  k.name = kLanes ? "insp_hyb_il" : "insp_hyb";
   for (int p = 0; p < 6; ++p) k.arrays.insert(k.arrays.end(), {kIndex, kIndex, kIndex, kValue});
-  k.sizes = insp_hyb_decompose_A_sizes;
+  k.sizes = kLanes ? insp_hyb_il_decompose_A_sizes : insp_hyb_decompose_A_sizes;
   k.fill = [](int64_t r, int64_t c, const I* pos, const I* crd, const V* vals, void* const* a, const int64_t* n) {
 #define PART(k) index_array<I, V>(a, 4 * k), index_array<I, V>(a, 4 * k + 1), index_array<I, V>(a, 4 * k + 2), value_array<I, V>(a, 4 * k + 3)
-    return insp_hyb_decompose_A(r, c, pos, crd, vals, PART(0), PART(1), PART(2), PART(3), PART(4), PART(5), n);
+    return (kLanes ? insp_hyb_il_decompose_A : insp_hyb_decompose_A)(r, c, pos, crd, vals, PART(0), PART(1), PART(2), PART(3), PART(4), PART(5), n);
   };
   k.run = [](int64_t i, int64_t kk, int64_t j, V* c, void* const* a, const V* b) {
-    insp_hyb(i, kk, j, c, PART(0), PART(1), PART(2), PART(3), PART(4), PART(5), b);
+    (kLanes ? insp_hyb_il : insp_hyb)(i, kk, j, c, PART(0), PART(1), PART(2), PART(3), PART(4), PART(5), b);
 #undef PART
   };
   k.walk = [](const Csr& in, void* const* a, const std::vector<int64_t>& n, std::vector<double>& dense, const std::string& where) {
@@ -222,7 +231,11 @@ Kernel<int32_t, float> hyb_kernel() {
       const I* cols = index_array<I, V>(a, 4 * part + 2);
       const V* vals = value_array<I, V>(a, 4 * part + 3);
       expect(n[4 * part] == 2 && pos[0] == 0 && pos[1] == n[4 * part + 1], at + ": pos is not {0, rows}");
-      expect(n[4 * part + 2] == n[4 * part + 1] * w && n[4 * part + 3] == n[4 * part + 2], at + ": ELL lengths");
+      expect(n[4 * part + 2] == slot_count(n[4 * part + 1], w, kLanes) && n[4 * part + 3] == n[4 * part + 2], at + ": ELL lengths");
+      // An interleaved last group's missing rows are all padding.
+      for (int64_t s = n[4 * part + 1]; s < slot_count(n[4 * part + 1], 1, kLanes); ++s)
+        for (int64_t q = 0; q < w; ++q)
+          expect(cols[slot_at(s, q, w, kLanes)] == -1 && vals[slot_at(s, q, w, kLanes)] == V(0), at + ": a missing row is not padding");
       for (int64_t s = 0; s < n[4 * part + 1]; ++s) {
         const int64_t r = rows[s];
         expect(r >= 0 && r < in.rows, at + ": a row out of range");
@@ -230,15 +243,15 @@ Kernel<int32_t, float> hyb_kernel() {
         int64_t count = 0;
         bool padded = false;
         for (int64_t q = 0; q < w; ++q) {
-          const int64_t col = cols[s * w + q];
+          const int64_t col = cols[slot_at(s, q, w, kLanes)];
           if (col < 0) {
             padded = true;
-            expect(vals[s * w + q] == V(0), at + ": padding with a nonzero value");
+            expect(vals[slot_at(s, q, w, kLanes)] == V(0), at + ": padding with a nonzero value");
             continue;
           }
           expect(!padded, at + ": an entry after padding");
           expect(col / span == partition, at + ": a column outside the partition");
-          dense[static_cast<size_t>(r * in.cols + col)] += static_cast<double>(vals[s * w + q]);
+          dense[static_cast<size_t>(r * in.cols + col)] += static_cast<double>(vals[slot_at(s, q, w, kLanes)]);
           ++count;
         }
         // The narrowest bucket that fits: more entries than the next narrower one holds.
@@ -256,33 +269,37 @@ Kernel<int32_t, float> hyb_kernel() {
   return k;
 }
 
+template <int64_t kLanes>
 Kernel<int64_t, double> ell_kernel() {
   using I = int64_t;
   using V = double;
   Kernel<I, V> k;
-  k.name = "insp_ell";
+  k.name = kLanes ? "insp_ell_il" : "insp_ell";
   k.arrays = {kIndex, kValue, kIndex, kIndex, kIndex, kValue};
 #define ARRAYS index_array<I, V>(a, 0), value_array<I, V>(a, 1), index_array<I, V>(a, 2), index_array<I, V>(a, 3), index_array<I, V>(a, 4), value_array<I, V>(a, 5)
-  k.sizes = insp_ell_decompose_A_sizes;
+  k.sizes = kLanes ? insp_ell_il_decompose_A_sizes : insp_ell_decompose_A_sizes;
   k.fill = [](int64_t r, int64_t c, const I* pos, const I* crd, const V* vals, void* const* a, const int64_t* n) {
-    return insp_ell_decompose_A(r, c, pos, crd, vals, ARRAYS, n);
+    return (kLanes ? insp_ell_il_decompose_A : insp_ell_decompose_A)(r, c, pos, crd, vals, ARRAYS, n);
   };
-  k.run = [](int64_t i, int64_t kk, int64_t j, V* c, void* const* a, const V* b) { insp_ell(i, kk, j, c, ARRAYS, b); };
+  k.run = [](int64_t i, int64_t kk, int64_t j, V* c, void* const* a, const V* b) { (kLanes ? insp_ell_il : insp_ell)(i, kk, j, c, ARRAYS, b); };
 #undef ARRAYS
   k.walk = [](const Csr& in, void* const* a, const std::vector<int64_t>& n, std::vector<double>& dense, const std::string& where) {
     const int64_t w = 3;
     int64_t stored = 0;
     const I* ell = index_array<I, V>(a, 0);
     const V* ell_vals = value_array<I, V>(a, 1);
-    expect(n[0] == in.rows * w && n[1] == n[0], where + ": ELL lengths");
+    expect(n[0] == slot_count(in.rows, w, kLanes) && n[1] == n[0], where + ": ELL lengths");
+    for (int64_t r = in.rows; r < slot_count(in.rows, 1, kLanes); ++r)
+      for (int64_t q = 0; q < w; ++q)
+        expect(ell[slot_at(r, q, w, kLanes)] == -1 && ell_vals[slot_at(r, q, w, kLanes)] == 0, where + ": a missing row is not padding");
     for (int64_t r = 0; r < in.rows; ++r) {
       const int64_t len = in.pos[static_cast<size_t>(r) + 1] - in.pos[static_cast<size_t>(r)];
       for (int64_t q = 0; q < w; ++q) {
-        const int64_t col = ell[r * w + q];
+        const int64_t col = ell[slot_at(r, q, w, kLanes)];
         expect((col >= 0) == (q < len), where + ": ELL row " + std::to_string(r) + " does not hold its first entries");
         if (col < 0) continue;
         expect(col == in.crd[static_cast<size_t>(in.pos[static_cast<size_t>(r)] + q)], where + ": ELL entry out of order");
-        dense[static_cast<size_t>(r * in.cols + col)] += ell_vals[r * w + q];
+        dense[static_cast<size_t>(r * in.cols + col)] += ell_vals[slot_at(r, q, w, kLanes)];
         ++stored;
       }
     }
@@ -365,8 +382,10 @@ void check_kernel(const K& k) {
 }  // namespace
 
 int main() {
-  check_kernel(hyb_kernel());
-  check_kernel(ell_kernel());
+  check_kernel(hyb_kernel<0>());
+  check_kernel(ell_kernel<0>());
+  check_kernel(hyb_kernel<4>());
+  check_kernel(ell_kernel<4>());
   check_kernel(bsr_kernel());
   std::printf("%s: %d failures\n", failures ? "FAILED" : "ok", failures);
   return failures ? 1 : 0;

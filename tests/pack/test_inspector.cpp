@@ -1,6 +1,6 @@
 // The inspector and executor of decomposed kernels (the `decompose` op), tested by compiling them:
-// three SpMM kernels whose A is split into hyb (2 partitions, buckets 1 2 4), ell+coo (width 3)
-// and bsr+csr (2x3 blocks) parts are generated, compiled warning-free with AddressSanitizer
+// five SpMM kernels whose A is split into hyb (2 partitions, buckets 1 2 4), ell+coo (width 3)
+// and bsr+csr (2x3 blocks) parts, and the first two with interleaved ELL slots, are generated, compiled warning-free with AddressSanitizer
 // together with tests/pack/inspector_fixture.cpp, and run. The fixture checks, for inputs with
 // empty rows, a single dense row and rows longer than the widest bucket, that the parts hold
 // every entry once in the shape each part promises, that the executor matches a plain loop, and
@@ -30,6 +30,13 @@ TEST_CASE("the inspector splits CSR into each decomposition's parts, and the exe
           {"op": "parallel", "var": "i", "part": "p0_b4", "reduction": "atomic"})"},
       {"insp_ell", R"({"index": "int64", "value": "float64"})",
        R"({"op": "decompose", "tensor": "A", "format": "ell+coo", "width": 3},
+          {"op": "parallel", "var": "i", "part": "ell"})"},
+      {"insp_hyb_il", R"({"index": "int32", "value": "float32"})",
+       R"({"op": "decompose", "tensor": "A", "format": "hyb", "partitions": 2, "buckets": [1, 2, 4], "interleave": 4},
+          {"op": "tile", "var": "i", "factor": 4, "into": ["i_o", "i_i"]},
+          {"op": "parallel", "var": "i_o", "part": "p0_b4", "reduction": "atomic"})"},
+      {"insp_ell_il", R"({"index": "int64", "value": "float64"})",
+       R"({"op": "decompose", "tensor": "A", "format": "ell+coo", "width": 3, "interleave": 4},
           {"op": "parallel", "var": "i", "part": "ell"})"},
       {"insp_bsr", R"({"index": "int32", "value": "float64"})",
        R"({"op": "decompose", "tensor": "A", "format": "bsr+csr", "block": [2, 3], "fill": 0.5},

@@ -4,6 +4,7 @@
 // (tests/e2e/cases/*_decompose_*) and the inspector by tests/pack/test_inspector.cpp.
 #include <doctest/doctest.h>
 
+#include <map>
 #include <string>
 
 #include "compile_helpers.h"
@@ -65,6 +66,12 @@ TEST_CASE("decompose: the config's parameters") {
        "decompose: \"buckets\" must be a list of 1 to 16 ELL widths, e.g. [1, 2, 4, 8]"},
       {R"({"op": "decompose", "tensor": "A", "format": "hyb", "partitions": 65})", "/schedule/0/partitions",
        "decompose: at most 64 partitions"},
+      {R"({"op": "decompose", "tensor": "A", "format": "hyb", "interleave": 0})", "/schedule/0/interleave",
+       "expected a positive integer, found 0"},
+      {R"({"op": "decompose", "tensor": "A", "format": "hyb", "interleave": 65})", "/schedule/0/interleave",
+       "decompose: \"interleave\" groups at most 64 rows (a vector's lanes: 8 or 16)"},
+      {R"({"op": "decompose", "tensor": "A", "format": "bsr+csr", "block": [2, 2], "interleave": 8})", "/schedule/0/interleave",
+       "decompose: \"interleave\" does not apply to format \"bsr+csr\""},
       {R"({"op": "decompose", "tensor": "A", "format": "bsr+csr"})", "/schedule/0",
        "decompose: format \"bsr+csr\" needs \"block\": [rows, cols]"},
       {R"({"op": "decompose", "tensor": "A", "format": "bsr+csr", "block": [2, 2], "fill": 1.5})", "/schedule/0/fill",
@@ -207,4 +214,46 @@ TEST_CASE("decompose: under auto, hyb's widest bucket (cut rows repeat) adds eac
     if (const auto* p = std::get_if<spgen::ParallelOp>(&op.op)) reduction_of[op.part] = p->reduction;
   CHECK(reduction_of == std::map<std::string, std::string>{{"p0_b1", ""}, {"p0_b2", ""}, {"p0_b4", "atomic"}});
   CHECK(contains(c.stage2_dump, "atomic y_vals[i] += acc"));
+}
+
+TEST_CASE("decompose: interleaved ELL slots (SELL-C) are walked slot by slot, in contiguous lanes under a tile of their groups") {
+  const std::string spmv = "y(i) = A(i,j) * x(j)";
+  auto config = [](const std::string& ops) {
+    return R"({"name": "k", "tensors": {"A": {"format": "csr"}, "y": {"format": "dense"}}, "schedule": [)"
+           R"({"op": "decompose", "tensor": "A", "format": "hyb", "buckets": [2, 4], "interleave": 8})" + ops + "]}";
+  };
+  // Alone: each slot's position from the row's group and lane.
+  spgen::Compilation plain = compile(spmv, config(""));
+  CHECK(contains(plain.stage2_dump, "for j at pA_p0_b21_slot in [0, 2):"));
+  CHECK(contains(plain.stage2_dump,
+                 "let pA_p0_b21: int64 = (pA_p0_b20 - int64(A_p0_b2_pos0[0])) / 8 * 16 + pA_p0_b21_slot * 8 + (pA_p0_b20 - int64(A_p0_b2_pos0[0])) % 8"));
+  CHECK(contains(plain.files[0].text, "stored by groups of 8 parent positions (counted from the level above's first), slot by slot: "
+                                      "slot s of position p at (p / 8) * 16 + s * 8 + p % 8; length ceil(A_p0_b2_pos0[1] / 8) * 8 * 2"));
+  // A tile of 8 rows is a group: the lanes' positions are consecutive, the padding test a select.
+  spgen::Compilation lanes = compile(spmv, config(R"(, {"op": "tile", "var": "i", "factor": 8, "into": ["i_o", "i_i"]},
+      {"op": "precompute", "var": "i_i"}, {"op": "vectorize", "var": "i_i"})"));
+  CHECK(contains(lanes.stage2_dump, "let pA_p0_b21: int64 = i_o * 16 + pA_p0_b21_slot * 8 + i_i"));
+  CHECK(contains(lanes.stage2_dump, "acc_tile[i_i] += 0 <= j ? A_p0_b2_vals[pA_p0_b21] * x_vals[j] : 0"));
+  // A tile of 4 rows is half a group, one of 16 two groups: no lane is the storage's.
+  for (const char* factor : {"4", "16"}) {
+    spgen::Compilation other = compile(spmv, config(std::string(R"(, {"op": "tile", "var": "i", "factor": )") + factor +
+                                                    R"(, "into": ["i_o", "i_i"]}, {"op": "precompute", "var": "i_i"})"));
+    CHECK(contains(other.stage2_dump, "/ 8 * 16 + pA_p0_b21_slot * 8 +"));
+  }
+  // auto: the rows in groups of 8 lanes, static; the widest bucket's repeated rows atomically.
+  spgen::Compilation chosen = compile(spmv, config(", \"auto\""));
+  std::map<std::string, std::string> reduction_of;
+  int tiles = 0;
+  for (const spgen::ScheduleOp& op : chosen.explicit_schedule) {
+    if (const auto* p = std::get_if<spgen::ParallelOp>(&op.op)) reduction_of[op.part] = p->reduction;
+    if (const auto* t = std::get_if<spgen::TileOp>(&op.op)) tiles += t->factor == 8 && t->outer == "i_group";
+  }
+  CHECK(tiles == 2);
+  CHECK(reduction_of == std::map<std::string, std::string>{{"p0_b2", ""}, {"p0_b4", "atomic"}});
+  CHECK(contains(chosen.stage2_dump, "let pA_p0_b41: int64 = i_group * 32 + pA_p0_b41_slot * 8 + i_lane"));
+  // Beside another operand's level no loop walks the slots alone.
+  CHECK(contains(error_of("C(i,j) = A(i,j) * B(i,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "dense"}},
+      "schedule": [{"op": "decompose", "tensor": "A", "format": "hyb", "buckets": [2], "interleave": 8}]})"),
+                 "error: the interleaved ELL slots of A_p0_b2 are walked by a loop of their own, but loop j also visits another "
+                 "operand's coordinates; decompose without \"interleave\""));
 }

@@ -181,3 +181,18 @@ TEST_CASE("level access: only ELL guards its padding") {
   REQUIRE(guarded->kind == loops::StmtKind::If);
   CHECK(loops::ExprPrinter().print(static_cast<const loops::If&>(*guarded).cond) == "0 <= j");
 }
+
+TEST_CASE("level access: an interleaved ELL level is walked by slots, each at its group, slot and lane") {
+  sparse::Axis ell = axis(sparse::AxisKind::SparseFixed), plain = ell;
+  ell.width = plain.width = 4;
+  ell.interleave = 8;
+  CHECK_FALSE(level_access(plain)->walks_slots());
+  CHECK(level_access(plain)->slot_position(loops::var("p"), loops::int64(0), loops::var("s")) == nullptr);
+  REQUIRE(level_access(ell)->walks_slots());
+  // Whole groups of 8 parents: the last one padded.
+  CHECK(level_access(ell)->size_prose("A_pos0[1]") == "ceil(A_pos0[1] / 8) * 8 * 4");
+  CHECK(print(level_access(ell)->size(loops::var("n"), kIndex)) == "(n + 7) / 8 * 32");
+  CHECK(print(level_access(ell)->slot_position(loops::var("p"), loops::int64(0), loops::var("s"))) == "p / 8 * 32 + s * 8 + p % 8");
+  CHECK(print(level_access(ell)->slot_position(loops::var("p"), loops::var("b"), loops::var("s"))) ==
+        "(p - b) / 8 * 32 + s * 8 + (p - b) % 8");
+}

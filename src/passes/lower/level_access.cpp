@@ -78,16 +78,38 @@ class RaggedLevel : public LevelAccess {
 };
 
 // ELL: `width` slots per parent position in a crd array, increasing, then padding marked -1.
+// Interleaved (SELL-C): the slots of each group of C parent positions stored slot by slot.
 class EllLevel : public LevelAccess {
  public:
   using LevelAccess::LevelAccess;
   std::string size_prose(const std::string& parent) const override {
-    return (parent == "1" ? "" : parent + " * ") + std::to_string(axis_.width);
+    const std::string width = std::to_string(axis_.width);
+    if (axis_.interleave > 0) {
+      const std::string lanes = std::to_string(axis_.interleave);
+      return "ceil(" + parent + " / " + lanes + ") * " + lanes + " * " + width;
+    }
+    return (parent == "1" ? "" : parent + " * ") + width;
   }
-  Expr size(Expr parent, ScalarType) const override { return mul(parent, int64(axis_.width)); }
+  Expr size(Expr parent, ScalarType) const override {
+    if (axis_.interleave > 0) {
+      const int64_t lanes = axis_.interleave;
+      return mul(binary(BinOp::Div, add(parent, int64(lanes - 1)), int64(lanes)), int64(lanes * axis_.width));
+    }
+    return mul(parent, int64(axis_.width));
+  }
   std::pair<Expr, Expr> positions_under(Expr parent, const std::string&, ScalarType) const override {
     Expr begin = mul(parent, int64(axis_.width));
     return {begin, add(begin, int64(axis_.width))};
+  }
+  bool walks_slots() const override { return axis_.interleave > 0; }
+  // (p - first) / C groups of C * width slots, then the slot's row of C, then the lane.
+  Expr slot_position(Expr parent, Expr parent_first, Expr slot) const override {
+    const int64_t lanes = axis_.interleave;
+    if (lanes == 0) return nullptr;
+    Expr offset = is_const_int(parent_first, 0) ? parent : sub(parent, parent_first);
+    Expr group = binary(BinOp::Div, offset, int64(lanes));
+    Expr lane = binary(BinOp::Mod, offset, int64(lanes));
+    return add(add(mul(group, int64(lanes * axis_.width)), mul(slot, int64(lanes))), lane);
   }
   Expr not_done(const std::string& position, const std::string& end, Expr coordinate) const override {
     Expr before_end = LevelAccess::not_done(position, end, coordinate);
@@ -96,7 +118,10 @@ class EllLevel : public LevelAccess {
   std::string locate_strategy(bool) const override {
     return "binary search in its " + std::to_string(axis_.width) + " ELL slots, up to the padding";
   }
-  std::string describe(bool, bool) const override { return axis_.tensor + " (ELL slots, up to the padding)"; }
+  std::string describe(bool, bool) const override {
+    return axis_.tensor + (axis_.interleave > 0 ? " (ELL slots interleaved by " + std::to_string(axis_.interleave) + " rows, up to the padding)"
+                                                : " (ELL slots, up to the padding)");
+  }
   // ELL rows shorter than the width end in padding, marked by a negative coordinate.
   Stmt only_stored(const std::string& coordinate_var, Stmt inner) const override {
     return std::make_shared<If>(binary(BinOp::Le, int64(0), var(coordinate_var)), inner, nullptr);
@@ -106,7 +131,14 @@ class EllLevel : public LevelAccess {
     return logical_and(binary(BinOp::Le, int64(0), load_index(axis_.crd, at, index_type)), less_than);  // padding sorts last
   }
   std::string crd_prose(const Format&, bool, bool) const override {
-    return ": coordinates, " + std::to_string(axis_.width) + " per parent position, increasing, then padding marked -1";
+    const std::string width = std::to_string(axis_.width);
+    if (axis_.interleave > 0) {
+      const std::string lanes = std::to_string(axis_.interleave);
+      return ": coordinates, " + width + " per parent position, increasing, then padding marked -1; stored by groups of " + lanes +
+             " parent positions (counted from the level above's first), slot by slot: slot s of position p at (p / " + lanes +
+             ") * " + std::to_string(axis_.interleave * axis_.width) + " + s * " + lanes + " + p % " + lanes;
+    }
+    return ": coordinates, " + width + " per parent position, increasing, then padding marked -1";
   }
 };
 

@@ -50,6 +50,11 @@ class LevelAccess {
   virtual bool one_per_parent() const { return false; }
   virtual bool coordinate_is_offset() const { return false; }
   virtual bool locatable() const { return false; }
+  // An interleaved ELL level: its positions under a parent are no range, so a loop walks the
+  // parent's `width` slots and declares each slot's position, slot_position(). `parent_first`:
+  // the first position of the parent's level, which the groups count from. Null elsewhere.
+  virtual bool walks_slots() const { return false; }
+  virtual loops::Expr slot_position(loops::Expr /*parent*/, loops::Expr /*parent_first*/, loops::Expr /*slot*/) const { return nullptr; }
   // `inner`, run only where the coordinate in `coordinate_var` is stored (ELL: not padding).
   virtual loops::Stmt only_stored(const std::string& /*coordinate_var*/, loops::Stmt inner) const { return inner; }
   // A cursor at `position` has coordinates left before `end` (whose coordinate is `coordinate`).

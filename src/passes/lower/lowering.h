@@ -231,6 +231,7 @@ class Lowering {
   static void locate(const std::vector<Operand>& lookups, const std::string& index_var, std::vector<Stmt>& body);
   Stmt guarded_nest(int depth, const std::vector<Operand>& operands);
   Stmt driven_loop(int depth);
+  Stmt slot_walk(int depth, const LevelAccess& level, std::vector<Stmt> setup, std::vector<Operand> operands);
   Stmt merge_loop(int depth);
   // Per conjunction of the iteration space, its operands that `counts`, leaving out those whose
   // operands include another's (A || A && B is A).

@@ -185,6 +185,7 @@ Stmt Lowering::driven_loop(int depth) {
     append(setup, std::move(body));
     return block(std::move(setup));
   }
+  if (level->walks_slots()) return slot_walk(depth, *level, std::move(setup), std::move(operands));
   auto [begin, end] = level_range(axis);
   Expr value = level->coordinate_at(position, begin, index_type_);
   body.push_back(std::make_shared<Declare>(index_var, ScalarType::Int64, value, false));
@@ -206,6 +207,30 @@ Stmt Lowering::driven_loop(int depth) {
     annotations.repeats_coordinates = true;
   }
   setup.push_back(std::make_shared<For>(fused ? fused->into : index_var, position, begin, end, block(std::move(body)), annotations));
+  return setup.size() == 1 ? setup.front() : block(std::move(setup));
+}
+
+// An interleaved ELL level (SELL-C), streamed alone: a loop over the parent's slots, each
+// slot's position computed from the parent's group and lane (level_access.h).
+Stmt Lowering::slot_walk(int depth, const LevelAccess& level, std::vector<Stmt> setup, std::vector<Operand> operands) {
+  const std::string& index_var = program_.iteration.iterators[depth].var;
+  const sparse::Axis& axis = *operands.front().axis;
+  const std::vector<LevelPosition>& levels = positions_.at(axis.tensor);
+  const std::string& position = levels[axis.level].name;
+  if (axis.level != 1 || presence(axis.tensor, axis.level))
+    throw_unsupported("the interleaved ELL slots of " + axis.tensor + " must lie under its top level, which no merge may skip");
+  const sparse::Axis& top = program_.axes[program_.buffer(axis.tensor).axes[0]];
+  Expr first = top.kind == sparse::AxisKind::DenseFixed ? int64(0) : level_access(top)->positions_under(int64(0), "", index_type_).first;
+  const std::string slot = fresh_name(position + "_slot");
+  std::vector<Stmt> body;
+  body.push_back(std::make_shared<Declare>(position, ScalarType::Int64, level.slot_position(var(levels[0].name), first, var(slot)), false));
+  body.push_back(std::make_shared<Declare>(index_var, ScalarType::Int64, level.coordinate_at(position, nullptr, index_type_), false));
+  locate({operands.begin() + 1, operands.end()}, index_var, body);
+  append(body, position_declares(depth));
+  body.push_back(level.only_stored(index_var, guarded_nest(depth, operands)));
+  LoopAnnotations annotations = loop_annotations(depth);
+  annotations.walks = axis.tensor;
+  setup.push_back(std::make_shared<For>(index_var, slot, int64(0), int64(axis.width), block(std::move(body)), annotations));
   return setup.size() == 1 ? setup.front() : block(std::move(setup));
 }
 
