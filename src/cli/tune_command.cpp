@@ -231,8 +231,11 @@ int run_tune(const TuneOptions& options) {
     open_inputs[tensor] = given.spec.find_tensor(tensor)->order;
     if (features_plain.contains(tensor)) known[tensor] = tune::InputFeatures::from_json(features_plain[tensor]);
   }
+  // hyb's interleaved buckets walk one native vector of rows (AVX-512: 16 floats, 8 doubles), or
+  // a warp's 32 threads on the GPU.
+  const int64_t lanes = given.config.target == Target::Cuda ? 32 : given.config.value_type == ValueType::Float64 ? 8 : 16;
   const tune::SearchSpace format_space =
-      tune::build_format_space(open_inputs, known, schedule_open, [&](const std::string& tensor, const tune::FormatChoice& choice) {
+      tune::build_format_space(open_inputs, known, schedule_open, lanes, [&](const std::string& tensor, const tune::FormatChoice& choice) {
         try {
           compile_config(s, format_config({{tensor, choice.entry}}, choice.schedule));
           return true;

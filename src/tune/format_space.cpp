@@ -25,7 +25,9 @@ FormatChoice named(const std::string& name) { return {name, json{{"format", name
 
 // hyb: ELL buckets of 1, 2, 4, ... up to the width that holds 99 % of the rows (row_log2_histogram's
 // bins are rows shorter than 2^b), each bucket scheduled by `auto` ([decompose, "auto"]).
-std::optional<FormatChoice> hyb_choice(const std::string& tensor, const InputFeatures& f) {
+// `lanes` > 0: the buckets' slots interleaved by that many rows (SELL-C), which auto walks in
+// that many vector lanes.
+std::optional<FormatChoice> hyb_choice(const std::string& tensor, const InputFeatures& f, int64_t lanes) {
   const std::vector<int64_t>& histogram = f.row_log2_histogram;
   int64_t rows = 0, covered = 0;
   for (int64_t n : histogram) rows += n;
@@ -38,13 +40,17 @@ std::optional<FormatChoice> hyb_choice(const std::string& tensor, const InputFea
   widest = std::min(widest, kHybMaxLog2Width);
   json buckets = json::array();
   for (int b = 0; b <= widest; ++b) buckets.push_back(int64_t{1} << b);
-  json schedule = json::array({json{{"op", "decompose"}, {"tensor", tensor}, {"format", "hyb"}, {"buckets", buckets}}, "auto"});
-  return FormatChoice{"hyb 1-" + std::to_string(int64_t{1} << widest), json{{"format", "csr"}}, schedule};
+  json decompose = {{"op", "decompose"}, {"tensor", tensor}, {"format", "hyb"}, {"buckets", buckets}};
+  if (lanes > 0) decompose["interleave"] = lanes;
+  json schedule = json::array({decompose, "auto"});
+  return FormatChoice{"hyb 1-" + std::to_string(int64_t{1} << widest) + (lanes > 0 ? " in " + std::to_string(lanes) + " lanes" : ""),
+                      json{{"format", "csr"}}, schedule};
 }
 
 }  // namespace
 
-std::vector<FormatChoice> format_choices(const std::string& tensor, int order, const InputFeatures* features, bool composed) {
+std::vector<FormatChoice> format_choices(const std::string& tensor, int order, const InputFeatures* features, bool composed,
+                                         int64_t lanes) {
   if (order == 0) return {};
   const FormatChoice standard = named(auto_input_format(order).name);  // what `spgen gen` stores
   if (order == 1) return {standard, named("dense")};
@@ -60,18 +66,22 @@ std::vector<FormatChoice> format_choices(const std::string& tensor, int order, c
   for (const auto& [r, fill] : blocks)
     if (fill >= kMinBlockFill)
       choices.push_back({"bsr " + std::to_string(r) + "x" + std::to_string(r), json{{"format", "bsr"}, {"block", {r, r}}}});
-  if (composed)
-    if (std::optional<FormatChoice> hyb = hyb_choice(tensor, *features)) choices.push_back(*hyb);
+  if (composed) {
+    if (std::optional<FormatChoice> hyb = hyb_choice(tensor, *features, 0)) choices.push_back(*hyb);
+    if (lanes > 0)
+      if (std::optional<FormatChoice> sell = hyb_choice(tensor, *features, lanes)) choices.push_back(*sell);
+  }
   return choices;
 }
 
 SearchSpace build_format_space(const std::map<std::string, int>& orders, const std::map<std::string, InputFeatures>& features,
-                               bool composed, const std::function<bool(const std::string&, const FormatChoice&)>& compiles) {
+                               bool composed, int64_t lanes,
+                               const std::function<bool(const std::string&, const FormatChoice&)>& compiles) {
   SearchSpace space;
   for (const auto& [tensor, order] : orders) {
     auto known = features.find(tensor);
     Knob knob{KnobKind::Format, "format " + tensor, 0, {}, {}, tensor};
-    for (const FormatChoice& choice : format_choices(tensor, order, known == features.end() ? nullptr : &known->second, composed))
+    for (const FormatChoice& choice : format_choices(tensor, order, known == features.end() ? nullptr : &known->second, composed, lanes))
       if (knob.values.empty() || compiles(tensor, choice)) {  // (the default is the base's own)
         knob.values.push_back(json{{"entry", choice.entry}, {"schedule", choice.schedule}});
         knob.labels.push_back(choice.label);

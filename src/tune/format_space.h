@@ -28,14 +28,17 @@ struct FormatChoice {
 // The choices for input `tensor` of `order` (`features`: null where unknown, e.g. a random
 // input: then only the formats that need none), the default (auto_input_format) first.
 // `composed`: whether choices that bring a schedule of their own are wanted (not where the
-// config pins the schedule).
-std::vector<FormatChoice> format_choices(const std::string& tensor, int order, const InputFeatures* features, bool composed);
+// config pins the schedule); `lanes` (0: none): also hyb with its ELL slots interleaved by that
+// many rows, a vector's lanes (SELL-C).
+std::vector<FormatChoice> format_choices(const std::string& tensor, int order, const InputFeatures* features, bool composed,
+                                         int64_t lanes = 0);
 
 // One Format knob per open input (tensor -> order), with the choices `compiles` accepts (it
 // receives the tensor and the choice; the other tensors keep their defaults). Knobs with one
 // choice are left out.
 SearchSpace build_format_space(const std::map<std::string, int>& orders, const std::map<std::string, InputFeatures>& features,
-                               bool composed, const std::function<bool(const std::string&, const FormatChoice&)>& compiles);
+                               bool composed, int64_t lanes,
+                               const std::function<bool(const std::string&, const FormatChoice&)>& compiles);
 
 // Tensor -> its config entry, at `point` of a format space.
 std::map<std::string, nlohmann::json> formats_at(const SearchSpace& space, const Point& point);

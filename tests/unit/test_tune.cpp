@@ -388,6 +388,12 @@ TEST_CASE("tune formats: the default first, then what the features make worth a 
   CHECK(composed.back().entry == nlohmann::json{{"format", "csr"}});
   CHECK(composed.back().schedule == nlohmann::json::parse(R"([
     {"op": "decompose", "tensor": "A", "format": "hyb", "buckets": [1, 2, 4, 8]}, "auto"])"));
+  // With lanes, hyb with its buckets interleaved by them (SELL-C) as well.
+  const std::vector<FormatChoice> sell = format_choices("A", 2, &skewed, true, 16);
+  REQUIRE(sell.size() == composed.size() + 1);
+  CHECK(sell.back().label == "hyb 1-8 in 16 lanes");
+  CHECK(sell.back().schedule == nlohmann::json::parse(R"([
+    {"op": "decompose", "tensor": "A", "format": "hyb", "buckets": [1, 2, 4, 8], "interleave": 16}, "auto"])"));
 }
 
 TEST_CASE("tune formats: a knob per open input, choices its compile check refuses left out") {
@@ -395,7 +401,7 @@ TEST_CASE("tune formats: a knob per open input, choices its compile check refuse
   auto all_but = [](const std::string& refused) {
     return [refused](const std::string&, const FormatChoice& choice) { return choice.entry.at("format") != refused; };
   };
-  SearchSpace space = build_format_space({{"A", 2}, {"x", 1}}, features, false, all_but("csc"));
+  SearchSpace space = build_format_space({{"A", 2}, {"x", 1}}, features, false, 16, all_but("csc"));
   REQUIRE(space.knobs.size() == 2);
   CHECK(space.knobs[0].kind == KnobKind::Format);
   CHECK(space.knobs[0].name == "format A");
@@ -412,7 +418,7 @@ TEST_CASE("tune formats: a knob per open input, choices its compile check refuse
   CHECK(schedule_at(space, p).empty());  // a format changes no op
   CHECK(describe_point(space, p) == "format A=ell 1");
   // A tensor left with its default alone has no knob.
-  CHECK(build_format_space({{"x", 1}}, {}, false, all_but("dense")).knobs.empty());
+  CHECK(build_format_space({{"x", 1}}, {}, false, 16, all_but("dense")).knobs.empty());
   CHECK(format_schedule(space, p).is_null());  // no composed format
 }
 
