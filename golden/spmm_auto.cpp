@@ -36,15 +36,30 @@ static inline spgen_vf64 spgen_load_f64(const double* p) {
   return v;
 }
 static inline void spgen_store_f64(double* p, spgen_vf64 v) { __builtin_memcpy(p, &v, sizeof v); }
+// Vectors of 32 bytes whatever the native width (8 floats, 4 doubles): a row's sum in 8 lanes
+// keeps them in one register on AVX2 and AVX-512 alike, where an array of 8 floats stays on the
+// stack and every step waits for the last one's store (bench/RESULTS.md, session 28).
+typedef float spgen_v8f32 __attribute__((vector_size(32)));
+typedef double spgen_v4f64 __attribute__((vector_size(32)));
+static inline spgen_v8f32 spgen_load_v8f32(const float* p) {
+  spgen_v8f32 v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+static inline void spgen_store_v8f32(float* p, spgen_v8f32 v) { __builtin_memcpy(p, &v, sizeof v); }
+static inline spgen_v4f64 spgen_load_v4f64(const double* p) {
+  spgen_v4f64 v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+static inline void spgen_store_v4f64(double* p, spgen_v4f64 v) { __builtin_memcpy(p, &v, sizeof v); }
 // The sum of n partial sums (n a power of two, from `vectorize` with `lanes`), added in vector
 // registers: whole vectors first, then the halves of one vector down to a pair. Adding them
 // through the array instead reloads parts of a vector just stored, which stalls on store
 // forwarding once per reduction. The pairing is the array tree's: lane l meets lane l + half.
 // `lanes` points to the partial sums, as scalars or (after passes/explicit_vectors) vectors.
-typedef float spgen_v8f32 __attribute__((vector_size(32)));
 typedef float spgen_v4f32 __attribute__((vector_size(16)));
 typedef float spgen_v2f32 __attribute__((vector_size(8)));
-typedef double spgen_v4f64 __attribute__((vector_size(32)));
 typedef double spgen_v2f64 __attribute__((vector_size(16)));
 static inline float spgen_reduce_f32(spgen_vf32 v) {
 #if SPGEN_VECTOR_BYTES == 64

@@ -39,14 +39,19 @@ std::string CExprPrinter::print_float(const FloatImm& node) const {
   return text;
 }
 
-std::string CExprPrinter::vector_suffix(ScalarType type) { return type == ScalarType::Float64 ? "f64" : "f32"; }
-std::string CExprPrinter::vector_type_name(ScalarType type) { return "spgen_v" + vector_suffix(type); }
+std::string CExprPrinter::vector_suffix(ScalarType type, int64_t lanes) {
+  const std::string element = type == ScalarType::Float64 ? "f64" : "f32";
+  return lanes > 0 ? "v" + std::to_string(lanes) + element : element;
+}
+std::string CExprPrinter::vector_type_name(ScalarType type, int64_t lanes) {
+  return lanes > 0 ? "spgen_" + vector_suffix(type, lanes) : "spgen_v" + vector_suffix(type);
+}
 
 std::string CExprPrinter::print_vector_load(const Load& node, const std::string& index) const {
   if (!node.gather_lane.empty())  // lane by lane (templates/cpu_vector_helpers.cpp.in)
-    return "spgen_gather_" + vector_suffix(node.type) + "([&](int64_t " + node.gather_lane + ") { return " + node.buffer + "[" + index +
-           "]; })";
-  return "spgen_load_" + vector_suffix(node.type) + "(&" + node.buffer + "[" + index + "])";
+    return "spgen_gather_" + vector_suffix(node.type, node.lanes) + "([&](int64_t " + node.gather_lane + ") { return " + node.buffer +
+           "[" + index + "]; })";
+  return "spgen_load_" + vector_suffix(node.type, node.lanes) + "(&" + node.buffer + "[" + index + "])";
 }
 
 // A masked tail (templates/cpu_masked_sum.cpp.in), its value computed per lane in a lambda; a
@@ -85,7 +90,7 @@ std::string CStmtPrinter::workspace_declarations(const Allocate& node, const std
   std::string out;
   for (const Workspace& w : node.buffers)
     if (w.vector)  // zero-initialised registers
-      out += indent + CExprPrinter::vector_type_name(w.type) + " " + w.name + "[" + expr_.print(w.size) + "] = {};\n";
+      out += indent + CExprPrinter::vector_type_name(w.type, w.lanes) + " " + w.name + "[" + expr_.print(w.size) + "] = {};\n";
     else if (w.local)  // zero-initialised
       out += indent + expr_.type_name(w.type) + " " + w.name + "[" + expr_.print(w.size) + "] = {};\n";
     else
@@ -112,7 +117,7 @@ std::string CStmtPrinter::print_for(const For& loop, int depth) {
 std::string CStmtPrinter::print_store(const Store& store, const std::string& indent) {
   if (store.vector) {
     std::string at = "&" + store.buffer + "[" + expr_.print(store.index) + "]";
-    std::string suffix = CExprPrinter::vector_suffix(store.value->type);
+    std::string suffix = CExprPrinter::vector_suffix(store.value->type, store.lanes);
     std::string value = store.accumulate ? "spgen_load_" + suffix + "(" + at + ") + " + expr_.print(store.value)
                                          : expr_.print(store.value);
     return indent + "spgen_store_" + suffix + "(" + at + ", " + value + ");\n";

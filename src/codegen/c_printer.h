@@ -27,8 +27,10 @@ class CExprPrinter : public loops::ExprPrinter {
 
  public:
   // spgen_vf32 / spgen_vf64 and their load/store helpers (templates/cpu_vector_helpers.cpp.in).
-  static std::string vector_type_name(loops::ScalarType type);
-  static std::string vector_suffix(loops::ScalarType type);  // "f32", "f64"
+  // `lanes` 0: the native vector (spgen_vf32, helpers spgen_load_f32 ...); else a vector of
+  // that many elements (spgen_v8f32, helpers spgen_load_v8f32 ...).
+  static std::string vector_type_name(loops::ScalarType type, int64_t lanes = 0);
+  static std::string vector_suffix(loops::ScalarType type, int64_t lanes = 0);  // "f32", "f64", "v8f32"
 };
 
 // The C types of the configured values and indices ("float", "int32_t", ...), as the generated

@@ -121,7 +121,8 @@ bool same_expr(const Expr& a, const Expr& b) {
     case ExprKind::Var: return static_cast<const Var&>(*a).name == static_cast<const Var&>(*b).name;
     case ExprKind::Load: {
       auto &x = static_cast<const Load&>(*a), &y = static_cast<const Load&>(*b);
-      return x.buffer == y.buffer && x.vector == y.vector && x.gather_lane == y.gather_lane && same_expr(x.index, y.index);
+      return x.buffer == y.buffer && x.vector == y.vector && x.gather_lane == y.gather_lane && x.lanes == y.lanes &&
+             same_expr(x.index, y.index);
     }
     case ExprKind::Binary: {
       auto &x = static_cast<const Binary&>(*a), &y = static_cast<const Binary&>(*b);

@@ -40,15 +40,18 @@ struct Var : ExprNode {
   Var(std::string n, ScalarType t) : ExprNode(ExprKind::Var, t), name(std::move(n)) {}
 };
 // buffer[index]. A `vector` load reads the native SIMD vector of consecutive elements starting at
-// `index` (see passes/explicit_vectors.h); `type` is then the element type. A vector load with a
-// `gather_lane` gathers instead: lane l of the vector is buffer[index] with gather_lane = l.
+// `index` (see passes/explicit_vectors.h), or with `lanes` > 0 a vector of exactly that many (a
+// 32-byte one where the native vector may be wider); `type` is then the element type. A vector
+// load with a `gather_lane` gathers instead: lane l of the vector is buffer[index] with
+// gather_lane = l.
 struct Load : ExprNode {
   std::string buffer;
   Expr index;
   bool vector;
   std::string gather_lane;
-  Load(std::string b, Expr i, ScalarType t, bool v = false, std::string lane = "")
-      : ExprNode(ExprKind::Load, t), buffer(std::move(b)), index(std::move(i)), vector(v), gather_lane(std::move(lane)) {}
+  int64_t lanes;
+  Load(std::string b, Expr i, ScalarType t, bool v = false, std::string lane = "", int64_t n = 0)
+      : ExprNode(ExprKind::Load, t), buffer(std::move(b)), index(std::move(i)), vector(v), gather_lane(std::move(lane)), lanes(n) {}
 };
 struct Binary : ExprNode {
   BinOp op;
@@ -213,16 +216,18 @@ struct Assign : StmtNode {
 
 // buffer[index] = value, or += when `accumulate`. An `atomic` store is an addition that other
 // threads may make to the same entry at the same time (a parallel loop's reduction). A `vector`
-// store writes a native SIMD vector to the consecutive elements starting at `index`.
+// store writes a native SIMD vector to the consecutive elements starting at `index` (with
+// `lanes` > 0, a vector of that many, as a Load's).
 struct Store : StmtNode {
   std::string buffer;
   Expr index, value;
   bool accumulate;
   bool atomic;
   bool vector;
-  Store(std::string b, Expr i, Expr v, bool acc, bool at = false, bool vec = false)
+  int64_t lanes;
+  Store(std::string b, Expr i, Expr v, bool acc, bool at = false, bool vec = false, int64_t n = 0)
       : StmtNode(StmtKind::Store), buffer(std::move(b)), index(std::move(i)), value(std::move(v)), accumulate(acc),
-        atomic(at), vector(vec) {}
+        atomic(at), vector(vec), lanes(n) {}
 };
 
 // Scratch arrays (workspaces) that live while `body` runs. When the body's outermost loop runs
@@ -235,9 +240,10 @@ struct Workspace {
   // A small array of constant size in the function's frame, which the compiler can keep in
   // registers (vector lanes); its init is zero. Otherwise a heap array.
   bool local = false;
-  // A local array whose elements are native SIMD vectors of `type` (a register tile); `size`
-  // counts vectors.
+  // A local array whose elements are native SIMD vectors of `type` (a register tile), or with
+  // `lanes` > 0 vectors of that many elements; `size` counts vectors.
   bool vector = false;
+  int64_t lanes = 0;
   // cuda: an array in the block's shared memory, which every thread of the block reads (a tile
   // of an operand, `cache`); not initialised. `size` is computable on the host (sizes only).
   bool shared = false;

@@ -64,7 +64,7 @@ std::string ExprPrinter::print_float(const FloatImm& node) const {
 
 std::string ExprPrinter::print_vector_load(const Load& node, const std::string& index) const {
   if (!node.gather_lane.empty()) return "gather(" + node.buffer + "[" + index + "] for " + node.gather_lane + " in lanes)";
-  return node.buffer + "[" + index + " +: lanes]";
+  return node.buffer + "[" + index + (node.lanes > 0 ? " +: " + std::to_string(node.lanes) + "]" : " +: lanes]");
 }
 
 std::string ExprPrinter::print_masked_sum(const MaskedSum& node) const {
@@ -171,7 +171,7 @@ class Stage2Dumper {
       case StmtKind::Store: {
         const auto& node = static_cast<const Store&>(*s);
         out += pad + (node.atomic ? "atomic " : "") + node.buffer + "[" + printer.print(node.index) +
-               (node.vector ? " +: lanes]" : "]") +
+               (node.vector ? (node.lanes > 0 ? " +: " + std::to_string(node.lanes) + "]" : " +: lanes]") : "]") +
                (node.accumulate ? " += " : " = ") +
                printer.print(node.value) + "\n";
         return;
@@ -185,7 +185,8 @@ class Stage2Dumper {
         for (size_t b = 0; b < node.buffers.size(); ++b) {
           const Workspace& w = node.buffers[b];
           out += std::string(b ? ", " : " ") + (w.local ? "local " : "") + (w.shared ? "shared " : "") +
-                 (w.growable ? "growable " : "") + w.name + ": " + scalar_type_name(w.type) + (w.vector ? " vectors" : "") +
+                 (w.growable ? "growable " : "") + w.name + ": " + scalar_type_name(w.type) +
+                 (w.vector ? (w.lanes > 0 ? " vectors of " + std::to_string(w.lanes) : " vectors") : "") +
                  "[" + printer.print(w.size) + "]" + (w.init ? " = " + printer.print(w.init) : "");
         }
         out += ":\n";

@@ -82,7 +82,7 @@ Stmt IRMutator::mutate_prefetch(const Prefetch& node, const Stmt& self) {
 
 Expr IRMutator::mutate_load(const Load& node, const Expr& self) {
   Expr index = mutate(node.index);
-  return index == node.index ? self : std::make_shared<Load>(node.buffer, index, node.type, node.vector, node.gather_lane);
+  return index == node.index ? self : std::make_shared<Load>(node.buffer, index, node.type, node.vector, node.gather_lane, node.lanes);
 }
 
 Expr IRMutator::mutate_binary(const Binary& node, const Expr& self) {
@@ -160,7 +160,7 @@ Stmt IRMutator::mutate_allocate(const Allocate& node, const Stmt& self) {
 Stmt IRMutator::mutate_store(const Store& node, const Stmt& self) {
   Expr index = mutate(node.index), value = mutate(node.value);
   if (index == node.index && value == node.value) return self;
-  return std::make_shared<Store>(node.buffer, index, value, node.accumulate, node.atomic, node.vector);
+  return std::make_shared<Store>(node.buffer, index, value, node.accumulate, node.atomic, node.vector, node.lanes);
 }
 
 namespace {
@@ -305,7 +305,7 @@ class Renamer : public IRMutator {
     return names_.count(node.name) ? std::make_shared<Var>(name(node.name), node.type) : self;
   }
   Expr mutate_load(const Load& node, const Expr&) override {
-    return std::make_shared<Load>(name(node.buffer), mutate(node.index), node.type, node.vector, node.gather_lane);
+    return std::make_shared<Load>(name(node.buffer), mutate(node.index), node.type, node.vector, node.gather_lane, node.lanes);
   }
   Stmt mutate_for(const For& node, const Stmt&) override {
     return std::make_shared<For>(node.label, name(node.var), mutate(node.begin), mutate(node.end), mutate(node.body), node.annotations);
@@ -318,7 +318,7 @@ class Renamer : public IRMutator {
   }
   Stmt mutate_store(const Store& node, const Stmt&) override {
     return std::make_shared<Store>(name(node.buffer), mutate(node.index), mutate(node.value), node.accumulate, node.atomic,
-                                   node.vector);
+                                   node.vector, node.lanes);
   }
   Stmt mutate_allocate(const Allocate& node, const Stmt&) override {
     std::vector<Workspace> buffers = node.buffers;

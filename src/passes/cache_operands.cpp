@@ -23,7 +23,7 @@ class ReadFromTile : public IRMutator {
     if (node.buffer != buffer_) return IRMutator::mutate_load(node, self);
     ++replaced;
     Expr index = is_const_int(base_, 0) ? node.index : sub(node.index, base_);
-    return std::make_shared<Load>(tile_, index, node.type, node.vector);
+    return std::make_shared<Load>(tile_, index, node.type, node.vector, "", node.lanes);
   }
 
  private:

@@ -30,9 +30,11 @@ std::optional<int64_t> const_int(const Expr& expr) {
 // by lane (`gather_lane`), and an integer that varies so (crd[p]) is computed inside the gather.
 class LoopVectorizer {
  public:
-  LoopVectorizer(const For& loop, const Workspace& tile, std::string vector_var, std::string lane_var, VectorTarget target)
+  // `fixed`: vectors of that many elements (0: native ones).
+  LoopVectorizer(const For& loop, const Workspace& tile, std::string vector_var, std::string lane_var, VectorTarget target,
+                 int64_t fixed)
       : loop_(loop), tile_(tile), vector_var_(std::move(vector_var)), lane_var_(std::move(lane_var)), target_(target),
-        first_lane_(mul(var(vector_var_), vector_lanes(tile.type))) {
+        fixed_(fixed), lanes_(fixed > 0 ? int64(fixed) : vector_lanes(tile.type)), first_lane_(mul(var(vector_var_), lanes_)) {
     strides_[loop.var] = 1;
   }
 
@@ -44,7 +46,7 @@ class LoopVectorizer {
       body.push_back(converted);
     }
     if (!wrote_vector_) return nullptr;
-    Expr trips = binary(BinOp::Div, loop_.end, vector_lanes(tile_.type));
+    Expr trips = fixed_ > 0 ? int64(static_cast<const IntImm&>(*loop_.end).value / fixed_) : binary(BinOp::Div, loop_.end, lanes_);
     LoopAnnotations annotations;  // explicit vectors: no simd pragma
     return std::make_shared<For>(loop_.label, vector_var_, int64(0), trips, block(std::move(body)), annotations);
   }
@@ -143,12 +145,12 @@ class LoopVectorizer {
         if (!s) {
           if (target_ != VectorTarget::Cpu || node.type != tile_.type) return nullptr;
           vector = true;
-          return std::make_shared<Load>(node.buffer, in_lane(node.index), node.type, true, lane_var_);
+          return std::make_shared<Load>(node.buffer, in_lane(node.index), node.type, true, lane_var_, fixed_);
         }
         if (*s == 0) return e;
         if (*s != 1 || node.type != tile_.type) return nullptr;
         vector = true;
-        return std::make_shared<Load>(node.buffer, first_lane(node.index), node.type, true);
+        return std::make_shared<Load>(node.buffer, first_lane(node.index), node.type, true, "", fixed_);
       }
       case ExprKind::Binary: {
         const auto& b = static_cast<const Binary&>(*e);
@@ -203,7 +205,7 @@ class LoopVectorizer {
         auto index_stride = stride(st.index);
         if (!vector || !index_stride || *index_stride != 1 || st.value->type != tile_.type) return nullptr;
         wrote_vector_ = true;
-        return std::make_shared<Store>(st.buffer, first_lane(st.index), v, st.accumulate, false, true);
+        return std::make_shared<Store>(st.buffer, first_lane(st.index), v, st.accumulate, false, true, fixed_);
       }
       case StmtKind::Comment: return s;
       default: return nullptr;
@@ -214,6 +216,8 @@ class LoopVectorizer {
   const Workspace& tile_;
   std::string vector_var_, lane_var_;
   VectorTarget target_;
+  int64_t fixed_;
+  Expr lanes_;
   Expr first_lane_;
   std::map<std::string, int64_t> strides_;
   std::map<std::string, Expr> lane_lets_;  // integers that vary from lane to lane, by their definition
@@ -262,12 +266,19 @@ class ExplicitVectors : public IRMutator {
     for (Workspace& w : buffers) {
       if (!w.local || w.vector || (w.type != ScalarType::Float32 && w.type != ScalarType::Float64)) continue;
       auto size = const_int(w.size);
-      if (!size || *size % max_lanes(w.type, target_) != 0) continue;
-      std::optional<Stmt> rewritten = vectorize_uses(body, w, *size);
+      if (!size) continue;
+      // Whole native vectors; or, on the cpu, one vector of 32 bytes (SpMV's 8 lanes).
+      int64_t fixed = 0;
+      if (*size % max_lanes(w.type, target_) != 0) {
+        if (target_ != VectorTarget::Cpu || *size * (w.type == ScalarType::Float64 ? 8 : 4) != 32) continue;
+        fixed = *size;
+      }
+      std::optional<Stmt> rewritten = vectorize_uses(body, w, *size, fixed);
       if (!rewritten) continue;
       body = *rewritten;
       w.vector = true;
-      w.size = binary(BinOp::Div, w.size, vector_lanes(w.type));
+      w.lanes = fixed;
+      w.size = fixed > 0 ? int64(1) : binary(BinOp::Div, w.size, vector_lanes(w.type));
       tiled = true;
     }
     if (body == node.body && !tiled) return self;
@@ -275,7 +286,7 @@ class ExplicitVectors : public IRMutator {
   }
 
  private:
-  std::optional<Stmt> vectorize_uses(const Stmt& body, const Workspace& tile, int64_t size) {
+  std::optional<Stmt> vectorize_uses(const Stmt& body, const Workspace& tile, int64_t size, int64_t fixed) {
     TileUses uses;
     uses.tile = tile.name;
     uses.visit(body);
@@ -286,7 +297,7 @@ class ExplicitVectors : public IRMutator {
       if (!loop->annotations.vectorized || !is_const_int(loop->begin, 0) || !trips || *trips != size ||
           contains_loop(loop->body))
         return std::nullopt;
-      Stmt converted = LoopVectorizer(*loop, tile, fresh(loop->label + "_vec"), fresh("lane"), target_).run();
+      Stmt converted = LoopVectorizer(*loop, tile, fresh(loop->label + "_vec"), fresh("lane"), target_, fixed).run();
       if (!converted) return std::nullopt;
       replacements[loop] = converted;
     }

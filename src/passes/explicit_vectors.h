@@ -8,8 +8,11 @@
 
 namespace spgen {
 
-// Workspaces or loops that do not fit (a trip count that is not a multiple of the widest vector,
-// strided accesses, a use outside such a loop) are left as they are. On the CPU a vector is the
+// A workspace of exactly 32 bytes (SpMV's row sum in 8 float lanes) becomes one vector of that
+// size on the cpu, whatever the native width: as an array GCC kept it on the stack, and each
+// step of the sum waited on the store of the one before (1.0-1.5x on 8 matrices, bench/RESULTS.md,
+// session 28). Workspaces or loops that do not fit (a trip count that is not a multiple of the
+// widest vector, strided accesses, a use outside such a loop) are left as they are. On the CPU a vector is the
 // widest SIMD register (up to 16 floats); on the cuda target a float4 or double2, which a thread
 // loads and stores in one instruction where the address is aligned (templates/cuda_vector_helpers.cu.in).
 enum class VectorTarget { Cpu, Cuda };
