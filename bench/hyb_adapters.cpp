@@ -6,10 +6,11 @@
 
 #include "spmm_b_hyb.h"
 #include "spmv_b_hyb.h"
+#include "spmv_b_hyb_il16.h"
 
 namespace {
 
-constexpr int kParts = 12;  // buckets 1 .. 2048 (bench/configs/spmm_b_hyb.json, spmv_b_hyb.json)
+constexpr int kParts = 12;  // buckets 1 .. 2048 (bench/configs/spmm_b_hyb.json, spmv_b_hyb.json, spmv_b_hyb_il16.json)
 constexpr int kArrays = 4 * kParts;
 
 // The parts of the last matrix seen, by its arrays and sizes.
@@ -79,4 +80,13 @@ void spmv_b_hyb_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* pos, 
       p, pos, crd, vals, dim_i, dim_j, [&](int64_t* n) { return spmv_b_hyb_decompose_A_sizes(dim_i, dim_j, pos, crd, n); },
       [&] { return spmv_b_hyb_decompose_A(dim_i, dim_j, pos, crd, vals, SPGEN_PARTS, p.lengths); });
   spmv_b_hyb(dim_i, dim_j, y, SPGEN_PARTS, x);
+}
+
+void spmv_b_hyb_il16_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* pos, const int32_t* crd, const float* vals,
+                         const float* x) {
+  static Parts p;
+  prepare(
+      p, pos, crd, vals, dim_i, dim_j, [&](int64_t* n) { return spmv_b_hyb_il16_decompose_A_sizes(dim_i, dim_j, pos, crd, n); },
+      [&] { return spmv_b_hyb_il16_decompose_A(dim_i, dim_j, pos, crd, vals, SPGEN_PARTS, p.lengths); });
+  spmv_b_hyb_il16(dim_i, dim_j, y, SPGEN_PARTS, x);
 }
