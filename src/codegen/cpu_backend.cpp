@@ -42,9 +42,13 @@ class CpuStmtPrinter : public CStmtPrinter {
         static const char* kinds[] = {"static", "dynamic", "guided"};
         out += in_parallel_region_ ? "for " : "parallel for ";
         if (a.vectorized) out += "simd ";
-        out += "schedule(" + std::string(kinds[static_cast<int>(a.schedule)]);
-        if (a.chunk) out += ", " + std::to_string(a.chunk);
-        out += ")";
+        if (a.schedule == ParallelSchedule::EvenRows) {
+          out += "schedule(runtime)";  // (set by spgen_even_rows_schedule: print_for)
+        } else {
+          out += "schedule(" + std::string(kinds[static_cast<int>(a.schedule)]);
+          if (a.chunk) out += ", " + std::to_string(a.chunk);
+          out += ")";
+        }
       } else {
         out += "simd";
       }
@@ -63,6 +67,13 @@ class CpuStmtPrinter : public CStmtPrinter {
   // In a parallel region, a loop run in thread order (joining per-thread lists) runs in each
   // thread, one after another: an ordered loop of one iteration per thread around it.
   std::string print_for(const For& loop, int depth) override {
+    if (loop.annotations.parallel && loop.annotations.schedule == ParallelSchedule::EvenRows) {
+      // The runtime schedule for this loop, chosen from the rows' positions and put back after it.
+      std::string pad(2 * depth, ' ');
+      return pad + "{\n" + pad + "#ifdef _OPENMP\n" + pad + "  const spgen_even_rows_schedule spgen_rows_schedule(" +
+             loop.annotations.rows_pos + ", " + expr_.print(loop.end) + ", " + std::to_string(loop.annotations.chunk) + ");\n" +
+             pad + "#endif\n" + CStmtPrinter::print_for(loop, depth + 1) + pad + "}\n";
+    }
     if (!loop.annotations.in_thread_order || !in_parallel_region_) return CStmtPrinter::print_for(loop, depth);
     std::string pad(2 * depth, ' ');
     return pad + "#ifdef _OPENMP\n" + pad + "#pragma omp for ordered schedule(static, 1)\n" + pad +
@@ -110,6 +121,19 @@ bool joins_in_thread_order(const LoweredFunc& func) {
     void visit_for(const For& node) override {
       parallel |= node.annotations.parallel;
       found |= node.annotations.in_thread_order && parallel;
+      IRVisitor::visit_for(node);
+    }
+  } finder;
+  finder.visit(func.body);
+  return finder.found;
+}
+
+// A parallel loop whose schedule is chosen on each call from its rows (templates/cpu_even_rows.cpp.in).
+bool uses_even_rows(const LoweredFunc& func) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void visit_for(const For& node) override {
+      found |= node.annotations.parallel && node.annotations.schedule == ParallelSchedule::EvenRows;
       IRVisitor::visit_for(node);
     }
   } finder;
@@ -181,6 +205,8 @@ GeneratedFile emit_cpu_source(const LoweredFunc& func, const GenerationContext& 
       std::any_of(assemble.begin(), assemble.end(), [](const LoweredFunc& phase) { return uses_sort(phase.body); }))
     file.text += std::string(*templates::lookup("cpu_sort.cpp.in")) + "\n";
   if (uses_sort(func.body, true)) file.text += std::string(*templates::lookup("cpu_sort_entries.cpp.in")) + "\n";
+  if (uses_even_rows(func) || std::any_of(parts.begin(), parts.end(), uses_even_rows))
+    file.text += std::string(*templates::lookup("cpu_even_rows.cpp.in")) + "\n";
   if (joins_in_thread_order(func) ||
       std::any_of(assemble.begin(), assemble.end(), [](const LoweredFunc& phase) { return joins_in_thread_order(phase); }))
     file.text += std::string(*templates::lookup("cpu_thread_order.cpp.in")) + "\n";

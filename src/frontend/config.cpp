@@ -90,7 +90,7 @@ std::string describe_schedule_op(const ScheduleOp& op) {
     }
     std::string operator()(const PrecomputeOp& p) const { return "precompute(" + p.var + ")"; }
     std::string operator()(const ParallelOp& p) const {
-      static const char* kinds[] = {"static", "dynamic", "guided"};
+      static const char* kinds[] = {"static", "dynamic", "guided", "even_rows"};
       return "parallel(" + p.var + ", " + kinds[static_cast<int>(p.schedule)] +
              (p.chunk ? ", " + std::to_string(p.chunk) : "") + (p.reduction.empty() ? "" : ", reduction " + p.reduction) +
              (p.balance.empty() ? "" : ", balance " + p.balance + (p.parts ? " " + std::to_string(p.parts) : "")) + ")";

@@ -74,7 +74,10 @@ struct TileOp { std::string var; int64_t factor = 0; std::string outer, inner; }
 // The sum that each iteration of `var` computes (over a loop inside it) goes into a workspace
 // indexed by `var`, and `var` moves inside that loop.
 struct PrecomputeOp { std::string var; };
-enum class OmpSchedule { Static, Dynamic, Guided };
+// EvenRows: a loop over the rows of a csr-like operand chooses on each call, from the operand's
+// row positions: static where equal blocks of rows (one per thread) hold their entries evenly,
+// else dynamic in chunks (`chunk`, default 512).
+enum class OmpSchedule { Static, Dynamic, Guided, EvenRows };
 // `reduction`: how iterations that add into the same output entries combine: "atomic" (atomic
 // adds) or "privatize" (per-thread copies of the output, added up after the loop); empty: none
 // may race. `balance`: "nonzeros" cuts a loop over rows into `parts` ranges of equal nonzero

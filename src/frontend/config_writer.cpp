@@ -13,6 +13,7 @@ const char* omp_schedule_name(OmpSchedule schedule) {
     case OmpSchedule::Static: return "static";
     case OmpSchedule::Dynamic: return "dynamic";
     case OmpSchedule::Guided: return "guided";
+    case OmpSchedule::EvenRows: return "even_rows";
   }
   return "static";
 }

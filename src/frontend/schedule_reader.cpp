@@ -145,7 +145,8 @@ class ScheduleReader : public ConfigJsonReader {
         if (name == "static") parallel.schedule = OmpSchedule::Static;
         else if (name == "dynamic") parallel.schedule = OmpSchedule::Dynamic;
         else if (name == "guided") parallel.schedule = OmpSchedule::Guided;
-        else fail(path + "/schedule", "unknown OpenMP schedule \"" + name + "\" (expected static, dynamic or guided)");
+        else if (name == "even_rows") parallel.schedule = OmpSchedule::EvenRows;
+        else fail(path + "/schedule", "unknown OpenMP schedule \"" + name + "\" (expected static, dynamic, guided or even_rows)");
       }
       if (op.contains("chunk")) parallel.chunk = get_positive_int(op["chunk"], path + "/chunk");
       if (op.contains("reduction")) {

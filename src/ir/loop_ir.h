@@ -114,13 +114,15 @@ struct Block : StmtNode {
   explicit Block(std::vector<Stmt> s) : StmtNode(StmtKind::Block), stmts(std::move(s)) {}
 };
 
-enum class ParallelSchedule { Static, Dynamic, Guided };
+// EvenRows: static or dynamic (chunk), chosen on each call from the row positions `rows_pos`.
+enum class ParallelSchedule { Static, Dynamic, Guided, EvenRows };
 
 // How a loop runs. Schedules set these; the lowering creates every loop serial.
 struct LoopAnnotations {
   bool parallel = false;
   ParallelSchedule schedule = ParallelSchedule::Static;
   int64_t chunk = 0;  // 0: the runtime's default
+  std::string rows_pos;  // EvenRows: the pos array whose entries [begin, end] the loop's rows hold
   bool vectorized = false;
   int64_t unroll = 0;  // 0: no unroll request
   // Why the loop must stay sequential and scalar (it advances co-iteration cursors), or empty.

@@ -234,7 +234,10 @@ const For* row_sum_walk(const LoweredFunc& func, const sparse::Program& program,
 // but 1.08x and 1.33x slower on ego-facebook and wing.
 constexpr int64_t kRowSumLanes = 8;
 
-// A static split of the rows, where the statistics show equal row blocks holding nearly equal
+// Without statistics, the SpMV row loop checks the same on each call from its row positions
+// ("even_rows": static or dynamic 512; 2 threads: cora 1.38x, wing 1.10x, MIT8 and bcsstk16
+// 1.03x over dynamic 512, astro-ph left dynamic, ego-facebook 0.97x: bench/RESULTS.md, session
+// 28). A static split of the rows, where the statistics show equal row blocks holding nearly equal
 // entries: each thread then walks contiguous rows, with no chunk to claim (SpMV in 8 lanes,
 // 2 threads: static ran 1.05-1.23x faster than dynamic 512 on 7 of the 8 matrices of
 // ../shared/data, and 1.18x slower on astro-ph, whose halves hold 1.35x of even: bench/RESULTS.md,
@@ -375,6 +378,10 @@ std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Pro
     const RowSplit split = walk ? static_row_split(program, config, *walk) : RowSplit{};
     if (split.even)
       add(ParallelOp{outer->label, OmpSchedule::Static, 0, {}, {}, 0}, "race-free outer loop; static: " + split.why);
+    else if (walk && split.why.empty() && !rows_positions(program, *outer).empty())
+      add(ParallelOp{outer->label, OmpSchedule::EvenRows, 512, {}, {}, 0},
+          "race-free outer loop; static where the rows' positions show them even (checked on each call), else dynamic "
+          "in large chunks: a row is one sparse walk");
     else
       add(ParallelOp{outer->label, OmpSchedule::Dynamic, light_rows ? 512 : 128, {}, {}, 0},
           std::string(light_rows ? "race-free outer loop; dynamic in large chunks: a row is one sparse walk"

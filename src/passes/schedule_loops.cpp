@@ -262,6 +262,16 @@ std::vector<bool> schedule_loops(LoweredFunc& func, const sparse::Program& progr
 
 std::string precompute_refusal(const loops::For& loop) { return precompute_shape(loop).refusal; }
 
+std::string rows_positions(const sparse::Program& program, const loops::For& loop) {
+  if (loop.var != loop.label || !loops::is_const_int(loop.begin, 0)) return "";
+  for (const sparse::Axis& axis : program.axes) {
+    if (axis.kind != sparse::AxisKind::SparseVariable || axis.level != 1 || !axis.unique || axis.pos.empty()) continue;
+    const sparse::Axis& top = program.axes[static_cast<size_t>(program.buffer(axis.tensor).axes[0])];
+    if (top.kind == sparse::AxisKind::DenseFixed && top.index_var == loop.label && top.block_part == BlockPart::None) return axis.pos;
+  }
+  return "";
+}
+
 MaskedSumOf masked_sum_of(const loops::For& loop) {
   std::map<std::string, Expr> lets;
   MaskedSumOf sum;

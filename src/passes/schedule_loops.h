@@ -25,6 +25,11 @@ enum class MissingLoops {
 // sum), or "" when its body has that shape. `auto` asks before it chooses a register tile.
 std::string precompute_refusal(const loops::For& loop);
 
+// The pos array of a compressed level right under a dense top level that `loop` (over that
+// level's rows, unsplit, from 0) iterates, whose entries pos[0 .. end] tell "even_rows" how evenly
+// the rows hold them; "" where there is none. `auto` asks before it chooses "even_rows".
+std::string rows_positions(const sparse::Program& program, const loops::For& loop);
+
 // Whether `vectorize` with "tail": "masked" applies to `loop` (`refusal` says why not, else
 // empty) and the length of the arrays its masked sums may read up to (`limit`). `auto` asks
 // before it chooses one.

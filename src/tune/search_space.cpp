@@ -34,7 +34,8 @@ std::string parallel_label(const json& v) {
 
 json parallel_value(const ParallelOp& p) {
   if (!p.balance.empty()) return {{"balance", p.balance}};
-  json v = {{"schedule", p.schedule == OmpSchedule::Static ? "static" : p.schedule == OmpSchedule::Dynamic ? "dynamic" : "guided"}};
+  static const char* kinds[] = {"static", "dynamic", "guided", "even_rows"};
+  json v = {{"schedule", kinds[static_cast<int>(p.schedule)]}};
   if (p.chunk > 0) v["chunk"] = p.chunk;
   return v;
 }

@@ -665,7 +665,7 @@ TEST_CASE("config error: parallel fields") {
   CHECK(op_error(R"({"op": "parallel"})") == config_error("/schedule/0", "missing \"var\""));
   CHECK(op_error(R"({"op": "parallel", "var": "i", "schedule": "auto"})") ==
         config_error("/schedule/0/schedule",
-                     "unknown OpenMP schedule \"auto\" (expected static, dynamic or guided)"));
+                     "unknown OpenMP schedule \"auto\" (expected static, dynamic, guided or even_rows)"));
   CHECK(op_error(R"({"op": "parallel", "var": "i", "schedule": 1})") ==
         config_error("/schedule/0/schedule", "expected a string, found number"));
   CHECK(op_error(R"({"op": "parallel", "var": "i", "chunk": -1})") ==

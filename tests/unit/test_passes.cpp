@@ -212,15 +212,41 @@ TEST_CASE("auto schedule: a dot product over a dense inner loop sums in vector l
 
 TEST_CASE("auto schedule: rows that are one sparse walk (SpMV) are shared in large chunks, heavier rows in small ones") {
   // ... and its row sums in 8 lanes (floats and doubles alike), the rest of a row and a short row in one masked sum.
+  // (Without statistics, static or dynamic is chosen on each call from the row positions: even_rows.)
   CHECK(described(compile(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": "auto"})")) ==
-        std::vector<std::string>{"parallel(i, dynamic, 512)", "vectorize(j, 8 lanes, masked tail)"});
+        std::vector<std::string>{"parallel(i, even_rows, 512)", "vectorize(j, 8 lanes, masked tail)"});
   CHECK(described(compile(kSpmv, R"({"types": {"value": "float64"}, "tensors": {"A": {"format": "csr"}}, "schedule": "auto"})")) ==
-        std::vector<std::string>{"parallel(i, dynamic, 512)", "vectorize(j, 8 lanes, masked tail)"});
+        std::vector<std::string>{"parallel(i, even_rows, 512)", "vectorize(j, 8 lanes, masked tail)"});
   // dcsr's rows are no dense loop: a masked tail cannot bound its reads, and auto gives none.
   CHECK(described(compile(kSpmv, R"({"tensors": {"y": {"format": "dense"}, "A": {"format": "dcsr"}}, "schedule": "auto"})")) ==
         std::vector<std::string>{"parallel(i, dynamic, 512)"});
   CHECK(described(compile("C(i,j) = A(i,k) * B(k,j)", R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}},
                                                         "schedule": "auto"})")) == std::vector<std::string>{"parallel(i, dynamic, 128)"});
+}
+
+TEST_CASE("parallel even_rows: static or dynamic chosen on each call from the rows' positions") {
+  spgen::Compilation c = compile(kSpmv, R"({"name": "k", "tensors": {"A": {"format": "csr"}}, "schedule": [
+      {"op": "parallel", "var": "i", "schedule": "even_rows", "chunk": 256}]})");
+  CHECK(contains(c.stage2_dump, "for i in [0, dim_i) parallel(static if the rows of A_pos1 are even, else dynamic, 256):"));
+  const std::string& src = c.files[1].text;
+  CHECK(contains(src, "struct spgen_even_rows_schedule {"));
+  CHECK(contains(src, "  {\n  #ifdef _OPENMP\n    const spgen_even_rows_schedule spgen_rows_schedule(A_pos1, dim_i, 256);\n  #endif\n"
+                      "    #pragma omp parallel for schedule(runtime)\n    for (int64_t i = 0; i < dim_i; i++) {"));
+  // The dynamic fallback's chunk defaults to 512.
+  CHECK(contains(compile(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "parallel", "var": "i", "schedule": "even_rows"}]})")
+                     .files[1].text,
+                 "spgen_rows_schedule(A_pos1, dim_i, 512);"));
+  // Only a loop over a csr-like operand's rows has positions to read; not with balance or private copies.
+  const char* const refused = "even_rows: loop i does not run over the rows of a csr-like operand (a dense top level over a "
+                              "compressed one), whose row positions would tell how evenly its rows hold their entries";
+  CHECK(contains(error_of(kSpmv, R"({"tensors": {"y": {"format": "dense"}, "A": {"format": "dcsr"}}, "schedule": [
+      {"op": "parallel", "var": "i", "schedule": "even_rows"}]})"), refused));
+  CHECK(contains(error_of(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [
+      {"op": "split", "var": "i", "factor": 4, "into": ["i0", "i1"]}, {"op": "parallel", "var": "i0", "schedule": "even_rows"}]})"),
+                 "even_rows: loop i0 does not run over the rows"));
+  CHECK(contains(error_of(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [
+      {"op": "parallel", "var": "i", "schedule": "even_rows", "balance": "nonzeros"}]})"),
+                 "even_rows: loop i already has its iterations shared by balance"));
 }
 
 TEST_CASE("auto schedule parallelizes a spatial outer loop and vectorizes a dense inner one") {

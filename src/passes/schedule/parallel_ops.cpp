@@ -132,6 +132,16 @@ void Scheduler::apply_op(const ParallelOp& parallel) {
   annotations.parallel = true;
   annotations.schedule = static_cast<ParallelSchedule>(static_cast<int>(parallel.schedule));
   annotations.chunk = parallel.chunk;
+  if (parallel.schedule == OmpSchedule::EvenRows) {
+    annotations.rows_pos = origin_.at(parallel.var) == parallel.var ? rows_positions(program_, loop) : "";
+    if (annotations.rows_pos.empty())
+      fail("even_rows: loop " + parallel.var + " does not run over the rows of a csr-like operand (a dense top level over a "
+           "compressed one), whose row positions would tell how evenly its rows hold their entries");
+    if (!parallel.balance.empty() || parallel.reduction == "privatize")
+      fail("even_rows: loop " + parallel.var + " already has its iterations shared by " +
+           (parallel.balance.empty() ? std::string("per-thread copies of the output") : "balance"));
+    if (!annotations.chunk) annotations.chunk = 512;  // (the dynamic fallback's)
+  }
   Stmt body = loop.body;
   std::string private_copy;
   // Per-loop state such as a fused loop's row cursor, set with `=`, which each thread must own.
