@@ -60,8 +60,8 @@ std::vector<FormatChoice> format_choices(const std::string& tensor, int order, c
   const double rows = static_cast<double>(features->dims[0]), nnz = static_cast<double>(features->nnz);
   if (features->empty_rows >= kMinEmptyRowShare * rows) choices.push_back(named("dcsr"));
   const int64_t width = static_cast<int64_t>(std::ceil(features->row_max));
-  if (width >= 1 && rows * static_cast<double>(width) <= kMaxEllPadding * nnz)
-    choices.push_back({"ell " + std::to_string(width), json{{"format", "ell"}, {"width", width}}});
+  const bool ell_pays = width >= 1 && rows * static_cast<double>(width) <= kMaxEllPadding * nnz;
+  if (ell_pays) choices.push_back({"ell " + std::to_string(width), json{{"format", "ell"}, {"width", width}}});
   const std::pair<int, double> blocks[] = {{2, features->block_fill_2}, {4, features->block_fill_4}, {8, features->block_fill_8}};
   for (const auto& [r, fill] : blocks)
     if (fill >= kMinBlockFill)
@@ -70,6 +70,13 @@ std::vector<FormatChoice> format_choices(const std::string& tensor, int order, c
     if (std::optional<FormatChoice> hyb = hyb_choice(tensor, *features, 0)) choices.push_back(*hyb);
     if (lanes > 0)
       if (std::optional<FormatChoice> sell = hyb_choice(tensor, *features, lanes)) choices.push_back(*sell);
+    // ELL of the longest row with its slots interleaved (SELL-C of one width): csr decomposed
+    // into ell+coo whose coo part stays empty, each row's slots walked `lanes` rows to a vector.
+    if (lanes > 0 && ell_pays) {
+      json decompose = {{"op", "decompose"}, {"tensor", tensor}, {"format", "ell+coo"}, {"width", width}, {"interleave", lanes}};
+      choices.push_back({"ell " + std::to_string(width) + " in " + std::to_string(lanes) + " lanes", json{{"format", "csr"}},
+                         json::array({decompose, "auto"})});
+    }
   }
   return choices;
 }

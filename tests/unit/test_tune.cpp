@@ -392,6 +392,12 @@ TEST_CASE("tune formats: the default first, then what the features make worth a 
   const std::vector<FormatChoice> sell = format_choices("A", 2, &skewed, true, 16);
   REQUIRE(sell.size() == composed.size() + 1);
   CHECK(sell.back().label == "hyb 1-8 in 16 lanes");
+  // ELL that pays (rows of 2 entries) comes interleaved as well: ell+coo whose coo part stays empty.
+  const std::vector<FormatChoice> ell = format_choices("A", 2, &blocks, true, 16);
+  REQUIRE(ell.back().label == "ell 2 in 16 lanes");
+  CHECK(ell.back().entry == nlohmann::json{{"format", "csr"}});
+  CHECK(ell.back().schedule == nlohmann::json::parse(R"([
+    {"op": "decompose", "tensor": "A", "format": "ell+coo", "width": 2, "interleave": 16}, "auto"])"));
   CHECK(sell.back().schedule == nlohmann::json::parse(R"([
     {"op": "decompose", "tensor": "A", "format": "hyb", "buckets": [1, 2, 4, 8], "interleave": 16}, "auto"])"));
 }
