@@ -37,7 +37,7 @@ PackRoutines emit_decompose_routines(const Decomposition& d, const sparse::Progr
   std::string parts;
   for (const DecomposedPart& part : d.parts)
     parts += std::string(parts.empty() ? "" : ", ") + "{" + kind_constant(part.kind) + ", " + std::to_string(part.width) +
-             ", " + std::to_string(part.partition) + ", " + std::to_string(part.kind == PartKind::Ell || part.kind == PartKind::Bucket ? d.op.interleave : 0) + "}";
+             ", " + std::to_string(part.partition) + ", " + std::to_string(part.config.format_of(part.tensor).interleave) + "}";
   int64_t min_fill = 0;
   if (d.op.format == "bsr+csr") {
     // At least one entry, so that an empty block never goes to the BSR part.

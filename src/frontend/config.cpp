@@ -39,6 +39,15 @@ bool level_has_crd(LevelKind kind) {
 
 const char* value_type_name(ValueType type) { return type == ValueType::Float32 ? "float32" : "float64"; }
 const char* index_type_name(IndexType type) { return type == IndexType::Int32 ? "int32" : "int64"; }
+const char* omp_schedule_name(OmpSchedule schedule) {
+  switch (schedule) {
+    case OmpSchedule::Static: return "static";
+    case OmpSchedule::Dynamic: return "dynamic";
+    case OmpSchedule::Guided: return "guided";
+    case OmpSchedule::EvenRows: return "even_rows";
+  }
+  return "static";
+}
 
 bool Format::all_dense() const {
   return std::all_of(levels.begin(), levels.end(), [](LevelKind k) { return k == LevelKind::Dense; });
@@ -90,8 +99,7 @@ std::string describe_schedule_op(const ScheduleOp& op) {
     }
     std::string operator()(const PrecomputeOp& p) const { return "precompute(" + p.var + ")"; }
     std::string operator()(const ParallelOp& p) const {
-      static const char* kinds[] = {"static", "dynamic", "guided", "even_rows"};
-      return "parallel(" + p.var + ", " + kinds[static_cast<int>(p.schedule)] +
+      return "parallel(" + p.var + ", " + omp_schedule_name(p.schedule) +
              (p.chunk ? ", " + std::to_string(p.chunk) : "") + (p.reduction.empty() ? "" : ", reduction " + p.reduction) +
              (p.balance.empty() ? "" : ", balance " + p.balance + (p.parts ? " " + std::to_string(p.parts) : "")) + ")";
     }

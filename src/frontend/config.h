@@ -78,6 +78,7 @@ struct PrecomputeOp { std::string var; };
 // row positions: static where equal blocks of rows (one per thread) hold their entries evenly,
 // else dynamic in chunks (`chunk`, default 512).
 enum class OmpSchedule { Static, Dynamic, Guided, EvenRows };
+const char* omp_schedule_name(OmpSchedule schedule);  // as the config spells it: "static", ..., "even_rows"
 // `reduction`: how iterations that add into the same output entries combine: "atomic" (atomic
 // adds) or "privatize" (per-thread copies of the output, added up after the loop); empty: none
 // may race. `balance`: "nonzeros" cuts a loop over rows into `parts` ranges of equal nonzero

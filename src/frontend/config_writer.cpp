@@ -8,16 +8,6 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-const char* omp_schedule_name(OmpSchedule schedule) {
-  switch (schedule) {
-    case OmpSchedule::Static: return "static";
-    case OmpSchedule::Dynamic: return "dynamic";
-    case OmpSchedule::Guided: return "guided";
-    case OmpSchedule::EvenRows: return "even_rows";
-  }
-  return "static";
-}
-
 json op_fields(const ReorderOp& op) { return {{"op", "reorder"}, {"order", op.order}}; }
 json op_fields(const SplitOp& op) {
   return {{"op", "split"}, {"var", op.var}, {"factor", op.factor}, {"into", {op.outer, op.inner}}};

@@ -231,9 +231,9 @@ class Stage2Dumper {
   static std::string annotations(const LoopAnnotations& a) {
     std::string text;
     if (a.parallel) {
-      const char* kinds[] = {"static", "dynamic", "guided", "static if the rows of "};
-      text += " parallel(" + std::string(kinds[static_cast<int>(a.schedule)]);
-      if (a.schedule == ParallelSchedule::EvenRows) text += a.rows_pos + " are even, else dynamic";
+      const char* kinds[] = {"static", "dynamic", "guided"};
+      text += " parallel(" + (a.schedule == ParallelSchedule::EvenRows ? "static if the rows of " + a.rows_pos + " are even, else dynamic"
+                                                                        : std::string(kinds[static_cast<int>(a.schedule)]));
       if (a.chunk) text += ", " + std::to_string(a.chunk);
       text += ")";
       if (!a.vectorized)

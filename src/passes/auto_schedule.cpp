@@ -105,6 +105,13 @@ std::string unused_name(const LoweredFunc& func, const sparse::Program& program,
   return first_unused_name(used, wanted);
 }
 
+// The interleaved ELL level (decompose's "interleave") that `loop` walks slot by slot, or null.
+const sparse::Axis* interleaved_walk(const sparse::Program& program, const For& loop) {
+  for (const sparse::Axis& axis : program.axes)
+    if (axis.index_var == loop.label && axis.tensor == loop.annotations.walks && axis.interleave > 0) return &axis;
+  return nullptr;
+}
+
 // cuda: the outermost loop is spread over blocks and threads. When the innermost loop is dense
 // (SpMM's and SDDMM's k, MTTKRP's j), or the loop inside the outermost sums into a scalar (CSR
 // SpMV's row sum), each warp takes one outer iteration ("warp per row", 4 rows per block) and
@@ -139,16 +146,11 @@ std::vector<ScheduleOp> auto_schedule_cuda(const LoweredFunc& func, const sparse
   };
   // An interleaved ELL level's slots (decompose's "interleave") stay in one thread: consecutive
   // threads take consecutive rows, whose slots lie side by side, so each slot's loads coalesce.
-  auto walks_interleaved = [&](const For& loop) {
-    return std::any_of(program.axes.begin(), program.axes.end(), [&](const sparse::Axis& axis) {
-      return axis.index_var == loop.label && axis.tensor == loop.annotations.walks && axis.interleave > 0;
-    });
-  };
   const For* lanes = nullptr;
   if (spine.size() > 1 && !is_reduction(program, outer->label)) {
     const For* inner = spine.back();
     if (inner->var == inner->label && suits_lanes(*inner)) lanes = inner;
-    else if (strategy(*spine[1]) == "shuffle" && suits_lanes(*spine[1]) && !walks_interleaved(*spine[1])) lanes = spine[1];
+    else if (strategy(*spine[1]) == "shuffle" && suits_lanes(*spine[1]) && !interleaved_walk(program, *spine[1])) lanes = spine[1];
   }
   std::string blocks = unused_name(func, program, outer->label + "0");
   std::string threads = unused_name(func, program, outer->label + "1");
@@ -255,9 +257,7 @@ const sparse::Axis* interleaved_row_sum(const LoweredFunc& func, const sparse::P
       scalars_assigned_outside(walk.body).empty() || !labels_one_loop(func.body, spine[0]->label) ||
       !precompute_refusal(*spine[0]).empty())
     return nullptr;
-  for (const sparse::Axis& axis : program.axes)
-    if (axis.index_var == walk.label && axis.tensor == walk.annotations.walks && axis.interleave > 0) return &axis;
-  return nullptr;
+  return interleaved_walk(program, walk);
 }
 
 // What the statistics of the walked input say of a static split: `even` where its blocks lie

@@ -34,8 +34,7 @@ std::string parallel_label(const json& v) {
 
 json parallel_value(const ParallelOp& p) {
   if (!p.balance.empty()) return {{"balance", p.balance}};
-  static const char* kinds[] = {"static", "dynamic", "guided", "even_rows"};
-  json v = {{"schedule", kinds[static_cast<int>(p.schedule)]}};
+  json v = {{"schedule", omp_schedule_name(p.schedule)}};
   if (p.chunk > 0) v["chunk"] = p.chunk;
   return v;
 }
