@@ -186,16 +186,22 @@ class Search {
   // same round. The rounds are interleaved, so both saw the same load on the machine; one round
   // in five may still catch a burst of another process's work.
   bool beats_auto(const Point& p) const {
-    std::vector<double> ratios;
-    for (const auto& round : confirm_rounds_) {
-      auto at = round.find(p);
-      if (at == round.end()) return false;
-      ratios.push_back(at->second / round.at(space_.origin()));
-    }
+    const std::vector<double> ratios = ratios_to_auto(p);
     if (ratios.empty()) return false;
     const size_t faster = static_cast<size_t>(std::count_if(ratios.begin(), ratios.end(), [](double r) { return r < 1; }));
     const size_t needed = ratios.size() < 5 ? ratios.size() : (ratios.size() * 4 + 4) / 5;
     return faster >= needed && median_of(ratios) <= 1 - options_.min_gain;
+  }
+
+  // `p`'s time over auto's in each complete confirmation round; empty if a round lacks it.
+  std::vector<double> ratios_to_auto(const Point& p) const {
+    std::vector<double> ratios;
+    for (const auto& round : confirm_rounds_) {
+      auto at = round.find(p);
+      if (at == round.end()) return {};
+      ratios.push_back(at->second / round.at(space_.origin()));
+    }
+    return ratios;
   }
 
   std::vector<std::pair<Point, double>> ranking() const {
@@ -214,10 +220,13 @@ class Search {
     const auto [lo, hi] = std::minmax_element(auto_times.begin(), auto_times.end());
     result_.spread = result_.auto_ms > 0 ? (*hi - *lo) / result_.auto_ms : 0;
     result_.best_ms = result_.auto_ms;
+    // The winner's time is auto's scaled by the ratio the confirmation measured, side by side:
+    // the medians of all measurements mix rounds taken under different loads (a burst of other
+    // work during the confirmation once made a winner's overall median 300x auto's).
     for (const auto& [p, ms] : result_.ranking) {
       if (p == origin || !beats_auto(p)) continue;
       result_.best = p;
-      result_.best_ms = ms;
+      result_.best_ms = result_.auto_ms * median_of(ratios_to_auto(p));
       break;
     }
     return result_;

@@ -61,8 +61,8 @@ struct Trial {
 struct SearchResult {
   std::vector<Trial> trials;
   Point best;               // auto's origin unless a candidate won
-  double best_ms = 0;       // median of its measurements
-  double auto_ms = 0;
+  double best_ms = 0;       // auto_ms times its median ratio to auto in the confirmation rounds (auto's: auto_ms)
+  double auto_ms = 0;       // median of auto's measurements
   double spread = 0;        // auto's (max - min) / median over its measurements (run-to-run noise)
   std::vector<std::pair<Point, double>> ranking;  // every ok point by its median, fastest first
   std::string stop_reason;  // "budget", "no further candidates", "interrupted"
