@@ -27,6 +27,7 @@
 #include "passes/infer_loop_order.h"
 #include "passes/infer_output_format.h"
 #include "passes/lower_to_loops.h"
+#include "passes/max_min_schedule.h"
 #include "passes/nest_plan.h"
 #include "passes/output_fill.h"
 #include "passes/place_sum_parts.h"
@@ -189,6 +190,12 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
     }
   }
 
+  // A max or min reduction takes only the ops that do not add partial results (for now).
+  if (it.program.iteration.reduction != ast::Reduction::Sum)
+    for (size_t k = 0; k < config.schedule.size(); ++k)
+      if (const std::string why = max_min_refusal(config.schedule, k, it.program); !why.empty())
+        fail_schedule_op(config, config.schedule[k], why);
+
   // 4. Lower to stage II: loop nests over position space, the compute phase and an assemble
   // phase per level of a sparse output the kernel builds (scheduled after stage II's schedule,
   // below). Where the parts of a sum cannot share one nest (SharedBlocksRefusal), or a union's
@@ -255,6 +262,7 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
   // 5. Stage II schedule: split, reorder, parallel, vectorize, unroll, bind (or `auto`'s choice).
   if (config.auto_schedule) {
     loop_ops = auto_schedule(it.func, it.program, config);
+    if (it.program.iteration.reduction != ast::Reduction::Sum) loop_ops = max_min_safe(loop_ops, it.program);
     loop_op_index.clear();
   }
   if (!retried) retried = conflict;

@@ -11,13 +11,14 @@ namespace spgen {
 std::string header_file_name(const loops::LoweredFunc& func) { return func.name + ".h"; }
 
 std::string source_preamble(const std::string& preamble, const std::string& file_name, const loops::LoweredFunc& func,
-                            const GenerationContext& context) {
+                            const GenerationContext& context, const std::string& includes) {
   return templates::render(preamble, {{"file", file_name},
                                       {"version", context.version},
                                       {"spec_file", context.spec_file},
                                       {"config_file", context.config_file},
                                       {"spec", context.spec_text},
-                                      {"header", header_file_name(func)}});
+                                      {"header", header_file_name(func)},
+                                      {"includes", includes}});
 }
 
 static std::string comment_lines(const std::vector<std::string>& lines) {

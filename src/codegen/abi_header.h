@@ -21,7 +21,8 @@ GeneratedFile emit_abi_header(const loops::LoweredFunc& func, const GenerationCo
 std::string header_file_name(const loops::LoweredFunc& func);
 
 // A source file's opening (`preamble`: its template), which names its inputs and its header.
+// `includes`: system includes the body needs beyond the template's ("#include <cmath>\n").
 std::string source_preamble(const std::string& preamble, const std::string& file_name, const loops::LoweredFunc& func,
-                            const GenerationContext& context);
+                            const GenerationContext& context, const std::string& includes = "");
 
 }  // namespace spgen

@@ -1,5 +1,7 @@
 #include "codegen/c_printer.h"
 
+#include <cmath>
+
 #include "passes/lower_to_loops.h"
 
 
@@ -29,9 +31,14 @@ std::string CExprPrinter::print_min_max(BinOp op, const std::string& a, const st
   return std::string(op == BinOp::Min ? "std::min<" : "std::max<") + type_name(type) + ">(" + a + ", " + b + ")";
 }
 
+std::string CExprPrinter::print_math(MathOp op, const std::string& a, ScalarType) const {
+  return std::string(op == MathOp::Abs ? "std::fabs" : op == MathOp::Exp ? "std::exp" : op == MathOp::Log ? "std::log" : "std::sqrt") + "(" + a + ")";
+}
+
 // Literals keep the spec's spelling, made a floating literal of the kernel's value type, so a
 // float32 kernel never computes in double by accident.
 std::string CExprPrinter::print_float(const FloatImm& node) const {
+  if (std::isinf(node.value)) return node.value < 0 ? "-INFINITY" : "INFINITY";  // (<cmath>: uses_math)
   std::string text = ExprPrinter::print_float(node);
   bool has_point = text.find_first_of(".eE") != std::string::npos;
   if (!has_point) text += ".0";

@@ -18,6 +18,7 @@ class CExprPrinter : public loops::ExprPrinter {
 
  protected:
   std::string print_cast(loops::ScalarType type, const std::string& operand, bool operand_is_primary) const override;
+  std::string print_math(loops::MathOp op, const std::string& a, loops::ScalarType type) const override;
   std::string print_min_max(loops::BinOp op, const std::string& a, const std::string& b,
                             loops::ScalarType type) const override;
   std::string print_float(const loops::FloatImm& node) const override;

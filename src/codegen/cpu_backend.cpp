@@ -188,7 +188,8 @@ GeneratedFile emit_cpu_source(const LoweredFunc& func, const GenerationContext& 
                               const std::vector<LoweredFunc>& parts) {
   GeneratedFile file;
   file.name = func.name + ".cpp";
-  file.text = source_preamble("cpu_kernel_preamble.cpp.in", file.name, func, context);
+  const bool math = uses_math(func.body) || std::any_of(parts.begin(), parts.end(), [](const LoweredFunc& part) { return uses_math(part.body); });
+  file.text = source_preamble("cpu_kernel_preamble.cpp.in", file.name, func, context, math ? "#include <cmath>\n" : "");
   if (uses_vectors(func.body) ||
       std::any_of(parts.begin(), parts.end(), [](const LoweredFunc& part) { return uses_vectors(part.body); }))
     file.text += std::string(*templates::lookup("cpu_vector_helpers.cpp.in")) + "\n";

@@ -26,6 +26,11 @@ class CudaExprPrinter : public CExprPrinter {
   std::string print_min_max(BinOp op, const std::string& a, const std::string& b, ScalarType type) const override {
     return std::string(op == BinOp::Min ? "spgen_min<" : "spgen_max<") + type_name(type) + ">(" + a + ", " + b + ")";
   }
+  // CUDA's math functions by their C names: the float ones end in f.
+  std::string print_math(MathOp op, const std::string& a, ScalarType type) const override {
+    const char* name = op == MathOp::Abs ? "fabs" : op == MathOp::Exp ? "exp" : op == MathOp::Log ? "log" : "sqrt";
+    return std::string(name) + (type == ScalarType::Float32 ? "f(" : "(") + a + ")";
+  }
 };
 
 // CUDA's built-in indices, as IR variables so that the printer places parentheses.

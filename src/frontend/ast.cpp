@@ -30,6 +30,45 @@ ExprPtr make_operator(ExprKind kind, SourceLoc loc, ExprPtr lhs, ExprPtr rhs) {
   return node;
 }
 
+ExprPtr make_call(Function function, SourceLoc loc, ExprPtr first, ExprPtr second) {
+  auto node = std::make_shared<Expr>();
+  node->kind = ExprKind::Call;
+  node->loc = loc;
+  node->function = function;
+  node->lhs = std::move(first);
+  node->rhs = std::move(second);
+  return node;
+}
+
+const char* function_name(Function function) {
+  switch (function) {
+    case Function::Exp: return "exp";
+    case Function::Log: return "log";
+    case Function::Sqrt: return "sqrt";
+    case Function::Abs: return "abs";
+    case Function::Max: return "max";
+    case Function::Min: return "min";
+  }
+  return "?";
+}
+
+bool function_named(const std::string& name, Function& out) {
+  for (Function f : {Function::Exp, Function::Log, Function::Sqrt, Function::Abs, Function::Max, Function::Min})
+    if (name == function_name(f)) {
+      out = f;
+      return true;
+    }
+  return false;
+}
+
+const char* reduction_name(Reduction reduction) {
+  return reduction == Reduction::Max ? "max" : reduction == Reduction::Min ? "min" : "sum";
+}
+
+int function_arity(Function function) { return function == Function::Max || function == Function::Min ? 2 : 1; }
+
+bool is_constant(const Expr& expr) { return collect_accesses(expr).empty(); }
+
 ExprPtr make_access(const Access& access) {
   auto node = std::make_shared<Expr>();
   node->kind = ExprKind::Access;
@@ -180,6 +219,8 @@ static std::string operand(const Expr& child, int parent_precedence, bool right_
 std::string to_string(const Expr& expr) {
   switch (expr.kind) {
     case ExprKind::Access: return to_string(expr.access);
+    case ExprKind::Call:
+      return std::string(function_name(expr.function)) + "(" + to_string(*expr.lhs) + (expr.rhs ? ", " + to_string(*expr.rhs) : "") + ")";
     case ExprKind::Literal: return expr.literal;
     case ExprKind::Neg: return "-" + operand(*expr.lhs, 3, false);
     default: break;
@@ -193,7 +234,13 @@ std::string to_string(const Expr& expr) {
 }
 
 std::string to_string(const Spec& spec) {
-  return to_string(spec.output) + (spec.accumulate ? " += " : " = ") + to_string(*spec.rhs);
+  std::string rhs = to_string(*spec.rhs);
+  if (spec.explicit_reduction) {
+    std::string vars;
+    for (const std::string& var : spec.reduced_vars) vars += (vars.empty() ? "" : ", ") + var;
+    rhs = std::string(reduction_name(spec.reduction)) + "(" + vars + ": " + rhs + ")";
+  }
+  return to_string(spec.output) + (spec.accumulate ? " += " : " = ") + rhs;
 }
 
 }  // namespace spgen::ast

@@ -16,7 +16,17 @@ struct Access {
   std::vector<SourceLoc> index_locs;
 };
 
-enum class ExprKind { Access, Literal, Neg, Add, Sub, Mul, Div };
+enum class ExprKind { Access, Literal, Neg, Add, Sub, Mul, Div, Call };
+
+// The functions a spec may call: exp, log, sqrt, abs of one argument, max and min of two.
+// A call is evaluated where its argument's tensors are stored (docs/spec.md): it never widens
+// the iteration, and a constant argument of max/min adds no points (`max(x(i), 0)` is ReLU on
+// x's entries).
+enum class Function { Exp, Log, Sqrt, Abs, Max, Min };
+const char* function_name(Function function);
+// The function a name calls, if it is one of them.
+bool function_named(const std::string& name, Function& out);
+int function_arity(Function function);
 
 struct Expr;
 using ExprPtr = std::shared_ptr<const Expr>;
@@ -27,8 +37,15 @@ struct Expr {
   Access access;         // kind == Access
   double value = 0;      // kind == Literal
   std::string literal;   // kind == Literal: the spelling, printed back verbatim
-  ExprPtr lhs, rhs;      // Neg uses lhs only
+  ExprPtr lhs, rhs;      // Neg uses lhs only; Call: its arguments (rhs for a second one)
+  Function function = Function::Exp;  // kind == Call
 };
+
+// How the index variables the output lacks are reduced: summed (implicitly, or `sum(j: e)`), or
+// the maximum or minimum over the entries visited (`max(j: e)`, `min(j, k: e)`, the whole
+// right-hand side; −∞ or +∞ over none).
+enum class Reduction { Sum, Max, Min };
+const char* reduction_name(Reduction reduction);  // "sum", "max", "min"
 
 struct TensorUse {
   std::string name;
@@ -42,7 +59,11 @@ struct Spec {
   std::string text;
   Access output;
   bool accumulate = false;  // `+=`
-  ExprPtr rhs;
+  ExprPtr rhs;  // inside an explicit reduction, its expression
+  Reduction reduction = Reduction::Sum;
+  std::vector<std::string> reduced_vars;  // an explicit reduction's variables, as written (else empty)
+  std::vector<SourceLoc> reduced_var_locs;
+  bool explicit_reduction = false;
   // Set by read_previous_output: the input that holds a `+=` output's value before the kernel
   // (the output is then assembled anew, `=`); empty otherwise.
   std::string previous_output;
@@ -59,6 +80,9 @@ std::vector<const Access*> collect_accesses(const Expr& expr);
 
 // A new operator node (Neg uses lhs only), and a new access node, at `loc`.
 ExprPtr make_operator(ExprKind kind, SourceLoc loc, ExprPtr lhs, ExprPtr rhs = nullptr);
+ExprPtr make_call(Function function, SourceLoc loc, ExprPtr first, ExprPtr second = nullptr);
+// Whether an expression reads no tensor (a constant: literals, operators and calls of them).
+bool is_constant(const Expr& expr);
 ExprPtr make_access(const Access& access);
 
 // One term of a sum at the top of an expression: `a - (b + c)` has the terms a, -b and -c.

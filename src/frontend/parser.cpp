@@ -10,7 +10,7 @@
 namespace spgen {
 namespace {
 
-enum class Tok { Ident, Number, LParen, RParen, Comma, Assign, PlusAssign, Plus, Minus, Star, Slash, End };
+enum class Tok { Ident, Number, LParen, RParen, Comma, Colon, Assign, PlusAssign, Plus, Minus, Star, Slash, End };
 
 struct Token {
   Tok kind;
@@ -25,6 +25,7 @@ const char* describe(Tok kind) {
     case Tok::LParen: return "'('";
     case Tok::RParen: return "')'";
     case Tok::Comma: return "','";
+    case Tok::Colon: return "':'";
     case Tok::Assign: return "'='";
     case Tok::PlusAssign: return "'+='";
     case Tok::Plus: return "'+'";
@@ -78,6 +79,7 @@ class Lexer {
       case '(': return Tok::LParen;
       case ')': return Tok::RParen;
       case ',': return Tok::Comma;
+      case ':': return Tok::Colon;
       case '=': return Tok::Assign;
       case '+': return Tok::Plus;
       case '-': return Tok::Minus;
@@ -177,8 +179,11 @@ class Parser {
     } else {
       fail(peek().loc, std::string("expected '=' or '+=' after the output, found ") + describe(peek().kind));
     }
-    spec.rhs = parse_sum();
+    if (at_reduction()) parse_reduction(spec);
+    else spec.rhs = parse_sum();
     if (peek().kind != Tok::End) {
+      if (spec.explicit_reduction)
+        fail(peek().loc, std::string("an explicit reduction must be the whole right-hand side (for now), found ") + describe(peek().kind) + " after it");
       if (peek().kind == Tok::Ident && (peek_at(1).kind == Tok::LParen || peek_at(1).kind == Tok::Assign ||
                                         peek_at(1).kind == Tok::PlusAssign))
         fail(peek().loc, "only one assignment per spec is supported (missing operator?)");
@@ -192,6 +197,43 @@ class Parser {
   }
 
  private:
+  // `sum(`, `max(` or `min(` then index variables and a colon: `max(j, k: ...)`.
+  bool at_reduction() const {
+    if (peek().kind != Tok::Ident || peek_at(1).kind != Tok::LParen) return false;
+    if (peek().text != "sum" && peek().text != "max" && peek().text != "min") return false;
+    for (size_t ahead = 2;; ahead += 2) {
+      if (peek_at(ahead).kind != Tok::Ident) return false;
+      if (peek_at(ahead + 1).kind == Tok::Colon) return true;
+      if (peek_at(ahead + 1).kind != Tok::Comma) return false;
+    }
+  }
+
+  void parse_reduction(ast::Spec& spec) {
+    const Token name = next();
+    spec.reduction = name.text == "max" ? ast::Reduction::Max : name.text == "min" ? ast::Reduction::Min : ast::Reduction::Sum;
+    spec.explicit_reduction = true;
+    next();  // '('
+    for (;;) {
+      const Token var = expect(Tok::Ident, "an index variable");
+      if (std::find(spec.reduced_vars.begin(), spec.reduced_vars.end(), var.text) != spec.reduced_vars.end())
+        fail(var.loc, "index " + var.text + " is reduced twice");
+      spec.reduced_vars.push_back(var.text);
+      spec.reduced_var_locs.push_back(var.loc);
+      if (next().kind == Tok::Colon) break;
+    }
+    spec.rhs = parse_sum();
+    expect(Tok::RParen, "')' after the expression of " + name.text + "(" + spec.reduced_vars.front() + ": ...)");
+  }
+
+  // After `max(`: index variables and a colon follow.
+  bool at_reduction_args() const {
+    for (size_t ahead = 0;; ahead += 2) {
+      if (peek_at(ahead).kind != Tok::Ident) return false;
+      if (peek_at(ahead + 1).kind == Tok::Colon) return true;
+      if (peek_at(ahead + 1).kind != Tok::Comma) return false;
+    }
+  }
+
   const Token& peek() const { return tokens_[at_]; }
   const Token& peek_at(size_t ahead) const { return tokens_[std::min(at_ + ahead, tokens_.size() - 1)]; }
   Token next() { return tokens_[at_ < tokens_.size() - 1 ? at_++ : at_]; }
@@ -288,10 +330,16 @@ class Parser {
         node->value = std::strtod(number.text.c_str(), nullptr);
         return node;
       }
-      case Tok::Ident:
+      case Tok::Ident: {
+        ast::Function function;
+        if (peek_at(1).kind == Tok::LParen && ast::function_named(token.text, function)) return parse_call(function);
+        if (peek_at(1).kind == Tok::LParen && token.text == "sum")
+          fail(token.loc, "sum is a reduction, `sum(j: ...)`, and then must be the whole right-hand side (for now); "
+                          "an index absent from the output is summed anyway");
         node->kind = ast::ExprKind::Access;
         node->access = parse_access("a tensor");
         return node;
+      }
       case Tok::LParen: {
         const Nesting nested(*this, next());
         ast::ExprPtr inner = parse_sum();
@@ -301,6 +349,30 @@ class Parser {
       default:
         fail(token.loc, std::string("expected a tensor, a number or '(', found ") + describe(token.kind));
     }
+  }
+
+  // exp(e), log(e), sqrt(e), abs(e), max(a, b), min(a, b).
+  ast::ExprPtr parse_call(ast::Function function) {
+    const Token name = next();
+    const Nesting nested(*this, next());  // '('
+    count_operator(name);
+    const std::string called = std::string(ast::function_name(function));
+    if (peek().kind == Tok::Ident && at_reduction_args() && ast::function_arity(function) == 1)
+      fail(name.loc, called + " is a function of one value, not a reduction");
+    if (peek().kind == Tok::Ident && at_reduction_args())
+      fail(name.loc, "an explicit reduction (`" + called + "(" + peek().text + ": ...)`) must be the whole right-hand side (for now): "
+                     "reduce into an output of its own");
+    ast::ExprPtr first = parse_sum();
+    ast::ExprPtr second;
+    if (peek().kind == Tok::Comma) {
+      if (ast::function_arity(function) != 2) fail(peek().loc, called + " takes one argument");
+      next();
+      second = parse_sum();
+    } else if (ast::function_arity(function) == 2) {
+      fail(peek().loc, called + " takes two arguments, `" + called + "(a, b)`; expected ','" + ", found " + describe(peek().kind));
+    }
+    expect(Tok::RParen, "')' after the argument" + std::string(second ? "s" : "") + " of " + called);
+    return ast::make_call(function, name.loc, first, second);
   }
 
   const std::string& file_;
@@ -328,6 +400,7 @@ class SpecChecker {
       if (std::find(spec_.index_vars.begin(), spec_.index_vars.end(), tensor.name) != spec_.index_vars.end())
         parser_.fail(tensor.first_loc, "'" + tensor.name + "' is used both as a tensor and as an index variable");
     check_summed_in_every_term();
+    check_reduction();
     if (combinations(*spec_.rhs) > kMaxCombinations)
       parser_.fail(spec_.rhs->loc, "the right-hand side expands into more than " + std::to_string(kMaxCombinations) +
                                        " products of operands (products of sums, multiplied out); the passes "
@@ -343,6 +416,7 @@ class SpecChecker {
   static size_t combinations(const ast::Expr& expr) {
     switch (expr.kind) {
       case ast::ExprKind::Access:
+      case ast::ExprKind::Call:  // (one factor: a call is never multiplied out)
       case ast::ExprKind::Literal: return 1;
       case ast::ExprKind::Neg:
       case ast::ExprKind::Div: return combinations(*expr.lhs);
@@ -366,6 +440,11 @@ class SpecChecker {
         return {vars, vars};
       }
       case ast::ExprKind::Literal: return {};
+      case ast::ExprKind::Call: {  // one factor: every variable inside it is in every term it is in
+        std::set<std::string> vars;
+        for (const ast::Access* access : ast::collect_accesses(expr)) vars.insert(access->indices.begin(), access->indices.end());
+        return {vars, vars};
+      }
       case ast::ExprKind::Neg: return term_vars(*expr.lhs);
       case ast::ExprKind::Mul:
       case ast::ExprKind::Div: {
@@ -390,7 +469,7 @@ class SpecChecker {
 
   // The largest part of `expr` that adds a term without `var` (its every and some lack it).
   static const ast::Expr& term_without(const ast::Expr& expr, const std::string& var) {
-    if (expr.kind == ast::ExprKind::Access || expr.kind == ast::ExprKind::Literal) return expr;
+    if (expr.kind == ast::ExprKind::Access || expr.kind == ast::ExprKind::Literal || expr.kind == ast::ExprKind::Call) return expr;
     if (expr.kind == ast::ExprKind::Neg) return term_without(*expr.lhs, var);
     for (const ast::ExprPtr& side : {expr.lhs, expr.rhs}) {
       TermVars vars = term_vars(*side);
@@ -404,7 +483,7 @@ class SpecChecker {
   // Where an expression's text begins (inside any parentheses around its first operand).
   static SourceLoc leftmost(const ast::Expr& expr) {
     if (expr.kind == ast::ExprKind::Access) return expr.access.loc;
-    if (expr.kind == ast::ExprKind::Literal || expr.kind == ast::ExprKind::Neg) return expr.loc;
+    if (expr.kind == ast::ExprKind::Literal || expr.kind == ast::ExprKind::Neg || expr.kind == ast::ExprKind::Call) return expr.loc;
     return leftmost(*expr.lhs);
   }
 
@@ -424,6 +503,35 @@ class SpecChecker {
                                    "terms, each summed over the indices it uses, or use " + var + " in every term");
       }
     }
+  }
+
+  // An explicit reduction reduces index variables of its expression that the output lacks; max and
+  // min reduce every such variable (nothing is summed inside them), in every term, and replace
+  // rather than add (no `+=`).
+  void check_reduction() const {
+    if (!spec_.explicit_reduction) return;
+    const char* name = ast::reduction_name(spec_.reduction);
+    std::set<std::string> used;
+    for (const ast::Access* access : ast::collect_accesses(*spec_.rhs)) used.insert(access->indices.begin(), access->indices.end());
+    for (size_t v = 0; v < spec_.reduced_vars.size(); ++v) {
+      const std::string& var = spec_.reduced_vars[v];
+      if (spec_.is_output_var(var))
+        parser_.fail(spec_.reduced_var_locs[v], "index " + var + " is an index of the output " + spec_.output.tensor + ", so " + name +
+                                                    " cannot reduce it");
+      if (!used.count(var)) parser_.fail(spec_.reduced_var_locs[v], "index " + var + " of " + name + "(...) does not occur in its expression");
+    }
+    if (spec_.reduction == ast::Reduction::Sum) return;
+    if (spec_.accumulate)
+      parser_.fail(spec_.output.loc, std::string("a ") + name + " reduction cannot accumulate into its output (`+=`): write `=`");
+    for (const std::string& var : spec_.index_vars)
+      if (!spec_.is_output_var(var) && std::find(spec_.reduced_vars.begin(), spec_.reduced_vars.end(), var) == spec_.reduced_vars.end())
+        parser_.fail(spec_.reduced_var_locs.front(), "index " + var + " is neither an index of the output nor reduced by " + name +
+                                                        "(...): list it (" + name + "(" + spec_.reduced_vars.front() + ", " + var +
+                                                        ": ...)); sums inside a " + name + " need a statement of their own");
+    for (const ast::SignedTerm& term : ast::top_level_terms(spec_.rhs))
+      if (ast::summed_vars_of(spec_, *term.expr).size() != spec_.reduced_vars.size())
+        parser_.fail(leftmost(*term.expr), "the term " + ast::to_string(*term.expr) + " does not use every index " + name +
+                                              " reduces: it would be the same at every one of them (such a term is not supported in a " + name + " yet)");
   }
 
   void record_access(const ast::Access& access, bool is_output) {
@@ -451,6 +559,9 @@ class SpecChecker {
   }
 
   void check_name(const std::string& name, SourceLoc loc, const char* what) const {
+    ast::Function function;
+    if (ast::function_named(name, function) || name == "sum")
+      parser_.fail(loc, std::string("'") + name + "' cannot be used as " + what + " name: it is a function of the spec language");
     if (is_reserved_name(name))
       parser_.fail(loc, std::string("'") + name + "' cannot be used as " + what +
                             " name: it is reserved (a C++ keyword or an spgen prefix)");

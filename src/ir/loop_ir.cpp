@@ -15,6 +15,16 @@ const char* scalar_type_name(ScalarType type) {
 
 Neg::Neg(Expr x) : ExprNode(ExprKind::Neg, x->type), a(std::move(x)) {}
 
+const char* math_op_name(MathOp op) {
+  switch (op) {
+    case MathOp::Exp: return "exp";
+    case MathOp::Log: return "log";
+    case MathOp::Sqrt: return "sqrt";
+    case MathOp::Abs: return "abs";
+  }
+  return "?";
+}
+
 Expr int64(int64_t value) { return std::make_shared<IntImm>(value, ScalarType::Int64); }
 Expr var(const std::string& name, ScalarType type) { return std::make_shared<Var>(name, type); }
 Expr vector_lanes(ScalarType type) {
@@ -129,6 +139,10 @@ bool same_expr(const Expr& a, const Expr& b) {
       return x.op == y.op && same_expr(x.a, y.a) && same_expr(x.b, y.b);
     }
     case ExprKind::Neg: return same_expr(static_cast<const Neg&>(*a).a, static_cast<const Neg&>(*b).a);
+    case ExprKind::MathFn: {
+      auto &x = static_cast<const MathFn&>(*a), &y = static_cast<const MathFn&>(*b);
+      return x.op == y.op && same_expr(x.a, y.a);
+    }
     case ExprKind::Cast: return same_expr(static_cast<const Cast&>(*a).a, static_cast<const Cast&>(*b).a);
     case ExprKind::Select: {
       auto &x = static_cast<const Select&>(*a), &y = static_cast<const Select&>(*b);

@@ -15,7 +15,7 @@ enum class ScalarType { Bool, Int32, Int64, Float32, Float64 };
 const char* scalar_type_name(ScalarType type);  // "int64", ...
 
 // ---- expressions ----
-enum class ExprKind { IntImm, FloatImm, Var, Load, Binary, Neg, Cast, Select, LaneSum, MaskedSum };
+enum class ExprKind { IntImm, FloatImm, Var, Load, Binary, Neg, Cast, Select, LaneSum, MaskedSum, MathFn };
 enum class BinOp { Add, Sub, Mul, Div, Mod, Min, Max, Lt, Le, Eq, Ne, And, Or };
 
 struct ExprNode {
@@ -61,6 +61,14 @@ struct Binary : ExprNode {
 struct Neg : ExprNode {
   Expr a;
   explicit Neg(Expr x);
+};
+// A function of the spec language on a floating-point value (max and min are Binary).
+enum class MathOp { Exp, Log, Sqrt, Abs };
+const char* math_op_name(MathOp op);  // "exp", ...
+struct MathFn : ExprNode {
+  MathOp op;
+  Expr a;
+  MathFn(MathOp o, Expr x) : ExprNode(ExprKind::MathFn, x->type), op(o), a(std::move(x)) {}
 };
 struct Cast : ExprNode {
   Expr a;

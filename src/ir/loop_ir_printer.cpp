@@ -55,6 +55,10 @@ std::string ExprPrinter::print_min_max(BinOp op, const std::string& a, const std
   return std::string(op == BinOp::Min ? "min(" : "max(") + a + ", " + b + ")";
 }
 
+std::string ExprPrinter::print_math(MathOp op, const std::string& a, ScalarType) const {
+  return std::string(math_op_name(op)) + "(" + a + ")";
+}
+
 std::string ExprPrinter::print_float(const FloatImm& node) const {
   if (!node.spelling.empty()) return node.spelling;
   char buffer[64];
@@ -93,6 +97,10 @@ std::string ExprPrinter::print(const Expr& expr, int parent_precedence) const {
     case ExprKind::Neg: {
       std::string text = "-" + print(static_cast<const Neg&>(*expr).a, 6);
       return parent_precedence > 6 ? "(" + text + ")" : text;
+    }
+    case ExprKind::MathFn: {
+      const auto& node = static_cast<const MathFn&>(*expr);
+      return print_math(node.op, print(node.a, 0), node.type);
     }
     case ExprKind::Cast: {
       const Expr& operand = static_cast<const Cast&>(*expr).a;

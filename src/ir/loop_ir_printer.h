@@ -20,6 +20,7 @@ class ExprPrinter {
   virtual std::string print_cast(ScalarType type, const std::string& operand, bool operand_is_primary) const;
   virtual std::string print_min_max(BinOp op, const std::string& a, const std::string& b, ScalarType type) const;
   virtual std::string print_float(const FloatImm& node) const;
+  virtual std::string print_math(MathOp op, const std::string& a, ScalarType type) const;
   // A vector load of the elements from `index` on: `B_vals[pB1 +: lanes]` in the dump.
   virtual std::string print_vector_load(const Load& node, const std::string& index) const;
   // The sum of a lane array: `sum(acc_lanes[0:16])` in the dump.

@@ -1,6 +1,7 @@
 #include "ir/loop_ir_visitor.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace spgen::loops {
 
@@ -12,6 +13,7 @@ void IRVisitor::visit(const Expr& expr) {
     case ExprKind::Load: return visit_load(static_cast<const Load&>(*expr));
     case ExprKind::Binary: return visit_binary(static_cast<const Binary&>(*expr));
     case ExprKind::Neg: return visit_neg(static_cast<const Neg&>(*expr));
+    case ExprKind::MathFn: return visit_math(static_cast<const MathFn&>(*expr));
     case ExprKind::Cast: return visit_cast(static_cast<const Cast&>(*expr));
     case ExprKind::Select: return visit_select(static_cast<const Select&>(*expr));
     case ExprKind::LaneSum: return visit_lane_sum(static_cast<const LaneSum&>(*expr));
@@ -46,6 +48,7 @@ Expr IRMutator::mutate(const Expr& expr) {
     case ExprKind::Load: return mutate_load(static_cast<const Load&>(*expr), expr);
     case ExprKind::Binary: return mutate_binary(static_cast<const Binary&>(*expr), expr);
     case ExprKind::Neg: return mutate_neg(static_cast<const Neg&>(*expr), expr);
+    case ExprKind::MathFn: return mutate_math(static_cast<const MathFn&>(*expr), expr);
     case ExprKind::Cast: return mutate_cast(static_cast<const Cast&>(*expr), expr);
     case ExprKind::Select: return mutate_select(static_cast<const Select&>(*expr), expr);
     case ExprKind::LaneSum: return mutate_lane_sum(static_cast<const LaneSum&>(*expr), expr);
@@ -93,6 +96,11 @@ Expr IRMutator::mutate_binary(const Binary& node, const Expr& self) {
 Expr IRMutator::mutate_neg(const Neg& node, const Expr& self) {
   Expr a = mutate(node.a);
   return a == node.a ? self : std::make_shared<Neg>(a);
+}
+
+Expr IRMutator::mutate_math(const MathFn& node, const Expr& self) {
+  Expr a = mutate(node.a);
+  return a == node.a ? self : std::make_shared<MathFn>(node.op, a);
 }
 
 Expr IRMutator::mutate_cast(const Cast& node, const Expr& self) {
@@ -367,6 +375,16 @@ bool uses_masked_sums(const Stmt& stmt) {
       found = true;
       IRVisitor::visit_masked_sum(node);
     }
+  } finder;
+  finder.visit(stmt);
+  return finder.found;
+}
+
+bool uses_math(const Stmt& stmt) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void visit_math(const MathFn&) override { found = true; }
+    void visit_float(const FloatImm& node) override { found |= std::isinf(node.value); }  // INFINITY
   } finder;
   finder.visit(stmt);
   return finder.found;

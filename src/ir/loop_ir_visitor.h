@@ -25,6 +25,7 @@ class IRVisitor {
   virtual void visit_load(const Load& node) { visit(node.index); }
   virtual void visit_binary(const Binary& node) { visit(node.a); visit(node.b); }
   virtual void visit_neg(const Neg& node) { visit(node.a); }
+  virtual void visit_math(const MathFn& node) { visit(node.a); }
   virtual void visit_cast(const Cast& node) { visit(node.a); }
   virtual void visit_select(const Select& node) { visit(node.cond); visit(node.a); visit(node.b); }
   virtual void visit_lane_sum(const LaneSum&) {}
@@ -65,6 +66,7 @@ class IRMutator {
   virtual Expr mutate_load(const Load& node, const Expr& self);
   virtual Expr mutate_binary(const Binary& node, const Expr& self);
   virtual Expr mutate_neg(const Neg& node, const Expr& self);
+  virtual Expr mutate_math(const MathFn& node, const Expr& self);
   virtual Expr mutate_cast(const Cast& node, const Expr& self);
   virtual Expr mutate_select(const Select& node, const Expr& self);
   virtual Expr mutate_lane_sum(const LaneSum&, const Expr& self) { return self; }  // names an array
@@ -127,6 +129,8 @@ bool uses_vectors(const Stmt& stmt);
 bool uses_gathers(const Stmt& stmt);
 // Whether a statement sums a masked tail (MaskedSum): the file then needs spgen_masked_sum_*.
 bool uses_masked_sums(const Stmt& stmt);
+// Whether a statement calls a math function (MathFn): the file then includes <cmath>.
+bool uses_math(const Stmt& stmt);
 // Whether a statement finishes lane sums in batches (LaneSums): the file then needs their helpers.
 bool uses_batched_lane_sums(const Stmt& stmt);
 

@@ -249,7 +249,9 @@ std::string dump_stage1(const Program& program) {
   }
   std::vector<std::string> iterators;
   for (const Iterator& it : program.iteration.iterators)
-    iterators.push_back(it.var + (it.is_reduction ? ": reduction" : ": spatial"));
+    iterators.push_back(it.var + (!it.is_reduction                                   ? ": spatial"
+                                  : program.iteration.reduction == ast::Reduction::Sum ? ": reduction"
+                                                                                       : ": " + std::string(ast::reduction_name(program.iteration.reduction)) + " reduction"));
   out += "sparse_iteration " + program.iteration.name + " over [" + join(iterators, ", ") + "]:\n";
   for (const Fusion& f : program.iteration.fusions)
     out += "  fuse " + f.outer + ", " + f.inner + " -> " + f.into + ": one loop over the stored entries of " + f.tensor + "\n";

@@ -120,6 +120,7 @@ struct SparseIteration {
   std::vector<Fusion> fusions;
   ast::Access output;
   bool accumulate = false;
+  ast::Reduction reduction = ast::Reduction::Sum;  // how the reduction loops combine body's values
   ast::ExprPtr body;
   std::vector<AddedPart> added_parts;  // added to body in its loop nest (empty: body is the whole sum)
   // The loops outside the first summed loop: those that body and the added parts share.

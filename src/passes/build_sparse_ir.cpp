@@ -81,6 +81,13 @@ std::vector<std::set<std::string>> tensor_terms(const ast::Expr& expr) {
     case ast::ExprKind::Literal: return {{}};
     case ast::ExprKind::Neg:
     case ast::ExprKind::Div: return tensor_terms(*expr.lhs);
+    case ast::ExprKind::Call: {  // (as iteration_space.h: a constant argument adds no term)
+      if (!expr.rhs || ast::is_constant(*expr.rhs)) return tensor_terms(*expr.lhs);
+      if (ast::is_constant(*expr.lhs)) return tensor_terms(*expr.rhs);
+      std::vector<std::set<std::string>> either = tensor_terms(*expr.lhs), right = tensor_terms(*expr.rhs);
+      either.insert(either.end(), right.begin(), right.end());
+      return either;
+    }
     case ast::ExprKind::Mul: {
       std::vector<std::set<std::string>> product;
       for (const auto& a : tensor_terms(*expr.lhs))
@@ -301,11 +308,43 @@ std::string find_shared_structure(const ast::Spec& spec, const Config& config) {
   return "";
 }
 
+// Whether a format stores entries its coordinates do not list: ELL slots past a row's length, the
+// zeros inside a block, a dense level under a sparse one.
+bool stores_padding(const Format& format) {
+  if (format.is_blocked()) return true;
+  bool under_sparse = false;
+  for (LevelKind kind : format.levels) {
+    if (kind == LevelKind::SparseFixed || (kind == LevelKind::Dense && under_sparse)) return true;
+    under_sparse |= kind != LevelKind::Dense;
+  }
+  return false;
+}
+
+// A call is evaluated at the stored entries of its argument's tensors (docs/spec.md): padding would
+// be evaluated too (exp(0) = 1 in an ELL slot past the row's end), so such an operand is refused.
+void check_calls_on_padding(const ast::Spec& spec, const Config& config, const ast::Expr& expr) {
+  if (expr.kind == ast::ExprKind::Call) {
+    for (const ast::Access* access : ast::collect_accesses(expr)) {
+      const Format& format = config.format_of(access->tensor);
+      if (access->tensor == spec.output.tensor || !stores_padding(format)) continue;
+      throw CompileError(format_config_error(
+          config.file, "/tensors/" + access->tensor + "/format",
+          "the function call " + ast::to_string(expr) + " reads " + access->tensor + ", whose format (" + format.name +
+              ") stores padding (ELL slots, zeros in blocks or dense levels under a sparse one): the call would be "
+              "evaluated at those zeros too (exp(0) = 1); store " + access->tensor + " as csr, coo, csc, dcsr or dense"));
+    }
+    return;
+  }
+  if (expr.lhs) check_calls_on_padding(spec, config, *expr.lhs);
+  if (expr.rhs) check_calls_on_padding(spec, config, *expr.rhs);
+}
+
 sparse::Program build_sparse_ir(const ast::Spec& spec, const Config& config, bool list_output, bool previous_apart,
                                 const std::set<std::string>& apart) {
+  check_calls_on_padding(spec, config, *spec.rhs);
   sparse::Program program;
   program.kernel_name = config.name;
-  program.spec_text = ast::to_string(spec);
+  program.spec_text = ast::to_string(spec);  // (an explicit reduction's text included)
   program.value_type = config.value_type;
   program.index_type = config.index_type;
   program.index_vars = spec.index_vars;
@@ -370,6 +409,7 @@ sparse::Program build_sparse_ir(const ast::Spec& spec, const Config& config, boo
   program.iteration.name = config.name;
   program.iteration.output = spec.output;
   program.iteration.accumulate = spec.accumulate;
+  program.iteration.reduction = spec.reduction;
   program.iteration.body = spec.rhs;
   for (const std::string& var : spec.index_vars) {
     bool reduction = !spec.is_output_var(var);

@@ -131,6 +131,8 @@ Decomposition decompose_operand(const ast::Spec& spec, const Config& config) {
   } else if (!config.format_of(output).all_dense()) {
     fail("the parts add into the output, which must be dense: give " + output + " the format \"dense\"");
   }
+  if (spec.reduction != ast::Reduction::Sum)
+    fail(std::string("the parts' kernels add up, which a ") + ast::reduction_name(spec.reduction) + " reduction does not take");
   const auto accesses = ast::collect_accesses(*spec.rhs);
   long uses = std::count_if(accesses.begin(), accesses.end(), [&](const ast::Access* a) { return a->tensor == tensor; });
   if (uses != 1 || !is_linear_factor(*spec.rhs, tensor))

@@ -86,6 +86,10 @@ class LoopVectorizer {
         }
         return std::nullopt;
       }
+      case ExprKind::MathFn: {  // (a function of lanes is not expressed as a vector: invariant only)
+        auto s = stride(static_cast<const MathFn&>(*e).a);
+        return s && *s == 0 ? s : std::nullopt;
+      }
       case ExprKind::LaneSum:
       case ExprKind::MaskedSum: return std::nullopt;
       case ExprKind::Select: {

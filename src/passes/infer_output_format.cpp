@@ -37,8 +37,11 @@ void infer_output_format(sparse::Program& program, Config& config, const ast::Sp
   const OutputFill fill = expected_fill(spec, config);
   Format format;
   format.mode_order = modes;
+  // (A max or min reduction is written dense, for now: its entries over no visit are -inf or +inf.)
+  const bool sparse_allowed = spec.reduction == ast::Reduction::Sum;
   for (int mode : modes)
-    format.levels.push_back(fill.sparse.at(output.indices[static_cast<size_t>(mode)]) ? LevelKind::Compressed : LevelKind::Dense);
+    format.levels.push_back(sparse_allowed && fill.sparse.at(output.indices[static_cast<size_t>(mode)]) ? LevelKind::Compressed
+                                                                                                           : LevelKind::Dense);
   // No compressed level above a dense one: a dense level holds every coordinate under each
   // parent, so the levels above it gain nothing from being compressed (and a compressed level
   // above a dense one would need per-parent assembly of a dense block for a few entries).

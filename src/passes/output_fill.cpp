@@ -29,6 +29,16 @@ class FillAnalysis {
       case ast::ExprKind::Literal: return false;
       case ast::ExprKind::Neg: return sparse_along(*expr.lhs, var, why);
       case ast::ExprKind::Div: return sparse_along(*expr.lhs, var, why);  // (a quotient is zero where its numerator is)
+      case ast::ExprKind::Call: {  // (evaluated only where its arguments are stored; a constant one adds no points)
+        if (!expr.rhs || ast::is_constant(*expr.rhs)) return sparse_along(*expr.lhs, var, why);
+        if (ast::is_constant(*expr.lhs)) return sparse_along(*expr.rhs, var, why);
+        std::string left, right;
+        const bool l = sparse_along(*expr.lhs, var, left), r = sparse_along(*expr.rhs, var, right);
+        if (l && r) return why = joined(left, right), true;
+        why = !l ? (left.empty() ? "an argument of " + std::string(ast::function_name(expr.function)) + " holds every " + var : left)
+                 : (right.empty() ? "an argument of " + std::string(ast::function_name(expr.function)) + " holds every " + var : right);
+        return false;
+      }
       case ast::ExprKind::Mul: {
         std::string left, right;
         if (sparse_along(*expr.lhs, var, left)) return why = left, true;

@@ -21,7 +21,7 @@ namespace {
 // =============================================================================================
 // Lexer
 
-enum class Tok { Ident, Number, LParen, RParen, Comma, Plus, Minus, Star, Slash, Assign, PlusAssign, End };
+enum class Tok { Ident, Number, LParen, RParen, Comma, Colon, Plus, Minus, Star, Slash, Assign, PlusAssign, End };
 
 struct Token {
     Tok kind;
@@ -119,6 +119,7 @@ private:
         case '(': token.kind = Tok::LParen; return;
         case ')': token.kind = Tok::RParen; return;
         case ',': token.kind = Tok::Comma; return;
+        case ':': token.kind = Tok::Colon; return;
         case '-': token.kind = Tok::Minus; return;
         case '*': token.kind = Tok::Star; return;
         case '/': token.kind = Tok::Slash; return;
@@ -152,11 +153,12 @@ std::unique_ptr<Expr> make_binary(Expr::Kind kind, std::unique_ptr<Expr> left, s
     return e;
 }
 
-// spec   := access ('=' | '+=') sum END
+// spec   := access ('=' | '+=') sum END            (the output not named like a function)
 // sum    := product (('+' | '-') product)*
 // product:= unary (('*' | '/') unary)*
 // unary  := '-' unary | primary
-// primary:= NUMBER | access | '(' sum ')'
+// primary:= NUMBER | call | access | '(' sum ')'
+// call   := FUNC '(' sum [',' sum] ')'            (FUNC: exp log sqrt abs, one argument; max min, two)
 // access := IDENT [ '(' [IDENT (',' IDENT)*] ')' ]
 class Parser {
 public:
@@ -165,6 +167,9 @@ public:
     Spec parse_spec() {
         Spec spec;
         const Token name = expect(Tok::Ident, "the output tensor's name");
+        Func func;
+        if (function_named(name.text, func))
+            spec_error(name.line, name.column, "the output cannot be named '" + name.text + "', the name of a function");
         auto lhs = parse_access(name);
         spec.output = lhs->tensor;
         spec.output_indices = lhs->indices;
@@ -232,6 +237,9 @@ private:
             e->literal = token.number;
             return e;
         }
+        Func func;
+        if (token.kind == Tok::Ident && function_named(token.text, func) && peek().kind == Tok::LParen)
+            return parse_call(token, func);
         if (token.kind == Tok::Ident) return parse_access(token);
         if (token.kind == Tok::LParen) {
             auto e = parse_sum();
@@ -239,6 +247,33 @@ private:
             return e;
         }
         fail(token, "expected a tensor, a number or '('");
+    }
+
+    // After the function's name; the '(' is next.
+    std::unique_ptr<Expr> parse_call(const Token& name, Func func) {
+        take();  // '('
+        if (peek().kind == Tok::Ident && tokens_[pos_ + 1].kind == Tok::Colon)
+            spec_error(name.line, name.column,
+                       "explicit reductions such as '" + name.text + "(" + peek().text +
+                           ": ...)' are not supported; index variables missing from the output are summed implicitly");
+        std::vector<std::unique_ptr<Expr>> args;
+        if (peek().kind != Tok::RParen) {
+            do {
+                args.push_back(parse_sum());
+            } while (accept(Tok::Comma));
+        }
+        expect(Tok::RParen, "',' or ')'");
+        const int arity = function_arity(func);
+        if (static_cast<int>(args.size()) != arity)
+            spec_error(name.line, name.column,
+                       "'" + name.text + "' takes " + std::to_string(arity) + (arity == 1 ? " argument" : " arguments") +
+                           ", found " + std::to_string(args.size()));
+        auto e = std::make_unique<Expr>();
+        e->kind = Expr::Kind::Call;
+        e->func = func;
+        e->left = std::move(args[0]);
+        if (arity == 2) e->right = std::move(args[1]);
+        return e;
     }
 
     std::unique_ptr<Expr> parse_access(const Token& name) {
@@ -259,6 +294,31 @@ private:
 };
 
 }  // namespace
+
+bool function_named(const std::string& name, Func& func) {
+    static const std::pair<const char*, Func> functions[] = {{"exp", Func::Exp}, {"log", Func::Log}, {"sqrt", Func::Sqrt},
+                                                            {"abs", Func::Abs}, {"max", Func::Max}, {"min", Func::Min}};
+    for (const auto& [text, f] : functions)
+        if (name == text) {
+            func = f;
+            return true;
+        }
+    return false;
+}
+
+int function_arity(Func func) { return func == Func::Max || func == Func::Min ? 2 : 1; }
+
+const char* function_name(Func func) {
+    switch (func) {
+    case Func::Exp: return "exp";
+    case Func::Log: return "log";
+    case Func::Sqrt: return "sqrt";
+    case Func::Abs: return "abs";
+    case Func::Max: return "max";
+    case Func::Min: return "min";
+    }
+    return "?";
+}
 
 Spec parse_spec(const std::string& spec_text) { return Parser(Lexer(spec_text).tokenize()).parse_spec(); }
 

@@ -8,15 +8,24 @@
 
 namespace spgen_ref {
 
+// The functions of the language: exp, log, sqrt, abs of one argument; max, min of two.
+enum class Func { Exp, Log, Sqrt, Abs, Max, Min };
+
 struct Expr {
-    enum class Kind { Literal, Access, Negate, Add, Subtract, Multiply, Divide };
+    enum class Kind { Literal, Access, Negate, Add, Subtract, Multiply, Divide, Call };
     Kind kind = Kind::Literal;
     double literal = 0;                // Literal
     std::string tensor;                // Access
     std::vector<std::string> indices;  // Access
-    int slot = -1;                     // Access: its position in the evaluation's access table
-    std::unique_ptr<Expr> left, right; // Negate uses left only
+    Func func = Func::Exp;             // Call
+    int slot = -1;                     // Access: its position in the evaluation's access table; Call: in its call table
+    std::unique_ptr<Expr> left, right; // Negate uses left only; Call: its arguments (right only for max and min)
 };
+
+// The function named `name`, if it is one; its number of arguments.
+bool function_named(const std::string& name, Func& func);
+int function_arity(Func func);
+const char* function_name(Func func);
 
 struct Spec {
     std::string output;

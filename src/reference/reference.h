@@ -12,13 +12,32 @@ namespace spgen_ref {
 
 // Evaluates one assignment such as "C(i,k) = A(i,j) * B(j,k)" or "y(i) += A(i,j) * x(j)".
 //
-// Language: `=` or `+=`; operators + - * /, unary minus, parentheses, numeric literals; '#' starts
-// a comment running to the end of the line; a scalar is written `a` or `a()`.
-// Semantics (einsum): out(lhs vars) = sum over every variable that is only on the right of the
-// whole right-hand side, in double precision; a missing entry of an input is 0. To stay
-// unambiguous, a summed variable must appear in every term once products are distributed over
-// + and - (so `y(i) = A(i,j)*x(j) + b(i)` is rejected). `+=` adds to *initial_output (or to 0);
-// `=` ignores it.
+// Language: `=` or `+=`; operators + - * /, unary minus, parentheses, numeric literals, function
+// calls; '#' starts a comment running to the end of the line; a scalar is written `a` or `a()`.
+//   primary := NUMBER | access | '(' expr ')' | F '(' expr ')' | ('max' | 'min') '(' expr ',' expr ')'
+// with F one of exp, log, sqrt, abs. A name followed by '(' is a call when it is one of these six,
+// otherwise a tensor access; the output may not bear one of these names. A wrong number of
+// arguments or an explicit reduction such as `max(j: x(j))` is a malformed spec.
+// Semantics (einsum): out(lhs vars) = sum over the variables that are only on the right, in
+// double precision; a missing entry of an input is 0. Products are distributed over + and -
+// first, and each product term is summed over its own variables that the output lacks (TACO's
+// scoped reductions: `y(i) = A(i,j)*x(j) + b(i)` adds b(i) once). `+=` adds to *initial_output
+// (or to 0); `=` ignores it.
+// Function calls (exp, log, sqrt, abs as std::exp/log/sqrt/fabs, max and min as std::fmax/fmin):
+//  - A call's argument is evaluated pointwise over the index variables it uses; nothing is summed
+//    inside a call (sums stay outermost): `y(i) = exp(A(i,j)*x(j))` is sum_j exp(A(i,j) x(j)).
+//  - A call has a value only at its points: those its argument visits, by the rule `*` intersects
+//    the stored entries (an explicit zero is stored), `+` and `-` unite them (broadcasting over
+//    variables a side lacks), a constant term or a fully stored input is everywhere, a quotient
+//    has its numerator's points. max and min take the union of their arguments' points, but an
+//    argument that reads no tensor adds none: `max(x(i), 0)` only where x is stored. A call that
+//    reads no tensor is a constant (`exp(0)` is 1).
+//  - At a point, the value is the function of its arguments' values, a part without a point
+//    there reading 0 (`max(A(i,j), B(i,j))` where only B is stored is max(0, B(i,j))).
+//  - A product term is evaluated only where each call in it has a point, whether the call is a
+//    factor or inside a denominator (so `1/(1+exp(-x(i)))` only where x is stored); elsewhere it
+//    adds nothing, even where another factor is Inf or NaN. With calls, every input's stored
+//    entries count exactly; a sparse input is never taken as stored everywhere.
 // Sizes of index variables come from the inputs (they must agree), then from initial_output,
 // then from extra_dims (they must agree too). An input of order n+k whose last k dims are 1 may
 // be used with n indices (so an n x 1 Matrix Market file works as a vector).
@@ -31,6 +50,7 @@ Tensor evaluate(const std::string& spec_text, const std::map<std::string, Tensor
 // The same evaluation with every input and coefficient replaced by its absolute value (and `-`
 // by `+`): per output entry, the sum of the magnitudes of what was added, which bounds the
 // rounding error a float sum of those terms can make in any order (|error| <= n u sum|terms|).
+// A function call counts as |f(argument)|, its argument evaluated on the real values.
 // Entries match evaluate()'s one for one. (A divisor is evaluated on absolute values too, which
 // bounds nothing where it subtracts: such specs should not rely on it.)
 Tensor evaluate_magnitude(const std::string& spec_text, const std::map<std::string, Tensor>& inputs,

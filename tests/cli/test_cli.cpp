@@ -171,6 +171,46 @@ TEST_CASE("an illegal schedule names the op by its index") {
   CHECK(r.out.empty());
 }
 
+TEST_CASE("functions and max reductions: the kernels compile warning-free; what is not supported yet is refused by name") {
+  TempDir dir;
+  write_text(dir.file("softmax_parts.spg"), "E(i,j) = A(i,j) * max(u(i) + v(j), 0.2 * (u(i) + v(j))) + exp(A(i,j)) - sqrt(abs(A(i,j)))\n");
+  write_text(dir.file("csr.json"), R"({"tensors": {"A": {"format": "csr"}, "E": {"format": "csr"}}, "schedule": "auto"})");
+  REQUIRE(spgen({"gen", dir.file("softmax_parts.spg"), "--config", dir.file("csr.json"), "-o", dir.path()}).exit_code == 0);
+  CHECK(read_text(dir.file("softmax_parts.cpp")).find("#include <cmath>") != std::string::npos);
+  check_compiles_warning_free(dir, "softmax_parts");
+  write_text(dir.file("row_max.spg"), "m(i) = max(j: S(i,j))\n");
+  write_text(dir.file("rm.json"), R"({"types": {"value": "float64"}, "tensors": {"S": {"format": "csr"}}, "schedule": "auto"})");
+  REQUIRE(spgen({"gen", dir.file("row_max.spg"), "--config", dir.file("rm.json"), "-o", dir.path()}).exit_code == 0);
+  CHECK(read_text(dir.file("row_max.cpp")).find("-INFINITY") != std::string::npos);
+  check_compiles_warning_free(dir, "row_max");
+
+  // An operand stored with padding under a call: exp(0) would be computed in its empty slots.
+  write_text(dir.file("ell.json"), R"({"tensors": {"A": {"format": "ell", "width": 4}, "E": {"format": "dense"}}})");
+  ProcessResult padded = spgen({"gen", dir.file("softmax_parts.spg"), "--config", dir.file("ell.json"), "--emit", "stage2"});
+  CHECK(padded.exit_code == 1);
+  CHECK(padded.err.find(dir.file("ell.json") + ": /tensors/A/format: error: the function call max(u(i) + v(j), 0.2 * (u(i) + v(j))) reads") ==
+        std::string::npos);  // (u and v are dense: the first call that reads A is exp's)
+  CHECK(padded.err.find(dir.file("ell.json") + ": /tensors/A/format: error: the function call exp(A(i,j)) reads A, whose format (ell) stores padding") == 0);
+  // A max reduction with an op that adds partial results, and into a sparse output.
+  write_text(dir.file("vec.json"), R"({"tensors": {"S": {"format": "csr"}}, "schedule": [{"op": "vectorize", "var": "j"}]})");
+  ProcessResult vectorized = spgen({"gen", dir.file("row_max.spg"), "--config", dir.file("vec.json"), "--emit", "stage2"});
+  CHECK(vectorized.exit_code == 1);
+  CHECK(vectorized.err.find(dir.file("vec.json") + ": /schedule/0: error: vectorize: its lanes would combine partial results by adding them, "
+                            "which a max reduction does not take (yet)") == 0);
+  write_text(dir.file("par.json"), R"({"tensors": {"S": {"format": "csr"}}, "schedule": [{"op": "parallel", "var": "j", "reduction": "atomic"}]})");
+  ProcessResult parallel = spgen({"gen", dir.file("row_max.spg"), "--config", dir.file("par.json"), "--emit", "stage2"});
+  CHECK(parallel.exit_code == 1);
+  CHECK(parallel.err.find(dir.file("par.json") + ": /schedule/0: error: parallel: its threads would combine partial results") == 0);
+  write_text(dir.file("sv.json"), R"({"tensors": {"S": {"format": "csr"}, "m": {"format": "sv"}}})");
+  ProcessResult sparse = spgen({"gen", dir.file("row_max.spg"), "--config", dir.file("sv.json"), "--emit", "stage2"});
+  CHECK(sparse.exit_code == 1);
+  CHECK(sparse.err.find(dir.file("sv.json") + ": /tensors/m: error: a max reduction is supported into a dense output") == 0);
+  write_text(dir.file("csc.json"), R"({"tensors": {"S": {"format": "csc"}}})");
+  ProcessResult outside = spgen({"gen", dir.file("row_max.spg"), "--config", dir.file("csc.json"), "--emit", "stage2"});
+  CHECK(outside.exit_code == 1);
+  CHECK(outside.err.find("a reduced loop is outside m's") != std::string::npos);
+}
+
 TEST_CASE("missing files, unknown flags and a missing output directory fail cleanly") {
   TempDir dir;
   ProcessResult missing = spgen({"gen", dir.file("nope.spg"), "--config", spec("spmm_csr.json")});

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <cmath>  // (the real cuda_runtime.h brings the math functions: expf, fabs, ...)
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>

@@ -30,6 +30,17 @@ TEST_CASE("iteration space: products intersect, sums unite, a dense factor count
   CHECK(space_of("y(i) = 3") == IterationSpace{{}});
 }
 
+TEST_CASE("iteration space: a call visits where its arguments do; a constant argument of max/min adds nothing") {
+  CHECK(space_of("E(i,j) = exp(S(i,j))") == IterationSpace{{"S"}});
+  CHECK(space_of("y(i) = A(i,j) * exp(x(j))") == IterationSpace{{"A", "x"}});
+  CHECK(space_of("y(i) = max(x(i), 0)") == IterationSpace{{"x"}});
+  CHECK(space_of("y(i) = min(-1, x(i))") == IterationSpace{{"x"}});
+  CHECK(space_of("C(i,j) = max(A(i,j), B(i,j))") == IterationSpace{{"A"}, {"B"}});
+  CHECK(space_of("C(i,j) = min(A(i,j) * B(i,j), 1.5) - A(i,j)") == IterationSpace{{"A", "B"}, {"A"}});
+  CHECK(space_of("y(i) = exp(2) * x(i)") == IterationSpace{{"x"}});
+  CHECK(space_of("y(i) = exp(2)") == IterationSpace{{}});
+}
+
 TEST_CASE("iteration space: a divisor adds nothing to its term, but its own terms are shown to check_divisor") {
   spgen::ast::Spec s = spec("C(i,j) = A(i,j) / B(i,j)");
   std::vector<IterationSpace> divisors;

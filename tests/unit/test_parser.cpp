@@ -38,6 +38,8 @@ std::string sexpr(const spgen::ast::Expr& e) {
     case ExprKind::Sub: return "(- " + sexpr(*e.lhs) + " " + sexpr(*e.rhs) + ")";
     case ExprKind::Mul: return "(* " + sexpr(*e.lhs) + " " + sexpr(*e.rhs) + ")";
     case ExprKind::Div: return "(/ " + sexpr(*e.lhs) + " " + sexpr(*e.rhs) + ")";
+    case ExprKind::Call:
+      return "(" + std::string(spgen::ast::function_name(e.function)) + " " + sexpr(*e.lhs) + (e.rhs ? " " + sexpr(*e.rhs) : "") + ")";
   }
   return "?";
 }
@@ -584,6 +586,63 @@ TEST_CASE("parser error: reserved names") {
   // Names that merely contain a keyword or the prefix are fine.
   CHECK_NOTHROW(parse("format(i) = interval(i) * my_spgen(i) * for_each(i)"));
   CHECK_NOTHROW(parse("y(i_) = _x(i_)"));
+}
+
+TEST_CASE("parser: function calls are primaries, their arguments whole expressions") {
+  CHECK(rhs_of("E(i,j) = exp(S(i,j))") == "(exp S(i,j))");
+  CHECK(rhs_of("y(i) = A(i,j) * exp(x(j)) + 2") == "(+ (* A(i,j) (exp x(j))) 2)");
+  CHECK(rhs_of("E(i,j) = A(i,j) * max(u(i) + v(j), 0.2 * (u(i) + v(j)))") ==
+        "(* A(i,j) (max (+ u(i) v(j)) (* 0.2 (+ u(i) v(j)))))");
+  CHECK(rhs_of("y(i) = -min(log(abs(x(i))), sqrt(z(i)))") == "(neg (min (log (abs x(i))) (sqrt z(i))))");
+  Spec s = parse("y(i) = exp(A(i,j) * x(j))");
+  CHECK(spgen::ast::to_string(s) == "y(i) = exp(A(i,j) * x(j))");
+  CHECK(s.index_vars == std::vector<std::string>{"i", "j"});
+  // A call is one factor: its variables are in every term it is in (no ambiguous sum scope).
+  CHECK_NOTHROW(parse("y(i) = max(A(i,j), b(i)) * x(j)"));
+  // A name that merely starts like a function is a tensor.
+  CHECK(rhs_of("y(i) = expo(i) * maximum(i)") == "(* expo(i) maximum(i))");
+}
+
+TEST_CASE("parser: an explicit reduction is the whole right-hand side") {
+  Spec m = parse("m(i) = max(j: S(i,j))");
+  CHECK(m.explicit_reduction);
+  CHECK(m.reduction == spgen::ast::Reduction::Max);
+  CHECK(m.reduced_vars == std::vector<std::string>{"j"});
+  CHECK(sexpr(*m.rhs) == "S(i,j)");
+  CHECK(spgen::ast::to_string(m) == "m(i) = max(j: S(i,j))");
+  Spec two = parse("s = min(i, j: A(i,j) * exp(x(j)))");
+  CHECK(two.reduction == spgen::ast::Reduction::Min);
+  CHECK(two.reduced_vars == std::vector<std::string>{"i", "j"});
+  CHECK(spgen::ast::to_string(two) == "s = min(i, j: A(i,j) * exp(x(j)))");
+  Spec sum = parse("y(i) = sum(j: A(i,j) * x(j))");
+  CHECK(sum.reduction == spgen::ast::Reduction::Sum);
+  CHECK(sexpr(*sum.rhs) == "(* A(i,j) x(j))");
+  // max of two scalar tensors is the function, not a reduction.
+  CHECK(rhs_of("y = max(a, b)") == "(max a b)");
+  CHECK(!parse("y = max(a, b)").explicit_reduction);
+}
+
+TEST_CASE("parser error: explicit reductions") {
+  check_error("m(i) = max(j: S(i,j)) + 1", 1, 23, "an explicit reduction must be the whole right-hand side (for now)", '+');
+  check_error("y(i) = x(i) + max(j: S(i,j))", 1, 15, "an explicit reduction (`max(j: ...)`) must be the whole right-hand side", 'm');
+  check_error("y(i) = exp(j: S(i,j))", 1, 8, "exp is a function of one value, not a reduction", 'e');
+  check_error("m(i) = max(i: S(i,j))", 1, 12, "index i is an index of the output m, so max cannot reduce it", 'i');
+  check_error("m(i) = max(k: S(i,j))", 1, 12, "index k of max(...) does not occur in its expression", 'k');
+  check_error("m(i) = max(j, j: S(i,j))", 1, 15, "index j is reduced twice", 'j');
+  check_error("m(i) += max(j: S(i,j))", 1, 1, "a max reduction cannot accumulate into its output (`+=`)", 'm');
+  check_error("m(i) = max(j: A(i,j) * B(j,k))", 1, 12, "index k is neither an index of the output nor reduced by max(...)", 'j');
+  check_error("m(i) = min(j: A(i,j) + b(i))", 1, 24, "the term b(i) does not use every index min reduces", 'b');
+  check_error("m(i) = max(j: S(i,j)", 1, 21, "expected ')' after the expression of max(j: ...)", 0);
+}
+
+TEST_CASE("parser error: function calls") {
+  check_error("y(i) = max(x(i))", 1, 16, "max takes two arguments", ')');
+  check_error("y(i) = exp(x(i), 2)", 1, 16, "exp takes one argument", ',');
+  check_error("y(i) = sum(A(i,j) * x(j))", 1, 8, "sum is a reduction, `sum(j: ...)`, and then must be the whole right-hand side", 's');
+  check_error("y(i) = exp(x(i)", 1, 16, "expected ')' after the argument of exp", 0);
+  check_error("exp(i) = x(i)", 1, 1, "'exp' cannot be used as a tensor name: it is a function of the spec language", 'e');
+  check_error("y(i) = A(i,max) * x(max)", 1, 12, "'max' cannot be used as an index variable name", 'm');
+  check_error("y(i) = x(i) * log", 1, 15, "'log' cannot be used as a tensor name", 'l');
 }
 
 TEST_CASE("parser error: a name used as a tensor and as an index") {

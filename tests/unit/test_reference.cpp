@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -55,7 +56,7 @@ void check_same(const Tensor& got, const Tensor& want, double tolerance = 1e-12)
     CHECK_MESSAGE(c.ok, c.message);
 }
 
-// Dense copy of a tensor for brute-force evaluation.
+// Dense copy of a tensor for brute-force evaluation; remembers which entries are stored.
 class DenseView {
 public:
     DenseView() = default;
@@ -63,10 +64,16 @@ public:
         int64_t size = 1;
         for (int64_t d : dims_) size *= d;
         values_.assign(static_cast<size_t>(size), 0.0);
-        for (size_t e = 0; e < t.nnz(); ++e) values_[static_cast<size_t>(linear(t.coords.data() + e * t.dims.size()))] += t.vals[e];
+        stored_.assign(static_cast<size_t>(size), false);
+        for (size_t e = 0; e < t.nnz(); ++e) {
+            const auto l = static_cast<size_t>(linear(t.coords.data() + e * t.dims.size()));
+            values_[l] += t.vals[e];
+            stored_[l] = true;
+        }
     }
 
     double at(const std::vector<int64_t>& coords) const { return values_[static_cast<size_t>(linear(coords.data()))]; }
+    bool stored(const std::vector<int64_t>& coords) const { return stored_[static_cast<size_t>(linear(coords.data()))]; }
 
 private:
     int64_t linear(const int64_t* coords) const {
@@ -77,6 +84,7 @@ private:
 
     std::vector<int64_t> dims_;
     std::vector<double> values_;
+    std::vector<bool> stored_;
 };
 
 // One point of the full iteration space, with the inputs in dense form.
@@ -85,17 +93,29 @@ struct Point {
     std::map<char, int64_t> at;
 
     double operator()(const std::string& name, std::initializer_list<char> vars) const {
-        std::vector<int64_t> coords;
-        for (char v : vars) coords.push_back(at.at(v));
-        return tensors->at(name).at(coords);
+        return tensors->at(name).at(coords(vars));
+    }
+    bool stored(const std::string& name, std::initializer_list<char> vars) const {
+        return tensors->at(name).stored(coords(vars));
+    }
+
+private:
+    std::vector<int64_t> coords(std::initializer_list<char> vars) const {
+        std::vector<int64_t> c;
+        for (char v : vars) c.push_back(at.at(v));
+        return c;
     }
 };
 
 using Rhs = std::function<double(const Point&)>;
+// A right-hand side that may have no value at a point (a function call outside its points).
+using PresentRhs = std::function<std::optional<double>(const Point&)>;
 
-// out(lhs_vars) = sum over every value of summed_vars of rhs: the full dense space, no cleverness.
-Tensor brute_force(const std::string& lhs_vars, const std::string& summed_vars, const std::map<char, int64_t>& sizes,
-                   const std::map<std::string, Tensor>& inputs, const Rhs& rhs) {
+// out(lhs_vars) = sum over every value of summed_vars of rhs, the points where it has no value
+// left out: the full dense space, no cleverness.
+Tensor brute_force_present(const std::string& lhs_vars, const std::string& summed_vars,
+                           const std::map<char, int64_t>& sizes, const std::map<std::string, Tensor>& inputs,
+                           const PresentRhs& rhs) {
     std::map<std::string, DenseView> views;
     for (const auto& [name, t] : inputs) views[name] = DenseView(t);
     std::vector<int64_t> out_dims;
@@ -113,7 +133,7 @@ Tensor brute_force(const std::string& lhs_vars, const std::string& summed_vars, 
         for (char v : summed_vars) empty = empty || sizes.at(v) == 0;
         while (!empty) {
             for (size_t s = 0; s < summed_vars.size(); ++s) p.at[summed_vars[s]] = counter[s];
-            sum += rhs(p);
+            if (const std::optional<double> value = rhs(p)) sum += *value;
             size_t s = 0;
             while (s < counter.size() && ++counter[s] == sizes.at(summed_vars[s])) counter[s++] = 0;
             if (s == counter.size()) break;
@@ -121,6 +141,12 @@ Tensor brute_force(const std::string& lhs_vars, const std::string& summed_vars, 
         out.vals[e] = sum;
     }
     return out;
+}
+
+Tensor brute_force(const std::string& lhs_vars, const std::string& summed_vars, const std::map<char, int64_t>& sizes,
+                   const std::map<std::string, Tensor>& inputs, const Rhs& rhs) {
+    return brute_force_present(lhs_vars, summed_vars, sizes, inputs,
+                               [&](const Point& p) { return std::optional<double>(rhs(p)); });
 }
 
 // Random inputs of several kinds, chosen by `kind`: dense, or sparse with varied density and shape.
@@ -144,21 +170,44 @@ struct CrossCase {
     Rhs rhs;
 };
 
-void cross_check(const CrossCase& c, uint64_t seed) {
-    std::map<char, int64_t> sizes;
+// Random operands of varied kinds and sizes; the sizes chosen go to `sizes`.
+std::map<std::string, Tensor> random_operands(const std::string& vars, const std::map<std::string, std::string>& operands,
+                                              uint64_t seed, std::map<char, int64_t>& sizes) {
     int salt = 0;
-    for (char v : c.lhs_vars + c.summed_vars) sizes[v] = size_for(seed, salt++);
+    for (char v : vars) sizes[v] = size_for(seed, salt++);
     std::map<std::string, Tensor> inputs;
     int kind = static_cast<int>(seed);
-    for (const auto& [name, vars] : c.operands) {
+    for (const auto& [name, operand_vars] : operands) {
         std::vector<int64_t> dims;
-        for (char v : vars) dims.push_back(sizes.at(v));
+        for (char v : operand_vars) dims.push_back(sizes.at(v));
         inputs[name] = random_operand(dims, seed * 1000 + static_cast<uint64_t>(kind), kind);
         ++kind;
     }
+    return inputs;
+}
+
+void cross_check(const CrossCase& c, uint64_t seed) {
+    std::map<char, int64_t> sizes;
+    const auto inputs = random_operands(c.lhs_vars + c.summed_vars, c.operands, seed, sizes);
     CAPTURE(c.spec);
     CAPTURE(seed);
     check_same(evaluate(c.spec, inputs), brute_force(c.lhs_vars, c.summed_vars, sizes, inputs, c.rhs));
+}
+
+// The same for specs with function calls, whose right-hand side may have no value at a point.
+struct PresentCase {
+    std::string spec;
+    std::string lhs_vars, summed_vars;
+    std::map<std::string, std::string> operands;
+    PresentRhs rhs;
+};
+
+void cross_check(const PresentCase& c, uint64_t seed) {
+    std::map<char, int64_t> sizes;
+    const auto inputs = random_operands(c.lhs_vars + c.summed_vars, c.operands, seed, sizes);
+    CAPTURE(c.spec);
+    CAPTURE(seed);
+    check_same(evaluate(c.spec, inputs), brute_force_present(c.lhs_vars, c.summed_vars, sizes, inputs, c.rhs));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -428,6 +477,254 @@ TEST_CASE("reference: += agrees with brute force") {
         for (size_t e = 0; e < want.nnz(); ++e) want.vals[e] += initial_view.at({want.coords[e]});
         check_same(evaluate("y(i) += A(i,j) * x(j)", in, {}, &initial), want);
     }
+}
+
+// =============================================================================================
+// Function calls: exp, log, sqrt, abs, max, min
+
+namespace {
+
+// The entries a result holds (reached points), whatever their values.
+size_t reached(const Tensor& t) { return t.nnz(); }
+
+double e_to(double x) { return std::exp(x); }
+
+}  // namespace
+
+TEST_CASE("reference: a function is evaluated on its argument's stored entries only") {
+    // S is more than half full (3 of 4), so it must not be taken for dense: (1,1) stays empty.
+    const std::map<std::string, Tensor> in{{"S", sparse({2, 2}, {{{0, 0}, 1}, {{0, 1}, -2}, {{1, 0}, 0}})}};
+    const Tensor e = evaluate("E(i,j) = exp(S(i,j))", in);
+    check_same(e, dense({2, 2}, {e_to(1), e_to(-2), 1, 0}));  // the explicit zero is a point: exp(0) = 1
+    CHECK(reached(e) == 3);
+    const std::map<std::string, Tensor> wide{{"S", sparse({2, 3}, {{{0, 1}, 0.5}, {{1, 2}, -1}})}};
+    const Tensor w = evaluate("E(i,j) = 2 * exp(S(i,j))", wide);
+    check_same(w, dense({2, 3}, {0, 2 * e_to(0.5), 0, 0, 0, 2 * e_to(-1)}));
+    CHECK(reached(w) == 2);
+}
+
+TEST_CASE("reference: a function as a factor of a sum") {
+    // A = [[1,0,2],[0,3,0]]; x(1) is not stored, so A(1,1) * exp(x(1)) is no point (not 3 * exp(0)).
+    const std::map<std::string, Tensor> in{{"A", spmv_inputs().at("A")}, {"x", sparse({3}, {{{0}, 0}, {{2}, 1}})}};
+    check_same(evaluate("y(i) = A(i,j) * exp(x(j))", in), dense({2}, {1 + 2 * e_to(1), 0}));
+    check_same(evaluate("y(i) = exp(x(j)) * A(i,j)", in), dense({2}, {1 + 2 * e_to(1), 0}));
+    // With a dense x every stored A(i,j) counts.
+    check_same(evaluate("y(i) = A(i,j) * exp(x(j))", spmv_inputs()), dense({2}, {e_to(1) + 2 * e_to(3), 3 * e_to(2)}));
+}
+
+TEST_CASE("reference: outside its points a call contributes nothing, even next to an infinity") {
+    // log(x(0)) = -inf, but exp(z(0)) has no point there: the term is not evaluated (no -inf * 0).
+    const std::map<std::string, Tensor> in{{"x", sparse({3}, {{{0}, 0}, {{1}, 1}})}, {"z", sparse({3}, {{{1}, 0}, {{2}, 5}})},
+                                           {"A", dense({3, 3}, {1, 1, 1, 1, 1, 1, 1, 1, 1})}};
+    const Tensor y = evaluate("y(i) = log(x(i)) * exp(z(i))", in);
+    check_same(y, sparse({3}, {}));
+    CHECK(reached(y) == 1);  // only y(1) = log(1) exp(0)
+    const Tensor e = evaluate("E(i,j) = A(i,j) * log(x(i)) * max(z(i), 0)", in);
+    check_same(e, sparse({3, 3}, {}));
+    CHECK(reached(e) == 3);  // row 1
+}
+
+TEST_CASE("reference: the sum over a variable missing from the output stays outside the function") {
+    // y(i) = sum_j exp(A(i,j) x(j)) over the j where both are stored, not exp(sum_j A(i,j) x(j)).
+    check_same(evaluate("y(i) = exp(A(i,j) * x(j))", spmv_inputs()), dense({2}, {e_to(1) + e_to(6), e_to(6)}));
+    const std::map<std::string, Tensor> in{{"A", spmv_inputs().at("A")}, {"x", sparse({3}, {{{0}, 1}, {{2}, 3}})}};
+    const Tensor y = evaluate("y(i) = exp(A(i,j) * x(j))", in);
+    check_same(y, dense({2}, {e_to(1) + e_to(6), 0}));  // row 1 meets no stored x
+    CHECK(reached(y) == 1);
+    // A scalar output sums over everything.
+    check_same(evaluate("s = exp(A(i,j) * x(j))", in), scalar(e_to(1) + e_to(6)));
+}
+
+TEST_CASE("reference: max with a constant is present only where the tensor is (ReLU)") {
+    const std::map<std::string, Tensor> in{{"x", sparse({5}, {{{0}, -1}, {{2}, 2}, {{3}, 0}})}};
+    const Tensor y = evaluate("y(i) = max(x(i), 0)", in);
+    check_same(y, sparse({5}, {{{2}, 2}}));
+    CHECK(reached(y) == 3);  // 0, 2 and 3, not 1 or 4
+    check_same(evaluate("y(i) = max(0, x(i))", in), sparse({5}, {{{2}, 2}}));
+    check_same(evaluate("y(i) = min(x(i), 0.5) + 1", in), dense({5}, {0, 1, 1.5, 1, 1}));
+}
+
+TEST_CASE("reference: leaky ReLU GAT score") {
+    const std::string spec = "E(i,j) = A(i,j) * max(u(i) + v(j), 0.2 * (u(i) + v(j)))";
+    std::map<std::string, Tensor> in{{"A", spmv_inputs().at("A")}, {"u", dense({2}, {1, -2})}, {"v", dense({3}, {0.5, 1, -3})}};
+    // (0,0): s = 1.5 -> 1.5; (0,2): s = -2 -> -0.4, times 2; (1,1): s = -1 -> -0.2, times 3.
+    const Tensor e = evaluate(spec, in);
+    check_same(e, sparse({2, 3}, {{{0, 0}, 1.5}, {{0, 2}, -0.8}, {{1, 1}, -0.6}}));
+    CHECK(reached(e) == 3);
+    // u(1) not stored: u(1) + v(1) is still a point (of v), reading u(1) as 0: max(1, 0.2) = 1.
+    in["u"] = sparse({2}, {{{0}, 1}});
+    check_same(evaluate(spec, in), sparse({2, 3}, {{{0, 0}, 1.5}, {{0, 2}, -0.8}, {{1, 1}, 3}}));
+}
+
+TEST_CASE("reference: max and min of two sparse tensors: the union, a missing entry reading 0") {
+    const std::map<std::string, Tensor> in{{"A", sparse({2, 3}, {{{0, 0}, -1}, {{0, 1}, 2}})},
+                                           {"B", sparse({2, 3}, {{{0, 1}, -3}, {{1, 1}, -2}, {{1, 0}, 4}})}};
+    const Tensor mx = evaluate("C(i,j) = max(A(i,j), B(i,j))", in);
+    // (0,0): max(-1, 0) = 0 (B missing); (0,1): 2; (1,0): max(0, 4); (1,1): max(0, -2) = 0.
+    check_same(mx, sparse({2, 3}, {{{0, 1}, 2}, {{1, 0}, 4}}));
+    CHECK(reached(mx) == 4);  // (0,0) and (1,1) are explicit zeros; column 2 is not reached
+    const Tensor mn = evaluate("C(i,j) = min(A(i,j), B(i,j))", in);
+    check_same(mn, sparse({2, 3}, {{{0, 0}, -1}, {{0, 1}, -3}, {{1, 0}, 0}, {{1, 1}, -2}}));
+    CHECK(reached(mn) == 4);
+    // The union broadcasts: u(i) + v(j) is present wherever u(i) or v(j) is stored.
+    const std::map<std::string, Tensor> uv{{"u", sparse({2}, {{{0}, 1}})}, {"v", sparse({3}, {{{1}, 2}})}};
+    const Tensor e = evaluate("E(i,j) = exp(u(i) + v(j))", uv);
+    check_same(e, dense({2, 3}, {e_to(1), e_to(3), e_to(1), 0, e_to(2), 0}));
+    CHECK(reached(e) == 4);
+    check_same(evaluate("E(i,j) = max(u(i), v(j))", uv), dense({2, 3}, {1, 2, 1, 0, 2, 0}));
+}
+
+TEST_CASE("reference: abs, sqrt, log and min") {
+    const std::map<std::string, Tensor> in{{"x", sparse({3}, {{{0}, -4}, {{2}, 0.25}})}, {"z", dense({3}, {1, 2, 3})}};
+    check_same(evaluate("y(i) = abs(x(i))", in), sparse({3}, {{{0}, 4}, {{2}, 0.25}}));
+    check_same(evaluate("y(i) = sqrt(abs(x(i)))", in), sparse({3}, {{{0}, 2}, {{2}, 0.5}}));
+    check_same(evaluate("y(i) = log(abs(x(i)))", in), sparse({3}, {{{0}, std::log(4.0)}, {{2}, std::log(0.25)}}));
+    check_same(evaluate("y(i) = sqrt(z(i)) * log(z(i))", in), dense({3}, {0, std::sqrt(2.0) * std::log(2.0), std::sqrt(3.0) * std::log(3.0)}));
+    const Tensor m = evaluate("y(i) = min(x(i), -1)", in);
+    check_same(m, sparse({3}, {{{0}, -4}, {{2}, -1}}));
+    CHECK(reached(m) == 2);
+    check_same(evaluate("y(i) = min(x(i), z(i))", in), dense({3}, {-4, 0, 0.25}));  // x(1) reads 0
+    // The constant makes x(i) - 1 present at every i, as in y(i) = x(i) - 1: |0 - 1| counts too.
+    check_same(evaluate("a = abs(x(i) - 1)", in), scalar(5 + 1 + 0.75));
+}
+
+TEST_CASE("reference: nested calls") {
+    const std::map<std::string, Tensor> in{{"x", sparse({3}, {{{0}, -1}, {{2}, 2}})}, {"A", dense({2, 3}, {1, 1, 1, 0, 2, 0})}};
+    const Tensor y = evaluate("y(i) = exp(max(x(i), 0))", in);
+    check_same(y, sparse({3}, {{{0}, 1}, {{2}, e_to(2)}}));  // not exp(0) = 1 at 1: x(1) is no point
+    CHECK(reached(y) == 2);
+    check_same(evaluate("y(i) = A(i,j) * exp(max(x(j), 0))", in), dense({2}, {1 + e_to(2), 0}));
+    check_same(evaluate("y(i) = max(abs(x(i)), sqrt(abs(x(i))))", in), sparse({3}, {{{0}, 1}, {{2}, 2}}));
+}
+
+TEST_CASE("reference: a call that reads no tensor is a constant") {
+    const std::map<std::string, Tensor> in{{"x", sparse({3}, {{{0}, 2}, {{2}, -1}})}};
+    check_same(evaluate("y(i) = exp(0) * x(i)", in), in.at("x"));
+    check_same(evaluate("y(i) = x(i) * max(2, min(3, 4)) / sqrt(4)", in), dense({3}, {3, 0, -1.5}));
+    check_same(evaluate("y(i) = max(x(i), abs(-0.5))", in), sparse({3}, {{{0}, 2}, {{2}, 0.5}}));
+    check_same(evaluate("s = log(1) + exp(0)", {}), scalar(1));
+}
+
+TEST_CASE("reference: a function in a denominator restricts its term to the function's points") {
+    // Sigmoid of a sparse x: 1 / (1 + exp(-x)) where x is stored, nothing elsewhere.
+    const std::map<std::string, Tensor> in{{"x", sparse({3}, {{{0}, 0}, {{2}, 1}})}, {"z", dense({3}, {2, 2, 2})}};
+    const Tensor s = evaluate("y(i) = 1 / (1 + exp(-x(i)))", in);
+    check_same(s, sparse({3}, {{{0}, 0.5}, {{2}, 1 / (1 + e_to(-1))}}));
+    CHECK(reached(s) == 2);
+    check_same(evaluate("y(i) = z(i) / max(x(i), 0.5)", in), sparse({3}, {{{0}, 4}, {{2}, 2}}));
+}
+
+TEST_CASE("reference: function calls agree with a brute-force evaluation that tracks stored entries") {
+    using P = const Point&;
+    using R = std::optional<double>;
+    const std::vector<PresentCase> cases = {
+        {"E(i,j) = exp(S(i,j))", "ij", "", {{"S", "ij"}},
+         [](P p) { return p.stored("S", {'i', 'j'}) ? R(std::exp(p("S", {'i', 'j'}))) : std::nullopt; }},
+        {"y(i) = A(i,j) * exp(x(j))", "i", "j", {{"A", "ij"}, {"x", "j"}},
+         [](P p) {
+             return p.stored("A", {'i', 'j'}) && p.stored("x", {'j'}) ? R(p("A", {'i', 'j'}) * std::exp(p("x", {'j'})))
+                                                                      : std::nullopt;
+         }},
+        {"y(i) = exp(A(i,j) * x(j))", "i", "j", {{"A", "ij"}, {"x", "j"}},
+         [](P p) {
+             return p.stored("A", {'i', 'j'}) && p.stored("x", {'j'}) ? R(std::exp(p("A", {'i', 'j'}) * p("x", {'j'})))
+                                                                      : std::nullopt;
+         }},
+        {"y(i) = max(x(i), 0) - 0.5 * min(0, x(i))", "i", "", {{"x", "i"}},
+         [](P p) {
+             const double x = p("x", {'i'});
+             return p.stored("x", {'i'}) ? R(std::fmax(x, 0) - 0.5 * std::fmin(0, x)) : std::nullopt;
+         }},
+        {"E(i,j) = A(i,j) * max(u(i) + v(j), 0.2 * (u(i) + v(j)))", "ij", "", {{"A", "ij"}, {"u", "i"}, {"v", "j"}},
+         [](P p) {
+             const double s = p("u", {'i'}) + p("v", {'j'});
+             return p.stored("A", {'i', 'j'}) && (p.stored("u", {'i'}) || p.stored("v", {'j'}))
+                        ? R(p("A", {'i', 'j'}) * std::fmax(s, 0.2 * s))
+                        : std::nullopt;
+         }},
+        {"C(i,j) = max(A(i,j), B(i,j)) + abs(D(i,j))", "ij", "", {{"A", "ij"}, {"B", "ij"}, {"D", "ij"}},
+         [](P p) {
+             const bool ab = p.stored("A", {'i', 'j'}) || p.stored("B", {'i', 'j'}), d = p.stored("D", {'i', 'j'});
+             if (!ab && !d) return R();
+             return R((ab ? std::fmax(p("A", {'i', 'j'}), p("B", {'i', 'j'})) : 0) + (d ? std::fabs(p("D", {'i', 'j'})) : 0));
+         }},
+        {"C(i,k) = A(i,j) * min(B(j,k), x(j))", "ik", "j", {{"A", "ij"}, {"B", "jk"}, {"x", "j"}},
+         [](P p) {
+             return p.stored("A", {'i', 'j'}) && (p.stored("B", {'j', 'k'}) || p.stored("x", {'j'}))
+                        ? R(p("A", {'i', 'j'}) * std::fmin(p("B", {'j', 'k'}), p("x", {'j'})))
+                        : std::nullopt;
+         }},
+        {"E(i,j) = exp(u(i) + v(j)) * 2", "ij", "", {{"u", "i"}, {"v", "j"}},
+         [](P p) {
+             return p.stored("u", {'i'}) || p.stored("v", {'j'}) ? R(2 * std::exp(p("u", {'i'}) + p("v", {'j'})))
+                                                                : std::nullopt;
+         }},
+        {"y(i) = exp(max(w(i), 0)) + A(i,j) * sqrt(abs(z(j) * x(j)))", "i", "j",
+         {{"w", "i"}, {"A", "ij"}, {"z", "j"}, {"x", "j"}},
+         [](P p) {
+             // The first term has no j: it is added once, not once per j (each term sums its own).
+             double sum = 0;
+             bool any = false;
+             if (p.stored("w", {'i'}) && p.at.at('j') == 0) {
+                 sum += std::exp(std::fmax(p("w", {'i'}), 0));
+                 any = true;
+             }
+             if (p.stored("A", {'i', 'j'}) && p.stored("z", {'j'}) && p.stored("x", {'j'})) {
+                 sum += p("A", {'i', 'j'}) * std::sqrt(std::fabs(p("z", {'j'}) * p("x", {'j'})));
+                 any = true;
+             }
+             return any ? R(sum) : std::nullopt;
+         }},
+    };
+    for (const auto& c : cases)
+        for (uint64_t seed = 1; seed <= 10; ++seed) cross_check(c, seed);
+}
+
+TEST_CASE("reference: malformed function calls throw") {
+    const std::map<std::string, Tensor> in{{"x", dense({2}, {1, 2})}, {"A", dense({2, 2}, {1, 2, 3, 4})}};
+    const std::vector<std::pair<std::string, std::string>> malformed = {
+        {"y(i) = max(x(i))", "spec:1:8"},              // too few arguments
+        {"y(i) = min(x(i), 1, 2)", "spec:1:8"},        // too many
+        {"y(i) = exp(x(i), x(i))", "spec:1:8"},
+        {"y(i) = x(i) * sqrt()", "spec:1:15"},
+        {"y(i) = max(x(i), )", "spec:1:18"},           // an argument missing
+        {"y(i) = exp(x(i)", "spec:1:16"},              // unbalanced
+        {"y = max(j: x(j))", "spec:1:5"},              // an explicit reduction
+        {"y(i) =\n  A(i,j) * max(j: x(j))", "spec:2:12"},
+        {"exp(i) = x(i)", "spec:1:1"},                 // the output named like a function
+        {"max = x(i)", "spec:1:1"},
+        {"y(i) = x(i) : 2", "spec:1:13"},
+    };
+    for (const auto& [spec, where] : malformed) {
+        CAPTURE(spec);
+        const std::string message = error_of([&] { evaluate(spec, in); });
+        CAPTURE(message);
+        CHECK(message.find(where + ": ") == 0);
+        CHECK_THROWS_AS(evaluate(spec, in), std::runtime_error);
+    }
+    CHECK(error_of([&] { evaluate("y(i) = max(x(i))", in); }).find("takes 2 arguments, found 1") != std::string::npos);
+    CHECK(error_of([&] { evaluate("y = max(j: x(j))", in); }).find("explicit reduction") != std::string::npos);
+    // A name is a function only when a '(' follows; otherwise it is a tensor, as before.
+    check_same(evaluate("y(i) = x(i) * exp", {{"x", dense({2}, {1, 2})}, {"exp", scalar(3)}}), dense({2}, {3, 6}));
+}
+
+TEST_CASE("reference: evaluate_magnitude takes |f| of the real argument") {
+    // A = [[1,0,-2],[0,3,0]], x = [-3, 1, 0.5], b = [-3, 1]: y(0) = 1 max(-3,-2) - 2 max(0.5,-2) -
+    // exp(-3), y(1) = 3 max(1,-2) - exp(1). Magnitudes: |max| of the real x, not max(|x|, -2).
+    const std::map<std::string, Tensor> in{{"A", sparse({2, 3}, {{{0, 0}, 1}, {{0, 2}, -2}, {{1, 1}, 3}})},
+                                           {"x", dense({3}, {-3, 1, 0.5})},
+                                           {"b", dense({2}, {-3, 1})}};
+    const std::string spec = "y(i) = A(i,j) * max(x(j), -2) - exp(b(i))";
+    const Tensor want = evaluate(spec, in);
+    const Tensor magnitude = evaluate_magnitude(spec, in);
+    check_same(want, dense({2}, {-2 - 1 - e_to(-3), 3 - e_to(1)}));
+    check_same(magnitude, dense({2}, {2 + 1 + e_to(-3), 3 + e_to(1)}));
+    REQUIRE(magnitude.nnz() == want.nnz());
+    CHECK(magnitude.coords == want.coords);
+    // A materialized call (nothing else binds i, j) the same way.
+    const std::map<std::string, Tensor> s{{"S", sparse({2, 2}, {{{0, 1}, -1}, {{1, 0}, 2}})}};
+    check_same(evaluate_magnitude("E(i,j) = -min(S(i,j), 1)", s), sparse({2, 2}, {{{0, 1}, 1}, {{1, 0}, 1}}));
+    check_same(evaluate("E(i,j) = -min(S(i,j), 1)", s), sparse({2, 2}, {{{0, 1}, 1}, {{1, 0}, -1}}));
 }
 
 // =============================================================================================

@@ -42,6 +42,16 @@ IterationSpace terms(const ast::Expr& expr, const Counts& counts, const CheckDiv
         }
       return product;
     }
+    case ast::ExprKind::Call: {
+      // A call visits where its arguments do; a constant argument of max/min adds no points
+      // (`max(x(i), 0)` is ReLU on x's entries), unless every argument is constant.
+      if (!expr.rhs || ast::is_constant(*expr.rhs)) return terms(*expr.lhs, counts, check_divisor);
+      if (ast::is_constant(*expr.lhs)) return terms(*expr.rhs, counts, check_divisor);
+      IterationSpace either = terms(*expr.lhs, counts, check_divisor);
+      IterationSpace right = terms(*expr.rhs, counts, check_divisor);
+      either.insert(either.end(), right.begin(), right.end());
+      return either;
+    }
     case ast::ExprKind::Add:
     case ast::ExprKind::Sub: {
       IterationSpace sum = terms(*expr.lhs, counts, check_divisor);

@@ -99,6 +99,16 @@ class Lowering {
   int max_depth(const ast::Expr& expr) const;
   Expr product(const std::vector<ast::ExprPtr>& factors) const;
   Expr lower_expr(const ast::Expr& expr) const;
+  Expr lower_call(const ast::Expr& call) const;  // a function of its lowered arguments
+  // The reduction's value over no entries (0, -inf for max, +inf for min), and `acc += value`
+  // or `acc = max(acc, value)`.
+  Expr reduction_identity() const;
+  Stmt reduce_into_accumulator(Expr value) const;
+  // The flags that hold inside the calls being lowered (each call's guard), so that what is
+  // inside one is not guarded by the same flags again.
+  mutable std::vector<Expr> known_present_;
+  static void conjuncts(const Expr& condition, std::vector<Expr>& out);  // the operands of an && chain
+  bool known_present(const Expr& present) const;  // every conjunct of `present` is known
   Expr presence(const std::string& tensor, int above_level = INT_MAX) const;
   // The merge loops' presence flags of the tensor's structure, and the found flags of those of
   // its levels located by binary search that `counts(structure, level)` keeps.

@@ -70,7 +70,7 @@ std::vector<Stmt> Lowering::locate_in_blocks(const LevelPosition& position) cons
 Stmt Lowering::innermost_statement() const {
   Stmt statement;
   if (counting_) statement = write_output(nullptr);
-  else if (write_.scalar_accumulator) statement = std::make_shared<Assign>(write_.accumulator, product(write_.inner_factors), true);
+  else if (write_.scalar_accumulator) statement = reduce_into_accumulator(product(write_.inner_factors));
   else statement = write_output(product(write_.inner_factors));
   if (rest_.skip_blocks_of.empty()) return statement;
   // The blocks of the blocked operands were done before (lower_outside_blocks).

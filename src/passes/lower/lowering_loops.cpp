@@ -30,8 +30,7 @@ Stmt Lowering::loops_from(int depth) {
   }
   if (depth - 1 == write_.depth && write_.scalar_accumulator && !sum_.adds_to_parent_sum) {
     // Just inside the output's last loop: sum the remaining loops into a scalar.
-    body.push_back(std::make_shared<Declare>(write_.accumulator, value_type_,
-                                             std::make_shared<FloatImm>(0.0, "0", value_type_), true));
+    body.push_back(std::make_shared<Declare>(write_.accumulator, value_type_, reduction_identity(), true));
     body.push_back(loop_and_added_parts(depth));
     Expr total = var(write_.accumulator, value_type_);
     if (!write_.outer_factors.empty()) total = binary(BinOp::Mul, product(write_.outer_factors), total);

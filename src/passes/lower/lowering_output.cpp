@@ -223,6 +223,18 @@ void Lowering::plan_output() {
                        output.format.levels.back() == LevelKind::SparseFixed;
   if (block_rows()) write_.needs_zero_fill = false;  // each block is appended whole, its zeros included
   if (write_.scalar_accumulator) write_.accumulator = fresh_name("acc");
+  if (program_.iteration.reduction != ast::Reduction::Sum && (assembled_ || !write_.scalar_accumulator || reduction_outside ||
+                                                              !program_.iteration.added_parts.empty() || !rest_.blockers.empty()))
+    throw CompileError(format_config_error(
+        config_.file, "/tensors/" + output.tensor,
+        std::string("a ") + ast::reduction_name(program_.iteration.reduction) + " reduction is supported into a dense output whose loops " +
+            "are all outside the reduced ones, in one loop nest (for now): " +
+            (assembled_ ? output.tensor + " is stored sparse"
+                        : reduction_outside ? "a reduced loop is outside " + output.tensor + "'s, in this loop order (the operands' storage order)"
+                                            : "this one needs " + std::string(!program_.iteration.added_parts.empty() || !rest_.blockers.empty()
+                                                                                  ? "nests of their own for its terms"
+                                                                                  : "no reduced loop inside the output's")) +
+            "; store " + output.tensor + " dense and the operands in row-major order (csr)"));
   split_hoistable_factors();
 }
 
@@ -370,8 +382,11 @@ Stmt Lowering::store_open_coordinate(int first_level, int last_level, const std:
 Stmt Lowering::zero_fill() {
   const sparse::SparseBuffer& output = program_.output();
   std::string p = fresh_name("p");
-  Stmt store = std::make_shared<Store>(output.values, var(p), std::make_shared<FloatImm>(0.0, "0", value_type_), false);
+  Stmt store = std::make_shared<Store>(output.values, var(p), reduction_identity(), false);
   std::string why = write_.overwrites ? "the loops below skip entries that must be zero" : "the loops below add into it";
+  if (program_.iteration.reduction != ast::Reduction::Sum)
+    why = std::string("the loops below skip entries, whose ") + ast::reduction_name(program_.iteration.reduction) + " over no entries is " +
+          (program_.iteration.reduction == ast::Reduction::Max ? "-inf" : "+inf");
   // (A scalar output has no levels: its one value is the whole structure.)
   const sparse::Axis* last = output.axes.empty() ? nullptr : &program_.axes[output.axes.back()];
   if (assembled_ && last && last->kind == sparse::AxisKind::SparseFixed) {

@@ -88,6 +88,21 @@ ast::ExprPtr without(const ast::ExprPtr& expr, const std::string& tensor) {
       ast::ExprPtr lhs = without(expr->lhs, tensor), rhs = without(expr->rhs, tensor);
       return lhs && rhs ? with(lhs, rhs) : nullptr;  // (a divisor is never the blocked operand: checked)
     }
+    case ast::ExprKind::Call: {
+      // The tensor reads 0 where it is gone; a call left with no tensor is evaluated nowhere.
+      auto zero_if_gone = [&](const ast::ExprPtr& arg) -> ast::ExprPtr {
+        if (!arg) return nullptr;
+        ast::ExprPtr rest = without(arg, tensor);
+        if (rest) return rest;
+        auto zero = std::make_shared<ast::Expr>();
+        zero->kind = ast::ExprKind::Literal;
+        zero->literal = "0";
+        zero->loc = arg->loc;
+        return zero;
+      };
+      ast::ExprPtr call = with(zero_if_gone(expr->lhs), zero_if_gone(expr->rhs));
+      return ast::is_constant(*call) ? nullptr : call;
+    }
     case ast::ExprKind::Add:
     case ast::ExprKind::Sub: {
       ast::ExprPtr lhs = without(expr->lhs, tensor), rhs = without(expr->rhs, tensor);

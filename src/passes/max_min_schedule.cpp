@@ -1,0 +1,57 @@
+#include "passes/max_min_schedule.h"
+
+#include <map>
+
+namespace spgen {
+
+namespace {
+
+// The index variable a loop named `label` iterates: itself, or what a split of it was.
+std::string index_var_of(const std::vector<ScheduleOp>& ops, size_t before, std::string label) {
+  for (size_t k = before; k-- > 0;) {
+    if (const auto* split = std::get_if<SplitOp>(&ops[k].op); split && (split->outer == label || split->inner == label)) label = split->var;
+    if (const auto* tile = std::get_if<TileOp>(&ops[k].op); tile && (tile->outer == label || tile->inner == label)) label = tile->var;
+  }
+  return label;
+}
+
+bool reduced(const sparse::Program& program, const std::string& var) {
+  for (const sparse::Iterator& it : program.iteration.iterators)
+    if (it.var == var) return it.is_reduction;
+  return false;
+}
+
+}  // namespace
+
+std::string max_min_refusal(const std::vector<ScheduleOp>& ops, size_t k, const sparse::Program& program) {
+  const std::string name = ast::reduction_name(program.iteration.reduction);
+  const std::string adds = " would combine partial results by adding them, which a " + name + " reduction does not take (yet)";
+  const auto& op = ops[k].op;
+  if (std::holds_alternative<ReorderOp>(op) || std::holds_alternative<SplitOp>(op) || std::holds_alternative<TileOp>(op) ||
+      std::holds_alternative<UnrollOp>(op) || std::holds_alternative<CacheOp>(op) || std::holds_alternative<PrefetchOp>(op))
+    return "";
+  if (const auto* parallel = std::get_if<ParallelOp>(&op)) {
+    if (!parallel->reduction.empty() || reduced(program, index_var_of(ops, k, parallel->var)))
+      return "its threads" + adds;
+    return "";
+  }
+  if (const auto* bind = std::get_if<BindOp>(&op)) {
+    if (!bind->reduction.empty() || reduced(program, index_var_of(ops, k, bind->var)))
+      return "its threads" + adds;
+    return "";
+  }
+  if (std::holds_alternative<VectorizeOp>(op)) return "its lanes" + adds;
+  if (std::holds_alternative<PrecomputeOp>(op)) return "its workspace" + adds;
+  if (std::holds_alternative<BatchOp>(op)) return "its lanes" + adds;
+  if (std::holds_alternative<DecomposeOp>(op)) return "decompose sums its parts, which a " + name + " reduction does not take";
+  return "this op is not supported with a " + name + " reduction (yet)";
+}
+
+std::vector<ScheduleOp> max_min_safe(const std::vector<ScheduleOp>& ops, const sparse::Program& program) {
+  std::vector<ScheduleOp> kept;
+  for (size_t k = 0; k < ops.size(); ++k)
+    if (max_min_refusal(ops, k, program).empty()) kept.push_back(ops[k]);
+  return kept;
+}
+
+}  // namespace spgen

@@ -1,0 +1,21 @@
+// The schedule ops a max or min reduction takes (for now): those that only reorder, split, spread
+// or unroll loops, none spreading a reduced loop. The others (vectorize, precompute, batch, fuse,
+// decompose, a parallel or bound reduced loop) combine partial results by adding them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "frontend/config.h"
+#include "ir/sparse_ir.h"
+
+namespace spgen {
+
+// Why `op` (at its place in `ops`, whose earlier splits name loops) cannot schedule the
+// program's max or min reduction; empty where it can.
+std::string max_min_refusal(const std::vector<ScheduleOp>& ops, size_t k, const sparse::Program& program);
+
+// `auto`'s ops without those a max or min reduction cannot take.
+std::vector<ScheduleOp> max_min_safe(const std::vector<ScheduleOp>& ops, const sparse::Program& program);
+
+}  // namespace spgen
