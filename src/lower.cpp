@@ -32,6 +32,7 @@
 #include "passes/output_fill.h"
 #include "passes/place_sum_parts.h"
 #include "passes/read_previous_output.h"
+#include "passes/restrict_to_structure.h"
 #include "passes/fold_lane_arithmetic.h"
 #include "passes/select_in_lanes.h"
 #include "passes/simplify_declares.h"
@@ -495,6 +496,8 @@ void lower_whole(Compilation& c, bool output_format_inferred) {
 // 1b-5: stages I and II of `c.spec` under `c.config` (as read): of the kernel, of each part of a
 // decomposed operand, or of each part of a sum.
 void lower_kernel(Compilation& c) {
+  // 1a. An output with a "structure": the right-hand side on that input's entries only.
+  restrict_to_structure(c.spec, c.config);
   // 1b. A sum whose terms sum over different index variables: one part per set.
   std::vector<SumPart> sum_parts;
   const bool output_format_inferred = c.config.infer_output_format;

@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/driver_build.h"
 #include "frontend/config_writer.h"
+#include "ref_structure.h"
 #include "reference.h"
 #include "support/files.h"
 #include "support/text.h"
@@ -188,8 +189,15 @@ std::map<std::string, double> KernelEvaluator::pack_ms(const json& config) const
 void KernelEvaluator::compute_reference() {
   for (const auto& [name, source] : s_.inputs)
     inputs_[name] = spgen_ref::read_tensor(source == "random" ? saved_input(name) : source);
-  reference_ = spgen_ref::evaluate(s_.spec_text, inputs_, s_.dims);
-  magnitude_ = spgen_ref::evaluate_magnitude(s_.spec_text, inputs_, s_.dims);
+  // An output with a "structure": the spec on that input's entries only.
+  std::string spec_text = s_.spec_text;
+  std::map<std::string, spgen_ref::Tensor> inputs = inputs_;
+  if (const std::string& structure = s_.auto_compilation.config.output_structure; !structure.empty()) {
+    inputs["spgen_structure"] = spgen_ref::pattern_of(inputs.at(structure));
+    spec_text = spgen_ref::restricted_to_entries(spec_text, "spgen_structure");
+  }
+  reference_ = spgen_ref::evaluate(spec_text, inputs, s_.dims);
+  magnitude_ = spgen_ref::evaluate_magnitude(spec_text, inputs, s_.dims);
 }
 
 KernelEvaluator::Build KernelEvaluator::build(const Compilation& c, const std::filesystem::path& dir) const {

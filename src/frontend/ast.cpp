@@ -191,10 +191,12 @@ std::vector<SignedTerm> distributed_terms(const ExprPtr& expr, const std::vector
 
 std::string to_string(const Access& access) {
   std::string out = access.tensor;
-  if (access.indices.empty()) return out;
-  out += "(";
-  for (size_t i = 0; i < access.indices.size(); ++i) out += (i ? "," : "") + access.indices[i];
-  return out + ")";
+  if (!access.indices.empty()) {
+    out += "(";
+    for (size_t i = 0; i < access.indices.size(); ++i) out += (i ? "," : "") + access.indices[i];
+    out += ")";
+  }
+  return access.pattern ? "pattern(" + out + ")" : out;
 }
 
 static int precedence(ExprKind kind) {

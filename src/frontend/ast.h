@@ -12,6 +12,9 @@ namespace spgen::ast {
 struct Access {
   std::string tensor;
   std::vector<std::string> indices;
+  // Only where the tensor is stored counts, not its value (1 there): the factor an output with a
+  // "structure" puts on the right-hand side (passes/restrict_to_structure.h). Printed `pattern(S(i,j))`.
+  bool pattern = false;
   SourceLoc loc;
   std::vector<SourceLoc> index_locs;
 };

@@ -303,7 +303,7 @@ class ConfigReader : public ConfigJsonReader {
         fail(path, "tensor " + it.key() + " does not appear in the spec (its tensors are: " + known + ")");
       }
       expect_object(it.value(), path);
-      check_keys(it.value(), path, {"format", "width", "block"});
+      check_keys(it.value(), path, {"format", "width", "block", "structure"});
       const bool is_auto = it.value().contains("format") && it.value()["format"] == "auto";
       if (is_auto || !it.value().contains("format")) config.infer_output_format |= use->is_output;
       if (is_auto && !use->is_output) config.auto_formats.insert(it.key());
@@ -324,6 +324,7 @@ class ConfigReader : public ConfigJsonReader {
         fail(path, "format \"bsr\" needs \"block\": [rows, columns], the size of each block");
       }
       config.formats[it.key()] = format;
+      if (it.value().contains("structure")) read_structure(it.value(), path, *use, config);
     }
     for (const ast::TensorUse& use : spec_.tensors)
       if (!config.formats.count(use.name)) {
@@ -332,6 +333,43 @@ class ConfigReader : public ConfigJsonReader {
       }
     // `+=` reads the output too: its structure cannot come from the operands alone.
     if (spec_.accumulate) config.infer_output_format = false;
+    apply_structure(config);
+  }
+
+  // "structure": "S" names a sparse input read with the output's own indices; the output takes its
+  // format (or must have it already).
+  void read_structure(const json& entry, const std::string& tensor_path, const ast::TensorUse& use, Config& config) const {
+    const std::string path = tensor_path + "/structure";
+    if (!use.is_output) fail(path, "\"structure\" belongs to the output, " + spec_.output.tensor);
+    if (!entry["structure"].is_string()) fail(path, "expected the name of a sparse input");
+    const std::string structure = entry["structure"].get<std::string>();
+    const ast::TensorUse* source = spec_.find_tensor(structure);
+    if (!source || source->is_output) fail(path, structure + " is not an input of the spec");
+    bool same_indices = false;
+    for (const ast::Access* access : ast::collect_accesses(*spec_.rhs)) same_indices |= access->tensor == structure && access->indices == spec_.output.indices;
+    if (!same_indices)
+      fail(path, structure + " must be read with the output's indices (" + ast::to_string(spec_.output) + "): the output takes its entries");
+    if (spec_.accumulate) fail(path, "an output with a structure is written with `=`, not `+=`");
+    config.output_structure = structure;
+  }
+
+  // The output with a structure is stored as that input is: given that format, or taking it.
+  void apply_structure(Config& config) const {
+    if (config.output_structure.empty()) return;
+    const std::string& structure = config.output_structure;
+    const std::string path = "/tensors/" + spec_.output.tensor + "/structure";
+    const Format& source = config.format_of(structure);
+    if (source.all_dense()) fail(path, structure + " is stored dense: every entry would be evaluated; give it a sparse format");
+    if (source.is_blocked() || std::find(source.levels.begin(), source.levels.end(), LevelKind::SparseFixed) != source.levels.end())
+      fail(path, structure + " stores padding (" + source.name + "): a structure must be stored without it (for now: csr, csc, coo, dcsr, ...)");
+    Format& output = config.formats[spec_.output.tensor];
+    if (config.infer_output_format) {
+      output = source;
+      config.infer_output_format = false;
+    } else if (output.levels != source.levels || output.mode_order != source.mode_order) {
+      fail("/tensors/" + spec_.output.tensor + "/format", spec_.output.tensor + " has the structure of " + structure +
+                                                             ", so its format must be " + structure + "'s (" + source.name + "), or left out");
+    }
   }
 
   // TACO's and SparseTIR's names for the same kinds are both accepted.

@@ -198,6 +198,9 @@ struct Config {
   bool specialize_given = false;
   // "variants", largest threshold first.
   std::vector<RowLengthVariant> row_variants;
+  // "structure": "S" on the output: it has exactly S's stored entries (S a sparse input read with
+  // the output's indices, stored alike), and the right-hand side is evaluated there only.
+  std::string output_structure;
   // What `auto` knows of sparse inputs' structure, by tensor (--stats, or `spgen run`'s inputs).
   std::map<std::string, InputStats> stats;
 

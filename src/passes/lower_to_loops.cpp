@@ -441,6 +441,7 @@ void Lowering::split_hoistable_factors() {
   std::vector<ast::ExprPtr> factors;
   collect_factors(program_.iteration.body, factors);
   for (const ast::ExprPtr& factor : factors) {
+    if (factor->kind == ast::ExprKind::Access && factor->access.pattern) continue;  // (its loops are the structure's)
     // (Added parts add into the same sum: nothing multiplies it afterwards. A factor does not
     // leave a max or min: max(c x) is c max(x) only where c >= 0.)
     bool outer = write_.scalar_accumulator && !sum_.whole && !sum_.added_to && max_depth(*factor) <= write_.depth &&
@@ -468,17 +469,19 @@ int Lowering::max_depth(const ast::Expr& expr) const {
 Expr Lowering::product(const std::vector<ast::ExprPtr>& factors) const {
   Expr result;
   for (const ast::ExprPtr& factor : factors) {
+    if (factor->kind == ast::ExprKind::Access && factor->access.pattern) continue;  // (1 where it is stored: the loops see to that)
     Expr value = lower_expr(*factor);
     result = result ? binary(BinOp::Mul, result, value) : value;
   }
-  return result;
+  return result ? result : std::make_shared<FloatImm>(1.0, "1", value_type_);
 }
 
 Expr Lowering::lower_expr(const ast::Expr& expr) const {
   switch (expr.kind) {
     case ast::ExprKind::Access: {
       const std::string& tensor = expr.access.tensor;
-      Expr value = load(program_.buffer(tensor).values, value_position(tensor), value_type_);
+      Expr value = expr.access.pattern ? std::make_shared<FloatImm>(1.0, "1", value_type_)
+                                       : load(program_.buffer(tensor).values, value_position(tensor), value_type_);
       Expr present = presence(tensor);
       return present && !known_present(present) ? select(present, value, std::make_shared<FloatImm>(0.0, "0", value_type_)) : value;
     }

@@ -211,6 +211,34 @@ TEST_CASE("functions and max reductions: the kernels compile warning-free; what 
   CHECK(outside.err.find("a reduced loop is outside m's") != std::string::npos);
 }
 
+TEST_CASE("an output's structure: named by the config, checked, and shown in stage I") {
+  TempDir dir;
+  write_text(dir.file("sm.spg"), "E(i,j) = exp(S(i,j) - m(i))\n");
+  auto gen = [&](const std::string& config) {
+    write_text(dir.file("c.json"), config);
+    return spgen({"gen", dir.file("sm.spg"), "--config", dir.file("c.json"), "--emit", "stage1"});
+  };
+  ProcessResult ok = gen(R"({"tensors": {"S": {"format": "csr"}, "E": {"structure": "S"}}})");
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.out.find("E(i,j) = pattern(S(i,j)) * exp(S(i,j) - m(i))") != std::string::npos);
+  CHECK(ok.out.find("shares the structure of S") != std::string::npos);
+  const std::string c = dir.file("c.json") + ": ";
+  CHECK(gen(R"({"tensors": {"S": {"format": "csr"}, "m": {"structure": "S"}}})").err ==
+        c + "/tensors/m/structure: error: \"structure\" belongs to the output, E\n");
+  CHECK(gen(R"({"tensors": {"S": {"format": "csr"}, "E": {"structure": "m"}}})").err.find(
+            c + "/tensors/E/structure: error: m must be read with the output's indices (E(i,j))") == 0);
+  CHECK(gen(R"({"tensors": {"S": {"format": "csr"}, "E": {"structure": "Q"}}})").err.find(
+            c + "/tensors/E/structure: error: Q is not an input of the spec") == 0);
+  CHECK(gen(R"({"tensors": {"E": {"structure": "S"}}})").err.find(
+            c + "/tensors/E/structure: error: S is stored dense: every entry would be evaluated") == 0);
+  CHECK(gen(R"({"tensors": {"S": {"format": "ell", "width": 2}, "E": {"structure": "S"}}})").err.find(
+            c + "/tensors/E/structure: error: S stores padding (ell)") == 0);
+  CHECK(gen(R"({"tensors": {"S": {"format": "csr"}, "E": {"format": "csc", "structure": "S"}}})").err.find(
+            c + "/tensors/E/format: error: E has the structure of S, so its format must be S's (csr), or left out") == 0);
+  CHECK(gen(R"({"tensors": {"S": {"format": "csr"}, "E": {"structure": 3}}})").err.find(
+            c + "/tensors/E/structure: error: expected the name of a sparse input") == 0);
+}
+
 TEST_CASE("missing files, unknown flags and a missing output directory fail cleanly") {
   TempDir dir;
   ProcessResult missing = spgen({"gen", dir.file("nope.spg"), "--config", spec("spmm_csr.json")});

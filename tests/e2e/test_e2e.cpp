@@ -24,6 +24,7 @@
 #include "passes/build_sparse_ir.h"
 #include "passes/split_sum.h"
 #include "process.h"
+#include "ref_structure.h"
 #include "ref_tensor.h"
 #include "reference.h"
 #include "spec_pairs.h"
@@ -185,6 +186,17 @@ bool is_sparse(const Kernel& k, const std::string& tensor) { return !k.config.fo
 
 std::string extension_for(int order) { return order >= 3 ? ".tns" : ".mtx"; }
 
+// What the kernel must compute on `inputs`: its spec, restricted to the entries of the output's
+// "structure" where the config gives one.
+spgen_ref::Tensor reference_of(const Kernel& k, std::map<std::string, spgen_ref::Tensor> inputs, const spgen_ref::Tensor* initial = nullptr) {
+  std::string spec_text = read_text(k.pair.spec);
+  if (!k.config.output_structure.empty()) {
+    inputs["spgen_structure"] = spgen_ref::pattern_of(inputs.at(k.config.output_structure));
+    spec_text = spgen_ref::restricted_to_entries(spec_text, "spgen_structure");
+  }
+  return spgen_ref::evaluate(spec_text, inputs, {}, initial);
+}
+
 double rtol(const Kernel& k) { return k.config.value_type == spgen::ValueType::Float32 ? 2e-4 : 1e-9; }
 double atol(const Kernel& k) { return k.config.value_type == spgen::ValueType::Float32 ? 2e-4 : 1e-9; }
 
@@ -306,8 +318,7 @@ bool check_run(const std::vector<std::string>& command_prefix, const Kernel& k,
     initial = &inputs.at(k.spec.output.tensor);
     operands.erase(k.spec.output.tensor);
   }
-  std::string spec_text = read_text(k.pair.spec);
-  spgen_ref::Tensor want = spgen_ref::evaluate(spec_text, operands, {}, initial);
+  spgen_ref::Tensor want = reference_of(k, operands, initial);
   spgen_ref::Tensor got = spgen_ref::read_tensor(out_path);
   spgen_ref::Comparison result = spgen_ref::compare(got, want, rtol(k), atol(k));
   CHECK_MESSAGE(result.ok, result.message);
@@ -563,7 +574,7 @@ TEST_CASE("real matrices: matrix kernels match the reference on GNN graphs") {
       }
       CHECK(run.out.find("time_ms median=") != std::string::npos);
       for (const auto& [name, path] : saved) inputs[name] = spgen_ref::read_tensor(path);
-      spgen_ref::Tensor want = spgen_ref::evaluate(read_text(k.pair.spec), inputs);
+      spgen_ref::Tensor want = reference_of(k, inputs);
       spgen_ref::Comparison result = spgen_ref::compare(spgen_ref::read_tensor(out_path), want, rtol(k), atol(k));
       CHECK_MESSAGE(result.ok, result.message);
       ++runs;
