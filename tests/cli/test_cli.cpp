@@ -138,6 +138,18 @@ TEST_CASE("examples/gnn_aggregate: its Makefile generates the kernel, builds the
         std::string::npos);
 }
 
+TEST_CASE("examples/gat: five generated kernels (functions, a max reduction, a structure) give a GAT layer's attention") {
+  TempDir dir;
+  std::string example = source_root() + "/examples/gat";
+  ProcessResult make = run_process({"make", "-C", example, "SPGEN=" + spgen_binary(), "OUT=" + dir.path(), "CXXFLAGS=-O1", "run"});
+  INFO(make.out);
+  INFO(make.err);
+  REQUIRE(make.exit_code == 0);
+  CHECK(make.out.find(": ok") != std::string::npos);
+  CHECK(read_text(dir.file("gat_row_max.cpp")).find("-INFINITY") != std::string::npos);
+  CHECK(read_text(dir.file("gat_numerators.cpp")).find("std::exp(S_vals[pS1] - m_vals[i])") != std::string::npos);
+}
+
 TEST_CASE("a malformed spec is reported as file:line:col with a caret, exit 1, and nothing is written") {
   TempDir dir;
   write_text(dir.file("bad.spg"), "# comment\ny(i) = A(i,j) *\n");
