@@ -153,7 +153,8 @@ std::unique_ptr<Expr> make_binary(Expr::Kind kind, std::unique_ptr<Expr> left, s
     return e;
 }
 
-// spec   := access ('=' | '+=') sum END            (the output not named like a function)
+// spec   := access ('=' | '+=') (reduction | sum) END   (the output not named like a function)
+// reduction := ('sum' | 'max' | 'min') '(' IDENT (',' IDENT)* ':' sum ')'
 // sum    := product (('+' | '-') product)*
 // product:= unary (('*' | '/') unary)*
 // unary  := '-' unary | primary
@@ -175,7 +176,14 @@ public:
         spec.output_indices = lhs->indices;
         if (accept(Tok::PlusAssign)) spec.accumulate = true;
         else expect(Tok::Assign, "'=' or '+='");
-        spec.rhs = parse_sum();
+        if (at_reduction(pos_)) {
+            parse_reduction(name, spec);
+            if (peek().kind != Tok::End)
+                fail(peek(), "an explicit reduction must be the whole right-hand side; unexpected '" + peek().text +
+                                 "' after it");
+        } else {
+            spec.rhs = parse_sum();
+        }
         if (peek().kind != Tok::End) fail(peek(), "unexpected '" + peek().text + "' after the expression");
         return spec;
     }
@@ -197,6 +205,90 @@ private:
     Token expect(Tok kind, const std::string& what) {
         if (peek().kind != kind) fail(peek(), "expected " + what);
         return take();
+    }
+
+    static bool is_reduction_name(const std::string& name) { return name == "sum" || name == "max" || name == "min"; }
+
+    // IDENT (',' IDENT)* ':' from tokens_[p]: the variables of an explicit reduction.
+    bool reduction_variables_at(size_t p) const {
+        if (tokens_[p].kind != Tok::Ident) return false;
+        while (tokens_[p + 1].kind == Tok::Comma && tokens_[p + 2].kind == Tok::Ident) p += 2;
+        return tokens_[p + 1].kind == Tok::Colon;
+    }
+
+    // `sum(`, `max(` or `min(` at tokens_[p], then the variables and a colon (`max(a, b)` is the
+    // function: no colon).
+    bool at_reduction(size_t p) const {
+        return tokens_[p].kind == Tok::Ident && is_reduction_name(tokens_[p].text) && tokens_[p + 1].kind == Tok::LParen &&
+               reduction_variables_at(p + 2);
+    }
+
+    // The whole right-hand side `max(j, k: e)`; checks its variables against the output's and e's.
+    void parse_reduction(const Token& output, Spec& spec) {
+        const Token name = take();
+        spec.reduction = name.text == "sum" ? Reduction::Sum : name.text == "max" ? Reduction::Max : Reduction::Min;
+        take();  // '('
+        std::vector<Token> vars;
+        do {
+            const Token var = expect(Tok::Ident, "an index variable");
+            for (const Token& earlier : vars)
+                if (earlier.text == var.text)
+                    spec_error(var.line, var.column, "index variable '" + var.text + "' is reduced twice");
+            vars.push_back(var);
+            spec.reduced_vars.push_back(var.text);
+        } while (accept(Tok::Comma));
+        expect(Tok::Colon, "':'");
+        spec.rhs = parse_sum();
+        expect(Tok::RParen, "')' closing " + name.text + "(" + vars.front().text + ": ...)");
+
+        std::set<std::string> used;
+        collect_variables(*spec.rhs, used);
+        const auto is_output = [&](const std::string& v) {
+            return std::find(spec.output_indices.begin(), spec.output_indices.end(), v) != spec.output_indices.end();
+        };
+        for (const Token& var : vars) {
+            if (is_output(var.text))
+                spec_error(var.line, var.column,
+                           "index variable '" + var.text + "' is an index of the output, so " + name.text + " cannot reduce it");
+            if (!used.count(var.text))
+                spec_error(var.line, var.column,
+                           "index variable '" + var.text + "' of " + name.text + "(...) does not occur in its expression");
+        }
+        if (spec.reduction == Reduction::Sum) return;
+        if (spec.accumulate)
+            spec_error(output.line, output.column, "a " + name.text + " reduction cannot accumulate into its output ('+=')");
+        for (const std::string& v : used)
+            if (!is_output(v) && std::find(spec.reduced_vars.begin(), spec.reduced_vars.end(), v) == spec.reduced_vars.end())
+                spec_error(vars.front().line, vars.front().column,
+                           "index variable '" + v + "' is neither an index of the output nor reduced by " + name.text + "(...)");
+        std::vector<const Expr*> terms;
+        top_level_terms(*spec.rhs, terms);
+        for (const Expr* term : terms) {
+            std::set<std::string> term_vars;
+            collect_variables(*term, term_vars);
+            for (const std::string& v : spec.reduced_vars)
+                if (!term_vars.count(v))
+                    spec_error(name.line, name.column,
+                               "a term of " + name.text + "(...) does not use the reduced index variable '" + v + "'");
+        }
+    }
+
+    static void collect_variables(const Expr& e, std::set<std::string>& out) {
+        out.insert(e.indices.begin(), e.indices.end());
+        if (e.left) collect_variables(*e.left, out);
+        if (e.right) collect_variables(*e.right, out);
+    }
+
+    // The operands of the outermost + and - (through unary minus).
+    static void top_level_terms(const Expr& e, std::vector<const Expr*>& out) {
+        if (e.kind == Expr::Kind::Add || e.kind == Expr::Kind::Subtract) {
+            top_level_terms(*e.left, out);
+            top_level_terms(*e.right, out);
+        } else if (e.kind == Expr::Kind::Negate) {
+            top_level_terms(*e.left, out);
+        } else {
+            out.push_back(&e);
+        }
     }
 
     [[noreturn]] static void fail(const Token& at, const std::string& message) {
@@ -238,6 +330,14 @@ private:
             return e;
         }
         Func func;
+        if (token.kind == Tok::Ident && peek().kind == Tok::LParen && reduction_variables_at(pos_ + 1)) {
+            if (is_reduction_name(token.text))
+                spec_error(token.line, token.column,
+                           "an explicit reduction such as '" + token.text + "(" + tokens_[pos_ + 1].text +
+                               ": ...)' must be the whole right-hand side");
+            if (function_named(token.text, func))
+                spec_error(token.line, token.column, "'" + token.text + "' is a function of one value, not a reduction");
+        }
         if (token.kind == Tok::Ident && function_named(token.text, func) && peek().kind == Tok::LParen)
             return parse_call(token, func);
         if (token.kind == Tok::Ident) return parse_access(token);
@@ -252,10 +352,6 @@ private:
     // After the function's name; the '(' is next.
     std::unique_ptr<Expr> parse_call(const Token& name, Func func) {
         take();  // '('
-        if (peek().kind == Tok::Ident && tokens_[pos_ + 1].kind == Tok::Colon)
-            spec_error(name.line, name.column,
-                       "explicit reductions such as '" + name.text + "(" + peek().text +
-                           ": ...)' are not supported; index variables missing from the output are summed implicitly");
         std::vector<std::unique_ptr<Expr>> args;
         if (peek().kind != Tok::RParen) {
             do {

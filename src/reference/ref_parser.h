@@ -27,14 +27,21 @@ bool function_named(const std::string& name, Func& func);
 int function_arity(Func func);
 const char* function_name(Func func);
 
+// An explicit reduction, the whole right-hand side: `sum(j: e)`, `max(j, k: e)`, `min(j: e)`.
+enum class Reduction { None, Sum, Max, Min };
+
 struct Spec {
     std::string output;
     std::vector<std::string> output_indices;
     bool accumulate = false;  // +=
-    std::unique_ptr<Expr> rhs;
+    Reduction reduction = Reduction::None;
+    std::vector<std::string> reduced_vars;  // the reduction's variables, as listed
+    std::unique_ptr<Expr> rhs;              // with a reduction, its expression
 };
 
-// Parses `spec_text`; throws std::runtime_error "spec:line:column: ..." where it is malformed.
+// Parses `spec_text`; throws std::runtime_error "spec:line:column: ..." where it is malformed,
+// including a reduction that is not the whole right-hand side or whose variables do not fit
+// (reference.h states the rules).
 Spec parse_spec(const std::string& spec_text);
 
 }  // namespace spgen_ref

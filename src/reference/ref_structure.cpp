@@ -17,10 +17,14 @@ std::string restricted_to_entries(const std::string& spec_text, const std::strin
     const size_t assign = text.find('=');
     if (assign == std::string::npos || assign == 0 || text[assign - 1] == '+')
         throw std::runtime_error("restricted_to_entries: expected `OUT(...) = ...`");
-    const std::string lhs = text.substr(0, assign);
+    auto trimmed = [](const std::string& s) {
+        const size_t first = s.find_first_not_of(' '), last = s.find_last_not_of(' ');
+        return first == std::string::npos ? std::string() : s.substr(first, last + 1 - first);
+    };
+    const std::string lhs = trimmed(text.substr(0, assign));
     const size_t open = lhs.find('(');
     const std::string indices = open == std::string::npos ? "" : lhs.substr(open, lhs.rfind(')') + 1 - open);
-    return lhs + "= " + pattern + indices + " * (" + text.substr(assign + 1) + ")";
+    return lhs + " = " + pattern + indices + " * (" + trimmed(text.substr(assign + 1)) + ")";
 }
 
 Tensor pattern_of(const Tensor& tensor) {

@@ -32,6 +32,13 @@
 //     everywhere, when dense loops cost the same). Calls whose variables are bound by the term's
 //     other factors (a GAT score A(i,j) * max(u(i)+v(j), ...)) are only evaluated at those points,
 //     never over the full space of their variables.
+//  7. Explicit reductions. `sum(j: e)` evaluates e as the whole right-hand side. For `max`/`min`,
+//     all inputs are stored exactly (as with calls), and each term runs with the output's and the
+//     reduced variables as its output variables, so that it reaches each of its points once and
+//     only if present; a single term's values go straight into a dense per-output-coordinate
+//     fmax/fmin (from -inf/+inf), several terms are first summed per point (an Accumulator over
+//     all those variables) and then reduced. Magnitudes: the terms on absolute values as in 5,
+//     reduced by max from 0.
 // Convention: a point where a scanned sparse factor has no entry contributes nothing, even if another
 // factor there is Inf or NaN (e.g. 1/0) - what a sparse kernel computes too. The sums are not
 // ordered like any kernel's, so compare with a tolerance.
@@ -336,6 +343,21 @@ public:
         }
     }
 
+    // For a max or min reduction: keys over `dims`, the output's dims then the reduced
+    // variables', but one value per output coordinate (the first `kept` dims), starting at `init`
+    // and combined with each value added by `func` (Max or Min). result() holds every output
+    // coordinate.
+    Accumulator(std::vector<int64_t> dims, size_t kept, Func func, double init)
+        : dims_(std::move(dims)), strides_(row_major_strides(dims_)), dense_(false), reduce_(true), func_(func) {
+        checked_size(dims_);  // keys must not overflow
+        kept_dims_.assign(dims_.begin(), dims_.begin() + static_cast<std::ptrdiff_t>(kept));
+        const int64_t size = checked_size(kept_dims_);
+        if (size > kMaxDenseEntries)
+            throw std::runtime_error("the output of a max or min reduction is too large to hold densely");
+        values_.assign(static_cast<size_t>(size), init);
+        reduced_size_ = std::max<int64_t>(1, checked_size(std::vector<int64_t>(dims_.begin() + static_cast<std::ptrdiff_t>(kept), dims_.end())));
+    }
+
     int64_t stride(size_t mode) const { return strides_[mode]; }
 
     int64_t key_of(const int64_t* coords) const {
@@ -348,12 +370,16 @@ public:
         if (dense_) {
             values_[static_cast<size_t>(key)] += value;
             touched_[static_cast<size_t>(key)] = 1;
-        } else {
+        } else if (!reduce_) {
             sparse_[key] += value;
+        } else {
+            double& kept = values_[static_cast<size_t>(key / reduced_size_)];
+            kept = apply(func_, kept, value);
         }
     }
 
     Tensor result() const {
+        if (reduce_) return every_coordinate();
         std::vector<std::pair<int64_t, double>> reached;
         if (dense_) {
             for (size_t k = 0; k < values_.size(); ++k)
@@ -375,11 +401,30 @@ public:
     }
 
 private:
+    // A reduction's result: every output coordinate, row-major.
+    Tensor every_coordinate() const {
+        Tensor t;
+        t.dims = kept_dims_;
+        const size_t order = kept_dims_.size();
+        const std::vector<int64_t> strides = row_major_strides(kept_dims_);
+        t.coords.resize(values_.size() * order);
+        t.vals = values_;
+        for (size_t e = 0; e < values_.size(); ++e)
+            for (size_t m = 0; m < order; ++m)
+                t.coords[e * order + m] = static_cast<int64_t>(e) / strides[m] % kept_dims_[m];
+        return t;
+    }
+
     std::vector<int64_t> dims_, strides_;
     bool dense_ = true;
     std::vector<double> values_;
     std::vector<uint8_t> touched_;
     std::unordered_map<int64_t, double> sparse_;
+    // Max or min reductions.
+    bool reduce_ = false;
+    Func func_ = Func::Max;
+    std::vector<int64_t> kept_dims_;
+    int64_t reduced_size_ = 1;
 };
 
 // =============================================================================================
@@ -1006,6 +1051,33 @@ void apply_extra_dims(const std::map<std::string, int64_t>& extra_dims, Variable
     }
 }
 
+// A max or min reduction (reference.h): per output coordinate, the extremum of the expression's
+// values over the points it visits, with the output's and the reduced variables bound (every
+// variable of the expression is one of them); -inf for max, +inf for min where it visits none.
+// Magnitudes (target.magnitude): the largest sum of magnitudes at a visited point, 0 where none.
+Tensor reduce_extremum(const Spec& spec, const std::vector<Term>& terms, Variables& vars, Context& ctx, const Target& target) {
+    std::vector<int> point_vars = target.output_vars;
+    for (const auto& name : spec.reduced_vars) point_vars.push_back(vars.id(name));
+    std::vector<int64_t> point_dims;
+    for (int v : point_vars) point_dims.push_back(ctx.var_sizes[static_cast<size_t>(v)]);
+    const bool max = spec.reduction == Reduction::Max || target.magnitude;
+    const double inf = std::numeric_limits<double>::infinity();
+    Accumulator extremum(point_dims, target.output_vars.size(), max ? Func::Max : Func::Min,
+                         target.magnitude ? 0.0 : max ? -inf : inf);
+    const std::set<int> loop_vars(point_vars.begin(), point_vars.end());
+    if (terms.size() == 1) {  // each point reached once, and only if present: straight into the extremum
+        TermRunner(terms[0], loop_vars, ctx, Target{point_vars, &extremum, target.magnitude}).run();
+        return extremum.result();
+    }
+    // Several terms: first their sum at each point (a point of any of them), an absent one reading 0.
+    Accumulator sums(point_dims);
+    for (const Term& term : terms) TermRunner(term, loop_vars, ctx, Target{point_vars, &sums, target.magnitude}).run();
+    const Tensor points = sums.result();
+    for (size_t e = 0; e < points.nnz(); ++e)
+        extremum.add(extremum.key_of(points.coords.data() + e * point_dims.size()), points.vals[e]);
+    return extremum.result();
+}
+
 }  // namespace
 
 // =============================================================================================
@@ -1019,6 +1091,8 @@ Tensor evaluate_terms(const std::string& spec_text, const std::map<std::string, 
     check_output_indices(spec);
     fold_constant_calls(spec.rhs);
     const bool calls = has_call(*spec.rhs);
+    // `sum(j: e)` is `out = e`; max and min need the points e visits, exactly.
+    const bool extremum = spec.reduction == Reduction::Max || spec.reduction == Reduction::Min;
     std::vector<Term> terms = expand(*spec.rhs);
     std::map<std::string, Tensor> absolute;
     if (magnitude) {
@@ -1032,7 +1106,7 @@ Tensor evaluate_terms(const std::string& spec_text, const std::map<std::string, 
     Storage storage;
     storage.outer_inputs = magnitude ? &absolute : &given_inputs;
     storage.inner_inputs = &given_inputs;  // a call's argument takes the real values, even for magnitudes
-    storage.outer_exact = calls;
+    storage.outer_exact = calls || extremum;
     storage.shared = !magnitude;
 
     Variables vars;
@@ -1052,6 +1126,7 @@ Tensor evaluate_terms(const std::string& spec_text, const std::map<std::string, 
         call.everywhere = (!call.constant_arg[0] && everywhere(ctx, *e.left)) ||
                           (e.right && !call.constant_arg[1] && everywhere(ctx, *e.right));
     }
+    if (extremum) return reduce_extremum(spec, terms, vars, ctx, target);
 
     std::vector<int64_t> output_dims;
     for (int v : target.output_vars) output_dims.push_back(ctx.var_sizes[static_cast<size_t>(v)]);
