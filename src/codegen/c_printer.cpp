@@ -152,6 +152,7 @@ std::string CStmtPrinter::print_declare(const Declare& node, const std::string& 
 }
 
 std::string CStmtPrinter::print_assign(const Assign& node, const std::string& indent) {
+  if (node.accumulate && node.combine != BinOp::Add) return indent + node.name + " = " + expr_.print(node.combined()) + ";\n";
   return indent + node.name + (node.accumulate ? " += " : " = ") + expr_.print(node.value) + ";\n";
 }
 

@@ -15,6 +15,8 @@ const char* scalar_type_name(ScalarType type) {
 
 Neg::Neg(Expr x) : ExprNode(ExprKind::Neg, x->type), a(std::move(x)) {}
 
+Expr Assign::combined() const { return std::make_shared<Binary>(combine, std::make_shared<Var>(name, value->type), value, value->type); }
+
 const char* math_op_name(MathOp op) {
   switch (op) {
     case MathOp::Exp: return "exp";

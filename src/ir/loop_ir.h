@@ -153,6 +153,7 @@ struct LoopAnnotations {
   // order (the concatenation of per-thread lists); elsewhere it is a plain loop.
   bool in_thread_order = false;
   std::vector<std::string> simd_reductions;  // scalars a vectorized (or reduced parallel) loop sums into
+  BinOp simd_combine = BinOp::Add;            // ... or takes the max (min) into: a max reduction's
   // Scalars declared before a parallel loop that its body sets (a cursor): each thread keeps its
   // own copy, starting from the value before the loop (OpenMP's firstprivate).
   std::vector<std::string> private_scalars;
@@ -215,13 +216,18 @@ struct Declare : StmtNode {
 // threads take at once (cuda: a list's next slot): `name += value` as one atomic addition to a
 // count that every thread shares, after which `name` holds this thread's sum. It is no scalar a
 // thread sums into, so a loop around it needs no reduction.
+// name = value, or with `accumulate` a reduction into the scalar: name += value, or with
+// `combine` Max (Min) name = max(name, value) (a max reduction's accumulator).
 struct Assign : StmtNode {
   std::string name;
   Expr value;
   bool accumulate;
   bool atomic;
-  Assign(std::string n, Expr v, bool acc, bool at = false)
-      : StmtNode(StmtKind::Assign), name(std::move(n)), value(std::move(v)), accumulate(acc), atomic(at) {}
+  BinOp combine;
+  Assign(std::string n, Expr v, bool acc, bool at = false, BinOp c = BinOp::Add)
+      : StmtNode(StmtKind::Assign), name(std::move(n)), value(std::move(v)), accumulate(acc), atomic(at), combine(c) {}
+  // The value it leaves in the scalar, where it combines other than by adding: max(name, value).
+  Expr combined() const;
 };
 
 // buffer[index] = value, or += when `accumulate`. An `atomic` store is an addition that other

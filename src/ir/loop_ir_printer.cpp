@@ -173,7 +173,10 @@ class Stage2Dumper {
       }
       case StmtKind::Assign: {
         const auto& node = static_cast<const Assign&>(*s);
-        out += pad + (node.atomic ? "atomic " : "") + node.name + (node.accumulate ? " += " : " = ") + printer.print(node.value) + "\n";
+        if (node.accumulate && node.combine != BinOp::Add)  // (a max reduction: acc = max(acc, value))
+          out += pad + node.name + " = " + printer.print(node.combined()) + "\n";
+        else
+          out += pad + (node.atomic ? "atomic " : "") + node.name + (node.accumulate ? " += " : " = ") + printer.print(node.value) + "\n";
         return;
       }
       case StmtKind::Store: {
@@ -250,7 +253,8 @@ class Stage2Dumper {
     }
     if (a.vectorized) {
       text += " vectorized";
-      for (const std::string& r : a.simd_reductions) text += " +" + r;
+      const std::string combine = a.simd_combine == BinOp::Max ? " max " : a.simd_combine == BinOp::Min ? " min " : " +";
+      for (const std::string& r : a.simd_reductions) text += combine + r;
     }
     if (a.unroll) text += " unroll(" + std::to_string(a.unroll) + ")";
     if (!a.sequential_reason.empty()) text += " sequential";

@@ -157,7 +157,7 @@ Stmt IRMutator::mutate_declare(const Declare& node, const Stmt& self) {
 
 Stmt IRMutator::mutate_assign(const Assign& node, const Stmt& self) {
   Expr value = mutate(node.value);
-  return value == node.value ? self : std::make_shared<Assign>(node.name, value, node.accumulate, node.atomic);
+  return value == node.value ? self : std::make_shared<Assign>(node.name, value, node.accumulate, node.atomic, node.combine);
 }
 
 Stmt IRMutator::mutate_allocate(const Allocate& node, const Stmt& self) {
@@ -322,7 +322,7 @@ class Renamer : public IRMutator {
     return std::make_shared<Declare>(name(node.name), node.type, mutate(node.init), node.is_mutable);
   }
   Stmt mutate_assign(const Assign& node, const Stmt&) override {
-    return std::make_shared<Assign>(name(node.name), mutate(node.value), node.accumulate, node.atomic);
+    return std::make_shared<Assign>(name(node.name), mutate(node.value), node.accumulate, node.atomic, node.combine);
   }
   Stmt mutate_store(const Store& node, const Stmt&) override {
     return std::make_shared<Store>(name(node.buffer), mutate(node.index), mutate(node.value), node.accumulate, node.atomic,

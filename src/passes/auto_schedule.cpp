@@ -368,7 +368,9 @@ std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Pro
   }
   // A row's sum over a csr level (SpMV), which the masked lanes below take.
   const For* walk = row_sum_walk(func, program, config);
-  if (walk && !plan_masked_tail(*walk, program).refusal.empty()) walk = nullptr;
+  // (A row's max or min takes no masked tail: a plain simd loop, below.)
+  const bool row_extremum = program.iteration.reduction != ast::Reduction::Sum;
+  if (walk && !row_extremum && !plan_masked_tail(*walk, program).refusal.empty()) walk = nullptr;
   // Dynamic, for skewed rows, in chunks large enough that taking one costs little beside its
   // rows (bench/RESULTS.md, session 18): 512 rows where a row is one walk over a sparse level
   // (SpMV: chunks of 64 measured 1.31x, of 512 1.19x of each matrix's best schedule), else 128
@@ -416,6 +418,11 @@ std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Pro
   }
   // A row's sum over a csr level (SpMV) in lanes, the rest of each row, and all of a short one,
   // in one masked sum: no branch ends a row at an unpredictable point (bench/RESULTS.md, session 24).
+  if (walk && row_extremum) {
+    add(VectorizeOp{walk->label, 0}, std::string("the row's ") + ast::reduction_name(program.iteration.reduction) +
+                                         " in a simd loop (OpenMP's reduction(" + ast::reduction_name(program.iteration.reduction) + ": ...))");
+    return ops;
+  }
   if (walk) {
     const int64_t lanes = kRowSumLanes;
     add(VectorizeOp{walk->label, lanes, true},

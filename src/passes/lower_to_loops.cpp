@@ -521,7 +521,7 @@ Expr Lowering::reduction_identity() const {
 Stmt Lowering::reduce_into_accumulator(Expr value) const {
   if (program_.iteration.reduction == ast::Reduction::Sum) return std::make_shared<Assign>(write_.accumulator, std::move(value), true);
   const BinOp op = program_.iteration.reduction == ast::Reduction::Max ? BinOp::Max : BinOp::Min;
-  return std::make_shared<Assign>(write_.accumulator, binary(op, var(write_.accumulator, value_type_), std::move(value)), false);
+  return std::make_shared<Assign>(write_.accumulator, std::move(value), true, false, op);
 }
 
 void Lowering::conjuncts(const Expr& condition, std::vector<Expr>& out) {

@@ -40,7 +40,12 @@ std::string max_min_refusal(const std::vector<ScheduleOp>& ops, size_t k, const 
       return "its threads" + adds;
     return "";
   }
-  if (std::holds_alternative<VectorizeOp>(op)) return "its lanes" + adds;
+  if (const auto* vectorize = std::get_if<VectorizeOp>(&op)) {
+    // A plain simd loop takes the max into its scalar (OpenMP's reduction(max: ...)); lanes
+    // and masked tails keep partial sums.
+    if (vectorize->lanes || vectorize->masked_tail) return "its lanes" + adds + " (a plain vectorize takes the " + name + ")";
+    return "";
+  }
   if (std::holds_alternative<PrecomputeOp>(op)) return "its workspace" + adds;
   if (std::holds_alternative<BatchOp>(op)) return "its lanes" + adds;
   if (std::holds_alternative<DecomposeOp>(op)) return "decompose sums its parts, which a " + name + " reduction does not take";
@@ -49,8 +54,13 @@ std::string max_min_refusal(const std::vector<ScheduleOp>& ops, size_t k, const 
 
 std::vector<ScheduleOp> max_min_safe(const std::vector<ScheduleOp>& ops, const sparse::Program& program) {
   std::vector<ScheduleOp> kept;
-  for (size_t k = 0; k < ops.size(); ++k)
-    if (max_min_refusal(ops, k, program).empty()) kept.push_back(ops[k]);
+  for (size_t k = 0; k < ops.size(); ++k) {
+    ScheduleOp op = ops[k];
+    if (auto* vectorize = std::get_if<VectorizeOp>(&op.op)) *vectorize = VectorizeOp{vectorize->var};  // (lanes: plain simd)
+    std::vector<ScheduleOp> trial = ops;
+    trial[k] = op;
+    if (max_min_refusal(trial, k, program).empty()) kept.push_back(op);
+  }
   return kept;
 }
 

@@ -1,6 +1,7 @@
 // The schedule ops a max or min reduction takes (for now): those that only reorder, split, spread
-// or unroll loops, none spreading a reduced loop. The others (vectorize, precompute, batch, fuse,
-// decompose, a parallel or bound reduced loop) combine partial results by adding them.
+// or unroll loops, none spreading a reduced loop over threads, and a plain `vectorize` (OpenMP's
+// simd reduction(max: ...)). The others (vectorize in lanes, precompute, batch, fuse, decompose,
+// a parallel or bound reduced loop) combine partial results by adding them.
 #pragma once
 
 #include <string>
@@ -15,7 +16,8 @@ namespace spgen {
 // program's max or min reduction; empty where it can.
 std::string max_min_refusal(const std::vector<ScheduleOp>& ops, size_t k, const sparse::Program& program);
 
-// `auto`'s ops without those a max or min reduction cannot take.
+// `auto`'s ops without those a max or min reduction cannot take; a vectorize in lanes becomes a
+// plain one.
 std::vector<ScheduleOp> max_min_safe(const std::vector<ScheduleOp>& ops, const sparse::Program& program);
 
 }  // namespace spgen

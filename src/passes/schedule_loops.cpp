@@ -50,7 +50,7 @@ bool only_accumulates(const Stmt& body, const std::string& scalar) {
     bool ok = true;
     void visit_var(const Var& node) override { ok &= node.name != name; }
     void visit_assign(const Assign& node) override {
-      ok &= node.name != name || node.accumulate;
+      ok &= node.name != name || (node.accumulate && node.combine == BinOp::Add);
       IRVisitor::visit_assign(node);
     }
   } check;
@@ -282,7 +282,8 @@ MaskedSumOf masked_sum_of(const loops::For& loop) {
       lets[d.name] = substitute(d.init, lets);
       continue;
     }
-    if (s->kind == StmtKind::Assign && static_cast<const Assign&>(*s).accumulate && !sum.value) {
+    if (s->kind == StmtKind::Assign && static_cast<const Assign&>(*s).accumulate && static_cast<const Assign&>(*s).combine == BinOp::Add &&
+        !sum.value) {
       const auto& a = static_cast<const Assign&>(*s);
       sum.scalar = a.name;
       sum.value = substitute(a.value, lets);

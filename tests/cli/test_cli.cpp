@@ -204,11 +204,15 @@ TEST_CASE("functions and max reductions: the kernels compile warning-free; what 
         std::string::npos);  // (u and v are dense: the first call that reads A is exp's)
   CHECK(padded.err.find(dir.file("ell.json") + ": /tensors/A/format: error: the function call exp(A(i,j)) reads A, whose format (ell) stores padding") == 0);
   // A max reduction with an op that adds partial results, and into a sparse output.
-  write_text(dir.file("vec.json"), R"({"tensors": {"S": {"format": "csr"}}, "schedule": [{"op": "vectorize", "var": "j"}]})");
+  write_text(dir.file("vec.json"), R"({"tensors": {"S": {"format": "csr"}}, "schedule": [{"op": "vectorize", "var": "j", "lanes": 8}]})");
   ProcessResult vectorized = spgen({"gen", dir.file("row_max.spg"), "--config", dir.file("vec.json"), "--emit", "stage2"});
   CHECK(vectorized.exit_code == 1);
   CHECK(vectorized.err.find(dir.file("vec.json") + ": /schedule/0: error: vectorize: its lanes would combine partial results by adding them, "
-                            "which a max reduction does not take (yet)") == 0);
+                            "which a max reduction does not take (yet) (a plain vectorize takes the max)") == 0);
+  // A plain simd loop takes the max with OpenMP's reduction clause.
+  write_text(dir.file("simd.json"), R"({"tensors": {"S": {"format": "csr"}}, "schedule": [{"op": "vectorize", "var": "j"}]})");
+  REQUIRE(spgen({"gen", dir.file("row_max.spg"), "--config", dir.file("simd.json"), "-o", dir.path()}).exit_code == 0);
+  CHECK(read_text(dir.file("row_max.cpp")).find("#pragma omp simd reduction(max:acc)") != std::string::npos);
   write_text(dir.file("par.json"), R"({"tensors": {"S": {"format": "csr"}}, "schedule": [{"op": "parallel", "var": "j", "reduction": "atomic"}]})");
   ProcessResult parallel = spgen({"gen", dir.file("row_max.spg"), "--config", dir.file("par.json"), "--emit", "stage2"});
   CHECK(parallel.exit_code == 1);

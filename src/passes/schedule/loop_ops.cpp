@@ -154,6 +154,7 @@ void Scheduler::apply_op(const PrecomputeOp& precompute) {
     ScalarType type;
     Stmt mutate_assign(const Assign& node, const Stmt& self) override {
       if (node.name != sum) return self;
+      if (node.combine != BinOp::Add) throw std::logic_error("precompute of a max or min reduction (refused before scheduling)");
       return std::make_shared<Store>(tile, var(index), node.value, true);
     }
     Expr mutate_var(const Var& node, const Expr& self) override {

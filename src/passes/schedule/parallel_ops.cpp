@@ -158,6 +158,8 @@ void Scheduler::apply_op(const ParallelOp& parallel) {
                     annotations.simd_reductions.end();
       if (!is_state && !listed) annotations.simd_reductions.push_back(scalar);
     }
+    if (reduction_combine(loop, annotations.simd_reductions) != BinOp::Add)
+      fail("a parallel reduction adds the threads' partial results; loop " + loop.label + " takes a max or min");
     if (parallel.reduction == "atomic") {
       body = RedirectOutputStores(program_.output().values, "", true).mutate(body);
     } else if (stores_output) {
@@ -346,9 +348,13 @@ void Scheduler::apply_op(const VectorizeOp& vectorize) {
     vectorize_in_lanes(*info.loop, vectorize.lanes, reductions, vectorize.masked_tail);
     return;
   }
+  const BinOp combine = reduction_combine(*info.loop, reductions);
+  if (combine != BinOp::Add && config_.target == Target::Cuda)
+    fail("on the cuda target, vectorize keeps no max or min reduction (a thread's loop over " + vectorize.var + " stays scalar)");
   set_annotations(vectorize.var, [&](LoopAnnotations& a) {
     a.vectorized = true;
     a.simd_reductions = reductions;
+    a.simd_combine = combine;
   });
 }
 
@@ -471,6 +477,21 @@ bool Scheduler::writes_output(const For& loop) const { return stores_into(loop.b
 
 // Scalars declared outside the loop that its body adds into: a vectorized loop must reduce them.
 std::vector<std::string> Scheduler::accumulated_scalars(const For& loop) { return scalars_assigned_outside(loop.body); }
+
+BinOp Scheduler::reduction_combine(const For& loop, const std::vector<std::string>& scalars) const {
+  struct Combines : IRVisitor {
+    const std::vector<std::string>* scalars;
+    std::set<BinOp> ops;
+    void visit_assign(const Assign& node) override {
+      if (node.accumulate && std::find(scalars->begin(), scalars->end(), node.name) != scalars->end()) ops.insert(node.combine);
+      IRVisitor::visit_assign(node);
+    }
+  } combines;
+  combines.scalars = &scalars;
+  combines.visit(loop.body);
+  if (combines.ops.size() > 1) fail("loop " + loop.label + " reduces scalars both by adding and by max or min: one reduction per loop");
+  return combines.ops.empty() ? BinOp::Add : *combines.ops.begin();
+}
 
 // ---- unroll ----
 // On the CPU an OpenMP loop cannot also carry GCC's unroll pragma (compilers reject the pair).

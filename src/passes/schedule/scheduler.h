@@ -110,6 +110,8 @@ class Scheduler {
   static Expr zero_of(ScalarType type);
   bool writes_output(const For& loop) const;
   static std::vector<std::string> accumulated_scalars(const For& loop);
+  // How a loop reduces `scalars`: by adding (also where none), or by max or min (a max reduction).
+  BinOp reduction_combine(const For& loop, const std::vector<std::string>& scalars) const;
   void refuse_unroll_beside_openmp(const std::string& label, const char* openmp_kind) const;
   void apply_op(const UnrollOp& unroll);
   void apply_op(const BindOp& bind);
