@@ -108,8 +108,10 @@ class CudaStmtPrinter : public CStmtPrinter {
     --bound_loops_;
     atomic_loops_ -= atomic;
     out += pad + "}\n";
-    std::string combine = a.bind_reduction == "shared" ? "spgen_block_sum<" + std::to_string(a.bind_threads / 32) + ">"
-                                                       : "spgen_warp_sum";
+    std::string combine = a.bind_reduction == "shared"       ? "spgen_block_sum<" + std::to_string(a.bind_threads / 32) + ">"
+                          : a.bind_combine == BinOp::Max ? "spgen_warp_max"
+                          : a.bind_combine == BinOp::Min ? "spgen_warp_min"
+                                                         : "spgen_warp_sum";
     for (const std::string& scalar : a.bind_scalars) out += pad + scalar + " = " + combine + "(" + scalar + ");\n";
     return out;
   }
@@ -366,7 +368,7 @@ class Launcher {
 // The helpers beyond the preamble's that the kernels call, each from its template.
 std::string helpers_used(const std::vector<const LoweredFunc*>& functions) {
   struct Uses : IRVisitor {
-    bool block_sum = false, vectors = false, scan = false, row_workspaces = false, sort = false, sort_entries = false;
+    bool block_sum = false, warp_extremum = false, vectors = false, scan = false, row_workspaces = false, sort = false, sort_entries = false;
     std::set<std::string> lists;  // entry lists, which the host sorts
     void visit_allocate(const Allocate& node) override {
       for (const Workspace& w : node.buffers) {
@@ -381,6 +383,7 @@ std::string helpers_used(const std::vector<const LoweredFunc*>& functions) {
     }
     void visit_for(const For& node) override {
       block_sum |= node.annotations.bind_reduction == "shared";
+      warp_extremum |= node.annotations.bind_reduction == "shuffle" && node.annotations.bind_combine != BinOp::Add;
       scan |= node.annotations.bind == "scan";
       IRVisitor::visit_for(node);
     }
@@ -390,6 +393,7 @@ std::string helpers_used(const std::vector<const LoweredFunc*>& functions) {
     uses.vectors |= uses_vectors(f->body);
   }
   return (uses.block_sum ? templates::render("cuda_block_sum.cu.in", {}) : "") +
+         (uses.warp_extremum ? templates::render("cuda_warp_extremum.cu.in", {}) : "") +
          (uses.scan ? templates::render("cuda_block_scan.cu.in", {}) : "") +
          (uses.vectors ? templates::render("cuda_vector_helpers.cu.in", {}) : "") +
          (uses.row_workspaces ? templates::render("cuda_row_workspace.cu.in", {}) : "") +

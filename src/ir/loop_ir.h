@@ -168,6 +168,7 @@ struct LoopAnnotations {
   // the warp adds them up in lane 0); empty: iterations write distinct entries.
   std::string bind_reduction;
   std::vector<std::string> bind_scalars;
+  BinOp bind_combine = BinOp::Add;  // how a shuffle combines bind_scalars: add, or max/min (a max reduction)
   // cuda: the loop is a kernel of its own, its iterations spread over every thread of the grid
   // (the rest of a sum beside a blocked operand, whose rows are distinct output rows).
   bool own_kernel = false;

@@ -264,7 +264,8 @@ class Stage2Dumper {
       text += " bind(" + a.bind;
       if (a.bind_threads) text += ", " + std::to_string(a.bind_threads) + " threads";
       if (!a.bind_reduction.empty()) text += ", " + a.bind_reduction;
-      for (const std::string& s : a.bind_scalars) text += " +" + s;
+      const std::string combine = a.bind_combine == BinOp::Max ? " max " : a.bind_combine == BinOp::Min ? " min " : " +";
+      for (const std::string& s : a.bind_scalars) text += combine + s;
       text += ")";
     }
     return text;

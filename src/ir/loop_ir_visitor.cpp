@@ -380,6 +380,20 @@ bool uses_masked_sums(const Stmt& stmt) {
   return finder.found;
 }
 
+std::set<BinOp> reduction_combines(const Stmt& stmt, const std::vector<std::string>& scalars) {
+  struct Combines : IRVisitor {
+    const std::vector<std::string>* scalars;
+    std::set<BinOp> ops;
+    void visit_assign(const Assign& node) override {
+      if (node.accumulate && std::find(scalars->begin(), scalars->end(), node.name) != scalars->end()) ops.insert(node.combine);
+      IRVisitor::visit_assign(node);
+    }
+  } combines;
+  combines.scalars = &scalars;
+  combines.visit(stmt);
+  return combines.ops;
+}
+
 bool uses_math(const Stmt& stmt) {
   struct Finder : IRVisitor {
     bool found = false;

@@ -129,6 +129,9 @@ bool uses_vectors(const Stmt& stmt);
 bool uses_gathers(const Stmt& stmt);
 // Whether a statement sums a masked tail (MaskedSum): the file then needs spgen_masked_sum_*.
 bool uses_masked_sums(const Stmt& stmt);
+// How `stmt` reduces into `scalars`: the combine ops of its accumulating Assigns to them (Add for
+// sums, Max or Min for a max reduction's accumulator); empty where it assigns none.
+std::set<BinOp> reduction_combines(const Stmt& stmt, const std::vector<std::string>& scalars);
 // Whether a statement calls a math function (MathFn): the file then includes <cmath>.
 bool uses_math(const Stmt& stmt);
 // Whether a statement finishes lane sums in batches (LaneSums): the file then needs their helpers.

@@ -147,8 +147,7 @@ std::vector<ScheduleOp> auto_schedule_cuda(const LoweredFunc& func, const sparse
   // An interleaved ELL level's slots (decompose's "interleave") stay in one thread: consecutive
   // threads take consecutive rows, whose slots lie side by side, so each slot's loads coalesce.
   const For* lanes = nullptr;
-  // (A max or min reduction stays in its thread: lanes would combine partial results by adding.)
-  if (spine.size() > 1 && !is_reduction(program, outer->label) && program.iteration.reduction == ast::Reduction::Sum) {
+  if (spine.size() > 1 && !is_reduction(program, outer->label)) {
     const For* inner = spine.back();
     if (inner->var == inner->label && suits_lanes(*inner)) lanes = inner;
     else if (strategy(*spine[1]) == "shuffle" && suits_lanes(*spine[1]) && !interleaved_walk(program, *spine[1])) lanes = spine[1];

@@ -159,7 +159,9 @@ class GuardLanesAfterShuffle : public IRMutator {
       if (!loop || !combines_in_one_thread(loop->annotations)) continue;
       std::vector<Stmt> guarded(stmts.begin(), stmts.begin() + static_cast<std::ptrdiff_t>(k) + 1);
       bool shuffle = loop->annotations.bind_reduction == "shuffle";
-      guarded.push_back(std::make_shared<Comment>(shuffle ? "lane 0 holds the warp's sums" : "thread 0 holds the block's sums"));
+      const bool sums = loop->annotations.bind_combine == BinOp::Add;
+      guarded.push_back(std::make_shared<Comment>(shuffle ? std::string("lane 0 holds the warp's ") + (sums ? "sums" : "result")
+                                                          : "thread 0 holds the block's sums"));
       Expr lane_zero = binary(BinOp::Eq, var("threadIdx.x"), int64(0));
       guarded.push_back(std::make_shared<If>(
           lane_zero, block(std::vector<Stmt>(stmts.begin() + static_cast<std::ptrdiff_t>(k) + 1, stmts.end())), nullptr));
@@ -193,6 +195,7 @@ class GpuBindings {
       const NestSnapshot::LoopSite& site = site_of(nest, b.label);
       completed[b.label] = site.loop->annotations;
       completed[b.label].bind_scalars = check_reduction(b, site);
+      completed[b.label].bind_combine = combine_of(b, site, completed[b.label].bind_scalars);
     }
     check_axes();
     for (const auto& [label, threads] : thread_counts(nest)) completed[label].bind_threads = threads;
@@ -284,6 +287,17 @@ class GpuBindings {
                   "\"reduction\": \"shuffle\", or to threadIdx.x with \"reduction\": \"shared\")");
     if (strategy == "atomic") check_atomic_stores(b, loop.body);
     return {};
+  }
+
+  // How a bound loop's shuffle combines its scalars: by adding, or by max/min (a max reduction,
+  // which only a warp's shuffle takes).
+  BinOp combine_of(const GpuBinding& b, const NestSnapshot::LoopSite& site, const std::vector<std::string>& scalars) const {
+    const std::set<BinOp> ops = reduction_combines(site.loop->body, scalars);
+    if (ops.size() > 1) fail(b, "loop " + b.label + " reduces scalars both by adding and by max or min: one reduction per loop");
+    const BinOp combine = ops.empty() ? BinOp::Add : *ops.begin();
+    if (combine != BinOp::Add && site.loop->annotations.bind_reduction != "shuffle")
+      fail(b, "loop " + b.label + " takes a max or min: bind it to warp with \"reduction\": \"shuffle\"");
+    return combine;
   }
 
   // A shared-memory reduction synchronizes the block (__syncthreads), so every thread of the

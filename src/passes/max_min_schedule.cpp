@@ -36,8 +36,10 @@ std::string max_min_refusal(const std::vector<ScheduleOp>& ops, size_t k, const 
     return "";
   }
   if (const auto* bind = std::get_if<BindOp>(&op)) {
+    // A warp's shuffle takes the max of its lanes (spgen_warp_max); atomics and shared sums add.
+    if (bind->reduction == "shuffle") return "";
     if (!bind->reduction.empty() || reduced(program, index_var_of(ops, k, bind->var)))
-      return "its threads" + adds;
+      return "its threads" + adds + " (bind it to warp with \"reduction\": \"shuffle\")";
     return "";
   }
   if (const auto* vectorize = std::get_if<VectorizeOp>(&op)) {

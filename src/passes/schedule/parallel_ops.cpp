@@ -479,18 +479,9 @@ bool Scheduler::writes_output(const For& loop) const { return stores_into(loop.b
 std::vector<std::string> Scheduler::accumulated_scalars(const For& loop) { return scalars_assigned_outside(loop.body); }
 
 BinOp Scheduler::reduction_combine(const For& loop, const std::vector<std::string>& scalars) const {
-  struct Combines : IRVisitor {
-    const std::vector<std::string>* scalars;
-    std::set<BinOp> ops;
-    void visit_assign(const Assign& node) override {
-      if (node.accumulate && std::find(scalars->begin(), scalars->end(), node.name) != scalars->end()) ops.insert(node.combine);
-      IRVisitor::visit_assign(node);
-    }
-  } combines;
-  combines.scalars = &scalars;
-  combines.visit(loop.body);
-  if (combines.ops.size() > 1) fail("loop " + loop.label + " reduces scalars both by adding and by max or min: one reduction per loop");
-  return combines.ops.empty() ? BinOp::Add : *combines.ops.begin();
+  const std::set<BinOp> ops = reduction_combines(loop.body, scalars);
+  if (ops.size() > 1) fail("loop " + loop.label + " reduces scalars both by adding and by max or min: one reduction per loop");
+  return ops.empty() ? BinOp::Add : *ops.begin();
 }
 
 // ---- unroll ----
