@@ -69,6 +69,14 @@ int function_arity(Function function) { return function == Function::Max || func
 
 bool is_constant(const Expr& expr) { return collect_accesses(expr).empty(); }
 
+std::vector<const Expr*> visited_arguments(const Expr& call) {
+  std::vector<const Expr*> visited;
+  for (const ExprPtr& argument : {call.lhs, call.rhs})
+    if (argument && !is_constant(*argument)) visited.push_back(argument.get());
+  if (visited.empty()) visited.push_back(call.lhs.get());
+  return visited;
+}
+
 ExprPtr make_access(const Access& access) {
   auto node = std::make_shared<Expr>();
   node->kind = ExprKind::Access;

@@ -86,6 +86,9 @@ ExprPtr make_operator(ExprKind kind, SourceLoc loc, ExprPtr lhs, ExprPtr rhs = n
 ExprPtr make_call(Function function, SourceLoc loc, ExprPtr first, ExprPtr second = nullptr);
 // Whether an expression reads no tensor (a constant: literals, operators and calls of them).
 bool is_constant(const Expr& expr);
+// The arguments of a call whose points it visits (docs/spec.md): those that read a tensor (a
+// constant argument of max/min adds none), or the first where none does.
+std::vector<const Expr*> visited_arguments(const Expr& call);
 ExprPtr make_access(const Access& access);
 
 // One term of a sum at the top of an expression: `a - (b + c)` has the terms a, -b and -c.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "passes/lower/iteration_space.h"
+
 namespace spgen {
 namespace {
 
@@ -74,40 +76,6 @@ std::string block_loop_name(const std::string& var, BlockPart part) {
   throw CompileError(format_config_error(config.file, "/tensors/" + tensor + "/format", message));
 }
 
-// The tensors of each term of a sum (a union of products); a divisor counts as none.
-std::vector<std::set<std::string>> tensor_terms(const ast::Expr& expr) {
-  switch (expr.kind) {
-    case ast::ExprKind::Access: return {{expr.access.tensor}};
-    case ast::ExprKind::Literal: return {{}};
-    case ast::ExprKind::Neg:
-    case ast::ExprKind::Div: return tensor_terms(*expr.lhs);
-    case ast::ExprKind::Call: {  // (as iteration_space.h: a constant argument adds no term)
-      if (!expr.rhs || ast::is_constant(*expr.rhs)) return tensor_terms(*expr.lhs);
-      if (ast::is_constant(*expr.lhs)) return tensor_terms(*expr.rhs);
-      std::vector<std::set<std::string>> either = tensor_terms(*expr.lhs), right = tensor_terms(*expr.rhs);
-      either.insert(either.end(), right.begin(), right.end());
-      return either;
-    }
-    case ast::ExprKind::Mul: {
-      std::vector<std::set<std::string>> product;
-      for (const auto& a : tensor_terms(*expr.lhs))
-        for (const auto& b : tensor_terms(*expr.rhs)) {
-          std::set<std::string> both = a;
-          both.insert(b.begin(), b.end());
-          product.push_back(both);
-        }
-      return product;
-    }
-    case ast::ExprKind::Add:
-    case ast::ExprKind::Sub: {
-      std::vector<std::set<std::string>> sum = tensor_terms(*expr.lhs), right = tensor_terms(*expr.rhs);
-      sum.insert(sum.end(), right.begin(), right.end());
-      return sum;
-    }
-  }
-  return {{}};
-}
-
 // Some term of the sum holds an operand that stores one of `vars` in a sparse level but no
 // operand that blocks it as the block loops do (C bsr = A bsr + B csr: B's entries outside A's
 // blocks), so those loops cannot give every block of the output.
@@ -125,7 +93,7 @@ bool has_term_outside_blocks(const ast::Spec& spec, const Config& config, const 
     }
     return false;
   };
-  for (const std::set<std::string>& term : tensor_terms(*spec.rhs))
+  for (const std::set<std::string>& term : lowering::tensor_terms(*spec.rhs))
     for (const std::string& var : vars) {
       bool blocked = std::any_of(term.begin(), term.end(), [&](const std::string& t) { return blocks(t, var, false); });
       bool sparse = std::any_of(term.begin(), term.end(), [&](const std::string& t) { return blocks(t, var, true); });

@@ -29,15 +29,19 @@ class FillAnalysis {
       case ast::ExprKind::Literal: return false;
       case ast::ExprKind::Neg: return sparse_along(*expr.lhs, var, why);
       case ast::ExprKind::Div: return sparse_along(*expr.lhs, var, why);  // (a quotient is zero where its numerator is)
-      case ast::ExprKind::Call: {  // (evaluated only where its arguments are stored; a constant one adds no points)
-        if (!expr.rhs || ast::is_constant(*expr.rhs)) return sparse_along(*expr.lhs, var, why);
-        if (ast::is_constant(*expr.lhs)) return sparse_along(*expr.rhs, var, why);
-        std::string left, right;
-        const bool l = sparse_along(*expr.lhs, var, left), r = sparse_along(*expr.rhs, var, right);
-        if (l && r) return why = joined(left, right), true;
-        why = !l ? (left.empty() ? "an argument of " + std::string(ast::function_name(expr.function)) + " holds every " + var : left)
-                 : (right.empty() ? "an argument of " + std::string(ast::function_name(expr.function)) + " holds every " + var : right);
-        return false;
+      case ast::ExprKind::Call: {  // (evaluated only where its visited arguments are: sparse where each of them is)
+        const std::vector<const ast::Expr*> arguments = ast::visited_arguments(expr);
+        if (arguments.size() == 1) return sparse_along(*arguments.front(), var, why);
+        std::string reasons;
+        for (const ast::Expr* argument : arguments) {
+          std::string own;
+          if (!sparse_along(*argument, var, own)) {
+            why = own.empty() ? "an argument of " + std::string(ast::function_name(expr.function)) + " holds every " + var : own;
+            return false;
+          }
+          reasons = reasons.empty() ? own : joined(reasons, own);
+        }
+        return why = reasons, true;
       }
       case ast::ExprKind::Mul: {
         std::string left, right;

@@ -42,14 +42,12 @@ IterationSpace terms(const ast::Expr& expr, const Counts& counts, const CheckDiv
         }
       return product;
     }
-    case ast::ExprKind::Call: {
-      // A call visits where its arguments do; a constant argument of max/min adds no points
-      // (`max(x(i), 0)` is ReLU on x's entries), unless every argument is constant.
-      if (!expr.rhs || ast::is_constant(*expr.rhs)) return terms(*expr.lhs, counts, check_divisor);
-      if (ast::is_constant(*expr.lhs)) return terms(*expr.rhs, counts, check_divisor);
-      IterationSpace either = terms(*expr.lhs, counts, check_divisor);
-      IterationSpace right = terms(*expr.rhs, counts, check_divisor);
-      either.insert(either.end(), right.begin(), right.end());
+    case ast::ExprKind::Call: {  // where its visited arguments are (`max(x(i), 0)`: x's entries)
+      IterationSpace either;
+      for (const ast::Expr* argument : ast::visited_arguments(expr)) {
+        const IterationSpace own = terms(*argument, counts, check_divisor);
+        either.insert(either.end(), own.begin(), own.end());
+      }
       return either;
     }
     case ast::ExprKind::Add:
