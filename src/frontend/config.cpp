@@ -57,6 +57,16 @@ bool Format::is_blocked() const {
   return std::any_of(blocks.begin(), blocks.end(), [](const LevelBlock& b) { return b.part != BlockPart::None; });
 }
 
+bool Format::stores_padding() const {
+  if (is_blocked()) return true;
+  bool under_sparse = false;
+  for (LevelKind kind : levels) {
+    if (kind == LevelKind::SparseFixed || (kind == LevelKind::Dense && under_sparse)) return true;
+    under_sparse |= kind != LevelKind::Dense;
+  }
+  return false;
+}
+
 bool Format::is_row_major_dense() const {
   for (size_t l = 0; l < mode_order.size(); ++l)
     if (mode_order[l] != static_cast<int>(l)) return false;
@@ -360,7 +370,7 @@ class ConfigReader : public ConfigJsonReader {
     const std::string path = "/tensors/" + spec_.output.tensor + "/structure";
     const Format& source = config.format_of(structure);
     if (source.all_dense()) fail(path, structure + " is stored dense: every entry would be evaluated; give it a sparse format");
-    if (source.is_blocked() || std::find(source.levels.begin(), source.levels.end(), LevelKind::SparseFixed) != source.levels.end())
+    if (source.stores_padding())
       fail(path, structure + " stores padding (" + source.name + "): a structure must be stored without it (for now: csr, csc, coo, dcsr, ...)");
     Format& output = config.formats[spec_.output.tensor];
     if (config.infer_output_format) {

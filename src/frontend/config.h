@@ -57,6 +57,9 @@ struct Format {
   int64_t width(size_t level) const { return level < widths.size() ? widths[level] : 0; }
   LevelBlock block(size_t level) const { return level < blocks.size() ? blocks[level] : LevelBlock{}; }
   bool is_blocked() const;
+  // Whether it stores entries its coordinates do not list: ELL slots past a row's length, the
+  // zeros inside a block, a dense level under a sparse one.
+  bool stores_padding() const;
   bool is_row_major_dense() const;  // all dense in the identity order
 };
 

@@ -276,25 +276,13 @@ std::string find_shared_structure(const ast::Spec& spec, const Config& config) {
   return "";
 }
 
-// Whether a format stores entries its coordinates do not list: ELL slots past a row's length, the
-// zeros inside a block, a dense level under a sparse one.
-bool stores_padding(const Format& format) {
-  if (format.is_blocked()) return true;
-  bool under_sparse = false;
-  for (LevelKind kind : format.levels) {
-    if (kind == LevelKind::SparseFixed || (kind == LevelKind::Dense && under_sparse)) return true;
-    under_sparse |= kind != LevelKind::Dense;
-  }
-  return false;
-}
-
 // A call is evaluated at the stored entries of its argument's tensors (docs/spec.md): padding would
 // be evaluated too (exp(0) = 1 in an ELL slot past the row's end), so such an operand is refused.
 void check_calls_on_padding(const ast::Spec& spec, const Config& config, const ast::Expr& expr) {
   if (expr.kind == ast::ExprKind::Call) {
     for (const ast::Access* access : ast::collect_accesses(expr)) {
       const Format& format = config.format_of(access->tensor);
-      if (access->tensor == spec.output.tensor || !stores_padding(format)) continue;
+      if (access->tensor == spec.output.tensor || !format.stores_padding()) continue;
       throw CompileError(format_config_error(
           config.file, "/tensors/" + access->tensor + "/format",
           "the function call " + ast::to_string(expr) + " reads " + access->tensor + ", whose format (" + format.name +

@@ -249,6 +249,9 @@ TEST_CASE("an output's structure: named by the config, checked, and shown in sta
             c + "/tensors/E/structure: error: S is stored dense: every entry would be evaluated") == 0);
   CHECK(gen(R"({"tensors": {"S": {"format": "ell", "width": 2}, "E": {"structure": "S"}}})").err.find(
             c + "/tensors/E/structure: error: S stores padding (ell)") == 0);
+  // (a dense level under a sparse one holds zeros the coordinates do not list, as ELL's slots do)
+  CHECK(gen(R"({"tensors": {"S": {"format": {"levels": ["compressed", "dense"]}}, "E": {"structure": "S"}}})").err.find(
+            c + "/tensors/E/structure: error: S stores padding (custom)") == 0);
   CHECK(gen(R"({"tensors": {"S": {"format": "csr"}, "E": {"format": "csc", "structure": "S"}}})").err.find(
             c + "/tensors/E/format: error: E has the structure of S, so its format must be S's (csr), or left out") == 0);
   CHECK(gen(R"({"tensors": {"S": {"format": "csr"}, "E": {"structure": 3}}})").err.find(
