@@ -200,12 +200,7 @@ class Parser {
   // `sum(`, `max(` or `min(` then index variables and a colon: `max(j, k: ...)`.
   bool at_reduction() const {
     if (peek().kind != Tok::Ident || peek_at(1).kind != Tok::LParen) return false;
-    if (peek().text != "sum" && peek().text != "max" && peek().text != "min") return false;
-    for (size_t ahead = 2;; ahead += 2) {
-      if (peek_at(ahead).kind != Tok::Ident) return false;
-      if (peek_at(ahead + 1).kind == Tok::Colon) return true;
-      if (peek_at(ahead + 1).kind != Tok::Comma) return false;
-    }
+    return (peek().text == "sum" || peek().text == "max" || peek().text == "min") && reduction_vars_at(2);
   }
 
   void parse_reduction(ast::Spec& spec) {
@@ -225,9 +220,9 @@ class Parser {
     expect(Tok::RParen, "')' after the expression of " + name.text + "(" + spec.reduced_vars.front() + ": ...)");
   }
 
-  // After `max(`: index variables and a colon follow.
-  bool at_reduction_args() const {
-    for (size_t ahead = 0;; ahead += 2) {
+  // Index variables separated by commas, then a colon, `ahead` tokens on (a reduction's `j, k:`).
+  bool reduction_vars_at(size_t ahead) const {
+    for (;; ahead += 2) {
       if (peek_at(ahead).kind != Tok::Ident) return false;
       if (peek_at(ahead + 1).kind == Tok::Colon) return true;
       if (peek_at(ahead + 1).kind != Tok::Comma) return false;
@@ -357,9 +352,9 @@ class Parser {
     const Nesting nested(*this, next());  // '('
     count_operator(name);
     const std::string called = std::string(ast::function_name(function));
-    if (peek().kind == Tok::Ident && at_reduction_args() && ast::function_arity(function) == 1)
+    if (reduction_vars_at(0) && ast::function_arity(function) == 1)
       fail(name.loc, called + " is a function of one value, not a reduction");
-    if (peek().kind == Tok::Ident && at_reduction_args())
+    if (reduction_vars_at(0))
       fail(name.loc, "an explicit reduction (`" + called + "(" + peek().text + ": ...)`) must be the whole right-hand side (for now): "
                      "reduce into an output of its own");
     ast::ExprPtr first = parse_sum();
