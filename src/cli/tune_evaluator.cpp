@@ -190,12 +190,8 @@ void KernelEvaluator::compute_reference() {
   for (const auto& [name, source] : s_.inputs)
     inputs_[name] = spgen_ref::read_tensor(source == "random" ? saved_input(name) : source);
   // An output with a "structure": the spec on that input's entries only.
-  std::string spec_text = s_.spec_text;
   std::map<std::string, spgen_ref::Tensor> inputs = inputs_;
-  if (const std::string& structure = s_.auto_compilation.config.output_structure; !structure.empty()) {
-    inputs["spgen_structure"] = spgen_ref::pattern_of(inputs.at(structure));
-    spec_text = spgen_ref::restricted_to_entries(spec_text, "spgen_structure");
-  }
+  const std::string spec_text = spgen_ref::on_entries_of(s_.spec_text, s_.auto_compilation.config.output_structure, inputs);
   reference_ = spgen_ref::evaluate(spec_text, inputs, s_.dims);
   magnitude_ = spgen_ref::evaluate_magnitude(spec_text, inputs, s_.dims);
 }

@@ -27,6 +27,12 @@ std::string restricted_to_entries(const std::string& spec_text, const std::strin
     return lhs + " = " + pattern + indices + " * (" + trimmed(text.substr(assign + 1)) + ")";
 }
 
+std::string on_entries_of(const std::string& spec_text, const std::string& structure, std::map<std::string, Tensor>& inputs) {
+    if (structure.empty()) return spec_text;
+    inputs["spgen_structure"] = pattern_of(inputs.at(structure));
+    return restricted_to_entries(spec_text, "spgen_structure");
+}
+
 Tensor pattern_of(const Tensor& tensor) {
     Tensor out;
     out.dims = tensor.dims;

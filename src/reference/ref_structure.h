@@ -5,6 +5,7 @@
 // b once. Shares nothing with src/ but this directory.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "ref_tensor.h"
@@ -17,5 +18,10 @@ std::string restricted_to_entries(const std::string& spec_text, const std::strin
 
 // 1 at each distinct coordinate `tensor` stores (explicit zeros included).
 Tensor pattern_of(const Tensor& tensor);
+
+// The spec to evaluate for an output whose structure is the input `structure` (none: `spec_text`
+// as it is): restricted_to_entries with that input's pattern, which joins `inputs` as
+// "spgen_structure".
+std::string on_entries_of(const std::string& spec_text, const std::string& structure, std::map<std::string, Tensor>& inputs);
 
 }  // namespace spgen_ref

@@ -189,11 +189,7 @@ std::string extension_for(int order) { return order >= 3 ? ".tns" : ".mtx"; }
 // What the kernel must compute on `inputs`: its spec, restricted to the entries of the output's
 // "structure" where the config gives one.
 spgen_ref::Tensor reference_of(const Kernel& k, std::map<std::string, spgen_ref::Tensor> inputs, const spgen_ref::Tensor* initial = nullptr) {
-  std::string spec_text = read_text(k.pair.spec);
-  if (!k.config.output_structure.empty()) {
-    inputs["spgen_structure"] = spgen_ref::pattern_of(inputs.at(k.config.output_structure));
-    spec_text = spgen_ref::restricted_to_entries(spec_text, "spgen_structure");
-  }
+  const std::string spec_text = spgen_ref::on_entries_of(read_text(k.pair.spec), k.config.output_structure, inputs);
   return spgen_ref::evaluate(spec_text, inputs, {}, initial);
 }
 
