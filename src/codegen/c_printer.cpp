@@ -31,8 +31,10 @@ std::string CExprPrinter::print_min_max(BinOp op, const std::string& a, const st
   return std::string(op == BinOp::Min ? "std::min<" : "std::max<") + type_name(type) + ">(" + a + ", " + b + ")";
 }
 
+const char* c_math_function(MathOp op) { return op == MathOp::Abs ? "fabs" : math_op_name(op); }
+
 std::string CExprPrinter::print_math(MathOp op, const std::string& a, ScalarType) const {
-  return std::string(op == MathOp::Abs ? "std::fabs" : op == MathOp::Exp ? "std::exp" : op == MathOp::Log ? "std::log" : "std::sqrt") + "(" + a + ")";
+  return std::string("std::") + c_math_function(op) + "(" + a + ")";
 }
 
 // Literals keep the spec's spelling, made a floating literal of the kernel's value type, so a

@@ -12,6 +12,10 @@
 
 namespace spgen {
 
+// The C name of a math function on doubles (`fabs`, `exp`, ...): `std::` before it in C++, `f`
+// after it for floats in CUDA.
+const char* c_math_function(loops::MathOp op);
+
 class CExprPrinter : public loops::ExprPrinter {
  public:
   std::string type_name(loops::ScalarType type) const override;

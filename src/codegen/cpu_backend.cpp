@@ -52,8 +52,7 @@ class CpuStmtPrinter : public CStmtPrinter {
       } else {
         out += "simd";
       }
-      const char* combine = a.simd_combine == BinOp::Max ? "max" : a.simd_combine == BinOp::Min ? "min" : "+";
-      for (const std::string& r : a.simd_reductions) out += " reduction(" + std::string(combine) + ":" + r + ")";
+      for (const std::string& r : a.simd_reductions) out += " reduction(" + std::string(combine_name(a.simd_combine)) + ":" + r + ")";
       if (a.parallel && !a.private_scalars.empty()) {
         out += " firstprivate(";
         for (size_t k = 0; k < a.private_scalars.size(); ++k) out += (k ? ", " : "") + a.private_scalars[k];

@@ -28,8 +28,7 @@ class CudaExprPrinter : public CExprPrinter {
   }
   // CUDA's math functions by their C names: the float ones end in f.
   std::string print_math(MathOp op, const std::string& a, ScalarType type) const override {
-    const char* name = op == MathOp::Abs ? "fabs" : op == MathOp::Exp ? "exp" : op == MathOp::Log ? "log" : "sqrt";
-    return std::string(name) + (type == ScalarType::Float32 ? "f(" : "(") + a + ")";
+    return std::string(c_math_function(op)) + (type == ScalarType::Float32 ? "f(" : "(") + a + ")";
   }
 };
 

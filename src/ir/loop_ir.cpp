@@ -17,6 +17,8 @@ Neg::Neg(Expr x) : ExprNode(ExprKind::Neg, x->type), a(std::move(x)) {}
 
 Expr Assign::combined() const { return std::make_shared<Binary>(combine, std::make_shared<Var>(name, value->type), value, value->type); }
 
+const char* combine_name(BinOp combine) { return combine == BinOp::Max ? "max" : combine == BinOp::Min ? "min" : "+"; }
+
 const char* math_op_name(MathOp op) {
   switch (op) {
     case MathOp::Exp: return "exp";

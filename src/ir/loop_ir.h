@@ -126,6 +126,9 @@ struct Block : StmtNode {
 enum class ParallelSchedule { Static, Dynamic, Guided, EvenRows };
 
 // How a loop runs. Schedules set these; the lowering creates every loop serial.
+// How a reduction combines (Add, Max, Min): "+", "max", "min" (OpenMP's reduction names).
+const char* combine_name(BinOp combine);
+
 struct LoopAnnotations {
   bool parallel = false;
   ParallelSchedule schedule = ParallelSchedule::Static;

@@ -131,6 +131,12 @@ std::string ExprPrinter::print(const Expr& expr, int parent_precedence) const {
 
 namespace {
 
+// A scalar a loop reduces into, in an annotation: ` +acc` for a sum, ` max acc` for a max.
+std::string reduced_scalar(BinOp combine, const std::string& scalar) {
+  return combine == BinOp::Add ? " +" + scalar : " " + std::string(combine_name(combine)) + " " + scalar;
+}
+
+
 class Stage2Dumper {
  public:
   std::string out;
@@ -253,8 +259,7 @@ class Stage2Dumper {
     }
     if (a.vectorized) {
       text += " vectorized";
-      const std::string combine = a.simd_combine == BinOp::Max ? " max " : a.simd_combine == BinOp::Min ? " min " : " +";
-      for (const std::string& r : a.simd_reductions) text += combine + r;
+      for (const std::string& r : a.simd_reductions) text += reduced_scalar(a.simd_combine, r);
     }
     if (a.unroll) text += " unroll(" + std::to_string(a.unroll) + ")";
     if (!a.sequential_reason.empty()) text += " sequential";
@@ -264,8 +269,7 @@ class Stage2Dumper {
       text += " bind(" + a.bind;
       if (a.bind_threads) text += ", " + std::to_string(a.bind_threads) + " threads";
       if (!a.bind_reduction.empty()) text += ", " + a.bind_reduction;
-      const std::string combine = a.bind_combine == BinOp::Max ? " max " : a.bind_combine == BinOp::Min ? " min " : " +";
-      for (const std::string& s : a.bind_scalars) text += combine + s;
+      for (const std::string& s : a.bind_scalars) text += reduced_scalar(a.bind_combine, s);
       text += ")";
     }
     return text;
