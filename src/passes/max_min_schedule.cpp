@@ -1,7 +1,5 @@
 #include "passes/max_min_schedule.h"
 
-#include <map>
-
 namespace spgen {
 
 namespace {
@@ -16,17 +14,14 @@ std::string index_var_of(const std::vector<ScheduleOp>& ops, size_t before, std:
 }
 
 bool reduced(const sparse::Program& program, const std::string& var) {
-  for (const sparse::Iterator& it : program.iteration.iterators)
-    if (it.var == var) return it.is_reduction;
-  return false;
+  const int depth = program.depth_of(var);
+  return depth >= 0 && program.iteration.iterators[static_cast<size_t>(depth)].is_reduction;
 }
 
-}  // namespace
-
-std::string max_min_refusal(const std::vector<ScheduleOp>& ops, size_t k, const sparse::Program& program) {
+// Why `op`, at place k of `ops` (whose earlier splits name loops), cannot schedule the max.
+std::string refusal(const decltype(ScheduleOp::op)& op, const std::vector<ScheduleOp>& ops, size_t k, const sparse::Program& program) {
   const std::string name = ast::reduction_name(program.iteration.reduction);
   const std::string adds = " would combine partial results by adding them, which a " + name + " reduction does not take (yet)";
-  const auto& op = ops[k].op;
   if (std::holds_alternative<ReorderOp>(op) || std::holds_alternative<SplitOp>(op) || std::holds_alternative<TileOp>(op) ||
       std::holds_alternative<UnrollOp>(op) || std::holds_alternative<CacheOp>(op) || std::holds_alternative<PrefetchOp>(op))
     return "";
@@ -54,14 +49,18 @@ std::string max_min_refusal(const std::vector<ScheduleOp>& ops, size_t k, const 
   return "this op is not supported with a " + name + " reduction (yet)";
 }
 
+}  // namespace
+
+std::string max_min_refusal(const std::vector<ScheduleOp>& ops, size_t k, const sparse::Program& program) {
+  return refusal(ops[k].op, ops, k, program);
+}
+
 std::vector<ScheduleOp> max_min_safe(const std::vector<ScheduleOp>& ops, const sparse::Program& program) {
   std::vector<ScheduleOp> kept;
   for (size_t k = 0; k < ops.size(); ++k) {
     ScheduleOp op = ops[k];
     if (auto* vectorize = std::get_if<VectorizeOp>(&op.op)) *vectorize = VectorizeOp{vectorize->var};  // (lanes: plain simd)
-    std::vector<ScheduleOp> trial = ops;
-    trial[k] = op;
-    if (max_min_refusal(trial, k, program).empty()) kept.push_back(op);
+    if (refusal(op.op, ops, k, program).empty()) kept.push_back(op);
   }
   return kept;
 }
