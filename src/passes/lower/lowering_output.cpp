@@ -223,18 +223,20 @@ void Lowering::plan_output() {
                        output.format.levels.back() == LevelKind::SparseFixed;
   if (block_rows()) write_.needs_zero_fill = false;  // each block is appended whole, its zeros included
   if (write_.scalar_accumulator) write_.accumulator = fresh_name("acc");
-  if (program_.iteration.reduction != ast::Reduction::Sum && (assembled_ || !write_.scalar_accumulator || reduction_outside ||
-                                                              !program_.iteration.added_parts.empty() || !rest_.blockers.empty()))
-    throw CompileError(format_config_error(
-        config_.file, "/tensors/" + output.tensor,
-        std::string("a ") + ast::reduction_name(program_.iteration.reduction) + " reduction is supported into a dense output whose loops " +
-            "are all outside the reduced ones, in one loop nest (for now): " +
-            (assembled_ ? output.tensor + " is stored sparse"
-                        : reduction_outside ? "a reduced loop is outside " + output.tensor + "'s, in this loop order (the operands' storage order)"
-                                            : "this one needs " + std::string(!program_.iteration.added_parts.empty() || !rest_.blockers.empty()
-                                                                                  ? "nests of their own for its terms"
-                                                                                  : "no reduced loop inside the output's")) +
-            "; store " + output.tensor + " dense and the operands in row-major order (csr)"));
+  if (program_.iteration.reduction != ast::Reduction::Sum) {
+    // A max or min keeps its value in the scalar accumulator: nothing else writes it (for now).
+    std::string why;
+    if (assembled_) why = output.tensor + " is stored sparse";
+    else if (reduction_outside) why = "a reduced loop is outside " + output.tensor + "'s, in this loop order (the operands' storage order)";
+    else if (!program_.iteration.added_parts.empty() || !rest_.blockers.empty()) why = "this one needs nests of their own for its terms";
+    else if (!write_.scalar_accumulator) why = "this one needs no reduced loop inside the output's";
+    if (!why.empty())
+      throw CompileError(format_config_error(config_.file, "/tensors/" + output.tensor,
+                                             std::string("a ") + ast::reduction_name(program_.iteration.reduction) +
+                                                 " reduction is supported into a dense output whose loops are all outside the reduced "
+                                                 "ones, in one loop nest (for now): " + why + "; store " + output.tensor +
+                                                 " dense and the operands in row-major order (csr)"));
+  }
   split_hoistable_factors();
 }
 
