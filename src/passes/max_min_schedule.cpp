@@ -45,7 +45,6 @@ std::string refusal(const decltype(ScheduleOp::op)& op, const std::vector<Schedu
   }
   if (std::holds_alternative<PrecomputeOp>(op)) return "its workspace" + adds;
   if (std::holds_alternative<BatchOp>(op)) return "its lanes" + adds;
-  if (std::holds_alternative<DecomposeOp>(op)) return "decompose sums its parts, which a " + name + " reduction does not take";
   return "this op is not supported with a " + name + " reduction (yet)";
 }
 

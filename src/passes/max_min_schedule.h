@@ -1,7 +1,8 @@
 // The schedule ops a max or min reduction takes (for now): those that only reorder, split, spread
 // or unroll loops, none spreading a reduced loop over threads but a warp's shuffle (cuda:
-// spgen_warp_max), and a plain `vectorize` (OpenMP's simd reduction(max: ...)). The others (vectorize in lanes, precompute, batch, fuse, decompose,
-// a parallel or bound reduced loop) combine partial results by adding them.
+// spgen_warp_max), and a plain `vectorize` (OpenMP's simd reduction(max: ...)). The others
+// (vectorize in lanes, precompute, batch, fuse, a parallel or bound reduced loop) combine partial
+// results by adding them. (decompose refuses a max itself, before stage I: decompose_operand.)
 #pragma once
 
 #include <string>
