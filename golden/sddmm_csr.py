@@ -501,26 +501,29 @@ def _call(inputs, size_arguments, initial=None):
             t = _TENSORS[name]
             empty = (np.zeros((0, len(t["vars"])), np.int64), np.zeros(0, _VALUE), tuple(sizes[var][0] for var in t["vars"]))
             packed[name] = pack(name, empty)
-    output = next(t for t in _KERNEL["tensors"] if t["output"])
-    dims = tuple(sizes[var][0] for var in output["vars"])
+    outputs = [t for t in _KERNEL["tensors"] if t["output"]]
     # A `=` kernel writes every value of a dense or shared output (zeros included): no need to clear it.
     fresh = np.zeros if _KERNEL["accumulate"] else np.empty
-    if output["shares"]:
-        packed[output["name"]] = Packed(output["name"], dims, {}, fresh(len(packed[output["shares"]].values) + 1, _VALUE)[:-1])
-    elif _KERNEL["assemble"]:
-        _assemble(output, dims, sizes, packed)
-    else:
-        storage = fresh(_storage_shape(output, dims), _VALUE)
-        if initial is not None:
-            start = _dense(initial, output["name"])
-            if start.shape != dims:
-                raise ValueError(f"{output['name']}: its initial value has shape {start.shape}, the output {dims}")
-            storage[...] = np.transpose(start, output["mode_order"])
-        packed[output["name"]] = Packed(output["name"], dims, {}, np.ascontiguousarray(storage).reshape(-1))
+    for output in outputs:
+        dims = tuple(sizes[var][0] for var in output["vars"])
+        if output["shares"]:
+            packed[output["name"]] = Packed(output["name"], dims, {}, fresh(len(packed[output["shares"]].values) + 1, _VALUE)[:-1])
+        elif _KERNEL["assemble"]:
+            _assemble(output, dims, sizes, packed)
+        else:
+            storage = fresh(_storage_shape(output, dims), _VALUE)
+            if initial is not None:
+                start = _dense(initial, output["name"])
+                if start.shape != dims:
+                    raise ValueError(f"{output['name']}: its initial value has shape {start.shape}, the output {dims}")
+                storage[...] = np.transpose(start, output["mode_order"])
+            packed[output["name"]] = Packed(output["name"], dims, {}, np.ascontiguousarray(storage).reshape(-1))
     status = getattr(_load(), _KERNEL["name"])(*_arguments(_KERNEL["params"], sizes, packed))
     if status:
         raise ValueError(f"{_KERNEL['name']} returned status {status}: its sizes differ from those it was generated for")
-    return _result(output, dims, packed)
+    # (A kernel of several statements returns each of its outputs, in the order they are written.)
+    results = tuple(_result(output, tuple(sizes[var][0] for var in output["vars"]), packed) for output in outputs)
+    return results[0] if len(results) == 1 else results
 
 
 def sddmm_csr(*, X, A, B):

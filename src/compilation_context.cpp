@@ -39,6 +39,7 @@ GenerationContext make_context(const Compilation& c, const CompileInput& input) 
               " is assembled anew)";
     context.formats.push_back(line);
   }
+  context.formats.insert(context.formats.end(), c.temporaries.begin(), c.temporaries.end());
   if (c.decomposition)
     for (size_t k = 0; k < c.decomposition->parts.size(); ++k) {
       const DecomposedPart& part = c.decomposition->parts[k];
@@ -58,6 +59,11 @@ GenerationContext make_context(const Compilation& c, const CompileInput& input) 
                                " checked on entry");
   for (const ScheduleOp& op : c.schedule)
     context.schedule.push_back(describe_schedule_op(op) + (op.reason.empty() ? "" : ": " + op.reason));
+  for (size_t k = 0; k < c.statements.size(); ++k) {
+    const std::vector<ScheduleOp>& ops = c.statement_schedules.at(k);
+    context.schedule.push_back("statement " + std::to_string(k + 1) + ", " + c.statements[k] + (ops.empty() ? ": no ops" : ":"));
+    for (const ScheduleOp& op : ops) context.schedule.push_back("  " + describe_schedule_op(op) + (op.reason.empty() ? "" : ": " + op.reason));
+  }
   context.schedule.insert(context.schedule.end(), c.variant_schedule_notes.begin(), c.variant_schedule_notes.end());
   context.auto_schedule = c.config.auto_schedule;
   if (c.config.auto_schedule)

@@ -11,12 +11,14 @@
 
 #include "codegen/abi_header.h"
 #include "compilation_context.h"
+#include "lower_statements.h"
 #include "codegen/cpu_backend.h"
 #include "codegen/cuda_backend.h"
 #include "codegen/decompose_routines.h"
 #include "codegen/pack_routines.h"
 #include "codegen/python_module.h"
 #include "frontend/parser.h"
+#include "frontend/program.h"
 #include "ir/loop_ir_printer.h"
 #include "ir/loop_ir_visitor.h"
 #include "passes/auto_schedule.h"
@@ -624,23 +626,33 @@ void add_row_length_variants(Compilation& c, const Compilation& read) {
 
 Compilation compile(const CompileInput& input) {
   Compilation c;
-  // 1. Parse the spec and read the config against it.
-  c.spec = parse_spec(input.spec_path, input.spec_text);
-  c.config = read_config(input.config_path, input.config_text, c.spec, stem(input.spec_path), input.target, input.sizes);
-  if (!input.stats_files.empty())
-    c.config.stats = read_input_stats(c.spec, c.config, input.stats_files, input.read_stats, input.stats_flag);
-  const Compilation read = c;
+  // 1. Parse the spec's statements, check what they write and read, and read the config.
+  const ast::Program program = parse_program(input.spec_path, input.spec_text);
+  const ProgramTensors tensors = check_program(program);
+  const ProgramConfig program_config =
+      read_program_config(input.config_path, input.config_text, program, tensors, stem(input.spec_path), input.sizes);
+  if (program.statements.size() > 1) {
+    // 1b-5 for each statement, a kernel of its own, and the executor that calls them in turn.
+    lower_statements(c, program, tensors, program_config, input, lower_kernel);
+    specialize_sizes(c.func, c.config.sizes);
+  } else {
+    c.spec = program.statements.front();
+    c.config = read_config(input.config_path, input.config_text, c.spec, stem(input.spec_path), input.target, input.sizes);
+    if (!input.stats_files.empty())
+      c.config.stats = read_input_stats(c.spec, c.config, input.stats_files, input.read_stats, input.stats_flag);
+    const Compilation read = c;
 
-  // 1b-5. Lowering and scheduling: of the kernel, of each part of a decomposed operand, or of
-  // each part of a sum.
-  lower_kernel(c);
+    // 1b-5. Lowering and scheduling: of the kernel, of each part of a decomposed operand, or of
+    // each part of a sum.
+    lower_kernel(c);
 
-  // 5c. The entry point (an executor calling parts too) checks the sizes its kernels assume.
-  specialize_sizes(c.func, c.config.sizes);
-  // 5d. Kernels for the sizes of one index variable that "specialize" (or `auto`) lists.
-  add_size_variants(c, read);
-  // 5e. Kernels for long rows that "variants" (or `auto`) lists.
-  add_row_length_variants(c, read);
+    // 5c. The entry point (an executor calling parts too) checks the sizes its kernels assume.
+    specialize_sizes(c.func, c.config.sizes);
+    // 5d. Kernels for the sizes of one index variable that "specialize" (or `auto`) lists.
+    add_size_variants(c, read);
+    // 5e. Kernels for long rows that "variants" (or `auto`) lists.
+    add_row_length_variants(c, read);
+  }
   // 5f. cuda: the __global__ functions each host function launches, in order.
   // The dump lists them in the order the source defines the functions: assemble phases, parts,
   // else the kernel itself (with parts, c.func is their executor, a host function).

@@ -51,6 +51,13 @@ struct Compilation {
   // the size variants are.
   std::vector<RowLengthVariant> row_variants;
   std::vector<loops::LoweredFunc> assemble;  // a sparse output's assemble phases, one per compressed level
+  // A spec of several statements (lower_statements.h): each statement as it reads normalised,
+  // with what was applied to it (the kernels are in `parts`, and `func` is their executor), and a
+  // line per temporary for the header.
+  std::vector<std::string> statements;
+  std::vector<std::vector<ScheduleOp>> statement_schedules;
+  std::vector<std::string> temporaries;
+  std::map<std::string, Format> written_formats;  // every tensor a statement writes, as it stores it
   std::vector<ScheduleOp> schedule;      // what was applied (`auto` expanded), each op once, for the header
   // The same as a config would list it: `auto`'s choices for the parts of a sum each name their
   // part, so that config_writer's JSON of it generates this kernel (spgen tune starts from it).

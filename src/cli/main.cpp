@@ -18,7 +18,7 @@ struct DriverFlag {
 
 const DriverFlag kDriverFlags[] = {
     {"--input", "NAME=FILE or NAME=random: an input tensor (.mtx or .tns), or a seeded random one", true},
-    {"--output", "NAME=FILE: write the output tensor (.mtx, or .tns for order >= 3)", false},
+    {"--output", "NAME=FILE: write an output tensor (.mtx, or .tns for order >= 3); once per output", true},
     {"--repeat", "N: time N runs and print the median (default 1)", false},
     {"--warmup", "N: untimed runs first (default 1 when --repeat > 1)", false},
     {"--seed", "S: seed of random inputs (default 1)", false},

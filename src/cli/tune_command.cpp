@@ -112,6 +112,8 @@ int run_tune(const TuneOptions& options) {
   const Compilation given = s.auto_compilation;  // (s.auto_compilation follows the chosen formats)
   s.base = json::parse(config_text);
   if (target) s.base["target"] = options.target;
+  if (!given.statements.empty())
+    fail(options.spec + ": a spec of several statements is not tuned yet: tune each statement as a spec of its own");
   if (given.config.target == Target::Cuda)
     fail("the cuda target is not tuned yet: tune measures on this machine's CPU; tune the cpu target");
   const bool schedule_open = s.base.contains("schedule") && s.base["schedule"] == "auto";

@@ -109,6 +109,8 @@ std::string CStmtPrinter::workspace_declarations(const Allocate& node, const std
 }
 
 std::string CStmtPrinter::print_allocate(const Allocate& node, int depth) {
+  for (const Workspace& w : node.buffers)
+    if (!w.vector && !w.local && !w.shared && !w.growable) heap_workspaces_.insert(w.name);
   std::string pad(2 * depth, ' ');
   return pad + "{\n" + workspace_declarations(node, pad + "  ") + print(node.body, depth + 1) + pad + "}\n";
 }
@@ -135,9 +137,15 @@ std::string CStmtPrinter::print_store(const Store& store, const std::string& ind
          expr_.print(store.value) + ";\n";
 }
 
+// A heap workspace (a std::vector) is passed as its array.
+std::string CStmtPrinter::call_argument(const Expr& arg) const {
+  const auto* name = arg->kind == ExprKind::Var ? static_cast<const Var*>(arg.get()) : nullptr;
+  return name && heap_workspaces_.count(name->name) ? name->name + ".data()" : expr_.print(arg);
+}
+
 std::string CStmtPrinter::print_call(const Call& call, const std::string& indent) {
   std::string out = indent + call.callee + "(";
-  for (size_t a = 0; a < call.args.size(); ++a) out += (a ? ",\n" : "\n") + indent + "    " + expr_.print(call.args[a]);
+  for (size_t a = 0; a < call.args.size(); ++a) out += (a ? ",\n" : "\n") + indent + "    " + call_argument(call.args[a]);
   return out + ");\n";
 }
 

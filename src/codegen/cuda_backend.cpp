@@ -430,18 +430,52 @@ GeneratedFile emit_cuda_header(const LoweredFunc& func, const GenerationContext&
 
 namespace {
 
-// A decomposition's executor: each part's host function in turn on the same stream (so the parts
-// that add into the output run after the one that writes it); the first launch error ends it.
+// The host reads a device array's element one at a time (spgen_device_read): a temporary's size.
+class HostExprPrinter : public CudaExprPrinter {
+ protected:
+  std::string print_scalar_load(const Load& node, const std::string& index) const override {
+    return "spgen_device_read(" + node.buffer + ", " + index + ", stream, status)";
+  }
+};
+
+// An executor: each part's host function in turn on the same stream (so the parts that add into
+// the output run after the one that writes it); the first launch error ends it. Around them, a
+// kernel of several statements allocates its temporaries on the stream, and frees them whatever
+// happened.
 class ExecutorPrinter : public CStmtPrinter {
  public:
   using CStmtPrinter::CStmtPrinter;
 
  protected:
   std::string print_call(const Call& call, const std::string& indent) override {
-    std::string out = indent + "if (const int status = " + call.callee + "(";
-    for (const Expr& arg : call.args) out += "\n" + indent + "        " + expr_.print(arg) + ",";
-    return out + "\n" + indent + "        stream))\n" + indent + "  return status;\n";
+    std::string args;
+    for (const Expr& arg : call.args) args += "\n" + indent + "        " + expr_.print(arg) + ",";
+    if (in_allocate_)
+      return indent + "if (status == cudaSuccess)\n" + indent + "  status = (cudaError_t)" + call.callee + "(" + args + "\n" + indent +
+             "        stream);\n";
+    return indent + "if (const int status = " + call.callee + "(" + args + "\n" + indent + "        stream))\n" + indent +
+           "  return status;\n";
   }
+
+  std::string print_allocate(const Allocate& node, int depth) override {
+    const std::string pad(2 * depth, ' ');
+    HostExprPrinter host;
+    std::string out = pad + "{\n" + pad + "  cudaError_t status = cudaSuccess;\n";
+    for (const Workspace& w : node.buffers) out += pad + "  " + expr_.type_name(w.type) + "* " + w.name + " = nullptr;\n";
+    for (const Workspace& w : node.buffers) {
+      const std::string size = host.print(w.size);
+      out += pad + "  if (status == cudaSuccess) {\n" + pad + "    const int64_t " + w.name + "_length = " + size + ";\n" + pad +
+             "    if (status == cudaSuccess) status = spgen_temporary_alloc(&" + w.name + ", " + w.name + "_length, stream);\n" + pad + "  }\n";
+    }
+    in_allocate_ = true;
+    out += print(node.body, depth + 1);
+    in_allocate_ = false;
+    for (const Workspace& w : node.buffers) out += pad + "  if (" + w.name + ") cudaFreeAsync(" + w.name + ", stream);\n";
+    return out + pad + "  if (status != cudaSuccess) return (int)status;\n" + pad + "}\n";
+  }
+
+ private:
+  bool in_allocate_ = false;
 };
 
 // A function specialized for fixed sizes launches nothing when a size parameter differs.
@@ -593,6 +627,7 @@ GeneratedFile emit_cuda_source(const LoweredFunc& func, const GenerationContext&
   if (parts.empty()) functions.push_back(&func);
   file.text += helpers_used(functions);
   for (const LoweredFunc* f : functions) file.text += emit_host_function(*f, parts.empty() ? "extern \"C\"" : "static");
+  if (func.body && func.body->kind == StmtKind::Allocate) file.text += templates::render("cuda_temporaries.cu.in", {});
   if (!parts.empty()) file.text += emit_executor(func);
   file.text += context.pack.source;  // host routines: an inspector's, pack and unpack
   return file;

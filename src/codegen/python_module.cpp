@@ -94,8 +94,11 @@ void check_supported(const std::string& kernel_name, const sparse::Program& prog
     refuse("output " + output.tensor + " is sparse, but the kernel neither assembles it nor shares an input's structure");
 }
 
-std::string tensor_literal(const sparse::SparseBuffer& buffer, const std::vector<PackTensor>& routines,
+// "vars": the index variable whose size each mode has (sparse::Program::size_var).
+std::string tensor_literal(const sparse::Program& program, const sparse::SparseBuffer& buffer, const std::vector<PackTensor>& routines,
                            const Decomposition* decomposition) {
+  std::vector<std::string> size_vars;
+  for (const std::string& var : buffer.indices) size_vars.push_back(program.size_var(var));
   std::vector<std::string> levels;
   for (LevelKind kind : buffer.format.levels) levels.push_back(level_kind_name(kind));
   std::vector<int64_t> order(buffer.format.mode_order.begin(), buffer.format.mode_order.end()), blocks, widths;
@@ -112,7 +115,7 @@ std::string tensor_literal(const sparse::SparseBuffer& buffer, const std::vector
   }
   const bool decomposed = decomposition && decomposition->op.tensor == buffer.tensor;
   return "{\"name\": " + quoted(buffer.tensor) + ", \"output\": " + (buffer.is_output ? "True" : "False") +
-         ", \"vars\": " + names(buffer.indices) + ", \"format\": " + quoted(buffer.format.name) +
+         ", \"vars\": " + names(size_vars) + ", \"format\": " + quoted(buffer.format.name) +
          ",\n     \"levels\": " + names(levels) + ", \"mode_order\": " + numbers(order) + ", \"blocks\": " + numbers(blocks) + ", \"widths\": " + numbers(widths) +
          ", \"shares\": " + (buffer.shares_structure_with.empty() ? "None" : quoted(buffer.shares_structure_with)) +
          ", \"decomposed\": " + (decomposed ? "True" : "False") +
@@ -124,7 +127,7 @@ std::string kernel_table(const loops::LoweredFunc& func, const sparse::Program& 
   const std::vector<PackTensor> routines = pack_tensors(program, func.name);
   std::string tensors;
   for (size_t t = 0; t < program.buffers.size(); ++t)
-    tensors += (t ? ",\n    " : "") + tensor_literal(program.buffers[t], routines, decomposition);
+    tensors += (t ? ",\n    " : "") + tensor_literal(program, program.buffers[t], routines, decomposition);
   std::string fixed;
   for (const auto& fixed_size : func.fixed_sizes) {
     const std::string& param_name = fixed_size.first;  // (clang 14 cannot capture a structured binding)
@@ -172,7 +175,7 @@ std::string entry_function(const loops::LoweredFunc& func, const sparse::Program
               buffer.format.name + "; none when omitted\n";
       continue;
     }
-    fixed_by_inputs.insert(buffer.indices.begin(), buffer.indices.end());
+    for (const std::string& var : buffer.indices) fixed_by_inputs.insert(program.size_var(var));
     params += ", " + buffer.tensor;
     inputs += std::string(inputs.empty() ? "" : ", ") + quoted(buffer.tensor) + ": " + buffer.tensor;
     example_args += std::string(example_args.empty() ? "" : ", ") + buffer.tensor + "=...";
@@ -203,14 +206,26 @@ std::string entry_function(const loops::LoweredFunc& func, const sparse::Program
     initial = ", initial=" + output.tensor;
     docs += "    " + output.tensor + ": the output's value before the kernel adds into it (`+=`); zeros when omitted\n";
   }
-  const std::string returns = output.indices.empty() ? "a numpy scalar"
-                              : dense_output          ? "a numpy array"
-                              : output.indices.size() == 2 ? "a scipy.sparse matrix (csr_array or csc_array)"
-                                                           : "a COO tuple (coords, values, shape)";
-  *call_example = output.tensor + " = " + func.name + "." + func.name + "(" + example_args + ")";
-  return "def " + func.name + "(*" + params + "):\n    \"\"\"" + program.spec_text + ": returns " + output.tensor +
-         modes(output) + ", " + returns + " of " + value_type_name(program.value_type) + ".\n\n" + docs + "    \"\"\"\n" +
-         "    return _call({" + inputs + "}, {" + sizes + "}" + initial + ")\n";
+  auto returns = [&](const sparse::SparseBuffer& out) {
+    const bool dense = std::all_of(out.format.levels.begin(), out.format.levels.end(), [](LevelKind k) { return k == LevelKind::Dense; });
+    return out.tensor + modes(out) + ", " +
+           (out.indices.empty() ? "a numpy scalar"
+            : dense             ? "a numpy array"
+            : out.indices.size() == 2 ? "a scipy.sparse matrix (csr_array or csc_array)"
+                                      : "a COO tuple (coords, values, shape)");
+  };
+  std::string returned, names;
+  size_t outputs = 0;
+  for (const sparse::SparseBuffer& buffer : program.buffers)
+    if (buffer.is_output) {
+      ++outputs;
+      returned += (returned.empty() ? "" : "; ") + returns(buffer);
+      names += (names.empty() ? "" : ", ") + buffer.tensor;
+    }
+  *call_example = names + " = " + func.name + "." + func.name + "(" + example_args + ")";
+  return "def " + func.name + "(*" + params + "):\n    \"\"\"" + program.spec_text + ": returns " +
+         (outputs > 1 ? "a tuple: " : "") + returned + " of " + value_type_name(program.value_type) + ".\n\n" + docs +
+         "    \"\"\"\n" + "    return _call({" + inputs + "}, {" + sizes + "}" + initial + ")\n";
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ const char* runtime_level_name(LevelKind kind) {
 
 std::string tensor_entry(const sparse::Program& program, const sparse::SparseBuffer& buffer) {
   std::vector<int> modes;
-  for (const std::string& var : buffer.indices) modes.push_back(index_of(program.index_vars, var));
+  for (const std::string& var : buffer.indices) modes.push_back(index_of(program.index_vars, program.size_var(var)));
   std::string levels = "{";
   for (size_t l = 0; l < buffer.format.levels.size(); ++l)
     levels += std::string(l ? ", " : "") + "spgen_run::Level::" + runtime_level_name(buffer.format.levels[l]);
@@ -89,7 +89,7 @@ std::string tensor_tables(const sparse::Program& program) {
     const sparse::SparseBuffer& buffer = program.buffers[t];
     const std::string id = std::to_string(t);
     std::vector<std::string> modes, kinds, order, widths, blocks;
-    for (const std::string& var : buffer.indices) modes.push_back(std::to_string(index_of(program.index_vars, var)));
+    for (const std::string& var : buffer.indices) modes.push_back(std::to_string(index_of(program.index_vars, program.size_var(var))));
     bool has_width = false;
     for (size_t l = 0; l < buffer.format.levels.size(); ++l) {
       kinds.push_back(std::string("spgen_run_glue::k") + runtime_level_name(buffer.format.levels[l]));
@@ -117,7 +117,7 @@ std::string tensor_tables(const sparse::Program& program) {
 std::string call_argument(const sparse::Program& program, const loops::Param& param, const std::string& arrays) {
   int t = tensor_id(program, param.tensor);
   switch (param.kind) {
-    case loops::ParamKind::Dim: return "r.dim(" + std::to_string(index_of(program.index_vars, param.index_var)) + ")";
+    case loops::ParamKind::Dim: return "r.dim(" + std::to_string(index_of(program.index_vars, program.size_var(param.index_var))) + ")";
     case loops::ParamKind::Pos: return arrays + ".pos(" + std::to_string(t) + ", " + std::to_string(param.level) + ")";
     case loops::ParamKind::Crd: return arrays + ".crd(" + std::to_string(t) + ", " + std::to_string(param.level) + ")";
     case loops::ParamKind::Values: return arrays + ".values(" + std::to_string(t) + ")";
@@ -187,7 +187,7 @@ std::string decompose_glue(const loops::LoweredFunc& func, const sparse::Program
   const std::string& tensor = d.op.tensor;
   const sparse::SparseBuffer& csr = program.buffer(tensor);
   const int t = tensor_id(program, tensor);
-  auto dim = [&](const std::string& var) { return "r.dim(" + std::to_string(index_of(program.index_vars, var)) + ")"; };
+  auto dim = [&](const std::string& var) { return "r.dim(" + std::to_string(index_of(program.index_vars, program.size_var(var))) + ")"; };
   const std::string arrays = dim(csr.indices[0]) + ", " + dim(csr.indices[1]) + ", r.pos(" + std::to_string(t) + ", 1), r.crd(" +
                              std::to_string(t) + ", 1)";
   std::string resize, fill_args = arrays + ", r.values(" + std::to_string(t) + ")";

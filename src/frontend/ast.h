@@ -78,6 +78,13 @@ struct Spec {
   bool is_output_var(const std::string& var) const;
 };
 
+// A spec of one or more statements, executed in order (docs/spec.md): a tensor one statement
+// writes may be read by later ones.
+struct Program {
+  std::string file, text;
+  std::vector<Spec> statements;
+};
+
 // Every access in the right-hand side, left to right.
 std::vector<const Access*> collect_accesses(const Expr& expr);
 

@@ -155,7 +155,8 @@ namespace {
 
 class ConfigReader : public ConfigJsonReader {
  public:
-  using ConfigJsonReader::ConfigJsonReader;
+  ConfigReader(const std::string& file, const std::string& text, const ast::Spec& spec, const std::map<std::string, Format>* written)
+      : ConfigJsonReader(file, text, spec), written_(written) {}
 
   Config run(const std::string& default_name, std::optional<Target> target, const std::map<std::string, int64_t>& sizes) {
     json root = parse();
@@ -313,7 +314,12 @@ class ConfigReader : public ConfigJsonReader {
         fail(path, "tensor " + it.key() + " does not appear in the spec (its tensors are: " + known + ")");
       }
       expect_object(it.value(), path);
-      check_keys(it.value(), path, {"format", "width", "block", "structure"});
+      // ("temporary": read_program_config's.)
+      check_keys(it.value(), path, {"format", "width", "block", "structure", "temporary"});
+      if (written_ && written_->count(it.key()) && !use->is_output) {
+        config.formats[it.key()] = written_->at(it.key());  // as the statement that wrote it stored it
+        continue;
+      }
       const bool is_auto = it.value().contains("format") && it.value()["format"] == "auto";
       if (is_auto || !it.value().contains("format")) config.infer_output_format |= use->is_output;
       if (is_auto && !use->is_output) config.auto_formats.insert(it.key());
@@ -337,7 +343,9 @@ class ConfigReader : public ConfigJsonReader {
       if (it.value().contains("structure")) read_structure(it.value(), path, *use, config);
     }
     for (const ast::TensorUse& use : spec_.tensors)
-      if (!config.formats.count(use.name)) {
+      if (written_ && written_->count(use.name) && !use.is_output) {
+        config.formats[use.name] = written_->at(use.name);
+      } else if (!config.formats.count(use.name)) {
         config.formats[use.name] = dense_format(use.order);
         config.infer_output_format |= use.is_output;
       }
@@ -624,15 +632,15 @@ class ConfigReader : public ConfigJsonReader {
                "or {\"levels\": [...], \"order\": [...]})");
   }
 
-
+  const std::map<std::string, Format>* written_;
 };
 
 }  // namespace
 
 Config read_config(const std::string& file, const std::string& text, const ast::Spec& spec,
                    const std::string& default_name, std::optional<Target> target,
-                   const std::map<std::string, int64_t>& sizes) {
-  return ConfigReader(file, text, spec).run(default_name, target, sizes);
+                   const std::map<std::string, int64_t>& sizes, const std::map<std::string, Format>* written) {
+  return ConfigReader(file, text, spec, written).run(default_name, target, sizes);
 }
 
 }  // namespace spgen

@@ -213,10 +213,12 @@ struct Config {
 // Pass 1b: read and validate the config against the spec. `default_name` is used when the
 // config has no "name" (the spec file's stem). `target`, when given (the command line's
 // --target), replaces the config's, and so do `sizes` (--size) for the index variables they name.
+// `written`: in a spec of several statements, the formats of the tensors earlier statements
+// wrote, which this statement reads as they were stored (whatever the config says of them).
 // Errors are CompileError with the JSON path.
 Config read_config(const std::string& file, const std::string& text, const ast::Spec& spec,
                    const std::string& default_name, std::optional<Target> target = std::nullopt,
-                   const std::map<std::string, int64_t>& sizes = {});
+                   const std::map<std::string, int64_t>& sizes = {}, const std::map<std::string, Format>* written = nullptr);
 
 // The statistics of the spec's sparse inputs that `files` names (tensor -> path), each read by
 // `read` (which throws std::exceptions on a bad file), checked: each names an input of the spec,

@@ -10,7 +10,7 @@
 namespace spgen {
 namespace {
 
-enum class Tok { Ident, Number, LParen, RParen, Comma, Colon, Assign, PlusAssign, Plus, Minus, Star, Slash, End };
+enum class Tok { Ident, Number, LParen, RParen, Comma, Colon, Semicolon, Assign, PlusAssign, Plus, Minus, Star, Slash, End };
 
 struct Token {
   Tok kind;
@@ -26,6 +26,7 @@ const char* describe(Tok kind) {
     case Tok::RParen: return "')'";
     case Tok::Comma: return "','";
     case Tok::Colon: return "':'";
+    case Tok::Semicolon: return "';'";
     case Tok::Assign: return "'='";
     case Tok::PlusAssign: return "'+='";
     case Tok::Plus: return "'+'";
@@ -80,6 +81,7 @@ class Lexer {
       case ')': return Tok::RParen;
       case ',': return Tok::Comma;
       case ':': return Tok::Colon;
+      case ';': return Tok::Semicolon;
       case '=': return Tok::Assign;
       case '+': return Tok::Plus;
       case '-': return Tok::Minus;
@@ -168,11 +170,41 @@ class Parser {
   Parser(const std::string& file, const std::string& text, std::vector<Token> tokens)
       : file_(file), text_(text), tokens_(std::move(tokens)) {}
 
-  ast::Spec run() {
+  // The statements, in order: each ends at a ';' or where a line break is followed by what
+  // cannot continue its expression.
+  std::vector<ast::Spec> run() {
+    if (peek().kind == Tok::End) fail(peek().loc, "empty spec: expected an assignment such as `y(i) = A(i,j) * x(j)`");
+    std::vector<ast::Spec> statements;
+    while (peek().kind != Tok::End) {
+      if (statements.size() == kMaxStatements)
+        fail(peek().loc, "the spec has more than " + std::to_string(kMaxStatements) + " statements");
+      statements.push_back(parse_statement());
+      if (peek().kind == Tok::Semicolon) {
+        while (peek().kind == Tok::Semicolon) next();
+      } else if (peek().kind != Tok::End && peek().loc.line == tokens_[at_ - 1].loc.line) {
+        if (statements.back().explicit_reduction)
+          fail(peek().loc, std::string("an explicit reduction must be the whole right-hand side (for now), found ") + describe(peek().kind) + " after it");
+        if (peek().kind == Tok::Ident && (peek_at(1).kind == Tok::LParen || peek_at(1).kind == Tok::Assign ||
+                                          peek_at(1).kind == Tok::PlusAssign))
+          fail(peek().loc, "a second assignment on the same line: separate statements with ';' or a line break (missing operator?)");
+        fail(peek().loc, std::string("expected an operator, ';' or end of line, found ") + describe(peek().kind));
+      }
+    }
+    return statements;
+  }
+
+  [[noreturn]] void fail(SourceLoc loc, const std::string& message) const {
+    throw CompileError(format_source_error(file_, text_, loc, message));
+  }
+
+ private:
+  static constexpr size_t kMaxStatements = 64;
+
+  ast::Spec parse_statement() {
     ast::Spec spec;
     spec.file = file_;
     spec.text = text_;
-    if (peek().kind == Tok::End) fail(peek().loc, "empty spec: expected an assignment such as `y(i) = A(i,j) * x(j)`");
+    operators_ = 0;
     spec.output = parse_access("the output tensor");
     if (peek().kind == Tok::Assign || peek().kind == Tok::PlusAssign) {
       spec.accumulate = next().kind == Tok::PlusAssign;
@@ -181,22 +213,9 @@ class Parser {
     }
     if (at_reduction()) parse_reduction(spec);
     else spec.rhs = parse_sum();
-    if (peek().kind != Tok::End) {
-      if (spec.explicit_reduction)
-        fail(peek().loc, std::string("an explicit reduction must be the whole right-hand side (for now), found ") + describe(peek().kind) + " after it");
-      if (peek().kind == Tok::Ident && (peek_at(1).kind == Tok::LParen || peek_at(1).kind == Tok::Assign ||
-                                        peek_at(1).kind == Tok::PlusAssign))
-        fail(peek().loc, "only one assignment per spec is supported (missing operator?)");
-      fail(peek().loc, std::string("expected an operator or end of spec, found ") + describe(peek().kind));
-    }
     return spec;
   }
 
-  [[noreturn]] void fail(SourceLoc loc, const std::string& message) const {
-    throw CompileError(format_source_error(file_, text_, loc, message));
-  }
-
- private:
   // `sum(`, `max(` or `min(` then index variables and a colon: `max(j, k: ...)`.
   bool at_reduction() const {
     if (peek().kind != Tok::Ident || peek_at(1).kind != Tok::LParen) return false;
@@ -581,12 +600,20 @@ bool is_reserved_name(const std::string& name) {
   return keywords.count(name) > 0 || name.rfind("spgen", 0) == 0 || name.rfind("__", 0) == 0;
 }
 
-ast::Spec parse_spec(const std::string& file, const std::string& text) {
+ast::Program parse_program(const std::string& file, const std::string& text) {
   Lexer lexer(file, text);
   Parser parser(file, text, lexer.run());
-  ast::Spec spec = parser.run();
-  SpecChecker(spec, parser).run();
-  return spec;
+  ast::Program program{file, text, parser.run()};
+  for (ast::Spec& statement : program.statements) SpecChecker(statement, parser).run();
+  return program;
+}
+
+ast::Spec parse_spec(const std::string& file, const std::string& text) {
+  ast::Program program = parse_program(file, text);
+  if (program.statements.size() > 1)
+    throw CompileError(format_source_error(file, text, program.statements[1].output.loc,
+                                           "a spec of several statements is not supported here (spgen gen and spgen run take one)"));
+  return std::move(program.statements.front());
 }
 
 }  // namespace spgen

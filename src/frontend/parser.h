@@ -8,6 +8,10 @@
 
 namespace spgen {
 
+// Every statement, each checked on its own (docs/spec.md); the rules between statements are
+// check_program's (frontend/program.h).
+ast::Program parse_program(const std::string& file, const std::string& text);
+// A spec of exactly one statement.
 ast::Spec parse_spec(const std::string& file, const std::string& text);
 
 // Names that would clash with C/C++ keywords or spgen's generated identifiers; they cannot name

@@ -66,6 +66,8 @@ std::string ExprPrinter::print_float(const FloatImm& node) const {
   return buffer;
 }
 
+std::string ExprPrinter::print_scalar_load(const Load& node, const std::string& index) const { return node.buffer + "[" + index + "]"; }
+
 std::string ExprPrinter::print_vector_load(const Load& node, const std::string& index) const {
   if (!node.gather_lane.empty()) return "gather(" + node.buffer + "[" + index + "] for " + node.gather_lane + " in lanes)";
   return node.buffer + "[" + index + (node.lanes > 0 ? " +: " + std::to_string(node.lanes) + "]" : " +: lanes]");
@@ -92,7 +94,7 @@ std::string ExprPrinter::print(const Expr& expr, int parent_precedence) const {
     case ExprKind::Load: {
       const auto& node = static_cast<const Load&>(*expr);
       if (node.vector) return print_vector_load(node, print(node.index, 0));
-      return node.buffer + "[" + print(node.index, 0) + "]";
+      return print_scalar_load(node, print(node.index, 0));
     }
     case ExprKind::Neg: {
       std::string text = "-" + print(static_cast<const Neg&>(*expr).a, 6);

@@ -23,6 +23,8 @@ class ExprPrinter {
   virtual std::string print_math(MathOp op, const std::string& a, ScalarType type) const;
   // A vector load of the elements from `index` on: `B_vals[pB1 +: lanes]` in the dump.
   virtual std::string print_vector_load(const Load& node, const std::string& index) const;
+  // One element: `buffer[index]` by default.
+  virtual std::string print_scalar_load(const Load& node, const std::string& index) const;
   // The sum of a lane array: `sum(acc_lanes[0:16])` in the dump.
   virtual std::string print_lane_sum(const LaneSum& node) const;
   virtual std::string print_masked_sum(const MaskedSum& node) const;

@@ -38,6 +38,11 @@ const SparseBuffer& Program::buffer(const std::string& tensor) const {
   throw std::logic_error("no buffer for tensor " + tensor);
 }
 
+const std::string& Program::size_var(const std::string& var) const {
+  auto it = index_class.find(var);
+  return it == index_class.end() ? var : it->second;
+}
+
 const SparseBuffer& Program::structure_of(const SparseBuffer& b) const {
   return b.shares_structure_with.empty() ? b : buffer(b.shares_structure_with);
 }

@@ -137,6 +137,12 @@ struct Program {
   ValueType value_type = ValueType::Float32;
   IndexType index_type = IndexType::Int32;
   std::vector<std::string> index_vars;  // first-appearance order: dimension parameters follow it
+  // A spec of several statements: index variables that index the same mode of a tensor share a
+  // size, that of the first of their class (ProgramTensors::index_class), which index_vars lists
+  // alone. Empty: every variable is its own.
+  std::map<std::string, std::string> index_class;
+  // The index variable whose size `var` has: the first of its class.
+  const std::string& size_var(const std::string& var) const;
   std::vector<Axis> axes;
   std::vector<BlockedVar> blocked_vars;
   std::vector<SparseBuffer> buffers;  // output first, then inputs in order of appearance

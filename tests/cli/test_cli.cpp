@@ -227,6 +227,27 @@ TEST_CASE("functions and max reductions: the kernels compile warning-free; what 
   CHECK(outside.err.find("a reduced loop is outside m's") != std::string::npos);
 }
 
+TEST_CASE("several statements: one kernel that compiles warning-free, every stage dumped per statement, not tuned yet") {
+  TempDir dir;
+  const std::string attention = source_root() + "/tests/e2e/statements/attention.spg";
+  const std::string config = source_root() + "/tests/e2e/statements/attention_csr.json";
+  ProcessResult gen = spgen({"gen", attention, "--config", config, "-o", dir.path()});
+  INFO(gen.err);
+  REQUIRE(gen.exit_code == 0);
+  const std::string header = read_text(dir.file("attention.h"));
+  CHECK(header.find("//   S: temporary, written by statement 1 and held by the kernel: csr, one value per stored entry of M") != std::string::npos);
+  CHECK(header.find("//   statement 2, m(i) = max(j: S(i,j)): no ops") != std::string::npos);
+  check_compiles_warning_free(dir, "attention");
+  ProcessResult stage1 = spgen({"gen", attention, "--config", config, "--emit", "stage1"});
+  CHECK(stage1.out.find("// statement 5: O(i,d) = E(i,j) * V(j,d) / l(i)") != std::string::npos);
+  ProcessResult stage2 = spgen({"gen", attention, "--config", config, "--emit", "stage2"});
+  CHECK(stage2.out.find("// executor") != std::string::npos);
+  ProcessResult tune = spgen({"tune", attention, "--config", source_root() + "/tests/e2e/statements/attention_outputs_auto.json", "-o",
+                              dir.file("t.json"), "--input", "M=" + source_root() + "/tests/e2e/statements/attention.spg"});
+  CHECK(tune.exit_code == 1);
+  CHECK(tune.err.find("a spec of several statements is not tuned yet") != std::string::npos);
+}
+
 TEST_CASE("an output's structure: named by the config, checked, and shown in stage I") {
   TempDir dir;
   write_text(dir.file("sm.spg"), "E(i,j) = exp(S(i,j) - m(i))\n");

@@ -383,6 +383,32 @@ def pytorch_example():
     print("ok: examples/pytorch")
 
 
+def several_statements():
+    """A spec of several statements returns each output, as a tuple, in the order they are written."""
+    out = os.path.join(SCRATCH, "statements")
+    config = os.path.join(out, "walk.json")
+    os.makedirs(out, exist_ok=True)
+    with open(config, "w") as f:
+        f.write('{"name": "walk", "tensors": {"A": {"format": "csr"}}}')
+    generated = subprocess.run([SPGEN, "gen", os.path.join(ROOT, "tests/e2e/statements/two_hops.spg"), "--config", config, "-o", out,
+                                "--python"], capture_output=True, text=True)
+    check(generated.returncode == 0, f"several statements: spgen gen --python failed: {generated.stderr}")
+    module = load(os.path.join(out, "walk.py"), "walk")
+    rng = np.random.default_rng(7)
+    a = scipy.sparse.random(30, 30, density=0.2, format="csr", random_state=3, dtype=np.float32)
+    x = rng.standard_normal(30).astype(np.float32)
+    t, y = module.walk(A=a, x=x)
+    check(np.allclose(t, a @ x, rtol=1e-4, atol=1e-5), "several statements: t = A x")
+    check(np.allclose(y, a @ (a @ x), rtol=1e-4, atol=1e-5), "several statements: y = A (A x)")
+    # i and j index one mode of t, so A must be square.
+    try:
+        module.walk(A=scipy.sparse.random(30, 20, density=0.2, format="csr", random_state=3, dtype=np.float32), x=x[:20])
+        check(False, "several statements: a non-square A was accepted")
+    except ValueError:
+        pass
+    print("ok: several statements")
+
+
 def every_cpu_e2e_case():
     """SPGEN_PYTHON_SWEEP=1: every cpu config of tests/e2e/cases as well (about 10 minutes)."""
     specs = {os.path.splitext(f)[0]: os.path.join(d, f) for d in ("specs", "tests/e2e/cases")
@@ -397,7 +423,7 @@ def every_cpu_e2e_case():
 
 
 def main():
-    cases = [lambda n=n, c=c: run_case(n, *c) for n, c in enumerate(CASES)] + [error_cases, example, pytorch_example]
+    cases = [lambda n=n, c=c: run_case(n, *c) for n, c in enumerate(CASES)] + [error_cases, several_statements, example, pytorch_example]
     if os.environ.get("SPGEN_PYTHON_SWEEP") == "1":
         cases += [lambda n=n, c=c: run_case(1000 + n, *c) for n, c in enumerate(every_cpu_e2e_case())]
     failed = skipped = 0

@@ -389,7 +389,7 @@ TEST_CASE("config error: wrong types") {
   CHECK(error_of(R"({"tensors": ["A"]})") == config_error("/tensors", "expected an object, found array"));
   CHECK(error_of(R"({"tensors": {"A": "csr"}})") == config_error("/tensors/A", "expected an object, found string"));
   CHECK(error_of(R"({"tensors": {"A": {"fmt": "csr"}}})") ==
-        config_error("/tensors/A/fmt", "unknown key \"fmt\" (expected one of: format, width, block, structure)"));
+        config_error("/tensors/A/fmt", "unknown key \"fmt\" (expected one of: format, width, block, structure, temporary)"));
 }
 
 TEST_CASE("config error: unknown target, value type, index type") {

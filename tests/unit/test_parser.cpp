@@ -479,7 +479,7 @@ TEST_CASE("parser error: unbalanced parentheses") {
   check_error("y(i) = (A(i,j) * x(j)", 1, 22, "expected ')', found end of spec");
   check_error("y(i) = ((A(i,j) * x(j))\n", 1, 24, "expected ')', found end of spec");
   check_error("y(i) = (A(i,j) * x(j) y(i)", 1, 23, "expected ')', found a name", 'y');
-  check_error("y(i) = A(i,j) * x(j))", 1, 21, "expected an operator or end of spec, found ')'", ')');
+  check_error("y(i) = A(i,j) * x(j))", 1, 21, "expected an operator, ';' or end of line, found ')'", ')');
   check_error("y(i) = (A(i,j)) * x(j))", 1, 23, "found ')'", ')');
   check_error("y(i) = ()", 1, 9, "expected a tensor, a number or '(', found ')'", ')');
   check_error("y(i) = A(i,j", 1, 13, "expected ',' or ')' in the index list of A, found end of spec");
@@ -489,7 +489,6 @@ TEST_CASE("parser error: unbalanced parentheses") {
 
 TEST_CASE("parser error: unknown characters") {
   check_error("y(i) = A(i,j) @ x(j)", 1, 15, "unexpected character '@'", '@');
-  check_error("y(i) = A(i,j) * x(j);", 1, 21, "unexpected character ';'", ';');
   check_error("y(i) = A(i,j) ^ x(j)", 1, 15, "unexpected character '^'", '^');
   check_error("y[i] = x[i]", 1, 2, "unexpected character '['", '[');
   check_error("y(i) = x(i) . 2", 1, 13, "unexpected character '.'", '.');
@@ -515,18 +514,30 @@ TEST_CASE("parser error: malformed numbers") {
   check_error("y(i) = x(i) * 1.5f", 1, 15, "letters directly after digits", '1');
   check_error("y(i) = 2_0 * x(i)", 1, 8, "letters directly after digits", '2');
   check_error("y(i) = 1e3x", 1, 8, "letters directly after digits", '1');
-  check_error("y(i) = 1.2.3", 1, 11, "expected an operator or end of spec, found a number", '.');
+  check_error("y(i) = 1.2.3", 1, 11, "expected an operator, ';' or end of line, found a number", '.');
 }
 
-TEST_CASE("parser error: two assignments") {
-  check_error("y(i) = x(i)\nz(i) = w(i)\n", 2, 1, "only one assignment per spec is supported", 'z');
-  check_error("y(i) = x(i) z = w", 1, 13, "only one assignment per spec is supported", 'z');
-  check_error("y(i) = x(i) z += w", 1, 13, "only one assignment per spec is supported", 'z');
-  check_error("y(i) = x(i) = w(i)", 1, 13, "expected an operator or end of spec, found '='", '=');
-  check_error("y(i) = x(i); z(i) = w(i)", 1, 12, "unexpected character ';'", ';');
+TEST_CASE("parser error: two assignments on one line") {
+  check_error("y(i) = x(i) z = w", 1, 13, "a second assignment on the same line: separate statements with ';' or a line break", 'z');
+  check_error("y(i) = x(i) z += w", 1, 13, "a second assignment on the same line", 'z');
+  check_error("y(i) = x(i) = w(i)", 1, 13, "expected an operator, ';' or end of line, found '='", '=');
   // A missing operator reads the same, and the message hints at it.
   check_error("y(i) = A(i,j) x(j)", 1, 15, "(missing operator?)", 'x');
-  check_error("y(i) = A(i,j) * x(j) 2", 1, 22, "expected an operator or end of spec, found a number", '2');
+  check_error("y(i) = A(i,j) * x(j) 2", 1, 22, "expected an operator, ';' or end of line, found a number", '2');
+  // parse_spec takes one statement; parse_program takes several.
+  check_error("y(i) = x(i)\nz(i) = w(i)\n", 2, 1, "a spec of several statements is not supported here", 'z');
+}
+
+TEST_CASE("parse_program: statements end at ';' or at a line break before a new assignment") {
+  const spgen::ast::Program program = spgen::parse_program("spec.spg", "# two\nt(i) = A(i,j) *\n  x(j)\ny(i) = t(i) + 1; z(i) = y(i);;\n");
+  REQUIRE(program.statements.size() == 3);
+  CHECK(spgen::ast::to_string(program.statements[0]) == "t(i) = A(i,j) * x(j)");
+  CHECK(spgen::ast::to_string(program.statements[1]) == "y(i) = t(i) + 1");
+  CHECK(spgen::ast::to_string(program.statements[2]) == "z(i) = y(i)");
+  CHECK(program.statements[2].output.loc.line == 4);
+  CHECK(program.statements[2].output.loc.col == 18);
+  // A trailing ';' ends the only statement.
+  CHECK(spgen::parse_spec("spec.spg", "y(i) = A(i,j) * x(j);").output.tensor == "y");
 }
 
 TEST_CASE("parser error: a tensor used with different orders") {
@@ -681,7 +692,7 @@ TEST_CASE("parser error: expressions too deep or too long for the passes that re
 TEST_CASE("parser error: errors on line 3 of a multi-line spec") {
   check_error("# SpMV\n# with a typo\ny(i) = A(i,j) * @x(j)\n", 3, 17, "unexpected character '@'", '@');
   check_error("# SpMV\ny(i) =\n    A(i,j) * x(j) *\n", 3, 20, "found end of spec");
-  check_error("y(i) =\n  A(i,j)\n\t* x(j))\n", 3, 8, "expected an operator or end of spec, found ')'", ')');
+  check_error("y(i) =\n  A(i,j)\n\t* x(j))\n", 3, 8, "expected an operator, ';' or end of line, found ')'", ')');
   check_error("y(i) =\n  A(i,j)\n  * x(j,)\n", 3, 9, "expected an index variable", ')');
   check_error("y(i) =\n  A(i,j) * x(j)\n  + A(i,i)\n", 3, 9, "index i appears twice", 'i');
   check_error("y(i) =\n  A(i,j) * x(j)\n  + y(i)\n", 3, 5, "the output tensor y also appears", 'y');

@@ -17,6 +17,7 @@
 #include <tuple>
 #include <vector>
 
+#include "ref_statements.h"
 #include "ref_structure.h"
 #include "ref_tensor.h"
 #include "reference.h"
@@ -1376,4 +1377,28 @@ TEST_CASE("reference: an output's structure restricts the spec to a pattern's en
     const Tensor a = dense({2, 2}, {1, 2, 3, 4}), x = dense({2, 3}, {1, 0, 2, 0, 1, 1}), b = dense({2}, {10, 20});
     const Tensor y = evaluate(restricted_to_entries("Y(i,j) = A(i,k) * x(k,j) + b(i)", "P"), {{"A", a}, {"x", x}, {"b", b}, {"P", p}});
     check_same(y, sparse({2, 3}, {{{0, 1}, 1 * 0 + 2 * 1 + 10.0}, {{1, 2}, 3 * 2 + 4 * 1 + 20.0}}));
+}
+
+TEST_CASE("statements: split at ';' and line breaks, a line without '=' continuing the one before") {
+  const std::vector<std::string> statements = spgen_ref::split_statements("# c\nt(i) = A(i,j) *\n  x(j)  # more\ny(i) = t(i); z = y(i);\n");
+  CHECK(statements == std::vector<std::string>{"t(i) = A(i,j) * x(j)", "y(i) = t(i)", "z = y(i)"});
+}
+
+TEST_CASE("statements: each output feeds the next, stored dense or on a structure") {
+  // A = [[1, 2], [0, 3]] (three entries), x = [1, 1].
+  spgen_ref::Tensor A{{2, 2}, {0, 0, 0, 1, 1, 1}, {1, 2, 3}};
+  spgen_ref::Tensor x{{2}, {0, 1}, {1, 1}};
+  // t = A x = [3, 3]; m = row maxima of A = [2, 3]; E = A - m on A's entries; y = E x.
+  const auto out = spgen_ref::evaluate_statements("t(i) = A(i,j) * x(j)\nm(i) = max(j: A(i,j))\nE(i,j) = A(i,j) - m(i)\ny(i) = E(i,j) * x(j) + t(i)\n",
+                                                  {{"A", A}, {"x", x}},
+                                                  {{"t", {true, ""}}, {"m", {true, ""}}, {"E", {false, "A"}}});
+  CHECK(spgen_ref::compare(out.at("t"), spgen_ref::Tensor{{2}, {0, 1}, {3, 3}}, 0, 0).ok);
+  CHECK(spgen_ref::compare(out.at("m"), spgen_ref::Tensor{{2}, {0, 1}, {2, 3}}, 0, 0).ok);
+  // E on A's three entries only: (0,0) -1, (0,1) 0, (1,1) 0; not at (1,0), where A - m would be -3.
+  CHECK(out.at("E").nnz() == 3);
+  CHECK(spgen_ref::compare(out.at("E"), spgen_ref::Tensor{{2, 2}, {0, 0}, {-1}}, 0, 0).ok);
+  CHECK(spgen_ref::compare(out.at("y"), spgen_ref::Tensor{{2}, {0, 1}, {2, 3}}, 0, 0).ok);
+  // A dense output holds every coordinate.
+  CHECK(out.at("t").nnz() == 2);
+  CHECK(spgen_ref::densified(spgen_ref::Tensor{{3}, {1}, {5}}).vals == std::vector<double>{0, 5, 0});
 }

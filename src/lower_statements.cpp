@@ -1,0 +1,107 @@
+// A spec of several statements, each lowered as a kernel of its own and joined by an executor
+// that materializes the temporaries (docs/architecture.md, "Several statements"). Fusing a
+// temporary into its consumer's loops is a later step: here each is computed whole first.
+#include "lower_statements.h"
+
+#include <algorithm>
+
+#include "ir/loop_ir_printer.h"
+#include "passes/statement_sequence.h"
+#include "support/text.h"
+
+namespace spgen {
+
+namespace {
+
+// The header's line on a temporary: how the executor holds it.
+std::string describe_temporary(const sparse::SparseBuffer& buffer, const StatementKernels& kernels, size_t writer) {
+  std::string line = buffer.tensor + ": temporary, written by statement " + std::to_string(writer + 1) + " and held by the kernel: ";
+  if (auto root = kernels.structure_root.find(buffer.tensor); root != kernels.structure_root.end())
+    return line + buffer.format.name + ", one value per stored entry of " + root->second + ", whose structure it shares";
+  return line + "dense, " + (buffer.indices.empty() ? "one value" : "one value per coordinate of (" + join(buffer.indices, ",") + ")");
+}
+
+// Refuses what the executor cannot yet hold or pass: an output whose structure its statement
+// builds (the executor would have to size it between the statements' calls).
+void check_statement_output(const Compilation& s) {
+  const sparse::SparseBuffer& output = s.program.output();
+  const bool builds_structure = !s.assemble.empty() || (!output.format.all_dense() && output.shares_structure_with.empty());
+  if (!builds_structure) return;
+  throw CompileError(format_source_error(s.spec.file, s.spec.text, s.spec.output.loc,
+                                         "this statement builds the structure of its sparse output " + output.tensor + " (" +
+                                             output.format.name + "), which a spec of several statements does not do yet: give " +
+                                             output.tensor + " a \"structure\" (a sparse operand read with its indices), or a dense format"));
+}
+
+}  // namespace
+
+void lower_statements(Compilation& c, const ast::Program& program, const ProgramTensors& tensors, const ProgramConfig& config,
+                      const CompileInput& input, const std::function<void(Compilation&)>& lower_kernel) {
+  StatementKernels kernels{tensors, config.temporaries, {}, {}, {}, {}};
+  std::map<std::string, Format> written;  // as each statement stored its output
+  std::vector<Compilation> statements;
+  for (size_t k = 0; k < program.statements.size(); ++k) {
+    Compilation s;
+    s.spec = program.statements[k];
+    s.config = read_config(input.config_path, config.statement_json[k], s.spec, statement_kernel_name(config.name, k), input.target,
+                           config.statement_sizes[k], &written);
+    // `auto` knows the statistics of the statement's inputs that are the kernel's.
+    std::map<std::string, std::string> stats_files;
+    for (const auto& [tensor, path] : input.stats_files)
+      if (s.spec.find_tensor(tensor) && !tensors.writer.count(tensor)) stats_files.emplace(tensor, path);
+    if (!stats_files.empty()) s.config.stats = read_input_stats(s.spec, s.config, stats_files, input.read_stats, input.stats_flag);
+    const std::string text = ast::to_string(s.spec);  // (as written: lowering may rewrite it)
+    lower_kernel(s);
+    check_statement_output(s);
+    const sparse::SparseBuffer& output = s.program.output();
+    written[output.tensor] = s.config.format_of(output.tensor);
+    if (!output.shares_structure_with.empty()) {
+      auto further = kernels.structure_root.find(output.shares_structure_with);
+      kernels.structure_root[output.tensor] = further != kernels.structure_root.end() ? further->second : output.shares_structure_with;
+    }
+    kernels.programs.push_back(s.program);
+    kernels.funcs.push_back(s.func);
+    kernels.texts.push_back(text);
+    statements.push_back(std::move(s));
+  }
+  for (const auto& [tensor, path] : input.stats_files)
+    if (std::none_of(tensors.tensors.begin(), tensors.tensors.end(), [&](const ast::TensorUse& t) { return t.name == tensor && !t.is_output; }))
+      throw CompileError("spgen: error: " + input.stats_flag + " " + tensor + "=" + path + ": the spec has no input " + tensor + "\n");
+
+  // The kernel as a whole: its ABI's tensors, the config they are read with, and each statement's
+  // kernels (a statement's own parts before its entry point) for the executor to call.
+  c.spec = program.statements.back();
+  c.config = statements.front().config;
+  c.config.name = config.name;
+  c.config.formats.clear();
+  c.config.sizes.clear();
+  c.config.auto_formats.clear();
+  c.config.stats.clear();
+  c.config.output_structure.clear();
+  c.config.infer_output_format = false;
+  c.program = statement_sequence_program(config.name, kernels);
+  for (const Compilation& s : statements) {
+    for (const sparse::SparseBuffer& buffer : c.program.buffers)
+      if (s.config.formats.count(buffer.tensor)) c.config.formats.emplace(buffer.tensor, s.config.format_of(buffer.tensor));
+    for (const auto& [var, size] : s.config.sizes) c.config.sizes[tensors.index_class.at(var)] = size;
+    c.config.auto_formats.insert(s.config.auto_formats.begin(), s.config.auto_formats.end());
+    c.config.stats.insert(s.config.stats.begin(), s.config.stats.end());
+  }
+  for (size_t k = 0; k < statements.size(); ++k) {
+    Compilation& s = statements[k];
+    const std::string heading = "// statement " + std::to_string(k + 1) + ": " + kernels.texts[k] + "\n";
+    c.stage1_dump += heading + s.stage1_dump;
+    c.stage2_dump += heading + s.stage2_dump;
+    c.statements.push_back(kernels.texts[k]);
+    c.statement_schedules.push_back(s.schedule);
+    if (config.temporaries.count(s.program.output().tensor))
+      c.temporaries.push_back(describe_temporary(s.program.output(), kernels, k));
+    for (loops::LoweredFunc& part : s.parts) c.parts.push_back(std::move(part));
+    c.parts.push_back(std::move(s.func));
+  }
+  c.written_formats = written;
+  c.func = build_statement_executor(config.name, c.program, kernels);
+  c.stage2_dump += "// executor\n" + loops::dump_stage2(c.func);
+}
+
+}  // namespace spgen

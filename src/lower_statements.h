@@ -1,0 +1,18 @@
+// Stages 1-5 for a spec of several statements (docs/spec.md): see lower_statements.cpp.
+#pragma once
+
+#include <functional>
+
+#include "frontend/program.h"
+#include "lower.h"
+
+namespace spgen {
+
+// Each statement read, lowered and scheduled as a kernel of its own by `lower_kernel` (named
+// NAME_s1, NAME_s2, ... in `c.parts`, in order), each reading the tensors earlier ones wrote as
+// they stored them; then the kernel's ABI program and the executor that holds the temporaries
+// and calls them (passes/statement_sequence.h). Fills `c` as lower_kernel fills it for one.
+void lower_statements(Compilation& c, const ast::Program& program, const ProgramTensors& tensors, const ProgramConfig& config,
+                      const CompileInput& input, const std::function<void(Compilation&)>& lower_kernel);
+
+}  // namespace spgen

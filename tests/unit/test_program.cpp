@@ -1,0 +1,92 @@
+// Specs of several statements: the rules between statements, the config's temporaries, and what
+// the kernel made of them (its ABI, its executor).
+#include <doctest/doctest.h>
+
+#include "compile_helpers.h"
+#include "frontend/parser.h"
+#include "frontend/program.h"
+#include "ir/loop_ir_printer.h"
+
+using namespace spgen_test;
+
+namespace {
+
+const char* const kAttention =
+    "S(i,j) = M(i,j) * Q(i,k) * K(j,k)\n"
+    "m(i) = max(j: S(i,j))\n"
+    "E(i,j) = exp(S(i,j) - m(i))\n"
+    "l(i) = E(i,j)\n"
+    "O(i,d) = E(i,j) * V(j,d) / l(i)\n";
+const char* const kAttentionConfig =
+    R"({"tensors": {"M": {"format": "csr"}, "S": {"temporary": true}, "m": {"temporary": true},
+                    "E": {"structure": "S", "temporary": true}, "l": {"temporary": true}}})";
+
+}  // namespace
+
+TEST_CASE("several statements: errors between statements point at the access") {
+  CHECK(error_of("y(i) = t(i)\nt(i) = x(i)\n", "{}") ==
+        "t.spg:1:8: error: t is read here before the statement that writes it (at line 2, column 1): a statement reads only what "
+        "earlier statements wrote\n  y(i) = t(i)\n         ^\n");
+  CHECK(contains(error_of("t(i) = x(i)\nt(i) = w(i)\n", "{}"),
+                 "t.spg:2:1: error: t is already written by the statement at line 1, column 1: a tensor is written once"));
+  CHECK(contains(error_of("t(i) = x(i)\ny(i) += t(i)\n", "{}"), "t.spg:2:1: error: `+=` in a spec of several statements is not supported yet"));
+  CHECK(contains(error_of("t(i) = x(i)\ny(i) = t(i,j) * z(j)\n", "{}"),
+                 "t.spg:2:8: error: tensor t is used with 2 indices here but with 1 at line 1, column 1"));
+  CHECK(contains(error_of("t(i) = x(i)\ny(j) = t(j) * i(j)\n", "{}"), "'i' is used both as a tensor and as an index variable"));
+}
+
+TEST_CASE("several statements: the config's temporaries and what it may not give yet") {
+  const char* spec = "t(i) = A(i,j) * x(j)\ny(i) = A(i,j) * t(j)\n";
+  CHECK(error_of(spec, R"({"tensors": {"y": {"temporary": true}}})") ==
+        "c.json: /tensors/y/temporary: error: no statement reads the temporary y: the kernel would compute it for nothing (make it an "
+        "output, or drop its statement)\n");
+  CHECK(error_of(spec, R"({"tensors": {"x": {"temporary": true}}})") ==
+        "c.json: /tensors/x/temporary: error: x is an input: only a tensor that a statement writes can be temporary\n");
+  CHECK(error_of(spec, R"({"tensors": {"t": {"temporary": 1}}})") ==
+        "c.json: /tensors/t/temporary: error: expected true or false, found number\n");
+  CHECK(contains(error_of(spec, R"({"tensors": {"Z": {"format": "csr"}}})"),
+                 "c.json: /tensors/Z: error: tensor Z does not appear in the spec (its tensors are: A, x, t, y)"));
+  CHECK(contains(error_of(spec, R"({"schedule": [{"op": "parallel", "var": "i"}]})"),
+                 "c.json: /schedule: error: a schedule of ops in a spec of several statements is not supported yet"));
+  CHECK(contains(error_of(spec, R"({"specialize": {"i": [4]}})"), "c.json: /specialize: error:"));
+  CHECK(contains(error_of(spec, R"({"variants": []})"), "c.json: /variants: error:"));
+  // i and j index t's one mode: one size.
+  CHECK(contains(error_of(spec, R"({"sizes": {"i": 4, "j": 5}})"),
+                 "j and i index the same mode of a tensor, so they have one size, but 5 and 4 are given"));
+  // A one-statement spec has no temporaries either.
+  CHECK(contains(error_of("y(i) = A(i,j) * x(j)", R"({"tensors": {"y": {"temporary": true}}})"), "no statement reads the temporary y"));
+  // A statement that would build a sparse output's structure.
+  CHECK(contains(error_of("C(i,j) = A(i,j) + B(i,j)\ny(i) = C(i,j) * x(j)\n",
+                          R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}}})"),
+                 "t.spg:1:1: error: this statement builds the structure of its sparse output C (csr), which a spec of several statements "
+                 "does not do yet"));
+}
+
+TEST_CASE("several statements: the ABI holds every tensor but the temporaries, and the executor holds those") {
+  const spgen::Compilation c = compile(kAttention, kAttentionConfig);
+  std::vector<std::string> params;
+  for (const spgen::loops::Param& p : c.func.params) params.push_back(p.name);
+  CHECK(params == std::vector<std::string>{"dim_i", "dim_j", "dim_k", "dim_d", "O_vals", "M_pos1", "M_crd1", "M_vals", "Q_vals", "K_vals",
+                                           "V_vals"});
+  REQUIRE(c.parts.size() == 5);
+  CHECK(c.parts[0].name == "t_s1");
+  CHECK(c.parts[4].name == "t_s5");
+  const std::string executor = spgen::loops::dump_stage2(c.func);
+  // S and E share M's structure: M's entry count sizes them, and their statements read M's arrays.
+  CHECK(contains(executor, "S_vals"));
+  CHECK(contains(executor, "M_pos1[dim_i]"));
+  CHECK(c.written_formats.at("E").name == "csr");
+  CHECK(c.written_formats.at("m").all_dense());
+  CHECK(c.temporaries.size() == 4);
+  CHECK(c.statements.size() == 5);
+  CHECK(contains(c.stage1_dump, "// statement 3: E(i,j) = exp(S(i,j) - m(i))"));
+}
+
+TEST_CASE("several statements: index variables of one tensor mode share a size") {
+  const spgen::Compilation c = compile("t(i) = A(i,j) * x(j)\ny(i) = A(i,j) * t(j)\n", R"({"tensors": {"A": {"format": "csr"}, "t": {"temporary": true}}})");
+  CHECK(c.program.index_vars == std::vector<std::string>{"i"});
+  CHECK(c.program.size_var("j") == "i");
+  // The executor passes dim_i where a statement takes dim_j.
+  const std::string executor = spgen::loops::dump_stage2(c.func);
+  CHECK(!contains(executor, "dim_j"));
+}
