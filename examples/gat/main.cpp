@@ -1,7 +1,8 @@
-// One GAT layer's attention, from the five kernels spgen generates from the specs here (see the
-// Makefile): edge logits with a leaky ReLU, the softmax over each node's edges (row maximum, exp
-// on the edges only, row sums) and the weighted aggregation of the neighbours' features. Every
-// kernel reads the same CSR structure, packed once. Checked against a plain loop in double.
+// One GAT layer's attention, from the one kernel spgen generates from gat.spg's five statements
+// (see the Makefile): edge logits with a leaky ReLU, the softmax over each node's edges (row
+// maximum, exp on the edges only, row sums) and the weighted aggregation of the neighbours'
+// features. The kernel holds the logits, numerators and sums itself (temporaries); it returns the
+// row maxima and the output. Checked against a plain loop in double.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -9,11 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "gat_aggregate.h"
-#include "gat_numerators.h"
-#include "gat_row_max.h"
-#include "gat_row_sums.h"
-#include "gat_scores.h"
+#include "gat.h"
 
 int main(int argc, char** argv) {
   const int64_t nodes = argc > 1 ? std::atoll(argv[1]) : 20000;
@@ -38,12 +35,12 @@ int main(int argc, char** argv) {
   // Pack A (repeated edges are summed: their weight counts them).
   const int64_t dims[2] = {nodes, nodes};
   int64_t lengths[3];
-  int status = gat_scores_pack_A_sizes(edges, coords.data(), dims, lengths);
+  int status = gat_pack_A_sizes(edges, coords.data(), dims, lengths);
   std::vector<int32_t> pos(static_cast<size_t>(lengths[0])), crd(static_cast<size_t>(lengths[1]));
   std::vector<float> a(static_cast<size_t>(lengths[2]));
-  if (status == SPGEN_OK) status = gat_scores_pack_A(edges, coords.data(), ones.data(), dims, pos.data(), crd.data(), a.data(), lengths);
+  if (status == SPGEN_OK) status = gat_pack_A(edges, coords.data(), ones.data(), dims, pos.data(), crd.data(), a.data(), lengths);
   if (status != SPGEN_OK) {
-    std::fprintf(stderr, "pack failed: %s\n", gat_scores_pack_strerror(status));
+    std::fprintf(stderr, "pack failed: %s\n", gat_pack_strerror(status));
     return 1;
   }
   const size_t stored = a.size();
@@ -62,13 +59,9 @@ int main(int argc, char** argv) {
       v[static_cast<size_t>(n)] += h[static_cast<size_t>(n * features + f)] * a_r[static_cast<size_t>(f)];
     }
 
-  std::vector<float> s(stored), e(stored), m(static_cast<size_t>(nodes)), l(m.size()), out(h.size());
+  std::vector<float> m(static_cast<size_t>(nodes)), out(h.size());
   auto start = std::chrono::steady_clock::now();
-  gat_scores(nodes, nodes, s.data(), pos.data(), crd.data(), a.data(), u.data(), v.data());
-  gat_row_max(nodes, nodes, m.data(), pos.data(), crd.data(), s.data());
-  gat_numerators(nodes, nodes, e.data(), pos.data(), crd.data(), s.data(), m.data());
-  gat_row_sums(nodes, nodes, l.data(), pos.data(), crd.data(), e.data());
-  gat_aggregate(nodes, features, nodes, out.data(), pos.data(), crd.data(), e.data(), h.data(), l.data());
+  gat(nodes, nodes, features, m.data(), out.data(), pos.data(), crd.data(), a.data(), u.data(), v.data(), h.data());
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 
   // The same attention, straightforwardly (in double).

@@ -15,6 +15,7 @@
 
 #include "frontend/config.h"
 #include "frontend/parser.h"
+#include "lower.h"
 #include "process.h"
 #include "spec_pairs.h"
 #include "support/files.h"
@@ -41,6 +42,12 @@ std::vector<SpecConfigPair> cuda_pairs() {
     if (spgen::read_config(pair.config, spgen::read_file(pair.config), spec, pair.name).target == spgen::Target::Cuda)
       pairs.push_back(pair);
   }
+  // Specs of several statements too (tests/e2e/statements), their executors host code.
+  const std::string statements = root + "/tests/e2e/statements";
+  for (const SpecConfigPair& pair : spec_config_pairs({statements}, statements))
+    if (spgen::compile({pair.spec, spgen::read_file(pair.spec), pair.config, spgen::read_file(pair.config), std::nullopt, {}}).config.target ==
+        spgen::Target::Cuda)
+      pairs.push_back(pair);
   return pairs;
 }
 
