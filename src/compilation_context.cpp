@@ -64,6 +64,7 @@ GenerationContext make_context(const Compilation& c, const CompileInput& input) 
     context.schedule.push_back("statement " + std::to_string(k + 1) + ", " + c.statements[k] + (ops.empty() ? ": no ops" : ":"));
     for (const ScheduleOp& op : ops) context.schedule.push_back("  " + describe_schedule_op(op) + (op.reason.empty() ? "" : ": " + op.reason));
   }
+  context.schedule.insert(context.schedule.end(), c.statement_notes.begin(), c.statement_notes.end());
   context.schedule.insert(context.schedule.end(), c.variant_schedule_notes.begin(), c.variant_schedule_notes.end());
   context.auto_schedule = c.config.auto_schedule;
   if (c.config.auto_schedule)

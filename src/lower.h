@@ -57,6 +57,7 @@ struct Compilation {
   std::vector<std::string> statements;
   std::vector<std::vector<ScheduleOp>> statement_schedules;
   std::vector<std::string> temporaries;
+  std::vector<std::string> statement_notes;  // how the statements run: those fused into one loop
   std::map<std::string, Format> written_formats;  // every tensor a statement writes, as it stores it
   std::vector<ScheduleOp> schedule;      // what was applied (`auto` expanded), each op once, for the header
   // The same as a config would list it: `auto`'s choices for the parts of a sum each name their

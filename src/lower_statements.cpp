@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "ir/loop_ir_printer.h"
+#include "passes/fuse_statements.h"
 #include "passes/statement_sequence.h"
 #include "support/text.h"
 
@@ -37,7 +38,7 @@ void check_statement_output(const Compilation& s) {
 
 void lower_statements(Compilation& c, const ast::Program& program, const ProgramTensors& tensors, const ProgramConfig& config,
                       const CompileInput& input, const std::function<void(Compilation&)>& lower_kernel) {
-  StatementKernels kernels{tensors, config.temporaries, {}, {}, {}, {}};
+  StatementKernels kernels{tensors, config.temporaries, {}, {}, {}, {}, {}};
   std::map<std::string, Format> written;  // as each statement stored its output
   std::vector<Compilation> statements;
   for (size_t k = 0; k < program.statements.size(); ++k) {
@@ -60,7 +61,6 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
       kernels.structure_root[output.tensor] = further != kernels.structure_root.end() ? further->second : output.shares_structure_with;
     }
     kernels.programs.push_back(s.program);
-    kernels.funcs.push_back(s.func);
     kernels.texts.push_back(text);
     statements.push_back(std::move(s));
   }
@@ -87,17 +87,42 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
     c.config.auto_formats.insert(s.config.auto_formats.begin(), s.config.auto_formats.end());
     c.config.stats.insert(s.config.stats.begin(), s.config.stats.end());
   }
-  for (size_t k = 0; k < statements.size(); ++k) {
-    Compilation& s = statements[k];
-    const std::string heading = "// statement " + std::to_string(k + 1) + ": " + kernels.texts[k] + "\n";
-    c.stage1_dump += heading + s.stage1_dump;
-    c.stage2_dump += heading + s.stage2_dump;
-    c.statements.push_back(kernels.texts[k]);
-    c.statement_schedules.push_back(s.schedule);
-    if (config.temporaries.count(s.program.output().tensor))
-      c.temporaries.push_back(describe_temporary(s.program.output(), kernels, k));
-    for (loops::LoweredFunc& part : s.parts) c.parts.push_back(std::move(part));
-    c.parts.push_back(std::move(s.func));
+  // `auto` on the cpu: statements that share their row loop run in one (passes/fuse_statements.h).
+  std::vector<loops::LoweredFunc> funcs;
+  for (const Compilation& s : statements) funcs.push_back(s.func);
+  std::vector<StatementGroup> groups;
+  if (c.config.auto_schedule && c.config.target == Target::Cpu && config.fuse) groups = fusable_statements(program, funcs);
+  else
+    for (size_t k = 0; k < statements.size(); ++k) groups.push_back({k, 1, ""});
+  for (const StatementGroup& group : groups) {
+    for (size_t k = group.first; k < group.first + group.count; ++k) {
+      Compilation& s = statements[k];
+      const std::string heading = "// statement " + std::to_string(k + 1) + ": " + kernels.texts[k] + "\n";
+      c.stage1_dump += heading + s.stage1_dump;
+      if (group.count == 1) c.stage2_dump += heading + s.stage2_dump;
+      c.statements.push_back(kernels.texts[k]);
+      c.statement_schedules.push_back(s.schedule);
+      if (config.temporaries.count(s.program.output().tensor))
+        c.temporaries.push_back(describe_temporary(s.program.output(), kernels, k));
+      for (loops::LoweredFunc& part : s.parts) c.parts.push_back(std::move(part));
+    }
+    if (group.count == 1) {
+      kernels.funcs.push_back(statements[group.first].func);
+      kernels.comments.push_back("statement " + std::to_string(group.first + 1) + ": " + kernels.texts[group.first]);
+      c.parts.push_back(std::move(statements[group.first].func));
+      continue;
+    }
+    std::vector<const loops::LoweredFunc*> members;
+    for (size_t k = group.first; k < group.first + group.count; ++k) members.push_back(&statements[k].func);
+    const std::string span = std::to_string(group.first + 1) + "-" + std::to_string(group.first + group.count);
+    loops::LoweredFunc fused = fuse_statement_kernels(
+        config.name + "_s" + std::to_string(group.first + 1) + "_" + std::to_string(group.first + group.count), members);
+    const std::string what = "statements " + span + " fused: one loop over " + group.row + ", each row computing them in turn";
+    c.stage2_dump += "// " + what + "\n" + loops::dump_stage2(fused);
+    c.statement_notes.push_back(what);
+    kernels.funcs.push_back(fused);
+    kernels.comments.push_back(what);
+    c.parts.push_back(std::move(fused));
   }
   c.written_formats = written;
   c.func = build_statement_executor(config.name, c.program, kernels);

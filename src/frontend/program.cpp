@@ -173,6 +173,11 @@ ProgramConfig read_program_config(const std::string& file, const std::string& te
       out.temporaries.insert(it.key());
     }
   }
+  if (root.contains("fuse")) {
+    if (statements == 1) fail_config(file, "/fuse", "\"fuse\" belongs to a spec of several statements");
+    if (!root["fuse"].is_boolean()) fail_config(file, "/fuse", std::string("expected true or false, found ") + root["fuse"].type_name());
+    out.fuse = root["fuse"].get<bool>();
+  }
   if (statements > 1) {
     const char* for_now = " in a spec of several statements is not supported yet";
     if (root.contains("schedule") && !(root["schedule"].is_string() && root["schedule"] == "auto"))
@@ -213,6 +218,7 @@ ProgramConfig read_program_config(const std::string& file, const std::string& te
     const ast::Spec& statement = program.statements[k];
     json mine = root;
     mine["name"] = statements > 1 ? statement_kernel_name(out.name, k) : out.name;
+    mine.erase("fuse");
     if (mine.contains("tensors") && mine["tensors"].is_object()) {
       json kept = json::object();
       for (auto it = mine["tensors"].begin(); it != mine["tensors"].end(); ++it) {

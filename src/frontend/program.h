@@ -32,6 +32,7 @@ ProgramTensors check_program(const ast::Program& program);
 struct ProgramConfig {
   std::string name;                   // the kernel's; statement k's is NAME_s<k+1>
   std::set<std::string> temporaries;  // "temporary": true
+  bool fuse = true;                   // "fuse": statements that share their row loop may run in one (under `auto`)
   // Per statement: the config's JSON as that statement reads it (read_config): only the tensors
   // and sizes it uses, and its own kernel's name.
   std::vector<std::string> statement_json;

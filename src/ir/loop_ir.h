@@ -273,6 +273,8 @@ struct Workspace {
   bool growable = false;
 };
 
+// With no buffers, a scope: the names its body declares are its own (a statement's body in a
+// loop that fuses several, passes/fuse_statements.h).
 struct Allocate : StmtNode {
   std::vector<Workspace> buffers;
   Stmt body;

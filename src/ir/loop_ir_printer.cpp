@@ -200,7 +200,7 @@ class Stage2Dumper {
         return;
       case StmtKind::Allocate: {
         const auto& node = static_cast<const Allocate&>(*s);
-        out += pad + "allocate";
+        out += pad + (node.buffers.empty() ? "scope" : "allocate");
         for (size_t b = 0; b < node.buffers.size(); ++b) {
           const Workspace& w = node.buffers[b];
           out += std::string(b ? ", " : " ") + (w.local ? "local " : "") + (w.shared ? "shared " : "") +

@@ -136,7 +136,7 @@ LoweredFunc build_statement_executor(const std::string& name, const sparse::Prog
       }
       args.push_back(loops::var(p.name));
     }
-    calls.push_back(std::make_shared<Comment>("statement " + std::to_string(k + 1) + ": " + kernels.texts[k]));
+    calls.push_back(std::make_shared<Comment>(kernels.comments[k]));
     calls.push_back(std::make_shared<Call>(func.name, std::move(args)));
   }
   executor.body = temporaries.empty() ? block(std::move(calls)) : std::make_shared<Allocate>(std::move(temporaries), block(std::move(calls)));

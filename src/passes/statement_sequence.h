@@ -22,8 +22,11 @@ struct StatementKernels {
   // the input whose pos and crd arrays it has, followed through temporaries.
   std::map<std::string, std::string> structure_root;
   std::vector<sparse::Program> programs;  // each statement's stage I
-  std::vector<loops::LoweredFunc> funcs;  // each statement's kernel (its entry point)
   std::vector<std::string> texts;         // each statement, as written
+  // The kernels the executor calls in turn, each after its comment: a statement's (its entry
+  // point), or that of statements fused into one loop (passes/fuse_statements.h).
+  std::vector<loops::LoweredFunc> funcs;
+  std::vector<std::string> comments;
 };
 
 // The program whose buffers are the kernel's ABI: the outputs in the order the statements write
@@ -33,7 +36,7 @@ sparse::Program statement_sequence_program(const std::string& name, const Statem
 
 // The executor: parameters as `whole` gives them (lowering::kernel_params), the temporaries'
 // values as workspaces (a sparse temporary reads its structure root's pos and crd), and a call
-// of each statement's kernel in turn.
+// of each kernel in turn.
 loops::LoweredFunc build_statement_executor(const std::string& name, const sparse::Program& whole, const StatementKernels& kernels);
 
 }  // namespace spgen
