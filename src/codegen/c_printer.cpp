@@ -102,6 +102,9 @@ std::string CStmtPrinter::workspace_declarations(const Allocate& node, const std
       out += indent + CExprPrinter::vector_type_name(w.type, w.lanes) + " " + w.name + "[" + expr_.print(w.size) + "] = {};\n";
     else if (w.local)  // zero-initialised
       out += indent + expr_.type_name(w.type) + " " + w.name + "[" + expr_.print(w.size) + "] = {};\n";
+    else if (!w.init)  // uninitialised: what reads it writes it first (a kernel's temporary)
+      out += indent + "std::unique_ptr<" + expr_.type_name(w.type) + "[]> " + w.name + "(new " + expr_.type_name(w.type) + "[" +
+             expr_.print(w.size) + "]);\n";
     else
       out += indent + "std::vector<" + expr_.type_name(w.type) + "> " + w.name + "(" + expr_.print(w.size) + ", " +
              expr_.print(w.init) + ");\n";
@@ -110,7 +113,7 @@ std::string CStmtPrinter::workspace_declarations(const Allocate& node, const std
 
 std::string CStmtPrinter::print_allocate(const Allocate& node, int depth) {
   for (const Workspace& w : node.buffers)
-    if (!w.vector && !w.local && !w.shared && !w.growable) heap_workspaces_.insert(w.name);
+    if (!w.vector && !w.local && !w.shared && !w.growable) heap_workspaces_[w.name] = w.init ? ".data()" : ".get()";
   std::string pad(2 * depth, ' ');
   return pad + "{\n" + workspace_declarations(node, pad + "  ") + print(node.body, depth + 1) + pad + "}\n";
 }
@@ -140,7 +143,8 @@ std::string CStmtPrinter::print_store(const Store& store, const std::string& ind
 // A heap workspace (a std::vector) is passed as its array.
 std::string CStmtPrinter::call_argument(const Expr& arg) const {
   const auto* name = arg->kind == ExprKind::Var ? static_cast<const Var*>(arg.get()) : nullptr;
-  return name && heap_workspaces_.count(name->name) ? name->name + ".data()" : expr_.print(arg);
+  auto heap = name ? heap_workspaces_.find(name->name) : heap_workspaces_.end();
+  return heap != heap_workspaces_.end() ? name->name + heap->second : expr_.print(arg);
 }
 
 std::string CStmtPrinter::print_call(const Call& call, const std::string& indent) {

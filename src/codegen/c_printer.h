@@ -3,6 +3,7 @@
 // atomic stores are spelled.
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -64,10 +65,12 @@ class CStmtPrinter {
   // Workspaces: a block scope holding std::vectors, by default.
   virtual std::string print_allocate(const loops::Allocate& node, int depth);
   std::string workspace_declarations(const loops::Allocate& node, const std::string& indent) const;
-  // A call's argument: a heap workspace's name as its array (`w.data()`), else the expression.
+  // A call's argument: a heap workspace's name as its array (`w.data()`, `w.get()`), else the expression.
   std::string call_argument(const loops::Expr& arg) const;
   const CExprPrinter& expr_;
-  std::set<std::string> heap_workspaces_;  // the std::vectors of enclosing Allocates (names are unique in a function)
+  // The heap workspaces of enclosing Allocates (names are unique in a function): a std::vector, or
+  // a std::unique_ptr where uninitialised, by the call that gives its array.
+  std::map<std::string, std::string> heap_workspaces_;
 };
 
 // "int f(\n    a,\n    b)": a function's signature laid out as the kernels' declarations are.

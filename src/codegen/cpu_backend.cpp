@@ -189,7 +189,10 @@ GeneratedFile emit_cpu_source(const LoweredFunc& func, const GenerationContext& 
   GeneratedFile file;
   file.name = func.name + ".cpp";
   const bool math = uses_math(func.body) || std::any_of(parts.begin(), parts.end(), [](const LoweredFunc& part) { return uses_math(part.body); });
-  file.text = source_preamble("cpu_kernel_preamble.cpp.in", file.name, func, context, math ? "#include <cmath>\n" : "");
+  // A kernel of several statements holds its temporaries in std::unique_ptr arrays.
+  const bool temporaries = func.body && func.body->kind == StmtKind::Allocate;
+  file.text = source_preamble("cpu_kernel_preamble.cpp.in", file.name, func, context,
+                              std::string(math ? "#include <cmath>\n" : "") + (temporaries ? "#include <memory>\n" : ""));
   if (uses_vectors(func.body) ||
       std::any_of(parts.begin(), parts.end(), [](const LoweredFunc& part) { return uses_vectors(part.body); }))
     file.text += std::string(*templates::lookup("cpu_vector_helpers.cpp.in")) + "\n";

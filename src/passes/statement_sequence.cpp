@@ -113,7 +113,8 @@ LoweredFunc build_statement_executor(const std::string& name, const sparse::Prog
       }
       if (!size) size = int64(1);  // a scalar
     }
-    temporaries.push_back({output.values, value_type, size, std::make_shared<FloatImm>(0.0, "0", value_type)});
+    // (Uninitialised: its statement overwrites it whole, as a kernel overwrites an output with `=`.)
+    temporaries.push_back({output.values, value_type, size, nullptr});
   }
 
   // Each statement's parameters from the executor's: a temporary's values from its workspace,
