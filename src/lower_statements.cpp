@@ -34,6 +34,26 @@ void check_statement_output(const Compilation& s) {
                                              output.tensor + " a \"structure\" (a sparse operand read with its indices), or a dense format"));
 }
 
+// Statement k's config, its ops' paths those of the config as written ("/schedule/2/0" where the
+// schedule is given per statement: the statement's view of the config has it at "/schedule").
+Config read_statement_config(const CompileInput& input, const ProgramConfig& config, size_t k, const ast::Spec& statement,
+                             const std::map<std::string, Format>& written) {
+  const std::string& path = config.schedule_paths[k];
+  auto moved = [&](const std::string& at) { return path + at.substr(std::string("/schedule").size()); };
+  Config read;
+  try {
+    read = read_config(input.config_path, config.statement_json[k], statement, statement_kernel_name(config.name, k), input.target,
+                       config.statement_sizes[k], &written);
+  } catch (const CompileError& e) {
+    std::string message = e.what();
+    const std::string prefix = input.config_path + ": /schedule";
+    if (path != "/schedule" && message.rfind(prefix, 0) == 0) message = input.config_path + ": " + moved(message.substr(input.config_path.size() + 2));
+    throw CompileError(message);
+  }
+  for (ScheduleOp& op : read.schedule) op.path = moved(op.path);
+  return read;
+}
+
 }  // namespace
 
 void lower_statements(Compilation& c, const ast::Program& program, const ProgramTensors& tensors, const ProgramConfig& config,
@@ -44,8 +64,7 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
   for (size_t k = 0; k < program.statements.size(); ++k) {
     Compilation s;
     s.spec = program.statements[k];
-    s.config = read_config(input.config_path, config.statement_json[k], s.spec, statement_kernel_name(config.name, k), input.target,
-                           config.statement_sizes[k], &written);
+    s.config = read_statement_config(input, config, k, s.spec, written);
     // `auto` knows the statistics of the statement's inputs that are the kernel's.
     std::map<std::string, std::string> stats_files;
     for (const auto& [tensor, path] : input.stats_files)
@@ -91,7 +110,7 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
   std::vector<loops::LoweredFunc> funcs;
   for (const Compilation& s : statements) funcs.push_back(s.func);
   std::vector<StatementGroup> groups;
-  if (c.config.auto_schedule && c.config.target == Target::Cpu && config.fuse) groups = fusable_statements(program, funcs);
+  if (c.config.target == Target::Cpu && config.fuse) groups = fusable_statements(program, funcs);
   else
     for (size_t k = 0; k < statements.size(); ++k) groups.push_back({k, 1, ""});
   for (const StatementGroup& group : groups) {

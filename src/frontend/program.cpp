@@ -177,11 +177,21 @@ ProgramConfig read_program_config(const std::string& file, const std::string& te
     if (statements == 1) fail_config(file, "/fuse", "\"fuse\" belongs to a spec of several statements");
     if (!root["fuse"].is_boolean()) fail_config(file, "/fuse", std::string("expected true or false, found ") + root["fuse"].type_name());
     out.fuse = root["fuse"].get<bool>();
+  } else {
+    out.fuse = root.contains("schedule") && root["schedule"].is_string() && root["schedule"] == "auto";
   }
   if (statements > 1) {
     const char* for_now = " in a spec of several statements is not supported yet";
-    if (root.contains("schedule") && !(root["schedule"].is_string() && root["schedule"] == "auto"))
-      fail_config(file, "/schedule", std::string("a schedule of ops") + for_now + ": give \"auto\", or no schedule");
+    if (root.contains("schedule") && root["schedule"].is_array())
+      fail_config(file, "/schedule", "a spec of several statements takes a schedule per statement: {\"1\": [ops], \"2\": \"auto\"}, or "
+                                     "\"auto\" for every statement");
+    if (root.contains("schedule") && root["schedule"].is_object())
+      for (auto it = root["schedule"].begin(); it != root["schedule"].end(); ++it) {
+        const std::string& key = it.key();
+        const bool number = !key.empty() && key.size() < 4 && std::all_of(key.begin(), key.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+        if (!number || std::stoul(key) < 1 || std::stoul(key) > statements)
+          fail_config(file, "/schedule/" + key, "expected a statement's number, 1 to " + std::to_string(statements));
+      }
     if (root.contains("specialize")) fail_config(file, "/specialize", std::string("\"specialize\"") + for_now);
     if (root.contains("variants")) fail_config(file, "/variants", std::string("\"variants\"") + for_now);
   }
@@ -219,6 +229,17 @@ ProgramConfig read_program_config(const std::string& file, const std::string& te
     json mine = root;
     mine["name"] = statements > 1 ? statement_kernel_name(out.name, k) : out.name;
     mine.erase("fuse");
+    std::string schedule_path = "/schedule";
+    if (statements > 1 && root.contains("schedule") && root["schedule"].is_object()) {
+      const std::string number = std::to_string(k + 1);
+      if (root["schedule"].contains(number)) {
+        mine["schedule"] = root["schedule"][number];
+        schedule_path += "/" + number;
+      } else {
+        mine.erase("schedule");
+      }
+    }
+    out.schedule_paths.push_back(schedule_path);
     if (mine.contains("tensors") && mine["tensors"].is_object()) {
       json kept = json::object();
       for (auto it = mine["tensors"].begin(); it != mine["tensors"].end(); ++it) {

@@ -32,17 +32,22 @@ ProgramTensors check_program(const ast::Program& program);
 struct ProgramConfig {
   std::string name;                   // the kernel's; statement k's is NAME_s<k+1>
   std::set<std::string> temporaries;  // "temporary": true
-  bool fuse = true;                   // "fuse": statements that share their row loop may run in one (under `auto`)
+  // "fuse": statements that share their row loop run in one; unset: under "schedule": "auto".
+  bool fuse = false;
   // Per statement: the config's JSON as that statement reads it (read_config): only the tensors
   // and sizes it uses, and its own kernel's name.
   std::vector<std::string> statement_json;
   std::vector<std::map<std::string, int64_t>> statement_sizes;  // the command line's --size, per statement
+  // Per statement: the JSON path of its schedule in the config ("/schedule", or "/schedule/2"
+  // where the schedule is given per statement), for its ops' errors.
+  std::vector<std::string> schedule_paths;
 };
 
 // What the config says of the program as a whole, checked against it: every tensor it names is
 // the program's, a temporary is written by one statement and read by a later one, sizes agree
-// within an index class, and a spec of several statements takes "schedule": "auto" (or none)
-// and neither "specialize" nor "variants" (for now).
+// within an index class. A spec of several statements takes "schedule": "auto" (each statement
+// scheduled by `auto`), or an object of schedules by statement number ({"1": "auto", "3": [ops]};
+// a statement it omits gets none), and neither "specialize" nor "variants" (for now).
 ProgramConfig read_program_config(const std::string& file, const std::string& text, const ast::Program& program,
                                   const ProgramTensors& tensors, const std::string& default_name,
                                   const std::map<std::string, int64_t>& sizes);

@@ -47,7 +47,12 @@ TEST_CASE("several statements: the config's temporaries and what it may not give
   CHECK(contains(error_of(spec, R"({"tensors": {"Z": {"format": "csr"}}})"),
                  "c.json: /tensors/Z: error: tensor Z does not appear in the spec (its tensors are: A, x, t, y)"));
   CHECK(contains(error_of(spec, R"({"schedule": [{"op": "parallel", "var": "i"}]})"),
-                 "c.json: /schedule: error: a schedule of ops in a spec of several statements is not supported yet"));
+                 "c.json: /schedule: error: a spec of several statements takes a schedule per statement"));
+  CHECK(contains(error_of(spec, R"({"schedule": {"3": "auto"}})"), "c.json: /schedule/3: error: expected a statement's number, 1 to 2"));
+  // A statement's ops are named by their place in the config as written.
+  CHECK(contains(error_of(spec, R"({"tensors": {"A": {"format": "csr"}}, "schedule": {"2": [{"op": "parallel", "var": "i"}, {"op": "vectorize", "var": "q"}]}})"),
+                 "c.json: /schedule/2/1: error: vectorize: no loop named q"));
+  CHECK(contains(error_of(spec, R"({"schedule": {"1": [{"op": "parallel"}]}})"), "c.json: /schedule/1/0: error:"));
   CHECK(contains(error_of(spec, R"({"specialize": {"i": [4]}})"), "c.json: /specialize: error:"));
   CHECK(contains(error_of(spec, R"({"variants": []})"), "c.json: /variants: error:"));
   // i and j index t's one mode: one size.
@@ -80,6 +85,18 @@ TEST_CASE("several statements: the ABI holds every tensor but the temporaries, a
   CHECK(c.temporaries.size() == 4);
   CHECK(c.statements.size() == 5);
   CHECK(contains(c.stage1_dump, "// statement 3: E(i,j) = exp(S(i,j) - m(i))"));
+}
+
+TEST_CASE("several statements: a schedule per statement") {
+  const spgen::Compilation c = compile("t(i) = A(i,j) * x(j)\ny(i) = A(i,j) * t(j)\n",
+                                       R"({"tensors": {"A": {"format": "csr"}, "t": {"temporary": true}},
+                                           "schedule": {"2": [{"op": "parallel", "var": "i", "schedule": "dynamic", "chunk": 64}]}})");
+  REQUIRE(c.statement_schedules.size() == 2);
+  CHECK(c.statement_schedules[0].empty());
+  REQUIRE(c.statement_schedules[1].size() == 1);
+  CHECK(c.statement_schedules[1][0].path == "/schedule/2/0");
+  CHECK(contains(spgen::loops::dump_stage2(c.parts[1]), "parallel(dynamic, 64)"));
+  CHECK(!contains(spgen::loops::dump_stage2(c.parts[0]), "parallel"));
 }
 
 TEST_CASE("several statements: index variables of one tensor mode share a size") {
