@@ -177,8 +177,6 @@ ProgramConfig read_program_config(const std::string& file, const std::string& te
     if (statements == 1) fail_config(file, "/fuse", "\"fuse\" belongs to a spec of several statements");
     if (!root["fuse"].is_boolean()) fail_config(file, "/fuse", std::string("expected true or false, found ") + root["fuse"].type_name());
     out.fuse = root["fuse"].get<bool>();
-  } else {
-    out.fuse = root.contains("schedule") && root["schedule"].is_string() && root["schedule"] == "auto";
   }
   if (statements > 1) {
     const char* for_now = " in a spec of several statements is not supported yet";

@@ -108,11 +108,11 @@ TEST_CASE("several statements: index variables of one tensor mode share a size")
   CHECK(!contains(executor, "dim_j"));
 }
 
-TEST_CASE("several statements under auto: those that share their row loop run in one loop; \"fuse\": false keeps them apart") {
+TEST_CASE("several statements with \"fuse\": those that share their row loop run in one loop; without, each its own") {
   const std::string auto_config =
       R"({"tensors": {"M": {"format": "csr"}, "S": {"temporary": true}, "m": {"temporary": true},
                       "E": {"structure": "S", "temporary": true}, "l": {"temporary": true}}, "schedule": "auto")";
-  const spgen::Compilation fused = compile(kAttention, auto_config + "}");
+  const spgen::Compilation fused = compile(kAttention, auto_config + R"(, "fuse": true})");
   REQUIRE(fused.parts.size() == 1);
   CHECK(fused.parts[0].name == "t_s1_5");
   const std::string kernel = spgen::loops::dump_stage2(fused.parts[0]);
@@ -120,14 +120,14 @@ TEST_CASE("several statements under auto: those that share their row loop run in
   CHECK(contains(fused.stage2_dump, "// statements 1-5 fused: one loop over i, each row computing them in turn"));
   CHECK(fused.statement_notes.size() == 1);
 
-  const spgen::Compilation apart = compile(kAttention, auto_config + R"(, "fuse": false})");
+  const spgen::Compilation apart = compile(kAttention, auto_config + "}");
   CHECK(apart.parts.size() == 5);
   // t is read at other rows (t(j)): its reader cannot run in its writer's loop.
   const spgen::Compilation hops = compile("t(i) = A(i,j) * x(j)\ny(i) = A(i,j) * t(j)\n",
-                                          R"({"tensors": {"A": {"format": "csr"}, "t": {"temporary": true}}, "schedule": "auto"})");
+                                          R"({"tensors": {"A": {"format": "csr"}, "t": {"temporary": true}}, "schedule": "auto", "fuse": true})");
   CHECK(hops.parts.size() == 2);
   // A scalar reduction over the rows is no row of its own: its reader waits for the whole sum.
-  const spgen::Compilation norm = compile("n = x(i) * x(i)\ny(i) = x(i) / sqrt(n)\n", R"({"tensors": {"n": {"temporary": true}}, "schedule": "auto"})");
+  const spgen::Compilation norm = compile("n = x(i) * x(i)\ny(i) = x(i) / sqrt(n)\n", R"({"tensors": {"n": {"temporary": true}}, "schedule": "auto", "fuse": true})");
   CHECK(norm.parts.size() == 2);
   CHECK(contains(error_of("y(i) = x(i)", R"({"fuse": true})"), "c.json: /fuse: error: \"fuse\" belongs to a spec of several statements"));
 }
