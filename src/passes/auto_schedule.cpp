@@ -173,17 +173,30 @@ bool one_sparse_walk_per_row(const For& loop) {
 
 // cpu: a dense free loop (not the outermost) whose body sums over a sparse level into one scalar
 // per iteration, in the shape `precompute` keeps in a register tile (SpMM's k after
-// auto_reorder), or null.
-const For* register_tile_loop(const LoweredFunc& func, const sparse::Program& program, const std::vector<const For*>& spine) {
+// auto_reorder); or over one dense loop, or two nested dense loops that `fuse` makes one (a dense
+// contraction after auto_reorder: RGCN's factored Y = T W). `sums`: the two loops to fuse first.
+struct RegisterTile {
+  const For* loop = nullptr;
+  std::vector<const For*> sums;
+};
+RegisterTile register_tile_loop(const LoweredFunc& func, const sparse::Program& program, const std::vector<const For*>& spine) {
+  auto dense_sum = [&](const For* loop) {
+    return loop && loop->var == loop->label && is_reduction(program, loop->label) && loop->annotations.sequential_reason.empty() &&
+           schedulable(program, loop->label) && labels_one_loop(func.body, loop->label);
+  };
   for (size_t d = 1; d < spine.size(); ++d) {
     const For& loop = *spine[d];
     if (loop.var != loop.label || is_reduction(program, loop.label) || !loop.annotations.sequential_reason.empty() ||
         !schedulable(program, loop.label) || !labels_one_loop(func.body, loop.label) || !precompute_refusal(loop).empty())
       continue;
     const For* summing = d + 1 < spine.size() ? spine[d + 1] : nullptr;
-    if (summing && summing->var != summing->label && is_reduction(program, summing->label)) return &loop;
+    if (summing && summing->var != summing->label && is_reduction(program, summing->label)) return {&loop, {}};
+    // A dense sum, the innermost loop or around one more that is.
+    const For* inner = d + 2 < spine.size() ? spine[d + 2] : nullptr;
+    if (dense_sum(summing) && d + 2 == spine.size() && !contains_loop(summing->body)) return {&loop, {}};
+    if (dense_sum(summing) && dense_sum(inner) && d + 3 == spine.size() && !contains_loop(inner->body)) return {&loop, {summing, inner}};
   }
-  return nullptr;
+  return {};
 }
 
 }  // namespace
@@ -195,16 +208,33 @@ std::optional<ScheduleOp> auto_reorder(const sparse::Program& program, const Con
     return std::nullopt;
   const sparse::SparseBuffer& output = program.output();
   const std::string& free = it.iterators.back().var;
+  if (it.iterators.back().is_reduction || !output.format.is_row_major_dense() || output.indices.empty() || output.indices.back() != free ||
+      !only_dense_levels_store(program, free) || register_tile_width(program, config, free) == 0)
+    return std::nullopt;
+  // The sums right before the free index: every one of the iteration's.
+  size_t sums = 0;
+  while (sums + 1 < it.iterators.size() && it.iterators[it.iterators.size() - 2 - sums].is_reduction) ++sums;
+  const size_t all_sums = static_cast<size_t>(
+      std::count_if(it.iterators.begin(), it.iterators.end(), [](const sparse::Iterator& i) { return i.is_reduction; }));
+  if (sums == 0 || sums != all_sums) return std::nullopt;
   const std::string& summed = it.iterators[it.iterators.size() - 2].var;
-  const bool one_sum = std::count_if(it.iterators.begin(), it.iterators.end(), [](const sparse::Iterator& i) { return i.is_reduction; }) == 1;
-  if (it.iterators.back().is_reduction || !it.iterators[it.iterators.size() - 2].is_reduction || !one_sum) return std::nullopt;
-  if (!output.format.is_row_major_dense() || output.indices.empty() || output.indices.back() != free) return std::nullopt;
-  if (!only_dense_levels_store(program, free) || only_dense_levels_store(program, summed)) return std::nullopt;
-  if (register_tile_width(program, config, free) == 0) return std::nullopt;
   ReorderOp reorder;
   for (const sparse::Iterator& i : it.iterators) reorder.order.push_back(i.var);
-  std::swap(reorder.order[reorder.order.size() - 1], reorder.order[reorder.order.size() - 2]);
-  return make_op(reorder, 0, free + " outside the sum over " + summed + ", for a register tile of the output's row");
+  // A sparse sum (SpMM's j): the free index moves outside it.
+  if (sums == 1 && !only_dense_levels_store(program, summed)) {
+    std::swap(reorder.order[reorder.order.size() - 1], reorder.order[reorder.order.size() - 2]);
+    return make_op(reorder, 0, free + " outside the sum over " + summed + ", for a register tile of the output's row");
+  }
+  // One or two dense sums (a dense contraction: RGCN's factored T W): the free index moves outside
+  // them all (stage II fuses two into one loop for the tile).
+  const std::vector<sparse::Iterator> dense(it.iterators.end() - 1 - static_cast<std::ptrdiff_t>(sums), it.iterators.end() - 1);
+  if (sums > 2 || !std::all_of(dense.begin(), dense.end(), [&](const sparse::Iterator& i) { return only_dense_levels_store(program, i.var); }))
+    return std::nullopt;
+  reorder.order.pop_back();
+  reorder.order.insert(reorder.order.end() - static_cast<std::ptrdiff_t>(sums), free);
+  std::string names;
+  for (const sparse::Iterator& i : dense) names += (names.empty() ? "" : " and ") + i.var;
+  return make_op(reorder, 0, free + " outside the dense sums over " + names + ", for a register tile of the output's row");
 }
 
 namespace {
@@ -406,7 +436,11 @@ std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Pro
         "rows that repeat (cut into pieces): each piece's sum added atomically");
   // A register tile: the free loop in tiles of a few vectors, each tile's sums kept across the
   // sparse sum and written once.
-  if (const For* tiled = register_tile_loop(func, program, spine)) {
+  if (const RegisterTile tile = register_tile_loop(func, program, spine); tile.loop) {
+    const For* tiled = tile.loop;
+    if (!tile.sums.empty())
+      add(FuseOp{{tile.sums[0]->label, tile.sums[1]->label}, unused_name(func, program, tile.sums[0]->label + tile.sums[1]->label)},
+          "the two sums as one loop, for the tile to stay in registers across both");
     const int64_t width = register_tile_width(program, config, tiled->label);
     const std::string tiles = unused_name(func, program, tiled->label + "0");
     const std::string in_tile = unused_name(func, program, tiled->label + "1");

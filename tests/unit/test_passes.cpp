@@ -1636,3 +1636,17 @@ TEST_CASE("unswitch: an ELL slot's padding test moves out of a register tile's l
   // A test that reads the loop's own variables stays inside it.
   CHECK(contains(c.stage2_dump, "        let pB1: int64 = j * dim_k + k\n        if 0 <= j:\n"));
 }
+
+TEST_CASE("auto: a dense contraction gets the register tile over its free index, two dense sums fused into one loop") {
+  const spgen::Compilation two = spgen_test::compile("Y(i,l) = T(r,i,k) * W(r,k,l)",
+                                                     R"({"tensors": {"T": {"format": {"levels": ["dense", "dense", "dense"], "order": [1, 0, 2]}}}, "schedule": "auto"})");
+  std::vector<std::string> ops;
+  for (const spgen::ScheduleOp& op : two.schedule) ops.push_back(spgen::describe_schedule_op(op));
+  CHECK(ops == std::vector<std::string>{"reorder(i, l, r, k)", "parallel(i, dynamic, 128)", "fuse(r, k -> rk)", "tile(l, 32 -> l0, l1)",
+                                        "precompute(l1)", "vectorize(l1)"});
+  const spgen::Compilation one = spgen_test::compile("C(i,l) = A(i,k) * B(k,l)", R"({"schedule": "auto"})");
+  CHECK(spgen_test::contains(spgen::loops::dump_stage2(one.parts.empty() ? one.func : one.parts.back()), "acc_tile"));
+  // Three dense sums: no tile (the fused loop would divide by two sizes).
+  const spgen::Compilation three = spgen_test::compile("Y(i,l) = T(r,i,k,m) * W(r,k,m,l)", R"({"schedule": "auto"})");
+  CHECK(!spgen_test::contains(three.stage2_dump, "acc_tile"));
+}
