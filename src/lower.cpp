@@ -26,6 +26,7 @@
 #include "passes/build_sparse_ir.h"
 #include "passes/decompose_operand.h"
 #include "passes/explicit_vectors.h"
+#include "passes/factor_product.h"
 #include "passes/infer_loop_order.h"
 #include "passes/infer_output_format.h"
 #include "passes/lower_to_loops.h"
@@ -622,6 +623,23 @@ void add_row_length_variants(Compilation& c, const Compilation& read) {
   c.row_variants = std::move(variants);
 }
 
+// 1d-5 for a statement `auto` factored (passes/factor_product.h): its two statements as a spec of
+// several statements would be, behind the statement's own ABI.
+void lower_factored(Compilation& c, const Factoring& factored, const CompileInput& input) {
+  const ast::Spec original = c.spec;
+  const ast::Program program = parse_program(input.spec_path, factored.spec_text);
+  const ProgramTensors tensors = check_program(program);
+  const ProgramConfig config =
+      read_program_config(input.config_path, factored.config_text, program, tensors, stem(input.spec_path), input.sizes);
+  Compilation f;
+  lower_statements(f, program, tensors, config, input, lower_kernel, &original);
+  specialize_sizes(f.func, f.config.sizes);
+  f.spec = original;
+  f.program.spec_text = ast::to_string(original);
+  f.statement_notes.insert(f.statement_notes.begin(), "auto factored the product into the statements above: " + factored.reason);
+  c = std::move(f);
+}
+
 }  // namespace
 
 Compilation compile(const CompileInput& input) {
@@ -642,16 +660,21 @@ Compilation compile(const CompileInput& input) {
       c.config.stats = read_input_stats(c.spec, c.config, input.stats_files, input.read_stats, input.stats_flag);
     const Compilation read = c;
 
-    // 1b-5. Lowering and scheduling: of the kernel, of each part of a decomposed operand, or of
-    // each part of a sum.
-    lower_kernel(c);
+    // 1d. `auto`: a product that costs less as two statements becomes them.
+    if (std::optional<Factoring> factored = factor_product(c.spec, c.config, input.config_text)) {
+      lower_factored(c, *factored, input);
+    } else {
+      // 1b-5. Lowering and scheduling: of the kernel, of each part of a decomposed operand, or of
+      // each part of a sum.
+      lower_kernel(c);
 
-    // 5c. The entry point (an executor calling parts too) checks the sizes its kernels assume.
-    specialize_sizes(c.func, c.config.sizes);
-    // 5d. Kernels for the sizes of one index variable that "specialize" (or `auto`) lists.
-    add_size_variants(c, read);
-    // 5e. Kernels for long rows that "variants" (or `auto`) lists.
-    add_row_length_variants(c, read);
+      // 5c. The entry point (an executor calling parts too) checks the sizes its kernels assume.
+      specialize_sizes(c.func, c.config.sizes);
+      // 5d. Kernels for the sizes of one index variable that "specialize" (or `auto`) lists.
+      add_size_variants(c, read);
+      // 5e. Kernels for long rows that "variants" (or `auto`) lists.
+      add_row_length_variants(c, read);
+    }
   }
   // 5f. cuda: the __global__ functions each host function launches, in order.
   // The dump lists them in the order the source defines the functions: assemble phases, parts,

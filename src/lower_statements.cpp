@@ -57,8 +57,8 @@ Config read_statement_config(const CompileInput& input, const ProgramConfig& con
 }  // namespace
 
 void lower_statements(Compilation& c, const ast::Program& program, const ProgramTensors& tensors, const ProgramConfig& config,
-                      const CompileInput& input, const std::function<void(Compilation&)>& lower_kernel) {
-  StatementKernels kernels{tensors, config.temporaries, {}, {}, {}, {}, {}};
+                      const CompileInput& input, const std::function<void(Compilation&)>& lower_kernel, const ast::Spec* abi_order) {
+  StatementKernels kernels{tensors, config.temporaries, {}, {}, {}, {}, {}, abi_order};
   std::map<std::string, Format> written;  // as each statement stored its output
   std::vector<Compilation> statements;
   for (size_t k = 0; k < program.statements.size(); ++k) {

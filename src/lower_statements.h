@@ -12,7 +12,10 @@ namespace spgen {
 // NAME_s1, NAME_s2, ... in `c.parts`, in order), each reading the tensors earlier ones wrote as
 // they stored them; then the kernel's ABI program and the executor that holds the temporaries
 // and calls them (passes/statement_sequence.h). Fills `c` as lower_kernel fills it for one.
+// `abi_order`: a statement `auto` factored into these (passes/factor_product.h), whose ABI the
+// kernel keeps.
 void lower_statements(Compilation& c, const ast::Program& program, const ProgramTensors& tensors, const ProgramConfig& config,
-                      const CompileInput& input, const std::function<void(Compilation&)>& lower_kernel);
+                      const CompileInput& input, const std::function<void(Compilation&)>& lower_kernel,
+                      const ast::Spec* abi_order = nullptr);
 
 }  // namespace spgen

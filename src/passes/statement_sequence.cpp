@@ -85,6 +85,13 @@ sparse::Program statement_sequence_program(const std::string& name, const Statem
   }
   whole.buffers = outputs;
   whole.buffers.insert(whole.buffers.end(), inputs.begin(), inputs.end());
+  if (const ast::Spec* abi = kernels.abi_order) {
+    whole.index_vars = abi->index_vars;
+    auto rank = [&](const sparse::SparseBuffer& b) {
+      return std::find_if(abi->tensors.begin(), abi->tensors.end(), [&](const ast::TensorUse& t) { return t.name == b.tensor; }) - abi->tensors.begin();
+    };
+    std::stable_sort(whole.buffers.begin(), whole.buffers.end(), [&](const sparse::SparseBuffer& a, const sparse::SparseBuffer& b) { return rank(a) < rank(b); });
+  }
   return whole;
 }
 

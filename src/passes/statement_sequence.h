@@ -27,6 +27,9 @@ struct StatementKernels {
   // point), or that of statements fused into one loop (passes/fuse_statements.h).
   std::vector<loops::LoweredFunc> funcs;
   std::vector<std::string> comments;
+  // A statement `auto` factored (passes/factor_product.h): the ABI keeps its order of index
+  // variables and tensors, as if it were one nest.
+  const ast::Spec* abi_order = nullptr;
 };
 
 // The program whose buffers are the kernel's ABI: the outputs in the order the statements write

@@ -131,3 +131,44 @@ TEST_CASE("several statements with \"fuse\": those that share their row loop run
   CHECK(norm.parts.size() == 2);
   CHECK(contains(error_of("y(i) = x(i)", R"({"fuse": true})"), "c.json: /fuse: error: \"fuse\" belongs to a spec of several statements"));
 }
+
+namespace {
+
+spgen::Compilation compile_with_stats(const std::string& spec, const std::string& config, const std::vector<int64_t>& dims, int64_t nnz) {
+  spgen::CompileInput input{"t.spg", spec, "c.json", config, std::nullopt, {}};
+  input.stats_files = {{"A", "a.tns"}};
+  input.read_stats = [dims, nnz](const std::string&) {
+    spgen::InputStats stats;
+    stats.dims = dims;
+    stats.nnz = nnz;
+    return stats;
+  };
+  return spgen::compile(input);
+}
+
+}  // namespace
+
+TEST_CASE("auto factors a product of a sparse and two dense operands where its statistics say two statements cost less") {
+  const char* rgcn = "Y(i,l) = A(r,i,j) * X(j,k) * W(r,k,l)";
+  const std::string config = R"({"tensors": {"A": {"format": "csf"}}, "schedule": "auto"})";
+  // 10 entries per (relation, node): nnz K L = 40000 * 1024 against nnz K + R N K L = 40000 * 32 + 4000 * 1024.
+  const spgen::Compilation factored = compile_with_stats(rgcn, config, {4, 1000, 1000}, 40000);
+  REQUIRE(factored.statements.size() == 2);
+  CHECK(factored.statements[0] == "T(r,i,k) = A(r,i,j) * X(j,k)");
+  CHECK(factored.statements[1] == "Y(i,l) = T(r,i,k) * W(r,k,l)");
+  CHECK(contains(factored.statement_notes.front(), "auto factored the product"));
+  CHECK(factored.program.spec_text == "Y(i,l) = A(r,i,j) * X(j,k) * W(r,k,l)");
+  // The kernel's ABI is the one nest's.
+  const spgen::Compilation single = compile(rgcn, config);
+  CHECK(single.statements.empty());
+  std::vector<std::string> a, b;
+  for (const spgen::loops::Param& p : factored.func.params) a.push_back(p.name + (p.is_const ? "" : " mut"));
+  for (const spgen::loops::Param& p : single.func.params) b.push_back(p.name + (p.is_const ? "" : " mut"));
+  CHECK(a == b);
+  // A tenth of an entry per (relation, node): the dense temporary would cost more.
+  CHECK(compile_with_stats(rgcn, config, {4, 1000, 1000}, 400).statements.empty());
+  // MTTKRP: either temporary is as large as the work it saves.
+  CHECK(compile_with_stats("Y(i,j) = A(i,k,l) * C(k,j) * D(l,j)", config, {1000, 100, 100}, 40000).statements.empty());
+  // A schedule of ops is the user's: nothing is rewritten.
+  CHECK(compile_with_stats(rgcn, R"({"tensors": {"A": {"format": "csf"}}, "schedule": []})", {4, 1000, 1000}, 40000).statements.empty());
+}
