@@ -152,6 +152,21 @@ TEST_CASE("examples/gat: one kernel of five statements (functions, a max reducti
   CHECK(kernel.find("std::vector<float> S_vals((int64_t)A_pos1[dim_i], 0.0f);") != std::string::npos);
 }
 
+TEST_CASE("examples/rgcn: one statement and its two-statement factoring give the same relational layer") {
+  TempDir dir;
+  std::string example = source_root() + "/examples/rgcn";
+  // (A smaller graph than the example's default: the plain loop's check dominates at -O1.)
+  ProcessResult make = run_process({"make", "-C", example, "SPGEN=" + spgen_binary(), "OUT=" + dir.path(), "CXXFLAGS=-O1"});
+  INFO(make.out);
+  INFO(make.err);
+  REQUIRE(make.exit_code == 0);
+  ProcessResult run = run_process({dir.file("rgcn_example"), "2000", "16"});
+  INFO(run.out);
+  CHECK(run.exit_code == 0);
+  CHECK(run.out.find(": ok") != std::string::npos);
+  CHECK(read_text(dir.file("rgcn_factored.cpp")).find("std::unique_ptr<float[]> T_vals") != std::string::npos);
+}
+
 TEST_CASE("a malformed spec is reported as file:line:col with a caret, exit 1, and nothing is written") {
   TempDir dir;
   write_text(dir.file("bad.spg"), "# comment\ny(i) = A(i,j) *\n");
