@@ -83,6 +83,9 @@ struct Spec {
 struct Program {
   std::string file, text;
   std::vector<Spec> statements;
+  // Temporaries the parser introduced: each holds a reduction written inside an expression, in a
+  // statement of its own before the one that reads it.
+  std::vector<std::string> lifted;
 };
 
 // Every access in the right-hand side, left to right.

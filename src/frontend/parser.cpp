@@ -178,7 +178,11 @@ class Parser {
     while (peek().kind != Tok::End) {
       if (statements.size() == kMaxStatements)
         fail(peek().loc, "the spec has more than " + std::to_string(kMaxStatements) + " statements");
-      statements.push_back(parse_statement());
+      ast::Spec statement = parse_statement();
+      // The reductions inside its expression first, each a statement of its own.
+      for (ast::Spec& reduction : lifted_) statements.push_back(std::move(reduction));
+      lifted_.clear();
+      statements.push_back(std::move(statement));
       if (peek().kind == Tok::Semicolon) {
         while (peek().kind == Tok::Semicolon) next();
       } else if (peek().kind != Tok::End && peek().loc.line == tokens_[at_ - 1].loc.line) {
@@ -197,6 +201,9 @@ class Parser {
     throw CompileError(format_source_error(file_, text_, loc, message));
   }
 
+  // The names of the temporaries that hold reductions inside expressions, in order.
+  const std::vector<std::string>& lifted_names() const { return lifted_names_; }
+
  private:
   static constexpr size_t kMaxStatements = 64;
 
@@ -211,8 +218,20 @@ class Parser {
     } else {
       fail(peek().loc, std::string("expected '=' or '+=' after the output, found ") + describe(peek().kind));
     }
-    if (at_reduction()) parse_reduction(spec);
-    else spec.rhs = parse_sum();
+    const bool whole_reduction = at_reduction();
+    spec.rhs = parse_sum();
+    // A reduction that is the whole right-hand side is the statement's own: no temporary (and
+    // its indices are checked against the output's, SpecChecker).
+    if (whole_reduction && !lifted_.empty() && spec.rhs->kind == ast::ExprKind::Access &&
+        spec.rhs->access.tensor == lifted_.back().output.tensor) {
+      ast::Spec own = std::move(lifted_.back());
+      lifted_.pop_back();
+      spec.reduction = own.reduction;
+      spec.reduced_vars = std::move(own.reduced_vars);
+      spec.reduced_var_locs = std::move(own.reduced_var_locs);
+      spec.explicit_reduction = true;
+      spec.rhs = own.rhs;
+    }
     return spec;
   }
 
@@ -237,6 +256,44 @@ class Parser {
     }
     spec.rhs = parse_sum();
     expect(Tok::RParen, "')' after the expression of " + name.text + "(" + spec.reduced_vars.front() + ": ...)");
+  }
+
+  // A reduction inside an expression (`exp(S(i,j) - max(j: S(i,j)))`): a statement of its own,
+  // before the one that reads it, into a dense temporary over the indices of its expression that
+  // it does not reduce (in order of appearance), named after its place (`max_1_18`); the
+  // expression reads that temporary.
+  ast::ExprPtr lift_reduction() {
+    const Token name = peek();
+    const Nesting nested(*this, name);
+    count_operator(name);
+    ast::Spec lifted;
+    lifted.file = file_;
+    lifted.text = text_;
+    parse_reduction(lifted);
+    ast::Access& out = lifted.output;
+    out.tensor = name.text + "_" + std::to_string(name.loc.line) + "_" + std::to_string(name.loc.col);
+    out.loc = name.loc;
+    for (const ast::Access* access : ast::collect_accesses(*lifted.rhs))
+      for (const std::string& var : access->indices)
+        if (std::find(lifted.reduced_vars.begin(), lifted.reduced_vars.end(), var) == lifted.reduced_vars.end() &&
+            std::find(out.indices.begin(), out.indices.end(), var) == out.indices.end()) {
+          out.indices.push_back(var);
+          out.index_locs.push_back(name.loc);
+        }
+    // The same reduction written again (a softmax's max in its numerator and its denominator)
+    // reads the first one's temporary (tensors are written once, so it still holds that value).
+    std::string key = std::string(ast::reduction_name(lifted.reduction)) + "(";
+    for (const std::string& var : lifted.reduced_vars) key += var + ",";
+    key += ": " + ast::to_string(*lifted.rhs) + ")";
+    for (const std::string& var : out.indices) key += " " + var;
+    if (auto same = lifted_by_key_.find(key); same != lifted_by_key_.end()) {
+      out.tensor = same->second;
+      return ast::make_access(out);
+    }
+    lifted_by_key_[key] = out.tensor;
+    lifted_names_.push_back(out.tensor);
+    lifted_.push_back(lifted);
+    return ast::make_access(out);
   }
 
   // Index variables separated by commas, then a colon, `ahead` tokens on (a reduction's `j, k:`).
@@ -346,9 +403,10 @@ class Parser {
       }
       case Tok::Ident: {
         ast::Function function;
+        if (at_reduction()) return lift_reduction();
         if (peek_at(1).kind == Tok::LParen && ast::function_named(token.text, function)) return parse_call(function);
         if (peek_at(1).kind == Tok::LParen && token.text == "sum")
-          fail(token.loc, "sum is a reduction, `sum(j: ...)`, and then must be the whole right-hand side (for now); "
+          fail(token.loc, "sum is a reduction, `sum(j: ...)`, naming the indices it sums; "
                           "an index absent from the output is summed anyway");
         node->kind = ast::ExprKind::Access;
         node->access = parse_access("a tensor");
@@ -373,9 +431,6 @@ class Parser {
     const std::string called = std::string(ast::function_name(function));
     if (reduction_vars_at(0) && ast::function_arity(function) == 1)
       fail(name.loc, called + " is a function of one value, not a reduction");
-    if (reduction_vars_at(0))
-      fail(name.loc, "an explicit reduction (`" + called + "(" + peek().text + ": ...)`) must be the whole right-hand side (for now): "
-                     "reduce into an output of its own");
     ast::ExprPtr first = parse_sum();
     ast::ExprPtr second;
     if (peek().kind == Tok::Comma) {
@@ -394,6 +449,9 @@ class Parser {
   std::vector<Token> tokens_;
   size_t at_ = 0;
   int nesting_ = 0, operators_ = 0;
+  std::vector<ast::Spec> lifted_;  // the reductions inside the statement being parsed
+  std::vector<std::string> lifted_names_;
+  std::map<std::string, std::string> lifted_by_key_;  // a lifted reduction's text -> its temporary
 };
 
 // Records tensors and index variables in order of first appearance and rejects what the
@@ -603,7 +661,8 @@ bool is_reserved_name(const std::string& name) {
 ast::Program parse_program(const std::string& file, const std::string& text) {
   Lexer lexer(file, text);
   Parser parser(file, text, lexer.run());
-  ast::Program program{file, text, parser.run()};
+  ast::Program program{file, text, parser.run(), {}};
+  program.lifted = parser.lifted_names();
   for (ast::Spec& statement : program.statements) SpecChecker(statement, parser).run();
   return program;
 }

@@ -173,6 +173,7 @@ ProgramConfig read_program_config(const std::string& file, const std::string& te
       out.temporaries.insert(it.key());
     }
   }
+  out.temporaries.insert(program.lifted.begin(), program.lifted.end());
   if (root.contains("fuse")) {
     if (statements == 1) fail_config(file, "/fuse", "\"fuse\" belongs to a spec of several statements");
     if (!root["fuse"].is_boolean()) fail_config(file, "/fuse", std::string("expected true or false, found ") + root["fuse"].type_name());

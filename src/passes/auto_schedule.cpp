@@ -234,7 +234,7 @@ std::optional<ScheduleOp> auto_reorder(const sparse::Program& program, const Con
   reorder.order.insert(reorder.order.end() - static_cast<std::ptrdiff_t>(sums), free);
   std::string names;
   for (const sparse::Iterator& i : dense) names += (names.empty() ? "" : " and ") + i.var;
-  return make_op(reorder, 0, free + " outside the dense sums over " + names + ", for a register tile of the output's row");
+  return make_op(reorder, 0, free + " outside the dense sum" + (sums > 1 ? "s" : "") + " over " + names + ", for a register tile of the output's row");
 }
 
 namespace {

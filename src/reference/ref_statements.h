@@ -25,7 +25,11 @@ struct StoredAs {
 };
 
 // Every statement's output, by name, evaluated in order; `stored` says how each is stored (an
-// output it lacks: as evaluate returns it). Throws as evaluate does, naming the statement.
+// output it lacks: as evaluate returns it). A reduction inside a right-hand side (`exp(S(i,j) -
+// max(j: S(i,j)))`, not the whole of it) is first evaluated as a statement of its own, innermost
+// first, into a dense temporary over the indices of its expression it does not reduce, which the
+// expression then reads (these temporaries are among the results, named ref_reduction_N).
+// Throws as evaluate does, naming the statement.
 std::map<std::string, Tensor> evaluate_statements(const std::string& spec_text, const std::map<std::string, Tensor>& inputs,
                                                   const std::map<std::string, StoredAs>& stored,
                                                   const std::map<std::string, int64_t>& extra_dims = {});

@@ -633,9 +633,28 @@ TEST_CASE("parser: an explicit reduction is the whole right-hand side") {
   CHECK(!parse("y = max(a, b)").explicit_reduction);
 }
 
+TEST_CASE("parse_program: a reduction inside an expression is a statement of its own, into a temporary") {
+  const spgen::ast::Program program =
+      spgen::parse_program("spec.spg", "E(i,j) = exp(S(i,j) - max(j: S(i,j))) / sum(j: exp(S(i,j) - max(j: S(i,j))))\nm(i) = max(j: S(i,j)) + 1\n");
+  REQUIRE(program.statements.size() == 4);
+  CHECK(spgen::ast::to_string(program.statements[0]) == "max_1_23(i) = max(j: S(i,j))");
+  // The same reduction again reads the same temporary.
+  CHECK(spgen::ast::to_string(program.statements[1]) == "sum_1_41(i) = sum(j: exp(S(i,j) - max_1_23(i)))");
+  CHECK(spgen::ast::to_string(program.statements[2]) == "E(i,j) = exp(S(i,j) - max_1_23(i)) / sum_1_41(i)");
+  // (and so does a later statement's)
+  CHECK(spgen::ast::to_string(program.statements[3]) == "m(i) = max_1_23(i) + 1");
+  CHECK(program.lifted == std::vector<std::string>{"max_1_23", "sum_1_41"});
+  // The whole right-hand side is the statement's own reduction, as before.
+  CHECK(spgen::parse_program("spec.spg", "m(i) = max(j: S(i,j))").statements.size() == 1);
+  // A sum binds its own indices: y(i) = x(i) / |x|.
+  const spgen::ast::Program norm = spgen::parse_program("spec.spg", "y(i) = x(i) / sqrt(sum(i: x(i) * x(i)))");
+  REQUIRE(norm.statements.size() == 2);
+  CHECK(spgen::ast::to_string(norm.statements[0]) == "sum_1_20 = sum(i: x(i) * x(i))");
+  // Errors inside a lifted reduction point into the statement as written.
+  check_error("y(i) = x(i) + max(k: S(i,j))", 1, 19, "index k of max(...) does not occur in its expression", 'k');
+}
+
 TEST_CASE("parser error: explicit reductions") {
-  check_error("m(i) = max(j: S(i,j)) + 1", 1, 23, "an explicit reduction must be the whole right-hand side (for now)", '+');
-  check_error("y(i) = x(i) + max(j: S(i,j))", 1, 15, "an explicit reduction (`max(j: ...)`) must be the whole right-hand side", 'm');
   check_error("y(i) = exp(j: S(i,j))", 1, 8, "exp is a function of one value, not a reduction", 'e');
   check_error("m(i) = max(i: S(i,j))", 1, 12, "index i is an index of the output m, so max cannot reduce it", 'i');
   check_error("m(i) = max(k: S(i,j))", 1, 12, "index k of max(...) does not occur in its expression", 'k');
@@ -649,7 +668,7 @@ TEST_CASE("parser error: explicit reductions") {
 TEST_CASE("parser error: function calls") {
   check_error("y(i) = max(x(i))", 1, 16, "max takes two arguments", ')');
   check_error("y(i) = exp(x(i), 2)", 1, 16, "exp takes one argument", ',');
-  check_error("y(i) = sum(A(i,j) * x(j))", 1, 8, "sum is a reduction, `sum(j: ...)`, and then must be the whole right-hand side", 's');
+  check_error("y(i) = sum(A(i,j) * x(j))", 1, 8, "sum is a reduction, `sum(j: ...)`, naming the indices it sums", 's');
   check_error("y(i) = exp(x(i)", 1, 16, "expected ')' after the argument of exp", 0);
   check_error("exp(i) = x(i)", 1, 1, "'exp' cannot be used as a tensor name: it is a function of the spec language", 'e');
   check_error("y(i) = A(i,max) * x(max)", 1, 12, "'max' cannot be used as an index variable name", 'm');
