@@ -6,6 +6,7 @@
 
 #include "frontend/config.h"
 #include "frontend/parser.h"
+#include "frontend/program.h"
 #include "fuzz_targets.h"
 #include "lower.h"
 #include "support/diagnostics.h"
@@ -42,7 +43,10 @@ const char* const kSpecs[] = {
 
 int spec_parser(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  return expect_precise_errors([&] { spgen::parse_spec("fuzz.spg", text); });
+  return expect_precise_errors([&] {
+    const spgen::ast::Program program = spgen::parse_program("fuzz.spg", text);
+    spgen::check_program(program);
+  });
 }
 
 int config_reader(const uint8_t* data, size_t size) {

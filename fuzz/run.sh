@@ -26,13 +26,13 @@ seed_corpus() {
   local target=$1 dir=build-fuzz/corpus/$1
   mkdir -p "$dir"
   case $target in
-    spec_parser) cp specs/*.spg tests/e2e/cases/*.spg "$dir/" ;;
+    spec_parser) cp specs/*.spg tests/e2e/cases/*.spg tests/e2e/statements/*.spg "$dir/" ;;
     config_reader) cp specs/*.json tests/e2e/cases/*.json "$dir/" ;;
     whole_compile)
       python3 - "$dir" <<'PY'
 import glob, os, sys
-specs = {os.path.basename(p)[:-4]: p for p in glob.glob('specs/*.spg') + glob.glob('tests/e2e/cases/*.spg')}
-for config in sorted(glob.glob('specs/*.json') + glob.glob('tests/e2e/cases/*.json')):
+specs = {os.path.basename(p)[:-4]: p for p in glob.glob('specs/*.spg') + glob.glob('tests/e2e/cases/*.spg') + glob.glob('tests/e2e/statements/*.spg')}
+for config in sorted(glob.glob('specs/*.json') + glob.glob('tests/e2e/cases/*.json') + glob.glob('tests/e2e/statements/*.json')):
     stem = os.path.basename(config)[:-5]
     owners = [s for s in specs if stem.startswith(s + '_')]
     if not owners:

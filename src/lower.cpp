@@ -623,23 +623,6 @@ void add_row_length_variants(Compilation& c, const Compilation& read) {
   c.row_variants = std::move(variants);
 }
 
-// 1d-5 for a statement `auto` factored (passes/factor_product.h): its two statements as a spec of
-// several statements would be, behind the statement's own ABI.
-void lower_factored(Compilation& c, const Factoring& factored, const CompileInput& input) {
-  const ast::Spec original = c.spec;
-  const ast::Program program = parse_program(input.spec_path, factored.spec_text);
-  const ProgramTensors tensors = check_program(program);
-  const ProgramConfig config =
-      read_program_config(input.config_path, factored.config_text, program, tensors, stem(input.spec_path), input.sizes);
-  Compilation f;
-  lower_statements(f, program, tensors, config, input, lower_kernel, &original);
-  specialize_sizes(f.func, f.config.sizes);
-  f.spec = original;
-  f.program.spec_text = ast::to_string(original);
-  f.statement_notes.insert(f.statement_notes.begin(), "auto factored the product into the statements above: " + factored.reason);
-  c = std::move(f);
-}
-
 }  // namespace
 
 Compilation compile(const CompileInput& input) {
@@ -662,7 +645,7 @@ Compilation compile(const CompileInput& input) {
 
     // 1d. `auto`: a product that costs less as two statements becomes them.
     if (std::optional<Factoring> factored = factor_product(c.spec, c.config, input.config_text)) {
-      lower_factored(c, *factored, input);
+      lower_factored(c, *factored, input, lower_kernel);
     } else {
       // 1b-5. Lowering and scheduling: of the kernel, of each part of a decomposed operand, or of
       // each part of a sum.

@@ -4,8 +4,11 @@
 #include "lower_statements.h"
 
 #include <algorithm>
+#include <filesystem>
 
+#include "frontend/parser.h"
 #include "ir/loop_ir_printer.h"
+#include "passes/specialize_sizes.h"
 #include "passes/fuse_statements.h"
 #include "passes/statement_sequence.h"
 #include "support/text.h"
@@ -146,6 +149,22 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
   c.written_formats = written;
   c.func = build_statement_executor(config.name, c.program, kernels);
   c.stage2_dump += "// executor\n" + loops::dump_stage2(c.func);
+}
+
+void lower_factored(Compilation& c, const Factoring& factored, const CompileInput& input,
+                    const std::function<void(Compilation&)>& lower_kernel) {
+  const ast::Spec original = c.spec;
+  const ast::Program program = parse_program(input.spec_path, factored.spec_text);
+  const ProgramTensors tensors = check_program(program);
+  const std::string name = std::filesystem::path(input.spec_path).stem().string();
+  const ProgramConfig config = read_program_config(input.config_path, factored.config_text, program, tensors, name, input.sizes);
+  Compilation f;
+  lower_statements(f, program, tensors, config, input, lower_kernel, &original);
+  specialize_sizes(f.func, f.config.sizes);
+  f.spec = original;
+  f.program.spec_text = ast::to_string(original);
+  f.statement_notes.insert(f.statement_notes.begin(), "auto factored the product into the statements above: " + factored.reason);
+  c = std::move(f);
 }
 
 }  // namespace spgen

@@ -5,6 +5,7 @@
 
 #include "frontend/program.h"
 #include "lower.h"
+#include "passes/factor_product.h"
 
 namespace spgen {
 
@@ -17,5 +18,10 @@ namespace spgen {
 void lower_statements(Compilation& c, const ast::Program& program, const ProgramTensors& tensors, const ProgramConfig& config,
                       const CompileInput& input, const std::function<void(Compilation&)>& lower_kernel,
                       const ast::Spec* abi_order = nullptr);
+
+// A statement `auto` factored (passes/factor_product.h): its two statements lowered as a spec of
+// several statements would be, behind the statement's own ABI; `c` holds the statement as read.
+void lower_factored(Compilation& c, const Factoring& factored, const CompileInput& input,
+                    const std::function<void(Compilation&)>& lower_kernel);
 
 }  // namespace spgen
