@@ -152,6 +152,19 @@ TEST_CASE("examples/gat: one kernel of five statements (functions, a max reducti
   CHECK(kernel.find("std::unique_ptr<float[]> S_vals(new float[(int64_t)A_pos1[dim_i]]);") != std::string::npos);
 }
 
+TEST_CASE("examples/sparse_attention: attention over a banded mask as one kernel of five statements") {
+  TempDir dir;
+  std::string example = source_root() + "/examples/sparse_attention";
+  ProcessResult make = run_process({"make", "-C", example, "SPGEN=" + spgen_binary(), "OUT=" + dir.path(), "CXXFLAGS=-O1"});
+  INFO(make.out);
+  INFO(make.err);
+  REQUIRE(make.exit_code == 0);
+  ProcessResult run = run_process({dir.file("attention_example"), "1000", "16"});
+  INFO(run.out);
+  CHECK(run.exit_code == 0);
+  CHECK(run.out.find(": ok") != std::string::npos);
+}
+
 TEST_CASE("examples/rgcn: one statement and its two-statement factoring give the same relational layer") {
   TempDir dir;
   std::string example = source_root() + "/examples/rgcn";
