@@ -86,9 +86,11 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
     kernels.texts.push_back(text);
     statements.push_back(std::move(s));
   }
-  for (const auto& [tensor, path] : input.stats_files)
+  for (const auto& file : input.stats_files) {
+    const std::string& tensor = file.first;  // (clang 14 cannot capture a structured binding)
     if (std::none_of(tensors.tensors.begin(), tensors.tensors.end(), [&](const ast::TensorUse& t) { return t.name == tensor && !t.is_output; }))
-      throw CompileError("spgen: error: " + input.stats_flag + " " + tensor + "=" + path + ": the spec has no input " + tensor + "\n");
+      throw CompileError("spgen: error: " + input.stats_flag + " " + tensor + "=" + file.second + ": the spec has no input " + tensor + "\n");
+  }
 
   // The kernel as a whole: its ABI's tensors, the config they are read with, and each statement's
   // kernels (a statement's own parts before its entry point) for the executor to call.
