@@ -163,7 +163,7 @@ class ConfigReader : public ConfigJsonReader {
     Config config;
     config.file = file_;
     expect_object(root, "");
-    check_keys(root, "", {"name", "description", "target", "types", "sizes", "specialize", "variants", "tensors", "schedule", "tuned"});
+    check_keys(root, "", {"name", "description", "target", "types", "sizes", "specialize", "variants", "tensors", "schedule", "tuned", "factor"});
     config.name = root.contains("name") ? get_string(root["name"], "/name") : default_name;
     if (!is_c_identifier(config.name))
       fail(root.contains("name") ? "/name" : "", "kernel name \"" + config.name +
@@ -174,6 +174,10 @@ class ConfigReader : public ConfigJsonReader {
     if (root.contains("description")) get_string(root["description"], "/description");
     // What `spgen tune` measured (docs/tune.md): a record for people, not read by the compiler.
     if (root.contains("tuned")) expect_object(root["tuned"], "/tuned");
+    if (root.contains("factor")) {
+      if (!root["factor"].is_boolean()) fail("/factor", "expected true or false, found " + type_name(root["factor"]));
+      config.factor = root["factor"].get<bool>();
+    }
     if (root.contains("target")) config.target = read_target(root["target"]);
     if (target) config.target = *target;
     if (root.contains("types")) read_types(root["types"], config);

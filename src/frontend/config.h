@@ -204,6 +204,10 @@ struct Config {
   // "structure": "S" on the output: it has exactly S's stored entries (S a sparse input read with
   // the output's indices, stored alike), and the right-hand side is evaluated there only.
   std::string output_structure;
+  // "factor": whether `auto` rewrites a product of a sparse and two dense operands as two
+  // statements (passes/factor_product.h): unset, where the statistics say it pays; false, never;
+  // true, whenever such a form exists (the one its sizes say is cheapest).
+  std::optional<bool> factor;
   // What `auto` knows of sparse inputs' structure, by tensor (--stats, or `spgen run`'s inputs).
   std::map<std::string, InputStats> stats;
 

@@ -22,7 +22,9 @@ class ProgramChecker {
     for (size_t k = 0; k < program_.statements.size(); ++k) {
       const ast::Spec& statement = program_.statements[k];
       if (several && statement.accumulate)
-        fail(statement.output.loc, "`+=` in a spec of several statements is not supported yet: write the sum into a tensor of its own");
+        fail(statement.output.loc, std::string("`+=` in a spec of several statements is not supported yet") +
+                                       (program_.lifted.empty() ? "" : " (a reduction inside an expression is a statement of its own)") +
+                                       ": write the sum into a tensor of its own");
       for (const ast::Access* access : ast::collect_accesses(*statement.rhs)) read(*access, k);
       write(statement.output, k);
     }
@@ -191,6 +193,8 @@ ProgramConfig read_program_config(const std::string& file, const std::string& te
         if (!number || std::stoul(key) < 1 || std::stoul(key) > statements)
           fail_config(file, "/schedule/" + key, "expected a statement's number, 1 to " + std::to_string(statements));
       }
+    if (root.contains("factor"))
+      fail_config(file, "/factor", "\"factor\" rewrites a spec of one statement; this one has several already");
     if (root.contains("specialize")) fail_config(file, "/specialize", std::string("\"specialize\"") + for_now);
     if (root.contains("variants")) fail_config(file, "/variants", std::string("\"variants\"") + for_now);
   }

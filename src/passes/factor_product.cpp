@@ -1,6 +1,7 @@
 #include "passes/factor_product.h"
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -12,6 +13,9 @@ namespace {
 
 // A dense index whose size neither "sizes" nor the statistics give: a typical feature width.
 constexpr double kAssumedWidth = 32;
+// Without statistics ("factor": true): a sparse operand's modes, and its entries per row.
+constexpr double kAssumedModeSize = 1e4;
+constexpr double kAssumedRowLength = 8;
 
 // Whether `expr` is a product of accesses only.
 bool product_of_accesses(const ast::Expr& expr) {
@@ -46,6 +50,7 @@ std::string count(double value) {
 }  // namespace
 
 std::optional<Factoring> factor_product(const ast::Spec& spec, const Config& config, const std::string& config_text) {
+  if (config.factor == false) return std::nullopt;
   if (!config.auto_schedule || spec.accumulate || spec.reduction != ast::Reduction::Sum || !config.output_structure.empty() ||
       !config.format_of(spec.output.tensor).all_dense() || !config.specialize.empty() || !config.row_variants.empty() ||
       !product_of_accesses(*spec.rhs))
@@ -63,11 +68,14 @@ std::optional<Factoring> factor_product(const ast::Spec& spec, const Config& con
     }
   }
   if (!sparse || dense.size() != 2 || dense[0]->tensor == dense[1]->tensor) return std::nullopt;
+  // Without statistics, only where the config asks ("factor": true), sizes assumed: a sparse
+  // operand's modes of 10^4 and 8 entries per row of its last level.
   auto stats = config.stats.find(sparse->tensor);
-  if (stats == config.stats.end() || stats->second.dims.size() != sparse->indices.size()) return std::nullopt;
+  const bool known = stats != config.stats.end() && stats->second.dims.size() == sparse->indices.size();
+  if (!known && config.factor != true) return std::nullopt;
   auto size = [&](const std::string& var) -> double {
     for (size_t m = 0; m < sparse->indices.size(); ++m)
-      if (sparse->indices[m] == var) return static_cast<double>(stats->second.dims[m]);
+      if (sparse->indices[m] == var) return known ? static_cast<double>(stats->second.dims[m]) : kAssumedModeSize;
     auto fixed = config.sizes.find(var);
     return fixed != config.sizes.end() ? static_cast<double>(fixed->second) : kAssumedWidth;
   };
@@ -76,7 +84,9 @@ std::optional<Factoring> factor_product(const ast::Spec& spec, const Config& con
     for (const std::string& v : vars) p *= size(v);
     return p;
   };
-  const double nnz = static_cast<double>(stats->second.nnz);
+  double rows = 1;  // the positions above the sparse operand's last level, as assumed
+  for (size_t m = 0; m + 1 < sparse->indices.size(); ++m) rows *= kAssumedModeSize;
+  const double nnz = known ? static_cast<double>(stats->second.nnz) : rows * kAssumedRowLength;
   const std::set<std::string> sparse_vars = vars_of(*sparse), out_vars = vars_of(spec.output);
   std::set<std::string> own;  // the dense operands' indices that S lacks
   for (const ast::Access* d : dense)
@@ -85,7 +95,7 @@ std::optional<Factoring> factor_product(const ast::Spec& spec, const Config& con
   const double single = nnz * product(own);
 
   std::optional<Factoring> best;
-  double best_cost = single;
+  double best_cost = config.factor == true ? INFINITY : single;
   for (size_t first = 0; first < 2; ++first) {
     const ast::Access& with = *dense[first];
     const ast::Access& other = *dense[1 - first];
@@ -127,9 +137,10 @@ std::optional<Factoring> factor_product(const ast::Spec& spec, const Config& con
     nlohmann::json levels = nlohmann::json::array();
     for (size_t m = 0; m < t_indices.size(); ++m) levels.push_back("dense");
     root["tensors"][t] = {{"temporary", true}, {"format", {{"levels", levels}, {"order", order}}}};
+    root.erase("factor");  // (the two statements are the answer to it)
     f.config_text = root.dump();
     f.reason = "one nest visits " + count(single) + " points (" + sparse->tensor + "'s " + count(nnz) + " entries times the other indices); " +
-               t_access + " first visits " + count(cost) + " in all";
+               t_access + " first visits " + count(cost) + " in all" + (known ? "" : " (\"factor\": true, without statistics: sizes assumed)");
     best = std::move(f);
   }
   return best;

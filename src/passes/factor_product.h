@@ -23,8 +23,9 @@ struct Factoring {
   std::string reason;       // the costs compared, for the header
 };
 
-// Nothing where the statement is not such a product, `auto` does not schedule it, S's statistics
-// are unknown, or one nest costs no more.
+// Nothing where the statement is not such a product, `auto` does not schedule it, or the config
+// says `"factor": false`; unless it says `"factor": true` (then the cheapest form, sizes assumed
+// where unknown), also nothing where S's statistics are unknown or one nest costs no more.
 std::optional<Factoring> factor_product(const ast::Spec& spec, const Config& config, const std::string& config_text);
 
 }  // namespace spgen

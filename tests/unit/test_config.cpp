@@ -372,7 +372,7 @@ TEST_CASE("config error: the top level must be an object") {
 TEST_CASE("config error: unknown top-level key") {
   CHECK(error_of(R"({"nam": "x"})") ==
         config_error("/nam", "unknown key \"nam\" (expected one of: name, description, target, types, sizes, specialize, variants, tensors, "
-                             "schedule, tuned)"));
+                             "schedule, tuned, factor)"));
   CHECK(starts_with(error_of(R"({"name": "k", "format": "csr"})"), "config.json: /format: error: unknown key \"format\""));
 }
 

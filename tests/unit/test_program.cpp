@@ -30,6 +30,9 @@ TEST_CASE("several statements: errors between statements point at the access") {
   CHECK(contains(error_of("t(i) = x(i)\nt(i) = w(i)\n", "{}"),
                  "t.spg:2:1: error: t is already written by the statement at line 1, column 1: a tensor is written once"));
   CHECK(contains(error_of("t(i) = x(i)\ny(i) += t(i)\n", "{}"), "t.spg:2:1: error: `+=` in a spec of several statements is not supported yet"));
+  CHECK(contains(error_of("y(i) += x(i) / sum(j: A(i,j))", "{}"),
+                 "t.spg:1:1: error: `+=` in a spec of several statements is not supported yet (a reduction inside an expression is a "
+                 "statement of its own)"));
   CHECK(contains(error_of("t(i) = x(i)\ny(i) = t(i,j) * z(j)\n", "{}"),
                  "t.spg:2:8: error: tensor t is used with 2 indices here but with 1 at line 1, column 1"));
   CHECK(contains(error_of("t(i) = x(i)\ny(j) = t(j) * i(j)\n", "{}"), "'i' is used both as a tensor and as an index variable"));
@@ -169,6 +172,12 @@ TEST_CASE("auto factors a product of a sparse and two dense operands where its s
   CHECK(compile_with_stats(rgcn, config, {4, 1000, 1000}, 400).statements.empty());
   // MTTKRP: either temporary is as large as the work it saves.
   CHECK(compile_with_stats("Y(i,j) = A(i,k,l) * C(k,j) * D(l,j)", config, {1000, 100, 100}, 40000).statements.empty());
+  // "factor" asks for it without statistics, or forbids it.
+  CHECK(compile(rgcn, R"({"tensors": {"A": {"format": "csf"}}, "schedule": "auto", "factor": true})").statements.size() == 2);
+  CHECK(compile_with_stats(rgcn, R"({"tensors": {"A": {"format": "csf"}}, "schedule": "auto", "factor": false})", {4, 1000, 1000}, 40000)
+            .statements.empty());
+  CHECK(contains(error_of(rgcn, R"({"factor": 1})"), "c.json: /factor: error: expected true or false, found number"));
+  CHECK(contains(error_of("t(i) = x(i)\ny(i) = t(i)\n", R"({"factor": true})"), "c.json: /factor: error: \"factor\" rewrites a spec of one statement"));
   // A schedule of ops is the user's: nothing is rewritten.
   CHECK(compile_with_stats(rgcn, R"({"tensors": {"A": {"format": "csf"}}, "schedule": []})", {4, 1000, 1000}, 40000).statements.empty());
 }
