@@ -406,6 +406,22 @@ def several_statements():
         check(False, "several statements: a non-square A was accepted")
     except ValueError:
         pass
+    # Three outputs, one of them sparse on the mask's structure (csr), the others dense.
+    generated = subprocess.run([SPGEN, "gen", os.path.join(ROOT, "tests/e2e/statements/attention.spg"), "--config",
+                                os.path.join(ROOT, "tests/e2e/statements/attention_outputs_auto.json"), "-o", out, "--python"],
+                               capture_output=True, text=True)
+    check(generated.returncode == 0, f"several statements: attention --python failed: {generated.stderr}")
+    attention = load(os.path.join(out, "attention.py"), "attention")
+    mask = scipy.sparse.random(50, 40, density=0.2, format="csr", random_state=2, dtype=np.float32)
+    q, k, v = (rng.standard_normal(shape).astype(np.float32) for shape in ((50, 8), (40, 8), (40, 6)))
+    m, e, o = attention.attention(M=mask, Q=q, K=k, V=v)
+    s = mask.multiply(q @ k.T).tocsr()
+    want_m = np.array([s[[i]].data.max() if s[[i]].nnz else -np.inf for i in range(50)])
+    check(np.allclose(m, want_m, rtol=1e-4, atol=1e-5), "several statements: the row maxima")
+    want_e = scipy.sparse.csr_matrix((np.exp(s.data - np.repeat(want_m, np.diff(s.indptr))), s.indices, s.indptr), shape=s.shape)
+    check(np.allclose(e.toarray(), want_e.toarray(), rtol=1e-4, atol=1e-5), "several statements: the numerators, on the mask")
+    sums = np.asarray(want_e.sum(axis=1)).ravel()
+    check(np.allclose(o, (want_e @ v) / np.where(sums == 0, 1, sums)[:, None], rtol=1e-4, atol=1e-5), "several statements: the output")
     print("ok: several statements")
 
 
