@@ -1,6 +1,6 @@
 // A spec of several statements, each lowered as a kernel of its own and joined by an executor
-// that materializes the temporaries (docs/architecture.md, "Several statements"). Fusing a
-// temporary into its consumer's loops is a later step: here each is computed whole first.
+// that materializes the temporaries (docs/architecture.md, step 1'). With "fuse", statements that
+// share their row loop run in one (passes/fuse_statements.h); the temporaries stay whole arrays.
 #include "lower_statements.h"
 
 #include <algorithm>
@@ -111,7 +111,7 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
     c.config.auto_formats.insert(s.config.auto_formats.begin(), s.config.auto_formats.end());
     c.config.stats.insert(s.config.stats.begin(), s.config.stats.end());
   }
-  // `auto` on the cpu: statements that share their row loop run in one (passes/fuse_statements.h).
+  // With "fuse" on the cpu: statements that share their row loop run in one (passes/fuse_statements.h).
   std::vector<loops::LoweredFunc> funcs;
   for (const Compilation& s : statements) funcs.push_back(s.func);
   std::vector<StatementGroup> groups;
