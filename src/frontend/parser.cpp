@@ -408,6 +408,12 @@ class Parser {
         if (peek_at(1).kind == Tok::LParen && token.text == "sum")
           fail(token.loc, "sum is a reduction, `sum(j: ...)`, naming the indices it sums; "
                           "an index absent from the output is summed anyway");
+        // `foo(x(i))`, `foo(2 * x)`: a call of something that is no function of the language.
+        const Tok first = peek_at(2).kind;
+        if (peek_at(1).kind == Tok::LParen && (first == Tok::Number || first == Tok::LParen || first == Tok::Minus ||
+                                               (first == Tok::Ident && peek_at(3).kind == Tok::LParen)))
+          fail(token.loc, "unknown function " + token.text + " (the functions are exp, log, sqrt, abs, max and min, and the "
+                          "reductions sum, max and min(j: ...)); a tensor's indices are index variables");
         node->kind = ast::ExprKind::Access;
         node->access = parse_access("a tensor");
         return node;

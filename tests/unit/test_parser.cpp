@@ -666,6 +666,9 @@ TEST_CASE("parser error: explicit reductions") {
 }
 
 TEST_CASE("parser error: function calls") {
+  check_error("y(i) = foo(x(i))", 1, 8, "unknown function foo (the functions are exp, log, sqrt, abs, max and min", 'f');
+  check_error("y(i) = foo(2 * x(i))", 1, 8, "unknown function foo", 'f');
+  check_error("y(i) = relu(x(i) + 1)", 1, 8, "unknown function relu", 'r');
   check_error("y(i) = max(x(i))", 1, 16, "max takes two arguments", ')');
   check_error("y(i) = exp(x(i), 2)", 1, 16, "exp takes one argument", ',');
   check_error("y(i) = sum(A(i,j) * x(j))", 1, 8, "sum is a reduction, `sum(j: ...)`, naming the indices it sums", 's');
