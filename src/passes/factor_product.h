@@ -1,11 +1,11 @@
 // `auto`'s factorization of one statement (issue #22; TACO's precompute, Scorch's contraction
-// order): a product of one sparse operand S and two dense ones costs, as one nest, S's entries
-// times the sizes of every index only the dense operands have (RGCN's `Y(i,l) = A(r,i,j) *
-// X(j,k) * W(r,k,l)`: nnz·K·L). Contracting S with one dense operand first, over the indices only
-// they share, into a dense temporary T costs S's entries times that operand's own sizes, plus
-// the dense product of T with the other (`T(r,i,k) = A(r,i,j) * X(j,k)`, then `Y(i,l) = T(r,i,k)
-// * W(r,k,l)`: nnz·K + R·N·K·L). Where S's statistics are known (spgen run's inputs, --stats),
-// `auto` compares the two and rewrites the statement into the cheaper form's two statements
+// order): a product of three operands, one or two of them sparse, costs as one nest the points
+// it visits (RGCN's `Y(i,l) = A(r,i,j) * X(j,k) * W(r,k,l)`: A's entries times K·L; `y(i) =
+// A(i,j) * B(j,k) * x(k)`: A's entries times B's entries per row). Contracting a pair first, over
+// the indices only they have, into a dense temporary T costs that pair's points plus T's with the
+// third (`T(r,i,k) = A(r,i,j) * X(j,k)`, then `Y(i,l) = T(r,i,k) * W(r,k,l)`: nnz·K + R·N·K·L;
+// `T(j) = B(j,k) * x(k)`, then `y(i) = T(j) * A(i,j)`: two SpMVs). Where the sparse operands'
+// statistics are known (spgen run's inputs, --stats), `auto` takes the cheapest form
 // (docs/spec.md).
 #pragma once
 
@@ -23,9 +23,10 @@ struct Factoring {
   std::string reason;       // the costs compared, for the header
 };
 
-// Nothing where the statement is not such a product, `auto` does not schedule it, or the config
-// says `"factor": false`; unless it says `"factor": true` (then the cheapest form, sizes assumed
-// where unknown), also nothing where S's statistics are unknown or one nest costs no more.
+// Nothing where the statement is not such a product into a dense output, `auto` does not schedule
+// it, or the config says `"factor": false`; unless it says `"factor": true` (then the cheapest
+// two statements, sizes assumed where unknown), also nothing where a sparse operand's statistics
+// are unknown or one nest costs no more.
 std::optional<Factoring> factor_product(const ast::Spec& spec, const Config& config, const std::string& config_text);
 
 }  // namespace spgen

@@ -178,6 +178,21 @@ TEST_CASE("auto factors a product of a sparse and two dense operands where its s
             .statements.empty());
   CHECK(contains(error_of(rgcn, R"({"factor": 1})"), "c.json: /factor: error: expected true or false, found number"));
   CHECK(contains(error_of("t(i) = x(i)\ny(i) = t(i)\n", R"({"factor": true})"), "c.json: /factor: error: \"factor\" rewrites a spec of one statement"));
+  // Two sparse operands and a dense one: one nest walks B's row for every entry of A; B x first is
+  // one SpMV, then another (4 entries per row: 4000 * 4 against 4000 + 4000).
+  spgen::CompileInput chain{"t.spg", "y(i) = A(i,j) * B(j,k) * x(k)", "c.json",
+                            R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}}, "schedule": "auto"})", std::nullopt, {}};
+  chain.stats_files = {{"A", "a.mtx"}, {"B", "b.mtx"}};
+  chain.read_stats = [](const std::string&) {
+    spgen::InputStats stats;
+    stats.dims = {1000, 1000};
+    stats.nnz = 4000;
+    return stats;
+  };
+  const spgen::Compilation walks = spgen::compile(chain);
+  REQUIRE(walks.statements.size() == 2);
+  CHECK(walks.statements[0] == "T(j) = B(j,k) * x(k)");
+  CHECK(walks.statements[1] == "y(i) = T(j) * A(i,j)");
   // A schedule of ops is the user's: nothing is rewritten.
   CHECK(compile_with_stats(rgcn, R"({"tensors": {"A": {"format": "csf"}}, "schedule": []})", {4, 1000, 1000}, 40000).statements.empty());
 }
