@@ -130,6 +130,10 @@ int run_tune(const TuneOptions& options) {
   }
   // auto as `spgen run` chooses it on these inputs: with their statistics.
   s.auto_compilation = compile_config(s, s.base);
+  // (Whose search would replace `auto`'s factoring with one nest's ops: not a candidate.)
+  if (!s.auto_compilation.statements.empty())
+    fail(options.spec + ": on these inputs auto factors the statement into " + std::to_string(s.auto_compilation.statements.size()) +
+         " (spgen gen --stats shows them), which tune does not search yet: keep \"schedule\": \"auto\"");
   for (const ast::TensorUse& t : given.spec.tensors)
     if (!t.is_output && std::none_of(s.inputs.begin(), s.inputs.end(), [&](const auto& in) { return in.first == t.name; }))
       fail("no --input for " + t.name + " (give NAME=FILE, or NAME=random for seeded random values)");

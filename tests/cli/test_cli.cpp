@@ -276,6 +276,17 @@ TEST_CASE("several statements: one kernel that compiles warning-free, every stag
                               dir.file("t.json"), "--input", "M=" + source_root() + "/tests/e2e/statements/attention.spg"});
   CHECK(tune.exit_code == 1);
   CHECK(tune.err.find("a spec of several statements is not tuned yet") != std::string::npos);
+  // One statement that auto factors on the inputs given: tune would lose the factoring.
+  std::string entries;  // 2 relations x 2 nodes, each with 8 edges: factoring pays
+  for (int r = 1; r <= 2; ++r)
+    for (int i = 1; i <= 2; ++i)
+      for (int j = 1; j <= 8; ++j) entries += std::to_string(r) + " " + std::to_string(i) + " " + std::to_string(j) + " 1.5\n";
+  write_text(dir.file("a.tns"), entries);
+  ProcessResult factored = spgen({"tune", source_root() + "/tests/e2e/cases/rgcn_single.spg", "--config",
+                                  source_root() + "/tests/e2e/cases/rgcn_single_auto.json", "-o", dir.file("t.json"), "--input",
+                                  "A=" + dir.file("a.tns"), "--input", "X=random", "--input", "W=random"});
+  CHECK(factored.exit_code == 1);
+  CHECK(factored.err.find("auto factors the statement into 2") != std::string::npos);
 }
 
 TEST_CASE("an output's structure: named by the config, checked, and shown in stage I") {
