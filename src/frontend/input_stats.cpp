@@ -5,31 +5,16 @@
 
 #include "frontend/config.h"
 #include "support/diagnostics.h"
+#include "support/text.h"
 
 namespace spgen {
-
-namespace {
-
-std::string one_decimal(double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.1f", value);
-  return text;
-}
-
-std::string two_decimals(double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.2f", value);
-  return text;
-}
-
-}  // namespace
 
 std::string InputStats::describe() const {
   std::string text = source + ": ";
   for (size_t m = 0; m < dims.size(); ++m) text += (m ? " x " : "") + std::to_string(dims[m]);
-  text += ", " + std::to_string(nnz) + " entries, " + one_decimal(row_mean) + " per row (at most " + std::to_string(row_max) + ")";
+  text += ", " + std::to_string(nnz) + " entries, " + format_number("%.1f", row_mean) + " per row (at most " + std::to_string(row_max) + ")";
   if (dims.size() == 2) text += ", mean |i - j| " + std::to_string(std::llround(bandwidth_mean));
-  if (static_split_imbalance > 0) text += ", equal row blocks within " + two_decimals(static_split_imbalance) + "x of even";
+  if (static_split_imbalance > 0) text += ", equal row blocks within " + format_number("%.2f", static_split_imbalance) + "x of even";
   return text;
 }
 

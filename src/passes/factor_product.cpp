@@ -7,6 +7,7 @@
 #include <set>
 
 #include "frontend/parser.h"
+#include "support/text.h"
 
 namespace spgen {
 
@@ -40,12 +41,6 @@ std::string temporary_name(const ast::Spec& spec) {
         !is_reserved_name(name))
       return name;
   }
-}
-
-std::string count(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3g", value);
-  return text;
 }
 
 }  // namespace
@@ -164,7 +159,7 @@ std::optional<Factoring> factor_product(const ast::Spec& spec, const Config& con
       root["tensors"][t] = {{"temporary", true}, {"format", format}};
       root.erase("factor");  // (the two statements are the answer to it)
       f.config_text = root.dump();
-      f.reason = "one nest visits " + count(single) + " points; " + t_access + " first visits " + count(cost) + " in all" +
+      f.reason = "one nest visits " + format_number("%.3g", single) + " points; " + t_access + " first visits " + format_number("%.3g", cost) + " in all" +
                  (known ? "" : " (\"factor\": true, without statistics: sizes assumed)");
       best = std::move(f);
     }

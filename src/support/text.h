@@ -1,6 +1,7 @@
 // Small text helpers shared by passes and backends.
 #pragma once
 
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <utility>
@@ -20,6 +21,13 @@ inline std::optional<std::pair<std::string, std::string>> split_name_value(const
   const size_t eq = text.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) return std::nullopt;
   return std::pair{text.substr(0, eq), text.substr(eq + 1)};
+}
+
+// `value` as printf's `format` (one floating-point conversion: "%.1f", "%.3g") writes it.
+inline std::string format_number(const char* format, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, format, value);
+  return text;
 }
 
 }  // namespace spgen
