@@ -64,6 +64,13 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
   StatementKernels kernels{tensors, config.temporaries, {}, {}, {}, {}, {}, abi_order};
   std::map<std::string, Format> written;  // as each statement stored its output
   std::vector<Compilation> statements;
+  // Each statistics file is read once, however many statements read its tensor (a failed read is
+  // left to the next, which reports it as the first would).
+  std::map<std::string, InputStats> stats_read;
+  auto read_stats = [&](const std::string& path) {
+    auto known = stats_read.find(path);
+    return known != stats_read.end() ? known->second : stats_read.emplace(path, input.read_stats(path)).first->second;
+  };
   for (size_t k = 0; k < program.statements.size(); ++k) {
     Compilation s;
     s.spec = program.statements[k];
@@ -72,7 +79,7 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
     std::map<std::string, std::string> stats_files;
     for (const auto& [tensor, path] : input.stats_files)
       if (s.spec.find_tensor(tensor) && !tensors.writer.count(tensor)) stats_files.emplace(tensor, path);
-    if (!stats_files.empty()) s.config.stats = read_input_stats(s.spec, s.config, stats_files, input.read_stats, input.stats_flag);
+    if (!stats_files.empty()) s.config.stats = read_input_stats(s.spec, s.config, stats_files, read_stats, input.stats_flag);
     const std::string text = ast::to_string(s.spec);  // (as written: lowering may rewrite it)
     lower_kernel(s);
     check_statement_output(s);
@@ -160,8 +167,17 @@ void lower_factored(Compilation& c, const Factoring& factored, const CompileInpu
   const ProgramTensors tensors = check_program(program);
   const std::string name = std::filesystem::path(input.spec_path).stem().string();
   const ProgramConfig config = read_program_config(input.config_path, factored.config_text, program, tensors, name, input.sizes);
+  // The statistics the statement was read with, not read again.
+  CompileInput known = input;
+  std::map<std::string, InputStats> by_path;
+  for (const auto& [tensor, path] : input.stats_files)
+    if (auto stats = c.config.stats.find(tensor); stats != c.config.stats.end()) by_path.emplace(path, stats->second);
+  known.read_stats = [by_path, read = input.read_stats](const std::string& path) {
+    auto stats = by_path.find(path);
+    return stats != by_path.end() ? stats->second : read(path);
+  };
   Compilation f;
-  lower_statements(f, program, tensors, config, input, lower_kernel, &original);
+  lower_statements(f, program, tensors, config, known, lower_kernel, &original);
   specialize_sizes(f.func, f.config.sizes);
   f.spec = original;
   f.program.spec_text = ast::to_string(original);

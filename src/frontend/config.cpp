@@ -320,10 +320,7 @@ class ConfigReader : public ConfigJsonReader {
       expect_object(it.value(), path);
       // ("temporary": read_program_config's.)
       check_keys(it.value(), path, {"format", "width", "block", "structure", "temporary"});
-      if (written_ && written_->count(it.key()) && !use->is_output) {
-        config.formats[it.key()] = written_->at(it.key());  // as the statement that wrote it stored it
-        continue;
-      }
+      if (written_ && written_->count(it.key()) && !use->is_output) continue;  // (stored as its statement stored it: below)
       const bool is_auto = it.value().contains("format") && it.value()["format"] == "auto";
       if (is_auto || !it.value().contains("format")) config.infer_output_format |= use->is_output;
       if (is_auto && !use->is_output) config.auto_formats.insert(it.key());
@@ -348,7 +345,7 @@ class ConfigReader : public ConfigJsonReader {
     }
     for (const ast::TensorUse& use : spec_.tensors)
       if (written_ && written_->count(use.name) && !use.is_output) {
-        config.formats[use.name] = written_->at(use.name);
+        config.formats[use.name] = written_->at(use.name);  // as the statement that wrote it stored it
       } else if (!config.formats.count(use.name)) {
         config.formats[use.name] = dense_format(use.order);
         config.infer_output_format |= use.is_output;

@@ -186,8 +186,6 @@ class Parser {
       if (peek().kind == Tok::Semicolon) {
         while (peek().kind == Tok::Semicolon) next();
       } else if (peek().kind != Tok::End && peek().loc.line == tokens_[at_ - 1].loc.line) {
-        if (statements.back().explicit_reduction)
-          fail(peek().loc, std::string("an explicit reduction must be the whole right-hand side (for now), found ") + describe(peek().kind) + " after it");
         if (peek().kind == Tok::Ident && (peek_at(1).kind == Tok::LParen || peek_at(1).kind == Tok::Assign ||
                                           peek_at(1).kind == Tok::PlusAssign))
           fail(peek().loc, "a second assignment on the same line: separate statements with ';' or a line break (missing operator?)");

@@ -83,9 +83,7 @@ class ProgramChecker {
         if (access->tensor == output.tensor)
           fail(access->loc, output.tensor + " is read here before the statement that writes it (at " + at_line(output.loc) +
                                 "): a statement reads only what earlier statements wrote");
-    use(output, true);
-    for (ast::TensorUse& t : out_.tensors)
-      if (t.name == output.tensor) t.is_output = true;
+    use(output, true);  // (its first use: a tensor read or written before is an error above)
     out_.writer[output.tensor] = k;
   }
 

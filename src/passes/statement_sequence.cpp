@@ -14,46 +14,29 @@ using namespace loops;
 
 namespace {
 
-// Index variables and dimension names by class: the first variable of each.
-class IndexClasses {
- public:
-  explicit IndexClasses(const ProgramTensors& tensors) : classes_(tensors.index_class) {}
-  std::string of(const std::string& var) const {
-    auto it = classes_.find(var);
-    return it == classes_.end() ? var : it->second;  // (a block loop's own variable: i_blk)
-  }
-  std::string dim_of(const std::string& length) const {
-    return length.rfind("dim_", 0) == 0 ? lowering::dim_name(of(length.substr(4))) : length;
-  }
-
- private:
-  const std::map<std::string, std::string>& classes_;
-};
-
-// Copies axes from the statements' programs into the whole one, each once (by name).
+// Copies axes from the statements' programs into the whole one, each once (by name), each sized
+// by its variable's class (sparse::Program::size_var).
 class AxisCopier {
  public:
-  AxisCopier(sparse::Program& whole, const IndexClasses& classes) : whole_(whole), classes_(classes) {}
+  explicit AxisCopier(sparse::Program& whole) : whole_(whole) {}
   int copy(const sparse::Program& from, int id) {
     const sparse::Axis& axis = from.axes.at(static_cast<size_t>(id));
     if (auto known = ids_.find(axis.name); known != ids_.end()) return known->second;
     sparse::Axis copied = axis;
     copied.parent = axis.parent >= 0 ? copy(from, axis.parent) : -1;
-    copied.length = classes_.dim_of(axis.length);
+    if (axis.length.rfind("dim_", 0) == 0) copied.length = lowering::dim_name(whole_.size_var(axis.length.substr(4)));
     whole_.axes.push_back(copied);
     return ids_[axis.name] = static_cast<int>(whole_.axes.size()) - 1;
   }
 
  private:
   sparse::Program& whole_;
-  const IndexClasses& classes_;
   std::map<std::string, int> ids_;
 };
 
 }  // namespace
 
 sparse::Program statement_sequence_program(const std::string& name, const StatementKernels& kernels) {
-  const IndexClasses classes(kernels.tensors);
   sparse::Program whole;
   whole.kernel_name = name;
   whole.spec_text = join(kernels.texts, "; ");
@@ -61,7 +44,7 @@ sparse::Program statement_sequence_program(const std::string& name, const Statem
   whole.index_type = kernels.programs.front().index_type;
   whole.index_vars = kernels.tensors.index_vars;
   whole.index_class = kernels.tensors.index_class;
-  AxisCopier axes(whole, classes);
+  AxisCopier axes(whole);
   auto copied = [&](const sparse::Program& from, const std::string& tensor, bool is_output) {
     sparse::SparseBuffer buffer = from.buffer(tensor);
     for (int& id : buffer.axes) id = axes.copy(from, id);
@@ -96,7 +79,6 @@ sparse::Program statement_sequence_program(const std::string& name, const Statem
 }
 
 LoweredFunc build_statement_executor(const std::string& name, const sparse::Program& whole, const StatementKernels& kernels) {
-  const IndexClasses classes(kernels.tensors);
   const ScalarType index_type = index_scalar_type(whole.index_type);
   const ScalarType value_type = value_scalar_type(whole.value_type);
   LoweredFunc executor;
@@ -115,7 +97,7 @@ LoweredFunc build_statement_executor(const std::string& name, const sparse::Prog
       for (int id : whole.buffer(root->second).axes) size = lowering::level_access(whole.axes.at(static_cast<size_t>(id)))->size(size, index_type);
     } else {
       for (const std::string& var : output.indices) {
-        Expr dim = loops::var(lowering::dim_name(classes.of(var)));
+        Expr dim = loops::var(lowering::dim_name(whole.size_var(var)));
         size = size ? mul(size, dim) : dim;
       }
       if (!size) size = int64(1);  // a scalar
@@ -132,7 +114,7 @@ LoweredFunc build_statement_executor(const std::string& name, const sparse::Prog
     std::vector<Expr> args;
     for (const Param& p : func.params) {
       if (p.kind == ParamKind::Dim) {
-        args.push_back(loops::var(lowering::dim_name(classes.of(p.index_var))));
+        args.push_back(loops::var(lowering::dim_name(whole.size_var(p.index_var))));
         continue;
       }
       auto root = kernels.structure_root.find(p.tensor);

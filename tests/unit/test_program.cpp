@@ -196,3 +196,31 @@ TEST_CASE("auto factors a product of a sparse and two dense operands where its s
   // A schedule of ops is the user's: nothing is rewritten.
   CHECK(compile_with_stats(rgcn, R"({"tensors": {"A": {"format": "csf"}}, "schedule": []})", {4, 1000, 1000}, 40000).statements.empty());
 }
+
+TEST_CASE("several statements: a statistics file is read once, however many statements read its tensor") {
+  int reads = 0;
+  spgen::CompileInput input{"t.spg", kAttention, "c.json", std::string(kAttentionConfig), std::nullopt, {}};
+  input.stats_files = {{"M", "m.mtx"}};
+  input.read_stats = [&reads](const std::string&) {
+    ++reads;
+    spgen::InputStats stats;
+    stats.dims = {100, 100};
+    stats.nnz = 500;
+    return stats;
+  };
+  spgen::compile(input);
+  CHECK(reads == 1);
+  // A statement auto factors reuses what the statement was read with.
+  reads = 0;
+  input.spec_text = "Y(i,l) = M(r,i,j) * X(j,k) * W(r,k,l)";
+  input.config_text = R"({"tensors": {"M": {"format": "csf"}}, "schedule": "auto"})";
+  input.read_stats = [&reads](const std::string&) {
+    ++reads;
+    spgen::InputStats stats;
+    stats.dims = {4, 1000, 1000};
+    stats.nnz = 40000;
+    return stats;
+  };
+  CHECK(spgen::compile(input).statements.size() == 2);
+  CHECK(reads == 1);
+}
