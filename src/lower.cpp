@@ -46,6 +46,7 @@
 #include "passes/specialize_sizes.h"
 #include "passes/split_gpu_kernels.h"
 #include "passes/split_sum.h"
+#include "passes/hoist_reciprocals.h"
 #include "passes/unswitch_loops.h"
 
 namespace spgen {
@@ -291,6 +292,7 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
   simplify_declares(it.func);
   if (config.target == Target::Cpu) {
     unswitch_loops(it.func);                           // loop-invariant tests (ELL padding) out of inner loops
+    hoist_reciprocals(it.func);                        // a loop-invariant divisor's reciprocal, once before the loop
     select_in_lanes(it.func);                          // the tests left in a tile's lanes as selects
     use_explicit_vectors(it.func, VectorTarget::Cpu);  // register tiles
   } else {
