@@ -33,7 +33,9 @@ std::string CExprPrinter::print_min_max(BinOp op, const std::string& a, const st
 
 const char* c_math_function(MathOp op) { return op == MathOp::Abs ? "fabs" : math_op_name(op); }
 
-std::string CExprPrinter::print_math(MathOp op, const std::string& a, ScalarType) const {
+std::string CExprPrinter::print_math(MathOp op, const std::string& a, ScalarType type) const {
+  // exp, the costly one in a softmax, as templates/cpu_exp.cpp.in's straight-line code.
+  if (op == MathOp::Exp) return std::string(type == ScalarType::Float32 ? "spgen_exp_f32(" : "spgen_exp_f64(") + a + ")";
   return std::string("std::") + c_math_function(op) + "(" + a + ")";
 }
 

@@ -202,6 +202,8 @@ GeneratedFile emit_cpu_source(const LoweredFunc& func, const GenerationContext& 
   if (uses_masked_sums(func.body) ||
       std::any_of(parts.begin(), parts.end(), [](const LoweredFunc& part) { return uses_masked_sums(part.body); }))
     file.text += std::string(*templates::lookup("cpu_masked_sum.cpp.in")) + "\n";
+  if (uses_exp(func.body) || std::any_of(parts.begin(), parts.end(), [](const LoweredFunc& part) { return uses_exp(part.body); }))
+    file.text += std::string(*templates::lookup("cpu_exp.cpp.in")) + "\n";
   if (uses_batched_lane_sums(func.body) ||
       std::any_of(parts.begin(), parts.end(), [](const LoweredFunc& part) { return uses_batched_lane_sums(part.body); }))
     file.text += std::string(*templates::lookup("cpu_batched_lane_sums.cpp.in")) + "\n";

@@ -404,6 +404,18 @@ bool uses_math(const Stmt& stmt) {
   return finder.found;
 }
 
+bool uses_exp(const Stmt& stmt) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void visit_math(const MathFn& node) override {
+      found |= node.op == MathOp::Exp;
+      IRVisitor::visit_math(node);
+    }
+  } finder;
+  finder.visit(stmt);
+  return finder.found;
+}
+
 bool uses_gathers(const Stmt& stmt) {
   struct Finder : IRVisitor {
     bool found = false;

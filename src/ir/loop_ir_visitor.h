@@ -134,6 +134,8 @@ bool uses_masked_sums(const Stmt& stmt);
 std::set<BinOp> reduction_combines(const Stmt& stmt, const std::vector<std::string>& scalars);
 // Whether a statement calls a math function (MathFn): the file then includes <cmath>.
 bool uses_math(const Stmt& stmt);
+// Whether a statement calls exp: the cpu file then needs spgen_exp_*.
+bool uses_exp(const Stmt& stmt);
 // Whether a statement finishes lane sums in batches (LaneSums): the file then needs their helpers.
 bool uses_batched_lane_sums(const Stmt& stmt);
 
