@@ -8,6 +8,7 @@
 
 #include "frontend/parser.h"
 #include "ir/loop_ir_printer.h"
+#include "passes/size_variants.h"
 #include "passes/specialize_sizes.h"
 #include "passes/fuse_statements.h"
 #include "passes/statement_sequence.h"
@@ -133,6 +134,11 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
       if (group.count == 1) c.stage2_dump += heading + s.stage2_dump;
       c.statements.push_back(kernels.texts[k]);
       c.statement_schedules.push_back(s.schedule);
+      // `auto`'s kernels per size of the statement, and how their schedules differ.
+      const std::string which = "statement " + std::to_string(k + 1);
+      for (const std::string& line : describe_variants(s.size_variants, {}))
+        c.statement_notes.push_back(line.rfind("  ", 0) == 0 ? line : which + ", " + line);
+      for (const std::string& line : s.variant_schedule_notes) c.statement_notes.push_back(which + ", " + line);
       if (config.temporaries.count(s.program.output().tensor))
         c.temporaries.push_back(describe_temporary(s.program.output(), kernels, k));
       for (loops::LoweredFunc& part : s.parts) c.parts.push_back(std::move(part));

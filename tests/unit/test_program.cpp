@@ -2,6 +2,9 @@
 // the kernel made of them (its ABI, its executor).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <set>
+
 #include "compile_helpers.h"
 #include "frontend/parser.h"
 #include "frontend/program.h"
@@ -124,7 +127,18 @@ TEST_CASE("several statements with \"fuse\": those that share their row loop run
   CHECK(fused.statement_notes.size() == 1);
 
   const spgen::Compilation apart = compile(kAttention, auto_config + "}");
-  CHECK(apart.parts.size() == 5);
+  // Each statement a kernel of its own; the dot product over k and the register tile over d each
+  // with `auto`'s kernels per feature width (constant trip counts), chosen by the statement's entry point.
+  std::set<std::string> names;
+  for (const spgen::loops::LoweredFunc& part : apart.parts) names.insert(part.name);
+  for (const char* name : {"t_s1", "t_s2", "t_s3", "t_s4", "t_s5", "t_s1_k32", "t_s1_generic", "t_s5_d32", "t_s5_generic"})
+    CHECK(names.count(name));
+  CHECK(apart.parts.size() == 15);
+  for (const spgen::loops::LoweredFunc& part : apart.parts)
+    if (part.name == "t_s1") CHECK(contains(spgen::loops::dump_stage2(part), "call t_s1_k32("));
+  CHECK(std::find(apart.statement_notes.begin(), apart.statement_notes.end(),
+                  "statement 1, k: a kernel for each of 16, 32, 64 and 128 (constant trip counts), chosen on entry by dim_k;") !=
+        apart.statement_notes.end());
   // t is read at other rows (t(j)): its reader cannot run in its writer's loop.
   const spgen::Compilation hops = compile("t(i) = A(i,j) * x(j)\ny(i) = A(i,j) * t(j)\n",
                                           R"({"tensors": {"A": {"format": "csr"}, "t": {"temporary": true}}, "schedule": "auto", "fuse": true})");
