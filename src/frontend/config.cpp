@@ -3,6 +3,7 @@
 #include "frontend/config_json_reader.h"
 #include "frontend/parser.h"
 #include "frontend/schedule_reader.h"
+#include "support/c_library_names.h"
 
 #include <algorithm>
 #include <cctype>
@@ -171,6 +172,10 @@ class ConfigReader : public ConfigJsonReader {
     if (is_reserved_name(config.name))
       fail(root.contains("name") ? "/name" : "", "kernel name \"" + config.name +
                                                      "\" is reserved (a C++ keyword or an spgen prefix); choose another");
+    if (is_c_library_name(config.name))
+      fail(root.contains("name") ? "/name" : "", "kernel name \"" + config.name + "\"" + (root.contains("name") ? "" : " (the spec file's name)") +
+                                                 " is a function of the C library, which the generated file includes: its entry point "
+                                                 "would clash with it (set \"name\" in the config)");
     if (root.contains("description")) get_string(root["description"], "/description");
     // What `spgen tune` measured (docs/tune.md): a record for people, not read by the compiler.
     if (root.contains("tuned")) expect_object(root["tuned"], "/tuned");

@@ -421,6 +421,17 @@ TEST_CASE("config error: bad kernel name") {
         config_error("/", "kernel name \"my-spec\" is not a C identifier (set \"name\" in the config)"));
   CHECK(error_of("{}", kSpmm, "2mm") ==
         config_error("/", "kernel name \"2mm\" is not a C identifier (set \"name\" in the config)"));
+  // A C library function's name would clash with its declaration in the generated file's includes
+  // (a spec named exp.spg), in each of its forms; a name that merely starts like one is fine.
+  const std::string clash = " is a function of the C library, which the generated file includes: its entry point would clash "
+                            "with it (set \"name\" in the config)";
+  CHECK(error_of("{}", kSpmm, "exp") == config_error("/", "kernel name \"exp\" (the spec file's name)" + clash));
+  CHECK(error_of(R"({"name": "logf"})") == config_error("/name", "kernel name \"logf\"" + clash));
+  CHECK(error_of(R"({"name": "memcpy"})") == config_error("/name", "kernel name \"memcpy\"" + clash));
+  CHECK(error_of(R"({"name": "omp_get_num_threads"})") == config_error("/name", "kernel name \"omp_get_num_threads\"" + clash));
+  const spgen::ast::Spec spec = spgen::parse_spec("spec.spg", kSpmm);
+  CHECK_NOTHROW(spgen::read_config("config.json", R"({"name": "exp_rows"})", spec, "kernel"));
+  CHECK_NOTHROW(spgen::read_config("config.json", "{}", spec, "explain"));
 }
 
 // ---------------------------------------------------------------------------------------------
