@@ -68,6 +68,7 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
   // Each statistics file is read once, however many statements read its tensor (a failed read is
   // left to the next, which reports it as the first would).
   std::map<std::string, InputStats> stats_read;
+  std::map<std::string, InputStats> structure_stats;  // the kernel's sparse inputs whose statistics `auto` knows
   auto read_stats = [&](const std::string& path) {
     auto known = stats_read.find(path);
     return known != stats_read.end() ? known->second : stats_read.emplace(path, input.read_stats(path)).first->second;
@@ -81,6 +82,18 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
     for (const auto& [tensor, path] : input.stats_files)
       if (s.spec.find_tensor(tensor) && !tensors.writer.count(tensor)) stats_files.emplace(tensor, path);
     if (!stats_files.empty()) s.config.stats = read_input_stats(s.spec, s.config, stats_files, read_stats, input.stats_flag);
+    // ... and of what an earlier statement wrote on an input's structure (S on M's entries): the same rows.
+    for (const ast::TensorUse& t : s.spec.tensors) {
+      auto root = kernels.structure_root.find(t.name);
+      if (t.is_output || s.config.stats.count(t.name) || root == kernels.structure_root.end()) continue;
+      auto known = structure_stats.find(root->second);
+      if (known == structure_stats.end()) continue;
+      InputStats same = known->second;
+      same.source = root->second + "'s structure, " + same.source;
+      s.config.stats.emplace(t.name, std::move(same));
+    }
+    for (const auto& [tensor, stats] : s.config.stats)
+      if (!tensors.writer.count(tensor)) structure_stats.emplace(tensor, stats);
     const std::string text = ast::to_string(s.spec);  // (as written: lowering may rewrite it)
     lower_kernel(s);
     check_statement_output(s);
@@ -117,7 +130,8 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
       if (s.config.formats.count(buffer.tensor)) c.config.formats.emplace(buffer.tensor, s.config.format_of(buffer.tensor));
     for (const auto& [var, size] : s.config.sizes) c.config.sizes[tensors.index_class.at(var)] = size;
     c.config.auto_formats.insert(s.config.auto_formats.begin(), s.config.auto_formats.end());
-    c.config.stats.insert(s.config.stats.begin(), s.config.stats.end());
+    for (const auto& [tensor, stats] : s.config.stats)
+      if (!tensors.writer.count(tensor)) c.config.stats.emplace(tensor, stats);  // (the header names the kernel's inputs)
   }
   // With "fuse" on the cpu: statements that share their row loop run in one (passes/fuse_statements.h).
   std::vector<loops::LoweredFunc> funcs;

@@ -238,3 +238,28 @@ TEST_CASE("several statements: a statistics file is read once, however many stat
   CHECK(spgen::compile(input).statements.size() == 2);
   CHECK(reads == 1);
 }
+
+TEST_CASE("auto schedules a statement that reads a temporary on an input's structure with that input's statistics") {
+  spgen::CompileInput input{"t.spg", "S(i,j) = A(i,j) * exp(x(j))\nm(i) = max(j: S(i,j))\n", "c.json",
+                            R"({"tensors": {"A": {"format": "csr"}, "S": {"structure": "A", "temporary": true}}, "schedule": "auto"})",
+                            std::nullopt, {}};
+  input.stats_files = {{"A", "a.mtx"}};
+  input.read_stats = [](const std::string&) {
+    spgen::InputStats stats;
+    stats.source = "a.mtx";
+    stats.dims = {1000, 1000};
+    stats.nnz = 4000;
+    stats.row_mean = 4;
+    stats.static_split_imbalance = 1.1;
+    return stats;
+  };
+  const spgen::Compilation c = spgen::compile(input);
+  REQUIRE(c.statement_schedules.size() == 2);
+  std::string reasons;
+  for (const spgen::ScheduleOp& op : c.statement_schedules[1]) reasons += op.reason + "\n";
+  CAPTURE(reasons);
+  CHECK(contains(reasons, "S's rows"));  // S's statistics are A's: the same rows
+  // The header's statistics are the kernel's inputs' only.
+  CHECK(c.config.stats.size() == 1);
+  CHECK(c.config.stats.count("A"));
+}
