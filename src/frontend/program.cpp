@@ -193,7 +193,18 @@ ProgramConfig read_program_config(const std::string& file, const std::string& te
       }
     if (root.contains("factor"))
       fail_config(file, "/factor", "\"factor\" rewrites a spec of one statement; this one has several already");
-    if (root.contains("specialize")) fail_config(file, "/specialize", std::string("\"specialize\"") + for_now);
+    // "specialize": {"k": [...]} gives kernels per size to the statements with a variable of k's class.
+    if (root.contains("specialize") && root["specialize"].is_object()) {
+      if (out.fuse)
+        fail_config(file, "/specialize", "\"specialize\" compiles a statement's loops again per size, which fused statements share: "
+                                         "drop \"fuse\" or \"specialize\"");
+      for (auto it = root["specialize"].begin(); it != root["specialize"].end(); ++it)
+        if (!tensors.index_class.count(it.key())) {
+          std::string known;
+          for (const auto& [var, _] : tensors.index_class) known += (known.empty() ? "" : ", ") + var;
+          fail_config(file, "/specialize/" + it.key(), "no index variable " + it.key() + " in the spec (its index variables are: " + known + ")");
+        }
+    }
     if (root.contains("variants")) fail_config(file, "/variants", std::string("\"variants\"") + for_now);
   }
 
@@ -250,6 +261,14 @@ ProgramConfig read_program_config(const std::string& file, const std::string& te
         kept[it.key()] = entry;
       }
       mine["tensors"] = kept;
+    }
+    if (statements > 1 && mine.contains("specialize") && mine["specialize"].is_object()) {
+      json kept = json::object();
+      for (auto it = root["specialize"].begin(); it != root["specialize"].end(); ++it)
+        for (const std::string& var : statement.index_vars)
+          if (tensors.index_class.at(var) == tensors.index_class.at(it.key()) && !kept.contains(var)) kept[var] = it.value();
+      if (kept.empty()) mine.erase("specialize");  // (`auto` chooses this statement's variants)
+      else mine["specialize"] = kept;
     }
     std::map<std::string, int64_t> statement_sizes;
     if (statements > 1) {

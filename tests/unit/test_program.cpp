@@ -263,3 +263,18 @@ TEST_CASE("auto schedules a statement that reads a temporary on an input's struc
   CHECK(c.config.stats.size() == 1);
   CHECK(c.config.stats.count("A"));
 }
+
+TEST_CASE("several statements: \"specialize\" gives kernels per size to the statements with a variable of its class") {
+  const std::string config = std::string(kAttentionConfig).substr(0, std::string(kAttentionConfig).size() - 1);
+  const spgen::Compilation c = compile(kAttention, config + R"(, "schedule": "auto", "specialize": {"k": [32, 64]}})");
+  std::set<std::string> names;
+  for (const spgen::loops::LoweredFunc& part : c.parts) names.insert(part.name);
+  CHECK(names.count("t_s1_k32"));
+  CHECK(names.count("t_s1_k64"));
+  CHECK_FALSE(names.count("t_s1_k16"));  // the sizes given, not auto's
+  CHECK(names.count("t_s5_d16"));        // a statement without k keeps auto's
+  CHECK(contains(error_of(kAttention, config + R"(, "specialize": {"q": [3]}})"),
+                 "c.json: /specialize/q: error: no index variable q in the spec (its index variables are: d, i, j, k)"));
+  CHECK(contains(error_of(kAttention, config + R"(, "fuse": true, "specialize": {"k": [32]}})"),
+                 "c.json: /specialize: error: \"specialize\" compiles a statement's loops again per size, which fused statements share"));
+}
