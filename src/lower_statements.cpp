@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "frontend/parser.h"
 #include "ir/loop_ir_printer.h"
@@ -58,6 +59,71 @@ Config read_statement_config(const CompileInput& input, const ProgramConfig& con
   return read;
 }
 
+// The fused statements' kernels per feature width: each statement that `auto` would give kernels
+// per size of a variable (passes/size_variants.h) is lowered again with that variable's class
+// fixed at the width, for each of `auto`'s widths, every such class at the same width (a
+// transformer's query and value widths are one), and the group fused again; `fused` becomes the
+// entry point choosing among them, its generic kernel joining `c.parts`. A width at which the
+// statements no longer fuse is left to the generic kernel.
+void add_fused_size_variants(loops::LoweredFunc& fused, const StatementGroup& group, const ast::Program& program,
+                             const ProgramTensors& tensors, const std::vector<Compilation>& reads,
+                             const std::vector<Compilation>& statements, const std::vector<loops::LoweredFunc>& statement_funcs,
+                             const std::function<void(Compilation&)>& lower_kernel, Compilation& c) {
+  std::set<std::string> classes;  // the variables' classes that some statement would specialize
+  std::vector<std::string> vars;  // one variable of each, as the fused kernel names its size
+  for (size_t k = group.first; k < group.first + group.count; ++k) {
+    const Compilation& s = statements[k];
+    if (!s.config.auto_schedule || !s.parts.empty()) return;
+    if (std::optional<SizeVariants> sized = choose_size_variants(s.config, s.program, s.func, false, s.schedule))
+      if (classes.insert(tensors.index_class.at(sized->var)).second) vars.push_back(sized->var);
+  }
+  if (vars.empty()) return;
+  const std::string name = fused.name;
+  std::vector<DispatchCase> cases;
+  std::vector<loops::LoweredFunc> variants;
+  std::vector<int64_t> widths;
+  for (int64_t width : kAutoVariantSizes) {
+    std::vector<loops::LoweredFunc> funcs;
+    std::string suffix;
+    for (const std::string& var : vars) suffix += "_" + var + std::to_string(width);
+    for (size_t k = group.first; k < group.first + group.count; ++k) {
+      Compilation v = reads[k];
+      for (const std::string& var : v.spec.index_vars)
+        if (classes.count(tensors.index_class.at(var))) v.config.sizes[var] = width;
+      lower_kernel(v);
+      specialize_sizes(v.func, v.config.sizes);
+      v.func.fixed_sizes.clear();  // (the entry point checks them)
+      funcs.push_back(std::move(v.func));
+    }
+    std::vector<loops::LoweredFunc> all = statement_funcs;
+    for (size_t k = 0; k < funcs.size(); ++k) all[group.first + k] = funcs[k];
+    const std::vector<StatementGroup> regrouped = fusable_statements(program, all);
+    if (std::none_of(regrouped.begin(), regrouped.end(),
+                     [&](const StatementGroup& g) { return g.first == group.first && g.count == group.count; }))
+      continue;
+    std::vector<const loops::LoweredFunc*> members;
+    for (const loops::LoweredFunc& f : funcs) members.push_back(&f);
+    variants.push_back(fuse_statement_kernels(name + suffix, members));
+    loops::Expr condition;
+    for (const std::string& var : vars) condition = loops::logical_and(condition, size_equals(fused, var, width));
+    cases.push_back({condition, variants.back().name});
+    widths.push_back(width);
+    c.stage2_dump += "// the fused kernel for " + join(vars, " = ") + " = " + std::to_string(width) + "\n" + loops::dump_stage2(variants.back());
+  }
+  if (cases.empty()) return;
+  std::string listed;
+  for (size_t k = 0; k < widths.size(); ++k)
+    listed += (k == 0 ? "" : k + 1 == widths.size() ? " and " : ", ") + std::to_string(widths[k]);
+  c.statement_notes.push_back("  " + join(vars, " = ") + ": a fused kernel for each of " + listed +
+                              " (constant trip counts), chosen on entry; any other sizes run the generic one");
+  loops::LoweredFunc generic = std::move(fused);
+  generic.name = name + "_generic";
+  fused = build_dispatch(name, generic, cases, "the fused kernel compiled for these sizes, where there is one (constant trip counts)");
+  c.stage2_dump += "// entry point\n" + loops::dump_stage2(fused);
+  for (loops::LoweredFunc& v : variants) c.parts.push_back(std::move(v));
+  c.parts.push_back(std::move(generic));
+}
+
 }  // namespace
 
 void lower_statements(Compilation& c, const ast::Program& program, const ProgramTensors& tensors, const ProgramConfig& config,
@@ -65,6 +131,7 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
   StatementKernels kernels{tensors, config.temporaries, {}, {}, {}, {}, {}, abi_order};
   std::map<std::string, Format> written;  // as each statement stored its output
   std::vector<Compilation> statements;
+  std::vector<Compilation> reads;  // each statement before lowering, for kernels per size of fused ones
   // Each statistics file is read once, however many statements read its tensor (a failed read is
   // left to the next, which reports it as the first would).
   std::map<std::string, InputStats> stats_read;
@@ -95,6 +162,7 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
     for (const auto& [tensor, stats] : s.config.stats)
       if (!tensors.writer.count(tensor)) structure_stats.emplace(tensor, stats);
     const std::string text = ast::to_string(s.spec);  // (as written: lowering may rewrite it)
+    reads.push_back(s);
     lower_kernel(s);
     check_statement_output(s);
     const sparse::SparseBuffer& output = s.program.output();
@@ -171,6 +239,8 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
     const std::string what = "statements " + span + " fused: one loop over " + group.row + ", each row computing them in turn";
     c.stage2_dump += "// " + what + "\n" + loops::dump_stage2(fused);
     c.statement_notes.push_back(what);
+    if (c.config.target == Target::Cpu)
+      add_fused_size_variants(fused, group, program, tensors, reads, statements, funcs, lower_kernel, c);
     kernels.funcs.push_back(fused);
     kernels.comments.push_back(what);
     c.parts.push_back(std::move(fused));

@@ -119,12 +119,23 @@ TEST_CASE("several statements with \"fuse\": those that share their row loop run
       R"({"tensors": {"M": {"format": "csr"}, "S": {"temporary": true}, "m": {"temporary": true},
                       "E": {"structure": "S", "temporary": true}, "l": {"temporary": true}}, "schedule": "auto")";
   const spgen::Compilation fused = compile(kAttention, auto_config + R"(, "fuse": true})");
-  REQUIRE(fused.parts.size() == 1);
-  CHECK(fused.parts[0].name == "t_s1_5");
-  const std::string kernel = spgen::loops::dump_stage2(fused.parts[0]);
-  CHECK(kernel.find("for i in [0, dim_i) parallel") == kernel.rfind("for i in [0, dim_i)"));  // one row loop
+  // One fused kernel, the generic one, and one per width of k = d (auto's kernels per size), chosen
+  // by the entry point t_s1_5.
+  REQUIRE(fused.parts.size() == 6);
+  CHECK(fused.parts[0].name == "t_s1_5_k16_d16");
+  CHECK(fused.parts[1].name == "t_s1_5_k32_d32");
+  CHECK(fused.parts[4].name == "t_s1_5_generic");
+  CHECK(fused.parts[5].name == "t_s1_5");
+  CHECK(contains(spgen::loops::dump_stage2(fused.parts[5]), "if dim_k == 32 && dim_d == 32:"));
+  for (size_t k = 0; k < 5; ++k) {
+    const std::string kernel = spgen::loops::dump_stage2(fused.parts[k]);
+    CHECK(kernel.find("for i in [0, dim_i) parallel") == kernel.rfind("for i in [0, dim_i)"));  // one row loop
+  }
   CHECK(contains(fused.stage2_dump, "// statements 1-5 fused: one loop over i, each row computing them in turn"));
-  CHECK(fused.statement_notes.size() == 1);
+  CHECK(contains(fused.stage2_dump, "// the fused kernel for k = d = 64"));
+  REQUIRE(fused.statement_notes.size() == 2);
+  CHECK(fused.statement_notes[1] ==
+        "  k = d: a fused kernel for each of 16, 32, 64 and 128 (constant trip counts), chosen on entry; any other sizes run the generic one");
 
   const spgen::Compilation apart = compile(kAttention, auto_config + "}");
   // Each statement a kernel of its own; the dot product over k and the register tile over d each
