@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "passes/hoist_invariant_loads.h"
 #include "passes/lower/abi_params.h"
 
 namespace spgen {
@@ -78,6 +79,9 @@ LoweredFunc fuse_statement_kernels(const std::string& name, const std::vector<co
   }
   const For& first = *as_for(statements_of(kernels.front()->body).front());
   fused.body = std::make_shared<For>(first.label, first.var, first.begin, first.end, block(std::move(rows)), first.annotations);
+  // A row's values that one statement wrote and a later one reads in a loop (m(i) in exp(S - m)):
+  // read once, so that the compiler may vectorize that loop.
+  hoist_invariant_loads(fused);
   return fused;
 }
 

@@ -1,10 +1,12 @@
-// passes/hoist_reciprocals: a division by a divisor a loop leaves unchanged becomes a product with
-// its reciprocal, declared before the outermost such loop; divisors the loop changes, that a test
-// inside the loop guards, or that a parallel loop would carry out stay. On hand-built IR.
+// The passes that hoist loop-invariant work (passes/loop_invariance.h), on hand-built IR.
+// hoist_reciprocals: a division by a divisor a loop leaves unchanged becomes a product with its
+// reciprocal, declared before the outermost such loop; divisors the loop changes, that a test
+// inside the loop guards, or that a parallel loop would carry out stay.
 #include <doctest/doctest.h>
 
 #include "compile_helpers.h"
 #include "ir/loop_ir_printer.h"
+#include "passes/hoist_invariant_loads.h"
 #include "passes/hoist_reciprocals.h"
 
 using namespace spgen_test;
@@ -77,4 +79,33 @@ TEST_CASE("hoist_reciprocals: guarded reads, integer divisions and parallel loop
                                     std::make_shared<Store>("y", var("i"), div(var("i"), var("b")), false));
   spgen::hoist_reciprocals(func);
   CHECK(contains(dump_stage2(func), "i / b"));
+}
+
+// hoist_invariant_loads: a value read from an array the kernel writes, at an index a loop does not
+// change, is read once before the loop.
+TEST_CASE("hoist_invariant_loads: a row's value the kernel wrote is read once before the loop that reads it per entry") {
+  // for i: { m[i] = x[i]; for p in [pos[i], pos[i+1]): E[p] = S[p] - m[i] + x[i] + m[p] }
+  auto kernel = [](bool write_m) {
+    LoweredFunc func;
+    func.name = "f";
+    Expr entry = add(add(sub(f32("S", var("p")), f32("m", var("i"))), f32("x", var("i"))), f32("m", var("p")));
+    Stmt entries = std::make_shared<For>("j", "p", cast(ScalarType::Int64, load("pos", var("i"), ScalarType::Int32)),
+                                         cast(ScalarType::Int64, load("pos", add(var("i"), int64(1)), ScalarType::Int32)),
+                                         std::make_shared<Store>("E", var("p"), entry, false));
+    std::vector<Stmt> row;
+    if (write_m) row.push_back(std::make_shared<Store>("m", var("i"), f32("x", var("i")), false));
+    row.push_back(entries);
+    LoopAnnotations parallel;
+    parallel.parallel = true;
+    func.body = std::make_shared<For>("i", "i", int64(0), var("n"), block(row), parallel);
+    spgen::hoist_invariant_loads(func);
+    return dump_stage2(func);
+  };
+  const std::string dump = kernel(true);
+  CAPTURE(dump);
+  CHECK(contains(dump, "let m_i: float32 = m[i]"));
+  CHECK(dump.find("let m_i") < dump.find("for j"));
+  CHECK(contains(dump, "E[p] = S[p] - m_i + x[i] + m[p]"));  // x is never written: the compiler's; m[p] varies
+  // A kernel that writes no array it reads is left alone.
+  CHECK(contains(kernel(false), "E[p] = S[p] - m[i] + x[i] + m[p]"));
 }
