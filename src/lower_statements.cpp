@@ -12,6 +12,7 @@
 #include "passes/size_variants.h"
 #include "passes/specialize_sizes.h"
 #include "passes/fuse_statements.h"
+#include "passes/row_temporaries.h"
 #include "passes/statement_sequence.h"
 #include "support/text.h"
 
@@ -20,8 +21,11 @@ namespace spgen {
 namespace {
 
 // The header's line on a temporary: how the executor holds it.
-std::string describe_temporary(const sparse::SparseBuffer& buffer, const StatementKernels& kernels, size_t writer) {
+std::string describe_temporary(const sparse::SparseBuffer& buffer, const StatementKernels& kernels, size_t writer, bool row_held) {
   std::string line = buffer.tensor + ": temporary, written by statement " + std::to_string(writer + 1) + " and held by the kernel: ";
+  if (row_held)
+    return line + "a row at a time, in a workspace per thread as long as the longest row of " + kernels.structure_root.at(buffer.tensor) +
+           " (its statements fused)";
   if (auto root = kernels.structure_root.find(buffer.tensor); root != kernels.structure_root.end())
     return line + buffer.format.name + ", one value per stored entry of " + root->second + ", whose structure it shares";
   return line + "dense, " + (buffer.indices.empty() ? "one value" : "one value per coordinate of (" + join(buffer.indices, ",") + ")");
@@ -59,6 +63,27 @@ Config read_statement_config(const CompileInput& input, const ProgramConfig& con
   return read;
 }
 
+// The temporaries that only the fused statements write and read, on a structure of rows over a
+// compressed level (CSR's): held a row at a time (passes/row_temporaries.h).
+std::vector<RowTemporary> row_temporaries(const StatementGroup& group, const ProgramTensors& tensors, const StatementKernels& kernels,
+                                          const std::vector<Compilation>& statements, const sparse::Program& whole) {
+  std::vector<RowTemporary> held;
+  const size_t end = group.first + group.count;
+  for (size_t k = group.first; k < end; ++k) {
+    const sparse::SparseBuffer& output = statements[k].program.output();
+    auto root = kernels.structure_root.find(output.tensor);
+    if (!kernels.temporaries.count(output.tensor) || root == kernels.structure_root.end()) continue;
+    const std::vector<size_t>& readers = tensors.readers.at(output.tensor);
+    if (std::any_of(readers.begin(), readers.end(), [&](size_t r) { return r >= end; })) continue;
+    const sparse::SparseBuffer& structure = whole.buffer(root->second);
+    const std::vector<LevelKind>& levels = structure.format.levels;
+    if (levels.size() != 2 || levels[0] != LevelKind::Dense || levels[1] != LevelKind::Compressed || structure.format.is_blocked())
+      continue;
+    held.push_back({output.values, whole.axes.at(static_cast<size_t>(structure.axes.at(1))).pos});
+  }
+  return held;
+}
+
 // The fused statements' kernels per feature width: each statement that `auto` would give kernels
 // per size of a variable (passes/size_variants.h) is lowered again with that variable's class
 // fixed at the width, for each of `auto`'s widths, every such class at the same width (a
@@ -68,7 +93,8 @@ Config read_statement_config(const CompileInput& input, const ProgramConfig& con
 void add_fused_size_variants(loops::LoweredFunc& fused, const StatementGroup& group, const ast::Program& program,
                              const ProgramTensors& tensors, const std::vector<Compilation>& reads,
                              const std::vector<Compilation>& statements, const std::vector<loops::LoweredFunc>& statement_funcs,
-                             const std::function<void(Compilation&)>& lower_kernel, Compilation& c) {
+                             const std::vector<RowTemporary>& rows, const std::function<void(Compilation&)>& lower_kernel,
+                             Compilation& c) {
   std::set<std::string> classes;  // the variables' classes that some statement would specialize
   std::vector<std::string> vars;  // one variable of each, as the fused kernel names its size
   for (size_t k = group.first; k < group.first + group.count; ++k) {
@@ -104,6 +130,7 @@ void add_fused_size_variants(loops::LoweredFunc& fused, const StatementGroup& gr
     std::vector<const loops::LoweredFunc*> members;
     for (const loops::LoweredFunc& f : funcs) members.push_back(&f);
     variants.push_back(fuse_statement_kernels(name + suffix, members));
+    hold_rows_in_workspaces(variants.back(), rows);
     loops::Expr condition;
     for (const std::string& var : vars) condition = loops::logical_and(condition, size_equals(fused, var, width));
     cases.push_back({condition, variants.back().name});
@@ -209,6 +236,28 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
   else
     for (size_t k = 0; k < statements.size(); ++k) groups.push_back({k, 1, ""});
   for (const StatementGroup& group : groups) {
+    // Statements fused: one kernel, whose temporaries of the group's rows alone it holds a row at a time.
+    loops::LoweredFunc fused;
+    std::string what;
+    std::vector<RowTemporary> rows;
+    std::set<std::string> row_held;
+    if (group.count > 1) {
+      std::vector<const loops::LoweredFunc*> members;
+      for (size_t k = group.first; k < group.first + group.count; ++k) members.push_back(&statements[k].func);
+      const std::string span = std::to_string(group.first + 1) + "-" + std::to_string(group.first + group.count);
+      fused = fuse_statement_kernels(config.name + "_s" + std::to_string(group.first + 1) + "_" + std::to_string(group.first + group.count),
+                                     members);
+      what = "statements " + span + " fused: one loop over " + group.row + ", each row computing them in turn";
+      rows = row_temporaries(group, tensors, kernels, statements, c.program);
+      if (hold_rows_in_workspaces(fused, rows)) {
+        std::vector<std::string> names;
+        for (const RowTemporary& row : rows) names.push_back(row.values.substr(0, row.values.size() - 5));
+        what += "; " + join(names, ", ") + " held a row at a time";
+        row_held.insert(names.begin(), names.end());
+      } else {
+        rows.clear();
+      }
+    }
     for (size_t k = group.first; k < group.first + group.count; ++k) {
       Compilation& s = statements[k];
       const std::string heading = "// statement " + std::to_string(k + 1) + ": " + kernels.texts[k] + "\n";
@@ -222,7 +271,7 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
         c.statement_notes.push_back(line.rfind("  ", 0) == 0 ? line : which + ", " + line);
       for (const std::string& line : s.variant_schedule_notes) c.statement_notes.push_back(which + ", " + line);
       if (config.temporaries.count(s.program.output().tensor))
-        c.temporaries.push_back(describe_temporary(s.program.output(), kernels, k));
+        c.temporaries.push_back(describe_temporary(s.program.output(), kernels, k, row_held.count(s.program.output().tensor) > 0));
       for (loops::LoweredFunc& part : s.parts) c.parts.push_back(std::move(part));
     }
     if (group.count == 1) {
@@ -231,16 +280,10 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
       c.parts.push_back(std::move(statements[group.first].func));
       continue;
     }
-    std::vector<const loops::LoweredFunc*> members;
-    for (size_t k = group.first; k < group.first + group.count; ++k) members.push_back(&statements[k].func);
-    const std::string span = std::to_string(group.first + 1) + "-" + std::to_string(group.first + group.count);
-    loops::LoweredFunc fused = fuse_statement_kernels(
-        config.name + "_s" + std::to_string(group.first + 1) + "_" + std::to_string(group.first + group.count), members);
-    const std::string what = "statements " + span + " fused: one loop over " + group.row + ", each row computing them in turn";
     c.stage2_dump += "// " + what + "\n" + loops::dump_stage2(fused);
     c.statement_notes.push_back(what);
     if (c.config.target == Target::Cpu)
-      add_fused_size_variants(fused, group, program, tensors, reads, statements, funcs, lower_kernel, c);
+      add_fused_size_variants(fused, group, program, tensors, reads, statements, funcs, rows, lower_kernel, c);
     kernels.funcs.push_back(fused);
     kernels.comments.push_back(what);
     c.parts.push_back(std::move(fused));

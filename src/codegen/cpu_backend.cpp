@@ -189,8 +189,20 @@ GeneratedFile emit_cpu_source(const LoweredFunc& func, const GenerationContext& 
   GeneratedFile file;
   file.name = func.name + ".cpp";
   const bool math = uses_math(func.body) || std::any_of(parts.begin(), parts.end(), [](const LoweredFunc& part) { return uses_math(part.body); });
-  // A kernel of several statements holds its temporaries in std::unique_ptr arrays.
-  const bool temporaries = func.body && func.body->kind == StmtKind::Allocate;
+  // A kernel of several statements holds its temporaries in std::unique_ptr arrays (whole, or a
+  // row per thread where statements fuse).
+  auto uninitialised_heap = [](const LoweredFunc& f) {
+    struct Finder : IRVisitor {
+      bool found = false;
+      void visit_allocate(const Allocate& node) override {
+        for (const Workspace& w : node.buffers) found |= !w.vector && !w.local && !w.shared && !w.growable && !w.init;
+        IRVisitor::visit_allocate(node);
+      }
+    } finder;
+    if (f.body) finder.visit(f.body);
+    return finder.found;
+  };
+  const bool temporaries = uninitialised_heap(func) || std::any_of(parts.begin(), parts.end(), uninitialised_heap);
   file.text = source_preamble("cpu_kernel_preamble.cpp.in", file.name, func, context,
                               std::string(math ? "#include <cmath>\n" : "") + (temporaries ? "#include <memory>\n" : ""));
   if (uses_vectors(func.body) ||

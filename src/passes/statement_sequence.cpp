@@ -1,5 +1,7 @@
 #include "passes/statement_sequence.h"
 
+#include <set>
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -86,11 +88,15 @@ LoweredFunc build_statement_executor(const std::string& name, const sparse::Prog
   const std::set<int> no_runs;
   executor.params = lowering::kernel_params({whole, false, false, -1, false, no_runs});
 
-  // A temporary's values: one per coordinate (dense), or per stored entry of its structure root.
+  // A temporary's values: one per coordinate (dense), or per stored entry of its structure root;
+  // none where no kernel takes them (fused statements that hold it a row at a time).
+  std::set<std::string> taken;
+  for (const LoweredFunc& func : kernels.funcs)
+    for (const Param& p : func.params) taken.insert(p.name);
   std::vector<Workspace> temporaries;
   for (const sparse::Program& program : kernels.programs) {
     const sparse::SparseBuffer& output = program.output();
-    if (!kernels.temporaries.count(output.tensor)) continue;
+    if (!kernels.temporaries.count(output.tensor) || !taken.count(output.values)) continue;
     Expr size;
     if (auto root = kernels.structure_root.find(output.tensor); root != kernels.structure_root.end()) {
       size = int64(1);

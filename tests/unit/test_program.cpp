@@ -131,8 +131,24 @@ TEST_CASE("several statements with \"fuse\": those that share their row loop run
     const std::string kernel = spgen::loops::dump_stage2(fused.parts[k]);
     CHECK(kernel.find("for i in [0, dim_i) parallel") == kernel.rfind("for i in [0, dim_i)"));  // one row loop
   }
-  CHECK(contains(fused.stage2_dump, "// statements 1-5 fused: one loop over i, each row computing them in turn"));
+  CHECK(contains(fused.stage2_dump, "// statements 1-5 fused: one loop over i, each row computing them in turn; S, E held a row at a time"));
   CHECK(contains(fused.stage2_dump, "// the fused kernel for k = d = 64"));
+  // S and E, written and read by the fused statements alone, live a row at a time in a workspace
+  // per thread; the executor allocates only m and l, and passes no S or E values.
+  for (size_t k = 0; k < 5; ++k) {
+    const std::string kernel = spgen::loops::dump_stage2(fused.parts[k]);
+    CAPTURE(kernel);
+    CHECK(contains(kernel, "allocate S_row: float32[longest_row + 128], E_row: float32[longest_row + 128]:"));
+    CHECK(contains(kernel, "S_row[pM1 - S_row_start] = M_vals[pM1] * acc"));
+    CHECK(!contains(kernel, "S_vals"));
+    CHECK(!contains(kernel, "E_vals"));
+  }
+  const std::string executor = spgen::loops::dump_stage2(fused.func);
+  CHECK(contains(executor, "allocate m_vals: float32[dim_i], l_vals: float32[dim_i]:"));
+  CHECK(!contains(executor, "S_vals"));
+  REQUIRE(fused.temporaries.size() == 4);
+  CHECK(fused.temporaries[0] == "S: temporary, written by statement 1 and held by the kernel: a row at a time, in a workspace per thread "
+                                "as long as the longest row of M (its statements fused)");
   REQUIRE(fused.statement_notes.size() == 2);
   CHECK(fused.statement_notes[1] ==
         "  k = d: a fused kernel for each of 16, 32, 64 and 128 (constant trip counts), chosen on entry; any other sizes run the generic one");

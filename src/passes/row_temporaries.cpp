@@ -1,0 +1,89 @@
+#include "passes/row_temporaries.h"
+
+#include <algorithm>
+#include <map>
+
+#include "ir/loop_ir_visitor.h"
+
+namespace spgen {
+
+using namespace loops;
+
+namespace {
+
+// How far past a row's end a vector or a masked tail may read: the widest vector of a register
+// tile or lanes (64 bytes of float64s and more), with room to spare.
+constexpr int64_t kReachPastRow = 128;
+
+class RowIndexing : public IRMutator {
+ public:
+  RowIndexing(std::map<std::string, std::pair<std::string, std::string>> rows) : rows_(std::move(rows)) {}
+
+ protected:
+  Expr mutate_load(const Load& node, const Expr& self) override {
+    auto row = rows_.find(node.buffer);
+    if (row == rows_.end()) return IRMutator::mutate_load(node, self);
+    return std::make_shared<Load>(row->second.first, sub(mutate(node.index), var(row->second.second)), node.type, node.vector,
+                                  node.gather_lane, node.lanes);
+  }
+  Stmt mutate_store(const Store& node, const Stmt& self) override {
+    auto row = rows_.find(node.buffer);
+    if (row == rows_.end()) return IRMutator::mutate_store(node, self);
+    return std::make_shared<Store>(row->second.first, sub(mutate(node.index), var(row->second.second)), mutate(node.value),
+                                   node.accumulate, node.atomic, node.vector, node.lanes);
+  }
+
+ private:
+  std::map<std::string, std::pair<std::string, std::string>> rows_;  // values -> workspace, row start
+};
+
+}  // namespace
+
+bool hold_rows_in_workspaces(LoweredFunc& fused, const std::vector<RowTemporary>& temporaries) {
+  const For* rows = as_for(fused.body);
+  if (temporaries.empty() || !rows) return false;
+  std::set<std::string> used = names_bound_in(fused);
+  std::map<std::string, std::pair<std::string, std::string>> held;
+  std::vector<Stmt> row_body;
+  std::vector<Stmt> before;
+  std::vector<Workspace> workspaces;
+  std::map<std::string, std::string> longest;  // pos -> the variable holding its longest row
+  for (const RowTemporary& t : temporaries) {
+    auto param = [&](const std::string& name) {
+      return std::find_if(fused.params.begin(), fused.params.end(), [&](const Param& p) { return p.name == name; });
+    };
+    if (param(t.values) == fused.params.end() || param(t.pos) == fused.params.end()) return false;
+    const std::string stem = t.values.size() > 5 ? t.values.substr(0, t.values.size() - 5) : t.values;
+    const std::string workspace = first_unused_name(used, stem + "_row");
+    used.insert(workspace);
+    const std::string start = first_unused_name(used, stem + "_row_start");
+    used.insert(start);
+    held[t.values] = {workspace, start};
+    row_body.push_back(std::make_shared<Declare>(start, ScalarType::Int64, cast(ScalarType::Int64, load(t.pos, var(rows->var), ScalarType::Int32)), false));
+    if (!longest.count(t.pos)) {
+      // The longest row, once per call: for r in rows: longest = max(longest, pos[r + 1] - pos[r]).
+      const std::string name = first_unused_name(used, "longest_row");
+      used.insert(name);
+      const std::string r = first_unused_name(used, "r");
+      used.insert(r);
+      Expr length = sub(cast(ScalarType::Int64, load(t.pos, add(var(r), int64(1)), ScalarType::Int32)),
+                        cast(ScalarType::Int64, load(t.pos, var(r), ScalarType::Int32)));
+      before.push_back(std::make_shared<Declare>(name, ScalarType::Int64, int64(0), true));
+      before.push_back(std::make_shared<For>(r, r, rows->begin, rows->end,
+                                             std::make_shared<Assign>(name, binary(BinOp::Max, var(name), length), false)));
+      longest[t.pos] = name;
+    }
+    const ScalarType type = param(t.values)->type;
+    workspaces.push_back({workspace, type, add(var(longest[t.pos]), int64(kReachPastRow)), nullptr});
+  }
+  for (const Stmt& s : statements_of(rows->body)) row_body.push_back(s);
+  const Stmt body = RowIndexing(held).mutate(block(std::move(row_body)));
+  const Stmt loop = std::make_shared<For>(rows->label, rows->var, rows->begin, rows->end, body, rows->annotations);
+  before.push_back(std::make_shared<Allocate>(std::move(workspaces), loop));
+  fused.body = block(std::move(before));
+  fused.params.erase(std::remove_if(fused.params.begin(), fused.params.end(), [&](const Param& p) { return held.count(p.name) > 0; }),
+                     fused.params.end());
+  return true;
+}
+
+}  // namespace spgen
