@@ -537,18 +537,15 @@ Compilation compile(const CompileInput& input) {
   const ProgramTensors tensors = check_program(program);
   const ProgramConfig program_config =
       read_program_config(input.config_path, input.config_text, program, tensors, stem(input.spec_path), input.sizes);
-  // A statement's kernel, and `auto`'s kernels per size where its schedule wants them (not where
-  // statements fuse: passes/fuse_statements merges their loops, not entry points).
-  auto lower_statement = [fuse = program_config.fuse](Compilation& s) {
-    const Compilation read = s;
-    lower_kernel(s);
-    if (fuse) return;
+  // `auto`'s kernels per size for a statement where its schedule wants them (lower_statements
+  // asks only for statements that run alone: fusion merges loops, not entry points).
+  auto add_statement_variants = [](Compilation& s, const Compilation& read) {
     specialize_sizes(s.func, s.config.sizes);
     add_size_variants(s, read, lower_kernel);
   };
   if (program.statements.size() > 1) {
     // 1b-5 for each statement, a kernel of its own, and the executor that calls them in turn.
-    lower_statements(c, program, tensors, program_config, input, lower_statement);
+    lower_statements(c, program, tensors, program_config, input, lower_kernel, add_statement_variants);
     specialize_sizes(c.func, c.config.sizes);
   } else {
     c.spec = program.statements.front();
@@ -559,7 +556,7 @@ Compilation compile(const CompileInput& input) {
 
     // 1d. `auto`: a product that costs less as two statements becomes them.
     if (std::optional<Factoring> factored = factor_product(c.spec, c.config, input.config_text)) {
-      lower_factored(c, *factored, input, lower_statement);
+      lower_factored(c, *factored, input, lower_kernel, add_statement_variants);
     } else {
       // 1b-5. Lowering and scheduling: of the kernel, of each part of a decomposed operand, or of
       // each part of a sum.

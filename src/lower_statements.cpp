@@ -84,6 +84,35 @@ std::vector<RowTemporary> row_temporaries(const StatementGroup& group, const Pro
   return held;
 }
 
+// Whether `auto` fuses a group the config leaves to it: where every statement is `auto`'s (none
+// specialized), and the sparse temporaries it would hold a row at a time, sized by their
+// structure's statistics, would fill a quarter of a 1 MiB L2 cache (`why` then says so). Apart,
+// such temporaries leave the cache between their writer and readers while the dense operands
+// stream through (pubmed's attention: 1.15-1.35x fused); smaller ones stay, and fused rows that
+// short stall on reading what the row just stored (cora: 0.75x), so they stay apart. Without
+// statistics nothing is known: apart.
+bool fusion_pays(const StatementGroup& group, const ProgramTensors& tensors, const StatementKernels& kernels,
+                 const std::vector<Compilation>& statements, const sparse::Program& whole,
+                 const std::map<std::string, InputStats>& stats, std::string& why) {
+  constexpr double kCacheBytes = 1 << 20, kShare = 0.25;
+  for (size_t k = group.first; k < group.first + group.count; ++k)
+    if (!statements[k].config.auto_schedule || statements[k].config.specialize_given) return false;
+  const std::vector<RowTemporary> rows = row_temporaries(group, tensors, kernels, statements, whole);
+  const double value_bytes = whole.value_type == ValueType::Float64 ? 8 : 4;
+  double bytes = 0;
+  std::vector<std::string> names;
+  for (const RowTemporary& row : rows) {
+    const std::string tensor = row.values.substr(0, row.values.size() - 5);
+    auto known = stats.find(kernels.structure_root.at(tensor));
+    if (known == stats.end()) return false;
+    bytes += static_cast<double>(known->second.nnz) * value_bytes;
+    names.push_back(tensor);
+  }
+  if (bytes < kShare * kCacheBytes) return false;
+  why = "its temporaries " + join(names, ", ") + " hold " + format_number("%.0f", bytes / 1024) + " KiB apart, over a quarter of a 1 MiB L2";
+  return true;
+}
+
 // The fused statements' kernels per feature width: each statement that `auto` would give kernels
 // per size of a variable (passes/size_variants.h) is lowered again with that variable's class
 // fixed at the width, for each of `auto`'s widths, every such class at the same width (a
@@ -154,7 +183,8 @@ void add_fused_size_variants(loops::LoweredFunc& fused, const StatementGroup& gr
 }  // namespace
 
 void lower_statements(Compilation& c, const ast::Program& program, const ProgramTensors& tensors, const ProgramConfig& config,
-                      const CompileInput& input, const std::function<void(Compilation&)>& lower_kernel, const ast::Spec* abi_order) {
+                      const CompileInput& input, const std::function<void(Compilation&)>& lower_kernel, const AddVariants& add_variants,
+                      const ast::Spec* abi_order) {
   StatementKernels kernels{tensors, config.temporaries, {}, {}, {}, {}, {}, abi_order};
   std::map<std::string, Format> written;  // as each statement stored its output
   std::vector<Compilation> statements;
@@ -232,8 +262,18 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
   std::vector<loops::LoweredFunc> funcs;
   for (const Compilation& s : statements) funcs.push_back(s.func);
   std::vector<StatementGroup> groups;
-  if (c.config.target == Target::Cpu && config.fuse) groups = fusable_statements(program, funcs);
-  else
+  std::map<size_t, std::string> auto_fused;  // first statement of a group `auto` fused -> why
+  for (const StatementGroup& group : c.config.target == Target::Cpu ? fusable_statements(program, funcs) : std::vector<StatementGroup>{}) {
+    std::string why;
+    const bool fuse = group.count > 1 && (config.fuse_given ? config.fuse : fusion_pays(group, tensors, kernels, statements, c.program, structure_stats, why));
+    if (fuse) {
+      groups.push_back(group);
+      if (!config.fuse_given) auto_fused[group.first] = why;
+    } else {
+      for (size_t k = group.first; k < group.first + group.count; ++k) groups.push_back({k, 1, ""});
+    }
+  }
+  if (groups.empty())
     for (size_t k = 0; k < statements.size(); ++k) groups.push_back({k, 1, ""});
   for (const StatementGroup& group : groups) {
     // Statements fused: one kernel, whose temporaries of the group's rows alone it holds a row at a time.
@@ -248,6 +288,7 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
       fused = fuse_statement_kernels(config.name + "_s" + std::to_string(group.first + 1) + "_" + std::to_string(group.first + group.count),
                                      members);
       what = "statements " + span + " fused: one loop over " + group.row + ", each row computing them in turn";
+      if (auto fused_by = auto_fused.find(group.first); fused_by != auto_fused.end()) what = "auto: " + what + " (" + fused_by->second + ")";
       rows = row_temporaries(group, tensors, kernels, statements, c.program);
       if (hold_rows_in_workspaces(fused, rows)) {
         std::vector<std::string> names;
@@ -260,6 +301,7 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
     }
     for (size_t k = group.first; k < group.first + group.count; ++k) {
       Compilation& s = statements[k];
+      if (group.count == 1) add_variants(s, reads[k]);
       const std::string heading = "// statement " + std::to_string(k + 1) + ": " + kernels.texts[k] + "\n";
       c.stage1_dump += heading + s.stage1_dump;
       if (group.count == 1) c.stage2_dump += heading + s.stage2_dump;
@@ -294,7 +336,7 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
 }
 
 void lower_factored(Compilation& c, const Factoring& factored, const CompileInput& input,
-                    const std::function<void(Compilation&)>& lower_kernel) {
+                    const std::function<void(Compilation&)>& lower_kernel, const AddVariants& add_variants) {
   const ast::Spec original = c.spec;
   const ast::Program program = parse_program(input.spec_path, factored.spec_text);
   const ProgramTensors tensors = check_program(program);
@@ -310,7 +352,7 @@ void lower_factored(Compilation& c, const Factoring& factored, const CompileInpu
     return stats != by_path.end() ? stats->second : read(path);
   };
   Compilation f;
-  lower_statements(f, program, tensors, config, known, lower_kernel, &original);
+  lower_statements(f, program, tensors, config, known, lower_kernel, add_variants, &original);
   specialize_sizes(f.func, f.config.sizes);
   f.spec = original;
   f.program.spec_text = ast::to_string(original);

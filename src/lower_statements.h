@@ -15,13 +15,16 @@ namespace spgen {
 // and calls them (passes/statement_sequence.h). Fills `c` as lower_kernel fills it for one.
 // `abi_order`: a statement `auto` factored into these (passes/factor_product.h), whose ABI the
 // kernel keeps.
+// `add_variants` gives a statement that runs alone (not fused) its kernels per size, from the
+// statement as read.
+using AddVariants = std::function<void(Compilation& statement, const Compilation& read)>;
 void lower_statements(Compilation& c, const ast::Program& program, const ProgramTensors& tensors, const ProgramConfig& config,
                       const CompileInput& input, const std::function<void(Compilation&)>& lower_kernel,
-                      const ast::Spec* abi_order = nullptr);
+                      const AddVariants& add_variants, const ast::Spec* abi_order = nullptr);
 
 // A statement `auto` factored (passes/factor_product.h): its two statements lowered as a spec of
 // several statements would be, behind the statement's own ABI; `c` holds the statement as read.
 void lower_factored(Compilation& c, const Factoring& factored, const CompileInput& input,
-                    const std::function<void(Compilation&)>& lower_kernel);
+                    const std::function<void(Compilation&)>& lower_kernel, const AddVariants& add_variants);
 
 }  // namespace spgen

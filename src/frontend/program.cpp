@@ -178,6 +178,7 @@ ProgramConfig read_program_config(const std::string& file, const std::string& te
     if (statements == 1) fail_config(file, "/fuse", "\"fuse\" belongs to a spec of several statements");
     if (!root["fuse"].is_boolean()) fail_config(file, "/fuse", std::string("expected true or false, found ") + root["fuse"].type_name());
     out.fuse = root["fuse"].get<bool>();
+    out.fuse_given = true;
   }
   if (statements > 1) {
     const char* for_now = " in a spec of several statements is not supported yet";

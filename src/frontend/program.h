@@ -32,9 +32,10 @@ ProgramTensors check_program(const ast::Program& program);
 struct ProgramConfig {
   std::string name;                   // the kernel's; statement k's is NAME_s<k+1>
   std::set<std::string> temporaries;  // "temporary": true
-  // "fuse": statements that share their row loop run in one (not by default: it measured no
-  // faster while the temporaries are whole arrays, bench/RESULTS.md, session 30).
+  // "fuse": statements that share their row loop run in one; where the config leaves it out,
+  // `auto` decides (lower_statements.cpp).
   bool fuse = false;
+  bool fuse_given = false;
   // Per statement: the config's JSON as that statement reads it (read_config): only the tensors
   // and sizes it uses, and its own kernel's name.
   std::vector<std::string> statement_json;

@@ -305,3 +305,37 @@ TEST_CASE("several statements: \"specialize\" gives kernels per size to the stat
   CHECK(contains(error_of(kAttention, config + R"(, "fuse": true, "specialize": {"k": [32]}})"),
                  "c.json: /specialize: error: \"specialize\" compiles a statement's loops again per size, which fused statements share"));
 }
+
+TEST_CASE("auto fuses statements whose row-held temporaries would fill a quarter of the L2 apart") {
+  const std::string config = std::string(kAttentionConfig).substr(0, std::string(kAttentionConfig).size() - 1) + R"(, "schedule": "auto")";
+  auto with_entries = [&](int64_t nnz, const std::string& extra) {
+    spgen::CompileInput input{"t.spg", kAttention, "c.json", config + extra + "}", std::nullopt, {}};
+    input.stats_files = {{"M", "m.mtx"}};
+    input.read_stats = [nnz](const std::string&) {
+      spgen::InputStats stats;
+      stats.source = "m.mtx";
+      stats.dims = {20000, 20000};
+      stats.nnz = nnz;
+      stats.row_mean = static_cast<double>(nnz) / 20000;
+      return stats;
+    };
+    return spgen::compile(input);
+  };
+  auto fused = [](const spgen::Compilation& c) {
+    return std::any_of(c.statement_notes.begin(), c.statement_notes.end(), [](const std::string& note) { return contains(note, "fused"); });
+  };
+  // 90000 entries: S and E hold 703 KiB apart (float32).
+  const spgen::Compilation big = with_entries(90000, "");
+  CHECK(fused(big));
+  CHECK(contains(big.statement_notes.front(), "auto: statements 1-5 fused: one loop over i, each row computing them in turn (its "
+                                              "temporaries S, E hold 703 KiB apart, over a quarter of a 1 MiB L2); S, E held a row at a time"));
+  // 10000 entries stay in the cache apart; so does what no statistics describe; "fuse" decides where given.
+  CHECK_FALSE(fused(with_entries(10000, "")));
+  CHECK_FALSE(fused(compile(kAttention, config + "}")));
+  CHECK_FALSE(fused(with_entries(90000, R"(, "fuse": false)")));
+  CHECK(fused(with_entries(10000, R"(, "fuse": true)")));
+  // Statements that run alone keep auto's kernels per width.
+  std::set<std::string> names;
+  for (const spgen::loops::LoweredFunc& part : with_entries(10000, "").parts) names.insert(part.name);
+  CHECK(names.count("t_s1_k32"));
+}
