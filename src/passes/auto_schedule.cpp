@@ -323,8 +323,6 @@ RowSplit static_row_split(const sparse::Program& program, const Config& config, 
 // costs (bench/RESULTS.md, session 25: bcsstk16, 9.9 and 39 KiB, lost 1.29x and 1.15x with it;
 // ego-facebook at 37 KiB lost 1.06x and at 148 KiB gained 1.30x).
 constexpr double kNearRowsBytes = 64 * 1024;
-// A dense index whose size neither "sizes" nor a size variant fixes: a typical feature width.
-constexpr int64_t kAssumedWidth = 32;
 
 // The stored-entry walk `walk` reads a row of a dense operand at each coordinate (SDDMM's B(j, :)
 // in the walk over X's row i): `prefetch` of those rows 8 entries ahead, unless the statistics
@@ -344,8 +342,8 @@ std::optional<std::pair<PrefetchOp, std::string>> auto_prefetch(const LoweredFun
     for (size_t l = 1; l < rows.format.levels.size(); ++l) {
       const std::string& index = rows.indices[static_cast<size_t>(rows.format.mode_order[l])];
       auto fixed = config.sizes.find(index);
-      row_bytes *= static_cast<double>(fixed != config.sizes.end() ? fixed->second : kAssumedWidth);
-      if (fixed == config.sizes.end()) width = ", " + index + " taken as " + std::to_string(kAssumedWidth);
+      row_bytes *= static_cast<double>(fixed != config.sizes.end() ? fixed->second : kAssumedFeatureWidth);
+      if (fixed == config.sizes.end()) width = ", " + index + " taken as " + std::to_string(kAssumedFeatureWidth);
     }
     PrefetchOp prefetch{rows.tensor, walk.label, 8};
     const std::string what = "the rows of " + rows.tensor + " read at " + walked->tensor + "'s coordinates";

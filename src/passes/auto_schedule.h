@@ -18,6 +18,10 @@
 
 namespace spgen {
 
+// A dense index whose size neither "sizes", a size variant nor the statistics give: a typical
+// feature width (what `auto` and factor_product assume of it).
+constexpr int64_t kAssumedFeatureWidth = 32;
+
 // Stage I (cpu): the reorder that puts a dense free index outside the sparse sum it sits in, or
 // nothing. Apply it before lowering; stage II's auto_schedule then finds the register tile.
 std::optional<ScheduleOp> auto_reorder(const sparse::Program& program, const Config& config);

@@ -7,14 +7,13 @@
 #include <set>
 
 #include "frontend/parser.h"
+#include "passes/auto_schedule.h"
 #include "support/text.h"
 
 namespace spgen {
 
 namespace {
 
-// A dense index whose size neither "sizes" nor the statistics give: a typical feature width.
-constexpr double kAssumedWidth = 32;
 // Without statistics ("factor": true): a sparse operand's modes, and its entries per row.
 constexpr double kAssumedModeSize = 1e4;
 constexpr double kAssumedRowLength = 8;
@@ -79,7 +78,7 @@ std::optional<Factoring> factor_product(const ast::Spec& spec, const Config& con
   auto size = [&](const std::string& var) -> double {
     if (auto d = dims.find(var); d != dims.end()) return d->second;
     auto fixed = config.sizes.find(var);
-    return fixed != config.sizes.end() ? static_cast<double>(fixed->second) : kAssumedWidth;
+    return fixed != config.sizes.end() ? static_cast<double>(fixed->second) : static_cast<double>(kAssumedFeatureWidth);
   };
   auto product = [&](const std::set<std::string>& vars) {
     double p = 1;
