@@ -312,7 +312,7 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
       for (const std::string& line : describe_variants(s.size_variants, {}))
         c.statement_notes.push_back(line.rfind("  ", 0) == 0 ? line : which + ", " + line);
       for (const std::string& line : s.variant_schedule_notes) c.statement_notes.push_back(which + ", " + line);
-      if (config.temporaries.count(s.program.output().tensor))
+      if (config.temporaries.count(s.program.output().tensor) && !s.spec.accumulate)  // (a later `+=` into it: its writer's line)
         c.temporaries.push_back(describe_temporary(s.program.output(), kernels, k, row_held.count(s.program.output().tensor) > 0));
       for (loops::LoweredFunc& part : s.parts) c.parts.push_back(std::move(part));
     }

@@ -21,12 +21,13 @@ class ProgramChecker {
     const bool several = program_.statements.size() > 1;
     for (size_t k = 0; k < program_.statements.size(); ++k) {
       const ast::Spec& statement = program_.statements[k];
-      if (several && statement.accumulate)
-        fail(statement.output.loc, std::string("`+=` in a spec of several statements is not supported yet") +
+      // `+=` adds into what an earlier statement wrote with `=`, not into the caller's array.
+      if (several && statement.accumulate && !out_.writer.count(statement.output.tensor))
+        fail(statement.output.loc, "`+=` into " + statement.output.tensor + ", which no earlier statement writes" +
                                        (program_.lifted.empty() ? "" : " (a reduction inside an expression is a statement of its own)") +
-                                       ": write the sum into a tensor of its own");
+                                       ": in a spec of several statements, `+=` adds into what an earlier statement wrote with `=`");
       for (const ast::Access* access : ast::collect_accesses(*statement.rhs)) read(*access, k);
-      write(statement.output, k);
+      write(statement.output, k, several && statement.accumulate);
     }
     for (const ast::Spec& statement : program_.statements)
       for (const std::string& var : statement.index_vars) {
@@ -74,10 +75,16 @@ class ProgramChecker {
     if (readers.empty() || readers.back() != k) readers.push_back(k);
   }
 
-  void write(const ast::Access& output, size_t k) {
+  // `adds`: a later statement's `+=` into what an earlier one wrote (its writer stays that one).
+  void write(const ast::Access& output, size_t k, bool adds) {
+    if (adds) {
+      use(output, true);
+      return;
+    }
     if (auto earlier = out_.writer.find(output.tensor); earlier != out_.writer.end())
       fail(output.loc, output.tensor + " is already written by the statement at " +
-                           at_line(program_.statements[earlier->second].output.loc) + ": a tensor is written once");
+                           at_line(program_.statements[earlier->second].output.loc) +
+                           ": a tensor is written once with `=` (a later statement may add into it with `+=`)");
     if (auto readers = out_.readers.find(output.tensor); readers != out_.readers.end())
       for (const ast::Access* access : ast::collect_accesses(*program_.statements[readers->second.front()].rhs))
         if (access->tensor == output.tensor)

@@ -63,7 +63,8 @@ sparse::Program statement_sequence_program(const std::string& name, const Statem
   whole.buffers = inputs;
   for (size_t k = 0; k < kernels.programs.size(); ++k) {
     const std::string& tensor = kernels.programs[k].output().tensor;
-    if (kernels.temporaries.count(tensor)) continue;
+    const bool seen = std::any_of(outputs.begin(), outputs.end(), [&](const sparse::SparseBuffer& b) { return b.tensor == tensor; });
+    if (kernels.temporaries.count(tensor) || seen) continue;  // (a later statement's `+=` into it: once)
     sparse::SparseBuffer buffer = copied(kernels.programs[k], tensor, true);
     if (!buffer.shares_structure_with.empty()) buffer.axes = whole.buffer(buffer.shares_structure_with).axes;
     outputs.push_back(std::move(buffer));
@@ -96,7 +97,8 @@ LoweredFunc build_statement_executor(const std::string& name, const sparse::Prog
   std::vector<Workspace> temporaries;
   for (const sparse::Program& program : kernels.programs) {
     const sparse::SparseBuffer& output = program.output();
-    if (!kernels.temporaries.count(output.tensor) || !taken.count(output.values)) continue;
+    const bool allocated = std::any_of(temporaries.begin(), temporaries.end(), [&](const Workspace& w) { return w.name == output.values; });
+    if (!kernels.temporaries.count(output.tensor) || !taken.count(output.values) || allocated) continue;  // (`+=` into it: once)
     Expr size;
     if (auto root = kernels.structure_root.find(output.tensor); root != kernels.structure_root.end()) {
       size = int64(1);

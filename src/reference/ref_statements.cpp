@@ -208,7 +208,11 @@ std::map<std::string, Tensor> evaluate_statements(const std::string& spec_text, 
         std::string text = statement;
         try {
             if (how != how_stored.end()) text = on_entries_of(statement, how->second.structure, operands);
-            Tensor result = evaluate(text, operands, extra_dims);
+            // `+=` adds into what an earlier statement wrote.
+            const size_t assign = statement.find('=');
+            const bool adds = assign != std::string::npos && assign > 0 && statement[assign - 1] == '+';
+            auto earlier = known.find(output);
+            Tensor result = evaluate(text, operands, extra_dims, adds && earlier != known.end() ? &earlier->second : nullptr);
             if (how != how_stored.end() && how->second.dense) result = densified(result);
             if (how != how_stored.end() && !how->second.structure.empty()) result = on_coordinates_of(result, operands.at(how->second.structure));
             known[output] = result;

@@ -32,10 +32,17 @@ TEST_CASE("several statements: errors between statements point at the access") {
         "earlier statements wrote\n  y(i) = t(i)\n         ^\n");
   CHECK(contains(error_of("t(i) = x(i)\nt(i) = w(i)\n", "{}"),
                  "t.spg:2:1: error: t is already written by the statement at line 1, column 1: a tensor is written once"));
-  CHECK(contains(error_of("t(i) = x(i)\ny(i) += t(i)\n", "{}"), "t.spg:2:1: error: `+=` in a spec of several statements is not supported yet"));
+  CHECK(contains(error_of("t(i) = x(i)\ny(i) += t(i)\n", "{}"),
+                 "t.spg:2:1: error: `+=` into y, which no earlier statement writes: in a spec of several statements, `+=` adds into "
+                 "what an earlier statement wrote with `=`"));
   CHECK(contains(error_of("y(i) += x(i) / sum(j: A(i,j))", "{}"),
-                 "t.spg:1:1: error: `+=` in a spec of several statements is not supported yet (a reduction inside an expression is a "
-                 "statement of its own)"));
+                 "t.spg:1:1: error: `+=` into y, which no earlier statement writes (a reduction inside an expression is a statement of its own)"));
+  // `+=` into what an earlier statement wrote adds into it (tests/e2e/statements/sum_into.spg); not
+  // into an output on another's structure.
+  CHECK(compile("t(i) = A(i,j) * x(j)\nt(i) += B(i,j) * x(j)\ny(i) = t(i) * t(i)\n", R"({"tensors": {"t": {"temporary": true}}})").parts.size() == 3);
+  CHECK(contains(error_of("S(i,j) = A(i,j) * x(j)\nS(i,j) += A(i,j) * z(j)\n",
+                          R"({"tensors": {"A": {"format": "csr"}, "S": {"structure": "A"}}})"),
+                 "an output with a structure is written with `=`, not `+=`"));
   CHECK(contains(error_of("t(i) = x(i)\ny(i) = t(i,j) * z(j)\n", "{}"),
                  "t.spg:2:8: error: tensor t is used with 2 indices here but with 1 at line 1, column 1"));
   CHECK(contains(error_of("t(i) = x(i)\ny(j) = t(j) * i(j)\n", "{}"), "'i' is used both as a tensor and as an index variable"));

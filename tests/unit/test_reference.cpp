@@ -1402,3 +1402,13 @@ TEST_CASE("statements: each output feeds the next, stored dense or on a structur
   CHECK(out.at("t").nnz() == 2);
   CHECK(spgen_ref::densified(spgen_ref::Tensor{{3}, {1}, {5}}).vals == std::vector<double>{0, 5, 0});
 }
+
+TEST_CASE("statements: `+=` adds into what an earlier statement wrote") {
+  // A = [[1, 2], [0, 3]], x = [1, 1]: t = A x = [3, 3], then t += 2 x = [5, 5], then y = t.
+  spgen_ref::Tensor A{{2, 2}, {0, 0, 0, 1, 1, 1}, {1, 2, 3}};
+  spgen_ref::Tensor x{{2}, {0, 1}, {1, 1}};
+  const auto out = spgen_ref::evaluate_statements("t(i) = A(i,j) * x(j)\nt(i) += 2 * x(i)\ny(i) = t(i)\n", {{"A", A}, {"x", x}},
+                                                  {{"t", {true, ""}}});
+  CHECK(spgen_ref::compare(out.at("t"), spgen_ref::Tensor{{2}, {0, 1}, {5, 5}}, 0, 0).ok);
+  CHECK(spgen_ref::compare(out.at("y"), spgen_ref::Tensor{{2}, {0, 1}, {5, 5}}, 0, 0).ok);
+}
