@@ -21,8 +21,10 @@ namespace spgen {
 namespace {
 
 // The header's line on a temporary: how the executor holds it.
-std::string describe_temporary(const sparse::SparseBuffer& buffer, const StatementKernels& kernels, size_t writer, bool row_held) {
+std::string describe_temporary(const sparse::SparseBuffer& buffer, const StatementKernels& kernels, size_t writer, bool row_held,
+                               bool scalar_held) {
   std::string line = buffer.tensor + ": temporary, written by statement " + std::to_string(writer + 1) + " and held by the kernel: ";
+  if (scalar_held) return line + "one value per row, in a register of the fused row loop (its statements fused)";
   if (row_held)
     return line + "a row at a time, in a workspace per thread as long as the longest row of " + kernels.structure_root.at(buffer.tensor) +
            " (its statements fused)";
@@ -84,6 +86,23 @@ std::vector<RowTemporary> row_temporaries(const StatementGroup& group, const Pro
   return held;
 }
 
+// The dense temporaries of one value per row of the fused loop that only the group writes and
+// reads: held in a scalar of the row (passes/row_temporaries.h), as the arrays of their values.
+std::vector<std::string> row_scalar_temporaries(const StatementGroup& group, const ProgramTensors& tensors,
+                                                const StatementKernels& kernels, const std::vector<Compilation>& statements) {
+  std::vector<std::string> held;
+  const size_t end = group.first + group.count;
+  for (size_t k = group.first; k < end; ++k) {
+    const sparse::SparseBuffer& output = statements[k].program.output();
+    if (!kernels.temporaries.count(output.tensor) || kernels.structure_root.count(output.tensor) || statements[k].spec.accumulate) continue;
+    if (output.indices != std::vector<std::string>{group.row} || !output.format.all_dense()) continue;
+    const std::vector<size_t>& readers = tensors.readers.at(output.tensor);
+    if (std::any_of(readers.begin(), readers.end(), [&](size_t r) { return r >= end; })) continue;
+    held.push_back(output.values);
+  }
+  return held;
+}
+
 // Whether `auto` fuses a group the config leaves to it: where every statement is `auto`'s (none
 // specialized), and the sparse temporaries it would hold a row at a time, sized by their
 // structure's statistics, would fill a quarter of a 1 MiB L2 cache (`why` then says so). Apart,
@@ -122,8 +141,8 @@ bool fusion_pays(const StatementGroup& group, const ProgramTensors& tensors, con
 void add_fused_size_variants(loops::LoweredFunc& fused, const StatementGroup& group, const ast::Program& program,
                              const ProgramTensors& tensors, const std::vector<Compilation>& reads,
                              const std::vector<Compilation>& statements, const std::vector<loops::LoweredFunc>& statement_funcs,
-                             const std::vector<RowTemporary>& rows, const std::function<void(Compilation&)>& lower_kernel,
-                             Compilation& c) {
+                             const std::vector<std::string>& scalars, const std::vector<RowTemporary>& rows,
+                             const std::function<void(Compilation&)>& lower_kernel, Compilation& c) {
   std::set<std::string> classes;  // the variables' classes that some statement would specialize
   std::vector<std::string> vars;  // one variable of each, as the fused kernel names its size
   for (size_t k = group.first; k < group.first + group.count; ++k) {
@@ -159,6 +178,7 @@ void add_fused_size_variants(loops::LoweredFunc& fused, const StatementGroup& gr
     std::vector<const loops::LoweredFunc*> members;
     for (const loops::LoweredFunc& f : funcs) members.push_back(&f);
     variants.push_back(fuse_statement_kernels(name + suffix, members));
+    hold_row_values_in_scalars(variants.back(), scalars);
     hold_rows_in_workspaces(variants.back(), rows);
     loops::Expr condition;
     for (const std::string& var : vars) condition = loops::logical_and(condition, size_equals(fused, var, width));
@@ -280,7 +300,8 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
     loops::LoweredFunc fused;
     std::string what;
     std::vector<RowTemporary> rows;
-    std::set<std::string> row_held;
+    std::vector<std::string> scalars;
+    std::set<std::string> row_held, scalar_held;
     if (group.count > 1) {
       std::vector<const loops::LoweredFunc*> members;
       for (size_t k = group.first; k < group.first + group.count; ++k) members.push_back(&statements[k].func);
@@ -289,6 +310,11 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
                                      members);
       what = "statements " + span + " fused: one loop over " + group.row + ", each row computing them in turn";
       if (auto fused_by = auto_fused.find(group.first); fused_by != auto_fused.end()) what = "auto: " + what + " (" + fused_by->second + ")";
+      scalars = hold_row_values_in_scalars(fused, row_scalar_temporaries(group, tensors, kernels, statements));
+      std::vector<std::string> scalar_names;
+      for (const std::string& values : scalars) scalar_names.push_back(values.substr(0, values.size() - 5));
+      scalar_held.insert(scalar_names.begin(), scalar_names.end());
+      if (!scalars.empty()) what += "; " + join(scalar_names, ", ") + " held in a register per row";
       rows = row_temporaries(group, tensors, kernels, statements, c.program);
       if (hold_rows_in_workspaces(fused, rows)) {
         std::vector<std::string> names;
@@ -313,7 +339,8 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
         c.statement_notes.push_back(line.rfind("  ", 0) == 0 ? line : which + ", " + line);
       for (const std::string& line : s.variant_schedule_notes) c.statement_notes.push_back(which + ", " + line);
       if (config.temporaries.count(s.program.output().tensor) && !s.spec.accumulate)  // (a later `+=` into it: its writer's line)
-        c.temporaries.push_back(describe_temporary(s.program.output(), kernels, k, row_held.count(s.program.output().tensor) > 0));
+        c.temporaries.push_back(describe_temporary(s.program.output(), kernels, k, row_held.count(s.program.output().tensor) > 0,
+                                                   scalar_held.count(s.program.output().tensor) > 0));
       for (loops::LoweredFunc& part : s.parts) c.parts.push_back(std::move(part));
     }
     if (group.count == 1) {
@@ -325,7 +352,7 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
     c.stage2_dump += "// " + what + "\n" + loops::dump_stage2(fused);
     c.statement_notes.push_back(what);
     if (c.config.target == Target::Cpu)
-      add_fused_size_variants(fused, group, program, tensors, reads, statements, funcs, rows, lower_kernel, c);
+      add_fused_size_variants(fused, group, program, tensors, reads, statements, funcs, scalars, rows, lower_kernel, c);
     kernels.funcs.push_back(fused);
     kernels.comments.push_back(what);
     c.parts.push_back(std::move(fused));

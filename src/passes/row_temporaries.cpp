@@ -37,7 +37,75 @@ class RowIndexing : public IRMutator {
   std::map<std::string, std::pair<std::string, std::string>> rows_;  // values -> workspace, row start
 };
 
+// Each value of a row held in a scalar: its array's reads become the scalar, its writes assignments.
+class RowScalars : public IRMutator {
+ public:
+  explicit RowScalars(std::map<std::string, std::string> scalars) : scalars_(std::move(scalars)) {}
+
+ protected:
+  Expr mutate_load(const Load& node, const Expr& self) override {
+    auto scalar = scalars_.find(node.buffer);
+    return scalar == scalars_.end() ? IRMutator::mutate_load(node, self) : var(scalar->second, node.type);
+  }
+  Stmt mutate_store(const Store& node, const Stmt& self) override {
+    auto scalar = scalars_.find(node.buffer);
+    if (scalar == scalars_.end()) return IRMutator::mutate_store(node, self);
+    return std::make_shared<Assign>(scalar->second, mutate(node.value), node.accumulate);
+  }
+
+ private:
+  std::map<std::string, std::string> scalars_;  // values array -> scalar
+};
+
+// Whether every access of `array` in `stmt` reads or writes one scalar at the coordinate `row`.
+bool accessed_at_row_only(const Stmt& stmt, const std::string& array, const std::string& row) {
+  struct Check : IRVisitor {
+    const std::string &array, &row;
+    bool ok = true;
+    Check(const std::string& a, const std::string& r) : array(a), row(r) {}
+    bool at_row(const Expr& index) const {
+      return index->kind == ExprKind::Var && static_cast<const Var&>(*index).name == row;
+    }
+    void visit_load(const Load& node) override {
+      if (node.buffer == array) ok = ok && !node.vector && node.gather_lane.empty() && at_row(node.index);
+      IRVisitor::visit_load(node);
+    }
+    void visit_store(const Store& node) override {
+      if (node.buffer == array) ok = ok && !node.vector && !node.atomic && at_row(node.index);
+      IRVisitor::visit_store(node);
+    }
+    void visit_lane_sum(const LaneSum& node) override { ok = ok && node.buffer != array; }
+  } check(array, row);
+  check.visit(stmt);
+  return check.ok;
+}
+
 }  // namespace
+
+std::vector<std::string> hold_row_values_in_scalars(LoweredFunc& fused, const std::vector<std::string>& values) {
+  const For* rows = as_for(fused.body);
+  if (!rows) return {};
+  std::set<std::string> used = names_bound_in(fused);
+  std::map<std::string, std::string> scalars;
+  std::vector<std::string> held;
+  std::vector<Stmt> body;
+  for (const std::string& array : values) {
+    auto param = std::find_if(fused.params.begin(), fused.params.end(), [&](const Param& p) { return p.name == array; });
+    if (param == fused.params.end() || !accessed_at_row_only(rows->body, array, rows->var)) continue;
+    const std::string stem = array.size() > 5 ? array.substr(0, array.size() - 5) : array;
+    const std::string scalar = first_unused_name(used, stem + "_of_row");
+    used.insert(scalar);
+    scalars[array] = scalar;
+    held.push_back(array);
+    body.push_back(std::make_shared<Declare>(scalar, param->type, std::make_shared<FloatImm>(0.0, "0", param->type), true));
+  }
+  if (held.empty()) return {};
+  for (const Stmt& s : statements_of(RowScalars(scalars).mutate(rows->body))) body.push_back(s);
+  fused.body = std::make_shared<For>(rows->label, rows->var, rows->begin, rows->end, block(std::move(body)), rows->annotations);
+  fused.params.erase(std::remove_if(fused.params.begin(), fused.params.end(), [&](const Param& p) { return scalars.count(p.name) > 0; }),
+                     fused.params.end());
+  return held;
+}
 
 bool hold_rows_in_workspaces(LoweredFunc& fused, const std::vector<RowTemporary>& temporaries) {
   const For* rows = as_for(fused.body);

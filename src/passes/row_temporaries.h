@@ -1,4 +1,5 @@
-// Statements fused into one row loop (passes/fuse_statements.h): a sparse temporary that only
+// Statements fused into one row loop (passes/fuse_statements.h): a dense temporary of one value per
+// row that only they write and read is held in a scalar of the row, and a sparse temporary that only
 // they write and read, on the entries of a CSR-like structure (a dense row level over a compressed
 // one), is held a row at a time in a workspace of each thread, as long as the longest row, rather
 // than as an array of every stored entry that the executor allocates on each call. The attention's
@@ -23,5 +24,11 @@ struct RowTemporary {
 // length and a vector's reach past it: masked tails read past a row's end); the values array
 // leaves the kernel's parameters. False, and `fused` unchanged, where its shape is not that loop.
 bool hold_rows_in_workspaces(loops::LoweredFunc& fused, const std::vector<RowTemporary>& temporaries);
+
+// Before that: a dense temporary of one value per row (values array `values`, the attention's
+// m_vals and l_vals) whose every read and write in `fused` is at the row loop's own coordinate is
+// held in a scalar of the row's body instead (a register), its array leaving the parameters. The
+// arrays so held, in `values`' order.
+std::vector<std::string> hold_row_values_in_scalars(loops::LoweredFunc& fused, const std::vector<std::string>& values);
 
 }  // namespace spgen

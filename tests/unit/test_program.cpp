@@ -138,24 +138,29 @@ TEST_CASE("several statements with \"fuse\": those that share their row loop run
     const std::string kernel = spgen::loops::dump_stage2(fused.parts[k]);
     CHECK(kernel.find("for i in [0, dim_i) parallel") == kernel.rfind("for i in [0, dim_i)"));  // one row loop
   }
-  CHECK(contains(fused.stage2_dump, "// statements 1-5 fused: one loop over i, each row computing them in turn; S, E held a row at a time"));
+  CHECK(contains(fused.stage2_dump, "// statements 1-5 fused: one loop over i, each row computing them in turn; m, l held in a register "
+                                    "per row; S, E held a row at a time"));
   CHECK(contains(fused.stage2_dump, "// the fused kernel for k = d = 64"));
   // S and E, written and read by the fused statements alone, live a row at a time in a workspace
-  // per thread; the executor allocates only m and l, and passes no S or E values.
+  // per thread, m and l in a scalar of the row; the executor allocates none of them.
   for (size_t k = 0; k < 5; ++k) {
     const std::string kernel = spgen::loops::dump_stage2(fused.parts[k]);
     CAPTURE(kernel);
     CHECK(contains(kernel, "allocate S_row: float32[longest_row + 128], E_row: float32[longest_row + 128]:"));
     CHECK(contains(kernel, "S_row[pM1 - S_row_start] = M_vals[pM1] * acc"));
-    CHECK(!contains(kernel, "S_vals"));
-    CHECK(!contains(kernel, "E_vals"));
+    CHECK(contains(kernel, "var m_of_row: float32 = 0"));
+    CHECK(contains(kernel, "m_of_row = acc"));
+    CHECK(contains(kernel, "let l_recip: float32 = 1 / l_of_row"));
+    for (const char* array : {"S_vals", "E_vals", "m_vals", "l_vals"}) CHECK(!contains(kernel, array));
   }
   const std::string executor = spgen::loops::dump_stage2(fused.func);
-  CHECK(contains(executor, "allocate m_vals: float32[dim_i], l_vals: float32[dim_i]:"));
+  CHECK(!contains(executor, "allocate"));
   CHECK(!contains(executor, "S_vals"));
   REQUIRE(fused.temporaries.size() == 4);
   CHECK(fused.temporaries[0] == "S: temporary, written by statement 1 and held by the kernel: a row at a time, in a workspace per thread "
                                 "as long as the longest row of M (its statements fused)");
+  CHECK(fused.temporaries[1] == "m: temporary, written by statement 2 and held by the kernel: one value per row, in a register of the "
+                                "fused row loop (its statements fused)");
   REQUIRE(fused.statement_notes.size() == 2);
   CHECK(fused.statement_notes[1] ==
         "  k = d: a fused kernel for each of 16, 32, 64 and 128 (constant trip counts), chosen on entry; any other sizes run the generic one");
@@ -335,7 +340,8 @@ TEST_CASE("auto fuses statements whose row-held temporaries would fill a quarter
   const spgen::Compilation big = with_entries(90000, "");
   CHECK(fused(big));
   CHECK(contains(big.statement_notes.front(), "auto: statements 1-5 fused: one loop over i, each row computing them in turn (its "
-                                              "temporaries S, E hold 703 KiB apart, over a quarter of a 1 MiB L2); S, E held a row at a time"));
+                                              "temporaries S, E hold 703 KiB apart, over a quarter of a 1 MiB L2); m, l held in a register per row; "
+                                              "S, E held a row at a time"));
   // 10000 entries stay in the cache apart; so does what no statistics describe; "fuse" decides where given.
   CHECK_FALSE(fused(with_entries(10000, "")));
   CHECK_FALSE(fused(compile(kAttention, config + "}")));
