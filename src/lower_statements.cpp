@@ -23,7 +23,10 @@ namespace {
 // The header's line on a temporary: how the executor holds it.
 std::string describe_temporary(const sparse::SparseBuffer& buffer, const StatementKernels& kernels, size_t writer, bool row_held,
                                bool scalar_held) {
-  std::string line = buffer.tensor + ": temporary, written by statement " + std::to_string(writer + 1) + " and held by the kernel: ";
+  std::string line = buffer.tensor + ": temporary, written by statement " + std::to_string(writer + 1);
+  for (size_t k = writer + 1; k < kernels.programs.size(); ++k)  // (a later statement's `+=` into it)
+    if (kernels.programs[k].output().tensor == buffer.tensor) line += ", added into by statement " + std::to_string(k + 1);
+  line += " and held by the kernel: ";
   if (scalar_held) return line + "one value per row, in a register of the fused row loop (its statements fused)";
   if (row_held)
     return line + "a row at a time, in a workspace per thread as long as the longest row of " + kernels.structure_root.at(buffer.tensor) +

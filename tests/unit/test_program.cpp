@@ -39,7 +39,11 @@ TEST_CASE("several statements: errors between statements point at the access") {
                  "t.spg:1:1: error: `+=` into y, which no earlier statement writes (a reduction inside an expression is a statement of its own)"));
   // `+=` into what an earlier statement wrote adds into it (tests/e2e/statements/sum_into.spg); not
   // into an output on another's structure.
-  CHECK(compile("t(i) = A(i,j) * x(j)\nt(i) += B(i,j) * x(j)\ny(i) = t(i) * t(i)\n", R"({"tensors": {"t": {"temporary": true}}})").parts.size() == 3);
+  const spgen::Compilation added = compile("t(i) = A(i,j) * x(j)\nt(i) += B(i,j) * x(j)\ny(i) = t(i) * t(i)\n", R"({"tensors": {"t": {"temporary": true}}})");
+  CHECK(added.parts.size() == 3);
+  REQUIRE(added.temporaries.size() == 1);
+  CHECK(added.temporaries[0] == "t: temporary, written by statement 1, added into by statement 2 and held by the kernel: dense, one value per "
+                                "coordinate of (i)");
   CHECK(contains(error_of("S(i,j) = A(i,j) * x(j)\nS(i,j) += A(i,j) * z(j)\n",
                           R"({"tensors": {"A": {"format": "csr"}, "S": {"structure": "A"}}})"),
                  "an output with a structure is written with `=`, not `+=`"));
