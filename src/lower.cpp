@@ -28,6 +28,7 @@
 #include "passes/decompose_operand.h"
 #include "passes/explicit_vectors.h"
 #include "passes/factor_product.h"
+#include "passes/hoist_reciprocals.h"
 #include "passes/infer_loop_order.h"
 #include "passes/infer_output_format.h"
 #include "passes/lower_to_loops.h"
@@ -46,7 +47,6 @@
 #include "passes/specialize_sizes.h"
 #include "passes/split_gpu_kernels.h"
 #include "passes/split_sum.h"
-#include "passes/hoist_reciprocals.h"
 #include "passes/unswitch_loops.h"
 
 namespace spgen {
