@@ -68,41 +68,46 @@ Config read_statement_config(const CompileInput& input, const ProgramConfig& con
   return read;
 }
 
-// The temporaries that only the fused statements write and read, on a structure of rows over a
-// compressed level (CSR's): held a row at a time (passes/row_temporaries.h).
-std::vector<RowTemporary> row_temporaries(const StatementGroup& group, const ProgramTensors& tensors, const StatementKernels& kernels,
-                                          const std::vector<Compilation>& statements, const sparse::Program& whole) {
-  std::vector<RowTemporary> held;
+// The temporaries the group's statements write that no statement after the group reads: what the
+// fused kernel may hold itself.
+std::vector<const sparse::SparseBuffer*> group_temporaries(const StatementGroup& group, const ProgramTensors& tensors,
+                                                           const StatementKernels& kernels, const std::vector<Compilation>& statements) {
+  std::vector<const sparse::SparseBuffer*> held;
   const size_t end = group.first + group.count;
   for (size_t k = group.first; k < end; ++k) {
     const sparse::SparseBuffer& output = statements[k].program.output();
-    auto root = kernels.structure_root.find(output.tensor);
-    if (!kernels.temporaries.count(output.tensor) || root == kernels.structure_root.end()) continue;
+    if (!kernels.temporaries.count(output.tensor) || statements[k].spec.accumulate) continue;
     const std::vector<size_t>& readers = tensors.readers.at(output.tensor);
-    if (std::any_of(readers.begin(), readers.end(), [&](size_t r) { return r >= end; })) continue;
-    const sparse::SparseBuffer& structure = whole.buffer(root->second);
-    const std::vector<LevelKind>& levels = structure.format.levels;
-    if (levels.size() != 2 || levels[0] != LevelKind::Dense || levels[1] != LevelKind::Compressed || structure.format.is_blocked())
-      continue;
-    held.push_back({output.values, whole.axes.at(static_cast<size_t>(structure.axes.at(1))).pos});
+    if (std::none_of(readers.begin(), readers.end(), [&](size_t r) { return r >= end; })) held.push_back(&output);
   }
   return held;
 }
 
-// The dense temporaries of one value per row of the fused loop that only the group writes and
-// reads: held in a scalar of the row (passes/row_temporaries.h), as the arrays of their values.
-std::vector<std::string> row_scalar_temporaries(const StatementGroup& group, const ProgramTensors& tensors,
-                                                const StatementKernels& kernels, const std::vector<Compilation>& statements) {
-  std::vector<std::string> held;
-  const size_t end = group.first + group.count;
-  for (size_t k = group.first; k < end; ++k) {
-    const sparse::SparseBuffer& output = statements[k].program.output();
-    if (!kernels.temporaries.count(output.tensor) || kernels.structure_root.count(output.tensor) || statements[k].spec.accumulate) continue;
-    if (output.indices != std::vector<std::string>{group.row} || !output.format.all_dense()) continue;
-    const std::vector<size_t>& readers = tensors.readers.at(output.tensor);
-    if (std::any_of(readers.begin(), readers.end(), [&](size_t r) { return r >= end; })) continue;
-    held.push_back(output.values);
+// Of those, the ones on a structure of rows over a compressed level (CSR's): held a row at a time
+// (passes/row_temporaries.h).
+std::vector<RowTemporary> row_temporaries(const StatementGroup& group, const ProgramTensors& tensors, const StatementKernels& kernels,
+                                          const std::vector<Compilation>& statements, const sparse::Program& whole) {
+  std::vector<RowTemporary> held;
+  for (const sparse::SparseBuffer* output : group_temporaries(group, tensors, kernels, statements)) {
+    auto root = kernels.structure_root.find(output->tensor);
+    if (root == kernels.structure_root.end()) continue;
+    const sparse::SparseBuffer& structure = whole.buffer(root->second);
+    const std::vector<LevelKind>& levels = structure.format.levels;
+    if (levels.size() != 2 || levels[0] != LevelKind::Dense || levels[1] != LevelKind::Compressed || structure.format.is_blocked())
+      continue;
+    held.push_back({output->tensor, output->values, whole.axes.at(static_cast<size_t>(structure.axes.at(1))).pos});
   }
+  return held;
+}
+
+// ... and the dense ones of one value per row of the fused loop: held in a scalar of the row.
+std::vector<RowTemporary> row_scalar_temporaries(const StatementGroup& group, const ProgramTensors& tensors,
+                                                 const StatementKernels& kernels, const std::vector<Compilation>& statements) {
+  std::vector<RowTemporary> held;
+  for (const sparse::SparseBuffer* output : group_temporaries(group, tensors, kernels, statements))
+    if (!kernels.structure_root.count(output->tensor) && output->indices == std::vector<std::string>{group.row} &&
+        output->format.all_dense())
+      held.push_back({output->tensor, output->values, ""});
   return held;
 }
 
@@ -124,11 +129,10 @@ bool fusion_pays(const StatementGroup& group, const ProgramTensors& tensors, con
   double bytes = 0;
   std::vector<std::string> names;
   for (const RowTemporary& row : rows) {
-    const std::string tensor = row.values.substr(0, row.values.size() - 5);
-    auto known = stats.find(kernels.structure_root.at(tensor));
+    auto known = stats.find(kernels.structure_root.at(row.tensor));
     if (known == stats.end()) return false;
     bytes += static_cast<double>(known->second.nnz) * value_bytes;
-    names.push_back(tensor);
+    names.push_back(row.tensor);
   }
   if (bytes < kShare * kCacheBytes) return false;
   why = "its temporaries " + join(names, ", ") + " hold " + format_number("%.0f", bytes / 1024) + " KiB apart, over a quarter of a 1 MiB L2";
@@ -144,7 +148,7 @@ bool fusion_pays(const StatementGroup& group, const ProgramTensors& tensors, con
 void add_fused_size_variants(loops::LoweredFunc& fused, const StatementGroup& group, const ast::Program& program,
                              const ProgramTensors& tensors, const std::vector<Compilation>& reads,
                              const std::vector<Compilation>& statements, const std::vector<loops::LoweredFunc>& statement_funcs,
-                             const std::vector<std::string>& scalars, const std::vector<RowTemporary>& rows,
+                             const std::vector<RowTemporary>& scalars, const std::vector<RowTemporary>& rows,
                              const std::function<void(Compilation&)>& lower_kernel, Compilation& c) {
   std::set<std::string> classes;  // the variables' classes that some statement would specialize
   std::vector<std::string> vars;  // one variable of each, as the fused kernel names its size
@@ -302,8 +306,7 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
     // Statements fused: one kernel, whose temporaries of the group's rows alone it holds a row at a time.
     loops::LoweredFunc fused;
     std::string what;
-    std::vector<RowTemporary> rows;
-    std::vector<std::string> scalars;
+    std::vector<RowTemporary> rows, scalars;
     std::set<std::string> row_held, scalar_held;
     if (group.count > 1) {
       std::vector<const loops::LoweredFunc*> members;
@@ -313,20 +316,18 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
                                      members);
       what = "statements " + span + " fused: one loop over " + group.row + ", each row computing them in turn";
       if (auto fused_by = auto_fused.find(group.first); fused_by != auto_fused.end()) what = "auto: " + what + " (" + fused_by->second + ")";
+      // (the tensors of `held`, joined for the note, and into `into`)
+      auto names = [](const std::vector<RowTemporary>& held, std::set<std::string>& into) {
+        std::vector<std::string> tensors;
+        for (const RowTemporary& t : held) tensors.push_back(t.tensor);
+        into.insert(tensors.begin(), tensors.end());
+        return join(tensors, ", ");
+      };
       scalars = hold_row_values_in_scalars(fused, row_scalar_temporaries(group, tensors, kernels, statements));
-      std::vector<std::string> scalar_names;
-      for (const std::string& values : scalars) scalar_names.push_back(values.substr(0, values.size() - 5));
-      scalar_held.insert(scalar_names.begin(), scalar_names.end());
-      if (!scalars.empty()) what += "; " + join(scalar_names, ", ") + " held in a register per row";
+      if (!scalars.empty()) what += "; " + names(scalars, scalar_held) + " held in a register per row";
       rows = row_temporaries(group, tensors, kernels, statements, c.program);
-      if (hold_rows_in_workspaces(fused, rows)) {
-        std::vector<std::string> names;
-        for (const RowTemporary& row : rows) names.push_back(row.values.substr(0, row.values.size() - 5));
-        what += "; " + join(names, ", ") + " held a row at a time";
-        row_held.insert(names.begin(), names.end());
-      } else {
-        rows.clear();
-      }
+      if (hold_rows_in_workspaces(fused, rows)) what += "; " + names(rows, row_held) + " held a row at a time";
+      else rows.clear();
     }
     for (size_t k = group.first; k < group.first + group.count; ++k) {
       Compilation& s = statements[k];

@@ -131,6 +131,14 @@ class ProgramChecker {
   throw CompileError(format_config_error(file, path, message));
 }
 
+// A config key that names an index variable ("sizes", "specialize"): one of the spec's.
+void check_index_variable(const std::string& file, const std::string& path, const std::string& var, const ProgramTensors& tensors) {
+  if (tensors.index_class.count(var)) return;
+  std::string known;
+  for (const auto& [name, _] : tensors.index_class) known += (known.empty() ? "" : ", ") + name;
+  fail_config(file, path, "no index variable " + var + " in the spec (its index variables are: " + known + ")");
+}
+
 }  // namespace
 
 ProgramTensors check_program(const ast::Program& program) { return ProgramChecker(program).run(); }
@@ -207,11 +215,7 @@ ProgramConfig read_program_config(const std::string& file, const std::string& te
         fail_config(file, "/specialize", "\"specialize\" compiles a statement's loops again per size, which fused statements share: "
                                          "drop \"fuse\" or \"specialize\"");
       for (auto it = root["specialize"].begin(); it != root["specialize"].end(); ++it)
-        if (!tensors.index_class.count(it.key())) {
-          std::string known;
-          for (const auto& [var, _] : tensors.index_class) known += (known.empty() ? "" : ", ") + var;
-          fail_config(file, "/specialize/" + it.key(), "no index variable " + it.key() + " in the spec (its index variables are: " + known + ")");
-        }
+        check_index_variable(file, "/specialize/" + it.key(), it.key(), tensors);
     }
     if (root.contains("variants")) fail_config(file, "/variants", std::string("\"variants\"") + for_now);
   }
@@ -228,11 +232,7 @@ ProgramConfig read_program_config(const std::string& file, const std::string& te
   };
   if (statements > 1 && root.contains("sizes") && root["sizes"].is_object())
     for (auto it = root["sizes"].begin(); it != root["sizes"].end(); ++it) {
-      if (!tensors.index_class.count(it.key())) {
-        std::string known;
-        for (const auto& [var, _] : tensors.index_class) known += (known.empty() ? "" : ", ") + var;
-        fail_config(file, "/sizes/" + it.key(), "no index variable " + it.key() + " in the spec (its index variables are: " + known + ")");
-      }
+      check_index_variable(file, "/sizes/" + it.key(), it.key(), tensors);
       if (!it.value().is_number_integer() || it.value().get<int64_t>() <= 0)
         fail_config(file, "/sizes/" + it.key(), "expected a positive integer, found " + it.value().dump());
       size_of_class(it.key(), it.value().get<int64_t>(), "/sizes/" + it.key());

@@ -28,9 +28,7 @@ void hoist_invariant_loads(LoweredFunc& func) {
   // m_vals[i] -> m_i
   hoisting.name = [](const Expr& value) {
     const auto& load = static_cast<const Load&>(*value);
-    std::string array = load.buffer;
-    if (array.size() > 5 && array.compare(array.size() - 5, 5, "_vals") == 0) array.resize(array.size() - 5);
-    return array + (load.index->kind == ExprKind::Var ? "_" + static_cast<const Var&>(*load.index).name : "_value");
+    return array_stem(load.buffer) + (load.index->kind == ExprKind::Var ? "_" + static_cast<const Var&>(*load.index).name : "_value");
   };
   hoisting.replacement = [](const Expr&, const Expr& held) { return held; };
   hoist_out_of_loops(func, hoisting);

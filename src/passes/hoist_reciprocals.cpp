@@ -33,11 +33,7 @@ const Expr* divisor_of(const Expr& expr) {
 
 // The reciprocal's name: after the array or variable a divisor reads alone (`l_recip` for l_vals[i]).
 std::string wanted_name(const Expr& divisor) {
-  if (divisor->kind == ExprKind::Load) {
-    std::string array = static_cast<const Load&>(*divisor).buffer;
-    if (array.size() > 5 && array.compare(array.size() - 5, 5, "_vals") == 0) array.resize(array.size() - 5);
-    return array + "_recip";
-  }
+  if (divisor->kind == ExprKind::Load) return array_stem(static_cast<const Load&>(*divisor).buffer) + "_recip";
   if (divisor->kind == ExprKind::Var) return static_cast<const Var&>(*divisor).name + "_recip";
   return "recip";
 }

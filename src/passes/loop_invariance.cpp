@@ -76,6 +76,12 @@ bool invariant_before(const Expr& expr, const LoopEffects& effects, bool guarded
   return true;
 }
 
+std::string array_stem(const std::string& array) {
+  const std::string suffix = "_vals";
+  const bool values = array.size() > suffix.size() && array.compare(array.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return values ? array.substr(0, array.size() - suffix.size()) : array;
+}
+
 namespace {
 
 // Rewrites one loop's body: the expressions `hoisting` picks become their variables.

@@ -33,6 +33,9 @@ struct Hoisting {
   std::function<loops::Expr(const loops::Expr& rewritten, const loops::Expr& held)> replacement;
 };
 
+// The name a value hoisted from `array` is called after: its tensor's (l for l_vals), else the array's.
+std::string array_stem(const std::string& array);
+
 // Each for loop of `func`, outermost first, gets the values `hoisting` picks out of its body
 // declared right before it, each distinct value once; inner loops then take what varies with the
 // outer ones. A parallel or bound loop keeps its body's values (the backends open OpenMP regions

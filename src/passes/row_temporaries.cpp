@@ -82,21 +82,20 @@ bool accessed_at_row_only(const Stmt& stmt, const std::string& array, const std:
 
 }  // namespace
 
-std::vector<std::string> hold_row_values_in_scalars(LoweredFunc& fused, const std::vector<std::string>& values) {
+std::vector<RowTemporary> hold_row_values_in_scalars(LoweredFunc& fused, const std::vector<RowTemporary>& temporaries) {
   const For* rows = as_for(fused.body);
   if (!rows) return {};
   std::set<std::string> used = names_bound_in(fused);
   std::map<std::string, std::string> scalars;
-  std::vector<std::string> held;
+  std::vector<RowTemporary> held;
   std::vector<Stmt> body;
-  for (const std::string& array : values) {
-    auto param = std::find_if(fused.params.begin(), fused.params.end(), [&](const Param& p) { return p.name == array; });
-    if (param == fused.params.end() || !accessed_at_row_only(rows->body, array, rows->var)) continue;
-    const std::string stem = array.size() > 5 ? array.substr(0, array.size() - 5) : array;
-    const std::string scalar = first_unused_name(used, stem + "_of_row");
+  for (const RowTemporary& t : temporaries) {
+    auto param = std::find_if(fused.params.begin(), fused.params.end(), [&](const Param& p) { return p.name == t.values; });
+    if (param == fused.params.end() || !accessed_at_row_only(rows->body, t.values, rows->var)) continue;
+    const std::string scalar = first_unused_name(used, t.tensor + "_of_row");
     used.insert(scalar);
-    scalars[array] = scalar;
-    held.push_back(array);
+    scalars[t.values] = scalar;
+    held.push_back(t);
     body.push_back(std::make_shared<Declare>(scalar, param->type, std::make_shared<FloatImm>(0.0, "0", param->type), true));
   }
   if (held.empty()) return {};
@@ -121,10 +120,9 @@ bool hold_rows_in_workspaces(LoweredFunc& fused, const std::vector<RowTemporary>
       return std::find_if(fused.params.begin(), fused.params.end(), [&](const Param& p) { return p.name == name; });
     };
     if (param(t.values) == fused.params.end() || param(t.pos) == fused.params.end()) return false;
-    const std::string stem = t.values.size() > 5 ? t.values.substr(0, t.values.size() - 5) : t.values;
-    const std::string workspace = first_unused_name(used, stem + "_row");
+    const std::string workspace = first_unused_name(used, t.tensor + "_row");
     used.insert(workspace);
-    const std::string start = first_unused_name(used, stem + "_row_start");
+    const std::string start = first_unused_name(used, t.tensor + "_row_start");
     used.insert(start);
     held[t.values] = {workspace, start};
     row_body.push_back(std::make_shared<Declare>(start, ScalarType::Int64, cast(ScalarType::Int64, load(t.pos, var(rows->var), ScalarType::Int32)), false));

@@ -15,8 +15,9 @@
 namespace spgen {
 
 struct RowTemporary {
-  std::string values;  // the temporary's values array (S_vals)
-  std::string pos;     // its structure's row positions, a parameter of the fused kernel (M_pos1)
+  std::string tensor;  // S
+  std::string values;  // its values array (S_vals)
+  std::string pos;     // a sparse one's: its structure's row positions, a parameter of the fused kernel (M_pos1)
 };
 
 // Rewrites `fused` (one parallel row loop): each temporary's values at position p of row i are
@@ -25,10 +26,9 @@ struct RowTemporary {
 // leaves the kernel's parameters. False, and `fused` unchanged, where its shape is not that loop.
 bool hold_rows_in_workspaces(loops::LoweredFunc& fused, const std::vector<RowTemporary>& temporaries);
 
-// Before that: a dense temporary of one value per row (values array `values`, the attention's
-// m_vals and l_vals) whose every read and write in `fused` is at the row loop's own coordinate is
-// held in a scalar of the row's body instead (a register), its array leaving the parameters. The
-// arrays so held, in `values`' order.
-std::vector<std::string> hold_row_values_in_scalars(loops::LoweredFunc& fused, const std::vector<std::string>& values);
+// Before that: a dense temporary of one value per row (the attention's m and l) whose every read
+// and write in `fused` is at the row loop's own coordinate is held in a scalar of the row's body
+// instead (a register), its values array leaving the parameters. Those so held, in order.
+std::vector<RowTemporary> hold_row_values_in_scalars(loops::LoweredFunc& fused, const std::vector<RowTemporary>& temporaries);
 
 }  // namespace spgen

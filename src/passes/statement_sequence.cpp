@@ -1,8 +1,7 @@
 #include "passes/statement_sequence.h"
 
-#include <set>
-
 #include <algorithm>
+#include <set>
 #include <stdexcept>
 
 #include "passes/lower/abi_params.h"
