@@ -126,7 +126,9 @@ std::string describe_schedule_op(const ScheduleOp& op) {
     std::string operator()(const PrefetchOp& p) const {
       return "prefetch(" + p.tensor + " at " + p.var + ", " + std::to_string(p.distance) + " ahead)";
     }
-    std::string operator()(const BatchOp& b) const { return "batch(" + b.var + ", " + std::to_string(b.factor) + ")"; }
+    std::string operator()(const BatchOp& b) const {
+      return "batch(" + b.var + (b.factor > 0 ? ", " + std::to_string(b.factor) : "") + ")";
+    }
     std::string operator()(const FuseOp& f) const { return "fuse(" + f.vars[0] + ", " + f.vars[1] + " -> " + f.into + ")"; }
     std::string operator()(const DecomposeOp& d) const {
       std::string out = "decompose(" + d.tensor + ", " + d.format;

@@ -150,10 +150,11 @@ struct PrefetchOp {
 // cpu: loop `var` (SDDMM's walk over a row's stored entries) runs `factor` iterations at once:
 // their inner loops fused into one (unroll and jam), and the dot products they sum in lanes
 // finished together by one transposing tree (passes/batch_entries.h). JSON: {"op": "batch",
-// "var": "j", "factor": 4}.
+// "var": "j", "factor": 4}; without a factor (0 here), by the dot products' length
+// (batch_factor).
 struct BatchOp {
   std::string var;
-  int64_t factor = 4;
+  int64_t factor = 0;
 };
 
 struct ScheduleOp {

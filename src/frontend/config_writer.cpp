@@ -57,7 +57,11 @@ json op_fields(const PrefetchOp& op) {
   return {{"op", "prefetch"}, {"tensor", op.tensor}, {"at", op.var}, {"distance", op.distance}};
 }
 
-json op_fields(const BatchOp& op) { return {{"op", "batch"}, {"var", op.var}, {"factor", op.factor}}; }
+json op_fields(const BatchOp& op) {
+  json fields = {{"op", "batch"}, {"var", op.var}};
+  if (op.factor > 0) fields["factor"] = op.factor;  // (none: by the dot products' length)
+  return fields;
+}
 
 }  // namespace
 

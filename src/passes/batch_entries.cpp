@@ -5,12 +5,20 @@
 #include <set>
 
 #include "ir/loop_ir_visitor.h"
+#include "passes/size_variants.h"
 
 namespace spgen {
 
 using namespace loops;
 
 namespace {
+
+// `batch` by length runs a loop's iterations one at a time unless the rows hold this many entries
+// on average: SDDMM's rows of 4-5 entries ran 0.71-0.91x batched by 4 (quiet machine, k = 32),
+// 0.92-0.97x where each row tested its own length, 0.95-1.03x where the kernel tests the mean
+// (one load the compiler takes out of the loops; the mean as an `if` around two loops ran
+// 0.87-0.95x), which kept the gains of rows of 40 entries and more (bench/RESULTS.md, session 32).
+constexpr int64_t kShortestBatched = 16;
 
 // What a loop body declares, writes and reads: what batching its iterations must respect.
 struct BodyFacts : IRVisitor {
@@ -88,10 +96,47 @@ std::optional<LaneReduction> lane_reduction(const Stmt& stmt) {
   return r;
 }
 
+// Why loop `loop` (named `name` in messages) may not run its iterations together, or "": each
+// must write only its own output entry, read nothing any of them writes, and sum only into
+// scalars of its own.
+std::string batch_refusal(const For& loop, const BodyFacts& facts, const std::string& name) {
+  const LoopAnnotations& a = loop.annotations;
+  if (a.parallel || a.vectorized || a.unroll || !a.bind.empty())
+    return "loop " + name + " is " + (a.parallel ? "parallel" : a.vectorized ? "vectorized" : a.unroll ? "unrolled" : "bound") +
+           ": batch runs its iterations together in one thread; batch a loop inside it";
+  if (!a.sequential_reason.empty()) return "loop " + name + " must stay sequential: " + a.sequential_reason;
+  if (!facts.unsupported.empty()) return "loop " + name + "'s body holds " + facts.unsupported + ", which batching cannot interleave";
+  for (const std::string& scalar : facts.assigned)
+    if (!facts.declared.count(scalar))
+      return "the iterations of loop " + name + " add into " + scalar + ", which they share: only iterations that each "
+             "write their own output entry can run together";
+  if (a.repeats_coordinates) return "loop " + name + " walks a level whose coordinates repeat: its iterations may add into one output entry";
+  for (const Store* store : facts.stores) {
+    // Its own entry: one at an index made of the iteration's position or coordinate (a unique
+    // level's iterations have distinct ones), as a shared structure's or a dense output's is.
+    std::vector<std::string> read = vars_read(store->index);
+    const bool own_entry = std::any_of(read.begin(), read.end(), [&](const std::string& n) {
+      return n == loop.var || facts.declared.count(n);
+    });
+    if (store->atomic || (!facts.declared.count(store->buffer) && !own_entry))
+      return "the iterations of loop " + name + " write " + store->buffer + " at an index that is not their own (it reads neither " +
+             loop.var + " nor their coordinate): only iterations that each write their own output entry can run together";
+    if (!facts.declared.count(store->buffer) && facts.loaded.count(store->buffer))
+      return "the iterations of loop " + name + " read " + store->buffer + ", which they write";
+  }
+  return "";
+}
+
 class Batcher {
  public:
-  Batcher(LoweredFunc& func, const Config& config, const ScheduleOp& op)
-      : func_(func), config_(config), op_(op), batch_(std::get<BatchOp>(op.op)), used_(names_bound_in(func)) {}
+  Batcher(LoweredFunc& func, const Config& config, const sparse::Program& program, const ScheduleOp& op)
+      : func_(func),
+        config_(config),
+        op_(op),
+        batch_(std::get<BatchOp>(op.op)),
+        program_(program),
+        factor_(batch_factor(batch_, program, config)),
+        used_(names_bound_in(func)) {}
 
   void run() {
     if (config_.target != Target::Cpu) fail("batch is for the cpu target");
@@ -107,39 +152,10 @@ class Batcher {
 
   std::string fresh(const std::string& wanted) { return *used_.insert(first_unused_name(used_, wanted)).first; }
 
-  void check(const For& loop, const BodyFacts& facts) const {
-    const LoopAnnotations& a = loop.annotations;
-    const std::string& name = batch_.var;
-    if (a.parallel || a.vectorized || a.unroll || !a.bind.empty())
-      fail("loop " + name + " is " + (a.parallel ? "parallel" : a.vectorized ? "vectorized" : a.unroll ? "unrolled" : "bound") +
-           ": batch runs its iterations together in one thread; batch a loop inside it");
-    if (!a.sequential_reason.empty()) fail("loop " + name + " must stay sequential: " + a.sequential_reason);
-    if (!facts.unsupported.empty()) fail("loop " + name + "'s body holds " + facts.unsupported + ", which batching cannot interleave");
-    for (const std::string& scalar : facts.assigned)
-      if (!facts.declared.count(scalar))
-        fail("the iterations of loop " + name + " add into " + scalar + ", which they share: only iterations that each "
-             "write their own output entry can run together");
-    if (a.repeats_coordinates)
-      fail("loop " + name + " walks a level whose coordinates repeat: its iterations may add into one output entry");
-    for (const Store* store : facts.stores) {
-      // Its own entry: one at an index made of the iteration's position or coordinate (a unique
-      // level's iterations have distinct ones), as a shared structure's or a dense output's is.
-      std::vector<std::string> read = vars_read(store->index);
-      const bool own_entry = std::any_of(read.begin(), read.end(), [&](const std::string& n) {
-        return n == loop.var || facts.declared.count(n);
-      });
-      if (store->atomic || (!facts.declared.count(store->buffer) && !own_entry))
-        fail("the iterations of loop " + name + " write " + store->buffer + " at an index that is not their own (it reads neither " +
-             loop.var + " nor their coordinate): only iterations that each write their own output entry can run together");
-      if (!facts.declared.count(store->buffer) && facts.loaded.count(store->buffer))
-        fail("the iterations of loop " + name + " read " + store->buffer + ", which they write");
-    }
-  }
-
   Stmt batched(const For& loop) {
     BodyFacts facts;
     facts.visit(loop.body);
-    check(loop, facts);
+    if (const std::string why = batch_refusal(loop, facts, batch_.var); !why.empty()) fail(why);
     const std::vector<Stmt> body = statements_of(loop.body);
     const auto reduction = std::find_if(body.begin(), body.end(), [](const Stmt& s) { return lane_reduction(s).has_value(); });
     if (reduction == body.end())
@@ -157,7 +173,7 @@ class Batcher {
       facts.declared.erase(d->name);
     }
     if (per_iteration(lanes.loop->begin) || per_iteration(lanes.loop->end)) fail(differ);
-    const int64_t f = batch_.factor;
+    const int64_t f = factor_;
     // Each copy's names: the loop's position and everything the body declares.
     std::vector<std::map<std::string, std::string>> names(static_cast<size_t>(f));
     for (int64_t c = 0; c < f; ++c) {
@@ -183,10 +199,21 @@ class Batcher {
     Stmt groups_loop = std::make_shared<For>(loop.label, group, int64(0), var(groups), block(std::move(jammed)), loop.annotations);
     Stmt rest = std::make_shared<For>(loop.label, loop.var, add(var(first), mul(var(groups), int64(f))), loop.end, loop.body,
                                       loop.annotations);
-    return block({std::make_shared<Comment>(std::to_string(f) + " iterations of " + batch_.var + " at a time, then the rest"),
-                  std::make_shared<Declare>(first, ScalarType::Int64, loop.begin, false),
-                  std::make_shared<Declare>(groups, ScalarType::Int64, binary(BinOp::Div, sub(loop.end, var(first)), int64(f)), false),
-                  groups_loop, rest});
+    // By length (no factor given), no groups unless the rows hold kShortestBatched entries or more
+    // on average (else, as no row count says, unless the loop has that many).
+    Expr whole_groups = binary(BinOp::Div, sub(loop.end, var(first)), int64(f));
+    std::string comment = std::to_string(f) + " iterations of " + batch_.var + " at a time, then the rest";
+    if (batch_.factor == 0) {
+      Expr long_rows = mean_row_length_at_least(program_, func_, kShortestBatched);
+      comment = std::to_string(f) + " iterations of " + batch_.var + " at a time where " +
+                (long_rows ? "rows hold " + std::to_string(kShortestBatched) + " entries or more on average"
+                           : "there are " + std::to_string(kShortestBatched) + " or more") +
+                ", then the rest";
+      if (!long_rows) long_rows = binary(BinOp::Le, int64(kShortestBatched), sub(loop.end, var(first)));
+      whole_groups = select(long_rows, whole_groups, int64(0));
+    }
+    return block({std::make_shared<Comment>(comment), std::make_shared<Declare>(first, ScalarType::Int64, loop.begin, false),
+                  std::make_shared<Declare>(groups, ScalarType::Int64, whole_groups, false), groups_loop, rest});
   }
 
   // The copies' lane arrays side by side, their filling loops fused into one (batched() checked
@@ -232,13 +259,46 @@ class Batcher {
   const Config& config_;
   const ScheduleOp& op_;
   const BatchOp& batch_;
+  const sparse::Program& program_;
+  const int64_t factor_;
   std::set<std::string> used_;
 };
 
 }  // namespace
 
-void batch_entries(LoweredFunc& func, const Config& config, const std::vector<const ScheduleOp*>& batch_ops) {
-  for (const ScheduleOp* op : batch_ops) Batcher(func, config, *op).run();
+void batch_entries(LoweredFunc& func, const Config& config, const sparse::Program& program,
+                   const std::vector<const ScheduleOp*>& batch_ops) {
+  for (const ScheduleOp* op : batch_ops) Batcher(func, config, program, *op).run();
+}
+
+int64_t batch_factor(const BatchOp& op, const sparse::Program& program, const Config& config) {
+  if (op.factor > 0) return op.factor;
+  const std::vector<sparse::Iterator>& iterators = program.iteration.iterators;
+  auto walk = std::find_if(iterators.begin(), iterators.end(), [&](const sparse::Iterator& it) { return it.var == op.var; });
+  int64_t bytes = program.value_type == ValueType::Float64 ? 8 : 4;
+  bool summed = false;
+  for (auto it = walk == iterators.end() ? walk : walk + 1; it != iterators.end(); ++it) {
+    if (!it->is_reduction) continue;
+    auto fixed = config.sizes.find(it->var);
+    if (fixed == config.sizes.end()) return 4;  // a length known only when the kernel runs
+    bytes *= fixed->second;
+    summed = true;
+  }
+  return summed && bytes > 128 ? 2 : 4;
+}
+
+std::string batch_refusal(const LoweredFunc& func, const std::string& var) {
+  std::string why = "no loop named " + var;
+  FindLoops finder;
+  finder.visit(func.body);
+  for (const LoopInfo& info : finder.found)
+    if (info.loop->label == var) {
+      BodyFacts facts;
+      facts.visit(info.loop->body);
+      why = batch_refusal(*info.loop, facts, var);
+      if (!why.empty()) return why;
+    }
+  return why;
 }
 
 }  // namespace spgen

@@ -11,13 +11,26 @@
 // nothing any of them writes, and sums only into scalars of its own.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "frontend/config.h"
 #include "ir/loop_ir.h"
+#include "ir/sparse_ir.h"
 
 namespace spgen {
 
-void batch_entries(loops::LoweredFunc& func, const Config& config, const std::vector<const ScheduleOp*>& batch_ops);
+void batch_entries(loops::LoweredFunc& func, const Config& config, const sparse::Program& program,
+                   const std::vector<const ScheduleOp*>& batch_ops);
+
+// The iterations `op` runs at once: its factor, or without one, by the length of the dot products
+// (the sums inside `op.var`): 4, or 2 where "sizes" fix it above 128 bytes (32 floats). Measured
+// at 64 and 128 floats, 4 at once ran 0.74-1.31x, 2 at once 1.01-1.21x: 4 dot products' rows of
+// B in flight outgrow the misses a core tracks (bench/RESULTS.md, session 32).
+int64_t batch_factor(const BatchOp& op, const sparse::Program& program, const Config& config);
+
+// Why the loops labelled `var` in `func` may not run their iterations together, or "" where they
+// may (the dot product in lanes that `batch` also needs comes from `vectorize`: not checked here).
+std::string batch_refusal(const loops::LoweredFunc& func, const std::string& var);
 
 }  // namespace spgen

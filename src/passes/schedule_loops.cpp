@@ -142,7 +142,7 @@ void Scheduler::finish() {
     return;
   }
   prefetch_rows(func_, program_, config_, prefetch_ops_);
-  batch_entries(func_, config_, batch_ops_);  // last: it copies the loop body, prefetches and all
+  batch_entries(func_, config_, program_, batch_ops_);  // last: it copies the loop body, prefetches and all
   if (!any_parallel_) return;
   // The zero fill runs before the loop nest; when the nest is parallel, so is the fill.
   for (const LoopInfo& info : loops())

@@ -74,7 +74,9 @@ void apply(const Knob& knob, const json& value, std::vector<ScheduleOp>& ops) {
       if (!value.is_null())
         append(ops, PrefetchOp{value.at("tensor").get<std::string>(), value.at("at").get<std::string>(), value.at("distance").get<int64_t>()});
       break;
-    case KnobKind::Batch:
+    case KnobKind::Batch:  // replaces the base's batch (auto's SDDMM has one), if any
+      ops.erase(std::remove_if(ops.begin(), ops.end(), [](const ScheduleOp& op) { return std::holds_alternative<BatchOp>(op.op); }),
+                ops.end());
       if (!value.is_null()) append(ops, BatchOp{value.at("var").get<std::string>(), value.at("factor").get<int64_t>()});
       break;
     case KnobKind::Format:  // the config's tensors change, not the schedule (formats_at)
@@ -162,8 +164,17 @@ SearchSpace build_search_space(const std::vector<ScheduleOp>& base, const Config
         }
       }
     if (knob.values.size() > 1) space.knobs.push_back(knob);
-    // Batching the iterations of a loop whose body finishes a dot product in lanes (SDDMM's j).
+    // Batching the iterations of a loop whose body finishes a dot product in lanes (SDDMM's j);
+    // the base's own batch (auto's, by the dot products' length: factor 0) first, and none among
+    // the choices.
     Knob batch{KnobKind::Batch, "batch", 0, {json()}, {"none"}};
+    for (const ScheduleOp& op : base)
+      if (const auto* given = std::get_if<BatchOp>(&op.op)) {
+        batch.values = {json{{"var", given->var}, {"factor", given->factor}}};
+        batch.labels = {given->var + (given->factor > 0 ? " x" + std::to_string(given->factor) : " by length")};
+        offer(batch, base, json(), "none", compiles);
+        break;
+      }
     for (const std::string& var : index_vars)
       for (int64_t factor : {2, 4, 8}) offer(batch, base, {{"var", var}, {"factor", factor}}, var + " x" + std::to_string(factor), compiles);
     if (batch.values.size() > 1) space.knobs.push_back(batch);

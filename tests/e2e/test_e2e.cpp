@@ -127,7 +127,12 @@ KernelVariants variants_of(const Kernel& k) {
   if (!k.config.auto_schedule && k.config.specialize.empty() && k.config.row_variants.empty() && !has_masked_tail(k.config.schedule))
     return {};
   spgen::Compilation c = spgen::compile({k.pair.spec, read_text(k.pair.spec), k.pair.config, read_text(k.pair.config), std::nullopt, {}});
-  return {c.size_variants, !c.row_variants.empty() || has_masked_tail(c.schedule)};
+  // (`batch` without a factor groups entries only in rows of 16 or more on average.)
+  const bool batch_by_length = std::any_of(c.schedule.begin(), c.schedule.end(), [](const spgen::ScheduleOp& op) {
+    const auto* batch = std::get_if<spgen::BatchOp>(&op.op);
+    return batch && batch->factor == 0;
+  });
+  return {c.size_variants, !c.row_variants.empty() || has_masked_tail(c.schedule) || batch_by_length};
 }
 
 std::vector<Kernel> all_kernels() {
@@ -484,11 +489,18 @@ TEST_CASE("random inputs: every kernel matches the reference") {
         runs.emplace_back(0, sizes);
         runs.back().second[variants.sizes->var] = size;
       }
-    if (variants.long_rows)  // about 23 and 12 entries a row of 29 columns
+    if (variants.long_rows) {  // about 23 and 12 entries a row of 29 columns
       for (const InputPlan& plan : {InputPlan{"long_rows", 0.8, {}, false}, InputPlan{"medium_rows", 0.4, {}, false}}) {
         run_plans.push_back(plan);
         runs.emplace_back(run_plans.size() - 1, sizes);
       }
+      // Each size's kernel on long rows too.
+      if (variants.sizes)
+        for (int64_t size : variants.sizes->sizes) {
+          runs.emplace_back(run_plans.size() - 2, sizes);
+          runs.back().second[variants.sizes->var] = size;
+        }
+    }
     for (size_t r = 0; r < runs.size(); ++r) {
       const auto& [p, run_sizes] = runs[r];
       std::map<std::string, spgen_ref::Tensor> inputs;

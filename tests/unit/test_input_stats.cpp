@@ -63,7 +63,8 @@ const char* const kSddmmAuto = R"({"tensors": {"X": {"format": "csr"}}, "schedul
 TEST_CASE("auto: SDDMM prefetches the rows of B, unless the input's statistics show them near one another") {
   // No statistics: a graph's rows assumed far apart, as in GNNs; the reason says so.
   spgen::Compilation assumed = compile(kSddmm, kSddmmAuto);
-  CHECK(described(assumed) == std::vector<std::string>{"parallel(i, dynamic, 128)", "vectorize(k, 16 lanes)", "prefetch(B at j, 8 ahead)"});
+  CHECK(described(assumed) ==
+        std::vector<std::string>{"parallel(i, dynamic, 128)", "vectorize(k, 16 lanes)", "prefetch(B at j, 8 ahead)", "batch(j)"});
   CHECK(contains(assumed.files[0].text, "//   auto, chose:\n"));
   CHECK(contains(assumed.files[0].text, "prefetch(B at j, 8 ahead): the rows of B read at X's coordinates assumed far apart "
                                          "(no statistics of X: --stats)"));
@@ -71,7 +72,7 @@ TEST_CASE("auto: SDDMM prefetches the rows of B, unless the input's statistics s
   // 837 rows of 32 floats apart (k fixed at 32): 105 KiB, far: prefetched, the figures named.
   spgen::Compilation far = compile_with_stats(kSddmm, R"({"sizes": {"k": 32}, "tensors": {"X": {"format": "csr"}}, "schedule": "auto"})",
                                               {{"X", "cora.mtx"}}, 837);
-  CHECK(described(far).back() == "prefetch(B at j, 8 ahead)");
+  CHECK(described(far)[2] == "prefetch(B at j, 8 ahead)");
   CHECK(contains(far.files[0].text, "lie far apart (X's mean |i - j| 837 rows of 128 bytes: 105 KiB)"));
   CHECK(contains(far.files[0].text, "//   auto, from the statistics of\n"
                                     "//     X (cora.mtx: 2708 x 2708, 10556 entries, 3.9 per row (at most 168), mean |i - j| 837, equal row blocks within 1.25x of even)\n"
@@ -79,7 +80,7 @@ TEST_CASE("auto: SDDMM prefetches the rows of B, unless the input's statistics s
   // 77 rows apart (a banded FEM matrix): 9.6 KiB, near: no prefetch.
   spgen::Compilation near = compile_with_stats(kSddmm, R"({"sizes": {"k": 32}, "tensors": {"X": {"format": "csr"}}, "schedule": "auto"})",
                                                {{"X", "bcsstk16.mtx"}}, 77);
-  CHECK(described(near) == std::vector<std::string>{"parallel(i, dynamic, 128)", "vectorize(k, 16 lanes)"});
+  CHECK(described(near) == std::vector<std::string>{"parallel(i, dynamic, 128)", "vectorize(k, 16 lanes)", "batch(j)"});
   CHECK(!contains(near.stage2_dump, "prefetch"));
   // The same reach decides per width: 300 rows of 16 floats (19 KiB) are near, of 128 (150 KiB) far.
   auto prefetches = [](int64_t k) {

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "compile_helpers.h"
+#include "frontend/config_writer.h"
 #include "passes/output_fill.h"
 #include "ir/loop_ir_printer.h"
 #include "lower.h"
@@ -205,10 +206,43 @@ TEST_CASE("auto schedule: SpMM keeps the output's row in register tiles across t
 
 TEST_CASE("auto schedule: a dot product over a dense inner loop sums in vector lanes") {
   CHECK(described(compile(kSddmm, R"({"tensors": {"X": {"format": "csr"}}, "schedule": "auto"})")) ==
-        std::vector<std::string>{"parallel(i, dynamic, 128)", "vectorize(k, 16 lanes)", "prefetch(B at j, 8 ahead)"});
+        std::vector<std::string>{"parallel(i, dynamic, 128)", "vectorize(k, 16 lanes)", "prefetch(B at j, 8 ahead)", "batch(j)"});
   CHECK(described(compile(kSddmm, R"({"types": {"value": "float64"}, "tensors": {"X": {"format": "csr"}}, "schedule": "auto"})")) ==
-        std::vector<std::string>{"parallel(i, dynamic, 128)", "vectorize(k, 8 lanes)", "prefetch(B at j, 8 ahead)"});
+        std::vector<std::string>{"parallel(i, dynamic, 128)", "vectorize(k, 8 lanes)", "prefetch(B at j, 8 ahead)", "batch(j)"});
   // (B's rows are prefetched: test_input_stats.cpp.)
+}
+
+TEST_CASE("auto schedule: SDDMM's stored entries batched by the length of their dot products") {
+  // Each kernel per width batches as its width says: 4 entries up to 128 bytes, 2 above.
+  const std::string floats = compile(kSddmm, R"({"tensors": {"X": {"format": "csr"}}, "schedule": "auto"})").files[1].text;
+  auto groups_of = [](const std::string& text, const std::string& kernel) {
+    const size_t at = text.find("static void " + kernel + "(");
+    REQUIRE(at != std::string::npos);
+    const size_t groups = text.find("_groups = ", at);
+    REQUIRE(groups != std::string::npos);
+    return text.substr(text.find(" - pX1_first) / ", groups) + 16, 1);
+  };
+  CHECK(groups_of(floats, "t_k16") == "4");
+  CHECK(groups_of(floats, "t_k32") == "4");
+  CHECK(groups_of(floats, "t_k64") == "2");
+  CHECK(groups_of(floats, "t_k128") == "2");
+  CHECK(groups_of(floats, "t_generic") == "4");  // k known only when it runs
+  const std::string doubles =
+      compile(kSddmm, R"({"types": {"value": "float64"}, "tensors": {"X": {"format": "csr"}}, "schedule": "auto"})").files[1].text;
+  CHECK(groups_of(doubles, "t_k16") == "4");
+  CHECK(groups_of(doubles, "t_k32") == "2");
+  // Only where X's rows hold 16 entries or more on average (read on each call); rows of 4-5 ran
+  // slower batched.
+  CHECK(contains(floats, "const int64_t pX1_groups = 16 * dim_i <= (int64_t)X_pos1[dim_i] ? ((int64_t)X_pos1[i + 1] - pX1_first) / 4 : 0;"));
+  // An explicit factor stands whatever the length; written out, auto's batch has none.
+  CHECK(contains(compile(kSddmm, R"({"sizes": {"k": 128}, "tensors": {"X": {"format": "csr"}}, "schedule": [
+          {"op": "vectorize", "var": "k", "lanes": 16}, {"op": "batch", "var": "j", "factor": 4}]})").files[1].text,
+                 "const int64_t pX1_groups = ((int64_t)X_pos1[i + 1] - pX1_first) / 4;"));
+  CHECK(spgen::schedule_json(compile(kSddmm, R"({"tensors": {"X": {"format": "csr"}}, "schedule": "auto"})").explicit_schedule).back() ==
+        nlohmann::json{{"op", "batch"}, {"var", "j"}});
+  // Not where the walk's iterations add into one scalar (SpMV's row sum has no dot product in lanes).
+  for (const std::string& op : described(compile(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": "auto"})")))
+    CHECK(op.find("batch") == std::string::npos);
 }
 
 TEST_CASE("auto schedule: rows that are one sparse walk (SpMV) are shared in large chunks, heavier rows in small ones") {

@@ -332,7 +332,9 @@ TEST_CASE("tune search space: SDDMM's auto schedule gets lanes, prefetch and bat
   REQUIRE(lanes);
   REQUIRE(batch);
   CHECK(lanes->labels.front() == "16");
-  CHECK(batch->labels == std::vector<std::string>{"none", "j x2", "j x4", "j x8"});
+  // auto batches j by the dot products' length: the knob starts there, and may leave it out or
+  // fix a factor, one batch at a time.
+  CHECK(batch->labels == std::vector<std::string>{"j by length", "none", "j x2", "j x4", "j x8"});
   // auto prefetches B's rows: the knob starts there, and may leave it out or change its distance,
   // one prefetch at a time.
   const Knob* prefetch = knob_named(space, "prefetch");
@@ -350,10 +352,14 @@ TEST_CASE("tune search space: SDDMM's auto schedule gets lanes, prefetch and bat
   CHECK(prefetches(1).empty());
   CHECK(prefetches(3) == std::vector<std::string>{"prefetch(B at j, 16 ahead)"});
   Point p = space.origin();
-  p[static_cast<size_t>(batch - space.knobs.data())] = 2;
+  p[static_cast<size_t>(batch - space.knobs.data())] = 3;
   std::vector<ScheduleOp> ops = schedule_at(space, p);
   REQUIRE(std::holds_alternative<BatchOp>(ops.back().op));
   CHECK(std::get<BatchOp>(ops.back().op).factor == 4);
+  CHECK(std::count_if(ops.begin(), ops.end(), [](const ScheduleOp& op) { return std::holds_alternative<BatchOp>(op.op); }) == 1);
+  p[static_cast<size_t>(batch - space.knobs.data())] = 1;
+  const std::vector<ScheduleOp> none = schedule_at(space, p);
+  CHECK(std::none_of(none.begin(), none.end(), [](const ScheduleOp& op) { return std::holds_alternative<BatchOp>(op.op); }));
 }
 
 TEST_CASE("tune formats: the default first, then what the features make worth a run") {
