@@ -24,7 +24,9 @@ std::vector<const ast::Access*> unique_accesses(const ast::Spec& spec) {
     } else if ((*same_tensor)->indices != access->indices) {
       fail_at(spec, access->loc, "tensor " + access->tensor + " is accessed as " + ast::to_string(*access) +
                                      " here but as " + ast::to_string(**same_tensor) +
-                                     " earlier; one tensor must be accessed with the same indices throughout");
+                                     " earlier; one tensor must be accessed with the same indices throughout a statement (a "
+                                     "product such as A(i,j) * A(j,k) * x(k) runs as statements, each contracting a pair into a "
+                                     "temporary: write them, or let `auto` do it, \"factor\": true)");
     }
   }
   return accesses;

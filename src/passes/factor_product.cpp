@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <map>
 #include <set>
@@ -17,6 +18,8 @@ namespace {
 // Without statistics ("factor": true): a sparse operand's modes, and its entries per row.
 constexpr double kAssumedModeSize = 1e4;
 constexpr double kAssumedRowLength = 8;
+// The most operands a product may have to be factored.
+constexpr size_t kMostFactors = 6;
 
 // Whether `expr` is a product of accesses only.
 bool product_of_accesses(const ast::Expr& expr) {
@@ -32,12 +35,12 @@ std::string access_text(const std::string& tensor, const std::vector<std::string
   return text + ")";
 }
 
-// A name for the temporary that no tensor or index variable of the spec has.
-std::string temporary_name(const ast::Spec& spec) {
+// A name for a temporary that no tensor or index variable of the spec has, nor `taken`.
+std::string temporary_name(const ast::Spec& spec, const std::set<std::string>& taken) {
   for (int n = 1;; ++n) {
     const std::string name = n == 1 ? "T" : "T" + std::to_string(n);
     if (!spec.find_tensor(name) && std::find(spec.index_vars.begin(), spec.index_vars.end(), name) == spec.index_vars.end() &&
-        !is_reserved_name(name))
+        !is_reserved_name(name) && !taken.count(name))
       return name;
   }
 }
@@ -51,12 +54,11 @@ std::optional<Factoring> factor_product(const ast::Spec& spec, const Config& con
       !product_of_accesses(*spec.rhs))
     return std::nullopt;
   const std::vector<const ast::Access*> factors = ast::collect_accesses(*spec.rhs);
-  if (factors.size() != 3 || factors[0]->tensor == factors[1]->tensor || factors[0]->tensor == factors[2]->tensor ||
-      factors[1]->tensor == factors[2]->tensor)
-    return std::nullopt;
+  // (Up to kMostFactors: 6 operands have 2,700 orders of contraction.)
+  if (factors.size() < 3 || factors.size() > kMostFactors) return std::nullopt;
   auto is_sparse = [&](const ast::Access* a) { return !config.format_of(a->tensor).all_dense(); };
   const size_t sparse_count = static_cast<size_t>(std::count_if(factors.begin(), factors.end(), is_sparse));
-  if (sparse_count == 0 || sparse_count == 3) return std::nullopt;
+  if (sparse_count == 0 || sparse_count == factors.size()) return std::nullopt;
   // Sizes and entry counts from the sparse operands' statistics; without them, only where the
   // config asks ("factor": true), assumed: modes of 10^4, 8 entries per row of the last level.
   bool known = true;
@@ -110,58 +112,116 @@ std::optional<Factoring> factor_product(const ast::Spec& spec, const Config& con
       if (!stored.count(v)) p *= size(v);
     return p / product(shared);
   };
-  auto operand = [&](const ast::Access* a) { return Operand{vars_of(*a), is_sparse(a) ? entries.at(a->tensor) : 0.0}; };
   const std::set<std::string> out_vars = vars_of(spec.output);
-  const double single = points({operand(factors[0]), operand(factors[1]), operand(factors[2])});
+  // The operands a statement multiplies: the spec's accesses, then the temporaries of earlier
+  // statements (first in the list, as they replace the pair they contract).
+  struct Factor {
+    std::string tensor, text;
+    std::vector<std::string> indices;
+    Operand operand;
+  };
+  std::vector<Factor> start;
+  for (const ast::Access* a : factors)
+    start.push_back({a->tensor, ast::to_string(*a), a->indices, Operand{vars_of(*a), is_sparse(a) ? entries.at(a->tensor) : 0.0}});
+  // A statement reads a tensor through one access only (A(i,j) * A(j,k) is two statements).
+  auto one_access_each = [](const std::vector<const Factor*>& read) {
+    for (size_t x = 0; x < read.size(); ++x)
+      for (size_t y = x + 1; y < read.size(); ++y)
+        if (read[x]->tensor == read[y]->tensor && read[x]->indices != read[y]->indices) return false;
+    return true;
+  };
+  auto operands_of = [](const std::vector<Factor>& list) {
+    std::vector<Operand> operands;
+    for (const Factor& f : list) operands.push_back(f.operand);
+    return operands;
+  };
+  const double single = points(operands_of(start));
 
+  // Every order of contracting pairs, a statement each, until two operands or more are left for
+  // the last statement: 3 operands have 3 orders, 5 have 180. A pair contracts the indices only
+  // it has (it must have one); its temporary is dense, the output's indices outermost (in the
+  // output's order), so that the next statement's rows are the output's and a tile runs over its
+  // last index.
+  struct Temporary {
+    std::string name, access;
+    std::vector<std::string> indices;
+  };
   std::optional<Factoring> best;
   double best_cost = config.factor == true ? INFINITY : single;
-  for (size_t x = 0; x < 3; ++x)
-    for (size_t y = x + 1; y < 3; ++y) {
-      const ast::Access& a = *factors[x];
-      const ast::Access& b = *factors[y];
-      const ast::Access& other = *factors[3 - x - y];
-      const std::set<std::string> other_vars = vars_of(other);
-      // The indices only a and b have: summed in the first statement.
-      std::vector<std::string> t_indices;
-      bool contracts = false;
-      auto add = [&](const std::string& v) {
-        if (vars_of(a).count(v) && vars_of(b).count(v) && !other_vars.count(v) && !out_vars.count(v)) {
-          contracts = true;
-          return;
-        }
-        if (std::find(t_indices.begin(), t_indices.end(), v) == t_indices.end()) t_indices.push_back(v);
-      };
-      for (const std::string& v : a.indices) add(v);
-      for (const std::string& v : b.indices) add(v);
-      if (!contracts) continue;
-      const double cost = points({operand(&a), operand(&b)}) +
-                          points({Operand{std::set<std::string>(t_indices.begin(), t_indices.end()), 0.0}, operand(&other)});
-      if (cost >= best_cost) continue;
-      best_cost = cost;
-      const std::string t = temporary_name(spec);
-      const std::string t_access = access_text(t, t_indices);
+  std::vector<std::string> statements;
+  std::vector<Temporary> temporaries;
+  std::set<std::string> taken;
+  std::function<void(const std::vector<Factor>&, double)> search = [&](const std::vector<Factor>& list, double cost) {
+    std::vector<const Factor*> last;
+    for (const Factor& f : list) last.push_back(&f);
+    if (!temporaries.empty() && cost + points(operands_of(list)) < best_cost && one_access_each(last)) {
+      best_cost = cost + points(operands_of(list));
+      std::string text;
+      for (const std::string& statement : statements) text += statement + "\n";
+      std::string product;
+      for (const Factor& f : list) product += (product.empty() ? "" : " * ") + f.text;
       Factoring f;
-      f.spec_text = t_access + " = " + ast::to_string(a) + " * " + ast::to_string(b) + "\n" + ast::to_string(spec.output) + " = " +
-                    t_access + " * " + ast::to_string(other) + "\n";
-      // T dense, the output's indices outermost (in its order), so that the second statement's
-      // rows are the output's and a tile runs over the output's last index.
-      std::vector<int> order;
-      for (const std::string& v : spec.output.indices)
-        if (auto at = std::find(t_indices.begin(), t_indices.end(), v); at != t_indices.end()) order.push_back(static_cast<int>(at - t_indices.begin()));
-      for (size_t m = 0; m < t_indices.size(); ++m)
-        if (std::find(order.begin(), order.end(), static_cast<int>(m)) == order.end()) order.push_back(static_cast<int>(m));
+      f.spec_text = text + ast::to_string(spec.output) + " = " + product + "\n";
       nlohmann::json root = nlohmann::json::parse(config_text);
-      nlohmann::json levels = nlohmann::json::array();
-      for (size_t m = 0; m < t_indices.size(); ++m) levels.push_back("dense");
-      nlohmann::json format = t_indices.empty() ? nlohmann::json("dense") : nlohmann::json{{"levels", levels}, {"order", order}};
-      root["tensors"][t] = {{"temporary", true}, {"format", format}};
-      root.erase("factor");  // (the two statements are the answer to it)
+      std::string accesses;
+      for (const Temporary& t : temporaries) {
+        std::vector<int> order;
+        for (const std::string& v : spec.output.indices)
+          if (auto at = std::find(t.indices.begin(), t.indices.end(), v); at != t.indices.end()) order.push_back(static_cast<int>(at - t.indices.begin()));
+        for (size_t m = 0; m < t.indices.size(); ++m)
+          if (std::find(order.begin(), order.end(), static_cast<int>(m)) == order.end()) order.push_back(static_cast<int>(m));
+        nlohmann::json levels = nlohmann::json::array();
+        for (size_t m = 0; m < t.indices.size(); ++m) levels.push_back("dense");
+        nlohmann::json format = t.indices.empty() ? nlohmann::json("dense") : nlohmann::json{{"levels", levels}, {"order", order}};
+        root["tensors"][t.name] = {{"temporary", true}, {"format", format}};
+        accesses += (accesses.empty() ? "" : ", then ") + t.access;
+      }
+      root.erase("factor");  // (the statements are the answer to it)
       f.config_text = root.dump();
-      f.reason = "one nest visits " + format_number("%.3g", single) + " points; " + t_access + " first visits " + format_number("%.3g", cost) + " in all" +
+      f.reason = "one nest visits " + format_number("%.3g", single) + " points; " + accesses +
+                 (temporaries.size() == 1 ? " first visits " : " first visit ") + format_number("%.3g", best_cost) + " in all" +
                  (known ? "" : " (\"factor\": true, without statistics: sizes assumed)");
       best = std::move(f);
     }
+    if (list.size() < 3) return;
+    for (size_t x = 0; x < list.size(); ++x)
+      for (size_t y = x + 1; y < list.size(); ++y) {
+        const Factor& a = list[x];
+        const Factor& b = list[y];
+        std::set<std::string> elsewhere = out_vars;
+        for (size_t o = 0; o < list.size(); ++o)
+          if (o != x && o != y) elsewhere.insert(list[o].operand.vars.begin(), list[o].operand.vars.end());
+        // The indices only a and b have: summed in the pair's statement.
+        std::vector<std::string> t_indices;
+        bool contracts = false;
+        auto add = [&](const std::string& v) {
+          if (a.operand.vars.count(v) && b.operand.vars.count(v) && !elsewhere.count(v)) {
+            contracts = true;
+            return;
+          }
+          if (std::find(t_indices.begin(), t_indices.end(), v) == t_indices.end()) t_indices.push_back(v);
+        };
+        for (const std::string& v : a.indices) add(v);
+        for (const std::string& v : b.indices) add(v);
+        if (!contracts || !one_access_each({&a, &b})) continue;
+        const std::set<std::string> t_vars(t_indices.begin(), t_indices.end());
+        const double pair_cost = cost + points({a.operand, b.operand});
+        if (pair_cost >= best_cost) continue;  // (the last statement costs more still)
+        const std::string name = temporary_name(spec, taken);
+        const std::string access = access_text(name, t_indices);
+        std::vector<Factor> next = {{name, access, t_indices, Operand{t_vars, 0.0}}};
+        for (size_t o = 0; o < list.size(); ++o)
+          if (o != x && o != y) next.push_back(list[o]);
+        taken.insert(name);
+        statements.push_back(access + " = " + a.text + " * " + b.text);
+        temporaries.push_back({name, access, t_indices});
+        search(next, pair_cost);
+        temporaries.pop_back();
+        statements.pop_back();
+        taken.erase(name);
+      }
+  };
+  search(start, 0);
   return best;
 }
 

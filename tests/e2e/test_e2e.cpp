@@ -476,6 +476,20 @@ TEST_CASE("random inputs: every kernel matches the reference") {
     TempDir dir;
     std::map<std::string, int64_t> sizes;
     for (size_t v = 0; v < k.spec.index_vars.size(); ++v) sizes[k.spec.index_vars[v]] = sizes_by_position[v % 5];
+    // A tensor read through several accesses (A(i,j) * A(j,k), which auto factors) has one size
+    // per mode: the variables that index one mode share the smallest of their sizes.
+    const std::vector<const spgen::ast::Access*> accesses = spgen::ast::collect_accesses(*k.spec.rhs);
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const spgen::ast::Access* a : accesses)
+        for (const spgen::ast::Access* b : accesses)
+          if (a->tensor == b->tensor && a->indices.size() == b->indices.size())
+            for (size_t m = 0; m < a->indices.size(); ++m)
+              if (sizes[a->indices[m]] > sizes[b->indices[m]]) {
+                sizes[a->indices[m]] = sizes[b->indices[m]];
+                changed = true;
+              }
+    }
     for (const auto& [var, size] : k.config.sizes) sizes[var] = size;  // the sizes the kernel is specialized for
     // The sizes that get kernels of their own ("specialize", or `auto`'s), each run once more
     // on uniform inputs, after the generic kernel's runs at sizes that are not among them.

@@ -87,6 +87,8 @@ TEST_CASE("config_writer: an auto schedule written out generates the same kernel
     if (!root.contains("schedule") || (root["schedule"] != "auto" && !auto_parts)) continue;
     CAPTURE(pair.config);
     Compilation c = compile_pair(pair.spec, pair.config, text);
+    // (A product auto factored into statements is no schedule of ops: spgen tune refuses it too.)
+    if (!c.statements.empty()) continue;
     root["schedule"] = schedule_json(c.explicit_schedule);
     // Auto's kernels for sizes of one index variable: written out as "specialize".
     if (c.size_variants) root["specialize"] = {{c.size_variants->var, c.size_variants->sizes}};

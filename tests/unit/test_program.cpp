@@ -252,6 +252,26 @@ TEST_CASE("auto factors a product of a sparse and two dense operands where its s
   CHECK(walks.statements[1] == "y(i) = T(j) * A(i,j)");
   // A schedule of ops is the user's: nothing is rewritten.
   CHECK(compile_with_stats(rgcn, R"({"tensors": {"A": {"format": "csf"}}, "schedule": []})", {4, 1000, 1000}, 40000).statements.empty());
+  // Four operands: every order of contracting pairs is costed; a chain of three sparse matrices and
+  // a vector is cheapest as three SpMVs from the vector's end.
+  chain.spec_text = "y(i) = A(i,j) * B(j,k) * C(k,l) * x(l)";
+  chain.config_text = R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": "csr"}}, "schedule": "auto"})";
+  chain.stats_files = {{"A", "a.mtx"}, {"B", "b.mtx"}, {"C", "c.mtx"}};
+  const spgen::Compilation three = spgen::compile(chain);
+  CHECK(three.statements == std::vector<std::string>{"T(k) = C(k,l) * x(l)", "T2(j) = T(k) * B(j,k)", "y(i) = T2(j) * A(i,j)"});
+  CHECK(contains(three.statement_notes.front(), "one nest visits 6.4e+04 points; T(k), then T2(j) first visit 1.2e+04 in all"));
+  // One tensor with other indices: one nest refuses it, saying how to write it; auto's statements
+  // read it once each.
+  const char* hops = "y(i) = A(i,j) * A(j,k) * A(k,l) * x(l)";
+  CHECK(contains(error_of(hops, R"({"tensors": {"A": {"format": "csr"}}, "schedule": "auto"})"),
+                 "one tensor must be accessed with the same indices throughout a statement (a product such as A(i,j) * A(j,k) * x(k) runs as "
+                 "statements, each contracting a pair into a temporary: write them, or let `auto` do it, \"factor\": true)"));
+  CHECK(compile(hops, R"({"tensors": {"A": {"format": "csr"}}, "schedule": "auto", "factor": true})").statements ==
+        std::vector<std::string>{"T(k) = A(k,l) * x(l)", "T2(j) = T(k) * A(j,k)", "y(i) = T2(j) * A(i,j)"});
+  // More than six operands: not searched.
+  CHECK(compile("y(i) = A(i,j) * B(j,k) * C(k,l) * D(l,m) * E(m,n) * F(n,o) * x(o)",
+                R"({"tensors": {"A": {"format": "csr"}}, "schedule": "auto", "factor": true})")
+            .statements.empty());
 }
 
 TEST_CASE("several statements: a statistics file is read once, however many statements read its tensor") {
