@@ -28,7 +28,9 @@
 #include "passes/decompose_operand.h"
 #include "passes/explicit_vectors.h"
 #include "passes/factor_product.h"
+#include "passes/full_blocks.h"
 #include "passes/hoist_reciprocals.h"
+#include "passes/hold_block_sums.h"
 #include "passes/infer_loop_order.h"
 #include "passes/infer_output_format.h"
 #include "passes/lower_to_loops.h"
@@ -291,6 +293,8 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
   fold_lane_arithmetic(it.func);            // an interleaved level's groups and lanes, where tiles make them plain
   simplify_declares(it.func);
   if (config.target == Target::Cpu) {
+    hold_block_sums(it.func, it.program);              // a block row's sums held across the walk over its blocks
+    version_full_blocks(it.func, it.program);          // whole blocks' loops of constant length
     unswitch_loops(it.func);                           // loop-invariant tests (ELL padding) out of inner loops
     hoist_reciprocals(it.func);                        // a loop-invariant divisor's reciprocal, once before the loop
     select_in_lanes(it.func);                          // the tests left in a tile's lanes as selects

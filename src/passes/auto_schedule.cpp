@@ -190,6 +190,8 @@ RegisterTile register_tile_loop(const LoweredFunc& func, const sparse::Program& 
     if (loop.var != loop.label || is_reduction(program, loop.label) || !loop.annotations.sequential_reason.empty() ||
         !schedulable(program, loop.label) || !labels_one_loop(func.body, loop.label) || !precompute_refusal(loop).empty())
       continue;
+    // A block's rows (BSR's i_in): a few, held across the walk over the blocks by hold_block_sums.
+    if (const sparse::BlockedVar* blocked = program.blocked_loop(loop.label); blocked && blocked->inner == loop.label) continue;
     const For* summing = d + 1 < spine.size() ? spine[d + 1] : nullptr;
     if (summing && summing->var != summing->label && is_reduction(program, summing->label)) return {&loop, {}};
     // A dense sum, the innermost loop or around one more that is.

@@ -90,6 +90,7 @@ InputFeatures input_features(const spgen_ref::Tensor& given) {
     f.col_mean = t.dims[1] == 0 ? 0 : static_cast<double>(f.nnz) / static_cast<double>(t.dims[1]);
     f.bandwidth_mean = f.nnz ? band / static_cast<double>(f.nnz) : 0;
     f.block_fill_2 = block_fill(t, 2);
+    f.block_fill_3 = block_fill(t, 3);
     f.block_fill_4 = block_fill(t, 4);
     f.block_fill_8 = block_fill(t, 8);
   }
@@ -127,7 +128,7 @@ nlohmann::json InputFeatures::to_json() const {
           {"col_mean", col_mean},
           {"col_max", col_max},
           {"bandwidth_mean", bandwidth_mean},
-          {"block_fill", {block_fill_2, block_fill_4, block_fill_8}},
+          {"block_fill", {block_fill_2, block_fill_4, block_fill_8, block_fill_3}},
           {"structure_hash", structure_hash}};
 }
 
@@ -144,11 +145,12 @@ InputFeatures InputFeatures::from_json(const nlohmann::json& j) {
   f.col_max = j.at("col_max").get<double>();
   f.bandwidth_mean = j.at("bandwidth_mean").get<double>();
   const auto fill = j.at("block_fill").get<std::vector<double>>();
-  if (fill.size() == 3) {
+  if (fill.size() >= 3) {  // (a database line written before 3x3 blocks were sampled has three)
     f.block_fill_2 = fill[0];
     f.block_fill_4 = fill[1];
     f.block_fill_8 = fill[2];
   }
+  if (fill.size() >= 4) f.block_fill_3 = fill[3];
   f.structure_hash = j.at("structure_hash").get<std::string>();
   return f;
 }

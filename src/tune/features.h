@@ -24,6 +24,7 @@ struct InputFeatures {
   // Blocks of r x r (r = 2, 4, 8) of a matrix: stored entries / (occupied blocks x r x r), the
   // fill that a blocked format would store (OSKI's fill ratio, inverted: 1 is full blocks).
   double block_fill_2 = 0, block_fill_4 = 0, block_fill_8 = 0;
+  double block_fill_3 = 0;  // FEM matrices of 3 degrees of freedom per node
   std::string structure_hash;  // FNV-1a of dims and coordinates: the same structure, the same hash
 
   nlohmann::json to_json() const;

@@ -62,7 +62,8 @@ std::vector<FormatChoice> format_choices(const std::string& tensor, int order, c
   const int64_t width = static_cast<int64_t>(std::ceil(features->row_max));
   const bool ell_pays = width >= 1 && rows * static_cast<double>(width) <= kMaxEllPadding * nnz;
   if (ell_pays) choices.push_back({"ell " + std::to_string(width), json{{"format", "ell"}, {"width", width}}});
-  const std::pair<int, double> blocks[] = {{2, features->block_fill_2}, {4, features->block_fill_4}, {8, features->block_fill_8}};
+  const std::pair<int, double> blocks[] = {
+      {2, features->block_fill_2}, {3, features->block_fill_3}, {4, features->block_fill_4}, {8, features->block_fill_8}};
   for (const auto& [r, fill] : blocks)
     if (fill >= kMinBlockFill)
       choices.push_back({"bsr " + std::to_string(r) + "x" + std::to_string(r), json{{"format", "bsr"}, {"block", {r, r}}}});

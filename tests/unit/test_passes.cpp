@@ -1208,8 +1208,30 @@ TEST_CASE("bsr: block loops i_blk, j_blk, i_in, j_in, with dense operands at the
   CHECK(contains(c.stage2_dump, "for i_blk in [0, (dim_i + 1) / 2) parallel(static):"));
   CHECK(contains(c.stage2_dump, "let i: int64 = i_blk * 2 + i_in"));
   CHECK(contains(c.stage2_dump, "acc += A_vals[pA3] * x_vals[j]"));
-  CHECK(contains(c.stage2_dump, "y_vals[i] += acc"));  // the block columns add into y
+  CHECK(contains(c.stage2_dump, "y_vals_held[i_in] += acc"));  // the block columns add into y's held rows
+  CHECK(contains(c.stage2_dump, "y_vals[i] += y_vals_held[i_in]"));
   CHECK(contains(c.files[0].text, "ceil(dim_i / 2) + 1"));  // A_pos1's documented length
+}
+
+TEST_CASE("bsr into a dense output: a row of blocks sums in a held array, whole blocks in loops of constant length") {
+  const std::string source = compile(kSpmv, R"({"tensors": {"A": {"format": "bsr", "block": [3, 3]}}, "schedule": "auto"})").files[1].text;
+  // y's three rows held across the walk over the row's blocks, added into y after it.
+  CHECK(contains(source, "float y_vals_held[3] = {};"));
+  CHECK(contains(source, "y_vals_held[i_in] += acc;"));
+  CHECK(contains(source, "y_vals[i] += y_vals_held[i_in];"));
+  // A whole row of blocks tested once per row, a whole block once per block; the edge's loops stop there.
+  CHECK(contains(source, "if (3 <= dim_i - i_blk * 3) {"));
+  CHECK(contains(source, "if (3 <= dim_j - j_blk * 3) {"));
+  CHECK(contains(source, "for (int64_t j_in = 0; j_in < 3; j_in++) {"));
+  CHECK(contains(source, "for (int64_t j_in = 0; j_in < std::min<int64_t>(3, dim_j - j_blk * 3); j_in++) {"));
+  // auto no longer tiles the block's 3 rows by 32 (a tile never filled).
+  CHECK(!contains(source, "tile(i_in"));
+  CHECK(!contains(source, "acc_tile"));
+  // A sparse output's assembly keeps one copy of its loops; its values are no held sums.
+  const std::string sparse_out = compile("C(i,j) = A(i,j) + B(i,j)", R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]},
+      "B": {"format": "bsr", "block": [2, 2]}, "C": {"format": "bsr", "block": [2, 2]}}})").files[1].text;
+  CHECK(!contains(sparse_out, "_held["));
+  CHECK(!contains(sparse_out, "if (2 <= dim_j - j_blk * 2)"));
 }
 
 TEST_CASE("bsr: other operands located inside the blocks, by level kind") {

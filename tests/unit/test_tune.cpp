@@ -384,6 +384,16 @@ TEST_CASE("tune formats: the default first, then what the features make worth a 
   CHECK(labels(choices) == std::vector<std::string>{"csr", "csc", "ell 2", "bsr 2x2"});
   CHECK(choices[2].entry == nlohmann::json{{"format", "ell"}, {"width", 2}});
   CHECK(choices[3].entry == nlohmann::json{{"format", "bsr"}, {"block", {2, 2}}});
+  // Three full 3 x 3 blocks on the diagonal of a 9 x 9 matrix (a FEM matrix of 3 degrees of
+  // freedom per node): bsr 3x3.
+  std::vector<std::pair<int64_t, int64_t>> nodes;
+  for (int64_t b = 0; b < 3; ++b)
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < 3; ++j) nodes.push_back({3 * b + i, 3 * b + j});
+  const InputFeatures fem = input_features(matrix({9, 9}, nodes));
+  CHECK(fem.block_fill_3 == doctest::Approx(1.0));
+  const std::vector<std::string> fem_labels = labels(format_choices("A", 2, &fem, false));
+  CHECK(std::find(fem_labels.begin(), fem_labels.end(), "bsr 3x3") != fem_labels.end());
   // One long row among empty ones: ELL would pad every row to it (refused); most rows empty: dcsr.
   const InputFeatures skewed = input_features(matrix({10, 10}, {{0, 0}, {0, 3}, {0, 5}, {0, 9}, {7, 1}}));
   CHECK(labels(format_choices("A", 2, &skewed, false)) == std::vector<std::string>{"csr", "csc", "dcsr"});
