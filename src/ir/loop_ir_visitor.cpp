@@ -286,6 +286,15 @@ std::set<std::string> names_bound_in(const LoweredFunc& func) {
   return bound;
 }
 
+bool reads_memory(const Expr& expr) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void visit_load(const Load&) override { found = true; }
+  } finder;
+  finder.visit(expr);
+  return finder.found;
+}
+
 bool uses_batched_lane_sums(const Stmt& stmt) {
   struct Finder : IRVisitor {
     bool found = false;

@@ -153,6 +153,8 @@ Expr substitute(const Expr& expr, const std::map<std::string, Expr>& values);
 // Names of all variables an expression reads.
 std::vector<std::string> vars_read(const Expr& expr);
 bool reads_var(const Expr& expr, const std::string& name);
+// Whether evaluating `expr` loads from an array.
+bool reads_memory(const Expr& expr);
 bool stmt_reads_var(const Stmt& stmt, const std::string& name);
 // Scalars a statement assigns (`=` or `+=`) but does not declare, in first-assignment order:
 // the sums a loop body keeps in variables declared outside it.

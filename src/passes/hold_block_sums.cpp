@@ -100,13 +100,13 @@ class HoldBlockSums : public IRMutator {
         if (let.is_mutable) continue;
         const std::vector<std::string> reads = vars_read(let.init);
         if (std::all_of(reads.begin(), reads.end(), [&](const std::string& n) { return fixed.count(n) || !bound_in_walk.count(n); }) &&
-            !reads_loads(let.init)) {
+            !reads_memory(let.init)) {
           fixed.insert(let.name);
           index_lets.push_back(row_body[r]);
         }
       }
       const std::vector<std::string> index_reads = vars_read(store.index);
-      if (reads_loads(store.index) ||
+      if (reads_memory(store.index) ||
           !std::all_of(index_reads.begin(), index_reads.end(), [&](const std::string& n) { return fixed.count(n) || !bound_in_walk.count(n); }))
         continue;
       // The rewrite: the walk, and the rows' sums added after it, for R's extent `end`.
@@ -140,15 +140,6 @@ class HoldBlockSums : public IRMutator {
           block({std::make_shared<Comment>("the sums of this row of blocks, held across the walk over its blocks"), rewritten}));
     }
     return nullptr;
-  }
-
-  static bool reads_loads(const Expr& e) {
-    struct Finder : IRVisitor {
-      bool found = false;
-      void visit_load(const Load&) override { found = true; }
-    } finder;
-    finder.visit(e);
-    return finder.found;
   }
 
   static Expr zero_of(ScalarType type) { return std::make_shared<FloatImm>(0.0, "0", type); }

@@ -8,15 +8,6 @@ using namespace loops;
 
 namespace {
 
-bool reads_memory(const Expr& expr) {
-  struct Finder : IRVisitor {
-    bool found = false;
-    void visit_load(const Load&) override { found = true; }
-  } finder;
-  finder.visit(expr);
-  return finder.found;
-}
-
 class Unswitch : public IRMutator {
  protected:
   Stmt mutate_for(const For& node, const Stmt& self) override {
