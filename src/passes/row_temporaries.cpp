@@ -115,6 +115,7 @@ bool hold_rows_in_workspaces(LoweredFunc& fused, const std::vector<RowTemporary>
   std::vector<Stmt> before;
   std::vector<Workspace> workspaces;
   std::map<std::string, std::string> longest;  // pos -> the variable holding its longest row
+  std::map<std::string, std::string> starts;   // pos -> the row's first position, declared once
   for (const RowTemporary& t : temporaries) {
     auto param = [&](const std::string& name) {
       return std::find_if(fused.params.begin(), fused.params.end(), [&](const Param& p) { return p.name == name; });
@@ -122,10 +123,16 @@ bool hold_rows_in_workspaces(LoweredFunc& fused, const std::vector<RowTemporary>
     if (param(t.values) == fused.params.end() || param(t.pos) == fused.params.end()) return false;
     const std::string workspace = first_unused_name(used, t.tensor + "_row");
     used.insert(workspace);
-    const std::string start = first_unused_name(used, t.tensor + "_row_start");
-    used.insert(start);
-    held[t.values] = {workspace, start};
-    row_body.push_back(std::make_shared<Declare>(start, ScalarType::Int64, cast(ScalarType::Int64, load(t.pos, var(rows->var), ScalarType::Int32)), false));
+    // (Temporaries on one structure share its row's first position: S and E on M's, M_row_start.)
+    if (!starts.count(t.pos)) {
+      const std::string owner = param(t.pos)->tensor.empty() ? t.tensor : param(t.pos)->tensor;
+      const std::string start = first_unused_name(used, owner + "_row_start");
+      used.insert(start);
+      starts[t.pos] = start;
+      row_body.push_back(
+          std::make_shared<Declare>(start, ScalarType::Int64, cast(ScalarType::Int64, load(t.pos, var(rows->var), ScalarType::Int32)), false));
+    }
+    held[t.values] = {workspace, starts[t.pos]};
     if (!longest.count(t.pos)) {
       // The longest row, once per call: for r in rows: longest = max(longest, pos[r + 1] - pos[r]).
       const std::string name = first_unused_name(used, "longest_row");

@@ -150,7 +150,7 @@ TEST_CASE("examples/gat: one kernel of five statements (functions, a max reducti
   CHECK(kernel.find("-INFINITY") != std::string::npos);
   // Fused: the logits and numerators a row at a time in each thread's workspace, m (an output) read
   // once per row.
-  CHECK(kernel.find("spgen_exp_f32(S_row[pS1 - S_row_start] - m_i)") != std::string::npos);
+  CHECK(kernel.find("spgen_exp_f32(S_row[pS1 - A_row_start] - m_i)") != std::string::npos);
   CHECK(kernel.find("std::unique_ptr<float[]> S_row(new float[longest_row + 128]);") != std::string::npos);
   CHECK(kernel.find("S_vals") == std::string::npos);
 }

@@ -151,7 +151,10 @@ TEST_CASE("several statements with \"fuse\": those that share their row loop run
     const std::string kernel = spgen::loops::dump_stage2(fused.parts[k]);
     CAPTURE(kernel);
     CHECK(contains(kernel, "allocate S_row: float32[longest_row + 128], E_row: float32[longest_row + 128]:"));
-    CHECK(contains(kernel, "S_row[pM1 - S_row_start] = M_vals[pM1] * acc"));
+    CHECK(contains(kernel, "S_row[pM1 - M_row_start] = M_vals[pM1] * acc"));
+    // (S and E lie on M's structure: one first position of the row for both.)
+    CHECK(contains(kernel, "let M_row_start: int64 = int64(M_pos1[i])"));
+    CHECK(!contains(kernel, "E_row_start"));
     CHECK(contains(kernel, "var m_of_row: float32 = 0"));
     CHECK(contains(kernel, "m_of_row = acc"));
     CHECK(contains(kernel, "let l_recip: float32 = 1 / l_of_row"));
