@@ -175,6 +175,9 @@ struct LoopAnnotations {
   // cuda: the loop is a kernel of its own, its iterations spread over every thread of the grid
   // (the rest of a sum beside a blocked operand, whose rows are distinct output rows).
   bool own_kernel = false;
+  // Whether an op made the loop run otherwise than one iteration after another in one thread:
+  // what passes that rewrite a plain loop (batch, fuse, precompute, the block passes) leave alone.
+  bool scheduled() const { return parallel || vectorized || unroll || !bind.empty(); }
 };
 
 // for (var = begin; var < end; ++var) body

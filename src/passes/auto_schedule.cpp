@@ -376,8 +376,9 @@ std::optional<std::pair<BatchOp, std::string>> auto_batch(const LoweredFunc& fun
   if ((fixed != config.sizes.end() && fixed->second < lanes) || !walked_axis(program, walk) ||
       !batch_refusal(func, walk.label).empty())
     return std::nullopt;
-  return std::make_pair(BatchOp{walk.label, 0}, "where rows hold 16 entries or more on average, 4 at a time (2 where a dot product "
-                                                "is fixed above 128 bytes), their dot products finished by one transposing tree");
+  return std::make_pair(BatchOp{walk.label, 0}, "where rows hold " + std::to_string(kShortestBatched) +
+                                                    " entries or more on average, 4 at a time (2 where a dot product is fixed above " +
+                                                    std::to_string(kLongestBatchedBy4) + " bytes), their dot products finished by one transposing tree");
 }
 
 }  // namespace

@@ -13,13 +13,6 @@ using namespace loops;
 
 namespace {
 
-// `batch` by length runs a loop's iterations one at a time unless the rows hold this many entries
-// on average: SDDMM's rows of 4-5 entries ran 0.71-0.91x batched by 4 (quiet machine, k = 32),
-// 0.92-0.97x where each row tested its own length, 0.95-1.03x where the kernel tests the mean
-// (one load the compiler takes out of the loops; the mean as an `if` around two loops ran
-// 0.87-0.95x), which kept the gains of rows of 40 entries and more (bench/RESULTS.md, session 32).
-constexpr int64_t kShortestBatched = 16;
-
 // What a loop body declares, writes and reads: what batching its iterations must respect.
 struct BodyFacts : IRVisitor {
   std::set<std::string> declared;  // scalars, loop variables and arrays of the body's own
@@ -101,7 +94,7 @@ std::optional<LaneReduction> lane_reduction(const Stmt& stmt) {
 // scalars of its own.
 std::string batch_refusal(const For& loop, const BodyFacts& facts, const std::string& name) {
   const LoopAnnotations& a = loop.annotations;
-  if (a.parallel || a.vectorized || a.unroll || !a.bind.empty())
+  if (a.scheduled())
     return "loop " + name + " is " + (a.parallel ? "parallel" : a.vectorized ? "vectorized" : a.unroll ? "unrolled" : "bound") +
            ": batch runs its iterations together in one thread; batch a loop inside it";
   if (!a.sequential_reason.empty()) return "loop " + name + " must stay sequential: " + a.sequential_reason;
@@ -284,7 +277,7 @@ int64_t batch_factor(const BatchOp& op, const sparse::Program& program, const Co
     bytes *= fixed->second;
     summed = true;
   }
-  return summed && bytes > 128 ? 2 : 4;
+  return summed && bytes > kLongestBatchedBy4 ? 2 : 4;
 }
 
 std::string batch_refusal(const LoweredFunc& func, const std::string& var) {

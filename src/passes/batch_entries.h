@@ -23,6 +23,15 @@ namespace spgen {
 void batch_entries(loops::LoweredFunc& func, const Config& config, const sparse::Program& program,
                    const std::vector<const ScheduleOp*>& batch_ops);
 
+// `batch` by length runs a loop's iterations one at a time unless the rows hold this many entries
+// on average: SDDMM's rows of 4-5 entries ran 0.71-0.91x batched by 4 (quiet machine, k = 32),
+// 0.92-0.97x where each row tested its own length, 0.95-1.03x where the kernel tests the mean
+// (one load the compiler takes out of the loops; the mean as an `if` around two loops ran
+// 0.87-0.95x), which kept the gains of rows of 40 entries and more (bench/RESULTS.md, session 32).
+inline constexpr int64_t kShortestBatched = 16;
+// Dot products longer than this (bytes, fixed by "sizes") are batched 2 at a time, not 4.
+inline constexpr int64_t kLongestBatchedBy4 = 128;
+
 // The iterations `op` runs at once: its factor, or without one, by the length of the dot products
 // (the sums inside `op.var`): 4, or 2 where "sizes" fix it above 128 bytes (32 floats). Measured
 // at 64 and 128 floats, 4 at once ran 0.74-1.31x, 2 at once 1.01-1.21x: 4 dot products' rows of

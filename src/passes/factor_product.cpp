@@ -146,42 +146,26 @@ std::optional<Factoring> factor_product(const ast::Spec& spec, const Config& con
     std::string name, access;
     std::vector<std::string> indices;
   };
-  std::optional<Factoring> best;
+  struct Plan {  // the statements before the last, their temporaries, and the last one's product
+    std::vector<std::string> statements;
+    std::vector<Temporary> temporaries;
+    std::string product;
+  };
+  std::optional<Plan> best;
   double best_cost = config.factor == true ? INFINITY : single;
   std::vector<std::string> statements;
   std::vector<Temporary> temporaries;
-  std::set<std::string> taken;
   std::function<void(const std::vector<Factor>&, double)> search = [&](const std::vector<Factor>& list, double cost) {
-    std::vector<const Factor*> last;
-    for (const Factor& f : list) last.push_back(&f);
-    if (!temporaries.empty() && cost + points(operands_of(list)) < best_cost && one_access_each(last)) {
-      best_cost = cost + points(operands_of(list));
-      std::string text;
-      for (const std::string& statement : statements) text += statement + "\n";
-      std::string product;
-      for (const Factor& f : list) product += (product.empty() ? "" : " * ") + f.text;
-      Factoring f;
-      f.spec_text = text + ast::to_string(spec.output) + " = " + product + "\n";
-      nlohmann::json root = nlohmann::json::parse(config_text);
-      std::string accesses;
-      for (const Temporary& t : temporaries) {
-        std::vector<int> order;
-        for (const std::string& v : spec.output.indices)
-          if (auto at = std::find(t.indices.begin(), t.indices.end(), v); at != t.indices.end()) order.push_back(static_cast<int>(at - t.indices.begin()));
-        for (size_t m = 0; m < t.indices.size(); ++m)
-          if (std::find(order.begin(), order.end(), static_cast<int>(m)) == order.end()) order.push_back(static_cast<int>(m));
-        nlohmann::json levels = nlohmann::json::array();
-        for (size_t m = 0; m < t.indices.size(); ++m) levels.push_back("dense");
-        nlohmann::json format = t.indices.empty() ? nlohmann::json("dense") : nlohmann::json{{"levels", levels}, {"order", order}};
-        root["tensors"][t.name] = {{"temporary", true}, {"format", format}};
-        accesses += (accesses.empty() ? "" : ", then ") + t.access;
+    if (!temporaries.empty()) {
+      const double total = cost + points(operands_of(list));
+      std::vector<const Factor*> last;
+      for (const Factor& f : list) last.push_back(&f);
+      if (total < best_cost && one_access_each(last)) {
+        best_cost = total;
+        std::string product;
+        for (const Factor& f : list) product += (product.empty() ? "" : " * ") + f.text;
+        best = Plan{statements, temporaries, product};
       }
-      root.erase("factor");  // (the statements are the answer to it)
-      f.config_text = root.dump();
-      f.reason = "one nest visits " + format_number("%.3g", single) + " points; " + accesses +
-                 (temporaries.size() == 1 ? " first visits " : " first visit ") + format_number("%.3g", best_cost) + " in all" +
-                 (known ? "" : " (\"factor\": true, without statistics: sizes assumed)");
-      best = std::move(f);
     }
     if (list.size() < 3) return;
     for (size_t x = 0; x < list.size(); ++x)
@@ -207,22 +191,47 @@ std::optional<Factoring> factor_product(const ast::Spec& spec, const Config& con
         const std::set<std::string> t_vars(t_indices.begin(), t_indices.end());
         const double pair_cost = cost + points({a.operand, b.operand});
         if (pair_cost >= best_cost) continue;  // (the last statement costs more still)
+        std::set<std::string> taken;
+        for (const Temporary& t : temporaries) taken.insert(t.name);
         const std::string name = temporary_name(spec, taken);
         const std::string access = access_text(name, t_indices);
         std::vector<Factor> next = {{name, access, t_indices, Operand{t_vars, 0.0}}};
         for (size_t o = 0; o < list.size(); ++o)
           if (o != x && o != y) next.push_back(list[o]);
-        taken.insert(name);
         statements.push_back(access + " = " + a.text + " * " + b.text);
         temporaries.push_back({name, access, t_indices});
         search(next, pair_cost);
         temporaries.pop_back();
         statements.pop_back();
-        taken.erase(name);
       }
   };
   search(start, 0);
-  return best;
+  if (!best) return std::nullopt;
+
+  // The cheapest plan as statements, and the config with its temporaries.
+  Factoring f;
+  for (const std::string& statement : best->statements) f.spec_text += statement + "\n";
+  f.spec_text += ast::to_string(spec.output) + " = " + best->product + "\n";
+  nlohmann::json root = nlohmann::json::parse(config_text);
+  std::string accesses;
+  for (const Temporary& t : best->temporaries) {
+    std::vector<int> order;
+    for (const std::string& v : spec.output.indices)
+      if (auto at = std::find(t.indices.begin(), t.indices.end(), v); at != t.indices.end()) order.push_back(static_cast<int>(at - t.indices.begin()));
+    for (size_t m = 0; m < t.indices.size(); ++m)
+      if (std::find(order.begin(), order.end(), static_cast<int>(m)) == order.end()) order.push_back(static_cast<int>(m));
+    nlohmann::json levels = nlohmann::json::array();
+    for (size_t m = 0; m < t.indices.size(); ++m) levels.push_back("dense");
+    nlohmann::json format = t.indices.empty() ? nlohmann::json("dense") : nlohmann::json{{"levels", levels}, {"order", order}};
+    root["tensors"][t.name] = {{"temporary", true}, {"format", format}};
+    accesses += (accesses.empty() ? "" : ", then ") + t.access;
+  }
+  root.erase("factor");  // (the statements are the answer to it)
+  f.config_text = root.dump();
+  f.reason = "one nest visits " + format_number("%.3g", single) + " points; " + accesses +
+             (best->temporaries.size() == 1 ? " first visits " : " first visit ") + format_number("%.3g", best_cost) + " in all" +
+             (known ? "" : " (\"factor\": true, without statistics: sizes assumed)");
+  return f;
 }
 
 }  // namespace spgen

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "ir/loop_ir_visitor.h"
+#include "passes/block_loops.h"
 
 namespace spgen {
 
@@ -67,27 +68,23 @@ class FullBlocks : public IRMutator {
     std::set<std::string> in_this = names_bound_in(node.body);
     in_this.insert(node.var);
     const For* edge = nullptr;
-    Expr whole, rest;
+    BlockBound bound;
     FindLoops finder;
     finder.visit(self);
     for (const LoopInfo& info : finder.found) {
       const For& loop = *info.loop;
-      const LoopAnnotations& a = loop.annotations;
-      if (!in_block_.count(loop.label) || a.parallel || a.vectorized || a.unroll || !a.bind.empty() || loop.end->kind != ExprKind::Binary)
-        continue;
-      const auto& bound = static_cast<const Binary&>(*loop.end);
-      if (bound.op != BinOp::Min || bound.a->kind != ExprKind::IntImm) continue;
-      const int64_t extent = static_cast<const IntImm&>(*bound.a).value;
-      if (extent < 1 || extent > kWidestBlock || !reads_any(bound.b, in_walk) || reads_any(bound.b, in_this) || !only_block_loops(loop.body))
+      if (!in_block_.count(loop.label) || loop.annotations.scheduled()) continue;
+      const std::optional<BlockBound> b = block_bound(loop.end);
+      if (!b || !b->rest || b->extent < 1 || b->extent > kWidestBlock || !reads_any(b->rest, in_walk) || reads_any(b->rest, in_this) ||
+          !only_block_loops(loop.body))
         continue;
       edge = &loop;
-      whole = bound.a;
-      rest = bound.b;
+      bound = *b;
       break;
     }
     if (!edge) return IRMutator::mutate_for(node, self);
-    Stmt full = mutate(ReplaceEnd(edge, whole).mutate(self));
-    return std::make_shared<If>(binary(BinOp::Le, whole, rest), full, self);
+    Stmt full = mutate(ReplaceEnd(edge, int64(bound.extent)).mutate(self));
+    return std::make_shared<If>(binary(BinOp::Le, int64(bound.extent), bound.rest), full, self);
   }
 
  private:
@@ -102,8 +99,7 @@ class FullBlocks : public IRMutator {
 void version_full_blocks(LoweredFunc& func, const sparse::Program& program) {
   // (Into a dense output: the kernels that sum; a sparse output's assembly keeps one copy.)
   if (!program.output().format.all_dense()) return;
-  std::set<std::string> in_block;
-  for (const sparse::BlockedVar& b : program.blocked_vars) in_block.insert(b.inner);
+  std::set<std::string> in_block = in_block_loops(program);
   if (in_block.empty()) return;
   func.body = FullBlocks(std::move(in_block)).mutate(func.body);
 }

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "ir/loop_ir_visitor.h"
+#include "passes/block_loops.h"
 #include "passes/simplify_declares.h"
 
 namespace spgen {
@@ -15,17 +16,6 @@ namespace {
 
 // The most entries a held row may have: a block's rows fit in a few registers.
 constexpr int64_t kMostHeld = 16;
-
-// C where `end` is a constant C, or min(C, e) / min(e, C).
-std::optional<int64_t> constant_bound(const Expr& end) {
-  if (end->kind == ExprKind::IntImm) return static_cast<const IntImm&>(*end).value;
-  if (end->kind != ExprKind::Binary) return std::nullopt;
-  const auto& b = static_cast<const Binary&>(*end);
-  if (b.op != BinOp::Min) return std::nullopt;
-  if (b.a->kind == ExprKind::IntImm) return static_cast<const IntImm&>(*b.a).value;
-  if (b.b->kind == ExprKind::IntImm) return static_cast<const IntImm&>(*b.b).value;
-  return std::nullopt;
-}
 
 // Every access to `buffer` in a statement: its loads, and its stores (adding or not).
 struct Accesses : IRVisitor {
@@ -64,25 +54,27 @@ class HoldBlockSums : public IRMutator {
  private:
   // `walk` rewritten with its sums held, or null.
   Stmt held_sums(const For& walk) {
-    const LoopAnnotations& a = walk.annotations;
-    if (a.parallel || a.vectorized || a.unroll || !a.bind.empty()) return nullptr;
+    if (walk.annotations.scheduled()) return nullptr;
     const std::vector<Stmt> body = statements_of(walk.body);
     const std::set<std::string> bound_in_walk = [&] {
       std::set<std::string> names = names_bound_in(walk.body);
       names.insert(walk.var);
       return names;
     }();
+    // Whether `e` reads memory nowhere and of the names the walk binds only those of `fixed`.
+    auto unchanged_by_walk = [&](const Expr& e, const std::set<std::string>& fixed) {
+      const std::vector<std::string> reads = vars_read(e);
+      return !reads_memory(e) &&
+             std::all_of(reads.begin(), reads.end(), [&](const std::string& n) { return fixed.count(n) || !bound_in_walk.count(n); });
+    };
     for (size_t s = 0; s < body.size(); ++s) {
       const For* rows = as_for(body[s]);
       if (!rows || !in_block_.count(rows->label) || rows->begin->kind != ExprKind::IntImm ||
           static_cast<const IntImm&>(*rows->begin).value != 0)
         continue;
-      const LoopAnnotations& ra = rows->annotations;
-      if (ra.parallel || ra.vectorized || ra.unroll || !ra.bind.empty()) continue;
-      const std::optional<int64_t> extent = constant_bound(rows->end);
-      if (!extent || *extent < 1 || *extent > kMostHeld) continue;
-      const std::vector<std::string> end_reads = vars_read(rows->end);
-      if (std::any_of(end_reads.begin(), end_reads.end(), [&](const std::string& n) { return bound_in_walk.count(n); })) continue;
+      if (rows->annotations.scheduled()) continue;
+      const std::optional<BlockBound> bound = block_bound(rows->end);
+      if (!bound || bound->extent < 1 || bound->extent > kMostHeld || !unchanged_by_walk(rows->end, {})) continue;
       // The one store of R's body that adds: into B, nowhere else read or written in the walk.
       const std::vector<Stmt> row_body = statements_of(rows->body);
       if (row_body.empty() || row_body.back()->kind != StmtKind::Store) continue;
@@ -97,18 +89,12 @@ class HoldBlockSums : public IRMutator {
       for (size_t r = 0; r + 1 < row_body.size(); ++r) {
         if (row_body[r]->kind != StmtKind::Declare) continue;
         const auto& let = static_cast<const Declare&>(*row_body[r]);
-        if (let.is_mutable) continue;
-        const std::vector<std::string> reads = vars_read(let.init);
-        if (std::all_of(reads.begin(), reads.end(), [&](const std::string& n) { return fixed.count(n) || !bound_in_walk.count(n); }) &&
-            !reads_memory(let.init)) {
+        if (!let.is_mutable && unchanged_by_walk(let.init, fixed)) {
           fixed.insert(let.name);
           index_lets.push_back(row_body[r]);
         }
       }
-      const std::vector<std::string> index_reads = vars_read(store.index);
-      if (reads_memory(store.index) ||
-          !std::all_of(index_reads.begin(), index_reads.end(), [&](const std::string& n) { return fixed.count(n) || !bound_in_walk.count(n); }))
-        continue;
+      if (!unchanged_by_walk(store.index, fixed)) continue;
       // The rewrite: the walk, and the rows' sums added after it, for R's extent `end`.
       const std::string held = fresh(store.buffer + "_held");
       auto held_walk = [&](const Expr& end) {
@@ -124,15 +110,12 @@ class HoldBlockSums : public IRMutator {
       // A whole block row (`min(C, e)` is C) runs R exactly C times: a test once per row of
       // blocks, not per block, and loops of constant length the compiler keeps in registers.
       Stmt rewritten = held_walk(rows->end);
-      if (rows->end->kind == ExprKind::Binary) {
-        const auto& bound = static_cast<const Binary&>(*rows->end);
-        const Expr& rest = bound.a->kind == ExprKind::IntImm ? bound.b : bound.a;
-        rewritten = std::make_shared<If>(binary(BinOp::Le, int64(*extent), rest), held_walk(int64(*extent)), rewritten);
-      }
+      if (bound->rest)
+        rewritten = std::make_shared<If>(binary(BinOp::Le, int64(bound->extent), bound->rest), held_walk(int64(bound->extent)), rewritten);
       Workspace w;
       w.name = held;
       w.type = store.value->type;
-      w.size = int64(*extent);
+      w.size = int64(bound->extent);
       w.init = zero_of(store.value->type);
       w.local = true;
       return std::make_shared<Allocate>(
@@ -153,8 +136,7 @@ class HoldBlockSums : public IRMutator {
 }  // namespace
 
 void hold_block_sums(LoweredFunc& func, const sparse::Program& program) {
-  std::set<std::string> in_block;
-  for (const sparse::BlockedVar& b : program.blocked_vars) in_block.insert(b.inner);
+  std::set<std::string> in_block = in_block_loops(program);
   if (in_block.empty()) return;
   HoldBlockSums hold(names_bound_in(func), std::move(in_block));
   func.body = hold.mutate(func.body);

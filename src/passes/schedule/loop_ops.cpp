@@ -125,7 +125,7 @@ void Scheduler::apply_op(const PrecomputeOp& precompute) {
   if (trips > 1024) fail("loop " + precompute.var + " runs " + std::to_string(trips) + " times; a local array holds at most 1024 sums");
   if (is_reduction(precompute.var))
     fail("cannot precompute over " + precompute.var + ": it iterates the reduction index " + origin_.at(precompute.var));
-  if (loop.annotations.parallel || loop.annotations.vectorized || !loop.annotations.bind.empty() || loop.annotations.unroll)
+  if (loop.annotations.scheduled())
     fail("precompute " + precompute.var + " before scheduling it further");
   PrecomputeShape shape = precompute_shape(loop);
   if (!shape.refusal.empty()) fail(shape.refusal);
@@ -398,7 +398,7 @@ void Scheduler::apply_op(const FuseOp& fuse) {
     if (!loop->annotations.sequential_reason.empty())
       fail("cannot fuse " + loop->label + ": " + loop->annotations.sequential_reason);
     const LoopAnnotations& a = loop->annotations;
-    if (a.parallel || a.vectorized || a.unroll || !a.bind.empty())
+    if (a.scheduled())
       fail("fuse " + outer.label + " and " + inner.label + " before making them parallel, vectorized, unrolled or bound");
     if (!is_const_int(loop->begin, 0)) fail("loop " + loop->label + " does not start at 0, which fuse needs");
   }
