@@ -84,15 +84,26 @@ sparse::Program stage_one_program(const ast::Spec& spec, Config& config, const S
   return rewritten;
 }
 
+// Lowering one iteration: its stages, or the refusal of one nest for its terms where no nest
+// plan answers it but a nest per term might (lower_term_parts: a loop-order conflict, or a
+// union's one nest beside a blocked operand), the user's error where the caller has no nest per
+// term to give.
+struct IterationOutcome {
+  LoweredIteration lowered;
+  std::optional<std::string> one_nest_refused;
+};
+
 // `config` gains the output's format where it is inferred.
-LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingLoops missing) {
-  LoweredIteration it;
+IterationOutcome lower_iteration(const ast::Spec& spec, Config& config, MissingLoops missing) {
+  IterationOutcome outcome;
+  LoweredIteration& it = outcome.lowered;
   std::vector<ScheduleOp> loop_ops;
   std::vector<size_t> loop_op_index;
   const bool has_previous_output = !spec.previous_output.empty();
-  // Stage I as `plan` builds it (passes/nest_plan.h); `apart`: the operands ordered apart, for
-  // the plans that take them.
-  auto stage_one = [&](NestPlan plan, const std::set<std::string>& apart = {}) {
+  // Stage I as `plan` builds it (passes/nest_plan.h), or the conflict of its operands' storage
+  // orders where it has no loop order; `apart`: the operands ordered apart, for the plans that
+  // take them.
+  auto stage_one = [&](NestPlan plan, const std::set<std::string>& apart = {}) -> std::optional<LoopOrderConflict> {
     const StageOneOptions options = options_for(plan, has_previous_output, apart);
     it.applied.assign(config.schedule.size(), false);
     it.schedule.clear();
@@ -100,6 +111,7 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
     loop_op_index.clear();
     // 2. Stage I: sparse axes, buffers and the sparse iteration, in storage-concordant order.
     it.program = stage_one_program(spec, config, options);
+    if (std::optional<LoopOrderConflict> conflict = loop_order_conflict(it.program, config)) return conflict;
     infer_loop_order(it.program, config);
     // `auto` (cpu): a dense free index leaves the sparse sum it sits in, for a register tile.
     if (config.auto_schedule)
@@ -127,30 +139,37 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
       it.applied[k] = true;
     }
     // The output's format, when the config leaves it to the operands, follows this loop order.
-    if (config.infer_output_format) infer_output_format(it.program, config, spec);
+    if (config.infer_output_format)
+      if (std::optional<LoopOrderConflict> conflict = infer_output_format(it.program, config, spec)) return conflict;
     // A sum whose terms sum over different indices, into an output only one loop nest can build.
     place_sum_parts(it.program, spec, options.union_apart);
     // Unblocked, its parts beside a blocked operand: each lists its entries.
     if (options.parts_listed) it.program.buffers.front().parts_listed = true;
+    return std::nullopt;
   };
-  // Set where C_prev is ordered apart after a loop-order conflict: a refusal of that lowering
-  // reports the conflict, which says more.
-  std::exception_ptr conflict;
-  // The operands ordered apart after it, and whether their parts are the groups of terms that
-  // sum over the same indices (then every term apart is left to try).
-  std::set<std::string> apart;
-  bool by_groups = false;
-  // Whether stage I fits one nest: the operands' storage orders admit a loop order, else the
-  // conflict (asked of the program stage_one would build, on a copy of the config).
-  auto one_nest_conflict = [&]() -> std::exception_ptr {
+  // A loop-order conflict of one nest for the whole iteration (asked of the program
+  // stage_one(OneNest) would build, on a copy of the config). Stage I is then built by a plan
+  // that orders C_prev or terms apart, and where that plan fails, the conflict, which says more,
+  // is what the caller hears.
+  std::optional<LoopOrderConflict> conflict;
+  {
     Config probe = config;
     const sparse::Program program = stage_one_program(spec, probe, options_for(NestPlan::OneNest, has_previous_output));
-    std::optional<LoopOrderConflict> why = loop_order_conflict(program, probe);
-    return why ? std::make_exception_ptr(*why) : nullptr;
+    conflict = loop_order_conflict(program, probe);
+  }
+  auto refused_for_terms = [](const std::string& message) {
+    IterationOutcome refused;
+    refused.one_nest_refused = message;
+    return refused;
   };
-  conflict = one_nest_conflict();
+  // The plan stage I is built by; the operands ordered apart after the conflict, and whether
+  // their parts are the groups of terms that sum over the same indices (then every term apart
+  // is left to try).
+  NestPlan plan = NestPlan::OneNest;
+  std::set<std::string> apart;
+  bool by_groups = false;
   if (!conflict) {
-    stage_one(NestPlan::OneNest);
+    if (std::optional<LoopOrderConflict> why = stage_one(NestPlan::OneNest)) return refused_for_terms(why->what());
   } else {
     // `+=` whose C_prev's storage order conflicts with the operands' (C csr += A csc; C bsr 2x2
     // += A bsr 2x1: A's 1-wide blocks of j are located inside C_prev's): C_prev and the operands
@@ -165,14 +184,17 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
              std::any_of(iteration.added_parts.begin(), iteration.added_parts.end(),
                          [&](const sparse::AddedPart& part) { return alone(part.body); });
     };
-    bool placed = false;
-    if (!spec.previous_output.empty()) {
+    // Stage I by `p`, where it has a loop order and the config's stage I ops apply to it. (A
+    // user error of those ops under a plan after the conflict means: try the next plan. Telling
+    // it before building stage I would need those ops' checks as data too.)
+    auto built = [&](NestPlan p) {
       try {
-        stage_one(NestPlan::PreviousApart);
-        placed = previous_alone();
+        return !stage_one(plan = p, apart);
       } catch (const CompileError&) {
+        return false;
       }
-    }
+    };
+    const bool placed = !spec.previous_output.empty() && built(NestPlan::PreviousApart) && previous_alone();
     // A union whose terms' storage orders conflict (C csr = A csr + B csc), into an output the
     // kernel assembles: each term a part of its own, in its own order, listing C's entries; the
     // operands the first term does not read order no loop of the others'.
@@ -180,19 +202,13 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
       const std::vector<ast::SignedTerm> terms = ast::distributed_terms(spec.rhs, spec.output.indices);
       const Format& output = config.format_of(spec.output.tensor);
       if (terms.size() < 2 || output.all_dense() || !find_shared_structure(spec, config).empty())
-        std::rethrow_exception(conflict);
+        return refused_for_terms(conflict->what());
       apart = operands_apart(spec, config);
       by_groups = apart_by_groups(spec);
-      try {
-        stage_one(by_groups ? NestPlan::TermsApartByGroups : NestPlan::EveryTermApartOf, apart);
-      } catch (const CompileError&) {
-        if (!by_groups) std::rethrow_exception(conflict);
+      if (!built(by_groups ? NestPlan::TermsApartByGroups : NestPlan::EveryTermApartOf)) {
+        if (!by_groups) return refused_for_terms(conflict->what());
         by_groups = false;
-        try {
-          stage_one(NestPlan::EveryTermApartOf, apart);
-        } catch (const CompileError&) {
-          std::rethrow_exception(conflict);
-        }
+        if (!built(NestPlan::EveryTermApartOf)) return refused_for_terms(conflict->what());
       }
     }
   }
@@ -205,63 +221,52 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
 
   // 4. Lower to stage II: loop nests over position space, the compute phase and an assemble
   // phase per level of a sparse output the kernel builds (scheduled after stage II's schedule,
-  // below). Where the parts of a sum cannot share one nest (SharedBlocksRefusal), or a union's
-  // terms beside a blocked operand cannot (UnionNestRefusal), stage I is built again with the
-  // output's entries listed, each part (each term) in a nest of its own, and lowered again.
+  // below). Where the lowering refuses the plan stage I was built by (NestRefusal), stage I is
+  // built again by the plan that answers the refusal (plan_after_refusal) and lowered again.
   std::vector<loops::LoweredFunc> assemble_phases;
-  auto lower_phases = [&] {
-    it.func = lower_to_loops(it.program, config);
+  auto lower_phases = [&]() -> std::optional<NestRefusal> {
+    LoweredNest compute = lower_to_loops(it.program, config);
+    if (compute.refusal) return compute.refusal;
+    it.func = std::move(compute.func);
     assemble_phases.clear();
-    for (int level : assembled_levels(it.program))
-      assemble_phases.push_back(lower_to_loops(it.program, config, LoweringPhase::Assemble, level));
-  };
-  // The refusal a retry below answered: where the retried nests then lack a loop the config's
-  // ops name, that refusal says more than the op's error.
-  std::exception_ptr retried;
-  // Last, where a part's own terms cannot share its nest beside a blocked operand (C_prev + D in
-  // `C += A B + D`, D outside C_prev's blocks): every term a part of its own, C_prev's in its own
-  // order, each listing the output's entries. False where that gives no more parts.
-  auto every_term_apart = [&] {
-    const size_t parts = 1 + it.program.iteration.added_parts.size();
-    if (it.program.iteration.added_parts.empty() || !output_is_assembled(it.program) || it.program.blocked_vars.empty() ||
-        ast::distributed_terms(spec.rhs, spec.output.indices).size() <= parts)
-      return false;
-    stage_one(NestPlan::EveryTermApart);
-    return true;
-  };
-  try {
-    try {
-      lower_phases();
-    } catch (const SharedBlocksRefusal&) {
-      retried = std::current_exception();
-      if (may_list_parts_into_blocks(it.program)) {
-        stage_one(NestPlan::PartsListedIntoBlocks);
-      } else if (!it.program.iteration.added_parts.empty() && output_is_assembled(it.program)) {
-        stage_one(NestPlan::PartsListed);
-      } else {
-        throw;
-      }
-      try {
-        lower_phases();
-      } catch (const UnionNestRefusal&) {
-        if (!every_term_apart()) throw;
-        lower_phases();
-      }
-    } catch (const UnionNestRefusal&) {
-      retried = std::current_exception();
-      if (may_list_union_parts(it.program)) stage_one(NestPlan::UnionPartsListed);
-      else if (!every_term_apart()) throw;
-      lower_phases();
+    for (int level : assembled_levels(it.program)) {
+      LoweredNest assemble = lower_to_loops(it.program, config, LoweringPhase::Assemble, level);
+      if (assemble.refusal) return assemble.refusal;
+      assemble_phases.push_back(std::move(assemble.func));
     }
-  } catch (const CompileError&) {
-    if (!conflict) throw;
-    if (!by_groups) std::rethrow_exception(conflict);
-    try {
-      stage_one(NestPlan::EveryTermApartOf, apart);
-      lower_phases();
-    } catch (const CompileError&) {
-      std::rethrow_exception(conflict);
+    return std::nullopt;
+  };
+  // The first plan's refusal: where the plans that answer it lack a loop the config's ops
+  // name, it says more than the op's error. `refusal`: the last plan's, where none answers it;
+  // `stage_conflict`: the loop-order conflict of the stage I a plan builds, where it has one.
+  std::optional<NestRefusal> retried, refusal;
+  std::optional<LoopOrderConflict> stage_conflict;
+  auto lower_by_plans = [&] {
+    retried = refusal = lower_phases();
+    while (refusal) {
+      const std::optional<NestPlan> next = plan_after_refusal(*refusal, plan, it.program, spec);
+      if (!next) break;
+      if ((stage_conflict = stage_one(plan = *next))) break;
+      refusal = lower_phases();
     }
+  };
+  // A refusal no plan answers: the caller's to answer with a nest per term (a union's one
+  // nest, a listed part's loop-order conflict), or the user's error.
+  auto unanswered = [&](const NestRefusal& r) {
+    if (r.kind != NestRefusal::Kind::SharedBlocks) return refused_for_terms(r.message);
+    throw CompileError(r.message);
+  };
+  if (!conflict) {
+    lower_by_plans();
+    if (stage_conflict) return refused_for_terms(stage_conflict->what());
+    if (refusal) return unanswered(*refusal);
+  } else {
+    // After the conflict, a refusal no plan answers means: every term apart, where the terms
+    // went apart by groups, else the conflict.
+    lower_by_plans();
+    if ((refusal || stage_conflict) && !by_groups) return refused_for_terms(conflict->what());
+    if ((refusal || stage_conflict) && (stage_one(NestPlan::EveryTermApartOf, apart) || lower_phases()))
+      return refused_for_terms(conflict->what());
   }
   it.stage1_dump = sparse::dump_stage1(it.program) + describe_listed_parts(it.program, config);
   simplify_declares(it.func);
@@ -272,12 +277,12 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
     if (it.program.iteration.reduction != ast::Reduction::Sum) loop_ops = max_min_safe(loop_ops, it.program);
     loop_op_index.clear();
   }
-  if (!retried) retried = conflict;
   std::vector<bool> applied;
   try {
     applied = schedule_loops(it.func, it.program, config, loop_ops, missing);
   } catch (const CompileError&) {
-    if (retried && !config.auto_schedule) std::rethrow_exception(retried);
+    if (retried && !config.auto_schedule) return unanswered(*retried);
+    if (conflict && !config.auto_schedule) return refused_for_terms(conflict->what());
     throw;
   }
   for (size_t k = 0; k < loop_ops.size(); ++k) {
@@ -319,7 +324,7 @@ LoweredIteration lower_iteration(const ast::Spec& spec, Config& config, MissingL
     it.assemble.push_back(std::move(assemble));
   }
   it.stage2_dump = assemble_dumps + it.stage2_dump;
-  return it;
+  return outcome;
 }
 
 // Under `auto`, a part's choices (`chosen`): each listed once for the header (`listed`), and
@@ -362,15 +367,19 @@ void lower_decomposition(Compilation& c) {
   applied[0] = true;
   std::vector<ScheduleOp> auto_ops, part_ops;  // under auto: its choices, and per part
   for (const DecomposedPart& part : d.parts) {
-    LoweredIteration it;
     Config config = part.config;
+    auto in_part = [&](const std::string& message) {
+      return CompileError(message + c.config.file + ": " + d.op_path + ": note: in part " + part.name + " of the decomposition (" +
+                          part.tensor + ", stored as " + part.config.format_of(part.tensor).name + ")\n");
+    };
+    IterationOutcome outcome;
     try {
-      it = lower_iteration(part.spec, config, MissingLoops::SkipUnlessPartNamed);
+      outcome = lower_iteration(part.spec, config, MissingLoops::SkipUnlessPartNamed);
     } catch (const CompileError& e) {
-      throw CompileError(std::string(e.what()) + c.config.file + ": " + d.op_path + ": note: in part " + part.name +
-                         " of the decomposition (" + part.tensor + ", stored as " + part.config.format_of(part.tensor).name +
-                         ")\n");
+      throw in_part(e.what());
     }
+    if (outcome.one_nest_refused) throw in_part(*outcome.one_nest_refused);
+    LoweredIteration& it = outcome.lowered;
     mark_part_ops(c.config, part.name, it.applied, 1, applied);
     // [decompose, "auto"]: `auto` chooses ops per part.
     if (c.config.auto_schedule) add_part_choices(it.schedule, part.name, auto_ops, part_ops);
@@ -416,15 +425,12 @@ sparse::Program whole_program(const ast::Spec& spec, const Config& config, const
 
 // 2''-5''. A sum whose terms sum over different index variables: one iteration per part, each
 // lowered and scheduled on its own (an op applies to every part that has its loops), and an
-// executor that calls them in turn.
-// A refusal of one loop nest for terms that a nest each could serve.
-bool is_nest_refusal(const CompileError& e) {
-  return dynamic_cast<const LoopOrderConflict*>(&e) || dynamic_cast<const UnionNestRefusal*>(&e);
-}
-
+// executor that calls them in turn. A part whose terms cannot share one nest (the refusal, with
+// its note, is returned) may have a nest per term instead: lower_term_parts.
 // `why`: the note's reason for the nests, after a part's error.
-void lower_split_sum(Compilation& c, std::vector<SumPart> parts, bool output_format_inferred,
-                     const std::string& why = "the right-hand side sums its terms over different indices: a loop nest for each") {
+std::optional<std::string> lower_split_sum(
+    Compilation& c, std::vector<SumPart> parts, bool output_format_inferred,
+    const std::string& why = "the right-hand side sums its terms over different indices: a loop nest for each") {
   c.program = whole_program(c.spec, c.config, parts.front(), output_format_inferred);
   std::vector<bool> applied(c.config.schedule.size(), false);
   std::vector<std::string> comments;
@@ -432,15 +438,15 @@ void lower_split_sum(Compilation& c, std::vector<SumPart> parts, bool output_for
     SumPart& part = parts[k];
     std::string description = part.name + " of " + std::to_string(parts.size()) + " of the sum: " +
                               part.description();
-    LoweredIteration it;
+    auto in_part = [&](const std::string& message) { return message + c.spec.file + ": note: in " + description + " (" + why + ")\n"; };
+    IterationOutcome outcome;
     try {
-      it = lower_iteration(part.spec, part.config, MissingLoops::SkipUnlessPartNamed);
+      outcome = lower_iteration(part.spec, part.config, MissingLoops::SkipUnlessPartNamed);
     } catch (const CompileError& e) {
-      std::string message = std::string(e.what()) + c.spec.file + ": note: in " + description + " (" + why + ")\n";
-      // (A part's terms that cannot share one nest may each have one of their own: lower_whole.)
-      if (is_nest_refusal(e)) throw UnionNestRefusal(message);
-      throw CompileError(message);
+      throw CompileError(in_part(e.what()));
     }
+    if (outcome.one_nest_refused) return in_part(*outcome.one_nest_refused);
+    LoweredIteration& it = outcome.lowered;
     if (!it.assemble.empty()) throw std::logic_error("a part of a sum assembles its output");
     mark_part_ops(c.config, part.name, it.applied, 0, applied);
     // `auto` chooses ops per part.
@@ -465,20 +471,22 @@ void lower_split_sum(Compilation& c, std::vector<SumPart> parts, bool output_for
   if (!c.config.auto_schedule) c.schedule = c.explicit_schedule = c.config.schedule;
   c.func = build_executor(c.config.name, c.spec, c.parts, comments);
   c.stage2_dump += "// executor\n" + loops::dump_stage2(c.func);
+  return std::nullopt;
 }
 
 // A nest per term (split_terms) into a dense output, where more than `nests` (the nests that
-// were refused) would result; false where not. `c` is left alone unless it succeeds or throws.
-bool lower_term_parts(Compilation& c, bool output_format_inferred, size_t nests) {
+// were refused, for the reason `refused`) would result; else `refused` is the user's error.
+void lower_term_parts(Compilation& c, bool output_format_inferred, size_t nests, const std::string& refused) {
   Config config = c.config;
   std::vector<SumPart> term_parts = split_terms(c.spec, config);
-  if (term_parts.size() <= nests) return false;
+  if (term_parts.size() <= nests) throw CompileError(refused);
   Compilation split = c;
   split.config = std::move(config);
-  lower_split_sum(split, std::move(term_parts), output_format_inferred,
-                  "the terms cannot share one loop nest, so each has its own, adding into the dense output " + c.spec.output.tensor);
+  if (std::optional<std::string> part_refused =
+          lower_split_sum(split, std::move(term_parts), output_format_inferred,
+                          "the terms cannot share one loop nest, so each has its own, adding into the dense output " + c.spec.output.tensor))
+    throw CompileError(*part_refused);
   c = std::move(split);
-  return true;
 }
 
 // 2-5 for the kernel as one iteration. Where its terms cannot share one loop nest (their
@@ -486,13 +494,9 @@ bool lower_term_parts(Compilation& c, bool output_format_inferred, size_t nests)
 // output is dense, each term becomes a nest of its own, adding into the output in place, as
 // the parts of a sum do (split_terms).
 void lower_whole(Compilation& c, bool output_format_inferred) {
-  LoweredIteration it;
-  try {
-    it = lower_iteration(c.spec, c.config, MissingLoops::Error);
-  } catch (const CompileError& e) {
-    if (!is_nest_refusal(e) || !lower_term_parts(c, output_format_inferred, 1)) throw;
-    return;
-  }
+  IterationOutcome outcome = lower_iteration(c.spec, c.config, MissingLoops::Error);
+  if (outcome.one_nest_refused) return lower_term_parts(c, output_format_inferred, 1, *outcome.one_nest_refused);
+  LoweredIteration& it = outcome.lowered;
   c.program = std::move(it.program);
   c.func = std::move(it.func);
   c.assemble = std::move(it.assemble);
@@ -519,14 +523,12 @@ void lower_kernel(Compilation& c) {
     lower_decomposition(c);
   } else if (!sum_parts.empty()) {
     const size_t nests = sum_parts.size();
-    try {
-      Compilation split = c;
-      lower_split_sum(split, std::move(sum_parts), output_format_inferred);
+    Compilation split = c;
+    // A part's terms that cannot share its nest: a nest per term, where that gives more.
+    if (std::optional<std::string> refused = lower_split_sum(split, std::move(sum_parts), output_format_inferred))
+      lower_term_parts(c, output_format_inferred, nests, *refused);
+    else
       c = std::move(split);
-    } catch (const UnionNestRefusal&) {
-      // A part's terms cannot share its nest: a nest per term, where that gives more.
-      if (!lower_term_parts(c, output_format_inferred, nests)) throw;
-    }
   } else {
     lower_whole(c, output_format_inferred);
   }

@@ -81,7 +81,7 @@ struct SparseBuffer {
   bool listed_blocks = false;
   // An unblocked assembled output whose parts cannot share one nest beside a blocked operand (the
   // shared loops skip coordinates where another part has entries): each part lists its entries
-  // in a nest of its own, sorted and packed (lower.cpp's retry of a SharedBlocksRefusal).
+  // in a nest of its own, sorted and packed (a NestRefusal::SharedBlocks answered: passes/nest_plan.h).
   bool parts_listed = false;
   // C_prev of a `+=` into such a listed output, whose storage order conflicts with the other
   // operands' (C bsr 2x2 += A bsr 2x1): its term is a part of the sum of its own

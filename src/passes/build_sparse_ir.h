@@ -17,7 +17,7 @@ std::string find_shared_structure(const ast::Spec& spec, const Config& config);
 
 // `list_output`: an assembled blocked output's entries are listed and packed into its blocks
 // (sparse::SparseBuffer::listed_blocks) whatever the operands' blocks (lower_to_loops.h:
-// SharedBlocksRefusal, may_list_parts_into_blocks).
+// NestRefusal::SharedBlocks, may_list_parts_into_blocks).
 // `previous_apart` (with `list_output`): C_prev of `+=` is sparse::SparseBuffer::ordered_apart,
 // its blocks planned after the other operands' (their block loops are the sum's).
 // `apart` (with `list_output`): these operands are ordered_apart too (a union whose terms'

@@ -206,10 +206,11 @@ void infer_loop_order(sparse::Program& program, const Config& config, const std:
   program.iteration.iterators = ordered;
 }
 
-std::optional<LoopOrderConflict> loop_order_conflict(const sparse::Program& program, const Config& config) {
+std::optional<LoopOrderConflict> loop_order_conflict(const sparse::Program& program, const Config& config,
+                                                     const std::set<std::string>& only) {
   std::vector<sparse::OrderConstraint> hard;
   std::set<std::string> placed;
-  if (!find_loop_order(program, config, {}, hard, placed).empty()) return std::nullopt;
+  if (!find_loop_order(program, config, only, hard, placed).empty()) return std::nullopt;
   return conflicting_orders(program, hard, placed, config);
 }
 

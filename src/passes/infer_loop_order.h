@@ -29,7 +29,8 @@ bool loop_order_holds(const sparse::Program& program, const std::set<std::string
 // Whether infer_loop_order finds a loop order (it throws where none exists).
 bool loop_order_exists(const sparse::Program& program, const Config& config);
 // The error infer_loop_order would throw, where no loop order exists; else nullopt.
-std::optional<LoopOrderConflict> loop_order_conflict(const sparse::Program& program, const Config& config);
+std::optional<LoopOrderConflict> loop_order_conflict(const sparse::Program& program, const Config& config,
+                                                     const std::set<std::string>& only = {});
 
 // Blocks of rows (a mode's floordiv level, then levels of other, unblocked modes, then its mod
 // level: dense i / r, compressed j, dense i % r) store those other levels outside the rows of a

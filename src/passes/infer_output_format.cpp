@@ -26,7 +26,7 @@ std::string shorthand_name(const Format& format) {
 
 }  // namespace
 
-void infer_output_format(sparse::Program& program, Config& config, const ast::Spec& spec) {
+std::optional<LoopOrderConflict> infer_output_format(sparse::Program& program, Config& config, const ast::Spec& spec) {
   const sparse::SparseBuffer& output = program.output();
   // Levels follow the loop order, so the output is appended to as the loops run.
   std::vector<int> modes(output.indices.size());
@@ -75,6 +75,7 @@ void infer_output_format(sparse::Program& program, Config& config, const ast::Sp
     // unblocked operand takes no block loops): order the new ones afresh, which is only right
     // where the stage I schedule had not ordered the old ones otherwise.
     sparse::Program plain = build_sparse_ir(spec, before);
+    if (std::optional<LoopOrderConflict> conflict = loop_order_conflict(plain, before)) return conflict;
     infer_loop_order(plain, before);
     if (!fusions.empty() || vars_of(plain.iteration.iterators) != vars_of(loop_order))
       throw CompileError(format_config_error(
@@ -82,10 +83,12 @@ void infer_output_format(sparse::Program& program, Config& config, const ast::Sp
           "the format inferred for " + tensor + " (" + format.name + ", in the structure of " +
               program.output().shares_structure_with + ") changes the loops that the stage I schedule reordered or fused; give " +
               tensor + "'s format in the config"));
+    if (std::optional<LoopOrderConflict> conflict = loop_order_conflict(program, config)) return conflict;
     infer_loop_order(program, config);
   }
   program.buffers.front().format_inferred = true;
   program.buffers.front().format_reason = describe_fill(spec, fill);
+  return std::nullopt;
 }
 
 }  // namespace spgen

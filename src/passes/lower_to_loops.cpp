@@ -29,14 +29,16 @@ LoweredFunc Lowering::run() {
   // The parts gathered in the output's block rows share only the loops of those.
   if (sum_.whole && parts_in_block_rows(*sum_.whole)) sum_.shared_loops = static_cast<int>(sparse::block_row_loops(program_));
   if (sum_.whole) check_body_blocked_by_its_own();
-  plan_loops();
+  if (!refused()) plan_loops();
+  if (refused()) return func;
   plan_listed();
   names_before_positions_ = used_names_;
   func.params = kernel_params({program_, assembled_, counting_, counted_level_, listed_, by_runs_});
   check_fusions();
   plan_positions();
   plan_output();
-  if (sum_.whole) check_added_parts_beside_blocks();
+  if (sum_.whole && !refused()) check_added_parts_beside_blocks();
+  if (refused()) return func;
   if (sum_.whole && !counting_) check_added_parts();
   std::vector<Stmt> body;
   if (counting_) body.push_back(clear_counts());
@@ -53,6 +55,15 @@ LoweredFunc Lowering::run() {
   if (counting_) body.push_back(prefix_sum());
   func.body = block(std::move(body));
   return func;
+}
+
+void Lowering::refuse(NestRefusal::Kind kind, std::string message) {
+  if (!refusal_) refusal_ = NestRefusal{kind, std::move(message)};
+}
+
+bool Lowering::refused_by(const Lowering& part) {
+  if (part.refusal_ && !refusal_) refusal_ = part.refusal_;
+  return refused();
 }
 
 // ---- names ----
@@ -236,14 +247,14 @@ void Lowering::check_searched_terms() {
                             ", and the entries of " + axis.tensor + " outside them cannot follow here (" + refusal +
                             "); store " + axis.tensor + " dense, or " + blocker + " unblocked (csr)";
       // (Where the shared loop visits the other block rows for another part's sake only, the
-      // parts list the output's entries each in a nest of its own: SharedBlocksRefusal.)
-      if (rows_visited_for_parts_only()) throw SharedBlocksRefusal(format_config_error(config_.file, "/tensors", message));
+      // parts list the output's entries each in a nest of its own: NestRefusal::SharedBlocks.)
+      if (rows_visited_for_parts_only()) return refuse(NestRefusal::Kind::SharedBlocks, format_config_error(config_.file, "/tensors", message));
       // (Where the terms, products of sums multiplied out, can each have a nest of their own:
       // listing an assembled output's entries, or adding into a dense output in place; also
       // the terms of a part of a scoped sum, lower.cpp's every_term_apart.)
       if ((assembled_ || (!sum_.whole && output.format.all_dense())) &&
           ast::distributed_terms(program_.iteration.body, output.indices).size() > 1)
-        throw UnionNestRefusal(format_config_error(config_.file, "/tensors", message));
+        return refuse(NestRefusal::Kind::UnionNest, format_config_error(config_.file, "/tensors", message));
       throw_unsupported(message);
     }
     for (const ast::Access* access : ast::collect_accesses(*program_.iteration.body))
@@ -638,15 +649,31 @@ std::string assemble_function_name(const sparse::Program& program, int level) {
   return assembled_levels(program).size() > 1 ? name + "_level" + std::to_string(level) : name;
 }
 
-LoweredFunc lower_to_loops(const sparse::Program& program, const Config& config, LoweringPhase phase, int level) {
-  if (program.iteration.added_parts.empty()) return Lowering(program, config, phase, level).run();
+namespace {
+
+LoweredNest lowered_by(Lowering&& lowering) {
+  LoweredNest nest;
+  nest.func = lowering.run();
+  nest.refusal = lowering.refusal();
+  if (nest.refusal) nest.func = LoweredFunc{};
+  return nest;
+}
+
+}  // namespace
+
+LoweredNest lower_to_loops(const sparse::Program& program, const Config& config, LoweringPhase phase, int level) {
+  if (program.iteration.added_parts.empty()) return lowered_by(Lowering(program, config, phase, level));
   // The body's nest, over its loops; the added parts' nests join it (loop_and_added_parts).
   sparse::Program body = program;
   body.iteration.added_parts.clear();
   body.iteration.iterators = program.iteration.loops_of(*program.iteration.body, program.blocked_vars);
-  if (parts_listed_beside_blocks(program)) body = listed_part_program(program, program.iteration.body, config);
+  if (parts_listed_beside_blocks(program)) {
+    std::optional<LoopOrderConflict> conflict;
+    body = listed_part_program(program, program.iteration.body, config, &conflict);
+    if (conflict) return {LoweredFunc{}, NestRefusal{NestRefusal::Kind::LoopOrder, conflict->what()}};
+  }
   if (parts_in_block_rows(program)) body = block_row_part_program(program, program.iteration.body);
-  return Lowering(body, config, phase, level, &program).run();
+  return lowered_by(Lowering(body, config, phase, level, &program));
 }
 
 }  // namespace spgen

@@ -35,6 +35,37 @@ StageOneOptions options_for(NestPlan plan, bool has_previous_output, const std::
   return o;
 }
 
+bool is_first_plan(NestPlan plan) {
+  return plan == NestPlan::OneNest || plan == NestPlan::PreviousApart || plan == NestPlan::TermsApartByGroups ||
+         plan == NestPlan::EveryTermApartOf;
+}
+
+std::optional<NestPlan> plan_after_refusal(const NestRefusal& refusal, NestPlan tried, const sparse::Program& program,
+                                           const ast::Spec& spec) {
+  const bool first = is_first_plan(tried);
+  const bool parts_listed = tried == NestPlan::PartsListedIntoBlocks || tried == NestPlan::PartsListed;
+  const bool added_parts = !program.iteration.added_parts.empty();
+  // (A part's own terms beside a blocked operand, C_prev + D in `C += A B + D`, D outside
+  // C_prev's blocks: every term a part gives more parts than the sum's.)
+  auto more_parts_by_term = [&] {
+    return added_parts && output_is_assembled(program) && !program.blocked_vars.empty() &&
+           ast::distributed_terms(spec.rhs, spec.output.indices).size() > 1 + program.iteration.added_parts.size();
+  };
+  switch (refusal.kind) {
+    case NestRefusal::Kind::SharedBlocks:
+      if (!first) return std::nullopt;
+      if (may_list_parts_into_blocks(program)) return NestPlan::PartsListedIntoBlocks;
+      if (added_parts && output_is_assembled(program)) return NestPlan::PartsListed;
+      return std::nullopt;
+    case NestRefusal::Kind::UnionNest:
+      if (first && may_list_union_parts(program)) return NestPlan::UnionPartsListed;
+      if ((first || parts_listed) && more_parts_by_term()) return NestPlan::EveryTermApart;
+      return std::nullopt;
+    case NestRefusal::Kind::LoopOrder: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 std::set<std::string> operands_apart(const ast::Spec& spec, const Config& config) {
   const std::vector<ast::SignedTerm> terms = ast::distributed_terms(spec.rhs, spec.output.indices);
   std::set<std::string> apart;

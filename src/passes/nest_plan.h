@@ -1,19 +1,20 @@
 // The nest plans: how stage I is built so that the lowering can give the iteration loop nests.
-// One nest serves most kernels (OneNest); where it cannot (a loop-order conflict, a blocked
-// operand whose blocks the sum's parts or a union's terms cannot share), lower.cpp's
-// lower_iteration tries the next plan that answers that refusal. Each plan is one set of
-// options of build_sparse_ir and place_sum_parts, named here, so that the ladder reads as the
-// plans it tries. (The refusals that lead from one plan to the next are still exceptions of
-// their own types; docs/architecture.md says what choosing the plan by checks before lowering
-// would take.)
+// One nest serves most kernels (OneNest). Where the operands' storage orders conflict (checked
+// on stage I before lowering), a plan orders C_prev or terms apart. Where the lowering's plan
+// phase refuses a plan (a NestRefusal, data: a blocked operand whose blocks the sum's parts or
+// a union's terms cannot share), plan_after_refusal names the plan that answers it, and
+// lower.cpp's lower_iteration builds stage I by that one. Each plan is one set of options of
+// build_sparse_ir and place_sum_parts.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 
 #include "frontend/ast.h"
 #include "frontend/config.h"
 #include "ir/sparse_ir.h"
+#include "passes/lower_to_loops.h"
 
 namespace spgen {
 
@@ -38,6 +39,23 @@ struct StageOneOptions {
   bool parts_listed = false;
   std::set<std::string> apart;
 };
+
+// Whether a plan is one stage I starts from (one nest, or one after a loop-order conflict),
+// rather than one that answers a refusal of the lowering.
+bool is_first_plan(NestPlan plan);
+
+// The plan that answers `refusal` of `program`, which `tried` built from `spec`, or none (the
+// refusal is then the caller's: a union's one nest may still be a nest per term, else it is the
+// user's error):
+//   SharedBlocks of a first plan:  the parts list into the output's blocks, where it is blocked
+//                                  (PartsListedIntoBlocks), or list its entries, where they
+//                                  are added parts into an assembled output (PartsListed);
+//   UnionNest of a first plan:     a part per term listing its entries (UnionPartsListed),
+//                                  where the union has no added parts; else as below;
+//   UnionNest of a first or listed plan: every term a part (EveryTermApart), where the parts'
+//                                  own terms beside a blocked operand give more parts.
+std::optional<NestPlan> plan_after_refusal(const NestRefusal& refusal, NestPlan tried, const sparse::Program& program,
+                                           const ast::Spec& spec);
 
 // `has_previous_output`: the spec is `+=` read as C_prev (read_previous_output); `apart`: the
 // operands ordered apart (operands_apart), for the plans that take them.

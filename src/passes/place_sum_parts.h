@@ -14,7 +14,7 @@ namespace spgen {
 // Leaves the program alone when every term sums over the same variables, or the output is dense
 // or shares an input's structure (split_sum gives those a loop nest per part).
 // `union_apart`: a sum whose terms all sum alike (a union) beside a blocked operand, whose terms
-// cannot share one nest (UnionNestRefusal, may_list_union_parts): each top-level term becomes a part of its
+// cannot share one nest (NestRefusal::UnionNest, may_list_union_parts): each top-level term becomes a part of its
 // own, listing the output's entries in a nest of its own.
 void place_sum_parts(sparse::Program& program, const ast::Spec& spec, bool union_apart = false);
 

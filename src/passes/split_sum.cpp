@@ -62,7 +62,7 @@ std::vector<SumPart> parts_of_groups(const ast::Spec& spec, Config& config, cons
   if (inferred) {
     sparse::Program whole = build_sparse_ir(spec, config);
     infer_loop_order(whole, config);
-    infer_output_format(whole, config, spec);
+    if (std::optional<LoopOrderConflict> conflict = infer_output_format(whole, config, spec)) throw *conflict;
     config.infer_output_format = false;
   }
 

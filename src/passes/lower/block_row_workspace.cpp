@@ -23,7 +23,7 @@ Expr offset_in_block(const sparse::Program& program) {
 
 }  // namespace
 
-void plan_block_row_workspace(const OutputContext& o, const FreshName& fresh_name, std::vector<Workspace>& workspaces,
+std::string plan_block_row_workspace(const OutputContext& o, const FreshName& fresh_name, std::vector<Workspace>& workspaces,
                               const RowWorkspace* owner, RowWorkspace& rows, BlockRows& blocks) {
   const sparse::Program& program = o.program;
   const sparse::SparseBuffer& output = program.output();
@@ -31,7 +31,7 @@ void plan_block_row_workspace(const OutputContext& o, const FreshName& fresh_nam
   const int gathered = output.gathered_level;
   rows.row_depth = gathered > 0 ? levels[gathered - 1].ready_depth : -1;
   rows.row = gathered > 0 ? var(levels[gathered - 1].name) : int64(0);
-  if (const std::string why = summed_outside_rows(o, rows.row_depth, "block row"); !why.empty()) throw SharedBlocksRefusal(why);
+  if (std::string why = summed_outside_rows(o, rows.row_depth, "block row"); !why.empty()) return why;
   const sparse::Axis& key_axis = program.axes[output.axes[gathered]];
   // r*c as one constant where the levels below are all in-block ones.
   int64_t constant_size = 1;
@@ -50,16 +50,17 @@ void plan_block_row_workspace(const OutputContext& o, const FreshName& fresh_nam
     rows.seen = owner->seen;
     rows.list = owner->list;
     rows.count = owner->count;
-    return;
+    return "";
   }
   rows.values = fresh_name(output.tensor + "_blocks");
   rows.seen = fresh_name(output.tensor + "_seen");
   rows.list = fresh_name(output.tensor + "_touched");
   rows.count = fresh_name(output.tensor + "_ntouched");
   workspaces.push_back({rows.seen, ScalarType::Int64, keys, int64(-1)});
-  if (o.counting) return;
+  if (o.counting) return "";
   workspaces.push_back({rows.list, ScalarType::Int64, keys, int64(0)});
   workspaces.push_back({rows.values, o.value_type, mul(keys, blocks.size), std::make_shared<FloatImm>(0.0, "0", o.value_type)});
+  return "";
 }
 
 // The block row then holds a block, so the compressed levels above open.

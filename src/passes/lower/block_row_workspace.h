@@ -18,8 +18,9 @@ namespace spgen::lowering {
 // Names the workspace into `rows` (its row depth and marker from the output's levels above the
 // gathered one) and `blocks`, and adds its arrays to `workspaces`; a rest inside another
 // lowering's block row (`owner`) uses the owner's arrays instead. A sum outside the block rows
-// is a SharedBlocksRefusal (lower.cpp then lists the output's entries into its blocks).
-void plan_block_row_workspace(const OutputContext& output, const FreshName& fresh_name, std::vector<loops::Workspace>& workspaces,
+// is refused: the refusal's message (a NestRefusal::SharedBlocks: lower.cpp then lists the
+// output's entries into its blocks), else "".
+std::string plan_block_row_workspace(const OutputContext& output, const FreshName& fresh_name, std::vector<loops::Workspace>& workspaces,
                               const RowWorkspace* owner, RowWorkspace& rows, BlockRows& blocks);
 
 // The write of `value` into its block: a block's first touch in the block row marks it, opens

@@ -56,7 +56,9 @@ class Lowering {
     if (sum_.whole) sum_.shared_loops = static_cast<int>(sum_.whole->iteration.shared_loops());
   }
 
+  // The nest; where refused() it is unfinished, and refusal() says why.
   LoweredFunc run();
+  const std::optional<NestRefusal>& refusal() const { return refusal_; }
 
  private:
   // Names, the loop plan, runs and fused rows (lower_to_loops.cpp).
@@ -192,10 +194,10 @@ class Lowering {
   std::string summed_outside_added_parts() const;
   std::string why_added_parts_join() const;
   std::vector<std::string> blocked_operands() const;
-  void check_body_blocked_by_its_own() const;
+  void check_body_blocked_by_its_own();
   bool parts_share_block_rows() const;
-  void check_added_parts_beside_blocks() const;
-  void check_part_without_rest() const;
+  void check_added_parts_beside_blocks();
+  void check_part_without_rest();
   void check_added_parts() const;
   bool parts_add_into_sum() const;
   Stmt where_body_present(Stmt nest) const;
@@ -338,6 +340,13 @@ class Lowering {
     std::vector<ast::ExprPtr> outer_factors, inner_factors;
   };
   OutputWrite write_;
+  // The refusal of this program's nest plan, made in the plan phase of this lowering or of a
+  // part's own (NestRefusal): the lowering stops building its nest where it sees one.
+  std::optional<NestRefusal> refusal_;
+  void refuse(NestRefusal::Kind kind, std::string message);
+  bool refused() const { return refusal_.has_value(); }
+  // A part's lowering's refusal becomes this lowering's; true where there is one.
+  bool refused_by(const Lowering& part);
 };
 
 }  // namespace spgen::lowering

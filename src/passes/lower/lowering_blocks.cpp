@@ -104,6 +104,7 @@ Stmt Lowering::lower_outside_blocks() {
   };
   std::unique_ptr<Lowering> rest_lowering = lower_rest({});
   LoweredFunc func = rest_lowering->run();
+  if (refused_by(*rest_lowering)) return block({});
   // On the GPU the rest's outer loop is spread over the grid, where a merge's cursors cannot
   // be shared out: where it merges (B and D dcsr), it visits every coordinate instead, each
   // operand's level there located by binary search (as inside the blocks; an absent row has
@@ -111,6 +112,7 @@ Stmt Lowering::lower_outside_blocks() {
   if (config_.target == Target::Cuda && rest_lowering->plans_.front().kind == LoopKind::Merge) {
     rest_lowering = lower_rest({rest.iteration.iterators.front().var});
     func = rest_lowering->run();
+    if (refused_by(*rest_lowering)) return block({});
   }
   Lowering& lowering = *rest_lowering;
   used_names_.insert(lowering.used_names_.begin(), lowering.used_names_.end());
@@ -235,6 +237,7 @@ Stmt Lowering::rest_in_block_row() {
   lowering.rest_.block_row_owner = this;
   lowering.rest_.skip_blocks_of.insert(lowering.rest_.skip_blocks_of.begin(), rest_.skip_blocks_of.begin(), rest_.skip_blocks_of.end());
   Stmt body = lowering.run_in_block_row();
+  if (refused_by(lowering)) return block({});
   used_names_.insert(lowering.used_names_.begin(), lowering.used_names_.end());
   body = relabel_shared_loops(body);
   return block({std::make_shared<Comment>("the other operands outside " + blocks_of() + ", where " + zero() +
@@ -271,9 +274,11 @@ void Lowering::share_owner_flags() {
 Stmt Lowering::run_in_block_row() {
   reserve_names();
   plan_loops();
+  if (refused()) return block({});
   check_fusions();
   plan_positions();
   plan_output();
+  if (refused()) return block({});
   const auto& mine = program_.iteration.iterators;
   const auto& owners = rest_.block_row_owner->program_.iteration.iterators;
   bool same_rows = rows_.row_depth == rest_.block_row_owner->rows_.row_depth;

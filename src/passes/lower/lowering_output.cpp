@@ -174,6 +174,7 @@ void Lowering::plan_output() {
   rest_.in_rows = assembled_ && !listed_ && output.gathered_level >= 0 && (!counting_ || counted_level_ <= output.gathered_level);
   if (rest_.block_row_owner) share_owner_rows();
   if (assembled_ && !listed_) plan_open_levels(output);
+  if (refused()) return;
   if (rest_.in_rows && !rest_.blockers.empty())  // (the rest raises the flags too)
     for (OpenLevel& open : open_levels_) open.every_iteration = false;
   if (rest_.block_row_owner) share_owner_flags();
@@ -184,6 +185,7 @@ void Lowering::plan_output() {
   }
   if (block_rows()) plan_block_workspace();
   else if (scattered()) plan_workspace();
+  if (refused()) return;
   write_.overwrites = !accumulate && !reduction_outside;
   bool some_entry_unvisited = false;
   if (output.shares_structure_with.empty())
@@ -275,8 +277,8 @@ void Lowering::plan_open_levels(const sparse::SparseBuffer& output) {
         const std::string message = format_config_error(config_.file, "/tensors/" + output.tensor + "/format",
                                                         summed_outside_compressed_level(output, level, program_.iteration.iterators[d].var));
         // (A blocked output's entries can be listed into its blocks instead, as an unblocked
-        // output's are listed where they arrive out of order: lower.cpp, SharedBlocksRefusal.)
-        if (output.format.is_blocked() && !output.listed_blocks) throw SharedBlocksRefusal(message);
+        // output's are listed where they arrive out of order: NestRefusal::SharedBlocks.)
+        if (output.format.is_blocked() && !output.listed_blocks) return refuse(NestRefusal::Kind::SharedBlocks, message);
         throw CompileError(message);
       }
     for (int l = level; l <= last_of_level; ++l) {
@@ -525,8 +527,10 @@ Stmt Lowering::list_and_pack(Stmt nest) {
 
 // ---- a block-row workspace (passes/lower/block_row_workspace.h) ----
 void Lowering::plan_block_workspace() {
-  plan_block_row_workspace(output_context(), [this](const std::string& wanted) { return fresh_name(wanted); }, workspaces_,
-                           rest_.block_row_owner ? &rest_.block_row_owner->rows_ : nullptr, rows_, blocks_);
+  const std::string refusal =
+      plan_block_row_workspace(output_context(), [this](const std::string& wanted) { return fresh_name(wanted); }, workspaces_,
+                               rest_.block_row_owner ? &rest_.block_row_owner->rows_ : nullptr, rows_, blocks_);
+  if (!refusal.empty()) refuse(NestRefusal::Kind::SharedBlocks, refusal);
 }
 
 Stmt Lowering::scatter_into_block(Expr value) const {

@@ -83,7 +83,7 @@ std::vector<std::string> Lowering::blocked_operands() const {
 // Into a blocked output, the parts share the loops of the body's blocks (its block rows): an
 // operand of another part that blocks an index (D bsr in `A B + D`, C_prev of `C += A B`, C
 // bsr) would split the body's loops into blocks that the body does not read.
-void Lowering::check_body_blocked_by_its_own() const {
+void Lowering::check_body_blocked_by_its_own() {
   if (parts_listed_beside_blocks(*sum_.whole)) return;
   if (parts_in_block_rows(*sum_.whole) && parts_share_block_rows()) return;
   std::set<std::string> read;
@@ -92,7 +92,7 @@ void Lowering::check_body_blocked_by_its_own() const {
   for (const sparse::BlockedVar& b : program_.blocked_vars) {
     if (b.tensor == output.tensor || read.count(b.tensor)) continue;
     const bool previous = program_.buffer(b.tensor).previous_output;
-    throw SharedBlocksRefusal(format_config_error(
+    return refuse(NestRefusal::Kind::SharedBlocks, format_config_error(
         config_.file, "/tensors/" + (previous ? output.tensor : b.tensor) + "/format",
         why_added_parts_join() + "; " +
             (previous ? b.tensor + ", the value of " + output.tensor + " before `+=`, stored as " + output.tensor + " is,"
@@ -133,18 +133,18 @@ bool Lowering::parts_share_block_rows() const {
 // need not lie in the blocked operand's block rows. A part whose own terms hold a term
 // without the blocked operand (its entries outside the blocks: lower_outside_blocks) has no
 // place in either (check_part_without_rest).
-void Lowering::check_added_parts_beside_blocks() const {
+void Lowering::check_added_parts_beside_blocks() {
   const std::vector<std::string> blocked = blocked_operands();
   if (blocked.empty()) return;
   // The body's own term without its blocked operand (A B + E B + D, A bsr) follows the blocks:
   // into the list (listed_parts_nests), or in each block row (rest_in_block_row).
   if (!listed_ && !rest_.in_rows) check_part_without_rest();
-  if (listed_) return;
+  if (listed_ || refused()) return;
   const sparse::SparseBuffer& output = program_.output();
   const bool previous = program_.buffer(blocked.front()).previous_output;
   for (int d = 0; d < sum_.shared_loops; ++d)
     if (!visits_every_coordinate(d))
-      throw SharedBlocksRefusal(format_config_error(
+      return refuse(NestRefusal::Kind::SharedBlocks, format_config_error(
           config_.file, "/tensors/" + (previous ? output.tensor : blocked.front()) + "/format",
           why_added_parts_join() + ", which beside a blocked operand (" + names(blocked) +
               (previous ? ", the value of " + output.tensor + " before `+=`, stored as " + output.tensor + " is" : "") +
@@ -156,11 +156,11 @@ void Lowering::check_added_parts_beside_blocks() const {
 
 // A part of a scoped sum (the body, an added or a listed part) beside a blocked operand: its
 // own terms must all hold the blocked operand, or none of them its index's blocks.
-void Lowering::check_part_without_rest() const {
+void Lowering::check_part_without_rest() {
   if (rest_.blockers.empty()) return;
   const sparse::SparseBuffer& output = program_.output();
-  // (lower.cpp then gives each term a part of its own, where that helps: UnionNestRefusal.)
-  throw UnionNestRefusal(format_config_error(
+  // (lower.cpp then gives each term a part of its own, where that helps: NestRefusal::UnionNest.)
+  refuse(NestRefusal::Kind::UnionNest, format_config_error(
       config_.file, "/tensors/" + rest_.blockers.front() + "/format",
       "the right-hand side sums its terms over different indices, and " + output.tensor + " (" + output.format.name +
           ") is a sparse output the kernel assembles; the part " + ast::to_string(*program_.iteration.body) +
@@ -238,6 +238,7 @@ Stmt Lowering::loop_and_added_parts(int depth) {
     }
     Lowering lowering(added, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
     Stmt added_nest = lowering.lower_added_part(*this);
+    if (refused_by(lowering)) return block({});
     used_names_ = lowering.used_names_;
     std::string into = parts_add_into_sum() ? "the sum " + write_.accumulator
                        : block_rows()      ? "the block row workspace of " + program_.output().tensor
@@ -258,10 +259,13 @@ Stmt Lowering::listed_parts_nests() {
   std::vector<Stmt> nests;
   std::set<std::string> names = names_before_positions_;  // (this Lowering's own nest is not built)
   auto list_part = [&](const ast::ExprPtr& terms, const std::vector<std::string>& summed, bool first) {
-    sparse::Program part = listed_part_program(*sum_.whole, terms, config_);
+    std::optional<LoopOrderConflict> conflict;
+    sparse::Program part = listed_part_program(*sum_.whole, terms, config_, &conflict);
+    if (conflict) return refuse(NestRefusal::Kind::LoopOrder, conflict->what());
     Lowering lowering(part, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
     // (The body's own rest lists after every part's nest: run's with_listed_rest.)
     Stmt nest = lowering.lower_listed_part(*this, names, true, !first);
+    if (refused_by(lowering)) return;
     names = lowering.used_names_;
     const bool negated = !first && terms->kind == ast::ExprKind::Neg;  // "- b(i)" rather than "+ -b(i)"
     nests.push_back(std::make_shared<Comment>((first ? "" : negated ? "- " : "+ ") +
@@ -276,7 +280,9 @@ Stmt Lowering::listed_parts_nests() {
   for (const sparse::Iterator& it : program_.iteration.iterators)
     if (it.is_reduction) body_summed.push_back(it.var);
   list_part(program_.iteration.body, body_summed, true);
-  for (const sparse::AddedPart& part : sum_.whole->iteration.added_parts) list_part(part.body, part.summed, false);
+  for (const sparse::AddedPart& part : sum_.whole->iteration.added_parts)
+    if (!refused()) list_part(part.body, part.summed, false);
+  if (refused()) return block({});
   if (config_.target == Target::Cuda) {
     // nests: a comment and a nest per part. The first term's nest is scheduled as one (its
     // ops name its loops), unless an added part's nest has a loop of its outer loop's label,
@@ -357,11 +363,13 @@ Stmt Lowering::lower_listed_part(const Lowering& into, const std::set<std::strin
   sum_.lists_into = &into;
   used_names_ = names;
   plan_loops();
-  if (!sum_.listing_rest && !with_rest) check_part_without_rest();  // (a rest lists its own rest: listed_rest)
+  if (!sum_.listing_rest && !with_rest && !refused()) check_part_without_rest();  // (a rest lists its own rest: listed_rest)
+  if (refused()) return block({});
   plan_listed();
   check_fusions();
   plan_positions();
   plan_output();
+  if (refused()) return block({});
   Stmt nest = loop_nest(0);
   if (!workspaces_.empty()) nest = std::make_shared<Allocate>(workspaces_, nest);
   if (!rest_.blockers.empty() && list_rest) sum_.listed_rests = listed_rest(into);  // (the caller places them after the nest)
@@ -390,6 +398,7 @@ std::vector<Stmt> Lowering::listed_rest(const Lowering& into) {
   lowering.rest_.skip_blocks_of.insert(lowering.rest_.skip_blocks_of.end(), rest_.blocks_done.begin(), rest_.blocks_done.end());
   lowering.sum_.listing_rest = true;
   Stmt rest_nest = lowering.lower_listed_part(into, used_names_);
+  if (refused_by(lowering)) return {};
   used_names_.insert(lowering.used_names_.begin(), lowering.used_names_.end());
   if (config_.target == Target::Cuda) rest_nest = own_listing_kernel(rest_nest, used_names_);
   std::vector<Stmt> stmts = {std::make_shared<Comment>("the other operands outside " + blocks_of() + ", where " + zero() +
@@ -411,8 +420,10 @@ Stmt Lowering::lower_added_part(const Lowering& body) {
   // Into a block-row workspace, a term of the part without its blocked operand (D + E, D bsr,
   // E csr: E's entries outside D's blocks) follows in the same block row (rest_in_block_row),
   // as beside the body's blocks; elsewhere it would be a second nest of the part.
+  if (refused()) return block({});
   const bool rest_in_block_row = body.block_rows() && !rest_.blockers.empty();
   if (!rest_in_block_row) check_part_without_rest();
+  if (refused()) return block({});
   plan_positions();
   output_strategy_ = body.output_strategy_;
   rest_.in_rows = body.rest_.in_rows;

@@ -21,7 +21,8 @@ bool parts_listed_beside_blocks(const sparse::Program& whole) {
   return false;
 }
 
-sparse::Program listed_part_program(const sparse::Program& whole, const ast::ExprPtr& terms, const Config& config) {
+sparse::Program listed_part_program(const sparse::Program& whole, const ast::ExprPtr& terms, const Config& config,
+                                    std::optional<LoopOrderConflict>* conflict) {
   sparse::Program part = whole;
   part.iteration.body = terms;
   part.iteration.added_parts.clear();
@@ -59,13 +60,15 @@ sparse::Program listed_part_program(const sparse::Program& whole, const ast::Exp
   sparse::set_part_loops(part, whole, std::move(kept), unblocked);
   // (C_prev of `+=` is kept a part alone, lower_iteration: its order serves no other tensor. A
   // union's term apart orders its loops by its own tensors.)
-  if (std::any_of(read.begin(), read.end(), [&](const std::string& t) { return part.buffer(t).ordered_apart; }))
-    infer_loop_order(part, config, read);
   // A tensor that gets its own block loops here (blocked apart in the whole: B block-DCSR 1x2
   // beside C_prev's 3x1 blocks) may need them in another order than the whole's: the part's
   // loops follow its own tensors then. (found by fuzzing: its block levels were iterated out of
   // order, reading a position not yet bound)
-  else if (!loop_order_holds(part, read)) infer_loop_order(part, config, read);
+  if (std::any_of(read.begin(), read.end(), [&](const std::string& t) { return part.buffer(t).ordered_apart; }) ||
+      !loop_order_holds(part, read)) {
+    if (conflict && (*conflict = loop_order_conflict(part, config, read))) return part;
+    infer_loop_order(part, config, read);
+  }
   return part;
 }
 

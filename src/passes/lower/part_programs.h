@@ -2,11 +2,13 @@
 // output's entries in a nest of its own, and that part as a program of its own.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "frontend/config.h"
 #include "ir/sparse_ir.h"
+#include "passes/infer_loop_order.h"
 #include "passes/lower/output_context.h"
 
 namespace spgen::lowering {
@@ -25,7 +27,10 @@ bool parts_listed_beside_blocks(const sparse::Program& whole);
 // of the whole's iterators).
 // A part that reads a buffer ordered apart (C_prev beside operands stored in a conflicting
 // order) orders its loops by that buffer's storage alone.
-sparse::Program listed_part_program(const sparse::Program& whole, const ast::ExprPtr& terms, const Config& config);
+// Where its loops have no order, the part is refused: its conflict is `conflict` (where given:
+// NestRefusal::LoopOrder), else thrown.
+sparse::Program listed_part_program(const sparse::Program& whole, const ast::ExprPtr& terms, const Config& config,
+                                    std::optional<LoopOrderConflict>* conflict = nullptr);
 
 // The tensors an iteration's body reads, in order of first access.
 std::vector<std::string> tensors_read(const sparse::Program& program);
