@@ -93,6 +93,14 @@ struct IterationOutcome {
   std::optional<std::string> one_nest_refused;
 };
 
+// Why a plan's stage I cannot be built: its loops have no order (`loop_order`: the operands'
+// storage orders conflict), or an op of the config's stage I schedule fails on it (the op's
+// error).
+struct StageOneFailure {
+  std::string message;
+  bool loop_order = false;
+};
+
 // `config` gains the output's format where it is inferred.
 IterationOutcome lower_iteration(const ast::Spec& spec, Config& config, MissingLoops missing) {
   IterationOutcome outcome;
@@ -100,10 +108,9 @@ IterationOutcome lower_iteration(const ast::Spec& spec, Config& config, MissingL
   std::vector<ScheduleOp> loop_ops;
   std::vector<size_t> loop_op_index;
   const bool has_previous_output = !spec.previous_output.empty();
-  // Stage I as `plan` builds it (passes/nest_plan.h), or the conflict of its operands' storage
-  // orders where it has no loop order; `apart`: the operands ordered apart, for the plans that
-  // take them.
-  auto stage_one = [&](NestPlan plan, const std::set<std::string>& apart = {}) -> std::optional<LoopOrderConflict> {
+  // Stage I as `plan` builds it (passes/nest_plan.h), or why it cannot be built; `apart`: the
+  // operands ordered apart, for the plans that take them.
+  auto stage_one = [&](NestPlan plan, const std::set<std::string>& apart = {}) -> std::optional<StageOneFailure> {
     const StageOneOptions options = options_for(plan, has_previous_output, apart);
     it.applied.assign(config.schedule.size(), false);
     it.schedule.clear();
@@ -111,12 +118,14 @@ IterationOutcome lower_iteration(const ast::Spec& spec, Config& config, MissingL
     loop_op_index.clear();
     // 2. Stage I: sparse axes, buffers and the sparse iteration, in storage-concordant order.
     it.program = stage_one_program(spec, config, options);
-    if (std::optional<LoopOrderConflict> conflict = loop_order_conflict(it.program, config)) return conflict;
+    if (std::optional<LoopOrderConflict> conflict = loop_order_conflict(it.program, config))
+      return StageOneFailure{conflict->what(), true};
     infer_loop_order(it.program, config);
     // `auto` (cpu): a dense free index leaves the sparse sum it sits in, for a register tile.
     if (config.auto_schedule)
       if (std::optional<ScheduleOp> reorder = auto_reorder(it.program, config)) {
-        apply_sparse_reorder(it.program, config, *reorder);
+        if (std::string error = apply_sparse_reorder(it.program, config, *reorder); !error.empty())
+          throw std::logic_error("auto's reorder fails: " + error);
         it.schedule.push_back(*reorder);
       }
 
@@ -124,23 +133,26 @@ IterationOutcome lower_iteration(const ast::Spec& spec, Config& config, MissingL
     // first loop-level op.
     for (size_t k = 0; k < config.schedule.size(); ++k) {
       const ScheduleOp& op = config.schedule[k];
+      std::string error;
       if (loop_ops.empty() && is_sparse_reorder(op, it.program)) {
-        if (!it.program.iteration.fusions.empty())
-          fail_schedule_op(config, op, "reorder the index variables before fusing them");
-        apply_sparse_reorder(it.program, config, op);
+        error = it.program.iteration.fusions.empty()
+                    ? apply_sparse_reorder(it.program, config, op)
+                    : schedule_op_error(config, op, "reorder the index variables before fusing them");
       } else if (loop_ops.empty() && is_sparse_fuse(op, it.program)) {
-        apply_sparse_fuse(it.program, config, op);
+        error = apply_sparse_fuse(it.program, config, op);
       } else {
         loop_ops.push_back(op);
         loop_op_index.push_back(k);
         continue;
       }
+      if (!error.empty()) return StageOneFailure{error, false};
       it.schedule.push_back(op);
       it.applied[k] = true;
     }
     // The output's format, when the config leaves it to the operands, follows this loop order.
     if (config.infer_output_format)
-      if (std::optional<LoopOrderConflict> conflict = infer_output_format(it.program, config, spec)) return conflict;
+      if (std::optional<LoopOrderConflict> conflict = infer_output_format(it.program, config, spec))
+        return StageOneFailure{conflict->what(), true};
     // A sum whose terms sum over different indices, into an output only one loop nest can build.
     place_sum_parts(it.program, spec, options.union_apart);
     // Unblocked, its parts beside a blocked operand: each lists its entries.
@@ -169,7 +181,10 @@ IterationOutcome lower_iteration(const ast::Spec& spec, Config& config, MissingL
   std::set<std::string> apart;
   bool by_groups = false;
   if (!conflict) {
-    if (std::optional<LoopOrderConflict> why = stage_one(NestPlan::OneNest)) return refused_for_terms(why->what());
+    if (std::optional<StageOneFailure> failure = stage_one(NestPlan::OneNest)) {
+      if (!failure->loop_order) throw CompileError(failure->message);
+      return refused_for_terms(failure->message);
+    }
   } else {
     // `+=` whose C_prev's storage order conflicts with the operands' (C csr += A csc; C bsr 2x2
     // += A bsr 2x1: A's 1-wide blocks of j are located inside C_prev's): C_prev and the operands
@@ -184,16 +199,8 @@ IterationOutcome lower_iteration(const ast::Spec& spec, Config& config, MissingL
              std::any_of(iteration.added_parts.begin(), iteration.added_parts.end(),
                          [&](const sparse::AddedPart& part) { return alone(part.body); });
     };
-    // Stage I by `p`, where it has a loop order and the config's stage I ops apply to it. (A
-    // user error of those ops under a plan after the conflict means: try the next plan. Telling
-    // it before building stage I would need those ops' checks as data too.)
-    auto built = [&](NestPlan p) {
-      try {
-        return !stage_one(plan = p, apart);
-      } catch (const CompileError&) {
-        return false;
-      }
-    };
+    // Stage I by `p`, where it has a loop order and the config's stage I ops apply to it.
+    auto built = [&](NestPlan p) { return !stage_one(plan = p, apart); };
     const bool placed = !spec.previous_output.empty() && built(NestPlan::PreviousApart) && previous_alone();
     // A union whose terms' storage orders conflict (C csr = A csr + B csc), into an output the
     // kernel assembles: each term a part of its own, in its own order, listing C's entries; the
@@ -238,15 +245,15 @@ IterationOutcome lower_iteration(const ast::Spec& spec, Config& config, MissingL
   };
   // The first plan's refusal: where the plans that answer it lack a loop the config's ops
   // name, it says more than the op's error. `refusal`: the last plan's, where none answers it;
-  // `stage_conflict`: the loop-order conflict of the stage I a plan builds, where it has one.
+  // `stage_failure`: why the stage I of the plan that answers it cannot be built.
   std::optional<NestRefusal> retried, refusal;
-  std::optional<LoopOrderConflict> stage_conflict;
+  std::optional<StageOneFailure> stage_failure;
   auto lower_by_plans = [&] {
     retried = refusal = lower_phases();
     while (refusal) {
       const std::optional<NestPlan> next = plan_after_refusal(*refusal, plan, it.program, spec);
       if (!next) break;
-      if ((stage_conflict = stage_one(plan = *next))) break;
+      if ((stage_failure = stage_one(plan = *next))) break;
       refusal = lower_phases();
     }
   };
@@ -258,14 +265,15 @@ IterationOutcome lower_iteration(const ast::Spec& spec, Config& config, MissingL
   };
   if (!conflict) {
     lower_by_plans();
-    if (stage_conflict) return refused_for_terms(stage_conflict->what());
+    if (stage_failure && !stage_failure->loop_order) throw CompileError(stage_failure->message);
+    if (stage_failure) return refused_for_terms(stage_failure->message);
     if (refusal) return unanswered(*refusal);
   } else {
     // After the conflict, a refusal no plan answers means: every term apart, where the terms
     // went apart by groups, else the conflict.
     lower_by_plans();
-    if ((refusal || stage_conflict) && !by_groups) return refused_for_terms(conflict->what());
-    if ((refusal || stage_conflict) && (stage_one(NestPlan::EveryTermApartOf, apart) || lower_phases()))
+    if ((refusal || stage_failure) && !by_groups) return refused_for_terms(conflict->what());
+    if ((refusal || stage_failure) && (stage_one(NestPlan::EveryTermApartOf, apart) || lower_phases()))
       return refused_for_terms(conflict->what());
   }
   it.stage1_dump = sparse::dump_stage1(it.program) + describe_listed_parts(it.program, config);

@@ -150,8 +150,12 @@ std::string describe_schedule_op(const ScheduleOp& op) {
   return op.part.empty() ? text : text + " on part " + op.part;
 }
 
+std::string schedule_op_error(const Config& config, const ScheduleOp& op, const std::string& message) {
+  return format_config_error(config.file, op.path, op.name() + ": " + message);
+}
+
 void fail_schedule_op(const Config& config, const ScheduleOp& op, const std::string& message) {
-  throw CompileError(format_config_error(config.file, op.path, op.name() + ": " + message));
+  throw CompileError(schedule_op_error(config, op, message));
 }
 
 namespace {

@@ -240,6 +240,8 @@ std::map<std::string, InputStats> read_input_stats(const ast::Spec& spec, const 
 std::string describe_schedule_op(const ScheduleOp& op);
 
 // "config.json: /schedule/1: error: <op>: message"
+std::string schedule_op_error(const Config& config, const ScheduleOp& op, const std::string& message);
+// ... thrown.
 [[noreturn]] void fail_schedule_op(const Config& config, const ScheduleOp& op, const std::string& message);
 
 }  // namespace spgen

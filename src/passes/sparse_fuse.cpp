@@ -36,20 +36,20 @@ bool is_sparse_fuse(const ScheduleOp& op, const sparse::Program& program) {
   return !sparse_holders(program, fuse->vars[1]).empty() || !sparse_holders(program, fuse->vars[0]).empty();
 }
 
-void apply_sparse_fuse(sparse::Program& program, const Config& config, const ScheduleOp& op) {
+std::string apply_sparse_fuse(sparse::Program& program, const Config& config, const ScheduleOp& op) {
   const auto& fuse = std::get<FuseOp>(op.op);
-  auto fail = [&](const std::string& message) { fail_schedule_op(config, op, message); };
+  auto fail = [&](const std::string& message) { return schedule_op_error(config, op, message); };
   const std::string &outer = fuse.vars[0], &inner = fuse.vars[1];
   std::set<std::string> taken(program.index_vars.begin(), program.index_vars.end());
   for (const sparse::Fusion& f : program.iteration.fusions) {
     taken.insert(f.into);
     if (f.outer == outer || f.inner == outer || f.outer == inner || f.inner == inner)
-      fail("loop " + (f.outer == outer || f.inner == outer ? outer : inner) + " is already fused into " + f.into);
+      return fail("loop " + (f.outer == outer || f.inner == outer ? outer : inner) + " is already fused into " + f.into);
   }
-  if (taken.count(fuse.into) || fuse.into.rfind("dim_", 0) == 0) fail("the name " + fuse.into + " is already in use; choose another");
+  if (taken.count(fuse.into) || fuse.into.rfind("dim_", 0) == 0) return fail("the name " + fuse.into + " is already in use; choose another");
   int depth = program.depth_of(outer);
   if (program.depth_of(inner) != depth + 1)
-    fail("loop " + inner + " is not directly inside loop " + outer + " (the loop order is " +
+    return fail("loop " + inner + " is not directly inside loop " + outer + " (the loop order is " +
          [&] {
            std::string order;
            for (const sparse::Iterator& it : program.iteration.iterators) order += (order.empty() ? "" : ", ") + it.var;
@@ -59,17 +59,17 @@ void apply_sparse_fuse(sparse::Program& program, const Config& config, const Sch
   for (const sparse::BlockedVar& blocked : program.blocked_vars)
     for (const std::string& var : {outer, inner})
       if (var == blocked.outer || var == blocked.inner)
-        fail("loop " + var + " is a block loop of " + blocked.tensor + " (" + program.buffer(blocked.tensor).format.name +
+        return fail("loop " + var + " is a block loop of " + blocked.tensor + " (" + program.buffer(blocked.tensor).format.name +
              "); fusing the levels of a blocked format is not supported");
   std::vector<const sparse::SparseBuffer*> holders = sparse_holders(program, inner);
-  if (holders.empty()) fail("no operand stores " + inner + " in a sparse level");
+  if (holders.empty()) return fail("no operand stores " + inner + " in a sparse level");
   if (holders.size() > 1)
-    fail("both " + described(*holders[0]) + " and " + described(*holders[1]) + " store " + inner +
+    return fail("both " + described(*holders[0]) + " and " + described(*holders[1]) + " store " + inner +
          " sparsely; fuse iterates the entries of one tensor (fusing levels of several tensors is not supported)");
   const sparse::SparseBuffer& tensor = *holders[0];
   for (const sparse::SparseBuffer* other : sparse_holders(program, outer))
     if (other != &tensor)
-      fail(described(*other) + " also stores " + outer + " sparsely; fuse iterates the entries of " + tensor.tensor +
+      return fail(described(*other) + " also stores " + outer + " sparsely; fuse iterates the entries of " + tensor.tensor +
            " alone (fusing levels of several tensors is not supported)");
   // The two levels, adjacent in storage and at the root: a dense root over a compressed level
   // (csr, csc) or COO's compressed-nonunique root over a singleton.
@@ -82,17 +82,18 @@ void apply_sparse_fuse(sparse::Program& program, const Config& config, const Sch
   }
   std::string where = tensor.tensor + " (" + tensor.format.name + ")";
   if (!upper || lower->level != upper->level + 1)
-    fail(where + " does not store " + outer + " in the level just above " + inner +
+    return fail(where + " does not store " + outer + " in the level just above " + inner +
          "; fuse needs a sparse level and its parent level");
   if (upper->level != 0)
-    fail(where + " stores " + outer + " below its root level; fuse supports the two top levels of a tensor");
+    return fail(where + " stores " + outer + " below its root level; fuse supports the two top levels of a tensor");
   bool csr_like = upper->kind == sparse::AxisKind::DenseFixed && lower->kind == sparse::AxisKind::SparseVariable && lower->unique;
   bool coo_like = upper->kind == sparse::AxisKind::SparseVariable && !upper->unique && lower->kind == sparse::AxisKind::Singleton;
   if (!csr_like && !coo_like)
-    fail(where + " stores " + outer + ", " + inner + " in " + sparse::axis_kind_name(upper->kind) + ", " +
+    return fail(where + " stores " + outer + ", " + inner + " in " + sparse::axis_kind_name(upper->kind) + ", " +
          sparse::axis_kind_name(lower->kind) + (lower->unique ? "" : " non-unique") +
          " levels; fuse supports a dense level over a compressed one (csr, csc) and COO's two top levels");
   program.iteration.fusions.push_back({outer, inner, fuse.into, tensor.tensor, op.path});
+  return "";
 }
 
 }  // namespace spgen

@@ -12,7 +12,7 @@ namespace spgen {
 bool is_sparse_fuse(const ScheduleOp& op, const sparse::Program& program);
 
 // Checks the fuse against the formats and records it in the iteration; the lowering emits the
-// fused loop. Errors name the op.
-void apply_sparse_fuse(sparse::Program& program, const Config& config, const ScheduleOp& op);
+// fused loop. Else returns the op's error, which names the op.
+[[nodiscard]] std::string apply_sparse_fuse(sparse::Program& program, const Config& config, const ScheduleOp& op);
 
 }  // namespace spgen

@@ -6,6 +6,11 @@
 #include "passes/output_fill.h"
 #include "ir/loop_ir_printer.h"
 #include "lower.h"
+#include "frontend/parser.h"
+#include "passes/build_sparse_ir.h"
+#include "passes/infer_loop_order.h"
+#include "passes/sparse_fuse.h"
+#include "passes/sparse_reorder.h"
 
 using namespace spgen_test;
 
@@ -33,6 +38,24 @@ TEST_CASE("stage I reorder respects axis dependencies") {
   std::string e = error_of(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "reorder", "order": ["j", "i"]}]})");
   CHECK(contains(e, "c.json: /schedule/0: error: reorder: this order puts j outside i, but A (csr) stores j in a level below i"));
   CHECK(contains(error_of(kSpmv, R"({"schedule": [{"op": "reorder", "order": ["i", "i"]}]})"), "loop i is named twice"));
+}
+
+TEST_CASE("stage I ops give their error as a value (a plan tried after a conflict then tries the next)") {
+  auto stage_one = [](const std::string& text, const std::string& config_text) {
+    spgen::ast::Spec spec = spgen::parse_spec("t.spg", text);
+    spgen::Config config = spgen::read_config("c.json", config_text, spec, "t");
+    spgen::sparse::Program program = spgen::build_sparse_ir(spec, config);
+    spgen::infer_loop_order(program, config);
+    return std::make_pair(program, config);
+  };
+  auto [spmv, spmv_config] = stage_one(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "reorder", "order": ["j", "i"]}]})");
+  CHECK(contains(spgen::apply_sparse_reorder(spmv, spmv_config, spmv_config.schedule[0]),
+                 "c.json: /schedule/0: error: reorder: this order puts j outside i"));
+  auto [in_order, in_order_config] = stage_one(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "reorder", "order": ["i", "j"]}]})");
+  CHECK(spgen::apply_sparse_reorder(in_order, in_order_config, in_order_config.schedule[0]).empty());
+  auto [fused, fuse_config] = stage_one(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": [{"op": "fuse", "vars": ["i", "j"], "into": "i"}]})");
+  CHECK(contains(spgen::apply_sparse_fuse(fused, fuse_config, fuse_config.schedule[0]), "the name i is already in use"));
+  CHECK(fused.iteration.fusions.empty());
 }
 
 TEST_CASE("lowering: a reduction inside all output loops sums into a scalar and overwrites") {
