@@ -31,6 +31,7 @@ class CExprPrinter : public loops::ExprPrinter {
   std::string print_vector_load(const loops::Load& node, const std::string& index) const override;
   std::string print_lane_sum(const loops::LaneSum& node) const override;
   std::string print_masked_sum(const loops::MaskedSum& node) const override;
+  std::string print_thread_count() const override { return "spgen_thread_count()"; }
 
  public:
   // spgen_vf32 / spgen_vf64 and their load/store helpers (templates/cpu_vector_helpers.cpp.in).

@@ -129,6 +129,16 @@ bool joins_in_thread_order(const LoweredFunc& func) {
 }
 
 // A parallel loop whose schedule is chosen on each call from its rows (templates/cpu_even_rows.cpp.in).
+// A loop's work shared out per thread (balance by nonzeros): spgen_thread_count.
+bool uses_thread_count(const LoweredFunc& func) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void visit_thread_count(const ThreadCount&) override { found = true; }
+  } finder;
+  finder.visit(func.body);
+  return finder.found;
+}
+
 bool uses_even_rows(const LoweredFunc& func) {
   struct Finder : IRVisitor {
     bool found = false;
@@ -223,6 +233,8 @@ GeneratedFile emit_cpu_source(const LoweredFunc& func, const GenerationContext& 
       std::any_of(assemble.begin(), assemble.end(), [](const LoweredFunc& phase) { return uses_sort(phase.body); }))
     file.text += std::string(*templates::lookup("cpu_sort.cpp.in")) + "\n";
   if (uses_sort(func.body, true)) file.text += std::string(*templates::lookup("cpu_sort_entries.cpp.in")) + "\n";
+  if (uses_thread_count(func) || std::any_of(parts.begin(), parts.end(), uses_thread_count))
+    file.text += std::string(*templates::lookup("cpu_thread_count.cpp.in")) + "\n";
   if (uses_even_rows(func) || std::any_of(parts.begin(), parts.end(), uses_even_rows))
     file.text += std::string(*templates::lookup("cpu_even_rows.cpp.in")) + "\n";
   if (joins_in_thread_order(func) ||

@@ -156,6 +156,7 @@ bool same_expr(const Expr& a, const Expr& b) {
       auto &x = static_cast<const LaneSum&>(*a), &y = static_cast<const LaneSum&>(*b);
       return x.buffer == y.buffer && x.lanes == y.lanes;
     }
+    case ExprKind::ThreadCount: return true;
     case ExprKind::MaskedSum: {
       auto &x = static_cast<const MaskedSum&>(*a), &y = static_cast<const MaskedSum&>(*b);
       return x.lane == y.lane && x.max == y.max && same_expr(x.count, y.count) && same_expr(x.value, y.value) &&

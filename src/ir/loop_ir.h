@@ -15,7 +15,7 @@ enum class ScalarType { Bool, Int32, Int64, Float32, Float64 };
 const char* scalar_type_name(ScalarType type);  // "int64", ...
 
 // ---- expressions ----
-enum class ExprKind { IntImm, FloatImm, Var, Load, Binary, Neg, Cast, Select, LaneSum, MaskedSum, MathFn };
+enum class ExprKind { IntImm, FloatImm, Var, Load, Binary, Neg, Cast, Select, LaneSum, MaskedSum, MathFn, ThreadCount };
 enum class BinOp { Add, Sub, Mul, Div, Mod, Min, Max, Lt, Le, Eq, Ne, And, Or };
 
 struct ExprNode {
@@ -69,6 +69,11 @@ struct MathFn : ExprNode {
   MathOp op;
   Expr a;
   MathFn(MathOp o, Expr x) : ExprNode(ExprKind::MathFn, x->type), op(o), a(std::move(x)) {}
+};
+// cpu: the number of threads a parallel loop started here would get (omp_get_max_threads, 1
+// without OpenMP), read once before the loop whose work it shares out (balance by nonzeros).
+struct ThreadCount : ExprNode {
+  ThreadCount() : ExprNode(ExprKind::ThreadCount, ScalarType::Int64) {}
 };
 struct Cast : ExprNode {
   Expr a;

@@ -111,6 +111,7 @@ std::string ExprPrinter::print(const Expr& expr, int parent_precedence) const {
     }
     case ExprKind::LaneSum: return print_lane_sum(static_cast<const LaneSum&>(*expr));
     case ExprKind::MaskedSum: return print_masked_sum(static_cast<const MaskedSum&>(*expr));
+    case ExprKind::ThreadCount: return print_thread_count();
     case ExprKind::Select: {
       const auto& node = static_cast<const Select&>(*expr);
       std::string text = print(node.cond, 1) + " ? " + print(node.a, 1) + " : " + print(node.b, 1);

@@ -28,6 +28,7 @@ class ExprPrinter {
   // The sum of a lane array: `sum(acc_lanes[0:16])` in the dump.
   virtual std::string print_lane_sum(const LaneSum& node) const;
   virtual std::string print_masked_sum(const MaskedSum& node) const;
+  virtual std::string print_thread_count() const { return "thread_count()"; }
   std::string print(const Expr& expr, int parent_precedence) const;
 };
 

@@ -18,6 +18,7 @@ void IRVisitor::visit(const Expr& expr) {
     case ExprKind::Select: return visit_select(static_cast<const Select&>(*expr));
     case ExprKind::LaneSum: return visit_lane_sum(static_cast<const LaneSum&>(*expr));
     case ExprKind::MaskedSum: return visit_masked_sum(static_cast<const MaskedSum&>(*expr));
+    case ExprKind::ThreadCount: return visit_thread_count(static_cast<const ThreadCount&>(*expr));
   }
 }
 
@@ -43,7 +44,8 @@ void IRVisitor::visit(const Stmt& stmt) {
 Expr IRMutator::mutate(const Expr& expr) {
   switch (expr->kind) {
     case ExprKind::IntImm:
-    case ExprKind::FloatImm: return expr;
+    case ExprKind::FloatImm:
+    case ExprKind::ThreadCount: return expr;
     case ExprKind::Var: return mutate_var(static_cast<const Var&>(*expr), expr);
     case ExprKind::Load: return mutate_load(static_cast<const Load&>(*expr), expr);
     case ExprKind::Binary: return mutate_binary(static_cast<const Binary&>(*expr), expr);

@@ -29,6 +29,7 @@ class IRVisitor {
   virtual void visit_cast(const Cast& node) { visit(node.a); }
   virtual void visit_select(const Select& node) { visit(node.cond); visit(node.a); visit(node.b); }
   virtual void visit_lane_sum(const LaneSum&) {}
+  virtual void visit_thread_count(const ThreadCount&) {}
   virtual void visit_masked_sum(const MaskedSum& node) {
     visit(node.count);
     if (node.row) visit(node.row);

@@ -57,7 +57,8 @@ class LoopVectorizer {
   std::optional<int64_t> stride(const Expr& e) const {
     switch (e->kind) {
       case ExprKind::IntImm:
-      case ExprKind::FloatImm: return 0;
+      case ExprKind::FloatImm:
+      case ExprKind::ThreadCount: return 0;
       case ExprKind::Var: {
         if (lane_lets_.count(static_cast<const Var&>(*e).name)) return std::nullopt;
         auto it = strides_.find(static_cast<const Var&>(*e).name);
@@ -133,7 +134,8 @@ class LoopVectorizer {
     vector = false;
     switch (e->kind) {
       case ExprKind::IntImm:
-      case ExprKind::FloatImm: return e;
+      case ExprKind::FloatImm:
+      case ExprKind::ThreadCount: return e;
       case ExprKind::Var: {
         auto s = stride(e);
         return s && *s == 0 ? e : nullptr;

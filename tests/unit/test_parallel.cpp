@@ -65,17 +65,28 @@ TEST_CASE("parallel reduction errors") {
                  "error: parallel: parallel is OpenMP's, for the cpu target: use bind on the cuda target"));
 }
 
-TEST_CASE("parallel balance nonzeros: parts of equal nonzero counts, found by binary search in pos") {
+TEST_CASE("parallel balance nonzeros: parts of equal rows plus nonzeros, found by binary search in pos") {
   std::string s2 = compile(kSpmv, with(kCsr, R"({"op": "parallel", "var": "i", "balance": "nonzeros", "parts": 8})")).stage2_dump;
   CHECK(contains(s2, "for i_part in [0, 8) parallel(static):"));
   CHECK(contains(s2, "while search i_begin (i_begin < i_begin_high):"));
-  CHECK(contains(s2, "if int64(A_pos1[i_begin_mid]) < int64(A_pos1[0]) + (int64(A_pos1[dim_i]) - int64(A_pos1[0])) * i_part / 8:"));
+  // A row's work: one for the row, one per nonzero (merge-based SpMV's diagonals; rows not cut).
+  CHECK(contains(s2, "if int64(A_pos1[i_begin_mid]) - int64(A_pos1[0]) + i_begin_mid < "
+                     "(int64(A_pos1[dim_i]) - int64(A_pos1[0]) + dim_i) * i_part / 8:"));
   CHECK(contains(s2, "if i_part + 1 == 8:\n      i_end = dim_i\n    for i in [i_begin, i_end):"));
-  // The default number of parts, and a balanced loop that also reduces (CSC columns).
-  CHECK(contains(compile(kSpmm, with(kCsr, R"({"op": "parallel", "var": "i", "balance": "nonzeros"})")).stage2_dump,
-                 "for i_part in [0, 256) parallel(static):"));
+  // Without "parts": one part per thread, the count read once before the loop (two searches
+  // per thread, not per part of 256).
+  const std::string per_thread = compile(kSpmm, with(kCsr, R"({"op": "parallel", "var": "i", "balance": "nonzeros"})")).stage2_dump;
+  CHECK(contains(per_thread, "let i_parts: int64 = thread_count()\n  for i_part in [0, i_parts) parallel(static):"));
+  CHECK(contains(per_thread, "* i_part / i_parts:"));
+  CHECK(contains(per_thread, "if i_part + 1 == i_parts:"));
+  const spgen::Compilation spmv = compile(kSpmv, with(kCsr, R"({"op": "parallel", "var": "i", "balance": "nonzeros"})"));
+  CHECK(contains(spmv.files[1].text, "static inline int64_t spgen_thread_count() { return omp_get_max_threads(); }"));
+  CHECK(contains(spmv.files[1].text, "const int64_t i_parts = spgen_thread_count();"));
+  CHECK(!contains(compile(kSpmv, with(kCsr, R"({"op": "parallel", "var": "i", "balance": "nonzeros", "parts": 8})")).files[1].text,
+                  "spgen_thread_count"));
+  // A balanced loop that also reduces (CSC columns).
   std::string csc = compile(kSpmv, with(kCsc, R"({"op": "parallel", "var": "j", "balance": "nonzeros", "reduction": "atomic"})")).stage2_dump;
-  CHECK(contains(csc, "for j_part in [0, 256) parallel(static):"));
+  CHECK(contains(csc, "for j_part in [0, j_parts) parallel(static):"));
   CHECK(contains(csc, "atomic y_vals[i] +="));
 }
 

@@ -171,7 +171,7 @@ void Scheduler::apply_op(const ParallelOp& parallel) {
   if (parallel.balance.empty()) {
     replacement = std::make_shared<For>(loop.label, loop.var, loop.begin, loop.end, body, annotations);
   } else {
-    replacement = balance_by_nonzeros(loop, body, annotations, parallel.parts ? parallel.parts : kDefaultParts);
+    replacement = balance_by_nonzeros(loop, body, annotations, parallel.parts);
   }
   if (!private_copy.empty()) replacement = privatized(replacement, private_copy);
   if (lists) replacement = listed_per_thread(*as_for(replacement));
@@ -261,10 +261,11 @@ Stmt Scheduler::privatized(const Stmt& loop, const std::string& copy) {
 }
 
 // A loop over the rows of a compressed level (its body reads pos[row]) becomes a loop over
-// `parts` ranges of rows holding equal numbers of nonzeros, found by binary search in pos, as
-// merge-based SpMV does. A static schedule then gives each thread a contiguous run of parts,
-// so equal shares of nonzeros, without knowing the thread count. Rows are not cut: a row
-// longer than a part lands in one part whole (exact, if less balanced).
+// parts: ranges of rows holding equal shares of the work, each row counting as one unit plus
+// its nonzeros (merge-based SpMV's diagonals, rows not cut). Each part finds its rows by binary
+// search in pos. `parts` 0: one part per thread (the count read once before the loop), so each
+// thread searches twice; else that many, a static schedule giving each thread a contiguous run
+// of them. A row longer than a part lands in one part whole (exact, if less balanced).
 Stmt Scheduler::balance_by_nonzeros(const For& loop, const Stmt& body, LoopAnnotations annotations, int64_t parts) {
   if (loop.var != loop.label || !is_const_int(loop.begin, 0))
     fail("balance nonzeros needs a loop over rows: " + loop.label +
@@ -279,34 +280,40 @@ Stmt Scheduler::balance_by_nonzeros(const For& loop, const Stmt& body, LoopAnnot
   std::string part = fresh(row + "_part");
   Expr rows = loop.end;
   Expr first = pos_at(int64(0));
-  Expr total = sub(pos_at(rows), first);
+  // The work before row r: its rows and their nonzeros.
+  auto work_before = [&](Expr r) { return add(sub(pos_at(r), first), r); };
+  Expr total = work_before(rows);
+  std::string per_thread = parts ? "" : fresh(row + "_parts");
+  Expr part_count = parts ? int64(parts) : var(per_thread);
   std::vector<Stmt> stmts;
-  // The first row whose entries start at or after nonzero `target`, in [0, rows].
+  // The first row whose work starts at or after `target`, in [0, rows].
   auto search = [&](const std::string& result, Expr target) {
     std::string high = fresh(result + "_high"), middle = fresh(result + "_mid");
     stmts.push_back(std::make_shared<Declare>(result, ScalarType::Int64, int64(0), true));
     stmts.push_back(std::make_shared<Declare>(high, ScalarType::Int64, rows, true));
     Stmt step = block({std::make_shared<Declare>(middle, ScalarType::Int64,
                                                  binary(BinOp::Div, add(var(result), var(high)), int64(2)), false),
-                       std::make_shared<If>(binary(BinOp::Lt, pos_at(var(middle)), target),
+                       std::make_shared<If>(binary(BinOp::Lt, work_before(var(middle)), target),
                                             std::make_shared<Assign>(result, add(var(middle), int64(1)), false),
                                             std::make_shared<Assign>(high, var(middle), false))});
     stmts.push_back(std::make_shared<While>("search " + result, binary(BinOp::Lt, var(result), var(high)), step));
   };
-  auto target = [&](Expr k) { return add(first, binary(BinOp::Div, mul(total, k), int64(parts))); };
+  auto target = [&](Expr k) { return binary(BinOp::Div, mul(total, k), part_count); };
   std::string begin = fresh(row + "_begin"), end = fresh(row + "_end");
   stmts.push_back(std::make_shared<Comment>("iterations [" + begin + ", " + end + ") hold share " + part + " of " +
-                                            std::to_string(parts) + " equal shares of the nonzeros in " + pos));
+                                            (parts ? std::to_string(parts) : per_thread + " (one per thread)") +
+                                            " equal shares of the rows and the nonzeros in " + pos));
   search(begin, target(var(part)));
   Expr next = add(var(part), int64(1));
   search(end, target(next));
   // The last part also takes the empty rows after the last nonzero.
-  stmts.push_back(std::make_shared<If>(binary(BinOp::Eq, next, int64(parts)),
-                                       std::make_shared<Assign>(end, rows, false), nullptr));
+  stmts.push_back(std::make_shared<If>(binary(BinOp::Eq, next, part_count), std::make_shared<Assign>(end, rows, false), nullptr));
   LoopAnnotations serial = loop.annotations;
   stmts.push_back(std::make_shared<For>(loop.label, loop.var, var(begin), var(end), body, serial));
   origin_[part] = origin_.at(loop.label);
-  return std::make_shared<For>(part, part, int64(0), int64(parts), block(std::move(stmts)), annotations);
+  Stmt parts_loop = std::make_shared<For>(part, part, int64(0), part_count, block(std::move(stmts)), annotations);
+  if (parts) return parts_loop;
+  return block({std::make_shared<Declare>(per_thread, ScalarType::Int64, std::make_shared<ThreadCount>(), false), parts_loop});
 }
 
 // The pos array of a compressed level whose parent position is the loop's variable itself.

@@ -99,7 +99,6 @@ class Scheduler {
   void refuse_overwrites(const For& loop) const;
   Stmt listed_per_thread(const For& loop);
   Stmt privatized(const Stmt& loop, const std::string& copy);
-  static constexpr int64_t kDefaultParts = 256;  // balance_by_nonzeros
   Stmt balance_by_nonzeros(const For& loop, const Stmt& body, LoopAnnotations annotations, int64_t parts);
   std::string row_positions(const For& loop) const;
   void apply_op(const VectorizeOp& vectorize);
