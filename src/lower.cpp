@@ -243,8 +243,8 @@ IterationOutcome lower_iteration(const ast::Spec& spec, Config& config, MissingL
     }
     return std::nullopt;
   };
-  // The first plan's refusal: where the plans that answer it lack a loop the config's ops
-  // name, it says more than the op's error. `refusal`: the last plan's, where none answers it;
+  // The first plan's refusal: where the config's ops fail on the nests of the plans that answer
+  // it, it says more than the op's error. `refusal`: the last plan's, where none answers it;
   // `stage_failure`: why the stage I of the plan that answers it cannot be built.
   std::optional<NestRefusal> retried, refusal;
   std::optional<StageOneFailure> stage_failure;
@@ -285,12 +285,14 @@ IterationOutcome lower_iteration(const ast::Spec& spec, Config& config, MissingL
     if (it.program.iteration.reduction != ast::Reduction::Sum) loop_ops = max_min_safe(loop_ops, it.program);
     loop_op_index.clear();
   }
+  // (Where the nests are a plan's that answered a refusal or a conflict, an op's error about
+  // them says less than that refusal, which the user hears instead.)
   std::vector<bool> applied;
   try {
     applied = schedule_loops(it.func, it.program, config, loop_ops, missing);
   } catch (const CompileError&) {
-    if (retried && !config.auto_schedule) return unanswered(*retried);
-    if (conflict && !config.auto_schedule) return refused_for_terms(conflict->what());
+    if (retried && !config.auto_schedule) throw CompileError(retried->message);
+    if (conflict && !config.auto_schedule) throw CompileError(conflict->what());
     throw;
   }
   for (size_t k = 0; k < loop_ops.size(); ++k) {
