@@ -56,6 +56,18 @@ class Lowering {
     if (sum_.whole) sum_.shared_loops = static_cast<int>(sum_.whole->iteration.shared_loops());
   }
 
+  // What the lowering of a rest outside a blocked operand's blocks (rest_program) is given by
+  // the lowering whose blocks it follows (rest_inputs), read once, here.
+  struct RestInputs {
+    std::set<std::string> names;                   // the names taken so far
+    IterationSpace skip_blocks_of;                 // the blocks done before it: the follower's own, then its blocks_done
+    std::map<std::string, int> skip_levels_above;  // ... by tensor, where only its levels above one were done
+    std::set<std::string> located_vars;            // variables located at each coordinate (a cuda rest: lower_outside_blocks)
+    const Lowering* block_row_owner = nullptr;     // runs inside this lowering's block row (rest_in_block_row)
+    bool listing = false;                          // lists into the output's list (listed_rest)
+  };
+  Lowering(const sparse::Program& rest, const Config& config, LoweringPhase phase, int counted_level, const RestInputs& inputs);
+
   // The nest; where refused() it is unfinished, and refusal() says why.
   LoweredFunc run();
   const std::optional<NestRefusal>& refusal() const { return refusal_; }
@@ -179,6 +191,7 @@ class Lowering {
   std::string zero() const;
   std::vector<std::string> skipped_tensors() const;
   sparse::Program rest_program();
+  RestInputs rest_inputs() const;  // for the lowering of this one's rest
   Stmt relabel_shared_loops(const Stmt& rest);
   bool output_gathered_var(const std::string& var) const;
   Stmt rest_in_block_row();

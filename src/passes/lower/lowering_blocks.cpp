@@ -94,13 +94,9 @@ Stmt Lowering::innermost_statement() const {
 Stmt Lowering::lower_outside_blocks() {
   sparse::Program rest = rest_program();
   auto lower_rest = [&](const std::set<std::string>& located_vars) {
-    auto lowering = std::make_unique<Lowering>(rest, config_, LoweringPhase::Compute, -1);
-    lowering->used_names_ = used_names_;
-    lowering->rest_.skip_blocks_of = rest_.skip_blocks_of;  // (a rest's own rest skips both)
-    lowering->rest_.skip_levels_above = rest_.skip_levels_above;
-    lowering->rest_.skip_blocks_of.insert(lowering->rest_.skip_blocks_of.end(), rest_.blocks_done.begin(), rest_.blocks_done.end());
-    lowering->located_vars_ = located_vars;
-    return lowering;
+    RestInputs inputs = rest_inputs();
+    inputs.located_vars = located_vars;
+    return std::make_unique<Lowering>(rest, config_, LoweringPhase::Compute, -1, inputs);
   };
   std::unique_ptr<Lowering> rest_lowering = lower_rest({});
   LoweredFunc func = rest_lowering->run();
@@ -193,6 +189,28 @@ std::vector<std::string> Lowering::skipped_tensors() const {
   return tensors;
 }
 
+Lowering::Lowering(const sparse::Program& rest, const Config& config, LoweringPhase phase, int counted_level, const RestInputs& inputs)
+    : Lowering(rest, config, phase, counted_level) {
+  used_names_ = inputs.names;
+  rest_.skip_blocks_of = inputs.skip_blocks_of;
+  rest_.skip_levels_above = inputs.skip_levels_above;
+  rest_.block_row_owner = inputs.block_row_owner;
+  located_vars_ = inputs.located_vars;
+  sum_.listing_rest = inputs.listing;
+}
+
+// A rest's own rest (beside a second operand blocked otherwise) skips both operands' blocks.
+// Where the loop over A's unblocked level merges the others' coordinates, the block loops did
+// A's block rows whole: the rest skips those (skip_levels_above), not only A's entries in them.
+Lowering::RestInputs Lowering::rest_inputs() const {
+  RestInputs inputs;
+  inputs.names = used_names_;
+  inputs.skip_blocks_of = rest_.skip_blocks_of;
+  inputs.skip_blocks_of.insert(inputs.skip_blocks_of.end(), rest_.blocks_done.begin(), rest_.blocks_done.end());
+  inputs.skip_levels_above = rest_.skip_levels_above;
+  return inputs;
+}
+
 // The rest beside the blocked operands, as a program of its own (passes/lower/part_programs.h).
 sparse::Program Lowering::rest_program() {
   const RestOfBlocks rest{rest_.blockers, rest_.in_rows, blocked_otherwise(rest_.blockers), rows_.row_depth, blocks_of()};
@@ -230,12 +248,9 @@ bool Lowering::output_gathered_var(const std::string& var) const {
 // (the loops down to the row are this one's), scattered into this block row's workspace.
 Stmt Lowering::rest_in_block_row() {
   sparse::Program rest = rest_program();
-  Lowering lowering(rest, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
-  lowering.used_names_ = used_names_;
-  lowering.rest_.skip_blocks_of = rest_.blocks_done;
-  lowering.rest_.skip_levels_above = rest_.skip_levels_above;
-  lowering.rest_.block_row_owner = this;
-  lowering.rest_.skip_blocks_of.insert(lowering.rest_.skip_blocks_of.begin(), rest_.skip_blocks_of.begin(), rest_.skip_blocks_of.end());
+  RestInputs inputs = rest_inputs();
+  inputs.block_row_owner = this;
+  Lowering lowering(rest, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_, inputs);
   Stmt body = lowering.run_in_block_row();
   if (refused_by(lowering)) return block({});
   used_names_.insert(lowering.used_names_.begin(), lowering.used_names_.end());

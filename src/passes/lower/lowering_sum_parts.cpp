@@ -390,13 +390,9 @@ Stmt Lowering::with_listed_rest(const Stmt& nest, const Lowering& into) {
 // each a kernel of its own on cuda.
 std::vector<Stmt> Lowering::listed_rest(const Lowering& into) {
   sparse::Program rest = rest_program();
-  Lowering lowering(rest, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_);
-  lowering.rest_.skip_blocks_of = rest_.skip_blocks_of;  // (a rest's own rest skips both)
-  // (Where the loop over A's unblocked level merges the others' coordinates, the block loops
-  // did A's block rows whole: the rest skips those, not only A's entries in them.)
-  lowering.rest_.skip_levels_above = rest_.skip_levels_above;
-  lowering.rest_.skip_blocks_of.insert(lowering.rest_.skip_blocks_of.end(), rest_.blocks_done.begin(), rest_.blocks_done.end());
-  lowering.sum_.listing_rest = true;
+  RestInputs inputs = rest_inputs();
+  inputs.listing = true;
+  Lowering lowering(rest, config_, counting_ ? LoweringPhase::Assemble : LoweringPhase::Compute, counted_level_, inputs);
   Stmt rest_nest = lowering.lower_listed_part(into, used_names_);
   if (refused_by(lowering)) return {};
   used_names_.insert(lowering.used_names_.begin(), lowering.used_names_.end());
