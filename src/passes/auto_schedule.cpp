@@ -223,10 +223,20 @@ std::optional<ScheduleOp> auto_reorder(const sparse::Program& program, const Con
   const std::string& summed = it.iterators[it.iterators.size() - 2].var;
   ReorderOp reorder;
   for (const sparse::Iterator& i : it.iterators) reorder.order.push_back(i.var);
-  // A sparse sum (SpMM's j): the free index moves outside it.
-  if (sums == 1 && !only_dense_levels_store(program, summed)) {
+  // A sparse sum (SpMM's j): the free index moves outside it. Under sums over sparse levels
+  // (MTTKRP over CSF's k and l), outside the innermost only: the tile sums one walk, and the
+  // factors of the outer sums' indices (C(k,j)) multiply it once per walk, not once per entry.
+  auto sparse_sum = [&](size_t from_back) {
+    return !only_dense_levels_store(program, it.iterators[it.iterators.size() - 2 - from_back].var);
+  };
+  bool all_sparse = true;
+  for (size_t s = 0; s < sums; ++s) all_sparse = all_sparse && sparse_sum(s);
+  if (all_sparse) {
     std::swap(reorder.order[reorder.order.size() - 1], reorder.order[reorder.order.size() - 2]);
-    return make_op(reorder, 0, free + " outside the sum over " + summed + ", for a register tile of the output's row");
+    return make_op(reorder, 0,
+                   free + " outside the sum over " + summed + ", for a register tile of the output's row" +
+                       (sums > 1 ? " (the factors of the outer sums' indices then multiply the tile once per walk over " + summed + ")"
+                                 : std::string()));
   }
   // One or two dense sums (a dense contraction: RGCN's factored T W): the free index moves outside
   // them all (stage II fuses two into one loop for the tile).

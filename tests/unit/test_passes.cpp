@@ -227,6 +227,20 @@ TEST_CASE("auto schedule: SpMM keeps the output's row in register tiles across t
                   "reorder"));
 }
 
+TEST_CASE("auto schedule: MTTKRP's row leaves the innermost sparse sum, C(k,j) multiplying the tile once per walk") {
+  spgen::Compilation csf = compile(kMttkrp, R"({"tensors": {"B": {"format": "csf"}}, "schedule": "auto"})");
+  CHECK(described(csf) == std::vector<std::string>{"reorder(i, k, j, l)", "parallel(i, dynamic, 128)", "tile(j, 32 -> j0, j1)",
+                                                    "precompute(j1)", "vectorize(j1)"});
+  CHECK(contains(csf.files[0].text, "reorder(i, k, j, l): j outside the sum over l, for a register tile of the output's row "
+                                    "(the factors of the outer sums' indices then multiply the tile once per walk over l)"));
+  // The walk over l adds B * D into the tile; C(k, j) multiplies it once, after the walk.
+  CHECK(contains(csf.stage2_dump, "acc_tile[j1_vec] += B_vals[pB2] * D_vals[pD1 +: lanes]"));
+  CHECK(contains(csf.stage2_dump, "A_vals[pA1 +: lanes] += C_vals[pC1 +: lanes] * acc_tile[j1_store_vec]"));
+  // A sum over a dense level among them (B dense in k): no reorder.
+  CHECK(!contains(described(compile(kMttkrp, R"({"tensors": {"B": {"format": {"levels": ["compressed", "dense", "compressed"]}}}, "schedule": "auto"})")).front(),
+                  "reorder"));
+}
+
 TEST_CASE("auto schedule: a dot product over a dense inner loop sums in vector lanes") {
   CHECK(described(compile(kSddmm, R"({"tensors": {"X": {"format": "csr"}}, "schedule": "auto"})")) ==
         std::vector<std::string>{"parallel(i, dynamic, 128)", "vectorize(k, 16 lanes)", "prefetch(B at j, 8 ahead)", "batch(j)"});
@@ -308,7 +322,8 @@ TEST_CASE("parallel even_rows: static or dynamic chosen on each call from the ro
 }
 
 TEST_CASE("auto schedule parallelizes a spatial outer loop and vectorizes a dense inner one") {
-  CHECK(described(compile(kMttkrp, R"({"tensors": {"B": {"format": "csf"}}, "schedule": "auto"})")) ==
+  // (B dense in k: j stays innermost. In CSF, j leaves the sum over l for a register tile.)
+  CHECK(described(compile(kMttkrp, R"({"tensors": {"B": {"format": {"levels": ["compressed", "dense", "compressed"]}}}, "schedule": "auto"})")) ==
         std::vector<std::string>{"parallel(i, dynamic, 128)", "vectorize(j)"});
   spgen::Compilation csc = compile(kSpmv, R"({"tensors": {"A": {"format": "csc"}}, "schedule": "auto"})");
   CHECK(csc.schedule.empty());  // j is a reduction (no parallel); i is a position loop (no vectorize)
