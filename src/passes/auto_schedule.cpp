@@ -450,8 +450,7 @@ std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Pro
   }
   // Rows that repeat (hyb's widest bucket, whose long rows are cut into pieces): where each
   // iteration sums its piece in a walk of its own and adds it into the output once, one atomic
-  // add per piece costs little beside it. (COO's entries, an add each, stay sequential; so does
-  // a piece that adds a row of SpMM's output.)
+  // add per piece costs little beside it. (COO's entries, an add each, are split at runs below.)
   auto sums_then_adds_once = [&](const For& rows) {
     FindLoops walks;
     walks.visit(rows.body);
@@ -462,6 +461,13 @@ std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Pro
   if (!outer_parallel_ok && spatial && outer->annotations.repeats_coordinates && sums_then_adds_once(*outer))
     add(ParallelOp{outer->label, OmpSchedule::Dynamic, 128, "atomic", {}, 0},
         "rows that repeat (cut into pieces): each piece's sum added atomically");
+  // COO's entries, in runs of equal rows, into a dense output: one part per thread of equal
+  // entries, each begun at a run, so that each thread owns its rows whole and adds without atomics.
+  else if (!outer_parallel_ok && spatial && outer->annotations.repeats_coordinates && program.output().format.all_dense() &&
+           !outer->annotations.walks.empty() && outer->var != outer->label && !is_reduction(program, outer->label))
+    add(ParallelOp{outer->label, OmpSchedule::Static, 0, {}, "nonzeros", 0},
+        "entries in runs of equal " + outer->label + " (a non-unique level): a part of equal entries per thread, each begun at a "
+        "run, so each thread owns its rows whole");
   // A register tile: the free loop in tiles of a few vectors, each tile's sums kept across the
   // sparse sum and written once.
   if (const RegisterTile tile = register_tile_loop(func, program, spine); tile.loop) {

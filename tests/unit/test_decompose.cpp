@@ -123,7 +123,8 @@ TEST_CASE("decompose: ops name parts, and an op for a part replaces the same op 
   std::string race = error_of(kSpmm, config_with(std::string(kEllCoo) + R"(, {"op": "parallel", "var": "i"})"));
   CHECK(race ==
         "c.json: /schedule/1: error: parallel: cannot parallelize i: its coordinates repeat (a non-unique level of A_coo), so "
-        "iterations may write the same entry of C (add \"reduction\": \"atomic\" or \"privatize\")\n"
+        "iterations may write the same entry of C (add \"reduction\": \"atomic\" or \"privatize\", or \"balance\": \"nonzeros\", "
+        "whose parts own their runs whole)\n"
         "c.json: /schedule/0: note: in part coo of the decomposition (A_coo, stored as coo)\n");
   // With the coo part's own parallel op, the op for every part schedules only the ell part.
   spgen::Compilation c = compile(kSpmm, config_with(std::string(kEllCoo) +
@@ -187,15 +188,16 @@ TEST_CASE("decompose: [decompose, \"auto\"] schedules each part by auto, written
                                             "specialize": {}, "schedule": [)" + std::string(kEllCoo) + R"(, "auto"]})");
   REQUIRE(c.parts.size() == 2);
   CHECK(c.config.auto_schedule);
-  // The ell part gets auto's register tile and parallel rows; the coo part, whose rows repeat, no
-  // parallel loop that would race.
+  // The ell part gets auto's register tile and parallel rows; the coo part, whose rows repeat,
+  // parts of equal entries that each begin at a run (no two threads add into one row).
   CHECK(contains(c.stage2_dump, "for i in [0, dim_i) parallel(dynamic, 128)"));
   int parallel_coo = 0, tiled_ell = 0;
   for (const spgen::ScheduleOp& op : c.explicit_schedule) {
     if (op.part == "coo" && std::holds_alternative<spgen::ParallelOp>(op.op)) ++parallel_coo;
     if (op.part == "ell" && std::holds_alternative<spgen::PrecomputeOp>(op.op)) ++tiled_ell;
   }
-  CHECK(parallel_coo == 0);
+  CHECK(parallel_coo == 1);
+  CHECK(contains(c.stage2_dump, "each begun at a run of equal i in A_coo_crd0"));
   CHECK(tiled_ell == 1);
   CHECK(std::holds_alternative<spgen::DecomposeOp>(c.explicit_schedule.front().op));
   // "auto" in a list follows a decompose op alone.

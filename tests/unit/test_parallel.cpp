@@ -90,6 +90,30 @@ TEST_CASE("parallel balance nonzeros: parts of equal rows plus nonzeros, found b
   CHECK(contains(csc, "atomic y_vals[i] +="));
 }
 
+TEST_CASE("parallel balance nonzeros over COO's runs: parts begin at a run of equal rows, no atomics") {
+  const char* coo = R"({"tensors": {"A": {"format": "coo"}, "y": {"format": "dense"}}, "schedule": [%s]})";
+  auto config = [&](const std::string& op) {
+    std::string text = coo;
+    return text.replace(text.find("%s"), 2, op);
+  };
+  const std::string s2 = compile(kSpmv, config(R"({"op": "parallel", "var": "i", "balance": "nonzeros"})")).stage2_dump;
+  CHECK(contains(s2, "let i_parts: int64 = thread_count()\n  for i_part in [0, i_parts) parallel(static):"));
+  // A share's first position moves forward while it is inside a run of equal i.
+  CHECK(contains(s2, "var i_begin: int64 = int64(A_pos0[0]) + (int64(A_pos0[1]) - int64(A_pos0[0])) * i_part / i_parts\n"
+                     "    while run i_begin (int64(A_pos0[0]) < i_begin && i_begin < int64(A_pos0[1]) && "
+                     "int64(A_crd0[i_begin]) == int64(A_crd0[i_begin - 1])):"));
+  CHECK(contains(s2, "for i at pA0 in [i_begin, i_end) sequential:"));
+  CHECK(!contains(s2, "atomic"));
+  CHECK(contains(compile(kSpmv, config(R"({"op": "parallel", "var": "i", "balance": "nonzeros", "parts": 16})")).stage2_dump,
+                 "* (i_part + 1) / 16"));
+  // Without balance the runs race: the error names the ways out.
+  CHECK(contains(error_of(kSpmv, config(R"({"op": "parallel", "var": "i"})")),
+                 "(add \"reduction\": \"atomic\" or \"privatize\", or \"balance\": \"nonzeros\", whose parts own their runs whole)"));
+  // auto does it for COO into a dense output.
+  CHECK(contains(compile(kSpmv, R"({"tensors": {"A": {"format": "coo"}, "y": {"format": "dense"}}, "schedule": "auto"})").files[0].text,
+                 "parallel(i, static, balance nonzeros): entries in runs of equal i (a non-unique level)"));
+}
+
 TEST_CASE("parallel balance errors") {
   CHECK(contains(error_of(kSpmm, with(kCsr, R"({"op": "parallel", "var": "k", "balance": "nonzeros"})")),
                  "/schedule/0: error: parallel: balance nonzeros needs a loop over the rows of a compressed level, but no "

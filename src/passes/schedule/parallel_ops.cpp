@@ -86,8 +86,11 @@ void Scheduler::refuse_sequential(const LoopInfo& info, const char* action) cons
 void Scheduler::apply_op(const ParallelOp& parallel) {
   if (config_.target == Target::Cuda) fail("parallel is OpenMP's, for the cpu target: use bind on the cuda target");
   LoopInfo info = find(parallel.var);
-  // Repeated coordinates race like a summed index: a reduction makes the loop parallel.
+  // Repeated coordinates race like a summed index: a reduction makes the loop parallel, or a
+  // balance whose parts each begin at a run of equal coordinates (balance_by_runs), so that each
+  // part owns its runs whole.
   const bool repeats = info.loop->annotations.repeats_coordinates;
+  const bool runs_whole = repeats && !parallel.balance.empty() && !is_reduction(parallel.var);
   const bool lists = !info.loop->annotations.listed.keys.empty();
   if (lists && (!parallel.reduction.empty() || !parallel.balance.empty() || parallel.schedule != OmpSchedule::Static ||
                 parallel.chunk))
@@ -98,15 +101,16 @@ void Scheduler::apply_op(const ParallelOp& parallel) {
          ": it lists the entries of " + program_.output().tensor +
          ", whose per-thread lists are joined in thread order, which is the loop's order under \"schedule\": \"static\" "
          "only (repeats then add up in the same order as sequentially); each thread's list needs no reduction");
-  if (repeats && parallel.reduction.empty())
+  if (repeats && parallel.reduction.empty() && !runs_whole)
     fail("cannot parallelize " + parallel.var + ": " + info.loop->annotations.sequential_reason +
-         " (add \"reduction\": \"atomic\" or \"privatize\")");
+         " (add \"reduction\": \"atomic\" or \"privatize\"" +
+         (run_coordinates(*info.loop).empty() ? "" : ", or \"balance\": \"nonzeros\", whose parts own their runs whole") + ")");
   if (!repeats) refuse_sequential(info, "parallelize");
   if (has_workspace() && !info.enclosing.empty())
     fail("cannot parallelize " + parallel.var + ": the kernel keeps a row workspace, which each thread owns for "
          "the outermost loop only; parallelize " + loops().front().loop->label + " instead");
   const std::string& output = program_.output().tensor;
-  bool reduction = (is_reduction(parallel.var) || repeats) && !lists;
+  bool reduction = (is_reduction(parallel.var) || (repeats && !runs_whole)) && !lists;
   if (reduction && parallel.reduction.empty())
     fail("cannot parallelize " + parallel.var + ": it iterates the reduction index " + origin_.at(parallel.var) +
          ", so threads would race on the same entries of " + output +
@@ -267,6 +271,7 @@ Stmt Scheduler::privatized(const Stmt& loop, const std::string& copy) {
 // thread searches twice; else that many, a static schedule giving each thread a contiguous run
 // of them. A row longer than a part lands in one part whole (exact, if less balanced).
 Stmt Scheduler::balance_by_nonzeros(const For& loop, const Stmt& body, LoopAnnotations annotations, int64_t parts) {
+  if (loop.annotations.repeats_coordinates && !is_reduction(loop.label)) return balance_by_runs(loop, body, annotations, parts);
   if (loop.var != loop.label || !is_const_int(loop.begin, 0))
     fail("balance nonzeros needs a loop over rows: " + loop.label +
          " is a loop over positions or a split loop; balance the dense loop whose rows a compressed level stores");
@@ -314,6 +319,57 @@ Stmt Scheduler::balance_by_nonzeros(const For& loop, const Stmt& body, LoopAnnot
   Stmt parts_loop = std::make_shared<For>(part, part, int64(0), part_count, block(std::move(stmts)), annotations);
   if (parts) return parts_loop;
   return block({std::make_shared<Declare>(per_thread, ScalarType::Int64, std::make_shared<ThreadCount>(), false), parts_loop});
+}
+
+// A loop over the positions of a level whose coordinates repeat in runs (COO's rows) becomes a
+// loop over parts: equal shares of the positions, each share's first position moved forward to
+// the start of a run, so that each part holds its runs whole and no two parts write one entry
+// of the output. `parts` 0: one per thread, as balance_by_nonzeros. Moving forward scans at most
+// one run per boundary.
+Stmt Scheduler::balance_by_runs(const For& loop, const Stmt& body, LoopAnnotations annotations, int64_t parts) {
+  const std::string crd = run_coordinates(loop);
+  if (crd.empty())
+    fail("balance nonzeros needs a loop over rows or over the runs of a non-unique level (COO's rows), but loop " + loop.label +
+         " walks neither");
+  ScalarType index_type = config_.index_type == IndexType::Int32 ? ScalarType::Int32 : ScalarType::Int64;
+  auto crd_at = [&](Expr p) { return cast(ScalarType::Int64, load(crd, std::move(p), index_type)); };
+  const std::string& row = loop.label;
+  std::string part = fresh(row + "_part");
+  std::string per_thread = parts ? "" : fresh(row + "_parts");
+  Expr part_count = parts ? int64(parts) : var(per_thread);
+  std::string begin = fresh(row + "_begin"), end = fresh(row + "_end");
+  std::vector<Stmt> stmts;
+  stmts.push_back(std::make_shared<Comment>("positions [" + begin + ", " + end + ") hold share " + part + " of " +
+                                            (parts ? std::to_string(parts) : per_thread + " (one per thread)") +
+                                            " equal shares of the entries, each begun at a run of equal " + row + " in " + crd));
+  // Share k's first position, then the first position of the run it falls in or after.
+  auto run_start = [&](const std::string& result, Expr k) {
+    stmts.push_back(std::make_shared<Declare>(
+        result, ScalarType::Int64, add(loop.begin, binary(BinOp::Div, mul(sub(loop.end, loop.begin), k), part_count)), true));
+    Expr inside_run = binary(BinOp::And,
+                             binary(BinOp::And, binary(BinOp::Lt, loop.begin, var(result)), binary(BinOp::Lt, var(result), loop.end)),
+                             binary(BinOp::Eq, crd_at(var(result)), crd_at(sub(var(result), int64(1)))));
+    stmts.push_back(std::make_shared<While>("run " + result, inside_run, std::make_shared<Assign>(result, add(var(result), int64(1)), false)));
+  };
+  run_start(begin, var(part));
+  run_start(end, add(var(part), int64(1)));
+  stmts.push_back(std::make_shared<For>(loop.label, loop.var, var(begin), var(end), body, loop.annotations));
+  origin_[part] = origin_.at(loop.label);
+  annotations.repeats_coordinates = false;  // (the parts own their runs)
+  annotations.sequential_reason.clear();
+  Stmt parts_loop = std::make_shared<For>(part, part, int64(0), part_count, block(std::move(stmts)), annotations);
+  if (parts) return parts_loop;
+  return block({std::make_shared<Declare>(per_thread, ScalarType::Int64, std::make_shared<ThreadCount>(), false), parts_loop});
+}
+
+// The crd array of the non-unique level whose positions the loop walks (COO's rows), or "".
+std::string Scheduler::run_coordinates(const For& loop) const {
+  if (loop.var == loop.label || loop.annotations.walks.empty()) return "";
+  for (const sparse::Axis& axis : program_.axes)
+    if (axis.tensor == loop.annotations.walks && axis.index_var == loop.label && !axis.unique &&
+        axis.kind == sparse::AxisKind::SparseVariable && !axis.crd.empty())
+      return axis.crd;
+  return "";
 }
 
 // The pos array of a compressed level whose parent position is the loop's variable itself.

@@ -100,6 +100,8 @@ class Scheduler {
   Stmt listed_per_thread(const For& loop);
   Stmt privatized(const Stmt& loop, const std::string& copy);
   Stmt balance_by_nonzeros(const For& loop, const Stmt& body, LoopAnnotations annotations, int64_t parts);
+  Stmt balance_by_runs(const For& loop, const Stmt& body, LoopAnnotations annotations, int64_t parts);
+  std::string run_coordinates(const For& loop) const;
   std::string row_positions(const For& loop) const;
   void apply_op(const VectorizeOp& vectorize);
   void check_cuda_vectorize(const VectorizeOp& vectorize, const For& loop) const;
