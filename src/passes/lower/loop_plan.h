@@ -1,5 +1,5 @@
 // How each loop of a nest visits its index variable: the lowering's plan of one loop
-// (lower_to_loops.cpp, plan_loops), read by the blocked operands' analysis too.
+// (lower/lowering_plan.cpp, plan_loops), read by the blocked operands' analysis too.
 #pragma once
 
 #include <algorithm>

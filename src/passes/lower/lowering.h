@@ -1,7 +1,8 @@
 // The lowering of one sparse iteration into a loop nest (pass 5, lower_to_loops.h): per-kernel
 // state and the steps that build the nest. The steps are defined by concern:
-//   passes/lower_to_loops.cpp        the driver (run), names, the loop plan, runs, fused rows,
-//                                    expressions and presence
+//   passes/lower_to_loops.cpp        the driver (run) and the refusals
+//   lower/lowering_plan.cpp          names, the loop plan, runs, fused rows
+//   lower/lowering_exprs.cpp         expressions and presence
 //   lower/lowering_output.cpp        positions, the output's strategy, open levels, writes
 //   lower/lowering_blocks.cpp        the rest of a sum outside a blocked operand's blocks
 //   lower/lowering_sum_parts.cpp     the added parts of a sum (beside, inside, or listed)
@@ -73,7 +74,7 @@ class Lowering {
   const std::optional<NestRefusal>& refusal() const { return refusal_; }
 
  private:
-  // Names, the loop plan, runs and fused rows (lower_to_loops.cpp).
+  // Names, the loop plan, runs and fused rows (lower/lowering_plan.cpp).
   void reserve_names();
   std::string fresh_name(const std::string& wanted);
   int compressed_axis(const std::string& tensor, const std::string& var) const;
@@ -107,7 +108,7 @@ class Lowering {
   Stmt fused_rows_loop(int depth, const sparse::Fusion& f);
   std::vector<Stmt> fused_row_changes() const;
   bool iterates_axis(int depth, int axis) const;
-  // Expressions and presence flags (lower_to_loops.cpp).
+  // Expressions and presence flags (lower/lowering_exprs.cpp).
   void split_hoistable_factors();
   static void collect_factors(const ast::ExprPtr& expr, std::vector<ast::ExprPtr>& out);
   int max_depth(const ast::Expr& expr) const;

@@ -1,6 +1,6 @@
 // COO's runs: the lowering visits a COO level (compressed-nonunique, or a singleton above the
 // last level) a run of equal coordinates at a time where it is merged or drives an assembled
-// output's loop (plan_runs, in lower_to_loops.cpp, chooses `by_runs`). What that means for a
+// output's loop (plan_runs, in lower/lowering_plan.cpp, chooses `by_runs`). What that means for a
 // level: whether it iterates its parent's run, and whether a loop over it visits a coordinate
 // once per entry.
 #pragma once
