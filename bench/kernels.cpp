@@ -87,6 +87,7 @@ extern "C" {
 #include "spmv_b_auto_lanes4.h"
 #include "spmv_b_auto_lanes8_static.h"
 #include "spmv_b_auto_lanes8_nnz.h"
+#include "spmv_b_serial_lanes8.h"
 #include "spmv_b_dyn512.h"
 #include "spmv_b_dyn512_unroll4.h"
 #include "spmv_b_dyn512_vec.h"
@@ -152,6 +153,7 @@ const std::vector<Variant<SpmvFn>> kSpmv = {
     {"spmv_b_auto_lanes4", spmv_b_auto_lanes4},
     {"spmv_b_auto_lanes8_static", spmv_b_auto_lanes8_static},
     {"spmv_b_auto_lanes8_nnz", spmv_b_auto_lanes8_nnz},
+    {"spmv_b_serial_lanes8", spmv_b_serial_lanes8},
 };
 const std::vector<Variant<SpmmFn>> kSpmm = {
     {"spmm_b_pre32_sized", spmm_by_width<spmm_b_pre32_n32, spmm_b_pre32_n128>},
