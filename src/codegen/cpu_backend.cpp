@@ -128,7 +128,6 @@ bool joins_in_thread_order(const LoweredFunc& func) {
   return finder.found;
 }
 
-// A parallel loop whose schedule is chosen on each call from its rows (templates/cpu_even_rows.cpp.in).
 // A loop's work shared out per thread (balance by nonzeros): spgen_thread_count.
 bool uses_thread_count(const LoweredFunc& func) {
   struct Finder : IRVisitor {
@@ -139,6 +138,7 @@ bool uses_thread_count(const LoweredFunc& func) {
   return finder.found;
 }
 
+// A parallel loop whose schedule is chosen on each call from its rows (templates/cpu_even_rows.cpp.in).
 bool uses_even_rows(const LoweredFunc& func) {
   struct Finder : IRVisitor {
     bool found = false;

@@ -464,7 +464,7 @@ std::vector<ScheduleOp> auto_schedule(const LoweredFunc& func, const sparse::Pro
   // COO's entries, in runs of equal rows, into a dense output: one part per thread of equal
   // entries, each begun at a run, so that each thread owns its rows whole and adds without atomics.
   else if (!outer_parallel_ok && spatial && outer->annotations.repeats_coordinates && program.output().format.all_dense() &&
-           !outer->annotations.walks.empty() && outer->var != outer->label && !is_reduction(program, outer->label))
+           !runs_coordinates(program, *outer).empty() && !is_reduction(program, outer->label))
     add(ParallelOp{outer->label, OmpSchedule::Static, 0, {}, "nonzeros", 0},
         "entries in runs of equal " + outer->label + " (a non-unique level): a part of equal entries per thread, each begun at a "
         "run, so each thread owns its rows whole");

@@ -272,6 +272,15 @@ std::string rows_positions(const sparse::Program& program, const loops::For& loo
   return "";
 }
 
+std::string runs_coordinates(const sparse::Program& program, const loops::For& loop) {
+  if (loop.var == loop.label || loop.annotations.walks.empty()) return "";
+  for (const sparse::Axis& axis : program.axes)
+    if (axis.tensor == loop.annotations.walks && axis.index_var == loop.label && !axis.unique &&
+        axis.kind == sparse::AxisKind::SparseVariable && !axis.crd.empty())
+      return axis.crd;
+  return "";
+}
+
 MaskedSumOf masked_sum_of(const loops::For& loop) {
   std::map<std::string, Expr> lets;
   MaskedSumOf sum;

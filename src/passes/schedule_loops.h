@@ -30,6 +30,11 @@ std::string precompute_refusal(const loops::For& loop);
 // the rows hold them; "" where there is none. `auto` asks before it chooses "even_rows".
 std::string rows_positions(const sparse::Program& program, const loops::For& loop);
 
+// The crd array of the non-unique level whose positions `loop` walks (COO's rows), whose runs of
+// equal coordinates "balance" gives each part whole; "" where there is none. `auto` asks before
+// it balances COO's entries.
+std::string runs_coordinates(const sparse::Program& program, const loops::For& loop);
+
 // Whether `vectorize` with "tail": "masked" applies to `loop` (`refusal` says why not, else
 // empty) and the length of the arrays its masked sums may read up to (`limit`). `auto` asks
 // before it chooses one.

@@ -104,7 +104,7 @@ void Scheduler::apply_op(const ParallelOp& parallel) {
   if (repeats && parallel.reduction.empty() && !runs_whole)
     fail("cannot parallelize " + parallel.var + ": " + info.loop->annotations.sequential_reason +
          " (add \"reduction\": \"atomic\" or \"privatize\"" +
-         (run_coordinates(*info.loop).empty() ? "" : ", or \"balance\": \"nonzeros\", whose parts own their runs whole") + ")");
+         (runs_coordinates(program_, *info.loop).empty() ? "" : ", or \"balance\": \"nonzeros\", whose parts own their runs whole") + ")");
   if (!repeats) refuse_sequential(info, "parallelize");
   if (has_workspace() && !info.enclosing.empty())
     fail("cannot parallelize " + parallel.var + ": the kernel keeps a row workspace, which each thread owns for "
@@ -175,7 +175,8 @@ void Scheduler::apply_op(const ParallelOp& parallel) {
   if (parallel.balance.empty()) {
     replacement = std::make_shared<For>(loop.label, loop.var, loop.begin, loop.end, body, annotations);
   } else {
-    replacement = balance_by_nonzeros(loop, body, annotations, parallel.parts);
+    replacement = runs_whole ? balance_by_runs(loop, body, annotations, parallel.parts)
+                             : balance_by_nonzeros(loop, body, annotations, parallel.parts);
   }
   if (!private_copy.empty()) replacement = privatized(replacement, private_copy);
   if (lists) replacement = listed_per_thread(*as_for(replacement));
@@ -271,7 +272,6 @@ Stmt Scheduler::privatized(const Stmt& loop, const std::string& copy) {
 // thread searches twice; else that many, a static schedule giving each thread a contiguous run
 // of them. A row longer than a part lands in one part whole (exact, if less balanced).
 Stmt Scheduler::balance_by_nonzeros(const For& loop, const Stmt& body, LoopAnnotations annotations, int64_t parts) {
-  if (loop.annotations.repeats_coordinates && !is_reduction(loop.label)) return balance_by_runs(loop, body, annotations, parts);
   if (loop.var != loop.label || !is_const_int(loop.begin, 0))
     fail("balance nonzeros needs a loop over rows: " + loop.label +
          " is a loop over positions or a split loop; balance the dense loop whose rows a compressed level stores");
@@ -288,8 +288,7 @@ Stmt Scheduler::balance_by_nonzeros(const For& loop, const Stmt& body, LoopAnnot
   // The work before row r: its rows and their nonzeros.
   auto work_before = [&](Expr r) { return add(sub(pos_at(r), first), r); };
   Expr total = work_before(rows);
-  std::string per_thread = parts ? "" : fresh(row + "_parts");
-  Expr part_count = parts ? int64(parts) : var(per_thread);
+  const BalancedParts cut = balanced_parts(row, parts);
   std::vector<Stmt> stmts;
   // The first row whose work starts at or after `target`, in [0, rows].
   auto search = [&](const std::string& result, Expr target) {
@@ -303,22 +302,19 @@ Stmt Scheduler::balance_by_nonzeros(const For& loop, const Stmt& body, LoopAnnot
                                             std::make_shared<Assign>(high, var(middle), false))});
     stmts.push_back(std::make_shared<While>("search " + result, binary(BinOp::Lt, var(result), var(high)), step));
   };
-  auto target = [&](Expr k) { return binary(BinOp::Div, mul(total, k), part_count); };
+  auto target = [&](Expr k) { return binary(BinOp::Div, mul(total, k), cut.count); };
   std::string begin = fresh(row + "_begin"), end = fresh(row + "_end");
-  stmts.push_back(std::make_shared<Comment>("iterations [" + begin + ", " + end + ") hold share " + part + " of " +
-                                            (parts ? std::to_string(parts) : per_thread + " (one per thread)") +
+  stmts.push_back(std::make_shared<Comment>("iterations [" + begin + ", " + end + ") hold share " + part + " of " + cut.described +
                                             " equal shares of the rows and the nonzeros in " + pos));
   search(begin, target(var(part)));
   Expr next = add(var(part), int64(1));
   search(end, target(next));
   // The last part also takes the empty rows after the last nonzero.
-  stmts.push_back(std::make_shared<If>(binary(BinOp::Eq, next, part_count), std::make_shared<Assign>(end, rows, false), nullptr));
+  stmts.push_back(std::make_shared<If>(binary(BinOp::Eq, next, cut.count), std::make_shared<Assign>(end, rows, false), nullptr));
   LoopAnnotations serial = loop.annotations;
   stmts.push_back(std::make_shared<For>(loop.label, loop.var, var(begin), var(end), body, serial));
   origin_[part] = origin_.at(loop.label);
-  Stmt parts_loop = std::make_shared<For>(part, part, int64(0), part_count, block(std::move(stmts)), annotations);
-  if (parts) return parts_loop;
-  return block({std::make_shared<Declare>(per_thread, ScalarType::Int64, std::make_shared<ThreadCount>(), false), parts_loop});
+  return loop_over_parts(part, cut, std::move(stmts), annotations);
 }
 
 // A loop over the positions of a level whose coordinates repeat in runs (COO's rows) becomes a
@@ -327,7 +323,7 @@ Stmt Scheduler::balance_by_nonzeros(const For& loop, const Stmt& body, LoopAnnot
 // of the output. `parts` 0: one per thread, as balance_by_nonzeros. Moving forward scans at most
 // one run per boundary.
 Stmt Scheduler::balance_by_runs(const For& loop, const Stmt& body, LoopAnnotations annotations, int64_t parts) {
-  const std::string crd = run_coordinates(loop);
+  const std::string crd = runs_coordinates(program_, loop);
   if (crd.empty())
     fail("balance nonzeros needs a loop over rows or over the runs of a non-unique level (COO's rows), but loop " + loop.label +
          " walks neither");
@@ -335,17 +331,15 @@ Stmt Scheduler::balance_by_runs(const For& loop, const Stmt& body, LoopAnnotatio
   auto crd_at = [&](Expr p) { return cast(ScalarType::Int64, load(crd, std::move(p), index_type)); };
   const std::string& row = loop.label;
   std::string part = fresh(row + "_part");
-  std::string per_thread = parts ? "" : fresh(row + "_parts");
-  Expr part_count = parts ? int64(parts) : var(per_thread);
+  const BalancedParts cut = balanced_parts(row, parts);
   std::string begin = fresh(row + "_begin"), end = fresh(row + "_end");
   std::vector<Stmt> stmts;
-  stmts.push_back(std::make_shared<Comment>("positions [" + begin + ", " + end + ") hold share " + part + " of " +
-                                            (parts ? std::to_string(parts) : per_thread + " (one per thread)") +
+  stmts.push_back(std::make_shared<Comment>("positions [" + begin + ", " + end + ") hold share " + part + " of " + cut.described +
                                             " equal shares of the entries, each begun at a run of equal " + row + " in " + crd));
   // Share k's first position, then the first position of the run it falls in or after.
   auto run_start = [&](const std::string& result, Expr k) {
     stmts.push_back(std::make_shared<Declare>(
-        result, ScalarType::Int64, add(loop.begin, binary(BinOp::Div, mul(sub(loop.end, loop.begin), k), part_count)), true));
+        result, ScalarType::Int64, add(loop.begin, binary(BinOp::Div, mul(sub(loop.end, loop.begin), k), cut.count)), true));
     Expr inside_run = binary(BinOp::And,
                              binary(BinOp::And, binary(BinOp::Lt, loop.begin, var(result)), binary(BinOp::Lt, var(result), loop.end)),
                              binary(BinOp::Eq, crd_at(var(result)), crd_at(sub(var(result), int64(1)))));
@@ -357,19 +351,28 @@ Stmt Scheduler::balance_by_runs(const For& loop, const Stmt& body, LoopAnnotatio
   origin_[part] = origin_.at(loop.label);
   annotations.repeats_coordinates = false;  // (the parts own their runs)
   annotations.sequential_reason.clear();
-  Stmt parts_loop = std::make_shared<For>(part, part, int64(0), part_count, block(std::move(stmts)), annotations);
-  if (parts) return parts_loop;
-  return block({std::make_shared<Declare>(per_thread, ScalarType::Int64, std::make_shared<ThreadCount>(), false), parts_loop});
+  return loop_over_parts(part, cut, std::move(stmts), annotations);
 }
 
-// The crd array of the non-unique level whose positions the loop walks (COO's rows), or "".
-std::string Scheduler::run_coordinates(const For& loop) const {
-  if (loop.var == loop.label || loop.annotations.walks.empty()) return "";
-  for (const sparse::Axis& axis : program_.axes)
-    if (axis.tensor == loop.annotations.walks && axis.index_var == loop.label && !axis.unique &&
-        axis.kind == sparse::AxisKind::SparseVariable && !axis.crd.empty())
-      return axis.crd;
-  return "";
+Scheduler::BalancedParts Scheduler::balanced_parts(const std::string& row, int64_t parts) {
+  BalancedParts cut;
+  cut.fixed = parts;
+  if (parts) {
+    cut.count = int64(parts);
+    cut.described = std::to_string(parts);
+  } else {
+    cut.per_thread = fresh(row + "_parts");
+    cut.count = var(cut.per_thread);
+    cut.described = cut.per_thread + " (one per thread)";
+  }
+  return cut;
+}
+
+Stmt Scheduler::loop_over_parts(const std::string& part, const BalancedParts& cut, std::vector<Stmt> body,
+                                const LoopAnnotations& annotations) const {
+  Stmt parts_loop = std::make_shared<For>(part, part, int64(0), cut.count, block(std::move(body)), annotations);
+  if (cut.fixed) return parts_loop;
+  return block({std::make_shared<Declare>(cut.per_thread, ScalarType::Int64, std::make_shared<ThreadCount>(), false), parts_loop});
 }
 
 // The pos array of a compressed level whose parent position is the loop's variable itself.

@@ -101,7 +101,16 @@ class Scheduler {
   Stmt privatized(const Stmt& loop, const std::string& copy);
   Stmt balance_by_nonzeros(const For& loop, const Stmt& body, LoopAnnotations annotations, int64_t parts);
   Stmt balance_by_runs(const For& loop, const Stmt& body, LoopAnnotations annotations, int64_t parts);
-  std::string run_coordinates(const For& loop) const;
+  // The parts a balanced loop is cut into: `parts` of them, or (0) one per thread, the count read
+  // once before the loop over them (loop_over_parts).
+  struct BalancedParts {
+    int64_t fixed = 0;       // `parts`, or 0
+    std::string per_thread;  // ... else the count's variable
+    Expr count;
+    std::string described;   // "8", or "i_parts (one per thread)"
+  };
+  BalancedParts balanced_parts(const std::string& row, int64_t parts);
+  Stmt loop_over_parts(const std::string& part, const BalancedParts& parts, std::vector<Stmt> body, const LoopAnnotations& annotations) const;
   std::string row_positions(const For& loop) const;
   void apply_op(const VectorizeOp& vectorize);
   void check_cuda_vectorize(const VectorizeOp& vectorize, const For& loop) const;
