@@ -118,9 +118,8 @@ IterationOutcome lower_iteration(const ast::Spec& spec, Config& config, MissingL
     loop_op_index.clear();
     // 2. Stage I: sparse axes, buffers and the sparse iteration, in storage-concordant order.
     it.program = stage_one_program(spec, config, options);
-    if (std::optional<LoopOrderConflict> conflict = loop_order_conflict(it.program, config))
+    if (std::optional<LoopOrderConflict> conflict = infer_loop_order_or_conflict(it.program, config))
       return StageOneFailure{conflict->what(), true};
-    infer_loop_order(it.program, config);
     // `auto` (cpu): a dense free index leaves the sparse sum it sits in, for a register tile.
     if (config.auto_schedule)
       if (std::optional<ScheduleOp> reorder = auto_reorder(it.program, config)) {
@@ -174,6 +173,12 @@ IterationOutcome lower_iteration(const ast::Spec& spec, Config& config, MissingL
     refused.one_nest_refused = message;
     return refused;
   };
+  // A stage I that cannot be built outside the plans after the conflict: an op's error is the
+  // user's; a loop-order conflict the caller's to answer with a nest per term.
+  auto stage_one_failed = [&](const StageOneFailure& failure) {
+    if (!failure.loop_order) throw CompileError(failure.message);
+    return refused_for_terms(failure.message);
+  };
   // The plan stage I is built by; the operands ordered apart after the conflict, and whether
   // their parts are the groups of terms that sum over the same indices (then every term apart
   // is left to try).
@@ -181,10 +186,7 @@ IterationOutcome lower_iteration(const ast::Spec& spec, Config& config, MissingL
   std::set<std::string> apart;
   bool by_groups = false;
   if (!conflict) {
-    if (std::optional<StageOneFailure> failure = stage_one(NestPlan::OneNest)) {
-      if (!failure->loop_order) throw CompileError(failure->message);
-      return refused_for_terms(failure->message);
-    }
+    if (std::optional<StageOneFailure> failure = stage_one(NestPlan::OneNest)) return stage_one_failed(*failure);
   } else {
     // `+=` whose C_prev's storage order conflicts with the operands' (C csr += A csc; C bsr 2x2
     // += A bsr 2x1: A's 1-wide blocks of j are located inside C_prev's): C_prev and the operands
@@ -248,15 +250,13 @@ IterationOutcome lower_iteration(const ast::Spec& spec, Config& config, MissingL
   // `stage_failure`: why the stage I of the plan that answers it cannot be built.
   std::optional<NestRefusal> retried, refusal;
   std::optional<StageOneFailure> stage_failure;
-  auto lower_by_plans = [&] {
-    retried = refusal = lower_phases();
-    while (refusal) {
-      const std::optional<NestPlan> next = plan_after_refusal(*refusal, plan, it.program, spec);
-      if (!next) break;
-      if ((stage_failure = stage_one(plan = *next))) break;
-      refusal = lower_phases();
-    }
-  };
+  retried = refusal = lower_phases();
+  while (refusal) {
+    const std::optional<NestPlan> next = plan_after_refusal(*refusal, plan, it.program, spec);
+    if (!next) break;
+    if ((stage_failure = stage_one(plan = *next))) break;
+    refusal = lower_phases();
+  }
   // A refusal no plan answers: the caller's to answer with a nest per term (a union's one
   // nest, a listed part's loop-order conflict), or the user's error.
   auto unanswered = [&](const NestRefusal& r) {
@@ -264,17 +264,12 @@ IterationOutcome lower_iteration(const ast::Spec& spec, Config& config, MissingL
     throw CompileError(r.message);
   };
   if (!conflict) {
-    lower_by_plans();
-    if (stage_failure && !stage_failure->loop_order) throw CompileError(stage_failure->message);
-    if (stage_failure) return refused_for_terms(stage_failure->message);
+    if (stage_failure) return stage_one_failed(*stage_failure);
     if (refusal) return unanswered(*refusal);
-  } else {
+  } else if (refusal || stage_failure) {
     // After the conflict, a refusal no plan answers means: every term apart, where the terms
     // went apart by groups, else the conflict.
-    lower_by_plans();
-    if ((refusal || stage_failure) && !by_groups) return refused_for_terms(conflict->what());
-    if ((refusal || stage_failure) && (stage_one(NestPlan::EveryTermApartOf, apart) || lower_phases()))
-      return refused_for_terms(conflict->what());
+    if (!by_groups || stage_one(NestPlan::EveryTermApartOf, apart) || lower_phases()) return refused_for_terms(conflict->what());
   }
   it.stage1_dump = sparse::dump_stage1(it.program) + describe_listed_parts(it.program, config);
   simplify_declares(it.func);

@@ -198,12 +198,18 @@ bool loop_order_holds(const sparse::Program& program, const std::set<std::string
   return true;
 }
 
-void infer_loop_order(sparse::Program& program, const Config& config, const std::set<std::string>& only) {
+std::optional<LoopOrderConflict> infer_loop_order_or_conflict(sparse::Program& program, const Config& config,
+                                                              const std::set<std::string>& only) {
   std::vector<sparse::OrderConstraint> hard;
   std::set<std::string> placed;
   std::vector<sparse::Iterator> ordered = find_loop_order(program, config, only, hard, placed);
-  if (ordered.empty()) throw conflicting_orders(program, hard, placed, config);
+  if (ordered.empty()) return conflicting_orders(program, hard, placed, config);
   program.iteration.iterators = ordered;
+  return std::nullopt;
+}
+
+void infer_loop_order(sparse::Program& program, const Config& config, const std::set<std::string>& only) {
+  if (std::optional<LoopOrderConflict> conflict = infer_loop_order_or_conflict(program, config, only)) throw *conflict;
 }
 
 std::optional<LoopOrderConflict> loop_order_conflict(const sparse::Program& program, const Config& config,

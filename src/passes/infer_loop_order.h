@@ -23,6 +23,9 @@ class LoopOrderConflict : public CompileError {
 // A buffer that is sparse::SparseBuffer::ordered_apart orders no loops. `only` (the tensors of
 // one part of a sum, into a listed output: its nest's loops): only they order them.
 void infer_loop_order(sparse::Program& program, const Config& config, const std::set<std::string>& only = {});
+// The same, or, where no loop order exists, the conflict it would throw (the loops left as they were).
+std::optional<LoopOrderConflict> infer_loop_order_or_conflict(sparse::Program& program, const Config& config,
+                                                              const std::set<std::string>& only = {});
 // Whether the loop order iterates every non-dense level of `tensors` inside its parents.
 bool loop_order_holds(const sparse::Program& program, const std::set<std::string>& tensors);
 

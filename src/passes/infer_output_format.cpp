@@ -75,16 +75,14 @@ std::optional<LoopOrderConflict> infer_output_format(sparse::Program& program, C
     // unblocked operand takes no block loops): order the new ones afresh, which is only right
     // where the stage I schedule had not ordered the old ones otherwise.
     sparse::Program plain = build_sparse_ir(spec, before);
-    if (std::optional<LoopOrderConflict> conflict = loop_order_conflict(plain, before)) return conflict;
-    infer_loop_order(plain, before);
+    if (std::optional<LoopOrderConflict> conflict = infer_loop_order_or_conflict(plain, before)) return conflict;
     if (!fusions.empty() || vars_of(plain.iteration.iterators) != vars_of(loop_order))
       throw CompileError(format_config_error(
           config.file, "/tensors/" + tensor + "/format",
           "the format inferred for " + tensor + " (" + format.name + ", in the structure of " +
               program.output().shares_structure_with + ") changes the loops that the stage I schedule reordered or fused; give " +
               tensor + "'s format in the config"));
-    if (std::optional<LoopOrderConflict> conflict = loop_order_conflict(program, config)) return conflict;
-    infer_loop_order(program, config);
+    if (std::optional<LoopOrderConflict> conflict = infer_loop_order_or_conflict(program, config)) return conflict;
   }
   program.buffers.front().format_inferred = true;
   program.buffers.front().format_reason = describe_fill(spec, fill);

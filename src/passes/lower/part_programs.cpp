@@ -66,8 +66,8 @@ sparse::Program listed_part_program(const sparse::Program& whole, const ast::Exp
   // order, reading a position not yet bound)
   if (std::any_of(read.begin(), read.end(), [&](const std::string& t) { return part.buffer(t).ordered_apart; }) ||
       !loop_order_holds(part, read)) {
-    if (conflict && (*conflict = loop_order_conflict(part, config, read))) return part;
-    infer_loop_order(part, config, read);
+    if (!conflict) infer_loop_order(part, config, read);
+    else *conflict = infer_loop_order_or_conflict(part, config, read);
   }
   return part;
 }
