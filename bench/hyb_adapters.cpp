@@ -7,6 +7,8 @@
 #include "spmm_b_hyb.h"
 #include "spmv_b_hyb.h"
 #include "spmv_b_hyb_il16.h"
+#include "spmv_b_sell16.h"
+#include "spmv_b_sell8.h"
 
 namespace {
 
@@ -52,8 +54,8 @@ void check(int status, const char* what) {
 namespace {
 
 // Runs the inspector (`sizes`, then `fill`) unless `p` holds this matrix's parts already.
-template <class Sizes, class Fill>
-void prepare(Parts& p, const int32_t* pos, const int32_t* crd, const float* vals, int64_t rows, int64_t cols, Sizes sizes,
+template <class PartArrays, class Sizes, class Fill>
+void prepare(PartArrays& p, const int32_t* pos, const int32_t* crd, const float* vals, int64_t rows, int64_t cols, Sizes sizes,
              Fill fill) {
   if (p.holds(pos, crd, vals, rows, cols)) return;
   p.pos = pos, p.crd = crd, p.vals = vals, p.rows = rows, p.cols = cols;
@@ -80,6 +82,47 @@ void spmv_b_hyb_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* pos, 
       p, pos, crd, vals, dim_i, dim_j, [&](int64_t* n) { return spmv_b_hyb_decompose_A_sizes(dim_i, dim_j, pos, crd, n); },
       [&] { return spmv_b_hyb_decompose_A(dim_i, dim_j, pos, crd, vals, SPGEN_PARTS, p.lengths); });
   spmv_b_hyb(dim_i, dim_j, y, SPGEN_PARTS, x);
+}
+
+namespace {
+
+// A SELL part: pos, rows, slices, columns, values.
+struct SellParts {
+  const int32_t *pos = nullptr, *crd = nullptr;
+  const float* vals = nullptr;
+  int64_t rows = -1, cols = -1;
+  std::vector<int32_t> index[4];
+  std::vector<float> values;
+  int64_t lengths[5] = {};
+  bool holds(const int32_t* p, const int32_t* c, const float* v, int64_t r, int64_t n) const {
+    return p == pos && c == crd && v == vals && r == rows && n == cols;
+  }
+  void allocate() {
+    for (int k = 0; k < 4; ++k) index[k].assign(static_cast<size_t>(lengths[k]) + 1, 0);
+    values.assign(static_cast<size_t>(lengths[4]) + 1, 0.0f);
+  }
+};
+
+#define SPGEN_SELL p.index[0].data(), p.index[1].data(), p.index[2].data(), p.index[3].data(), p.values.data()
+
+}  // namespace
+
+void spmv_b_sell8_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* pos, const int32_t* crd, const float* vals,
+                      const float* x) {
+  static SellParts p;
+  prepare(
+      p, pos, crd, vals, dim_i, dim_j, [&](int64_t* n) { return spmv_b_sell8_decompose_A_sizes(dim_i, dim_j, pos, crd, n); },
+      [&] { return spmv_b_sell8_decompose_A(dim_i, dim_j, pos, crd, vals, SPGEN_SELL, p.lengths); });
+  spmv_b_sell8(dim_i, dim_j, y, SPGEN_SELL, x);
+}
+
+void spmv_b_sell16_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* pos, const int32_t* crd, const float* vals,
+                       const float* x) {
+  static SellParts p;
+  prepare(
+      p, pos, crd, vals, dim_i, dim_j, [&](int64_t* n) { return spmv_b_sell16_decompose_A_sizes(dim_i, dim_j, pos, crd, n); },
+      [&] { return spmv_b_sell16_decompose_A(dim_i, dim_j, pos, crd, vals, SPGEN_SELL, p.lengths); });
+  spmv_b_sell16(dim_i, dim_j, y, SPGEN_SELL, x);
 }
 
 void spmv_b_hyb_il16_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* pos, const int32_t* crd, const float* vals,

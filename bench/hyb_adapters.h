@@ -9,5 +9,10 @@ void spmm_b_hyb_csr(int64_t dim_i, int64_t dim_k, int64_t dim_j, float* C, const
                     const float* vals, const float* B);
 void spmv_b_hyb_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* pos, const int32_t* crd, const float* vals,
                     const float* x);
+// SELL-C-sigma (bench/configs/spmv_b_sell8.json, spmv_b_sell16.json): one part of five arrays.
+void spmv_b_sell8_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* pos, const int32_t* crd, const float* vals,
+                      const float* x);
+void spmv_b_sell16_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* pos, const int32_t* crd, const float* vals,
+                       const float* x);
 void spmv_b_hyb_il16_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* pos, const int32_t* crd, const float* vals,
                          const float* x);

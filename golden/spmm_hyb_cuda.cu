@@ -1174,13 +1174,18 @@ constexpr int64_t kIndexMax = std::numeric_limits<Index>::max();
 //   kBsr     blocks holding at least `min_fill` entries: pos (block rows + 1), block column crd,
 //            vals (blocks * block_rows * block_cols, each block row-major)
 //   kCsr     the entries outside those blocks: pos (rows + 1), crd, vals
-enum Kind { kEll, kCoo, kBucket, kBsr, kCsr };
+//   kSell    every row, listed by decreasing length within windows of `sigma` rows, in slices of
+//            `interleave` listed rows, each slice padded to its longest row and stored slot by
+//            slot: pos {0, rows}, row crd (rows), slice pos (slices + 1: each slice's first slot
+//            row), column crd (slot rows * interleave), vals
+enum Kind { kEll, kCoo, kBucket, kBsr, kCsr, kSell };
 
 struct Part {
   Kind kind;
   int64_t width;       // kEll, kBucket
   int64_t partition;   // kBucket
-  int64_t interleave;  // kEll, kBucket: slots stored slot by slot per group of this many rows; 0: row by row
+  int64_t interleave;  // kEll, kBucket, kSell: slots stored slot by slot per group of this many rows; 0: row by row
+  int64_t sigma;       // kSell: rows sorted by length within windows of this many
 };
 
 struct Plan {
@@ -1190,7 +1195,7 @@ struct Plan {
   int64_t block_rows, block_cols, min_fill;  // bsr+csr
 };
 
-int arrays_of(Kind kind) { return kind == kEll ? 2 : kind == kCoo || kind == kBucket ? 4 : 3; }
+int arrays_of(Kind kind) { return kind == kEll ? 2 : kind == kCoo || kind == kBucket ? 4 : kind == kSell ? 5 : 3; }
 
 struct Csr {
   int64_t rows, cols;
@@ -1430,9 +1435,59 @@ int bsr_csr(const Csr& a, const Plan& plan, Out& out) {
   return SPGEN_OK;
 }
 
+// sell (SELL-C-sigma). Arrays: pos {0, rows}, the rows in their listed order, the slices'
+// first slot rows, column crd, vals.
+int sell(const Csr& a, const Part& part, Out& out) {
+  const int64_t c = part.interleave, n = a.rows, slices = (n + c - 1) / c;
+  auto length = [&](int64_t r) { return a.end(r) - a.begin(r); };
+  std::vector<Index> order;
+  std::vector<int64_t> first;  // per slice, then the total: slot rows
+  try {
+    order.resize(static_cast<size_t>(n));
+    first.assign(static_cast<size_t>(slices + 1), 0);
+  } catch (const std::bad_alloc&) {
+    return SPGEN_ERR_ALLOC;
+  }
+  for (int64_t r = 0; r < n; ++r) order[static_cast<size_t>(r)] = static_cast<Index>(r);
+  if (part.sigma > 1)
+    for (int64_t w = 0; w < n; w += part.sigma) {
+      auto b = order.begin() + w, e = order.begin() + std::min(n, w + part.sigma);
+      std::stable_sort(b, e, [&](Index x, Index y) { return length(x) > length(y); });
+    }
+  for (int64_t s = 0; s < slices; ++s) {
+    int64_t widest = 0;
+    for (int64_t r = s * c; r < std::min(n, s * c + c); ++r) widest = std::max(widest, length(order[static_cast<size_t>(r)]));
+    first[static_cast<size_t>(s + 1)] = first[static_cast<size_t>(s)] + widest;
+  }
+  int64_t slots = 0;
+  if (first[static_cast<size_t>(slices)] > kIndexMax || !mul_fits(first[static_cast<size_t>(slices)], c, slots)) return SPGEN_ERR_DIM;
+  const int64_t lengths[] = {2, n, slices + 1, slots, slots};
+  for (int k = 0; k < 5; ++k) out.set_length(k, lengths[k]);
+  if (!out.filling()) return SPGEN_OK;
+  out.index(0)[0] = 0;
+  out.index(0)[1] = static_cast<Index>(n);
+  std::copy(order.begin(), order.end(), out.index(1));
+  for (int64_t s = 0; s <= slices; ++s) out.index(2)[s] = static_cast<Index>(first[static_cast<size_t>(s)]);
+  Index* crd = out.index(3);
+  Value* vals = out.values(4);
+  // Every slot starts as padding (the slots past a row's length, and the last slice's missing rows).
+  std::fill(crd, crd + slots, static_cast<Index>(-1));
+  std::fill(vals, vals + slots, Value(0));
+  for (int64_t r = 0; r < n; ++r) {
+    const int64_t row = static_cast<int64_t>(order[static_cast<size_t>(r)]), b = a.begin(row);
+    const int64_t base = first[static_cast<size_t>(r / c)] * c + r % c;
+    for (int64_t e = 0; e < length(row); ++e) {
+      crd[base + e * c] = a.crd[b + e];
+      vals[base + e * c] = a.vals[b + e];
+    }
+  }
+  return SPGEN_OK;
+}
+
 int decompose(const Plan& plan, const Csr& a, Out& out) {
   switch (plan.part[0].kind) {
     case kEll: return ell_coo(a, plan.part[0], out);
+    case kSell: return sell(a, plan.part[0], out);
     case kBucket: return hyb(a, plan, out);
     case kBsr: return bsr_csr(a, plan, out);
     default: return SPGEN_ERR_DIM;
@@ -1469,7 +1524,7 @@ int fill(const Plan& plan, const Csr& a, void* const* arrays, const int64_t* len
 }
 
 // decompose(A, hyb, partitions 1, buckets 1 2 4 8 16 32)
-const Part kParts[] = {{kBucket, 1, 0, 0}, {kBucket, 2, 0, 0}, {kBucket, 4, 0, 0}, {kBucket, 8, 0, 0}, {kBucket, 16, 0, 0}, {kBucket, 32, 0, 0}};
+const Part kParts[] = {{kBucket, 1, 0, 0, 1}, {kBucket, 2, 0, 0, 1}, {kBucket, 4, 0, 0, 1}, {kBucket, 8, 0, 0, 1}, {kBucket, 16, 0, 0, 1}, {kBucket, 32, 0, 0, 1}};
 const Plan kPlan = {6, kParts, 1, 0, 0, 0};
 
 }  // namespace spmm_hyb_cuda_decompose

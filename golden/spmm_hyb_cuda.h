@@ -116,7 +116,8 @@
 //     A_p0_b32_pos0, A_p0_b32_crd0, A_p0_b32_crd1, A_p0_b32_vals
 // spmm_hyb_cuda_decompose_A(dim_i, dim_j, A_pos1, A_crd1, A_vals, PART ARRAYS..., lengths) fills them;
 //   `lengths` must be exactly what _sizes wrote. Rows of a part that lists its rows are in
-//   increasing order, a row's entries in CSR order, ELL padding -1 with value 0.
+//   increasing order (sell: every row once, by decreasing length within each window of sigma
+//   rows, ties in row order), a row's entries in CSR order, ELL padding -1 with value 0.
 // Both return SPGEN_OK or an error code listed above (a pos array that does not start at 0 or
 // decreases, a column out of range, a null array, wrong lengths) and write nothing when they fail.
 

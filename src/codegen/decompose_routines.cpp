@@ -17,6 +17,7 @@ const char* kind_constant(PartKind kind) {
     case PartKind::Bucket: return "kBucket";
     case PartKind::Bsr: return "kBsr";
     case PartKind::Csr: return "kCsr";
+    case PartKind::Sell: return "kSell";
   }
   return "kCsr";
 }
@@ -37,7 +38,8 @@ PackRoutines emit_decompose_routines(const Decomposition& d, const sparse::Progr
   std::string parts;
   for (const DecomposedPart& part : d.parts)
     parts += std::string(parts.empty() ? "" : ", ") + "{" + kind_constant(part.kind) + ", " + std::to_string(part.width) +
-             ", " + std::to_string(part.partition) + ", " + std::to_string(part.config.format_of(part.tensor).interleave) + "}";
+             ", " + std::to_string(part.partition) + ", " + std::to_string(part.config.format_of(part.tensor).interleave) + ", " +
+             std::to_string(d.op.sigma) + "}";
   int64_t min_fill = 0;
   if (d.op.format == "bsr+csr") {
     // At least one entry, so that an empty block never goes to the BSR part.

@@ -53,6 +53,13 @@ struct Format {
   // A SparseFixed level under the top level, stored slot-major in groups of `interleave` parent
   // positions (made by decompose's "interleave"; 0: row-major, the default).
   int64_t interleave = 0;
+  // That level's width varies by group (SELL-C-sigma's slices): a pos array holds each group's
+  // first slot, and `widths` holds 0 for it (made by decompose's "sell").
+  bool sliced = false;
+  // The top (compressed) level lists every row exactly once (SELL's rows), and, where
+  // `rows_unordered`, not in increasing order (sorted by length within windows).
+  bool every_row_listed = false;
+  bool rows_unordered = false;
   bool all_dense() const;
   int64_t width(size_t level) const { return level < widths.size() ? widths[level] : 0; }
   LevelBlock block(size_t level) const { return level < blocks.size() ? blocks[level] : LevelBlock{}; }
@@ -117,8 +124,10 @@ struct BindOp {
 struct FuseOp { std::vector<std::string> vars; std::string into; };
 // Stage I: store `tensor` (an order-2 csr input) as a composition of formats, each part with its
 // own loop nest and schedule (passes/decompose_operand.h). `format` is "hyb" (`partitions`
-// column parts x ELL `buckets`), "ell+coo" (ELL of `width`, the rest of each row in COO) or
-// "bsr+csr" (`block` rows x cols blocks holding at least `fill` of their entries, the rest CSR).
+// column parts x ELL `buckets`), "ell+coo" (ELL of `width`, the rest of each row in COO),
+// "bsr+csr" (`block` rows x cols blocks holding at least `fill` of their entries, the rest CSR)
+// or "sell" (SELL-C-sigma: slices of `interleave` rows, each padded to its longest row, the rows
+// sorted by length within windows of `sigma`).
 struct DecomposeOp {
   std::string tensor;
   std::string format;
@@ -131,6 +140,8 @@ struct DecomposeOp {
   // rows' first slots, then their second ...), so that a loop over a group's rows in vector
   // lanes loads a slot's columns and values contiguously (SELL-C); 0: row by row.
   int64_t interleave = 0;
+  // sell: rows sorted by decreasing length within each window of this many rows (1: not sorted).
+  int64_t sigma = 1;
 };
 
 // cuda: at the start of each iteration of loop `var`, the threads of the block copy the part of

@@ -50,6 +50,7 @@ json op_fields(const DecomposeOp& op) {
     j["fill"] = op.fill;
   }
   if (op.interleave > 0) j["interleave"] = op.interleave;
+  if (op.format == "sell") j["sigma"] = op.sigma;
   return j;
 }
 json op_fields(const CacheOp& op) { return {{"op", "cache"}, {"tensor", op.tensor}, {"at", op.var}}; }

@@ -275,17 +275,17 @@ class ScheduleReader : public ConfigJsonReader {
   }
 
   DecomposeOp read_decompose(const json& op, const std::string& path) const {
-    check_keys(op, path, {"op", "tensor", "format", "partitions", "buckets", "width", "block", "fill", "interleave"});
+    check_keys(op, path, {"op", "tensor", "format", "partitions", "buckets", "width", "block", "fill", "interleave", "sigma"});
     DecomposeOp d;
     const ast::TensorUse* use = &read_input_tensor(op, path, "decompose", "the sparse input to decompose", "decomposed");
     d.tensor = use->name;
     if (use->order != 2)
       fail(path + "/tensor", "decompose: " + d.tensor + " has order " + std::to_string(use->order) + "; only matrices are decomposed");
-    if (!op.contains("format")) fail(path, "decompose: missing \"format\" (hyb, ell+coo or bsr+csr)");
+    if (!op.contains("format")) fail(path, "decompose: missing \"format\" (hyb, ell+coo, bsr+csr or sell)");
     d.format = get_string(op["format"], path + "/format");
     // Each format's parameters, and only those.
     auto only = [&](std::initializer_list<const char*> keys) {
-      for (const char* key : {"partitions", "buckets", "width", "block", "fill", "interleave"})
+      for (const char* key : {"partitions", "buckets", "width", "block", "fill", "interleave", "sigma"})
         if (op.contains(key) && std::find_if(keys.begin(), keys.end(), [&](const char* k) { return std::string(k) == key; }) == keys.end())
           fail(path + "/" + key, std::string("decompose: \"") + key + "\" does not apply to format \"" + d.format + "\"");
     };
@@ -325,8 +325,16 @@ class ScheduleReader : public ConfigJsonReader {
         d.fill = op["fill"].get<double>();
         if (!(d.fill > 0 && d.fill <= 1)) fail(path + "/fill", "decompose: \"fill\" must be in (0, 1]: the share of a block's entries that must be stored for it to go to the BSR part");
       }
+    } else if (d.format == "sell") {
+      only({"interleave", "sigma"});
+      if (!op.contains("interleave"))
+        fail(path, "decompose: format \"sell\" needs \"interleave\": the rows of a slice (a vector's lanes: 8 or 16)");
+      if (op.contains("sigma")) {
+        d.sigma = get_positive_int(op["sigma"], path + "/sigma");
+        if (d.sigma > (int64_t{1} << 30)) fail(path + "/sigma", "decompose: \"sigma\" sorts windows of at most 2^30 rows");
+      }
     } else {
-      fail(path + "/format", "decompose: unknown format \"" + d.format + "\" (expected hyb, ell+coo or bsr+csr)");
+      fail(path + "/format", "decompose: unknown format \"" + d.format + "\" (expected hyb, ell+coo, bsr+csr or sell)");
     }
     if (op.contains("interleave")) {
       d.interleave = get_positive_int(op["interleave"], path + "/interleave");

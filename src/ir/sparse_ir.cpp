@@ -226,6 +226,9 @@ std::string dump_stage1(const Program& program) {
     if (!axis.pos.empty()) out += ", pos=" + axis.pos;
     if (!axis.crd.empty()) out += ", crd=" + axis.crd;
     if (axis.width) out += ", width=" + std::to_string(axis.width);
+    if (axis.sliced) out += ", sliced";
+    if (axis.lists_every_coordinate) out += ", every coordinate";
+    if (!axis.ordered) out += ", unordered";
     if (axis.block_part != BlockPart::None)
       out += ", " + axis.mode_var +
              (axis.block_part == BlockPart::Block ? " floordiv " : " mod ") + std::to_string(axis.block);

@@ -38,6 +38,14 @@ struct Axis {
   // positions (counted from the top level's first position): slot s of parent p is at
   // (p / C) * C * width + s * C + p % C. 0: p * width + s.
   int64_t interleave = 0;
+  // An interleaved SparseFixed level whose width varies by group (SELL-C-sigma's slices, with
+  // `width` 0): group g of C parent positions holds pos[g+1] - pos[g] slots, and slot s of
+  // parent p is at (pos[p / C] + s) * C + p % C.
+  bool sliced = false;
+  // A compressed top level that lists every coordinate exactly once (SELL's rows), so a loop it
+  // drives alone visits them all; `ordered` false: not in increasing order, so no merge.
+  bool lists_every_coordinate = false;
+  bool ordered = true;
   bool unique = true;     // false for COO's top level: one position per entry, coordinates repeat
   // A level of a blocked format (BSR): it stores `mode_var` floordiv `block` (its index_var is
   // the block loop, "i_blk") or mode_var mod `block` (the in-block loop, "i_in"). `length`

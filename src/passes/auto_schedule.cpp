@@ -298,7 +298,7 @@ const sparse::Axis* interleaved_row_sum(const LoweredFunc& func, const sparse::P
   if (walk.var == walk.label || !is_reduction(program, walk.label) || contains_loop(walk.body) ||
       !walk.annotations.sequential_reason.empty() || stores_into(walk.body, program.output().values) ||
       scalars_assigned_outside(walk.body).empty() || !labels_one_loop(func.body, spine[0]->label) ||
-      !precompute_refusal(*spine[0]).empty())
+      !precompute_body_refusal(*spine[0]).empty())
     return nullptr;
   return interleaved_walk(program, walk);
 }

@@ -22,6 +22,9 @@ std::string describe(const Decomposition& d, const DecomposedPart& part) {
     case PartKind::Bsr:
       return std::to_string(d.op.block_rows) + "x" + std::to_string(d.op.block_cols) + " blocks that hold enough entries, as BSR";
     case PartKind::Csr: return "the entries outside those blocks, as CSR";
+    case PartKind::Sell:
+      return "every row, in slices of " + std::to_string(d.op.interleave) + " rows padded to their longest" +
+             (d.op.sigma > 1 ? ", sorted by length within windows of " + std::to_string(d.op.sigma) + " rows" : "");
   }
   return "";
 }

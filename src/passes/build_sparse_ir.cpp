@@ -347,10 +347,16 @@ sparse::Program build_sparse_ir(const ast::Spec& spec, const Config& config, boo
         // An assembled ELL output's rows are counted into positions, as a CSR row's are: the
         // caller reads each row's length there to check the width.
         bool counted_ell = buffer.is_output && kind == LevelKind::SparseFixed && buffer.shares_structure_with.empty();
-        if (level_has_pos(kind) || counted_ell) axis.pos = buffer.tensor + "_pos" + std::to_string(level);
+        const bool sliced = kind == LevelKind::SparseFixed && level == 1 && buffer.format.sliced;
+        if (level_has_pos(kind) || counted_ell || sliced) axis.pos = buffer.tensor + "_pos" + std::to_string(level);
         if (level_has_crd(kind)) axis.crd = buffer.tensor + "_crd" + std::to_string(level);
         axis.width = buffer.format.width(level);
         if (kind == LevelKind::SparseFixed && level == 1) axis.interleave = buffer.format.interleave;
+        axis.sliced = sliced;
+        if (level == 0 && kind == LevelKind::Compressed) {
+          axis.lists_every_coordinate = buffer.format.every_row_listed;
+          axis.ordered = !buffer.format.rows_unordered;
+        }
         axis.unique = kind != LevelKind::CompressedNonUnique;
         buffer.axes.push_back(static_cast<int>(program.axes.size()));
         program.axes.push_back(axis);

@@ -45,6 +45,15 @@ Format part_format(const DecomposedPart& part, const DecomposeOp& op) {
                     {{BlockPart::Block, op.block_rows}, {BlockPart::Block, op.block_cols},
                      {BlockPart::InBlock, op.block_rows}, {BlockPart::InBlock, op.block_cols}}};
     case PartKind::Csr: return Format{"csr", {L::Dense, L::Compressed}, {0, 1}};
+    case PartKind::Sell: {
+      // The rows listed (sorted within windows of sigma, so out of order there), then the
+      // slices' slots: a SparseFixed level whose width varies by slice.
+      Format sell{"sell", {L::Compressed, L::SparseFixed}, {0, 1}, {0, 0}, {}, op.interleave};
+      sell.sliced = true;
+      sell.every_row_listed = true;
+      sell.rows_unordered = op.sigma > 1;
+      return sell;
+    }
   }
   return {};
 }
@@ -66,6 +75,8 @@ std::vector<DecomposedPart> part_list(const DecomposeOp& op) {
   } else if (op.format == "bsr+csr") {
     add("bsr", PartKind::Bsr);
     add("csr", PartKind::Csr);
+  } else if (op.format == "sell") {
+    add("sell", PartKind::Sell);
   } else {
     // Only the widest bucket holds the pieces of rows longer than it, so only its rows repeat.
     for (int64_t p = 0; p < op.partitions; ++p)

@@ -22,6 +22,7 @@ enum class PartKind {
   Bucket,  // hyb: rows whose entries in column partition `partition` fit `width` (and not the next smaller bucket)
   Bsr,     // blocks holding at least `fill` of their entries
   Csr,     // every entry the BSR part left over
+  Sell,    // every row, in slices of `interleave` rows padded to their longest (SELL-C-sigma)
 };
 
 struct DecomposedPart {

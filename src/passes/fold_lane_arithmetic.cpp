@@ -57,6 +57,12 @@ struct Linear {
 class Folder : public IRMutator {
  public:
   explicit Folder(std::set<std::string> changed) : changed_(std::move(changed)) {}
+  // Fold `expr` where loop `at` begins, in its context, instead of rewriting (fold_lane_arithmetic_at).
+  void fold_at(const For* at, Expr expr) {
+    at_ = at;
+    expr_at_ = std::move(expr);
+  }
+  const Expr& folded_at() const { return expr_at_; }
 
  protected:
   Stmt mutate_block(const Block& node, const Stmt& self) override {
@@ -66,6 +72,11 @@ class Folder : public IRMutator {
     return out;
   }
   Stmt mutate_for(const For& node, const Stmt& self) override {
+    if (&node == at_) {
+      expr_at_ = mutate(expr_at_);
+      at_ = nullptr;
+      return self;
+    }
     auto saved_lets = lets_;
     auto saved_ranges = ranges_;
     lets_.erase(node.var);
@@ -182,6 +193,8 @@ class Folder : public IRMutator {
   }
 
   std::set<std::string> changed_;
+  const For* at_ = nullptr;
+  Expr expr_at_;
   std::map<std::string, Expr> lets_;
   std::map<std::string, int64_t> ranges_;  // loop variables in [0, n)
 };
@@ -191,6 +204,13 @@ class Folder : public IRMutator {
 void fold_lane_arithmetic(LoweredFunc& func) {
   Folder folder(changed_names(func.body));
   func.body = folder.mutate(func.body);
+}
+
+Expr fold_lane_arithmetic_at(const Stmt& body, const For* at, const Expr& expr) {
+  Folder folder(changed_names(body));
+  folder.fold_at(at, expr);
+  folder.mutate(body);
+  return folder.folded_at();
 }
 
 }  // namespace spgen

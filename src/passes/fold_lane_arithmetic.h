@@ -12,4 +12,10 @@ namespace spgen {
 
 void fold_lane_arithmetic(loops::LoweredFunc& func);
 
+// `expr`, read at loop `at` inside `body` (the values declared and the loop ranges around it),
+// folded the same way: a SELL slice's slot count, pos[(p - first) / C + 1] - pos[(p - first) /
+// C], is the group's alone once a tile gives p = first + g * C + lane. `expr` itself if `at`
+// is not in `body`.
+loops::Expr fold_lane_arithmetic_at(const loops::Stmt& body, const loops::For* at, const loops::Expr& expr);
+
 }  // namespace spgen

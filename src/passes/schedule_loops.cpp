@@ -6,8 +6,9 @@
 #include <set>
 
 #include "ir/loop_ir_visitor.h"
-#include "passes/cache_operands.h"
 #include "passes/batch_entries.h"
+#include "passes/cache_operands.h"
+#include "passes/fold_lane_arithmetic.h"
 #include "passes/prefetch_rows.h"
 #include "passes/gpu_bindings.h"
 #include "passes/schedule/scheduler.h"
@@ -59,7 +60,7 @@ bool only_accumulates(const Stmt& body, const std::string& scalar) {
   return check.ok;
 }
 
-PrecomputeShape precompute_shape(const For& loop) {
+PrecomputeShape precompute_shape(const For& loop, const Stmt* scope) {
   PrecomputeShape shape;
   shape.depends_on_loop = {loop.var};
   for (const Stmt& s : statements_of(loop.body)) {
@@ -108,7 +109,15 @@ PrecomputeShape precompute_shape(const For& loop) {
       return shape;
     }
   }
+  if (scope && !depends(summing->begin)) {
+    Expr end = fold_lane_arithmetic_at(*scope, summing, summing->end);
+    if (!depends(end)) {
+      shape.folded_end = end;
+      return shape;
+    }
+  }
   shape.refusal = "loop " + summing->label + " cannot move outside " + loop.label + ": its bounds depend on it";
+  shape.refused_for_bounds = true;
   return shape;
 }
 
@@ -261,6 +270,11 @@ std::vector<bool> schedule_loops(LoweredFunc& func, const sparse::Program& progr
 }
 
 std::string precompute_refusal(const loops::For& loop) { return precompute_shape(loop).refusal; }
+
+std::string precompute_body_refusal(const loops::For& loop) {
+  scheduling::PrecomputeShape shape = precompute_shape(loop);
+  return shape.refused_for_bounds ? "" : shape.refusal;
+}
 
 std::string rows_positions(const sparse::Program& program, const loops::For& loop) {
   if (loop.var != loop.label || !loops::is_const_int(loop.begin, 0)) return "";

@@ -24,6 +24,9 @@ enum class MissingLoops {
 // declarations, a sum starting at zero, a loop that only adds into it, then plain stores of the
 // sum), or "" when its body has that shape. `auto` asks before it chooses a register tile.
 std::string precompute_refusal(const loops::For& loop);
+// The same, leaving out the summing loop's bounds, which a tile of `loop` may yet make the same
+// for every iteration (a SELL slice's slots): `auto` asks before it tiles and precomputes.
+std::string precompute_body_refusal(const loops::For& loop);
 
 // The pos array of a compressed level right under a dense top level that `loop` (over that
 // level's rows, unsplit, from 0) iterates, whose entries pos[0 .. end] tell "even_rows" how evenly

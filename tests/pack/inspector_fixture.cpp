@@ -1,7 +1,8 @@
 // Compiled by tests/pack/test_inspector.cpp with five generated SpMM kernels whose A is
 // decomposed (insp_hyb: hyb, 2 partitions, buckets 1 2 4, int32/float; insp_ell: ell+coo, width 3,
 // int64/double; insp_bsr: bsr+csr, 2x3 blocks, fill 0.5, int32/double; insp_hyb_il and
-// insp_ell_il: the first two with their ELL slots interleaved by 4 rows), under AddressSanitizer.
+// insp_ell_il: the first two with their ELL slots interleaved by 4 rows; insp_sell: sell, slices
+// of 4 rows sorted in windows of 8, int32/float), under AddressSanitizer.
 // For each kernel and each input (random skewed rows with empty rows and a dense row, an empty
 // matrix, a single dense row, rows longer than the widest bucket) it checks that the inspector's
 // parts hold every entry once and have the shape each part promises, and that the executor
@@ -20,6 +21,7 @@
 #include "insp_ell_il.h"
 #include "insp_hyb.h"
 #include "insp_hyb_il.h"
+#include "insp_sell.h"
 
 namespace {
 
@@ -373,6 +375,62 @@ Kernel<int32_t, double> bsr_kernel() {
   return k;
 }
 
+// sell, slices of 4 rows, sorted by length within windows of 8 (int32/float).
+Kernel<int32_t, float> sell_kernel() {
+  using I = int32_t;
+  using V = float;
+  Kernel<I, V> k;
+  k.name = "insp_sell";
+  k.arrays = {kIndex, kIndex, kIndex, kIndex, kValue};
+#define ARRAYS index_array<I, V>(a, 0), index_array<I, V>(a, 1), index_array<I, V>(a, 2), index_array<I, V>(a, 3), value_array<I, V>(a, 4)
+  k.sizes = insp_sell_decompose_A_sizes;
+  k.fill = [](int64_t r, int64_t c, const I* pos, const I* crd, const V* vals, void* const* a, const int64_t* n) {
+    return insp_sell_decompose_A(r, c, pos, crd, vals, ARRAYS, n);
+  };
+  k.run = [](int64_t i, int64_t kk, int64_t j, V* c, void* const* a, const V* b) { insp_sell(i, kk, j, c, ARRAYS, b); };
+#undef ARRAYS
+  k.walk = [](const Csr& in, void* const* a, const std::vector<int64_t>& n, std::vector<double>& dense, const std::string& where) {
+    const int64_t c = 4, sigma = 8, slices = (in.rows + c - 1) / c;
+    const I* pos = index_array<I, V>(a, 0);
+    const I* rows = index_array<I, V>(a, 1);
+    const I* first = index_array<I, V>(a, 2);
+    const I* cols = index_array<I, V>(a, 3);
+    const V* vals = value_array<I, V>(a, 4);
+    auto length = [&](int64_t r) { return in.pos[static_cast<size_t>(r) + 1] - in.pos[static_cast<size_t>(r)]; };
+    expect(n[0] == 2 && pos[0] == 0 && pos[1] == in.rows && n[1] == in.rows, where + ": not every row is listed");
+    expect(n[2] == slices + 1 && first[0] == 0 && n[3] == int64_t{first[slices]} * c && n[4] == n[3], where + ": SELL lengths");
+    // Each window of sigma rows holds its own rows, longest first, ties in row order.
+    for (int64_t s = 0; s < in.rows; ++s) {
+      expect(rows[s] / sigma == s / sigma, where + ": a row outside its window");
+      if (s % sigma > 0)
+        expect(length(rows[s - 1]) > length(rows[s]) || (length(rows[s - 1]) == length(rows[s]) && rows[s - 1] < rows[s]),
+               where + ": a window not sorted by decreasing length");
+    }
+    int64_t stored = 0;
+    for (int64_t g = 0; g < slices; ++g) {
+      int64_t widest = 0;
+      for (int64_t s = g * c; s < std::min(in.rows, g * c + c); ++s) widest = std::max(widest, length(rows[s]));
+      expect(first[g + 1] - first[g] == widest, where + ": slice " + std::to_string(g) + " is not as wide as its longest row");
+      for (int64_t lane = 0; lane < c; ++lane) {
+        const int64_t s = g * c + lane, len = s < in.rows ? length(rows[s]) : 0;
+        for (int64_t q = 0; q < first[g + 1] - first[g]; ++q) {
+          const int64_t at = (first[g] + q) * c + lane;
+          if (q >= len) {
+            expect(cols[at] == -1 && vals[at] == V(0), where + ": a slot past a row's entries is not padding");
+            continue;
+          }
+          const int64_t e = in.pos[static_cast<size_t>(rows[s])] + q;
+          expect(cols[at] == in.crd[static_cast<size_t>(e)], where + ": a row's entries out of CSR order");
+          dense[static_cast<size_t>(rows[s] * in.cols + cols[at])] += static_cast<double>(vals[at]);
+          ++stored;
+        }
+      }
+    }
+    return stored;
+  };
+  return k;
+}
+
 template <class K>
 void check_kernel(const K& k) {
   for (const Input& in : inputs()) check_input(k, in);
@@ -387,6 +445,7 @@ int main() {
   check_kernel(hyb_kernel<4>());
   check_kernel(ell_kernel<4>());
   check_kernel(bsr_kernel());
+  check_kernel(sell_kernel());
   std::printf("%s: %d failures\n", failures ? "FAILED" : "ok", failures);
   return failures ? 1 : 0;
 }

@@ -1,6 +1,7 @@
 // The inspector and executor of decomposed kernels (the `decompose` op), tested by compiling them:
-// five SpMM kernels whose A is split into hyb (2 partitions, buckets 1 2 4), ell+coo (width 3)
-// and bsr+csr (2x3 blocks) parts, and the first two with interleaved ELL slots, are generated, compiled warning-free with AddressSanitizer
+// six SpMM kernels whose A is split into hyb (2 partitions, buckets 1 2 4), ell+coo (width 3),
+// bsr+csr (2x3 blocks) and sell (slices of 4, sorted in windows of 8) parts, and the first two
+// with interleaved ELL slots, are generated, compiled warning-free with AddressSanitizer
 // together with tests/pack/inspector_fixture.cpp, and run. The fixture checks, for inputs with
 // empty rows, a single dense row and rows longer than the widest bucket, that the parts hold
 // every entry once in the shape each part promises, that the executor matches a plain loop, and
@@ -38,6 +39,10 @@ TEST_CASE("the inspector splits CSR into each decomposition's parts, and the exe
       {"insp_ell_il", R"({"index": "int64", "value": "float64"})",
        R"({"op": "decompose", "tensor": "A", "format": "ell+coo", "width": 3, "interleave": 4},
           {"op": "parallel", "var": "i", "part": "ell"})"},
+      {"insp_sell", R"({"index": "int32", "value": "float32"})",
+       R"({"op": "decompose", "tensor": "A", "format": "sell", "interleave": 4, "sigma": 8},
+          {"op": "tile", "var": "i", "factor": 4, "into": ["i_o", "i_i"]},
+          {"op": "parallel", "var": "i_o"})"},
       {"insp_bsr", R"({"index": "int32", "value": "float64"})",
        R"({"op": "decompose", "tensor": "A", "format": "bsr+csr", "block": [2, 3], "fill": 0.5},
           {"op": "parallel", "var": "i", "part": "csr"})"},

@@ -51,9 +51,17 @@ TEST_CASE("decompose: the config's parameters") {
       {R"({"op": "decompose", "tensor": "Z", "format": "hyb"})", "/schedule/0/tensor", "decompose: the spec has no tensor \"Z\""},
       {R"({"op": "decompose", "tensor": "C", "format": "hyb"})", "/schedule/0/tensor",
        "decompose: C is the output; only an input can be decomposed"},
-      {R"({"op": "decompose", "tensor": "A"})", "/schedule/0", "decompose: missing \"format\" (hyb, ell+coo or bsr+csr)"},
-      {R"({"op": "decompose", "tensor": "A", "format": "sell"})", "/schedule/0/format",
-       "decompose: unknown format \"sell\" (expected hyb, ell+coo or bsr+csr)"},
+      {R"({"op": "decompose", "tensor": "A"})", "/schedule/0", "decompose: missing \"format\" (hyb, ell+coo, bsr+csr or sell)"},
+      {R"({"op": "decompose", "tensor": "A", "format": "sel"})", "/schedule/0/format",
+       "decompose: unknown format \"sel\" (expected hyb, ell+coo, bsr+csr or sell)"},
+      {R"({"op": "decompose", "tensor": "A", "format": "sell"})", "/schedule/0",
+       "decompose: format \"sell\" needs \"interleave\": the rows of a slice (a vector's lanes: 8 or 16)"},
+      {R"({"op": "decompose", "tensor": "A", "format": "sell", "interleave": 8, "sigma": 0})", "/schedule/0/sigma",
+       "expected a positive integer, found 0"},
+      {R"({"op": "decompose", "tensor": "A", "format": "sell", "interleave": 8, "width": 4})", "/schedule/0/width",
+       "decompose: \"width\" does not apply to format \"sell\""},
+      {R"({"op": "decompose", "tensor": "A", "format": "hyb", "sigma": 8})", "/schedule/0/sigma",
+       "decompose: \"sigma\" does not apply to format \"hyb\""},
       {R"({"op": "decompose", "tensor": "A", "format": "ell+coo"})", "/schedule/0",
        "decompose: format \"ell+coo\" needs \"width\": the ELL part's entries per row"},
       {R"({"op": "decompose", "tensor": "A", "format": "ell+coo", "width": 4, "buckets": [1]})", "/schedule/0/buckets",
@@ -259,4 +267,38 @@ TEST_CASE("decompose: interleaved ELL slots (SELL-C) are walked slot by slot, in
       "schedule": [{"op": "decompose", "tensor": "A", "format": "hyb", "buckets": [2], "interleave": 8}]})"),
                  "error: the interleaved ELL slots of A_p0_b2 are walked by a loop of their own, but loop j also visits another "
                  "operand's coordinates; decompose without \"interleave\""));
+}
+
+TEST_CASE("decompose: sell (SELL-C-sigma) walks each slice's own slots, writes every listed row, and merges no unordered rows") {
+  const std::string spmv = "y(i) = A(i,j) * x(j)";
+  auto config = [](const std::string& decompose, const std::string& ops, const std::string& tensors = "") {
+    return R"({"name": "k", "tensors": {"A": {"format": "csr"}, "y": {"format": "dense"})" + tensors + R"(}, "schedule": [)" +
+           decompose + ops + "]}";
+  };
+  const std::string sell = R"({"op": "decompose", "tensor": "A", "format": "sell", "interleave": 8, "sigma": 64})";
+  // The listed rows are every row, once, out of order: no zero fill, and stage I says so.
+  spgen::Compilation chosen = compile(spmv, config(sell, ", \"auto\""));
+  CHECK(contains(chosen.stage1_dump, "A_sell.0 = sparse_variable(i, length=dim_i, pos=A_sell_pos0, crd=A_sell_crd0, every coordinate, unordered)"));
+  CHECK(contains(chosen.stage1_dump, "A_sell.1 = sparse_fixed(j, parent=A_sell.0, length=dim_j, pos=A_sell_pos1, crd=A_sell_crd1, sliced)"));
+  CHECK_FALSE(contains(chosen.stage2_dump, "y_vals[p] = 0"));
+  CHECK(contains(chosen.stage2_dump, "y_vals[i] = acc_tile[i_lane]"));
+  // auto: a tile of 8 rows is a slice; the slot count, read at the group, moves outside the lanes.
+  CHECK(contains(chosen.stage2_dump, "for j at pA_sell1_slot in [0, int64(A_sell_pos1[i_group + 1]) - int64(A_sell_pos1[i_group])):"));
+  CHECK(contains(chosen.stage2_dump, "let pA_sell1: int64 = (int64(A_sell_pos1[i_group]) + pA_sell1_slot) * 8 + i_lane"));
+  // A tile of 4 rows is no slice: the count still depends on the lane, so precompute refuses.
+  CHECK(contains(error_of(spmv, config(sell, R"(, {"op": "tile", "var": "i", "factor": 4, "into": ["i_o", "i_i"]}, {"op": "precompute", "var": "i_i"})")),
+                 "error: precompute: loop j cannot move outside i_i: its bounds depend on it"));
+  // The header documents the slices.
+  CHECK(contains(chosen.files[0].text, "slices; group g of 8 parent positions (counted from the level above's first) holds "
+                                       "A_sell_pos1[g+1]-A_sell_pos1[g] slots"));
+  // Rows sorted by length cannot be merged with another operand's rows; in order (sigma 1) they can.
+  const std::string scaled = "y(i) = A(i,j) * x(j) * d(i)";
+  CHECK(contains(error_of(scaled, config(sell, "", R"(, "d": {"format": "sv"})")),
+                 "error: the rows of A_sell are listed out of order (sell with \"sigma\" above 1 sorts them by length), but loop i "
+                 "merges them with another operand's coordinates, which needs them in order; use \"sigma\": 1, or a dense operand on i"));
+  spgen::Compilation ordered =
+      compile(scaled, config(R"({"op": "decompose", "tensor": "A", "format": "sell", "interleave": 8})", "", R"(, "d": {"format": "sv"})"));
+  CHECK(contains(ordered.stage1_dump, "crd=A_sell_crd0, every coordinate)"));
+  // Rows that d may skip are no longer all written: zeroed first.
+  CHECK(contains(ordered.stage2_dump, "y_vals[p] = 0"));
 }

@@ -187,12 +187,31 @@ TEST_CASE("level access: an interleaved ELL level is walked by slots, each at it
   ell.width = plain.width = 4;
   ell.interleave = 8;
   CHECK_FALSE(level_access(plain)->walks_slots());
-  CHECK(level_access(plain)->slot_position(loops::var("p"), loops::int64(0), loops::var("s")) == nullptr);
+  CHECK(level_access(plain)->slot_position(loops::var("p"), loops::int64(0), loops::var("s"), loops::ScalarType::Int32) == nullptr);
   REQUIRE(level_access(ell)->walks_slots());
   // Whole groups of 8 parents: the last one padded.
   CHECK(level_access(ell)->size_prose("A_pos0[1]") == "ceil(A_pos0[1] / 8) * 8 * 4");
   CHECK(print(level_access(ell)->size(loops::var("n"), kIndex)) == "(n + 7) / 8 * 32");
-  CHECK(print(level_access(ell)->slot_position(loops::var("p"), loops::int64(0), loops::var("s"))) == "p / 8 * 32 + s * 8 + p % 8");
-  CHECK(print(level_access(ell)->slot_position(loops::var("p"), loops::var("b"), loops::var("s"))) ==
+  CHECK(print(level_access(ell)->slot_position(loops::var("p"), loops::int64(0), loops::var("s"), loops::ScalarType::Int32)) ==
+        "p / 8 * 32 + s * 8 + p % 8");
+  CHECK(print(level_access(ell)->slot_position(loops::var("p"), loops::var("b"), loops::var("s"), kIndex)) ==
         "(p - b) / 8 * 32 + s * 8 + (p - b) % 8");
+  CHECK(print(level_access(ell)->slot_count(loops::var("p"), loops::int64(0), kIndex)) == "4");
+}
+
+TEST_CASE("level access: a sliced ELL level (SELL-C-sigma) takes each group's slots from its pos array") {
+  sparse::Axis sell = axis(sparse::AxisKind::SparseFixed);
+  sell.interleave = 8;
+  sell.sliced = true;
+  sell.pos = "A_pos1";
+  auto level = level_access(sell);
+  REQUIRE(level->walks_slots());
+  CHECK(print(level->slot_count(loops::var("p"), loops::int64(0), kIndex)) == "int64(A_pos1[p / 8 + 1]) - int64(A_pos1[p / 8])");
+  CHECK(print(level->slot_position(loops::var("p"), loops::var("b"), loops::var("s"), kIndex)) ==
+        "(int64(A_pos1[(p - b) / 8]) + s) * 8 + (p - b) % 8");
+  // Slots of whole slices: the last one padded.
+  CHECK(level->size_prose("n") == "A_pos1[ceil(n / 8)] * 8");
+  CHECK(print(level->size(loops::var("n"), kIndex)) == "int64(A_pos1[(n + 7) / 8]) * 8");
+  CHECK(level->pos_size_prose("n") == "ceil(n / 8) + 1");
+  CHECK(level->describe(false, false).find("SELL slices of 8 rows") != std::string::npos);
 }

@@ -404,17 +404,25 @@ TEST_CASE("tune formats: the default first, then what the features make worth a 
   CHECK(composed.back().entry == nlohmann::json{{"format", "csr"}});
   CHECK(composed.back().schedule == nlohmann::json::parse(R"([
     {"op": "decompose", "tensor": "A", "format": "hyb", "buckets": [1, 2, 4, 8]}, "auto"])"));
-  // With lanes, hyb with its buckets interleaved by them (SELL-C) as well.
-  const std::vector<FormatChoice> sell = format_choices("A", 2, &skewed, true, 16);
-  REQUIRE(sell.size() == composed.size() + 1);
-  CHECK(sell.back().label == "hyb 1-8 in 16 lanes");
+  // With lanes, hyb with its buckets interleaved by them (SELL-C) as well, and SELL-C-sigma in
+  // slices of half and all the lanes.
+  const std::vector<FormatChoice> lanes = format_choices("A", 2, &skewed, true, 16);
+  REQUIRE(lanes.size() == composed.size() + 3);
+  const FormatChoice& sell = lanes[composed.size()];
+  CHECK(sell.label == "hyb 1-8 in 16 lanes");
+  CHECK(labels(lanes).back() == "sell 16-128");
+  CHECK(lanes[lanes.size() - 2].label == "sell 8-64");
+  CHECK(lanes.back().entry == nlohmann::json{{"format", "csr"}});
+  CHECK(lanes.back().schedule == nlohmann::json::parse(R"([
+    {"op": "decompose", "tensor": "A", "format": "sell", "interleave": 16, "sigma": 128}, "auto"])"));
   // ELL that pays (rows of 2 entries) comes interleaved as well: ell+coo whose coo part stays empty.
   const std::vector<FormatChoice> ell = format_choices("A", 2, &blocks, true, 16);
-  REQUIRE(ell.back().label == "ell 2 in 16 lanes");
-  CHECK(ell.back().entry == nlohmann::json{{"format", "csr"}});
-  CHECK(ell.back().schedule == nlohmann::json::parse(R"([
+  const FormatChoice& ell_lanes = ell.back();
+  REQUIRE(ell_lanes.label == "ell 2 in 16 lanes");
+  CHECK(ell_lanes.entry == nlohmann::json{{"format", "csr"}});
+  CHECK(ell_lanes.schedule == nlohmann::json::parse(R"([
     {"op": "decompose", "tensor": "A", "format": "ell+coo", "width": 2, "interleave": 16}, "auto"])"));
-  CHECK(sell.back().schedule == nlohmann::json::parse(R"([
+  CHECK(sell.schedule == nlohmann::json::parse(R"([
     {"op": "decompose", "tensor": "A", "format": "hyb", "buckets": [1, 2, 4, 8], "interleave": 16}, "auto"])"));
 }
 

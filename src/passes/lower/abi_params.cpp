@@ -144,7 +144,7 @@ class AbiParams {
     if (!axis.pos.empty()) {
       std::string what = level_access(axis)->pos_prose();
       params.push_back(make_param(axis.pos, ParamKind::Pos, index_type_, buffer.tensor, level, where + what,
-                                  parents == "1" ? "2" : parents + " + 1"));
+                                  level_access(axis)->pos_size_prose(parents)));
     }
     if (!axis.crd.empty()) {
       std::string what = level_access(axis)->crd_prose(buffer.format, iterates_run(axis), is_last_level(axis));

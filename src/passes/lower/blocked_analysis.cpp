@@ -265,7 +265,8 @@ std::string BlockedAnalysis::stored_as(const sparse::Axis& axis) const {
 
 bool BlockedAnalysis::visits_every_coordinate(int depth) const {
   if (depth < 0) return true;
-  return plans_[depth].kind == LoopKind::Dense || (plans_[depth].kind == LoopKind::Merge && plans_[depth].dense_universe);
+  return plans_[depth].kind == LoopKind::Dense || (plans_[depth].kind == LoopKind::Merge && plans_[depth].dense_universe) ||
+         plans_[depth].driven_over_every_coordinate;
 }
 
 std::string BlockedAnalysis::blocked_entries_reason(const sparse::SparseBuffer& output) const {

@@ -102,14 +102,12 @@ class EllLevel : public LevelAccess {
     return {begin, add(begin, int64(axis_.width))};
   }
   bool walks_slots() const override { return axis_.interleave > 0; }
+  Expr slot_count(Expr, Expr, ScalarType) const override { return axis_.interleave > 0 ? int64(axis_.width) : nullptr; }
   // (p - first) / C groups of C * width slots, then the slot's row of C, then the lane.
-  Expr slot_position(Expr parent, Expr parent_first, Expr slot) const override {
+  Expr slot_position(Expr parent, Expr parent_first, Expr slot, ScalarType) const override {
     const int64_t lanes = axis_.interleave;
     if (lanes == 0) return nullptr;
-    Expr offset = is_const_int(parent_first, 0) ? parent : sub(parent, parent_first);
-    Expr group = binary(BinOp::Div, offset, int64(lanes));
-    Expr lane = binary(BinOp::Mod, offset, int64(lanes));
-    return add(add(mul(group, int64(lanes * axis_.width)), mul(slot, int64(lanes))), lane);
+    return add(add(mul(group(parent, parent_first), int64(lanes * axis_.width)), mul(slot, int64(lanes))), lane(parent, parent_first));
   }
   Expr not_done(const std::string& position, const std::string& end, Expr coordinate) const override {
     Expr before_end = LevelAccess::not_done(position, end, coordinate);
@@ -122,6 +120,14 @@ class EllLevel : public LevelAccess {
     return axis_.tensor + (axis_.interleave > 0 ? " (ELL slots interleaved by " + std::to_string(axis_.interleave) + " rows, up to the padding)"
                                                 : " (ELL slots, up to the padding)");
   }
+
+ protected:
+  // Parent position p's group of C and its lane there, counted from the parent level's first.
+  Expr group(Expr parent, Expr parent_first) const { return binary(BinOp::Div, offset(parent, parent_first), int64(axis_.interleave)); }
+  Expr lane(Expr parent, Expr parent_first) const { return binary(BinOp::Mod, offset(parent, parent_first), int64(axis_.interleave)); }
+  static Expr offset(Expr parent, Expr parent_first) { return is_const_int(parent_first, 0) ? parent : sub(parent, parent_first); }
+
+ public:
   // ELL rows shorter than the width end in padding, marked by a negative coordinate.
   Stmt only_stored(const std::string& coordinate_var, Stmt inner) const override {
     return std::make_shared<If>(binary(BinOp::Le, int64(0), var(coordinate_var)), inner, nullptr);
@@ -132,6 +138,12 @@ class EllLevel : public LevelAccess {
   }
   std::string crd_prose(const Format&, bool, bool) const override {
     const std::string width = std::to_string(axis_.width);
+    if (axis_.sliced) {
+      const std::string lanes = std::to_string(axis_.interleave);
+      return ": coordinates, stored by slices of " + lanes + " parent positions (counted from the level above's first), slot by "
+             "slot: slot s of position p at (" + axis_.pos + "[p / " + lanes + "] + s) * " + lanes + " + p % " + lanes +
+             "; a position's coordinates increase, then padding marked -1 fills its slice's slots";
+    }
     if (axis_.interleave > 0) {
       const std::string lanes = std::to_string(axis_.interleave);
       return ": coordinates, " + width + " per parent position, increasing, then padding marked -1; stored by groups of " + lanes +
@@ -139,6 +151,44 @@ class EllLevel : public LevelAccess {
              ") * " + std::to_string(axis_.interleave * axis_.width) + " + s * " + lanes + " + p % " + lanes;
     }
     return ": coordinates, " + width + " per parent position, increasing, then padding marked -1";
+  }
+};
+
+// SELL-C-sigma's slices: an interleaved ELL level whose width varies by group of C parent
+// positions, group g holding pos[g+1] - pos[g] slots (the longest of its rows).
+class SlicedEllLevel : public EllLevel {
+ public:
+  using EllLevel::EllLevel;
+  std::string size_prose(const std::string& parent) const override {
+    const std::string lanes = std::to_string(axis_.interleave);
+    return axis_.pos + "[ceil(" + parent + " / " + lanes + ")] * " + lanes;
+  }
+  Expr size(Expr parent, ScalarType index_type) const override {
+    const int64_t lanes = axis_.interleave;
+    Expr groups = binary(BinOp::Div, add(parent, int64(lanes - 1)), int64(lanes));
+    return mul(load_index(axis_.pos, groups, index_type), int64(lanes));
+  }
+  Expr slot_count(Expr parent, Expr parent_first, ScalarType index_type) const override {
+    Expr g = group(parent, parent_first);
+    return sub(load_index(axis_.pos, add(g, int64(1)), index_type), load_index(axis_.pos, g, index_type));
+  }
+  // (pos[g] + s) * C + lane: the group's first slot, the slot's row of C, the lane.
+  Expr slot_position(Expr parent, Expr parent_first, Expr slot, ScalarType index_type) const override {
+    const int64_t lanes = axis_.interleave;
+    Expr first_slot = load_index(axis_.pos, group(parent, parent_first), index_type);
+    return add(mul(add(first_slot, slot), int64(lanes)), lane(parent, parent_first));
+  }
+  std::string locate_strategy(bool) const override { return "binary search in its slice's slots, up to the padding"; }
+  std::string describe(bool, bool) const override {
+    return axis_.tensor + " (SELL slices of " + std::to_string(axis_.interleave) + " rows, up to the padding)";
+  }
+  std::string pos_prose() const override {
+    const std::string lanes = std::to_string(axis_.interleave);
+    return ": slices; group g of " + lanes + " parent positions (counted from the level above's first) holds " + axis_.pos +
+           "[g+1]-" + axis_.pos + "[g] slots, its longest position's count";
+  }
+  std::string pos_size_prose(const std::string& parent) const override {
+    return "ceil(" + parent + " / " + std::to_string(axis_.interleave) + ") + 1";
   }
 };
 
@@ -244,7 +294,9 @@ std::unique_ptr<LevelAccess> level_access(const sparse::Axis& axis) {
   switch (axis.kind) {
     case sparse::AxisKind::DenseFixed: return std::make_unique<DenseFixedLevel>(axis);
     case sparse::AxisKind::DenseVariable: return std::make_unique<RaggedLevel>(axis);
-    case sparse::AxisKind::SparseFixed: return std::make_unique<EllLevel>(axis);
+    case sparse::AxisKind::SparseFixed:
+      if (axis.sliced) return std::make_unique<SlicedEllLevel>(axis);
+      return std::make_unique<EllLevel>(axis);
     case sparse::AxisKind::SparseVariable: return std::make_unique<CompressedLevel>(axis);
     case sparse::AxisKind::Singleton: return std::make_unique<SingletonLevel>(axis);
   }

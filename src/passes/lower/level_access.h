@@ -51,10 +51,17 @@ class LevelAccess {
   virtual bool coordinate_is_offset() const { return false; }
   virtual bool locatable() const { return false; }
   // An interleaved ELL level: its positions under a parent are no range, so a loop walks the
-  // parent's `width` slots and declares each slot's position, slot_position(). `parent_first`:
-  // the first position of the parent's level, which the groups count from. Null elsewhere.
+  // parent's slot_count() slots (its `width`, or its slice's) and declares each slot's
+  // position, slot_position(). `parent_first`: the first position of the parent's level, which
+  // the groups count from. Null elsewhere.
   virtual bool walks_slots() const { return false; }
-  virtual loops::Expr slot_position(loops::Expr /*parent*/, loops::Expr /*parent_first*/, loops::Expr /*slot*/) const { return nullptr; }
+  virtual loops::Expr slot_count(loops::Expr /*parent*/, loops::Expr /*parent_first*/, loops::ScalarType /*index_type*/) const {
+    return nullptr;
+  }
+  virtual loops::Expr slot_position(loops::Expr /*parent*/, loops::Expr /*parent_first*/, loops::Expr /*slot*/,
+                                    loops::ScalarType /*index_type*/) const {
+    return nullptr;
+  }
   // `inner`, run only where the coordinate in `coordinate_var` is stored (ELL: not padding).
   virtual loops::Stmt only_stored(const std::string& /*coordinate_var*/, loops::Stmt inner) const { return inner; }
   // A cursor at `position` has coordinates left before `end` (whose coordinate is `coordinate`).
@@ -79,6 +86,8 @@ class LevelAccess {
   // The ABI's prose of the level's pos and crd arrays. `format`: the tensor's; `iterates_run`
   // and `last_level` as in describe (a singleton's order promise).
   virtual std::string pos_prose() const;
+  // The length of the pos array, given the positions of the levels above (`parent`, "1" for none).
+  virtual std::string pos_size_prose(const std::string& parent) const { return parent == "1" ? "2" : parent + " + 1"; }
   virtual std::string crd_prose(const Format& format, bool iterates_run, bool last_level) const;
 
  protected:

@@ -21,6 +21,8 @@ struct LoopPlan {
   std::vector<int> located;     // ... those reached by direct lookup from the coordinate, not a cursor
   bool dense_universe = false;  // some term has no compressed factor on v: visit every coordinate
   bool universe_of_parts_only = false;  // ... only an added part's, on a loop the parts share (defer_located_terms)
+  // Driven alone by a level that lists every coordinate (SELL's rows): it visits them all.
+  bool driven_over_every_coordinate = false;
   IterationSpace space;
   IterationSpace terms;  // every term's tensors, on this variable or not (tensor_terms)
 

@@ -222,14 +222,16 @@ Stmt Lowering::slot_walk(int depth, const LevelAccess& level, std::vector<Stmt> 
   Expr first = top.kind == sparse::AxisKind::DenseFixed ? int64(0) : level_access(top)->positions_under(int64(0), "", index_type_).first;
   const std::string slot = fresh_name(position + "_slot");
   std::vector<Stmt> body;
-  body.push_back(std::make_shared<Declare>(position, ScalarType::Int64, level.slot_position(var(levels[0].name), first, var(slot)), false));
+  body.push_back(std::make_shared<Declare>(position, ScalarType::Int64,
+                                           level.slot_position(var(levels[0].name), first, var(slot), index_type_), false));
   body.push_back(std::make_shared<Declare>(index_var, ScalarType::Int64, level.coordinate_at(position, nullptr, index_type_), false));
   locate({operands.begin() + 1, operands.end()}, index_var, body);
   append(body, position_declares(depth));
   body.push_back(level.only_stored(index_var, guarded_nest(depth, operands)));
   LoopAnnotations annotations = loop_annotations(depth);
   annotations.walks = axis.tensor;
-  setup.push_back(std::make_shared<For>(index_var, slot, int64(0), int64(axis.width), block(std::move(body)), annotations));
+  Expr slots = level.slot_count(var(levels[0].name), first, index_type_);
+  setup.push_back(std::make_shared<For>(index_var, slot, int64(0), slots, block(std::move(body)), annotations));
   return setup.size() == 1 ? setup.front() : block(std::move(setup));
 }
 

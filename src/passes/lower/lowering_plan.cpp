@@ -87,6 +87,14 @@ void Lowering::plan_loops() {
     if (sparse_tensors.empty()) plan.kind = LoopKind::Dense;
     else if (streams == 1 && !plan.dense_universe) plan.kind = LoopKind::Driven;
     else plan.kind = LoopKind::Merge;
+    plan.driven_over_every_coordinate = plan.kind == LoopKind::Driven && plan.space.size() == 1 && plan.space[0].size() == 1 &&
+                                        program_.axes[plan.stream()].lists_every_coordinate;
+    for (int id : plan.axes)
+      if (!program_.axes[id].ordered && plan.kind == LoopKind::Merge && !plan.locates(id))
+        throw_unsupported("the rows of " + program_.axes[id].tensor + " are listed out of order (sell with \"sigma\" above 1 sorts " +
+                          "them by length), but loop " + var + " merges them with " +
+                          (plan.dense_universe ? "every coordinate" : "another operand's coordinates") +
+                          ", which needs them in order; use \"sigma\": 1, or a dense operand on " + var);
     // An interleaved level's positions are no range: only a loop that streams it alone walks it.
     for (int id : plan.axes)
       if (level_access(program_.axes[id])->walks_slots() && plan.kind != LoopKind::Driven)

@@ -127,7 +127,7 @@ void Scheduler::apply_op(const PrecomputeOp& precompute) {
     fail("cannot precompute over " + precompute.var + ": it iterates the reduction index " + origin_.at(precompute.var));
   if (loop.annotations.scheduled())
     fail("precompute " + precompute.var + " before scheduling it further");
-  PrecomputeShape shape = precompute_shape(loop);
+  PrecomputeShape shape = precompute_shape(loop, &func_.body);
   if (!shape.refusal.empty()) fail(shape.refusal);
   const Declare* sum = shape.sum;
   const For* summing = shape.summing;
@@ -140,6 +140,9 @@ void Scheduler::apply_op(const PrecomputeOp& precompute) {
         summing->label, slot, int64(0), shape.invariant_trips,
         block({std::make_shared<Declare>(summing->var, ScalarType::Int64, add(summing->begin, var(slot)), false), summing->body}),
         summing->annotations);
+    summing = counted.get();
+  } else if (shape.folded_end) {
+    counted = std::make_shared<For>(summing->label, summing->var, summing->begin, shape.folded_end, summing->body, summing->annotations);
     summing = counted.get();
   }
   const std::vector<Stmt>& lets = shape.lets;

@@ -32,14 +32,20 @@ struct PrecomputeShape {
   // The summing loop's range starts where the loop's iteration says but runs a trip count that
   // does not depend on it (ELL's slots of a row: [p * W, p * W + W)): the count, else null.
   Expr invariant_trips;
+  // The summing loop's end, read where it stands, depends on the loop only through arithmetic
+  // that a tile made plain (a SELL slice's slots, the same for the lanes of a group): that end
+  // as it reads outside the loop, else null. Found only where precompute_shape has `scope`.
+  Expr folded_end;
   std::string refusal;
+  bool refused_for_bounds = false;  // `refusal` is about the summing loop's bounds
 };
 
 std::vector<std::string> merge_loop_labels(const Stmt& stmt);
 bool has_store(const Stmt& stmt);
 bool is_zero(const Expr& expr);
 bool only_accumulates(const Stmt& body, const std::string& scalar);
-PrecomputeShape precompute_shape(const For& loop);
+// `scope`: the function body holding `loop`, where the summing loop's bounds may be folded.
+PrecomputeShape precompute_shape(const For& loop, const Stmt* scope = nullptr);
 
 class Scheduler {
  public:
