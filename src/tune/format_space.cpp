@@ -72,11 +72,13 @@ std::vector<FormatChoice> format_choices(const std::string& tensor, int order, c
     if (lanes > 0)
       if (std::optional<FormatChoice> sell = hyb_choice(tensor, *features, lanes)) choices.push_back(*sell);
     // SELL-C-sigma, slices of a vector's lanes and of half of them (8 floats measured best on
-    // the short-row graphs, bench/RESULTS.md session 34), sorted in windows of 8 slices.
+    // the short-row graphs), sorted in windows of 64 slices (512 rows beat 64 on every graph it
+    // wins, one thread; windows of thousands leave one thread the long rows: bench/RESULTS.md,
+    // session 34).
     for (int64_t c : {lanes / 2, lanes}) {
       if (lanes <= 0 || c < 4) continue;
-      json decompose = {{"op", "decompose"}, {"tensor", tensor}, {"format", "sell"}, {"interleave", c}, {"sigma", 8 * c}};
-      choices.push_back({"sell " + std::to_string(c) + "-" + std::to_string(8 * c), json{{"format", "csr"}}, json::array({decompose, "auto"})});
+      json decompose = {{"op", "decompose"}, {"tensor", tensor}, {"format", "sell"}, {"interleave", c}, {"sigma", 64 * c}};
+      choices.push_back({"sell " + std::to_string(c) + "-" + std::to_string(64 * c), json{{"format", "csr"}}, json::array({decompose, "auto"})});
     }
     // ELL of the longest row with its slots interleaved (SELL-C of one width): csr decomposed
     // into ell+coo whose coo part stays empty, each row's slots walked `lanes` rows to a vector.

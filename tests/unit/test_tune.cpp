@@ -410,11 +410,11 @@ TEST_CASE("tune formats: the default first, then what the features make worth a 
   REQUIRE(lanes.size() == composed.size() + 3);
   const FormatChoice& sell = lanes[composed.size()];
   CHECK(sell.label == "hyb 1-8 in 16 lanes");
-  CHECK(labels(lanes).back() == "sell 16-128");
-  CHECK(lanes[lanes.size() - 2].label == "sell 8-64");
+  CHECK(labels(lanes).back() == "sell 16-1024");
+  CHECK(lanes[lanes.size() - 2].label == "sell 8-512");
   CHECK(lanes.back().entry == nlohmann::json{{"format", "csr"}});
   CHECK(lanes.back().schedule == nlohmann::json::parse(R"([
-    {"op": "decompose", "tensor": "A", "format": "sell", "interleave": 16, "sigma": 128}, "auto"])"));
+    {"op": "decompose", "tensor": "A", "format": "sell", "interleave": 16, "sigma": 1024}, "auto"])"));
   // ELL that pays (rows of 2 entries) comes interleaved as well: ell+coo whose coo part stays empty.
   const std::vector<FormatChoice> ell = format_choices("A", 2, &blocks, true, 16);
   const FormatChoice& ell_lanes = ell.back();
