@@ -105,24 +105,28 @@ struct SellParts {
 
 #define SPGEN_SELL p.index[0].data(), p.index[1].data(), p.index[2].data(), p.index[3].data(), p.values.data()
 
+// One SELL kernel (its inspector's two calls and its executor) behind the CSR signature.
+template <class Sizes, class Fill, class Kernel>
+void sell_csr(SellParts& p, int64_t dim_i, int64_t dim_j, float* y, const int32_t* pos, const int32_t* crd, const float* vals,
+              const float* x, Sizes sizes, Fill fill, Kernel kernel) {
+  prepare(
+      p, pos, crd, vals, dim_i, dim_j, [&](int64_t* n) { return sizes(dim_i, dim_j, pos, crd, n); },
+      [&] { return fill(dim_i, dim_j, pos, crd, vals, SPGEN_SELL, p.lengths); });
+  kernel(dim_i, dim_j, y, SPGEN_SELL, x);
+}
+
 }  // namespace
 
 void spmv_b_sell8_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* pos, const int32_t* crd, const float* vals,
                       const float* x) {
   static SellParts p;
-  prepare(
-      p, pos, crd, vals, dim_i, dim_j, [&](int64_t* n) { return spmv_b_sell8_decompose_A_sizes(dim_i, dim_j, pos, crd, n); },
-      [&] { return spmv_b_sell8_decompose_A(dim_i, dim_j, pos, crd, vals, SPGEN_SELL, p.lengths); });
-  spmv_b_sell8(dim_i, dim_j, y, SPGEN_SELL, x);
+  sell_csr(p, dim_i, dim_j, y, pos, crd, vals, x, spmv_b_sell8_decompose_A_sizes, spmv_b_sell8_decompose_A, spmv_b_sell8);
 }
 
 void spmv_b_sell16_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* pos, const int32_t* crd, const float* vals,
                        const float* x) {
   static SellParts p;
-  prepare(
-      p, pos, crd, vals, dim_i, dim_j, [&](int64_t* n) { return spmv_b_sell16_decompose_A_sizes(dim_i, dim_j, pos, crd, n); },
-      [&] { return spmv_b_sell16_decompose_A(dim_i, dim_j, pos, crd, vals, SPGEN_SELL, p.lengths); });
-  spmv_b_sell16(dim_i, dim_j, y, SPGEN_SELL, x);
+  sell_csr(p, dim_i, dim_j, y, pos, crd, vals, x, spmv_b_sell16_decompose_A_sizes, spmv_b_sell16_decompose_A, spmv_b_sell16);
 }
 
 void spmv_b_hyb_il16_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* pos, const int32_t* crd, const float* vals,
