@@ -59,3 +59,31 @@ TEST_CASE("fold_lane_arithmetic: declarations are read through only where nothin
   // An array the function writes (y itself) is no fixed value either.
   CHECK(contains(folded(8, "y"), "y[p] = (p - int64(y[0])) / 8 * 32 + (p - int64(y[0])) % 8"));
 }
+
+TEST_CASE("fold_lane_arithmetic_at: an expression read where a loop begins, folded in that loop's context") {
+  // for g in [0, n): for l in [0, 8): { let p = first + g * 8 + l; for s in [0, count): ... } where
+  // count is a SELL slice's slots: pos[(p - first) / 8 + 1] - pos[(p - first) / 8].
+  Expr first = cast(ScalarType::Int64, load("pos0", int64(0), ScalarType::Int32));
+  Expr group = binary(BinOp::Div, sub(var("p"), first), int64(8));
+  auto slots = [](Expr g) {
+    return sub(cast(ScalarType::Int64, load("pos1", add(g, int64(1)), ScalarType::Int32)), cast(ScalarType::Int64, load("pos1", g, ScalarType::Int32)));
+  };
+  auto nest = [&](int64_t lanes) {
+    auto walk = std::make_shared<For>("s", "s", int64(0), slots(group), block({std::make_shared<Store>("y", var("p"), int64(1), true)}));
+    std::vector<Stmt> body = {std::make_shared<Declare>("p", ScalarType::Int64, add(add(var("first"), mul(var("g"), int64(8))), var("l")), false),
+                              walk};
+    Stmt lanes_loop = std::make_shared<For>("l", "l", int64(0), int64(lanes), block(body));
+    Stmt top = block({std::make_shared<Declare>("first", ScalarType::Int64, first, false),
+                      std::make_shared<For>("g", "g", int64(0), var("n"), lanes_loop)});
+    return std::make_pair(top, walk);
+  };
+  auto [body, walk] = nest(8);
+  CHECK(ExprPrinter().print(spgen::fold_lane_arithmetic_at(body, walk.get(), walk->end)) == "int64(pos1[g + 1]) - int64(pos1[g])");
+  // Lanes that may reach the slice's size: the count stays per lane.
+  auto [wide, wide_walk] = nest(16);
+  CHECK(ExprPrinter().print(spgen::fold_lane_arithmetic_at(wide, wide_walk.get(), wide_walk->end)) ==
+        ExprPrinter().print(wide_walk->end));
+  // A loop not in the body: the expression as it is.
+  auto [other, other_walk] = nest(8);
+  CHECK(spgen::fold_lane_arithmetic_at(body, other_walk.get(), other_walk->end) == other_walk->end);
+}
