@@ -142,8 +142,10 @@ std::string describe_schedule_op(const ScheduleOp& op) {
         std::snprintf(fill, sizeof fill, "%g", d.fill);
         out += ", block " + std::to_string(d.block_rows) + "x" + std::to_string(d.block_cols) + ", fill " + fill;
       }
-      if (d.interleave > 0) out += d.format == "sell" ? ", slices of " + std::to_string(d.interleave) : ", interleaved by " + std::to_string(d.interleave);
-      if (d.format == "sell") out += ", sorted in windows of " + std::to_string(d.sigma);
+      if (d.format == "sell")
+        out += ", slices of " + std::to_string(d.interleave) + ", sorted in windows of " + std::to_string(d.sigma);
+      else if (d.interleave > 0)
+        out += ", interleaved by " + std::to_string(d.interleave);
       return out + ")";
     }
   };

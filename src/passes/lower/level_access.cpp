@@ -138,12 +138,6 @@ class EllLevel : public LevelAccess {
   }
   std::string crd_prose(const Format&, bool, bool) const override {
     const std::string width = std::to_string(axis_.width);
-    if (axis_.sliced) {
-      const std::string lanes = std::to_string(axis_.interleave);
-      return ": coordinates, stored by slices of " + lanes + " parent positions (counted from the level above's first), slot by "
-             "slot: slot s of position p at (" + axis_.pos + "[p / " + lanes + "] + s) * " + lanes + " + p % " + lanes +
-             "; a position's coordinates increase, then padding marked -1 fills its slice's slots";
-    }
     if (axis_.interleave > 0) {
       const std::string lanes = std::to_string(axis_.interleave);
       return ": coordinates, " + width + " per parent position, increasing, then padding marked -1; stored by groups of " + lanes +
@@ -189,6 +183,12 @@ class SlicedEllLevel : public EllLevel {
   }
   std::string pos_size_prose(const std::string& parent) const override {
     return "ceil(" + parent + " / " + std::to_string(axis_.interleave) + ") + 1";
+  }
+  std::string crd_prose(const Format&, bool, bool) const override {
+    const std::string lanes = std::to_string(axis_.interleave);
+    return ": coordinates, stored by slices of " + lanes + " parent positions (counted from the level above's first), slot by "
+           "slot: slot s of position p at (" + axis_.pos + "[p / " + lanes + "] + s) * " + lanes + " + p % " + lanes +
+           "; a position's coordinates increase, then padding marked -1 fills its slice's slots";
   }
 };
 
