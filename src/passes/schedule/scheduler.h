@@ -1,7 +1,8 @@
 // The scheduler of pass 6 (schedule_loops.h): one object per kernel, which applies the ops in
 // turn. Its ops are defined by kind: schedule_loops.cpp (finding loops, names, finishing),
-// schedule/loop_ops.cpp (split, tile, precompute, reorder, fuse) and schedule/parallel_ops.cpp
-// (parallel, vectorize, unroll, bind and the ops applied at the end).
+// schedule/loop_ops.cpp (split, tile, precompute, reorder, fuse), schedule/parallel_ops.cpp
+// (parallel, vectorize, unroll, bind and the ops applied at the end) and schedule/balance_ops.cpp
+// (parallel's balanced parts).
 #pragma once
 
 #include <functional>
@@ -105,6 +106,7 @@ class Scheduler {
   void refuse_overwrites(const For& loop) const;
   Stmt listed_per_thread(const For& loop);
   Stmt privatized(const Stmt& loop, const std::string& copy);
+  // Balanced parts (schedule/balance_ops.cpp).
   Stmt balance_by_nonzeros(const For& loop, const Stmt& body, LoopAnnotations annotations, int64_t parts);
   Stmt balance_by_runs(const For& loop, const Stmt& body, LoopAnnotations annotations, int64_t parts);
   // The parts a balanced loop is cut into: `parts` of them, or (0) one per thread, the count read
