@@ -156,11 +156,11 @@ class ScheduleReader : public ConfigJsonReader {
       }
       if (op.contains("balance")) {
         parallel.balance = get_string(op["balance"], path + "/balance");
-        if (parallel.balance != "nonzeros")
-          fail(path + "/balance", "unknown balance \"" + parallel.balance + "\" (expected nonzeros)");
+        if (parallel.balance != "nonzeros" && parallel.balance != "merge_path")
+          fail(path + "/balance", "unknown balance \"" + parallel.balance + "\" (expected nonzeros or merge_path)");
       }
       if (op.contains("parts")) {
-        if (parallel.balance.empty()) fail(path + "/parts", "\"parts\" needs \"balance\": \"nonzeros\"");
+        if (parallel.balance.empty()) fail(path + "/parts", "\"parts\" needs a \"balance\"");
         parallel.parts = get_positive_int(op["parts"], path + "/parts");
       }
       if (!parallel.balance.empty() && op.contains("chunk"))

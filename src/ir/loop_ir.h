@@ -160,6 +160,18 @@ struct LoopAnnotations {
   // cpu: in a parallel region, the loop runs in each thread, one thread after another in thread
   // order (the concatenation of per-thread lists); elsewhere it is a plain loop.
   bool in_thread_order = false;
+  // cpu: a loop over rows that `parallel`'s merge-path balance cuts (schedule/balance_ops.cpp),
+  // until the scheduler's finish makes it two loops: rows [begin, last_row) reading only the
+  // positions [first, end) of `pos`, then row last_row (below `rows`), which a later part
+  // finishes, with its stores into `output` moved to row `part` of `carry` (row_size entries a row).
+  struct CutRows {
+    std::string pos;
+    Expr first, end;
+    std::string last_row;
+    Expr rows;
+    std::string output, carry, part;
+    Expr row_size;
+  } cut;
   std::vector<std::string> simd_reductions;  // scalars a vectorized (or reduced parallel) loop sums into
   BinOp simd_combine = BinOp::Add;            // ... or takes the max (min) into: a max reduction's
   // Scalars declared before a parallel loop that its body sets (a cursor): each thread keeps its

@@ -150,6 +150,7 @@ void Scheduler::finish() {
     cache_in_shared_memory(func_, program_, config_, cache_ops_);
     return;
   }
+  cut_rows();  // first: the ops on the rows' body are done, and the passes below see both copies
   prefetch_rows(func_, program_, config_, prefetch_ops_);
   batch_entries(func_, config_, program_, batch_ops_);  // last: it copies the loop body, prefetches and all
   if (!any_parallel_) return;

@@ -10,7 +10,8 @@ using json = nlohmann::json;
 namespace {
 
 // The parallel schedules tried: libgomp's static, dynamic in chunks from a few rows to thousands
-// (rows are cheap in SpMV, dear in SpMM), guided, and ranges of equal nonzero counts for skew.
+// (rows are cheap in SpMV, dear in SpMM), guided, and ranges of equal nonzero counts for skew,
+// rows whole or cut (merge path: a row holding more than a thread's share).
 const std::vector<json>& parallel_choices() {
   static const std::vector<json> choices = {
       {{"schedule", "static"}},
@@ -21,12 +22,13 @@ const std::vector<json>& parallel_choices() {
       {{"schedule", "dynamic"}, {"chunk", 2048}},
       {{"schedule", "guided"}},
       {{"balance", "nonzeros"}},
+      {{"balance", "merge_path"}},
   };
   return choices;
 }
 
 std::string parallel_label(const json& v) {
-  if (v.contains("balance")) return "balance nonzeros";
+  if (v.contains("balance")) return "balance " + v.at("balance").get<std::string>();
   std::string label = v.at("schedule").get<std::string>();
   if (v.contains("chunk")) label += "," + std::to_string(v.at("chunk").get<int64_t>());
   return label;

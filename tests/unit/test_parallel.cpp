@@ -114,6 +114,65 @@ TEST_CASE("parallel balance nonzeros over COO's runs: parts begin at a run of eq
                  "parallel(i, static, balance nonzeros): entries in runs of equal i (a non-unique level)"));
 }
 
+TEST_CASE("parallel balance merge_path: rows cut where the merged rows and entries split evenly, carries added after") {
+  const spgen::Compilation spmv = compile(kSpmv, with(kCsr, R"({"op": "parallel", "var": "i", "balance": "merge_path", "parts": 4})"));
+  const std::string& s2 = spmv.stage2_dump;
+  // Each part's start on its diagonal of the merge: the rows that end before it, then entries.
+  CHECK(contains(s2, "allocate y_carry: float32[4] = 0, i_carry_row: int64[4] = 0:"));
+  CHECK(contains(s2, "let i_begin_diagonal: int64 = (dim_i + A_pos1_entries) * i_part / 4\n"
+                     "      var i_begin: int64 = max(0, i_begin_diagonal - A_pos1_entries)\n"
+                     "      var i_begin_high: int64 = min(i_begin_diagonal, dim_i)"));
+  CHECK(contains(s2, "if int64(A_pos1[i_begin_mid + 1]) - A_pos1_first <= i_begin_diagonal - i_begin_mid - 1:"));
+  CHECK(contains(s2, "let i_begin_entry: int64 = A_pos1_first + (i_begin_diagonal - i_begin)"));
+  // The first row from the part's first entry, the rows between unclipped, the last row up to
+  // the part's last entry into the part's carry.
+  CHECK(contains(s2, "for i in [i_begin, min(i_begin + 1, i_end)):\n"
+                     "        var acc: float32 = 0\n"
+                     "        for j at pA1 in [max(int64(A_pos1[i]), i_begin_entry), int64(A_pos1[i + 1])):"));
+  CHECK(contains(s2, "for i in [i_begin + 1, i_end):\n"
+                     "        var acc: float32 = 0\n"
+                     "        for j at pA1 in [int64(A_pos1[i]), int64(A_pos1[i + 1])):"));
+  CHECK(contains(s2, "for i in [i_end, min(i_end + 1, dim_i)):\n"
+                     "        var acc: float32 = 0\n"
+                     "        for j at pA1 in [max(int64(A_pos1[i]), i_begin_entry), min(int64(A_pos1[i + 1]), i_end_entry)):"));
+  CHECK(contains(s2, "y_carry[i_part] = acc"));
+  CHECK(contains(s2, "for carry i at i_part_2 in [0, 4):\n      if i_carry_row[i_part_2] < dim_i:\n"
+                     "        y_vals[i_carry_row[i_part_2]] += y_carry[i_part_2]"));
+  // The carries are shared: allocated before the parallel region, not per thread.
+  CHECK(contains(spmv.files[1].text, "    std::vector<float> y_carry(4, 0.0f);\n    std::vector<int64_t> i_carry_row(4, 0);\n"
+                                     "    // each part's share of the row it leaves unfinished, added in after the parts\n"
+                                     "    #pragma omp parallel for schedule(static)\n"));
+  // SpMM: a carry is a whole output row; ops after parallel reach the rows' body before the cut.
+  const std::string spmm = compile(kSpmm, with(kCsr, R"({"op": "parallel", "var": "i", "balance": "merge_path"},
+                                                         {"op": "vectorize", "var": "k"})")).stage2_dump;
+  CHECK(contains(spmm, "allocate C_carry: float32[i_parts * dim_k] = 0, i_carry_row: int64[i_parts] = 0:"));
+  CHECK(contains(spmm, "C_carry[pC1 + (i_part - i) * dim_k] += A_vals[pA1] * B_vals[pB1]"));
+  CHECK(contains(spmm, "C_vals[i_carry_row[i_part_2] * dim_k + C_entry] += C_carry[i_part_2 * dim_k + C_entry]"));
+  CHECK(contains(spmm, "for k in [0, dim_k) vectorized:"));
+}
+
+TEST_CASE("parallel balance merge_path refuses rows whose sum does not split") {
+  auto refusal = [](const char* spec, const std::string& config) { return error_of(spec, config); };
+  const std::string tail = "; use \"balance\": \"nonzeros\", which keeps rows whole";
+  CHECK(contains(refusal("y(i) = max(j: A(i,j) * x(j))\n", with(kCsr, R"({"op": "parallel", "var": "i", "balance": "merge_path"})")),
+                 "error: parallel: balance merge_path cuts rows, and the rows take a max or a min, not a sum" + tail));
+  CHECK(contains(refusal("y(i) = A(i,j) * B(i,j) * x(j)\n",
+                         R"({"tensors": {"A": {"format": "csr"}, "B": {"format": "csr"}}, "schedule": [{"op": "parallel", "var": "i", "balance": "merge_path"}]})"),
+                 "balance merge_path cuts rows, and it co-iterates A with the sparse B" + tail));
+  CHECK(contains(refusal("y(i) = exp(A(i,j)) * x(j)\n", with(kCsr, R"({"op": "parallel", "var": "i", "balance": "merge_path"})")),
+                 "the right-hand side is not a sum of terms each a product with one entry of A" + tail));
+  CHECK(contains(refusal(kSpmv, R"({"tensors": {"A": {"format": "ragged"}}, "schedule": [{"op": "parallel", "var": "i", "balance": "merge_path"}]})"),
+                 "balance merge_path cuts rows, and the level under i is not compressed" + tail));
+  CHECK(contains(refusal(kSpmv, R"({"tensors": {"A": {"format": "bsr", "block": [2, 2]}}, "schedule": [{"op": "parallel", "var": "i_blk", "balance": "merge_path"}]})"),
+                 "balance merge_path cuts rows, and loop i_blk runs over blocks of rows" + tail));
+  CHECK(contains(refusal(kSpmv, with(kCsr, R"({"op": "parallel", "var": "i", "balance": "merge_path"}, {"op": "split", "var": "i", "factor": 4})")),
+                 "/schedule/0: error: parallel: balance merge_path cuts the loop over rows after the ops that follow it, and one of "
+                 "them split, tiled or moved that loop; put the parallel op after the ops on its loop"));
+  // A product with a factor of the row alone still splits: y(i) = A(i,j) x(j) b(i).
+  CHECK(contains(compile("y(i) = A(i,j) * x(j) * b(i)\n", with(kCsr, R"({"op": "parallel", "var": "i", "balance": "merge_path"})")).stage2_dump,
+                 "y_carry[i_part]"));
+}
+
 TEST_CASE("parallel balance errors") {
   CHECK(contains(error_of(kSpmm, with(kCsr, R"({"op": "parallel", "var": "k", "balance": "nonzeros"})")),
                  "/schedule/0: error: parallel: balance nonzeros needs a loop over the rows of a compressed level, but no "
@@ -123,9 +182,9 @@ TEST_CASE("parallel balance errors") {
   CHECK(contains(error_of(kSpmv, with(kCsc, R"({"op": "parallel", "var": "i", "balance": "nonzeros", "reduction": "atomic"})")),
                  "/schedule/0: error: parallel: loop i iterates the spatial index i"));
   CHECK(contains(error_of(kSpmv, with(kCsr, R"({"op": "parallel", "var": "i", "balance": "rows"})")),
-                 "/schedule/0/balance: error: unknown balance \"rows\" (expected nonzeros)"));
+                 "/schedule/0/balance: error: unknown balance \"rows\" (expected nonzeros or merge_path)"));
   CHECK(contains(error_of(kSpmv, with(kCsr, R"({"op": "parallel", "var": "i", "parts": 4})")),
-                 "/schedule/0/parts: error: \"parts\" needs \"balance\": \"nonzeros\""));
+                 "/schedule/0/parts: error: \"parts\" needs a \"balance\""));
   CHECK(contains(error_of(kSpmv, with(kCsr, R"({"op": "parallel", "var": "i", "balance": "nonzeros", "chunk": 4})")),
                  "/schedule/0/chunk: error: a balanced loop's parts are its chunks: set \"parts\" instead of \"chunk\""));
 }

@@ -3,7 +3,51 @@
 // positions on each call.
 #include "passes/schedule/scheduler.h"
 
+#include <algorithm>
+
 namespace spgen::scheduling {
+
+namespace {
+
+// How the right-hand side depends on `tensor`'s values: 0 not at all, 1 linearly (every term a
+// product with exactly one of them, or a quotient of such), -1 otherwise. A row's sum that is
+// linear in a matrix's entries splits into sums over any pieces of its row.
+int degree_in(const ast::Expr& e, const std::string& tensor) {
+  switch (e.kind) {
+    case ast::ExprKind::Access: return e.access.tensor == tensor ? 1 : 0;
+    case ast::ExprKind::Literal: return 0;
+    case ast::ExprKind::Neg: return degree_in(*e.lhs, tensor);
+    case ast::ExprKind::Add:
+    case ast::ExprKind::Sub: {
+      const int a = degree_in(*e.lhs, tensor), b = degree_in(*e.rhs, tensor);
+      return a == b ? a : -1;
+    }
+    case ast::ExprKind::Mul: {
+      const int a = degree_in(*e.lhs, tensor), b = degree_in(*e.rhs, tensor);
+      return a < 0 || b < 0 || a + b > 1 ? -1 : a + b;
+    }
+    case ast::ExprKind::Div: return degree_in(*e.rhs, tensor) == 0 ? degree_in(*e.lhs, tensor) : -1;
+    case ast::ExprKind::Call:
+      return degree_in(*e.lhs, tensor) == 0 && (!e.rhs || degree_in(*e.rhs, tensor) == 0) ? 0 : -1;
+  }
+  return -1;
+}
+
+bool loads_from(const Stmt& stmt, const std::string& buffer) {
+  struct Finder : IRVisitor {
+    const std::string* buffer;
+    bool found = false;
+    void visit_load(const Load& node) override {
+      found |= node.buffer == *buffer;
+      IRVisitor::visit_load(node);
+    }
+  } finder;
+  finder.buffer = &buffer;
+  finder.visit(stmt);
+  return finder.found;
+}
+
+}  // namespace
 
 // A loop over the rows of a compressed level (its body reads pos[row]) becomes a loop over
 // parts: ranges of rows holding equal shares of the work, each row counting as one unit plus
@@ -92,6 +136,242 @@ Stmt Scheduler::balance_by_runs(const For& loop, const Stmt& body, LoopAnnotatio
   annotations.repeats_coordinates = false;  // (the parts own their runs)
   annotations.sequential_reason.clear();
   return loop_over_parts(part, cut, std::move(stmts), annotations);
+}
+
+// Merge-based SpMV (Merrill and Garland, 2016): the rows and the entries of a compressed level are
+// one merged sequence, cut into equal shares wherever the cut falls, inside a row too. A part
+// starts at (row, entry) on its diagonal, found by binary search, sums the rows it finishes, and
+// leaves its share of the row it cannot finish in a carry of its own, which is added into the
+// output after the parallel loop. So one long row spreads over several threads, with no atomics.
+// The loop is marked here and cut in two in finish() (cut_rows), after the ops on its body.
+Stmt Scheduler::balance_by_merge_path(const For& loop, const Stmt& body, LoopAnnotations annotations, int64_t parts) {
+  if (loop.var != loop.label || !is_const_int(loop.begin, 0))
+    fail("balance merge_path needs a loop over rows: " + loop.label +
+         " is a loop over positions or a split loop; balance the dense loop whose rows a compressed level stores");
+  const std::string pos = row_positions(loop);
+  if (pos.empty())
+    fail("balance merge_path needs a loop over the rows of a compressed level, but no compressed level stores its "
+         "entries under the rows of " + loop.label + " (for csr A(i,j), balance i)");
+  const std::string refusal = merge_path_refusal(loop, pos);
+  if (!refusal.empty()) fail("balance merge_path cuts rows, and " + refusal + "; use \"balance\": \"nonzeros\", which keeps rows whole");
+  const sparse::SparseBuffer& output = program_.output();
+  ScalarType index_type = config_.index_type == IndexType::Int32 ? ScalarType::Int32 : ScalarType::Int64;
+  ScalarType value_type = config_.value_type == ValueType::Float32 ? ScalarType::Float32 : ScalarType::Float64;
+  auto pos_at = [&](Expr row) { return cast(ScalarType::Int64, load(pos, std::move(row), index_type)); };
+  const std::string& row = loop.var;
+  const std::string part = fresh(row + "_part");
+  const Expr rows = loop.end;
+  const std::string first_name = fresh(pos + "_first"), entries_name = fresh(pos + "_entries");
+  const Expr first = var(first_name), entries = var(entries_name);
+  const BalancedParts cut = balanced_parts(row, parts);
+  // The output's entries per row: its other modes' sizes.
+  Expr row_size = int64(1);
+  for (size_t m = 1; m < output.indices.size(); ++m) {
+    Expr dim = var("dim_" + program_.size_var(output.indices[m]));
+    row_size = is_const_int(row_size, 1) ? dim : mul(row_size, dim);
+  }
+  const std::string carry = fresh(output.tensor + "_carry"), carry_row = fresh(row + "_carry_row");
+  std::vector<Stmt> stmts;
+  const std::string begin = fresh(row + "_begin"), end = fresh(row + "_end");
+  const std::string begin_entry = fresh(row + "_begin_entry"), end_entry = fresh(row + "_end_entry");
+  stmts.push_back(std::make_shared<Comment>("share " + part + " of " + cut.described + " of the rows and entries in " + pos +
+                                            " merged: rows [" + begin + ", " + end + "), from entry " + begin_entry +
+                                            ", then the entries of row " + end + " before " + end_entry));
+  // The point on diagonal `diagonal` of the merge of the rows' ends with the entries: the rows
+  // that end before it (the first whose end falls after it) and the entries before it.
+  auto search = [&](const std::string& found, const std::string& entry, Expr diagonal) {
+    const std::string d = fresh(found + "_diagonal"), high = fresh(found + "_high"), middle = fresh(found + "_mid");
+    stmts.push_back(std::make_shared<Declare>(d, ScalarType::Int64, std::move(diagonal), false));
+    stmts.push_back(std::make_shared<Declare>(found, ScalarType::Int64, binary(BinOp::Max, int64(0), sub(var(d), entries)), true));
+    stmts.push_back(std::make_shared<Declare>(high, ScalarType::Int64, min(var(d), rows), true));
+    Expr ends_before = binary(BinOp::Le, sub(pos_at(add(var(middle), int64(1))), first), sub(sub(var(d), var(middle)), int64(1)));
+    Stmt step = block({std::make_shared<Declare>(middle, ScalarType::Int64, binary(BinOp::Div, add(var(found), var(high)), int64(2)), false),
+                       std::make_shared<If>(ends_before, std::make_shared<Assign>(found, add(var(middle), int64(1)), false),
+                                            std::make_shared<Assign>(high, var(middle), false))});
+    stmts.push_back(std::make_shared<While>("search " + found, binary(BinOp::Lt, var(found), var(high)), step));
+    stmts.push_back(std::make_shared<Declare>(entry, ScalarType::Int64, add(first, sub(var(d), var(found))), false));
+  };
+  auto diagonal = [&](Expr k) { return binary(BinOp::Div, mul(add(rows, entries), k), cut.count); };
+  search(begin, begin_entry, diagonal(var(part)));
+  search(end, end_entry, diagonal(add(var(part), int64(1))));
+  stmts.push_back(std::make_shared<Store>(carry_row, var(part), var(end), false));
+  LoopAnnotations rows_annotations = loop.annotations;
+  rows_annotations.cut = {pos, var(begin_entry), var(end_entry), end, rows, output.values, carry, part, row_size};
+  stmts.push_back(std::make_shared<For>(loop.label, loop.var, var(begin), min(add(var(end), int64(1)), rows), body, rows_annotations));
+  origin_[part] = origin_.at(loop.label);
+  cut_op_ = op_;
+
+  // After the parallel loop: each part's carry into the row it left unfinished.
+  const std::string k = fresh(row + "_part"), e = fresh(output.tensor + "_entry");
+  const Expr carried_row = load(carry_row, var(k), ScalarType::Int64);
+  Stmt add_carry = std::make_shared<Store>(output.values, add(mul(carried_row, row_size), var(e)),
+                                           load(carry, add(mul(var(k), row_size), var(e)), value_type), true);
+  Stmt add_row = is_const_int(row_size, 1)
+                     ? Stmt(std::make_shared<Store>(output.values, carried_row, load(carry, var(k), value_type), true))
+                     : Stmt(std::make_shared<For>("carry " + output.tensor, e, int64(0), row_size, add_carry));
+  Stmt carries = std::make_shared<For>("carry " + row, k, int64(0), cut.count,
+                                       std::make_shared<If>(binary(BinOp::Lt, carried_row, rows), add_row, nullptr));
+  std::vector<Workspace> shared = {{carry, value_type, mul(cut.count, row_size), std::make_shared<FloatImm>(0.0, "0", value_type)},
+                                   {carry_row, ScalarType::Int64, cut.count, int64(0)}};
+  Stmt parts_loop = std::make_shared<For>(part, part, int64(0), cut.count, block(std::move(stmts)), annotations);
+  // (The comment first: workspaces around a parallel loop would be per thread; these are shared.)
+  Stmt body_with_carries = std::make_shared<Allocate>(
+      shared, block({std::make_shared<Comment>("each part's share of the row it leaves unfinished, added in after the parts"),
+                     parts_loop, carries}));
+  std::vector<Stmt> outer = {std::make_shared<Declare>(first_name, ScalarType::Int64, pos_at(int64(0)), false),
+                             std::make_shared<Declare>(entries_name, ScalarType::Int64, sub(pos_at(rows), first), false)};
+  if (!cut.fixed) outer.insert(outer.begin(), std::make_shared<Declare>(cut.per_thread, ScalarType::Int64, std::make_shared<ThreadCount>(), false));
+  outer.push_back(body_with_carries);
+  return block(std::move(outer));
+}
+
+// Why the rows of `loop` cannot be cut, or empty: each part's share of a row must add into the
+// output row, so the row's value must be a sum over its entries alone, written into a dense
+// output row of its own.
+std::string Scheduler::merge_path_refusal(const For& loop, const std::string& pos) const {
+  const sparse::SparseBuffer& output = program_.output();
+  const sparse::Axis* level = nullptr;
+  for (const sparse::Axis& axis : program_.axes)
+    if (axis.pos == pos) level = &axis;
+  const std::string tensor = level ? level->tensor : "";
+  // (A ragged level's coordinates count from its row's first position, which a cut would move.)
+  if (!level || level->kind != sparse::AxisKind::SparseVariable)
+    return "the level under " + loop.label + " is not compressed";
+  if (origin_.at(loop.label) != loop.label || program_.blocked_loop(loop.label))
+    return "loop " + loop.label + " runs over blocks of rows";
+  if (!output.format.is_row_major_dense() || !output.shares_structure_with.empty())
+    return "the output " + output.tensor + " is not dense row-major (" + output.format.name + ")";
+  if (output.indices.empty() || output.indices.front() != origin_.at(loop.label))
+    return "the output " + output.tensor + "'s rows are not " + loop.label;
+  if (program_.iteration.reduction != ast::Reduction::Sum) return "the rows take a max or a min, not a sum";
+  if (!program_.iteration.added_parts.empty())
+    return "the sum has terms outside " + tensor + "'s entries";
+  for (size_t b = 1; b < program_.buffers.size(); ++b)
+    if (program_.buffers[b].tensor != tensor && !program_.buffers[b].format.all_dense())
+      return "it co-iterates " + tensor + " with the sparse " + program_.buffers[b].tensor;
+  if (degree_in(*program_.iteration.body, tensor) != 1)
+    return "the right-hand side is not a sum of terms each a product with one entry of " + tensor;
+  if (loads_from(loop.body, output.values)) return "the loop reads " + output.tensor + " back";
+  return "";
+}
+
+// finish(): the loop balance_by_merge_path marked becomes its rows up to the part's last, then
+// that last row, whose stores go to the part's carry. Both read only the part's positions.
+void Scheduler::cut_rows() {
+  if (!cut_op_) return;
+  const For* marked = nullptr;
+  int count = 0;
+  struct Finder : IRVisitor {
+    const For** marked;
+    int* count;
+    void visit_for(const For& node) override {
+      if (!node.annotations.cut.pos.empty()) {
+        *marked = &node;
+        ++*count;
+      }
+      IRVisitor::visit_for(node);
+    }
+  } finder;
+  finder.marked = &marked;
+  finder.count = &count;
+  finder.visit(func_.body);
+  op_ = cut_op_;
+  if (count != 1 || marked->var != marked->label)
+    fail("balance merge_path cuts the loop over rows after the ops that follow it, and one of them split, tiled or "
+         "moved that loop; put the parallel op after the ops on its loop");
+  const LoopAnnotations::CutRows cut = marked->annotations.cut;
+  const std::string row = marked->var;
+  // A row's positions, clipped to the part's: pos[row] from no earlier than `first`, and where
+  // `ends`, pos[row + 1] to no later than `end`.
+  struct Clip : IRMutator {
+    const LoopAnnotations::CutRows* cut;
+    std::string row;
+    bool ends = true;
+    int unclipped = 0;
+    int which(const Load& node) const {
+      if (node.buffer != cut->pos) return -1;
+      if (node.index->kind == ExprKind::Var && static_cast<const Var&>(*node.index).name == row) return 0;
+      if (node.index->kind == ExprKind::Binary) {
+        const auto& sum = static_cast<const Binary&>(*node.index);
+        if (sum.op == BinOp::Add && sum.a->kind == ExprKind::Var && static_cast<const Var&>(*sum.a).name == row &&
+            is_const_int(sum.b, 1))
+          return 1;
+      }
+      return reads_var(node.index, row) ? 2 : -1;
+    }
+    Expr clipped(int end, Expr position) const {
+      return end ? min(std::move(position), cut->end) : binary(BinOp::Max, std::move(position), cut->first);
+    }
+    Expr mutate_cast(const Cast& node, const Expr& self) override {
+      if (node.type == ScalarType::Int64 && node.a->kind == ExprKind::Load) {
+        const int w = which(static_cast<const Load&>(*node.a));
+        if (w == 0 || (w == 1 && ends)) return clipped(w, self);
+      }
+      return IRMutator::mutate_cast(node, self);
+    }
+    Expr mutate_load(const Load& node, const Expr& self) override {
+      const int w = which(node);
+      if (w == 0 || (w == 1 && ends)) return cast(node.type, clipped(w, cast(ScalarType::Int64, self)));
+      if (w == 2) ++unclipped;
+      return IRMutator::mutate_load(node, self);
+    }
+  } clip;
+  clip.cut = &cut;
+  clip.row = row;
+  Stmt clipped = clip.mutate(marked->body);
+  clip.ends = false;
+  Stmt clipped_start = clip.mutate(marked->body);
+  if (clip.unclipped)
+    fail("balance merge_path clips each row's positions in " + cut.pos + " to the part's, but the loop over " + row +
+         " reads them otherwise than at " + row + " and " + row + " + 1");
+  // The part's last row: its stores into the output go to the part's row of the carry.
+  struct ToCarry : IRMutator {
+    const LoopAnnotations::CutRows* cut;
+    std::string row;
+    // The output row-major, a store into row `row` at row * row_size + e goes to part * row_size + e.
+    Expr carry_index(const Expr& index) const {
+      auto is_row = [&](const Expr& e) { return e->kind == ExprKind::Var && static_cast<const Var&>(*e).name == row; };
+      if (is_row(index) && is_const_int(cut->row_size, 1)) return var(cut->part);
+      if (index->kind == ExprKind::Binary) {
+        const auto& sum = static_cast<const Binary&>(*index);
+        if (sum.op == BinOp::Add && sum.a->kind == ExprKind::Binary) {
+          const auto& product = static_cast<const Binary&>(*sum.a);
+          if (product.op == BinOp::Mul && is_row(product.a) && same_expr(product.b, cut->row_size))
+            return add(mul(var(cut->part), cut->row_size), sum.b);
+        }
+      }
+      return add(index, mul(sub(var(cut->part), var(row)), cut->row_size));
+    }
+    Stmt mutate_store(const Store& node, const Stmt& self) override {
+      if (node.buffer != cut->output) return IRMutator::mutate_store(node, self);
+      Expr index = carry_index(node.index);
+
+      return std::make_shared<Store>(cut->carry, index, mutate(node.value), node.accumulate, false, node.vector, node.lanes);
+    }
+  } to_carry;
+  to_carry.cut = &cut;
+  to_carry.row = row;
+  LoopAnnotations annotations = marked->annotations;
+  annotations.cut = {};
+  // Three loops, so that the rows between the first and the last read their positions unclipped
+  // (a clip in every row cost SpMV on pubmed 1.7x at one thread).
+  const Expr second = add(marked->begin, int64(1)), last_row = var(cut.last_row);
+  Stmt replacement = block(
+      {std::make_shared<Comment>("the first row may have begun in an earlier part: from this part's first entry"),
+       std::make_shared<For>(marked->label, row, marked->begin, min(second, last_row), clipped_start, annotations),
+       std::make_shared<For>(marked->label, row, second, last_row, marked->body, annotations),
+       std::make_shared<Comment>("row " + cut.last_row + " goes on in the next part: this part's share into " + cut.carry),
+       std::make_shared<For>(marked->label, row, last_row, min(add(last_row, int64(1)), cut.rows), to_carry.mutate(clipped), annotations)});
+  struct Replace : IRMutator {
+    const For* marked;
+    Stmt replacement;
+    Stmt mutate_for(const For& node, const Stmt& self) override {
+      return &node == marked ? replacement : IRMutator::mutate_for(node, self);
+    }
+  } replace;
+  replace.marked = marked;
+  replace.replacement = replacement;
+  func_.body = replace.mutate(func_.body);
 }
 
 Scheduler::BalancedParts Scheduler::balanced_parts(const std::string& row, int64_t parts) {

@@ -175,8 +175,12 @@ void Scheduler::apply_op(const ParallelOp& parallel) {
   if (parallel.balance.empty()) {
     replacement = std::make_shared<For>(loop.label, loop.var, loop.begin, loop.end, body, annotations);
   } else {
-    replacement = runs_whole ? balance_by_runs(loop, body, annotations, parallel.parts)
-                             : balance_by_nonzeros(loop, body, annotations, parallel.parts);
+    if (parallel.balance == "merge_path" && (runs_whole || !parallel.reduction.empty()))
+      fail("balance merge_path cuts the rows of a compressed level, whose rows are its loop's distinct iterations; " +
+           std::string(runs_whole ? "COO's runs are balanced by \"nonzeros\"" : "a loop that needs a reduction has none to cut"));
+    replacement = runs_whole                           ? balance_by_runs(loop, body, annotations, parallel.parts)
+                  : parallel.balance == "merge_path" ? balance_by_merge_path(loop, body, annotations, parallel.parts)
+                                                     : balance_by_nonzeros(loop, body, annotations, parallel.parts);
   }
   if (!private_copy.empty()) replacement = privatized(replacement, private_copy);
   if (lists) replacement = listed_per_thread(*as_for(replacement));

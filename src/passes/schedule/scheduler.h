@@ -109,6 +109,9 @@ class Scheduler {
   // Balanced parts (schedule/balance_ops.cpp).
   Stmt balance_by_nonzeros(const For& loop, const Stmt& body, LoopAnnotations annotations, int64_t parts);
   Stmt balance_by_runs(const For& loop, const Stmt& body, LoopAnnotations annotations, int64_t parts);
+  Stmt balance_by_merge_path(const For& loop, const Stmt& body, LoopAnnotations annotations, int64_t parts);
+  std::string merge_path_refusal(const For& loop, const std::string& pos) const;
+  void cut_rows();
   // The parts a balanced loop is cut into: `parts` of them, or (0) one per thread, the count read
   // once before the loop over them (loop_over_parts).
   struct BalancedParts {
@@ -142,6 +145,7 @@ class Scheduler {
   const sparse::Program& program_;
   const Config& config_;
   const ScheduleOp* op_ = nullptr;
+  const ScheduleOp* cut_op_ = nullptr;  // a parallel op balanced by merge path, cut in finish()
   std::map<std::string, std::string> origin_;  // loop label → index variable it iterates
   std::set<std::string> positional_;           // loops over positions of a compressed level
   std::vector<GpuBinding> bindings_;           // bind ops, in the order they applied
