@@ -15,7 +15,7 @@
 #include <vector>
 #include <random>
 #include <cmath>
-struct Csr { int64_t n; std::vector<int32_t> pos, crd; std::vector<float> val; };
+struct Csr { int64_t n, cols = 0; std::vector<int32_t> pos, crd; std::vector<float> val; };
 Csr read(const char* path) {
   std::ifstream in(path); std::string line; std::getline(in, line);
   while (std::getline(in, line) && line[0] == '%') {}
@@ -23,7 +23,7 @@ Csr read(const char* path) {
   std::vector<std::pair<int32_t,int32_t>> e(nnz);
   for (auto& [i, j] : e) { std::getline(in, line); std::istringstream s(line); s >> i >> j; --i; --j; }
   std::sort(e.begin(), e.end());
-  Csr m; m.n = r; m.pos.assign(r + 1, 0); m.crd.resize(nnz); m.val.resize(nnz);
+  Csr m; m.n = r; m.cols = c; m.pos.assign(r + 1, 0); m.crd.resize(nnz); m.val.resize(nnz);
   std::mt19937 g(1); std::uniform_real_distribution<float> d(0.5f, 1.5f);
   for (int64_t k = 0; k < nnz; ++k) { m.pos[e[k].first + 1]++; m.crd[k] = e[k].second; m.val[k] = d(g); }
   for (int64_t i = 0; i < r; ++i) m.pos[i + 1] += m.pos[i];
@@ -57,8 +57,8 @@ struct Named { const char* name; K k; };
 static int run_all(int argc, char** argv, const Named* ks, int K_) {
   for (int a = 1; a < argc; ++a) {
     Csr m = read(argv[a]);
-    std::vector<float> x(m.n), y(m.n), ref(m.n);
-    for (int64_t i = 0; i < m.n; ++i) x[i] = (i % 7) * 0.1f + 0.3f;
+    std::vector<float> x(m.cols), y(m.n), ref(m.n);
+    for (int64_t i = 0; i < m.cols; ++i) x[i] = (i % 7) * 0.1f + 0.3f;
     for (int64_t i = 0; i < m.n; ++i) { double s = 0; for (int p = m.pos[i]; p < m.pos[i+1]; ++p) s += (double)m.val[p] * x[m.crd[p]]; ref[i] = s; }
     std::vector<std::vector<double>> t(K_);
     for (int r = 0; r < 60; ++r) for (int k = 0; k < K_; ++k) {
