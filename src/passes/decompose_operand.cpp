@@ -119,6 +119,33 @@ bool has_decomposition(const Config& config) {
   return !config.schedule.empty() && std::holds_alternative<DecomposeOp>(config.schedule.front().op);
 }
 
+std::string decompose_refusal(const ast::Spec& spec, const Config& config, const std::string& tensor) {
+  const Format& declared = config.format_of(tensor);
+  if (declared.levels != std::vector<LevelKind>{LevelKind::Dense, LevelKind::Compressed} ||
+      declared.mode_order != std::vector<int>{0, 1})
+    return "the inspector reads " + tensor + " as csr, but its format is " + declared.name + "; give " + tensor +
+           " the format \"csr\"";
+  const std::string& output = spec.output.tensor;
+  // An output whose format is left open is dense here when its fill says so (passes/output_fill.h).
+  if (config.infer_output_format) {
+    const OutputFill fill = expected_fill(spec, config);
+    for (const std::string& var : spec.output.indices)
+      if (fill.sparse.at(var))
+        return "the parts add into the output, which must be dense, but " + output + " would be inferred sparse in " + var + " (" +
+               fill.reason.at(var) + "): give " + output + " the format \"dense\"";
+  } else if (!config.format_of(output).all_dense()) {
+    return "the parts add into the output, which must be dense: give " + output + " the format \"dense\"";
+  }
+  if (spec.reduction != ast::Reduction::Sum)
+    return std::string("the parts' kernels add up, which a ") + ast::reduction_name(spec.reduction) + " reduction does not take";
+  const auto accesses = ast::collect_accesses(*spec.rhs);
+  long uses = std::count_if(accesses.begin(), accesses.end(), [&](const ast::Access* a) { return a->tensor == tensor; });
+  if (uses != 1 || !is_linear_factor(*spec.rhs, tensor))
+    return "the kernel must be a sum of the parts' kernels: " + tensor +
+           " must appear once, as a factor of the whole right-hand side (as in A(i,j) * B(j,k))";
+  return "";
+}
+
 Decomposition decompose_operand(const ast::Spec& spec, const Config& config) {
   const ScheduleOp& source = config.schedule.front();
   Decomposition d;
@@ -126,29 +153,7 @@ Decomposition decompose_operand(const ast::Spec& spec, const Config& config) {
   d.op_path = source.path;
   const std::string& tensor = d.op.tensor;
   auto fail = [&](const std::string& message) { fail_schedule_op(config, source, message); };
-  const Format& declared = config.format_of(tensor);
-  if (declared.levels != std::vector<LevelKind>{LevelKind::Dense, LevelKind::Compressed} ||
-      declared.mode_order != std::vector<int>{0, 1})
-    fail("the inspector reads " + tensor + " as csr, but its format is " + declared.name + "; give " + tensor +
-         " the format \"csr\"");
-  const std::string& output = spec.output.tensor;
-  // An output whose format is left open is dense here when its fill says so (passes/output_fill.h).
-  if (config.infer_output_format) {
-    const OutputFill fill = expected_fill(spec, config);
-    for (const std::string& var : spec.output.indices)
-      if (fill.sparse.at(var))
-        fail("the parts add into the output, which must be dense, but " + output + " would be inferred sparse in " + var + " (" +
-             fill.reason.at(var) + "): give " + output + " the format \"dense\"");
-  } else if (!config.format_of(output).all_dense()) {
-    fail("the parts add into the output, which must be dense: give " + output + " the format \"dense\"");
-  }
-  if (spec.reduction != ast::Reduction::Sum)
-    fail(std::string("the parts' kernels add up, which a ") + ast::reduction_name(spec.reduction) + " reduction does not take");
-  const auto accesses = ast::collect_accesses(*spec.rhs);
-  long uses = std::count_if(accesses.begin(), accesses.end(), [&](const ast::Access* a) { return a->tensor == tensor; });
-  if (uses != 1 || !is_linear_factor(*spec.rhs, tensor))
-    fail("the kernel must be a sum of the parts' kernels: " + tensor +
-         " must appear once, as a factor of the whole right-hand side (as in A(i,j) * B(j,k))");
+  if (const std::string refusal = decompose_refusal(spec, config, tensor); !refusal.empty()) fail(refusal);
 
   d.parts = part_list(d.op);
   // Ops name parts that exist.

@@ -52,6 +52,10 @@ bool schedules_part(const Config& config, const ScheduleOp& op, const std::strin
 // The config's first schedule op is a decompose.
 bool has_decomposition(const Config& config);
 
+// Why `tensor` cannot be decomposed in this kernel (read as csr, a dense output, a sum the kernel
+// is linear in), or empty.
+std::string decompose_refusal(const ast::Spec& spec, const Config& config, const std::string& tensor);
+
 // Checks that the decomposition applies (a csr input that the kernel is linear in, a dense
 // output, the cpu target, parts that the ops name exist) and derives each part's spec and config.
 Decomposition decompose_operand(const ast::Spec& spec, const Config& config);
