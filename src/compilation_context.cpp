@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "passes/choose_input_format.h"
 #include "passes/decompose_operand.h"
 #include "passes/size_variants.h"
 
@@ -31,8 +32,12 @@ GenerationContext make_context(const Compilation& c, const CompileInput& input) 
     if (buffer.format.levels.empty()) line += " none: a scalar";
     line += ")";
     if (buffer.format_inferred) line += ", inferred from the operands (" + buffer.format_reason + ")";
-    if (c.config.auto_formats.count(buffer.tensor))
-      line += ", \"auto\": the default sparse format of its order, unmeasured (spgen tune measures the others)";
+    if (c.config.auto_formats.count(buffer.tensor)) {
+      const ScheduleOp* chosen = decomposition_chosen_by_auto(c.config);
+      const bool decomposed_by_auto = chosen && std::get<DecomposeOp>(chosen->op).tensor == buffer.tensor;
+      line += decomposed_by_auto ? ", \"auto\": read as csr and decomposed as its statistics say (the schedule below)"
+                                 : ", \"auto\": the default sparse format of its order, unmeasured (spgen tune measures the others)";
+    }
     if (!buffer.shares_structure_with.empty()) line += ", sharing the structure of " + buffer.shares_structure_with;
     if (buffer.previous_output)
       line += ", the value of " + c.program.output().tensor + " before the call (`+=`: " + c.program.output().tensor +

@@ -23,6 +23,7 @@
 #include "ir/loop_ir_printer.h"
 #include "ir/loop_ir_visitor.h"
 #include "passes/auto_schedule.h"
+#include "passes/choose_input_format.h"
 #include "passes/build_executor.h"
 #include "passes/build_sparse_ir.h"
 #include "passes/decompose_operand.h"
@@ -563,6 +564,8 @@ Compilation compile(const CompileInput& input) {
     c.config = read_config(input.config_path, input.config_text, c.spec, stem(input.spec_path), input.target, input.sizes);
     if (!input.stats_files.empty())
       c.config.stats = read_input_stats(c.spec, c.config, input.stats_files, input.read_stats, input.stats_flag);
+    // 1c. `auto`: an input whose format is "auto", decomposed where its statistics say so.
+    choose_input_formats(c.spec, c.config);
     const Compilation read = c;
 
     // 1d. `auto`: a product that costs less as two statements becomes them.

@@ -15,6 +15,7 @@
 #include "cli/driver_build.h"
 #include "frontend/config_writer.h"
 #include "lower.h"
+#include "passes/choose_input_format.h"
 #include "ref_tensor.h"
 #include "reference.h"
 #include "support/files.h"
@@ -240,15 +241,22 @@ int run_tune(const TuneOptions& options) {
   // hyb's interleaved buckets walk one native vector of rows (AVX-512: 16 floats, 8 doubles), or
   // a warp's 32 threads on the GPU.
   const int64_t lanes = given.config.target == Target::Cuda ? 32 : given.config.value_type == ValueType::Float64 ? 8 : 16;
-  const tune::SearchSpace format_space =
-      tune::build_format_space(open_inputs, known, schedule_open, lanes, [&](const std::string& tensor, const tune::FormatChoice& choice) {
+  // An input that auto itself decomposes from its statistics (SELL for short, uneven rows): its
+  // default stands for that, and plain csr is measured beside it.
+  std::map<std::string, std::string> auto_decomposed;
+  if (const ScheduleOp* chosen = decomposition_chosen_by_auto(s.auto_compilation.config))
+    auto_decomposed[std::get<DecomposeOp>(chosen->op).tensor] = describe_schedule_op(*chosen);
+  const tune::SearchSpace format_space = tune::build_format_space(
+      open_inputs, known, schedule_open, lanes,
+      [&](const std::string& tensor, const tune::FormatChoice& choice) {
         try {
           compile_config(s, format_config({{tensor, choice.entry}}, choice.schedule));
           return true;
         } catch (const CompileError&) {
           return false;
         }
-      });
+      },
+      auto_decomposed);
   const json given_base = s.base;
   std::map<std::string, nlohmann::json> chosen_formats;
   json chosen_schedule = nullptr;

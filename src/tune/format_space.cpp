@@ -50,12 +50,16 @@ std::optional<FormatChoice> hyb_choice(const std::string& tensor, const InputFea
 }  // namespace
 
 std::vector<FormatChoice> format_choices(const std::string& tensor, int order, const InputFeatures* features, bool composed,
-                                         int64_t lanes) {
+                                         int64_t lanes, const std::string& auto_decomposed) {
   if (order == 0) return {};
-  const FormatChoice standard = named(auto_input_format(order).name);  // what `spgen gen` stores
+  FormatChoice standard = named(auto_input_format(order).name);  // what `spgen gen` stores
   if (order == 1) return {standard, named("dense")};
   if (order >= 3) return {standard, named("coo")};
   std::vector<FormatChoice> choices = {standard, named("csc")};
+  if (!auto_decomposed.empty()) {
+    choices.front().label = standard.label + ", " + auto_decomposed + " by auto";
+    choices.insert(choices.begin() + 1, standard);
+  }
   if (!features || features->dims.size() != 2 || features->nnz == 0) return choices;
   const double rows = static_cast<double>(features->dims[0]), nnz = static_cast<double>(features->nnz);
   if (features->empty_rows >= kMinEmptyRowShare * rows) choices.push_back(named("dcsr"));
@@ -93,12 +97,15 @@ std::vector<FormatChoice> format_choices(const std::string& tensor, int order, c
 
 SearchSpace build_format_space(const std::map<std::string, int>& orders, const std::map<std::string, InputFeatures>& features,
                                bool composed, int64_t lanes,
-                               const std::function<bool(const std::string&, const FormatChoice&)>& compiles) {
+                               const std::function<bool(const std::string&, const FormatChoice&)>& compiles,
+                               const std::map<std::string, std::string>& auto_decomposed) {
   SearchSpace space;
   for (const auto& [tensor, order] : orders) {
     auto known = features.find(tensor);
+    auto decomposed = auto_decomposed.find(tensor);
     Knob knob{KnobKind::Format, "format " + tensor, 0, {}, {}, tensor};
-    for (const FormatChoice& choice : format_choices(tensor, order, known == features.end() ? nullptr : &known->second, composed, lanes))
+    for (const FormatChoice& choice : format_choices(tensor, order, known == features.end() ? nullptr : &known->second, composed, lanes,
+                                                     decomposed == auto_decomposed.end() ? "" : decomposed->second))
       if (knob.values.empty() || compiles(tensor, choice)) {  // (the default is the base's own)
         knob.values.push_back(json{{"entry", choice.entry}, {"schedule", choice.schedule}});
         knob.labels.push_back(choice.label);

@@ -29,16 +29,20 @@ struct FormatChoice {
 // input: then only the formats that need none), the default (auto_input_format) first.
 // `composed`: whether choices that bring a schedule of their own are wanted (not where the
 // config pins the schedule); `lanes` (0: none): also hyb with its ELL slots interleaved by that
-// many rows, a vector's lanes (SELL-C).
+// many rows, a vector's lanes (SELL-C). `auto_decomposed`: what `auto` itself decomposes the
+// default into from the inputs' statistics (passes/choose_input_format.h), or empty; the
+// default, still the base's own kernel, is then labelled so, and plain csr is a choice too.
 std::vector<FormatChoice> format_choices(const std::string& tensor, int order, const InputFeatures* features, bool composed,
-                                         int64_t lanes = 0);
+                                         int64_t lanes = 0, const std::string& auto_decomposed = "");
 
 // One Format knob per open input (tensor -> order), with the choices `compiles` accepts (it
 // receives the tensor and the choice; the other tensors keep their defaults). Knobs with one
 // choice are left out.
+// `auto_decomposed`: tensor -> what `auto` decomposes it into (format_choices).
 SearchSpace build_format_space(const std::map<std::string, int>& orders, const std::map<std::string, InputFeatures>& features,
                                bool composed, int64_t lanes,
-                               const std::function<bool(const std::string&, const FormatChoice&)>& compiles);
+                               const std::function<bool(const std::string&, const FormatChoice&)>& compiles,
+                               const std::map<std::string, std::string>& auto_decomposed = {});
 
 // Tensor -> its config entry, at `point` of a format space.
 std::map<std::string, nlohmann::json> formats_at(const SearchSpace& space, const Point& point);

@@ -170,3 +170,39 @@ TEST_CASE("tune: with the schedule pinned, only the formats left to spgen are se
   // again and again: candidates far slower than auto are no finalists.
   CHECK(config["tuned"]["tuning_seconds"].get<double>() < 20);
 }
+
+TEST_CASE("auto: an input whose format is \"auto\" is decomposed into SELL where its rows are short and uneven") {
+  if (data_dir().empty()) {
+    MESSAGE("skipped: ../shared/data is absent");
+    return;
+  }
+  TempDir dir;
+  const std::string spec = source_root() + "/specs/spmv.spg";
+  const std::string config = dir.file("auto.json");
+  write_text(config, R"({"tensors": {"A": {"format": "auto"}}, "types": {"value": "float32", "index": "int32"}, "schedule": "auto"})");
+  // spgen gen with cora's statistics (3.9 entries a row, coefficient of variation 1.34): SELL-8-512.
+  ProcessResult gen = spgen({"gen", spec, "-c", config, "--stats", "A=" + data_dir() + "/cora.mtx", "-o", dir.path()});
+  INFO(gen.err);
+  REQUIRE(gen.exit_code == 0);
+  const std::string header = read_text(dir.file("spmv.h"));
+  CHECK(header.find("decompose(A, sell, slices of 8, sorted in windows of 512): \"format\": \"auto\" on A, whose rows are short "
+                    "and uneven (3.9 entries a row, coefficient of variation 1.34)") != std::string::npos);
+  CHECK(header.find("int spmv_decompose_A(") != std::string::npos);
+  // wing's rows are short but of one length: csr, as without statistics.
+  ProcessResult even = spgen({"gen", spec, "-c", config, "--stats", "A=" + data_dir() + "/wing.mtx", "-o", dir.path()});
+  REQUIRE(even.exit_code == 0);
+  CHECK(read_text(dir.file("spmv.h")).find("decompose(") == std::string::npos);
+  // spgen run reads its inputs' statistics: the same choice, and the kernel matches the reference.
+  ProcessResult run = spgen({"run", spec, "-c", config, "--input", "A=" + data_dir() + "/pubmed.mtx", "--input", "x=random",
+                             "--save-input", "x=" + dir.file("x.mtx"), "--output", "y=" + dir.file("y.mtx"), "--threads", "2",
+                             "--keep", dir.file("kept")});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  CHECK(read_text(dir.file("kept/spmv.h")).find("decompose(A, sell") != std::string::npos);
+  std::map<std::string, spgen_ref::Tensor> inputs = {{"A", spgen_ref::read_tensor(data_dir() + "/pubmed.mtx")},
+                                                     {"x", spgen_ref::read_tensor(dir.file("x.mtx"))}};
+  spgen_ref::Comparison cmp =
+      spgen_ref::compare(spgen_ref::read_tensor(dir.file("y.mtx")), spgen_ref::evaluate(read_text(spec), inputs, {}), 2e-4, 2e-4);
+  INFO(cmp.message);
+  CHECK(cmp.ok);
+}

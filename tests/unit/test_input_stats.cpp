@@ -19,6 +19,8 @@ spgen::InputStats matrix_stats(const std::string& path, double reach) {
   stats.row_max = 168;
   stats.bandwidth_mean = reach;
   stats.static_split_imbalance = path == "even.mtx" ? 1.02 : 1.25;  // (cora's row blocks: 1.25)
+  if (path == "uniform.mtx") stats.row_cv = 0.07;  // (wing's rows: 3.9 each, all alike)
+  if (path == "long.mtx") stats.row_mean = 14.5;   // (astro-ph's)
   return stats;
 }
 
@@ -151,4 +153,30 @@ TEST_CASE("--stats: each names a sparse input of the spec, of its order; a bad f
   spgen::Compilation fixed = compile_with_stats(kSddmm, R"({"tensors": {"X": {"format": "csr"}}, "schedule": [{"op": "parallel", "var": "i"}]})",
                                                 {{"X", "cora.mtx"}}, 837);
   CHECK(!contains(fixed.files[0].text, "statistics"));
+}
+
+TEST_CASE("auto decomposes an SpMV matrix whose format is \"auto\" into SELL where its rows are short and uneven") {
+  const char* const kAutoFormat = R"({"tensors": {"A": {"format": "auto"}}, "schedule": "auto"})";
+  const spgen::Compilation sell = compile_with_stats(kSpmv, kAutoFormat, {{"A", "cora.mtx"}}, 800);
+  REQUIRE(sell.decomposition);
+  CHECK(sell.decomposition->op.format == "sell");
+  CHECK(sell.decomposition->op.interleave == 8);
+  CHECK(sell.decomposition->op.sigma == 512);
+  CHECK(contains(sell.files[0].text, "decompose(A, sell, slices of 8, sorted in windows of 512): \"format\": \"auto\" on A, whose rows "
+                                     "are short and uneven (3.9 entries a row, coefficient of variation 1.30)"));
+  CHECK(contains(sell.files[0].text, "\"auto\": read as csr and decomposed as its statistics say"));
+  // Not where the rows are of one length or long, without statistics, with the format or the
+  // schedule given, in doubles, or where y's rows are A's columns.
+  auto decomposed = [](const spgen::Compilation& c) { return c.decomposition.has_value(); };
+  CHECK(!decomposed(compile_with_stats(kSpmv, kAutoFormat, {{"A", "uniform.mtx"}}, 800)));
+  CHECK(!decomposed(compile_with_stats(kSpmv, kAutoFormat, {{"A", "long.mtx"}}, 800)));
+  CHECK(!decomposed(compile_with_stats(kSpmv, kAutoFormat, {}, 800)));
+  CHECK(!decomposed(compile_with_stats(kSpmv, R"({"tensors": {"A": {"format": "csr"}}, "schedule": "auto"})", {{"A", "cora.mtx"}}, 800)));
+  CHECK(!decomposed(compile_with_stats(kSpmv, R"({"tensors": {"A": {"format": "auto"}}, "schedule": []})", {{"A", "cora.mtx"}}, 800)));
+  CHECK(!decomposed(compile_with_stats(kSpmv, R"({"tensors": {"A": {"format": "auto"}}, "types": {"value": "float64"}, "schedule": "auto"})",
+                                       {{"A", "cora.mtx"}}, 800)));
+  CHECK(!decomposed(compile_with_stats("y(j) = A(i,j) * x(i)", R"({"tensors": {"A": {"format": "auto"}, "y": {"format": "dense"}}, "schedule": "auto"})",
+                                       {{"A", "cora.mtx"}}, 800)));
+  // SpMM (an output of rows of k) keeps csr: SELL is measured on SpMV only.
+  CHECK(!decomposed(compile_with_stats(kSpmm, kAutoFormat, {{"A", "cora.mtx"}}, 800)));
 }

@@ -370,6 +370,11 @@ TEST_CASE("tune formats: the default first, then what the features make worth a 
   };
   // Unknown features (a random input): only the formats that need none.
   CHECK(labels(format_choices("A", 2, nullptr, true)) == std::vector<std::string>{"csr", "csc"});
+  // Where auto decomposes the default itself (SELL from the statistics), plain csr is a choice too.
+  const std::vector<spgen::tune::FormatChoice> decomposed = format_choices("A", 2, nullptr, true, 0, "decompose(A, sell)");
+  CHECK(labels(decomposed) == std::vector<std::string>{"csr, decompose(A, sell) by auto", "csr", "csc"});
+  CHECK(decomposed[1].entry == nlohmann::json{{"format", "csr"}});
+  CHECK(decomposed[1].schedule.is_null());
   CHECK(labels(format_choices("x", 1, nullptr, true)) == std::vector<std::string>{"sv", "dense"});
   CHECK(labels(format_choices("B", 3, nullptr, true)) == std::vector<std::string>{"csf", "coo"});
   CHECK(format_choices("s", 0, nullptr, true).empty());

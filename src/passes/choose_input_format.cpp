@@ -1,0 +1,65 @@
+#include "passes/choose_input_format.h"
+
+#include <cstdio>
+
+#include "passes/decompose_operand.h"
+
+namespace spgen {
+
+namespace {
+
+// Rows this short on average are one masked vector step and one horizontal sum each in csr's
+// row sums, which SELL's slices of 8 rows share (SELL-8-512 over `auto`'s csr with statistics:
+// citeseer (2.8 a row) 1.32x, cora (3.9) 1.14x, pubmed (4.5) 1.31x on one thread, 1.05-1.12x,
+// 1.02-1.03x, 1.24-1.31x on two; astro-ph (14.5) 1.05x and 0.91x: bench/RESULTS.md, session 34).
+constexpr double kShortRows = 8;
+// ... and uneven: rows of one length (wing: 3.9 a row, cv 0.07) gain nothing from slices sorted
+// by length (1.02x and 0.94-0.96x).
+constexpr double kUnevenRows = 0.5;
+// Slices of half an AVX-512 vector of floats, sorted within windows of 64 slices (session 34:
+// slices of 8 beat 16 wherever SELL won; wider windows pad less, but on two threads windows of
+// thousands of rows gave the first thread the long rows).
+constexpr int64_t kSliceRows = 8;
+constexpr int64_t kSortWindow = 64 * kSliceRows;
+
+std::string fixed(double value, const char* format) {
+  char text[32];
+  std::snprintf(text, sizeof text, format, value);
+  return text;
+}
+
+}  // namespace
+
+void choose_input_formats(const ast::Spec& spec, Config& config) {
+  if (!config.auto_schedule || !config.schedule.empty() || config.target != Target::Cpu ||
+      config.value_type != ValueType::Float32 || spec.output.indices.size() != 1)
+    return;
+  for (const std::string& tensor : config.auto_formats) {
+    const auto stats = config.stats.find(tensor);
+    if (stats == config.stats.end() || stats->second.dims.size() != 2) continue;
+    const InputStats& s = stats->second;
+    if (s.row_mean > kShortRows || s.row_cv < kUnevenRows) continue;
+    // The output's rows are the matrix's (y(i) = A(i,j) x(j), not A's transpose).
+    const ast::Access* access = nullptr;
+    for (const ast::Access* a : ast::collect_accesses(*spec.rhs))
+      if (a->tensor == tensor) access = a;
+    if (!access || access->indices.front() != spec.output.indices.front()) continue;
+    if (!decompose_refusal(spec, config, tensor).empty()) continue;
+    ScheduleOp op;
+    op.op = DecomposeOp{tensor, "sell", 1, {}, 0, 0, 0, 0.5, kSliceRows, kSortWindow};
+    op.path = "/schedule";
+    op.reason = "\"format\": \"auto\" on " + tensor + ", whose rows are short and uneven (" + fixed(s.row_mean, "%.1f") +
+                " entries a row, coefficient of variation " + fixed(s.row_cv, "%.2f") + "): slices of " +
+                std::to_string(kSliceRows) + " rows fill vector lanes; call the inspector, " + config.name + "_decompose_" +
+                tensor + ", on the csr arrays first";
+    config.schedule.push_back(std::move(op));
+    return;  // (one decomposition a kernel)
+  }
+}
+
+const ScheduleOp* decomposition_chosen_by_auto(const Config& config) {
+  if (!config.auto_schedule || config.schedule.empty() || config.schedule.front().reason.empty()) return nullptr;
+  return std::holds_alternative<DecomposeOp>(config.schedule.front().op) ? &config.schedule.front() : nullptr;
+}
+
+}  // namespace spgen
