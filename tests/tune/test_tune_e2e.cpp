@@ -158,16 +158,18 @@ TEST_CASE("tune: with the schedule pinned, only the formats left to spgen are se
   const std::string base = dir.file("base.json"), tuned = dir.file("tuned.json");
   const nlohmann::json schedule = nlohmann::json::parse(R"([{"op": "parallel", "var": "i", "schedule": "dynamic", "chunk": 64}])");
   write_text(base, nlohmann::json{{"tensors", {{"A", {{"format", "auto"}}}}}, {"schedule", schedule}}.dump());
+  // One thread: the suite runs two tests at once, and two threads of a kernel beside another test
+  // measure by the scheduler's time slices (cora's SpMV 8 ms for 0.005 at times), which decides
+  // what is a finalist (a unit test covers that rule) and how long the rounds take.
   ProcessResult r = spgen({"tune", spec, "-c", base, "--input", "A=" + matrix_input(), "--input", "x=random", "--budget", "10s",
-                           "--threads", "2", "--db", "off", "-o", tuned});
+                           "--threads", "1", "--db", "off", "-o", tuned});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   nlohmann::json config = nlohmann::json::parse(read_text(tuned));
   CHECK(config["schedule"] == schedule);  // kept as given
   CHECK(config["tensors"]["A"]["format"] != "auto");
   CHECK(config["tuned"]["formats"].size() >= 1);
-  // csc with the rows' loop parallel (inside each column: 1,000x slower on cora) is not measured
-  // again and again: candidates far slower than auto are no finalists.
+  // Within the budget, give or take the confirmation rounds.
   CHECK(config["tuned"]["tuning_seconds"].get<double>() < 20);
 }
 

@@ -296,8 +296,24 @@ TEST_CASE("tune search: stops when interrupted, and seeds come first") {
   SearchResult r = run_search(s.space, e, options);
   CHECK(r.stop_reason == "interrupted");
   CHECK(e.order.size() == 3);
-  CHECK(e.order[1] == seed);
+  // auto twice (its first run only sizes the later ones), then the seed.
+  CHECK(e.order[0] == s.space.origin());
+  CHECK(e.order[1] == s.space.origin());
+  CHECK(e.order[2] == seed);
   CHECK(r.best == s.space.origin());  // no confirmation rounds: auto stays
+}
+
+TEST_CASE("tune search: auto's first run, the evaluator's calibration, gives way to the second") {
+  SpmmSpace s;
+  FakeEvaluator e;
+  int auto_runs = 0;
+  // The first run of auto caught a burst of other work: 1000x its time.
+  e.cost = [&](const Point& p) { return p == s.space.origin() ? (auto_runs++ == 0 ? 1000.0 : 1.0) : 3.0; };
+  SearchResult r = run_search(s.space, e, SearchOptions{});
+  CHECK(r.auto_ms == doctest::Approx(1.0));
+  CHECK(r.best == s.space.origin());
+  // No candidate 3x slower than auto went to the confirmation rounds (round -1).
+  CHECK(std::none_of(r.trials.begin(), r.trials.end(), [&](const Trial& t) { return t.round == -1; }));
 }
 
 TEST_CASE("tune database: records round-trip; other schemas and broken lines are skipped") {
