@@ -256,6 +256,20 @@ bool stores_into(const Stmt& stmt, const std::string& buffer) {
   return finder.found;
 }
 
+bool loads_from(const Stmt& stmt, const std::string& buffer) {
+  struct Finder : IRVisitor {
+    const std::string* buffer;
+    bool found = false;
+    void visit_load(const Load& node) override {
+      found |= node.buffer == *buffer;
+      IRVisitor::visit_load(node);
+    }
+  } finder;
+  finder.buffer = &buffer;
+  finder.visit(stmt);
+  return finder.found;
+}
+
 bool contains_loop(const Stmt& stmt) {
   struct Finder : IRVisitor {
     bool found = false;

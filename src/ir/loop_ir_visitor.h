@@ -162,6 +162,8 @@ bool stmt_reads_var(const Stmt& stmt, const std::string& name);
 // With `overwrites_only`, only those it sets with `=` (state such as a cursor, not sums).
 std::vector<std::string> scalars_assigned_outside(const Stmt& stmt, bool overwrites_only = false);
 bool stores_into(const Stmt& stmt, const std::string& buffer);
+// Whether `stmt` loads from `buffer` anywhere.
+bool loads_from(const Stmt& stmt, const std::string& buffer);
 // True if the statement holds any loop (for or while).
 bool contains_loop(const Stmt& stmt);
 // Every name the statement binds: loop variables and labels, and declarations.

@@ -33,20 +33,6 @@ int degree_in(const ast::Expr& e, const std::string& tensor) {
   return -1;
 }
 
-bool loads_from(const Stmt& stmt, const std::string& buffer) {
-  struct Finder : IRVisitor {
-    const std::string* buffer;
-    bool found = false;
-    void visit_load(const Load& node) override {
-      found |= node.buffer == *buffer;
-      IRVisitor::visit_load(node);
-    }
-  } finder;
-  finder.buffer = &buffer;
-  finder.visit(stmt);
-  return finder.found;
-}
-
 }  // namespace
 
 // A loop over the rows of a compressed level (its body reads pos[row]) becomes a loop over
