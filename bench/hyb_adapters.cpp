@@ -1,6 +1,8 @@
 #include "hyb_adapters.h"
 
 #include <cstdio>
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <vector>
 
@@ -9,6 +11,7 @@
 #include "spmv_b_hyb_il16.h"
 #include "spmv_b_sell16.h"
 #include "spmv_b_sell8.h"
+#include "spmv_b_auto.h"
 
 namespace {
 
@@ -127,6 +130,32 @@ void spmv_b_sell16_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* po
                        const float* x) {
   static SellParts p;
   sell_csr(p, dim_i, dim_j, y, pos, crd, vals, x, spmv_b_sell16_decompose_A_sizes, spmv_b_sell16_decompose_A, spmv_b_sell16);
+}
+
+void spmv_b_auto_formats_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* pos, const int32_t* crd, const float* vals,
+                             const float* x) {
+  static const int32_t* seen = nullptr;
+  static int64_t seen_rows = -1;
+  static bool sell = false;
+  if (seen != pos || seen_rows != dim_i) {
+    seen = pos;
+    seen_rows = dim_i;
+    // (the thresholds of passes/choose_input_format.cpp)
+    double sum = 0, squares = 0;
+    for (int64_t i = 0; i < dim_i; ++i) {
+      const double length = pos[i + 1] - pos[i];
+      sum += length;
+      squares += length * length;
+    }
+    const double mean = dim_i ? sum / static_cast<double>(dim_i) : 0;
+    const double variance = dim_i ? squares / static_cast<double>(dim_i) - mean * mean : 0;
+    const double cv = mean > 0 ? std::sqrt(std::max(variance, 0.0)) / mean : 0;
+    sell = mean <= 8 && cv >= 0.5;
+  }
+  if (sell)
+    spmv_b_sell8_csr(dim_i, dim_j, y, pos, crd, vals, x);
+  else
+    spmv_b_auto(dim_i, dim_j, y, pos, crd, vals, x);
 }
 
 void spmv_b_hyb_il16_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* pos, const int32_t* crd, const float* vals,
