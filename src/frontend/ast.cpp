@@ -91,6 +91,27 @@ std::vector<const Access*> collect_accesses(const Expr& expr) {
   return out;
 }
 
+int linear_degree(const Expr& e, const std::string& tensor) {
+  switch (e.kind) {
+    case ExprKind::Access: return e.access.tensor == tensor ? 1 : 0;
+    case ExprKind::Literal: return 0;
+    case ExprKind::Neg: return linear_degree(*e.lhs, tensor);
+    case ExprKind::Add:
+    case ExprKind::Sub: {
+      const int a = linear_degree(*e.lhs, tensor), b = linear_degree(*e.rhs, tensor);
+      return a == b ? a : -1;
+    }
+    case ExprKind::Mul: {
+      const int a = linear_degree(*e.lhs, tensor), b = linear_degree(*e.rhs, tensor);
+      return a < 0 || b < 0 || a + b > 1 ? -1 : a + b;
+    }
+    case ExprKind::Div: return linear_degree(*e.rhs, tensor) == 0 ? linear_degree(*e.lhs, tensor) : -1;
+    case ExprKind::Call:
+      return linear_degree(*e.lhs, tensor) == 0 && (!e.rhs || linear_degree(*e.rhs, tensor) == 0) ? 0 : -1;
+  }
+  return -1;
+}
+
 static void collect_terms(const ExprPtr& expr, bool negated, std::vector<SignedTerm>& out) {
   switch (expr->kind) {
     case ExprKind::Add:

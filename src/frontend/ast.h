@@ -91,6 +91,12 @@ struct Program {
 // Every access in the right-hand side, left to right.
 std::vector<const Access*> collect_accesses(const Expr& expr);
 
+// How `expr` depends on `tensor`'s values: 0 not at all, 1 linearly (every term a product with
+// exactly one of them, or the dividend of a quotient of such), -1 otherwise. A sum linear in a
+// tensor's entries is the sum of the same over any split of them (decompose's parts, a row cut
+// between threads).
+int linear_degree(const Expr& expr, const std::string& tensor);
+
 // A new operator node (Neg uses lhs only), and a new access node, at `loc`.
 ExprPtr make_operator(ExprKind kind, SourceLoc loc, ExprPtr lhs, ExprPtr rhs = nullptr);
 ExprPtr make_call(Function function, SourceLoc loc, ExprPtr first, ExprPtr second = nullptr);

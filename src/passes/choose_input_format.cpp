@@ -1,8 +1,7 @@
 #include "passes/choose_input_format.h"
 
-#include <cstdio>
-
 #include "passes/decompose_operand.h"
+#include "support/text.h"
 
 namespace spgen {
 
@@ -21,12 +20,6 @@ constexpr double kUnevenRows = 0.5;
 // thousands of rows gave the first thread the long rows).
 constexpr int64_t kSliceRows = 8;
 constexpr int64_t kSortWindow = 64 * kSliceRows;
-
-std::string fixed(double value, const char* format) {
-  char text[32];
-  std::snprintf(text, sizeof text, format, value);
-  return text;
-}
 
 }  // namespace
 
@@ -48,8 +41,8 @@ void choose_input_formats(const ast::Spec& spec, Config& config) {
     ScheduleOp op;
     op.op = DecomposeOp{tensor, "sell", 1, {}, 0, 0, 0, 0.5, kSliceRows, kSortWindow};
     op.path = "/schedule";
-    op.reason = "\"format\": \"auto\" on " + tensor + ", whose rows are short and uneven (" + fixed(s.row_mean, "%.1f") +
-                " entries a row, coefficient of variation " + fixed(s.row_cv, "%.2f") + "): slices of " +
+    op.reason = "\"format\": \"auto\" on " + tensor + ", whose rows are short and uneven (" + format_number("%.1f", s.row_mean) +
+                " entries a row, coefficient of variation " + format_number("%.2f", s.row_cv) + "): slices of " +
                 std::to_string(kSliceRows) + " rows fill vector lanes; call the inspector, " + config.name + "_decompose_" +
                 tensor + ", on the csr arrays first";
     config.schedule.push_back(std::move(op));

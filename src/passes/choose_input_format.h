@@ -12,8 +12,8 @@
 
 namespace spgen {
 
-// Prepends the decompose op that the statistics call for to config.schedule (with its reason,
-// which the header shows), where the schedule is "auto"; else leaves the config as it is.
+// Where the schedule is "auto" (no ops), makes the decompose op that the statistics call for its
+// one op (with its reason, which the header shows); else leaves the config as it is.
 void choose_input_formats(const ast::Spec& spec, Config& config);
 
 // The decompose op choose_input_formats added (first in the schedule, with its reason), or null

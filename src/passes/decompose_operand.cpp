@@ -20,18 +20,6 @@ ast::ExprPtr renamed(const ast::ExprPtr& expr, const std::string& from, const st
   return copy;
 }
 
-// The sum over parts is the whole only when every term of the right-hand side is a multiple of
-// `tensor`: it is a factor of the product (or the dividend of a quotient) at the top.
-bool is_linear_factor(const ast::Expr& expr, const std::string& tensor) {
-  switch (expr.kind) {
-    case ast::ExprKind::Access: return expr.access.tensor == tensor;
-    case ast::ExprKind::Mul: return is_linear_factor(*expr.lhs, tensor) || is_linear_factor(*expr.rhs, tensor);
-    case ast::ExprKind::Div:
-    case ast::ExprKind::Neg: return is_linear_factor(*expr.lhs, tensor);
-    default: return false;
-  }
-}
-
 Format part_format(const DecomposedPart& part, const DecomposeOp& op) {
   using L = LevelKind;
   switch (part.kind) {
@@ -140,7 +128,9 @@ std::string decompose_refusal(const ast::Spec& spec, const Config& config, const
     return std::string("the parts' kernels add up, which a ") + ast::reduction_name(spec.reduction) + " reduction does not take";
   const auto accesses = ast::collect_accesses(*spec.rhs);
   long uses = std::count_if(accesses.begin(), accesses.end(), [&](const ast::Access* a) { return a->tensor == tensor; });
-  if (uses != 1 || !is_linear_factor(*spec.rhs, tensor))
+  // The sum over parts is the whole only when the right-hand side is a multiple of `tensor`'s
+  // one access: a factor of the product (or the dividend of a quotient) at the top.
+  if (uses != 1 || ast::linear_degree(*spec.rhs, tensor) != 1)
     return "the kernel must be a sum of the parts' kernels: " + tensor +
            " must appear once, as a factor of the whole right-hand side (as in A(i,j) * B(j,k))";
   return "";

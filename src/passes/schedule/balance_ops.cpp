@@ -9,31 +9,31 @@ namespace spgen::scheduling {
 
 namespace {
 
-// How the right-hand side depends on `tensor`'s values: 0 not at all, 1 linearly (every term a
-// product with exactly one of them, or a quotient of such), -1 otherwise. A row's sum that is
-// linear in a matrix's entries splits into sums over any pieces of its row.
-int degree_in(const ast::Expr& e, const std::string& tensor) {
-  switch (e.kind) {
-    case ast::ExprKind::Access: return e.access.tensor == tensor ? 1 : 0;
-    case ast::ExprKind::Literal: return 0;
-    case ast::ExprKind::Neg: return degree_in(*e.lhs, tensor);
-    case ast::ExprKind::Add:
-    case ast::ExprKind::Sub: {
-      const int a = degree_in(*e.lhs, tensor), b = degree_in(*e.rhs, tensor);
-      return a == b ? a : -1;
-    }
-    case ast::ExprKind::Mul: {
-      const int a = degree_in(*e.lhs, tensor), b = degree_in(*e.rhs, tensor);
-      return a < 0 || b < 0 || a + b > 1 ? -1 : a + b;
-    }
-    case ast::ExprKind::Div: return degree_in(*e.rhs, tensor) == 0 ? degree_in(*e.lhs, tensor) : -1;
-    case ast::ExprKind::Call:
-      return degree_in(*e.lhs, tensor) == 0 && (!e.rhs || degree_in(*e.rhs, tensor) == 0) ? 0 : -1;
-  }
-  return -1;
+// Appends a binary search for the first r in [low, high_value) where `before(r)` fails
+// (high_value if it holds throughout): `result`, with `high` and `middle` its working names.
+void append_search(std::vector<Stmt>& stmts, const std::string& result, const std::string& high, const std::string& middle,
+                   Expr low, Expr high_value, const std::function<Expr(Expr)>& before) {
+  stmts.push_back(std::make_shared<Declare>(result, ScalarType::Int64, std::move(low), true));
+  stmts.push_back(std::make_shared<Declare>(high, ScalarType::Int64, std::move(high_value), true));
+  Stmt step = block({std::make_shared<Declare>(middle, ScalarType::Int64, binary(BinOp::Div, add(var(result), var(high)), int64(2)), false),
+                     std::make_shared<If>(before(var(middle)), std::make_shared<Assign>(result, add(var(middle), int64(1)), false),
+                                          std::make_shared<Assign>(high, var(middle), false))});
+  stmts.push_back(std::make_shared<While>("search " + result, binary(BinOp::Lt, var(result), var(high)), step));
 }
 
 }  // namespace
+
+// The pos array whose rows `loop` (balanced by `balance`) runs over, or the op's error.
+std::string Scheduler::balanced_rows_positions(const For& loop, const std::string& balance) const {
+  if (loop.var != loop.label || !is_const_int(loop.begin, 0))
+    fail("balance " + balance + " needs a loop over rows: " + loop.label +
+         " is a loop over positions or a split loop; balance the dense loop whose rows a compressed level stores");
+  std::string pos = row_positions(loop);
+  if (pos.empty())
+    fail("balance " + balance + " needs a loop over the rows of a compressed level, but no compressed level stores its "
+         "entries under the rows of " + loop.label + " (for csr A(i,j), balance i)");
+  return pos;
+}
 
 // A loop over the rows of a compressed level (its body reads pos[row]) becomes a loop over
 // parts: ranges of rows holding equal shares of the work, each row counting as one unit plus
@@ -42,13 +42,7 @@ int degree_in(const ast::Expr& e, const std::string& tensor) {
 // thread searches twice; else that many, a static schedule giving each thread a contiguous run
 // of them. A row longer than a part lands in one part whole (exact, if less balanced).
 Stmt Scheduler::balance_by_nonzeros(const For& loop, const Stmt& body, LoopAnnotations annotations, int64_t parts) {
-  if (loop.var != loop.label || !is_const_int(loop.begin, 0))
-    fail("balance nonzeros needs a loop over rows: " + loop.label +
-         " is a loop over positions or a split loop; balance the dense loop whose rows a compressed level stores");
-  std::string pos = row_positions(loop);
-  if (pos.empty())
-    fail("balance nonzeros needs a loop over the rows of a compressed level, but no compressed level stores its "
-         "entries under the rows of " + loop.label + " (for csr A(i,j), balance i)");
+  const std::string pos = balanced_rows_positions(loop, "nonzeros");
   ScalarType index_type = config_.index_type == IndexType::Int32 ? ScalarType::Int32 : ScalarType::Int64;
   auto pos_at = [&](Expr row) { return cast(ScalarType::Int64, load(pos, std::move(row), index_type)); };
   const std::string& row = loop.var;
@@ -62,15 +56,8 @@ Stmt Scheduler::balance_by_nonzeros(const For& loop, const Stmt& body, LoopAnnot
   std::vector<Stmt> stmts;
   // The first row whose work starts at or after `target`, in [0, rows].
   auto search = [&](const std::string& result, Expr target) {
-    std::string high = fresh(result + "_high"), middle = fresh(result + "_mid");
-    stmts.push_back(std::make_shared<Declare>(result, ScalarType::Int64, int64(0), true));
-    stmts.push_back(std::make_shared<Declare>(high, ScalarType::Int64, rows, true));
-    Stmt step = block({std::make_shared<Declare>(middle, ScalarType::Int64,
-                                                 binary(BinOp::Div, add(var(result), var(high)), int64(2)), false),
-                       std::make_shared<If>(binary(BinOp::Lt, work_before(var(middle)), target),
-                                            std::make_shared<Assign>(result, add(var(middle), int64(1)), false),
-                                            std::make_shared<Assign>(high, var(middle), false))});
-    stmts.push_back(std::make_shared<While>("search " + result, binary(BinOp::Lt, var(result), var(high)), step));
+    const std::string high = fresh(result + "_high"), middle = fresh(result + "_mid");
+    append_search(stmts, result, high, middle, int64(0), rows, [&](Expr r) { return binary(BinOp::Lt, work_before(std::move(r)), target); });
   };
   auto target = [&](Expr k) { return binary(BinOp::Div, mul(total, k), cut.count); };
   std::string begin = fresh(row + "_begin"), end = fresh(row + "_end");
@@ -131,13 +118,7 @@ Stmt Scheduler::balance_by_runs(const For& loop, const Stmt& body, LoopAnnotatio
 // output after the parallel loop. So one long row spreads over several threads, with no atomics.
 // The loop is marked here and cut in two in finish() (cut_rows), after the ops on its body.
 Stmt Scheduler::balance_by_merge_path(const For& loop, const Stmt& body, LoopAnnotations annotations, int64_t parts) {
-  if (loop.var != loop.label || !is_const_int(loop.begin, 0))
-    fail("balance merge_path needs a loop over rows: " + loop.label +
-         " is a loop over positions or a split loop; balance the dense loop whose rows a compressed level stores");
-  const std::string pos = row_positions(loop);
-  if (pos.empty())
-    fail("balance merge_path needs a loop over the rows of a compressed level, but no compressed level stores its "
-         "entries under the rows of " + loop.label + " (for csr A(i,j), balance i)");
+  const std::string pos = balanced_rows_positions(loop, "merge_path");
   const std::string refusal = merge_path_refusal(loop, pos);
   if (!refusal.empty()) fail("balance merge_path cuts rows, and " + refusal + "; use \"balance\": \"nonzeros\", which keeps rows whole");
   const sparse::SparseBuffer& output = program_.output();
@@ -168,13 +149,10 @@ Stmt Scheduler::balance_by_merge_path(const For& loop, const Stmt& body, LoopAnn
   auto search = [&](const std::string& found, const std::string& entry, Expr diagonal) {
     const std::string d = fresh(found + "_diagonal"), high = fresh(found + "_high"), middle = fresh(found + "_mid");
     stmts.push_back(std::make_shared<Declare>(d, ScalarType::Int64, std::move(diagonal), false));
-    stmts.push_back(std::make_shared<Declare>(found, ScalarType::Int64, binary(BinOp::Max, int64(0), sub(var(d), entries)), true));
-    stmts.push_back(std::make_shared<Declare>(high, ScalarType::Int64, min(var(d), rows), true));
-    Expr ends_before = binary(BinOp::Le, sub(pos_at(add(var(middle), int64(1))), first), sub(sub(var(d), var(middle)), int64(1)));
-    Stmt step = block({std::make_shared<Declare>(middle, ScalarType::Int64, binary(BinOp::Div, add(var(found), var(high)), int64(2)), false),
-                       std::make_shared<If>(ends_before, std::make_shared<Assign>(found, add(var(middle), int64(1)), false),
-                                            std::make_shared<Assign>(high, var(middle), false))});
-    stmts.push_back(std::make_shared<While>("search " + found, binary(BinOp::Lt, var(found), var(high)), step));
+    // Row r ends before the point (on a tie, a row's end comes before the next entry).
+    append_search(stmts, found, high, middle, binary(BinOp::Max, int64(0), sub(var(d), entries)), min(var(d), rows), [&](Expr r) {
+      return binary(BinOp::Le, sub(pos_at(add(r, int64(1))), first), sub(sub(var(d), r), int64(1)));
+    });
     stmts.push_back(std::make_shared<Declare>(entry, ScalarType::Int64, add(first, sub(var(d), var(found))), false));
   };
   auto diagonal = [&](Expr k) { return binary(BinOp::Div, mul(add(rows, entries), k), cut.count); };
@@ -235,7 +213,7 @@ std::string Scheduler::merge_path_refusal(const For& loop, const std::string& po
   for (size_t b = 1; b < program_.buffers.size(); ++b)
     if (program_.buffers[b].tensor != tensor && !program_.buffers[b].format.all_dense())
       return "it co-iterates " + tensor + " with the sparse " + program_.buffers[b].tensor;
-  if (degree_in(*program_.iteration.body, tensor) != 1)
+  if (ast::linear_degree(*program_.iteration.body, tensor) != 1)
     return "the right-hand side is not a sum of terms each a product with one entry of " + tensor;
   if (loads_from(loop.body, output.values)) return "the loop reads " + output.tensor + " back";
   return "";
@@ -247,20 +225,11 @@ void Scheduler::cut_rows() {
   if (!cut_op_) return;
   const For* marked = nullptr;
   int count = 0;
-  struct Finder : IRVisitor {
-    const For** marked;
-    int* count;
-    void visit_for(const For& node) override {
-      if (!node.annotations.cut.pos.empty()) {
-        *marked = &node;
-        ++*count;
-      }
-      IRVisitor::visit_for(node);
+  for (const LoopInfo& info : loops())
+    if (!info.loop->annotations.cut.pos.empty()) {
+      marked = info.loop;
+      ++count;
     }
-  } finder;
-  finder.marked = &marked;
-  finder.count = &count;
-  finder.visit(func_.body);
   op_ = cut_op_;
   if (count != 1 || marked->var != marked->label)
     fail("balance merge_path cuts the loop over rows after the ops that follow it, and one of them split, tiled or "

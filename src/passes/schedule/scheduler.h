@@ -107,6 +107,7 @@ class Scheduler {
   Stmt listed_per_thread(const For& loop);
   Stmt privatized(const Stmt& loop, const std::string& copy);
   // Balanced parts (schedule/balance_ops.cpp).
+  std::string balanced_rows_positions(const For& loop, const std::string& balance) const;
   Stmt balance_by_nonzeros(const For& loop, const Stmt& body, LoopAnnotations annotations, int64_t parts);
   Stmt balance_by_runs(const For& loop, const Stmt& body, LoopAnnotations annotations, int64_t parts);
   Stmt balance_by_merge_path(const For& loop, const Stmt& body, LoopAnnotations annotations, int64_t parts);
