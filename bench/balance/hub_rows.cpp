@@ -13,16 +13,10 @@
 #include "spmv_b_auto_lanes8_nnz.h"
 #include "spmv_lanes8_merge_path.h"
 // (The harness's matrices may be rectangular: x's length is the columns'.)
-static int64_t columns = 0;
-void nonzeros(ARGS) { spmv_b_auto_lanes8_nnz(n, columns, Y, P, C, V, X); }
-void merge_path(ARGS) { spmv_lanes8_merge_path(n, columns, Y, P, C, V, X); }
-void auto_kernel(ARGS) { spmv_b_auto(n, columns, Y, P, C, V, X); }
+void nonzeros(ARGS) { spmv_b_auto_lanes8_nnz(n, harness_columns, Y, P, C, V, X); }
+void merge_path(ARGS) { spmv_lanes8_merge_path(n, harness_columns, Y, P, C, V, X); }
+void auto_kernel(ARGS) { spmv_b_auto(n, harness_columns, Y, P, C, V, X); }
 int main(int argc, char** argv) {
   Named ks[] = {{"nonzeros", nonzeros}, {"merge_path", merge_path}, {"auto", auto_kernel}};
-  for (int a = 1; a < argc; ++a) {
-    columns = read(argv[a]).cols;  // (read twice: once here for the columns, once by run_all)
-    char* one[] = {argv[0], argv[a]};
-    run_all(2, one, ks, 3);
-  }
-  return 0;
+  return run_all(argc, argv, ks, 3);
 }

@@ -53,10 +53,13 @@ void v16l_dyn(ARGS) {
   for (int64_t i = 0; i < n; i++) ROWV16L }
 typedef void (*K)(ARGS);
 struct Named { const char* name; K k; };
+// The columns of the matrix being timed (ARGS has the rows only): for kernels that take both.
+static int64_t harness_columns = 0;
 // Times the kernels on each matrix file; the first is the base of the ratios printed.
 static int run_all(int argc, char** argv, const Named* ks, int K_) {
   for (int a = 1; a < argc; ++a) {
     Csr m = read(argv[a]);
+    harness_columns = m.cols;
     std::vector<float> x(m.cols), y(m.n), ref(m.n);
     for (int64_t i = 0; i < m.cols; ++i) x[i] = (i % 7) * 0.1f + 0.3f;
     for (int64_t i = 0; i < m.n; ++i) { double s = 0; for (int p = m.pos[i]; p < m.pos[i+1]; ++p) s += (double)m.val[p] * x[m.crd[p]]; ref[i] = s; }
