@@ -14,6 +14,7 @@
 #include "unpack_csr.h"
 #include "unpack_dcsr.h"
 #include "unpack_ell.h"
+#include "unpack_sell.h"
 
 namespace spgen_fuzz {
 
@@ -82,6 +83,14 @@ const Routines kRoutines[] = {
      unpack_csf_pack_B_sizes,
      [](int64_t n, const int64_t* c, const float* v, const int64_t* d, int32_t* const* a, float* o, const int64_t* l) {
        return unpack_csf_pack_B(n, c, v, d, a[0], a[1], a[2], a[3], a[4], a[5], o, l);
+     }},
+    {2, 4,  // SELL-4-8: its own routines (rows listed once, slices' first slots, slot-major columns)
+     [](const int64_t* d, const int32_t* const* a, const float* v, const int64_t* l, int64_t* n, int64_t* c, float* o) {
+       return unpack_sell_unpack_A(d, a[0], a[1], a[2], a[3], v, l, n, c, o);
+     },
+     unpack_sell_pack_A_sizes,
+     [](int64_t n, const int64_t* c, const float* v, const int64_t* d, int32_t* const* a, float* o, const int64_t* l) {
+       return unpack_sell_pack_A(n, c, v, d, a[0], a[1], a[2], a[3], o, l);
      }},
 };
 

@@ -31,6 +31,10 @@ GenerationContext make_context(const Compilation& c, const CompileInput& input) 
     }
     if (buffer.format.levels.empty()) line += " none: a scalar";
     line += ")";
+    if (buffer.format.sliced)
+      line += ", slices of " + std::to_string(buffer.format.interleave) + " rows padded to their longest" +
+              (buffer.format.sigma > 1 ? ", the rows sorted by length in windows of " + std::to_string(buffer.format.sigma)
+                                       : ", the rows in order");
     if (buffer.format_inferred) line += ", inferred from the operands (" + buffer.format_reason + ")";
     if (c.config.auto_formats.count(buffer.tensor)) {
       const ScheduleOp* chosen = decomposition_chosen_by_auto(c.config);

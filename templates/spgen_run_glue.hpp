@@ -26,6 +26,7 @@ struct Tensor {
   int shares_structure_with;   // tensor id whose pos/crd arrays this one uses, or -1
   const int64_t* widths;       // per level: a sparse-fixed level's width; null: none
   const int64_t* blocks;       // per level: a blocked level's block size; null: none
+  bool sliced = false;         // SELL-C-sigma (spgen_run::TensorInfo::sliced)
 };
 
 // The runtime's packed tensors while the kernel runs (opaque).

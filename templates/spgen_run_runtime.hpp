@@ -84,6 +84,9 @@ struct TensorInfo {
   // floordiv B (the mode's first level) or mod B (its second); empty: none. The runtime's own
   // pack and unpack do not handle blocked formats: the kernel's routines (Hooks) do.
   std::vector<int64_t> blocks = {};
+  // SELL-C-sigma (the "sell" format): level 1 is a SparseFixed level whose width varies by slice,
+  // with a pos array of the slices' first slots. Only the kernel's routines (Hooks) pack it.
+  bool sliced = false;
 };
 
 struct KernelInfo {
@@ -1486,7 +1489,8 @@ class Run {
     const TensorInfo& ti = info_.tensors.at(static_cast<size_t>(owner));
     const Level kind = ti.levels.at(static_cast<size_t>(l));
     // An assembled ELL output's level also has positions: its rows' counts (the width check).
-    const bool counted_ell = want_pos && ti.is_output && kind == Level::SparseFixed;
+    // SELL's slot level has them too: each slice's first slot row.
+    const bool counted_ell = want_pos && (ti.is_output || ti.sliced) && kind == Level::SparseFixed;
     if (!(want_pos ? level_has_pos(kind) || counted_ell : level_has_crd(kind))) return nullptr;
     std::vector<std::vector<Index>>& arrays = want_pos ? packed(owner).pos : packed(owner).crd;
     if (static_cast<size_t>(l) >= arrays.size()) throw std::runtime_error("tensor " + ti.name + " is not packed yet");
@@ -1699,6 +1703,9 @@ inline void validate_kernel_info(const KernelInfo& info) {
     for (int count : seen)
       if (count == 0) throw std::runtime_error(bad + "mode_order is not a permutation");
     if (t.shares_structure_with >= tensors) throw std::runtime_error(bad + "shares_structure_with out of range");
+    if (t.sliced && (t.levels.size() != 2 || t.levels[1] != Level::SparseFixed))
+      throw std::runtime_error(bad + "a sliced (sell) tensor has two levels, the second sparse-fixed");
+    if (t.sliced) continue;  // (its slot level has no width: each slice has its own)
     try {
       check_levels(t.levels, t.widths);
     } catch (const std::runtime_error& e) {
@@ -2094,7 +2101,8 @@ class Driver {
     // A random tensor may put more entries under a parent than a sparse-fixed (ELL) level's
     // width holds: keep the first W coordinates of each parent and drop the rest, so any
     // --density works (a file that overflows the width is an error from pack instead).
-    if (plan_.source[t] == Plan::Source::Random) c = fit_widths(c, ti.levels, ti.mode_order, ti.widths);
+    // (SELL's slices take any row length.)
+    if (plan_.source[t] == Plan::Source::Random && !ti.sliced) c = fit_widths(c, ti.levels, ti.mode_order, ti.widths);
     // Round to Value now, so a saved input holds exactly what the kernel sees.
     for (double& v : c.vals) v = static_cast<double>(static_cast<Value>(v));
     return c;
@@ -2425,6 +2433,7 @@ struct Glue {
       ti.shares_structure_with = g.shares_structure_with;
       if (g.widths) ti.widths.assign(g.widths, g.widths + levels);
       if (g.blocks) ti.blocks.assign(g.blocks, g.blocks + levels);
+      ti.sliced = g.sliced;
       info.tensors.push_back(std::move(ti));
     }
     info.accumulate = k.accumulate;

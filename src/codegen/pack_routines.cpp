@@ -70,7 +70,10 @@ std::vector<PackTensor> pack_tensors(const sparse::Program& program, const std::
     p.structure_id = buffer_id(program, structure.tensor);
     for (size_t l = 0; l < structure.format.levels.size(); ++l) {
       const std::string level = std::to_string(l);
-      if (level_has_pos(structure.format.levels[l])) p.arrays.push_back({structure.tensor + "_pos" + level, true, static_cast<int>(l)});
+      // (SELL's slot level has a pos array too: each slice's first slot row.)
+      const bool sliced = structure.format.sliced && structure.format.levels[l] == LevelKind::SparseFixed;
+      if (level_has_pos(structure.format.levels[l]) || sliced)
+        p.arrays.push_back({structure.tensor + "_pos" + level, true, static_cast<int>(l)});
       if (level_has_crd(structure.format.levels[l])) p.arrays.push_back({structure.tensor + "_crd" + level, false, static_cast<int>(l)});
     }
     p.values = buffer.values.empty() ? buffer.tensor + "_vals" : buffer.values;
@@ -94,8 +97,22 @@ std::string pack_functions(const std::string& kernel_name) {
   return templates::render("cpu_pack_routines.cpp.in", {{"name", kernel_name}});
 }
 
-std::string pack_algorithm(const std::string& kernel_name, const std::string& index_type, const std::string& value_type) {
-  return pack_types(kernel_name, index_type, value_type, kernel_name + ".h") + pack_functions(kernel_name);
+std::string pack_sell_types() { return templates::render("cpu_pack_sell_types.cpp.in", {}); }
+
+std::string pack_sell_functions() { return templates::render("cpu_pack_sell.cpp.in", {}); }
+
+std::string pack_algorithm(const std::string& kernel_name, const std::string& index_type, const std::string& value_type,
+                           bool sell) {
+  std::string text = pack_types(kernel_name, index_type, value_type, kernel_name + ".h") + pack_functions(kernel_name);
+  if (sell)
+    text += "\nnamespace " + kernel_name + "_pack {\n\n" + pack_sell_types() + "\n" + pack_sell_functions() +
+            "\n}  // namespace " + kernel_name + "_pack\n";
+  return text;
+}
+
+bool packs_sell(const sparse::Program& program) {
+  return std::any_of(program.buffers.begin(), program.buffers.end(),
+                     [](const sparse::SparseBuffer& b) { return b.format.sliced && !b.is_output; });
 }
 
 std::string pack_status_codes() { return templates::render("pack_status_codes.h.in", {}); }
@@ -109,11 +126,15 @@ PackRoutines emit_pack_routines(const sparse::Program& program, const std::strin
   const std::string ns = kernel_name + "_pack";
 
   std::string tables, wrappers, declarations, docs;
+  bool any_sell = false;
   for (const PackTensor& p : tensors) {
     const sparse::SparseBuffer& buffer = program.buffer(p.tensor);
     const sparse::SparseBuffer& structure = program.buffer(p.structure);
     const std::vector<int> modes = level_modes(program, buffer);
     const bool shared = p.structure != p.tensor;
+    // SELL-C-sigma sorts rows and pads slices: routines of its own (templates/cpu_pack_sell.cpp.in).
+    const bool sell = structure.format.sliced;
+    any_sell |= sell;
 
     // The level table.
     std::string levels;
@@ -131,6 +152,10 @@ PackRoutines emit_pack_routines(const sparse::Program& program, const std::strin
     tables += "const Format format_" + p.tensor + " = {" + std::to_string(structure.format.levels.size()) +
               ", levels_" + p.tensor +
               (structure.format.is_blocked() ? ", " + std::to_string(buffer.indices.size()) : std::string()) + "};\n";
+    if (sell)
+      tables += "const Sell sell_" + p.tensor + " = {" + std::to_string(structure.format.interleave) + ", " +
+                std::to_string(structure.format.sigma) + "};\n";
+    const std::string sell_argument = sell ? ns + "::sell_" + p.tensor + ", " : "";
 
     // The extern "C" functions.
     std::vector<std::string> array_params, const_array_params, array_names, lengths_doc;
@@ -152,8 +177,8 @@ PackRoutines emit_pack_routines(const sparse::Program& program, const std::strin
     if (!shared) {
       functions.push_back(c_signature("int", p.sizes_function,
                                     {"int64_t nnz", "const int64_t* coords", "const int64_t* dims", "int64_t* lengths"}));
-      wrappers += "extern \"C\" " + functions.back() + " {\n  return " + ns + "::pack_sizes(" + format +
-                  ", nnz, coords, dims, lengths);\n}\n\n";
+      wrappers += "extern \"C\" " + functions.back() + " {\n  return " + ns + (sell ? "::sell_pack_sizes(" : "::pack_sizes(") +
+                  format + ", " + sell_argument + "nnz, coords, dims, lengths);\n}\n\n";
     }
     std::vector<std::string> pack_params = {"int64_t nnz", "const int64_t* coords", "const " + value_type + "* vals",
                                             "const int64_t* dims"};
@@ -163,8 +188,8 @@ PackRoutines emit_pack_routines(const sparse::Program& program, const std::strin
     functions.push_back(c_signature("int", p.pack_function, pack_params));
     std::string arrays = array_names.empty() ? "" : array_list(shared ? "const " + index_type + "*" : index_type + "*");
     wrappers += "extern \"C\" " + functions.back() + " {\n  " + arrays + "return " + ns +
-                (shared ? "::pack_on_structure(" : "::pack(") + format + ", nnz, coords, vals, dims, " +
-                arrays_argument() + ", " + p.values + ", lengths);\n}\n\n";
+                (shared ? "::pack_on_structure(" : sell ? "::sell_pack(" : "::pack(") + format + ", " + sell_argument +
+                "nnz, coords, vals, dims, " + arrays_argument() + ", " + p.values + ", lengths);\n}\n\n";
     std::vector<std::string> unpack_params = {"const int64_t* dims"};
     unpack_params.insert(unpack_params.end(), const_array_params.begin(), const_array_params.end());
     unpack_params.push_back("const " + value_type + "* " + p.values);
@@ -172,8 +197,9 @@ PackRoutines emit_pack_routines(const sparse::Program& program, const std::strin
                                                value_type + "* vals_out"});
     functions.push_back(c_signature("int", p.unpack_function, unpack_params));
     arrays = array_names.empty() ? "" : array_list("const " + index_type + "*");
-    wrappers += "extern \"C\" " + functions.back() + " {\n  " + arrays + "return " + ns + "::unpack(" + format +
-                ", dims, " + arrays_argument() + ", " + p.values + ", lengths, nnz_out, coords_out, vals_out);\n}\n\n";
+    wrappers += "extern \"C\" " + functions.back() + " {\n  " + arrays + "return " + ns +
+                (sell ? "::sell_unpack(" + sell_argument : "::unpack(" + format + ", ") + "dims, " + arrays_argument() +
+                ", " + p.values + ", lengths, nnz_out, coords_out, vals_out);\n}\n\n";
     for (const std::string& f : functions) declarations += f + ";\n\n";
 
     // The header's line about it.
@@ -193,7 +219,7 @@ PackRoutines emit_pack_routines(const sparse::Program& program, const std::strin
       docs += p.sizes_function + ", " + p.pack_function + ", " + p.unpack_function + "\n";
   }
 
-  routines.source = pack_algorithm(kernel_name, index_type, value_type);
+  routines.source = pack_algorithm(kernel_name, index_type, value_type, any_sell);
   routines.source += "\nnamespace " + ns + " {\n\n" + tables + "\n}  // namespace " + ns + "\n\n" + wrappers;
   routines.source += "extern \"C\" const char* " + kernel_name + "_pack_strerror(int code) { return " + ns +
                      "::error_string(code); }\n";

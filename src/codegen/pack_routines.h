@@ -47,7 +47,14 @@ std::vector<PackTensor> pack_tensors(const sparse::Program& program, const std::
 std::string pack_types(const std::string& kernel_name, const std::string& index_type, const std::string& value_type,
                        const std::string& header);
 std::string pack_functions(const std::string& kernel_name);
-std::string pack_algorithm(const std::string& kernel_name, const std::string& index_type, const std::string& value_type);
+// SELL-C-sigma's own routines (templates/cpu_pack_sell*.cpp.in): its type, then its functions,
+// which use the algorithm's entry sorting and checks. A kernel's copy has them where it packs a
+// "sell" input (`packs_sell`).
+std::string pack_sell_types();
+std::string pack_sell_functions();
+bool packs_sell(const sparse::Program& program);
+std::string pack_algorithm(const std::string& kernel_name, const std::string& index_type, const std::string& value_type,
+                           bool sell);
 // The #defines of the routines' status codes (SPGEN_OK, SPGEN_ERR_...), guarded, as in NAME.h.
 std::string pack_status_codes();
 

@@ -56,6 +56,7 @@ std::string tensor_entry(const sparse::Program& program, const sparse::SparseBuf
                       std::to_string(shares);
   bool has_width = false;
   for (size_t l = 0; l < buffer.format.levels.size(); ++l) has_width |= buffer.format.width(l) > 0;
+  if (buffer.format.sliced) return entry + ", {}, {}, true},\n";  // (SELL: packed by the kernel's routines)
   if (has_width || buffer.format.is_blocked()) {
     std::string widths = "{";
     for (size_t l = 0; l < buffer.format.levels.size() && has_width; ++l)
@@ -108,7 +109,7 @@ std::string tensor_tables(const sparse::Program& program) {
     const std::string blocks_table = table("int64_t", "kBlocks" + id, blocks);
     entries += "    {\"" + buffer.tensor + "\", " + (buffer.is_output ? "true" : "false") + ", " + std::to_string(modes.size()) +
                ", " + modes_table + ", " + std::to_string(kinds.size()) + ", " + levels_table + ", " + order_table + ", " +
-               std::to_string(shares) + ", " + widths_table + ", " + blocks_table + "},\n";
+               std::to_string(shares) + ", " + widths_table + ", " + blocks_table + (buffer.format.sliced ? ", true" : "") + "},\n";
   }
   return tables + "const spgen_run_glue::Tensor kTensors[] = {\n" + entries + "};\n";
 }
@@ -335,7 +336,7 @@ GeneratedFile emit_run_driver(const loops::LoweredFunc& func, const sparse::Prog
 std::optional<LinkedPackAlgorithm> link_pack_algorithm(const GeneratedFile& kernel_source, const std::string& kernel_name,
                                                        const sparse::Program& program) {
   const std::string index_type = c_type_name(program.index_type), value_type = c_type_name(program.value_type);
-  const std::string own_copy = pack_algorithm(kernel_name, index_type, value_type);
+  const std::string own_copy = pack_algorithm(kernel_name, index_type, value_type, packs_sell(program));
   const size_t at = kernel_source.text.find(own_copy);
   if (at == std::string::npos) return std::nullopt;
   const std::string dot = kernel_source.name.substr(kernel_source.name.rfind('.'));
@@ -346,12 +347,14 @@ std::optional<LinkedPackAlgorithm> link_pack_algorithm(const GeneratedFile& kern
   linked.header = {"spgen_run_pack.hpp", templates::render("run_pack_algorithm.hpp.in",
                                                             {{"index_type", index_type},
                                                              {"value_type", value_type},
-                                                             {"types", pack_types("spgen_run", index_type, value_type, "the kernel's header")}})};
+                                                             {"types", pack_types("spgen_run", index_type, value_type, "the kernel's header")},
+                                                             {"sell_types", pack_sell_types()}})};
   linked.source = {"spgen_run_pack.cpp", templates::render("run_pack_algorithm.cpp.in",
                                                             {{"index_type", index_type},
                                                              {"value_type", value_type},
                                                              {"status_codes", pack_status_codes()},
-                                                             {"functions", pack_functions("spgen_run")}})};
+                                                             {"functions", pack_functions("spgen_run")},
+                                                             {"sell_functions", pack_sell_functions()}})};
   return linked;
 }
 

@@ -74,6 +74,15 @@ bool Format::is_row_major_dense() const {
   return all_dense();
 }
 
+Format sell_format(int64_t interleave, int64_t sigma) {
+  Format sell{"sell", {LevelKind::Compressed, LevelKind::SparseFixed}, {0, 1}, {0, 0}, {}, interleave};
+  sell.sliced = true;
+  sell.every_row_listed = true;
+  sell.sigma = sigma;
+  sell.rows_unordered = sigma > 1;
+  return sell;
+}
+
 Format dense_format(int order) {
   Format format{"dense", std::vector<LevelKind>(order, LevelKind::Dense), {}};
   for (int m = 0; m < order; ++m) format.mode_order.push_back(m);
@@ -333,7 +342,7 @@ class ConfigReader : public ConfigJsonReader {
       }
       expect_object(it.value(), path);
       // ("temporary": read_program_config's.)
-      check_keys(it.value(), path, {"format", "width", "block", "structure", "temporary"});
+      check_keys(it.value(), path, {"format", "width", "block", "interleave", "sigma", "structure", "temporary"});
       if (written_ && written_->count(it.key()) && !use->is_output) continue;  // (stored as its statement stored it: below)
       const bool is_auto = it.value().contains("format") && it.value()["format"] == "auto";
       if (is_auto || !it.value().contains("format")) config.infer_output_format |= use->is_output;
@@ -354,6 +363,10 @@ class ConfigReader : public ConfigJsonReader {
       } else if (format.name == "bsr") {
         fail(path, "format \"bsr\" needs \"block\": [rows, columns], the size of each block");
       }
+      if (format.name == "sell") format = read_sell(it.value(), path, *use);
+      else
+        for (const char* key : {"interleave", "sigma"})
+          if (it.value().contains(key)) fail(path + "/" + key, std::string("\"") + key + "\" belongs to the \"sell\" format");
       config.formats[it.key()] = format;
       if (it.value().contains("structure")) read_structure(it.value(), path, *use, config);
     }
@@ -367,6 +380,23 @@ class ConfigReader : public ConfigJsonReader {
     // `+=` reads the output too: its structure cannot come from the operands alone.
     if (spec_.accumulate) config.infer_output_format = false;
     apply_structure(config);
+  }
+
+  // SELL-C-sigma's parameters: "interleave" (C, the rows of a slice) and "sigma" (the sort window).
+  Format read_sell(const json& entry, const std::string& path, const ast::TensorUse& use) const {
+    if (use.is_output)
+      fail(path + "/format", "format \"sell\" is an input format: spgen does not assemble it (give " + use.name +
+                                 " csr, or leave its format out)");
+    if (!entry.contains("interleave"))
+      fail(path, "format \"sell\" needs \"interleave\": the rows of a slice (a vector's lanes: 8 or 16)");
+    const int64_t interleave = get_positive_int(entry["interleave"], path + "/interleave");
+    if (interleave > 64) fail(path + "/interleave", "\"interleave\" groups at most 64 rows (a vector's lanes: 8 or 16)");
+    int64_t sigma = 1;
+    if (entry.contains("sigma")) {
+      sigma = get_positive_int(entry["sigma"], path + "/sigma");
+      if (sigma > (int64_t{1} << 30)) fail(path + "/sigma", "\"sigma\" sorts windows of at most 2^30 rows");
+    }
+    return sell_format(interleave, sigma);
   }
 
   // "structure": "S" names a sparse input read with the output's own indices; the output takes its
@@ -643,7 +673,8 @@ class ConfigReader : public ConfigJsonReader {
     if (name == "ell") return need_order(2), Format{name, {D, LevelKind::SparseFixed}, {0, 1}};  // width: see caller
     if (name == "ragged") return need_order(2), Format{name, {D, LevelKind::DenseVariable}, {0, 1}};
     if (name == "bsr") return need_order(2), Format{name, {}, {}};  // levels: see caller (they need "block")
-    fail(path, "unknown format \"" + name + "\" (expected dense, csr, csc, dcsr, dcsc, csf, sv, coo, ell, ragged, bsr, "
+    if (name == "sell") return need_order(2), Format{name, {}, {}};  // levels: see caller (they need "interleave")
+    fail(path, "unknown format \"" + name + "\" (expected dense, csr, csc, dcsr, dcsc, csf, sv, coo, ell, ragged, bsr, sell, "
                "or {\"levels\": [...], \"order\": [...]})");
   }
 

@@ -26,6 +26,12 @@ enum class LevelKind {
 bool level_has_pos(LevelKind kind);
 bool level_has_crd(LevelKind kind);
 
+struct Format;
+// SELL-C-sigma, a format of its own: an order-2 input whose top level lists every row once
+// (sorted by length within windows of `sigma`) and whose second level holds slices of
+// `interleave` rows, each padded to its longest row, slot by slot.
+Format sell_format(int64_t interleave, int64_t sigma);
+
 enum class ValueType { Float32, Float64 };
 enum class IndexType { Int32, Int64 };
 enum class Target { Cpu, Cuda };
@@ -51,16 +57,24 @@ struct Format {
   std::vector<int64_t> widths = {};  // per level: the ELL width of a SparseFixed level, else 0
   std::vector<LevelBlock> blocks = {};  // per level: its block map; empty when no level has one
   // A SparseFixed level under the top level, stored slot-major in groups of `interleave` parent
-  // positions (made by decompose's "interleave"; 0: row-major, the default).
+  // positions (made by decompose's "interleave" and by the "sell" format; 0: row-major, the default).
   int64_t interleave = 0;
   // That level's width varies by group (SELL-C-sigma's slices): a pos array holds each group's
-  // first slot, and `widths` holds 0 for it (made by decompose's "sell").
+  // first slot, and `widths` holds 0 for it (decompose's "sell" and the "sell" format).
   bool sliced = false;
+  // SELL-C-sigma: the rows are sorted by decreasing length within windows of `sigma` rows (1: kept
+  // in order). Pack sorts them so; the kernel only needs `rows_unordered`.
+  int64_t sigma = 1;
   // The top (compressed) level lists every row exactly once (SELL's rows), and, where
   // `rows_unordered`, not in increasing order (sorted by length within windows).
   bool every_row_listed = false;
   bool rows_unordered = false;
   bool all_dense() const;
+  // Whether level `level` holds every coordinate of its mode under each parent: a dense level, or
+  // SELL's top level, which lists every row (so an output need not be sparse along it).
+  bool lists_every_coordinate(size_t level) const {
+    return levels[level] == LevelKind::Dense || (level == 0 && every_row_listed);
+  }
   int64_t width(size_t level) const { return level < widths.size() ? widths[level] : 0; }
   LevelBlock block(size_t level) const { return level < blocks.size() ? blocks[level] : LevelBlock{}; }
   bool is_blocked() const;

@@ -36,11 +36,7 @@ Format part_format(const DecomposedPart& part, const DecomposeOp& op) {
     case PartKind::Sell: {
       // The rows listed (sorted within windows of sigma, so out of order there), then the
       // slices' slots: a SparseFixed level whose width varies by slice.
-      Format sell{"sell", {L::Compressed, L::SparseFixed}, {0, 1}, {0, 0}, {}, op.interleave};
-      sell.sliced = true;
-      sell.every_row_listed = true;
-      sell.rows_unordered = op.sigma > 1;
-      return sell;
+      return sell_format(op.interleave, op.sigma);
     }
   }
   return {};

@@ -69,7 +69,7 @@ class FillAnalysis {
     for (size_t m = 0; m < access.indices.size(); ++m) {
       if (access.indices[m] != var) continue;
       const int level = level_of_mode(format, static_cast<int>(m));
-      if (level < 0 || format.levels[static_cast<size_t>(level)] == LevelKind::Dense) continue;
+      if (level < 0 || format.lists_every_coordinate(static_cast<size_t>(level))) continue;
       // A summed variable above the level unions its fibres: over every coordinate, unless some
       // other operand stores that variable sparsely (selects a few of them).
       for (int above = 0; above < level; ++above) {
@@ -91,7 +91,7 @@ class FillAnalysis {
       const Format& format = config_.format_of(a->tensor);
       for (size_t m = 0; m < a->indices.size(); ++m) {
         const int level = level_of_mode(format, static_cast<int>(m));
-        if (a->indices[m] == var && level >= 0 && format.levels[static_cast<size_t>(level)] != LevelKind::Dense) return true;
+        if (a->indices[m] == var && level >= 0 && !format.lists_every_coordinate(static_cast<size_t>(level))) return true;
       }
     }
     return false;

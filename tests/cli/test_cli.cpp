@@ -202,7 +202,7 @@ TEST_CASE("config errors name the JSON path; an existing output is not modified"
   ProcessResult r = spgen({"gen", spec("spmm.spg"), "--config", dir.file("spmm_csr.json"), "-o", dir.path()});
   CHECK(r.exit_code == 1);
   CHECK(r.err == dir.file("spmm_csr.json") + ": /tensors/A/format: error: unknown format \"cssr\" (expected dense, csr, "
-                 "csc, dcsr, dcsc, csf, sv, coo, ell, ragged, bsr, or {\"levels\": [...], \"order\": [...]})\n");
+                 "csc, dcsr, dcsc, csf, sv, coo, ell, ragged, bsr, sell, or {\"levels\": [...], \"order\": [...]})\n");
   CHECK(read_text(dir.file("spmm_csr.cpp")) == before);
 }
 

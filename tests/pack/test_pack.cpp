@@ -1,7 +1,8 @@
 // The pack/unpack routines spgen writes into every CPU kernel, tested by compiling them: kernels
 // for CSR, CSC, DCSR, COO, ELL, ragged, CSF, order-3 COO, BSR, a dense-suffix format, a column-major
 // dense tensor, SDDMM (an output sharing an input's structure) and assembled CSR, DCSR, COO,
-// ragged, (ragged, compressed) and (compressed, ELL) outputs are generated, compiled warning-free into one shared library (which also checks that they link
+// ragged, (ragged, compressed) and (compressed, ELL) outputs, and SELL-C-sigma inputs (checked against an
+// independent construction of their arrays) are generated, compiled warning-free into one shared library (which also checks that they link
 // together) and loaded with dlopen. Their routines are called through their exact C types:
 //   - round trips on random and edge inputs (empty, single entry, duplicates, unsorted, empty
 //     rows, a zero-size mode): pack's arrays equal those of the runtime's independent packer
@@ -57,6 +58,7 @@ struct Case {
   std::vector<int64_t> dims;  // of the random inputs
   std::string shares;         // output case: the input whose structure it shares, or ""
   std::vector<int64_t> block = {};  // bsr: the block's rows and columns (levels: see bsr_case)
+  std::vector<int64_t> sell = {};   // sell: {C, sigma} (level 1 has a pos array: the slices' first slots)
 };
 
 const char* const kSpmv = "y(i) = A(i,j) * x(j)\n";
@@ -101,6 +103,12 @@ const std::vector<Case>& cases() {
        {D, DV}, {0, 1}, 0, true, false, {7, 9}, ""},
       {"pk_add_ragged_compressed_out", kAdd, R"({"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": {"levels": ["dense-variable", "compressed"]}}})", "C",
        {DV, C}, {0, 1}, 0, false, false, {7, 9}, ""},
+      // SELL-C-sigma: 7 rows in slices of 4 (the last slice one row short), in order / sorted in
+      // windows of 4 rows.
+      {"pk_sell", kSpmv, R"({"A": {"format": "sell", "interleave": 4}})", "A", {C, SF}, {0, 1}, 0, false, false, {7, 9},
+       "", {}, {4, 1}},
+      {"pk_sell_sorted", kSpmm, R"({"A": {"format": "sell", "interleave": 2, "sigma": 4}})", "A", {C, SF}, {0, 1}, 0,
+       true, true, {7, 9}, "", {}, {2, 4}},
       {"pk_add_compressed_ell_out", kAdd, R"({"A": {"format": "csr"}, "B": {"format": "csr"}, "C": {"format": {"levels": ["compressed", {"kind": "sparse-fixed", "width": 3}]}}})", "C",
        {C, SF}, {0, 1}, 3, false, true, {7, 9}, ""},
   };
@@ -399,7 +407,7 @@ std::vector<Input> edge_inputs(const Case& c) {
 }
 
 size_t index_arrays(const Case& c) {
-  size_t n = 0;
+  size_t n = c.sell.empty() ? 0 : 1;  // (SELL's slot level has a pos array)
   for (Level l : c.levels) n += spgen_run::level_has_pos(l) + spgen_run::level_has_crd(l);
   return n;
 }
@@ -603,9 +611,176 @@ void bsr_round_trip(const Routines<I, V>& r, const Case& c, const Input& in) {
   CHECK(u.vals == entries);
 }
 
+// SELL-C-sigma, independently: each row's entries (sorted, repeats summed), the rows listed in
+// order, then each window of sigma rows stably sorted by decreasing length; slice g (listed rows
+// [g*C, g*C + C)) as wide as its longest row; slot s of listed row r at (first[r/C] + s)*C + r%C.
+template <class I>
+struct SellArrays {
+  std::vector<I> pos0, listed, first, crd;
+  std::vector<double> vals;
+};
+
+template <class I>
+SellArrays<I> sell_reference(const Case& c, const Input& in) {
+  const int64_t rows = in.dims[0], lanes = c.sell[0], sigma = c.sell[1];
+  std::vector<std::vector<std::pair<int64_t, double>>> row(static_cast<size_t>(rows));
+  for (const auto& [key, value] : canonical(in, c.mode_order)) row[static_cast<size_t>(key[0])].push_back({key[1], value});
+  SellArrays<I> out;
+  out.pos0 = {I(0), static_cast<I>(rows)};
+  std::vector<int64_t> order(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) order[static_cast<size_t>(r)] = r;
+  for (int64_t w = 0; w < rows; w += sigma)
+    std::stable_sort(order.begin() + w, order.begin() + std::min(rows, w + sigma),
+                     [&](int64_t a, int64_t b) { return row[static_cast<size_t>(a)].size() > row[static_cast<size_t>(b)].size(); });
+  for (int64_t r : order) out.listed.push_back(static_cast<I>(r));
+  const int64_t slices = (rows + lanes - 1) / lanes;
+  out.first.push_back(I(0));
+  for (int64_t g = 0; g < slices; ++g) {
+    size_t widest = 0;
+    for (int64_t r = g * lanes; r < std::min(rows, g * lanes + lanes); ++r) widest = std::max(widest, row[static_cast<size_t>(order[static_cast<size_t>(r)])].size());
+    out.first.push_back(static_cast<I>(out.first.back() + static_cast<I>(widest)));
+  }
+  const size_t slots = static_cast<size_t>(out.first.back()) * static_cast<size_t>(lanes);
+  out.crd.assign(slots, I(-1));
+  out.vals.assign(slots, 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto& entries = row[static_cast<size_t>(order[static_cast<size_t>(r)])];
+    for (size_t s = 0; s < entries.size(); ++s) {
+      const size_t at = (static_cast<size_t>(out.first[static_cast<size_t>(r / lanes)]) + s) * static_cast<size_t>(lanes) +
+                        static_cast<size_t>(r % lanes);
+      out.crd[at] = static_cast<I>(entries[s].first);
+      out.vals[at] = entries[s].second;
+    }
+  }
+  return out;
+}
+
+// pack -> the reference's SELL arrays -> unpack -> the entries row by row in listed order.
+template <class I, class V>
+void sell_round_trip(const Routines<I, V>& r, const Case& c, const Input& in) {
+  CAPTURE(in.nnz());
+  Packed<I, V> p = pack(r, c, in);
+  const SellArrays<I> want = sell_reference<I>(c, in);
+  REQUIRE(p.arrays.size() == 4);
+  CHECK(p.arrays[0]->copy() == want.pos0);
+  CHECK(p.arrays[1]->copy() == want.listed);
+  CHECK(p.arrays[2]->copy() == want.first);
+  CHECK(p.arrays[3]->copy() == want.crd);
+  std::vector<double> vals;
+  for (V v : p.vals->copy()) vals.push_back(static_cast<double>(v));
+  CHECK(vals == want.vals);
+
+  Unpacked u;
+  REQUIRE(unpack(r, in.dims, p, u) == kOk);
+  std::vector<int64_t> coords;
+  std::vector<double> entries;
+  const int64_t lanes = c.sell[0];
+  for (size_t k = 0; k < want.listed.size(); ++k) {
+    const int64_t g = static_cast<int64_t>(k) / lanes, lane = static_cast<int64_t>(k) % lanes;
+    for (int64_t slot = want.first[static_cast<size_t>(g)]; slot < want.first[static_cast<size_t>(g) + 1]; ++slot) {
+      const size_t at = static_cast<size_t>(slot * lanes + lane);
+      if (want.crd[at] < 0) break;
+      coords.insert(coords.end(), {static_cast<int64_t>(want.listed[k]), static_cast<int64_t>(want.crd[at])});
+      entries.push_back(want.vals[at]);
+    }
+  }
+  CHECK(u.coords == coords);
+  CHECK(u.vals == entries);
+}
+
+// Unpack's checks of SELL's arrays, on corrupt copies of a valid tensor: {pos0, rows, first, crd}.
+template <class I, class V>
+void check_sell_unpack_errors(const Case& c) {
+  const Routines<I, V> r = routines_of<I, V>(c);
+  Input in{c.dims, {}, {}};  // rows of 3, 0, 1, 2, 0, 3, 1 entries
+  const std::vector<std::vector<int64_t>> rows = {{0, 4, 8}, {}, {2}, {1, 5}, {}, {3, 6, 7}, {0}};
+  for (size_t i = 0; i < rows.size(); ++i)
+    for (int64_t j : rows[i]) in.add({static_cast<int64_t>(i), j}, static_cast<double>(j + 1));
+  Packed<I, V> good = pack(r, c, in);
+  auto copy = [&]() {
+    Packed<I, V> p;
+    p.lengths = good.lengths;
+    for (const auto& a : good.arrays) p.arrays.push_back(guarded(a->copy()));
+    p.vals = guarded(good.vals->copy());
+    return p;
+  };
+  auto status_with = [&](int array, size_t at, I value) {
+    Packed<I, V> p = copy();
+    (*p.arrays[static_cast<size_t>(array)])[at] = value;
+    Unpacked u;
+    return unpack(r, in.dims, p, u);
+  };
+  {
+    Packed<I, V> p = copy();
+    Unpacked u;
+    REQUIRE(unpack(r, in.dims, p, u) == kOk);
+  }
+  const int64_t lanes = c.sell[0];
+  const std::vector<I> listed = good.arrays[1]->copy(), first = good.arrays[2]->copy(), crd = good.arrays[3]->copy();
+  auto slot = [&](int64_t listed_row, int64_t s) { return static_cast<size_t>((first[static_cast<size_t>(listed_row / lanes)] + s) * lanes + listed_row % lanes); };
+  size_t long_row = 0;  // the listed row of input row 0 (3 entries)
+  while (listed[long_row] != 0) ++long_row;
+
+  SUBCASE("wrong lengths") {
+    for (size_t k = 0; k < good.lengths.size(); ++k) {
+      CAPTURE(k);
+      Packed<I, V> p = copy();
+      p.lengths[k] -= 1;
+      Unpacked u;
+      CHECK(unpack(r, in.dims, p, u) == kLength);
+    }
+    CHECK(status_with(0, 1, I(6)) == kLength);  // pos0 = {0, rows}
+  }
+  SUBCASE("pos arrays that do not start at 0 or decrease") {
+    CHECK(status_with(0, 0, I(1)) == kPosNotMonotone);
+    CHECK(status_with(2, 0, I(1)) == kPosNotMonotone);
+    CHECK(status_with(2, 1, static_cast<I>(first.back() + 1)) == kPosNotMonotone);
+  }
+  SUBCASE("rows: out of range, listed twice, out of order where sigma is 1") {
+    CHECK(status_with(1, 0, I(7)) == kCoordRange);
+    CHECK(status_with(1, 0, I(-1)) == kCoordRange);
+    CHECK(status_with(1, 0, listed[1]) == kCrdOrder);
+    Packed<I, V> p = copy();
+    std::swap((*p.arrays[1])[0], (*p.arrays[1])[1]);
+    Unpacked u;
+    CHECK(unpack(r, in.dims, p, u) == (c.sell[1] == 1 ? kCrdOrder : kOk));
+  }
+  SUBCASE("columns: out of range, decreasing, after padding, in a missing row of the last slice") {
+    CHECK(status_with(3, slot(static_cast<int64_t>(long_row), 0), I(9)) == kCoordRange);
+    CHECK(status_with(3, slot(static_cast<int64_t>(long_row), 0), I(-2)) == kCoordRange);
+    CHECK(status_with(3, slot(static_cast<int64_t>(long_row), 1), I(0)) == kCrdOrder);   // 0, 0, 8
+    CHECK(status_with(3, slot(static_cast<int64_t>(long_row), 1), I(-1)) == kCrdOrder);  // 0, pad, 8
+    const int64_t slices = static_cast<int64_t>(first.size()) - 1;
+    const bool missing_row_has_slots = slices * lanes > 7 && first[static_cast<size_t>(slices)] > first[static_cast<size_t>(slices) - 1];
+    CHECK(missing_row_has_slots == (c.sell[1] == 1));  // (sorted, the last slice holds an empty row)
+    if (missing_row_has_slots) CHECK(status_with(3, slot(7, 0), I(0)) == kCrdOrder);  // listed row 7 does not exist
+  }
+  SUBCASE("too little room, and null pointers") {
+    int64_t nnz = 0;
+    REQUIRE(r.unpack(in.dims.data(), good.pointers().data(), good.vals->data(), good.lengths.data(), &nnz, nullptr, nullptr) == kOk);
+    CHECK(nnz == 10);
+    Guarded<int64_t> coords(static_cast<size_t>(nnz - 1) * 2, -9);
+    Guarded<V> vals(static_cast<size_t>(nnz - 1), V(-9));
+    int64_t room = nnz - 1;
+    CHECK(r.unpack(in.dims.data(), good.pointers().data(), good.vals->data(), good.lengths.data(), &room, coords.data(), vals.data()) == kLength);
+    CHECK(room == nnz);
+    for (int64_t x : coords.copy()) CHECK(x == -9);
+    CHECK(r.unpack(in.dims.data(), good.pointers().data(), good.vals->data(), good.lengths.data(), nullptr, nullptr, nullptr) == kNull);
+    CHECK(r.unpack(in.dims.data(), good.pointers().data(), nullptr, good.lengths.data(), &nnz, nullptr, nullptr) == kNull);
+    CHECK(r.unpack(in.dims.data(), good.pointers().data(), good.vals->data(), nullptr, &nnz, nullptr, nullptr) == kNull);
+  }
+}
+
 template <class I, class V>
 void check_round_trips(const Case& c) {
   const Routines<I, V> r = routines_of<I, V>(c);
+  if (!c.sell.empty()) {
+    for (const Input& in : edge_inputs(c)) sell_round_trip(r, c, in);
+    std::mt19937_64 rng(0x5e11 + c.kernel.size());
+    for (int trial = 0; trial < 40; ++trial)
+      sell_round_trip(r, c, random_input(c, rng, trial < 20 ? c.dims[0] * c.dims[1] / 4 : 3 * c.dims[0] * c.dims[1]));
+    return;
+  }
   if (!c.block.empty()) {
     for (const Input& in : edge_inputs(c)) bsr_round_trip(r, c, in);
     std::mt19937_64 rng(0x5eed + c.kernel.size());
@@ -890,7 +1065,10 @@ template <class I, class V>
 void check_everything(const Case& c) {
   SUBCASE("round trips") { check_round_trips<I, V>(c); }
   SUBCASE("pack errors") { check_pack_errors<I, V>(c); }
-  SUBCASE("unpack errors") { check_unpack_errors<I, V>(c); }
+  SUBCASE("unpack errors") {
+    if (c.sell.empty()) check_unpack_errors<I, V>(c);
+    else check_sell_unpack_errors<I, V>(c);
+  }
 }
 
 void check_case(const std::string& kernel) {
@@ -924,6 +1102,9 @@ TEST_CASE("an assembled COO output has its own routines") { check_case("pk_add_c
 TEST_CASE("an assembled ragged output has its own routines") { check_case("pk_add_ragged_out"); }
 TEST_CASE("an assembled output with a ragged level above a compressed one has its own routines") { check_case("pk_add_ragged_compressed_out"); }
 TEST_CASE("an assembled output of ELL rows under a compressed level has its own routines") { check_case("pk_add_compressed_ell_out"); }
+
+TEST_CASE("sell 4-1: rows in order, the last slice one row short") { check_case("pk_sell"); }
+TEST_CASE("sell 2-4: rows sorted by length in windows of 4; int64 indices, float64 values") { check_case("pk_sell_sorted"); }
 
 TEST_CASE("ell: a row with more coordinates than the width fails to pack") {
   const Case& c = case_named("pk_ell");

@@ -194,6 +194,7 @@ CASES = [
     ("specs/spmv.spg", "specs/spmv_coo.json", ["coo"]),
     ("specs/spmv.spg", "specs/spmv_ell.json", ["csr"]),
     ("specs/spmv.spg", "tests/e2e/cases/spmv_decompose_sell.json", ["csr", "packed"]),
+    ("specs/spmv.spg", "tests/e2e/cases/spmv_sell.json", ["csr", "coo", "packed"]),
     ("specs/spmv.spg", "specs/spmv_sv.json", ["csr", "dense"]),
     ("specs/spmv.spg", "specs/spmv_dcsc.json", ["csc"]),
     ("specs/spmm.spg", "tests/e2e/cases/spmm_dense_fused.json", ["dense"]),  # (dense tensors only: no conversion routines)

@@ -389,7 +389,7 @@ TEST_CASE("config error: wrong types") {
   CHECK(error_of(R"({"tensors": ["A"]})") == config_error("/tensors", "expected an object, found array"));
   CHECK(error_of(R"({"tensors": {"A": "csr"}})") == config_error("/tensors/A", "expected an object, found string"));
   CHECK(error_of(R"({"tensors": {"A": {"fmt": "csr"}}})") ==
-        config_error("/tensors/A/fmt", "unknown key \"fmt\" (expected one of: format, width, block, structure, temporary)"));
+        config_error("/tensors/A/fmt", "unknown key \"fmt\" (expected one of: format, width, block, interleave, sigma, structure, temporary)"));
 }
 
 TEST_CASE("config error: unknown target, value type, index type") {
@@ -452,7 +452,7 @@ TEST_CASE("config error: unknown format") {
   CHECK(starts_with(message, "config.json: /tensors/A/format: error: unknown format \"cssr\""));
   CHECK(message == config_error("/tensors/A/format",
                                 "unknown format \"cssr\" (expected dense, csr, csc, dcsr, dcsc, csf, sv, coo, ell, "
-                                "ragged, bsr, or {\"levels\": [...], \"order\": [...]})"));
+                                "ragged, bsr, sell, or {\"levels\": [...], \"order\": [...]})"));
   CHECK(starts_with(format_error("A", "\"CSR\""), "config.json: /tensors/A/format: error: unknown format \"CSR\""));
   CHECK(starts_with(format_error("A", "\"\""), "config.json: /tensors/A/format: error: unknown format \"\""));
   CHECK(format_error("A", "7") ==
@@ -743,6 +743,43 @@ TEST_CASE("BSR: the shorthand and the explicit block maps") {
   spgen::Format rows = format_of("A", R"({"levels": [{"kind": "dense", "floordiv": 4}, "compressed", {"kind": "dense", "mod": 4}], "order": [0, 1, 0]})");
   CHECK(rows.mode_order == std::vector<int>{0, 1, 0});
   CHECK(!read(R"({"tensors": {"A": {"format": "csr"}}})").format_of("A").is_blocked());
+}
+
+TEST_CASE("config: the sell format (SELL-C-sigma)") {
+  using L = spgen::LevelKind;
+  spgen::Format sell = read(R"({"tensors": {"A": {"format": "sell", "interleave": 8, "sigma": 512}}})").format_of("A");
+  CHECK(sell.name == "sell");
+  CHECK(sell.levels == std::vector<L>{L::Compressed, L::SparseFixed});
+  CHECK(sell.mode_order == std::vector<int>{0, 1});
+  CHECK(sell.interleave == 8);
+  CHECK(sell.sigma == 512);
+  CHECK(sell.sliced);
+  CHECK(sell.every_row_listed);
+  CHECK(sell.rows_unordered);
+  CHECK(sell.lists_every_coordinate(0));  // every row listed: an output by those rows need not be sparse
+  CHECK(!sell.lists_every_coordinate(1));
+  spgen::Format in_order = read(R"({"tensors": {"A": {"format": "sell", "interleave": 16}}})").format_of("A");
+  CHECK(in_order.sigma == 1);
+  CHECK(!in_order.rows_unordered);
+}
+
+TEST_CASE("config error: the sell format") {
+  CHECK(error_of(R"({"tensors": {"A": {"format": "sell"}}})") ==
+        config_error("/tensors/A", "format \"sell\" needs \"interleave\": the rows of a slice (a vector's lanes: 8 or 16)"));
+  CHECK(error_of(R"({"tensors": {"A": {"format": "sell", "interleave": 65}}})") ==
+        config_error("/tensors/A/interleave", "\"interleave\" groups at most 64 rows (a vector's lanes: 8 or 16)"));
+  CHECK(error_of(R"({"tensors": {"A": {"format": "sell", "interleave": 8, "sigma": 0}}})") ==
+        config_error("/tensors/A/sigma", "expected a positive integer, found 0"));
+  CHECK(error_of(R"({"tensors": {"A": {"format": "sell", "interleave": 8, "sigma": 2000000000}}})") ==
+        config_error("/tensors/A/sigma", "\"sigma\" sorts windows of at most 2^30 rows"));
+  CHECK(error_of(R"({"tensors": {"A": {"format": "csr", "interleave": 8}}})") ==
+        config_error("/tensors/A/interleave", "\"interleave\" belongs to the \"sell\" format"));
+  CHECK(error_of(R"({"tensors": {"A": {"format": "csr", "sigma": 8}}})") ==
+        config_error("/tensors/A/sigma", "\"sigma\" belongs to the \"sell\" format"));
+  CHECK(error_of(R"({"tensors": {"C": {"format": "sell", "interleave": 8}}})") ==
+        config_error("/tensors/C/format", "format \"sell\" is an input format: spgen does not assemble it (give C csr, or leave its format out)"));
+  CHECK(format_error("c", "\"sell\"", kTtv) ==
+        config_error("/tensors/c/format", "format \"sell\" needs an order-2 tensor, but c has order 1 in the spec"));
 }
 
 TEST_CASE("config error: BSR and block maps") {
