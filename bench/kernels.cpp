@@ -39,6 +39,7 @@ extern "C" {
 
 #include "spgen_run_runtime.hpp"
 #include "hyb_adapters.h"
+#include "tuned_kernels.h"
 
 // The generated kernels (bench/configs/*.json, generated at build time by bench/meson.build).
 #include "add_b_dyn64.h"
@@ -222,6 +223,7 @@ struct Options {
   double wait_idle_s = 0;  // before each matrix, wait up to this long for other load to stop
   std::string spmv_variant, spmm_variant, sddmm_variant;
   std::vector<int64_t> widths = {32, 128};
+  std::string tuned_dir;  // --tuned: kernels tuned per matrix (tuned_kernels.h), timed beside the rest
 };
 
 void usage() {
@@ -237,6 +239,8 @@ void usage() {
       "  --min-time S          minimum seconds of timed calls per measurement (default 0.3)\n"
       "  --threads N           threads for everyone (default 2)\n"
       "  --sweep               time every spgen schedule variant (no peers)\n"
+      "  --tuned DIR           also time the kernel spgen tune chose for each matrix and op, where DIR has\n"
+      "                        it (DIR/spmv-M.so, spmm32-M.so, sddmm128-M.so, ...: bench/build_tuned.py)\n"
       "  --no-stream           skip STREAM triad\n"
       "  --wait-idle S         before each matrix, wait up to S s until other processes use < 0.1 core\n"
       "  --spmv V --spmm V --sddmm V   spgen variant for the peer comparison\n");
@@ -285,6 +289,7 @@ Options parse(int argc, char** argv) {
     else if (arg == "--spmv") o.spmv_variant = value();
     else if (arg == "--spmm") o.spmm_variant = value();
     else if (arg == "--sddmm") o.sddmm_variant = value();
+    else if (arg == "--tuned") o.tuned_dir = value();
     else if (arg == "--help" || arg == "-h") usage(), std::exit(0);
     else {
       usage();
@@ -639,6 +644,7 @@ struct Row {
   double gflop = 0;                                    // per call
   double bytes = 0;                                    // SpMV only
   double other_load = 0;                               // cores other processes used meanwhile
+  double tuned = std::nan("");                         // ms of the kernel spgen tune chose (NaN: none)
 };
 
 std::map<std::string, std::vector<Row>> g_rows;  // table name -> rows
@@ -658,8 +664,9 @@ void print_check(const char* who, double err) {
 // ---- the three operations ----------------------------------------------------------------------
 
 // Times the contenders and records one table row (or, with --sweep, one row per variant).
+// cs: spgen's kernel, then (`tuned`) the kernel tuned for this matrix, then the peers.
 void record(const Options& o, const std::string& table, const Csr& m, const std::vector<Contender>& cs, double gflop,
-            double bytes) {
+            double bytes, bool tuned = false) {
   std::vector<Stats> st = time_interleaved(o, cs);
   if (o.sweep) {
     for (size_t c = 0; c < cs.size(); ++c) {
@@ -673,8 +680,9 @@ void record(const Options& o, const std::string& table, const Csr& m, const std:
   Row row{m.name, m.nnz(), cs[0].name, st[0].median_ms, {}, gflop, bytes, g_last_other_load};
   std::printf("    (other processes kept %.2f cores busy during this measurement)\n", g_last_other_load);
   std::printf("    %-24s %10.4f ms  %7.2f GFLOP/s  (%d runs)\n", cs[0].name.c_str(), st[0].median_ms, gflop / (st[0].median_ms * 1e-3), st[0].runs);
+  if (tuned) row.tuned = st[1].median_ms;
   for (size_t c = 1; c < cs.size(); ++c) {
-    row.peers.push_back({cs[c].name, st[c].median_ms});
+    if (c > 1 || !tuned) row.peers.push_back({cs[c].name, st[c].median_ms});
     std::printf("    %-24s %10.4f ms  %7.2f GFLOP/s  (%d runs)\n", cs[c].name.c_str(), st[c].median_ms, gflop / (st[c].median_ms * 1e-3), st[c].runs);
   }
   add_row(table, row);
@@ -729,6 +737,15 @@ void bench_spmv(const Options& o, const Csr& m, GrB_Matrix Agb) {
     return;
   }
   cs.push_back({chosen.name, [&] { run_spgen(chosen.fn); }});
+  // The kernel spgen tune chose for this matrix (--tuned), timed as spgen's second entry.
+  const bool tuned = [&] {
+    const auto fn = reinterpret_cast<SpmvFn>(load_tuned_kernel(o.tuned_dir, "spmv-" + m.name));
+    if (!fn) return false;
+    run_spgen(fn);
+    print_check("tuned vs spgen", max_rel_err(y.p, ref.data(), ref.size()));
+    cs.push_back({"tuned", [&, fn] { run_spgen(fn); }});
+    return true;
+  }();
 
   // Eigen: y = A x, Eigen's OpenMP row loop (it stays serial below 20000 nonzeros)
   auto A = eigen_view(m);
@@ -776,7 +793,7 @@ void bench_spmv(const Options& o, const Csr& m, GrB_Matrix Agb) {
   print_check("MKL vs spgen", max_rel_err(ym.p, ref.data(), ref.size()));
   cs.push_back({"MKL", mkl_call});
 #endif
-  record(o, "SpMV", m, cs, gflop, bytes);
+  record(o, "SpMV", m, cs, gflop, bytes, tuned);
   GrB_Vector_free(&xg);
   GrB_Vector_free(&yg);
 }
@@ -820,6 +837,15 @@ void bench_spmm(const Options& o, const Csr& m, GrB_Matrix Agb, int64_t N) {
     return;
   }
   cs.push_back({chosen.name, [&] { run_spgen(chosen.fn); }});
+  // The kernel spgen tune chose for this matrix (--tuned), timed as spgen's second entry.
+  const bool tuned = [&] {
+    const auto fn = reinterpret_cast<SpmmFn>(load_tuned_kernel(o.tuned_dir, "spmm" + std::to_string(N) + "-" + m.name));
+    if (!fn) return false;
+    run_spgen(fn);
+    print_check("tuned vs spgen", max_rel_err(C.p, ref.p, total));
+    cs.push_back({"tuned", [&, fn] { run_spgen(fn); }});
+    return true;
+  }();
 
   // Eigen: C = A * B, row-major sparse and dense, Eigen's OpenMP row loop
   auto A = eigen_view(m);
@@ -862,7 +888,7 @@ void bench_spmm(const Options& o, const Csr& m, GrB_Matrix Agb, int64_t N) {
   print_check("MKL vs spgen", max_rel_err(C.p, ref.p, total));
   cs.push_back({"MKL", mkl_call});
 #endif
-  record(o, table, m, cs, gflop, 0);
+  record(o, table, m, cs, gflop, 0, tuned);
   GrB_Matrix_free(&Bg);
   GrB_Matrix_free(&Cg);
 }
@@ -899,6 +925,15 @@ void bench_sddmm(const Options& o, const Csr& m, GrB_Matrix Xgb, int64_t K) {
     return;
   }
   cs.push_back({chosen.name, [&] { run_spgen(chosen.fn); }});
+  // The kernel spgen tune chose for this matrix (--tuned), timed as spgen's second entry.
+  const bool tuned = [&] {
+    const auto fn = reinterpret_cast<SddmmFn>(load_tuned_kernel(o.tuned_dir, "sddmm" + std::to_string(K) + "-" + m.name));
+    if (!fn) return false;
+    run_spgen(fn);
+    print_check("tuned vs spgen", max_rel_err(Y.p, ref.data(), ref.size()));
+    cs.push_back({"tuned", [&, fn] { run_spgen(fn); }});
+    return true;
+  }();
 
   // Eigen has no SDDMM: the idiomatic loop, one Eigen row dot product per stored entry, OpenMP
   auto X = eigen_view(m);
@@ -941,7 +976,7 @@ void bench_sddmm(const Options& o, const Csr& m, GrB_Matrix Xgb, int64_t K) {
     std::free(yp), std::free(yj), std::free(yx);
   }
   cs.push_back({"GraphBLAS", gb_call});
-  record(o, table, m, cs, gflop, 0);
+  record(o, table, m, cs, gflop, 0, tuned);
   GrB_Matrix_free(&Ag), GrB_Matrix_free(&Bg), GrB_Matrix_free(&T), GrB_Matrix_free(&Yg);
 }
 
@@ -1273,10 +1308,14 @@ void print_tables(const Options& o) {
                 rows.empty() ? "-" : rows.front().spgen_variant.c_str(), o.runs, o.threads);
     std::printf("| matrix | nnz | spgen ms |");
     for (const auto& p : rows.front().peers) std::printf(" %s ms |", p.first.c_str());
-    std::printf(" spgen GFLOP/s | best peer GFLOP/s | spgen / best peer |%s other load |\n", spmv ? " spgen GB/s | % of STREAM triad |" : "");
+    const bool has_tuned = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return !std::isnan(r.tuned); });
+    std::printf(" spgen GFLOP/s | best peer GFLOP/s | spgen / best peer |%s%s other load |\n",
+                has_tuned ? " tuned ms | tuned / spgen | tuned / best peer |" : "", spmv ? " spgen GB/s | % of STREAM triad |" : "");
     std::printf("|---|---:|---:|");
     for (size_t k = 0; k < rows.front().peers.size(); ++k) std::printf("---:|");
-    std::printf("---:|---:|---:|%s---:|\n", spmv ? "---:|---:|" : "");
+    std::printf("---:|---:|---:|%s%s---:|\n", has_tuned ? "---:|---:|---:|" : "", spmv ? "---:|---:|" : "");
+    double log_tuned_vs_peer = 0, log_tuned_vs_spgen = 0, worst_tuned = 1e30;
+    int tuned_rows = 0;
     double log_speedup = 0, worst = 1e30;
     std::vector<double> log_vs_peer(rows.front().peers.size(), 0.0);
     for (const Row& r : rows) {
@@ -1291,6 +1330,14 @@ void print_tables(const Options& o) {
         log_vs_peer[k] += std::log(r.peers[k].second / r.spgen);
       }
       std::printf(" %.2f | %.2f | %.2fx |", r.gflop / (r.spgen * 1e-3), r.gflop / (best * 1e-3), speedup);
+      if (has_tuned && std::isnan(r.tuned)) std::printf(" - | - | - |");
+      if (has_tuned && !std::isnan(r.tuned)) {
+        std::printf(" %.4g | %.2fx | %.2fx |", r.tuned, r.spgen / r.tuned, best / r.tuned);
+        log_tuned_vs_peer += std::log(best / r.tuned);
+        log_tuned_vs_spgen += std::log(r.spgen / r.tuned);
+        worst_tuned = std::min(worst_tuned, best / r.tuned);
+        ++tuned_rows;
+      }
       if (spmv) {
         double gbs = r.bytes * 1e-9 / (r.spgen * 1e-3);
         std::printf(" %.1f | %.0f%% |", gbs, g_stream_triad > 0 ? 100.0 * gbs / g_stream_triad : 0.0);
@@ -1301,6 +1348,9 @@ void print_tables(const Options& o) {
     std::printf("\n%s geomean spgen / best peer: %.2fx (worst matrix %.2fx)", table.c_str(), std::exp(log_speedup / k), worst);
     for (size_t p = 0; p < log_vs_peer.size(); ++p)
       std::printf("; vs %s %.2fx", rows.front().peers[p].first.c_str(), std::exp(log_vs_peer[p] / k));
+    if (tuned_rows > 0)
+      std::printf("\n%s geomean over the %d tuned matrices: tuned / best peer %.2fx (worst %.2fx), tuned / spgen %.2fx", table.c_str(),
+                  tuned_rows, std::exp(log_tuned_vs_peer / tuned_rows), worst_tuned, std::exp(log_tuned_vs_spgen / tuned_rows));
     std::printf("\n");
   }
 }
