@@ -67,19 +67,54 @@ def checked(call, what):
             f"    std::exit(2);\n  }}\n")
 
 
-def wrapper(op, header):
+def repacked(header, matrix, by_name):
+    """Code that packs the bench's csr matrix into the format the kernel takes it in, with the
+    kernel's own pack routine (from the coordinates the csr arrays list), at the first call."""
+    function = f"{KERNEL}_pack_{matrix}"
+    _, pack_params = prototype(header, function)
+    if not pack_params:
+        raise ValueError(f"no {function} in the generated header")
+    arrays = [(t, n) for t, n in pack_params[4:] if n != "lengths"]  # (after nnz, coords, vals, dims)
+    code = "  // The matrix in the kernel's format, packed once for these arrays.\n  static const void* seen = nullptr;\n"
+    for t, n in arrays:
+        code += f"  static std::vector<{t.rstrip('*').strip()}> {n}(1);\n"
+    rows, cols, pos, crd, vals = (by_name[matrix + s] for s in ("_rows", "_cols", "_pos1", "_crd1", "_vals"))
+    code += (f"  if (seen != {pos}) {{\n"
+             f"    std::vector<int64_t> coords;\n"
+             f"    for (int64_t i = 0; i < {rows}; ++i)\n"
+             f"      for (int32_t p = {pos}[i]; p < {pos}[i + 1]; ++p) coords.insert(coords.end(), {{i, static_cast<int64_t>({crd}[p])}});\n"
+             f"    const int64_t nnz = {pos}[{rows}], dims[2] = {{{rows}, {cols}}};\n"
+             f"    int64_t lengths[{len(arrays)}];\n" +
+             "\n".join("  " + line for line in checked(f"{function}_sizes(nnz, coords.data(), dims, lengths)", "the pack size query").splitlines()) + "\n" +
+             "".join(f"    {n}.assign(static_cast<size_t>(std::max<int64_t>(lengths[{k}], 1)), 0);\n" for k, (_, n) in enumerate(arrays)) +
+             "\n".join("  " + line for line in checked(f"{function}(nnz, coords.data(), {vals}, dims, " + ", ".join(f"{n}.data()" for _, n in arrays) + ", lengths)", "the pack routine").splitlines()) + "\n" +
+             f"    seen = {pos};\n  }}\n")
+    for _, n in arrays:
+        by_name[n] = f"{n}.data()"
+    return code
+
+
+def wrapper(op, header, matrix_format):
     """The source of bench_tuned_call, or raises ValueError when the kernel does not take what the bench passes.
 
     A kernel of a decomposed matrix (a "decompose" op: hyb, sell, bsr+csr, ...) takes its parts:
     the wrapper runs the inspector on the bench's csr arrays at the first call (not timed after
     it, as mkl_sparse_optimize is not) and keeps the parts for the later calls with the same
-    arrays, whose values the bench does not change."""
+    arrays, whose values the bench does not change. A matrix stored in another format (bsr, csc,
+    ...) is packed into it by the kernel's pack routine, likewise once; not SDDMM's, whose output
+    shares its structure and is compared by the bench as csr."""
     params = OPS[op][1]
     by_name = {kernel_name: bench_name for _, bench_name, kernel_name in params}
+    matrix = "X" if op == "sddmm" else "A"
+    by_name[matrix + "_rows"], by_name[matrix + "_cols"] = "n", "m"
     returns, kernel_params = prototype(header, KERNEL)
     if returns is None:
         raise ValueError("no kernel prototype in the generated header")
     inspect = ""
+    if matrix_format != "csr":
+        if op == "sddmm":
+            raise ValueError(f"{matrix} is stored as {matrix_format}, and the bench compares SDDMM's output as csr")
+        inspect = repacked(header, matrix, by_name)
     decompose = next((m for m in re.finditer(r"^int (" + KERNEL + r"_decompose_(\w+))\(", header, re.M)
                       if not m.group(1).endswith("_sizes")), None)
     if decompose:
@@ -124,8 +159,10 @@ def build(args, op, matrix, config_path, scratch):
     gen = subprocess.run([args.spgen, "gen", spec, "--config", tmp_config, "-o", work], capture_output=True, text=True)
     if gen.returncode != 0:
         return f"spgen gen failed: {gen.stderr.strip()}"
+    tensor = "X" if op == "sddmm" else "A"
+    stored = config.get("tensors", {}).get(tensor, {}).get("format", "csr")
     try:
-        source = wrapper(op, open(os.path.join(work, KERNEL + ".h")).read())
+        source = wrapper(op, open(os.path.join(work, KERNEL + ".h")).read(), stored if isinstance(stored, str) else "custom")
     except ValueError as e:
         return str(e)
     open(os.path.join(work, "call.cpp"), "w").write(source)

@@ -11,6 +11,7 @@
 #include "spmv_b_hyb_il16.h"
 #include "spmv_b_sell16.h"
 #include "spmv_b_sell8.h"
+#include "spmv_b_ell4_il16.h"
 #include "spmv_b_auto.h"
 
 namespace {
@@ -132,28 +133,73 @@ void spmv_b_sell16_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* po
   sell_csr(p, dim_i, dim_j, y, pos, crd, vals, x, spmv_b_sell16_decompose_A_sizes, spmv_b_sell16_decompose_A, spmv_b_sell16);
 }
 
+namespace {
+
+// ELL+COO's parts: the ELL part's columns and values, the COO part's pos, rows, columns, values.
+struct EllCooParts {
+  const int32_t *pos = nullptr, *crd = nullptr;
+  const float* vals = nullptr;
+  int64_t rows = -1, cols = -1;
+  std::vector<int32_t> index[6];
+  std::vector<float> values[6];
+  int64_t lengths[6] = {};
+  bool holds(const int32_t* p, const int32_t* c, const float* v, int64_t r, int64_t n) const {
+    return p == pos && c == crd && v == vals && r == rows && n == cols;
+  }
+  void allocate() {
+    for (int k = 0; k < 6; ++k) {
+      if (k == 1 || k == 5) values[k].assign(static_cast<size_t>(lengths[k]) + 1, 0.0f);
+      else index[k].assign(static_cast<size_t>(lengths[k]) + 1, 0);
+    }
+  }
+};
+
+#define SPGEN_ELL_COO                                                                                         \
+  p.index[0].data(), p.values[1].data(), p.index[2].data(), p.index[3].data(), p.index[4].data(), \
+      p.values[5].data()
+
+}  // namespace
+
+void spmv_b_ell4_il16_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* pos, const int32_t* crd, const float* vals,
+                          const float* x) {
+  static EllCooParts p;
+  prepare(
+      p, pos, crd, vals, dim_i, dim_j, [&](int64_t* n) { return spmv_b_ell4_il16_decompose_A_sizes(dim_i, dim_j, pos, crd, n); },
+      [&] { return spmv_b_ell4_il16_decompose_A(dim_i, dim_j, pos, crd, vals, SPGEN_ELL_COO, p.lengths); });
+  spmv_b_ell4_il16(dim_i, dim_j, y, SPGEN_ELL_COO, x);
+}
+
 void spmv_b_auto_formats_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* pos, const int32_t* crd, const float* vals,
                              const float* x) {
   static const int32_t* seen = nullptr;
   static int64_t seen_rows = -1;
-  static bool sell = false;
+  static bool sell = false, ell4 = false;
   if (seen != pos || seen_rows != dim_i) {
     seen = pos;
     seen_rows = dim_i;
     // (the thresholds of passes/choose_input_format.cpp)
     double sum = 0, squares = 0;
+    int64_t longest = 0;
     for (int64_t i = 0; i < dim_i; ++i) {
       const double length = pos[i + 1] - pos[i];
       sum += length;
       squares += length * length;
+      longest = std::max<int64_t>(longest, pos[i + 1] - pos[i]);
     }
     const double mean = dim_i ? sum / static_cast<double>(dim_i) : 0;
     const double variance = dim_i ? squares / static_cast<double>(dim_i) - mean * mean : 0;
     const double cv = mean > 0 ? std::sqrt(std::max(variance, 0.0)) / mean : 0;
     sell = mean <= 8 && cv >= 0.5;
+    const bool ell = !sell && longest > 0 && longest <= 8 && static_cast<double>(longest * dim_i) <= 1.25 * sum;
+    ell4 = ell && longest == 4;
+    if (ell && !ell4)
+      std::fprintf(stderr, "bench_kernels: spgen would store this matrix as ELL of width %lld; the bench has width 4 only: csr\n",
+                   static_cast<long long>(longest));
   }
   if (sell)
     spmv_b_sell8_csr(dim_i, dim_j, y, pos, crd, vals, x);
+  else if (ell4)
+    spmv_b_ell4_il16_csr(dim_i, dim_j, y, pos, crd, vals, x);
   else
     spmv_b_auto(dim_i, dim_j, y, pos, crd, vals, x);
 }

@@ -1,6 +1,8 @@
 #include "passes/choose_input_format.h"
 
 #include "passes/decompose_operand.h"
+
+#include <optional>
 #include "support/text.h"
 
 namespace spgen {
@@ -20,6 +22,29 @@ constexpr double kUnevenRows = 0.5;
 // thousands of rows gave the first thread the long rows).
 constexpr int64_t kSliceRows = 8;
 constexpr int64_t kSortWindow = 64 * kSliceRows;
+// Rows of nearly one short length (wing: at most 4, 3.9 on average) instead fill ELL slots of
+// that width, interleaved by an AVX-512 vector of floats, with next to no padding: 1.30-1.39x
+// over `auto`'s csr on wing, three runs of bench_kernels --tuned, where `spgen tune` had chosen
+// it (bench/RESULTS.md, session 36). At most a quarter of the slots padding.
+constexpr int64_t kEllLanes = 16;
+constexpr double kEllPadding = 1.25;
+
+// The decomposition that suits these rows, or none.
+std::optional<DecomposeOp> decomposition_for(const std::string& tensor, const InputStats& s, std::string& why) {
+  const int64_t rows = s.dims[0];
+  if (s.row_mean <= kShortRows && s.row_cv >= kUnevenRows) {
+    why = "whose rows are short and uneven (" + format_number("%.1f", s.row_mean) + " entries a row, coefficient of variation " +
+          format_number("%.2f", s.row_cv) + "): slices of " + std::to_string(kSliceRows) + " rows fill vector lanes";
+    return DecomposeOp{tensor, "sell", 1, {}, 0, 0, 0, 0.5, kSliceRows, kSortWindow};
+  }
+  if (s.row_max > 0 && s.row_max <= kShortRows && static_cast<double>(s.row_max * rows) <= kEllPadding * static_cast<double>(s.nnz)) {
+    why = "whose rows are short and of nearly one length (at most " + std::to_string(s.row_max) + ", " +
+          format_number("%.1f", s.row_mean) + " on average): ELL slots of that width, interleaved by " +
+          std::to_string(kEllLanes) + " rows, fill vector lanes";
+    return DecomposeOp{tensor, "ell+coo", 1, {}, s.row_max, 0, 0, 0.5, kEllLanes, 1};
+  }
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -30,8 +55,9 @@ void choose_input_formats(const ast::Spec& spec, Config& config) {
   for (const std::string& tensor : config.auto_formats) {
     const auto stats = config.stats.find(tensor);
     if (stats == config.stats.end() || stats->second.dims.size() != 2) continue;
-    const InputStats& s = stats->second;
-    if (s.row_mean > kShortRows || s.row_cv < kUnevenRows) continue;
+    std::string why;
+    const std::optional<DecomposeOp> decomposition = decomposition_for(tensor, stats->second, why);
+    if (!decomposition) continue;
     // The output's rows are the matrix's (y(i) = A(i,j) x(j), not A's transpose).
     const ast::Access* access = nullptr;
     for (const ast::Access* a : ast::collect_accesses(*spec.rhs))
@@ -39,11 +65,9 @@ void choose_input_formats(const ast::Spec& spec, Config& config) {
     if (!access || access->indices.front() != spec.output.indices.front()) continue;
     if (!decompose_refusal(spec, config, tensor).empty()) continue;
     ScheduleOp op;
-    op.op = DecomposeOp{tensor, "sell", 1, {}, 0, 0, 0, 0.5, kSliceRows, kSortWindow};
+    op.op = *decomposition;
     op.path = "/schedule";
-    op.reason = "\"format\": \"auto\" on " + tensor + ", whose rows are short and uneven (" + format_number("%.1f", s.row_mean) +
-                " entries a row, coefficient of variation " + format_number("%.2f", s.row_cv) + "): slices of " +
-                std::to_string(kSliceRows) + " rows fill vector lanes; call the inspector, " + config.name + "_decompose_" +
+    op.reason = "\"format\": \"auto\" on " + tensor + ", " + why + "; call the inspector, " + config.name + "_decompose_" +
                 tensor + ", on the csr arrays first";
     config.schedule.push_back(std::move(op));
     return;  // (one decomposition a kernel)

@@ -2,7 +2,8 @@
 // run`'s input files). Without statistics such an input stays in its order's default sparse
 // format (csr for a matrix: frontend/config.h, auto_input_format). With them, a matrix of short,
 // uneven rows summed into a vector (SpMV) is decomposed into SELL-C-sigma, whose slices fill
-// vector lanes with several rows (bench/RESULTS.md, session 34). The kernel then takes the
+// vector lanes with several rows (bench/RESULTS.md, session 34), and one of short rows of nearly
+// one length into ELL slots of that width interleaved by a vector's lanes (session 36). The kernel then takes the
 // parts' arrays, which the generated inspector makes from csr, as with `[decompose, "auto"]`
 // written in the config: choosing the format is what "auto" on the input allows.
 #pragma once

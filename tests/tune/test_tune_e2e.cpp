@@ -173,7 +173,7 @@ TEST_CASE("tune: with the schedule pinned, only the formats left to spgen are se
   CHECK(config["tuned"]["tuning_seconds"].get<double>() < 20);
 }
 
-TEST_CASE("auto: an input whose format is \"auto\" is decomposed into SELL where its rows are short and uneven") {
+TEST_CASE("auto: an input whose format is \"auto\" is decomposed into SELL where its rows are short and uneven, into interleaved ELL where they are short and alike") {
   if (data_dir().empty()) {
     MESSAGE("skipped: ../shared/data is absent");
     return;
@@ -190,21 +190,26 @@ TEST_CASE("auto: an input whose format is \"auto\" is decomposed into SELL where
   CHECK(header.find("decompose(A, sell, slices of 8, sorted in windows of 512): \"format\": \"auto\" on A, whose rows are short "
                     "and uneven (3.9 entries a row, coefficient of variation 1.34)") != std::string::npos);
   CHECK(header.find("int spmv_decompose_A(") != std::string::npos);
-  // wing's rows are short but of one length: csr, as without statistics.
+  // wing's rows are short and of nearly one length (at most 4): ELL of 4 slots interleaved by 16 rows.
   ProcessResult even = spgen({"gen", spec, "-c", config, "--stats", "A=" + data_dir() + "/wing.mtx", "-o", dir.path()});
   REQUIRE(even.exit_code == 0);
-  CHECK(read_text(dir.file("spmv.h")).find("decompose(") == std::string::npos);
-  // spgen run reads its inputs' statistics: the same choice, and the kernel matches the reference.
-  ProcessResult run = spgen({"run", spec, "-c", config, "--input", "A=" + data_dir() + "/pubmed.mtx", "--input", "x=random",
-                             "--save-input", "x=" + dir.file("x.mtx"), "--output", "y=" + dir.file("y.mtx"), "--threads", "2",
-                             "--keep", dir.file("kept")});
-  INFO(run.err);
-  REQUIRE(run.exit_code == 0);
-  CHECK(read_text(dir.file("kept/spmv.h")).find("decompose(A, sell") != std::string::npos);
-  std::map<std::string, spgen_ref::Tensor> inputs = {{"A", spgen_ref::read_tensor(data_dir() + "/pubmed.mtx")},
-                                                     {"x", spgen_ref::read_tensor(dir.file("x.mtx"))}};
-  spgen_ref::Comparison cmp =
-      spgen_ref::compare(spgen_ref::read_tensor(dir.file("y.mtx")), spgen_ref::evaluate(read_text(spec), inputs, {}), 2e-4, 2e-4);
-  INFO(cmp.message);
-  CHECK(cmp.ok);
+  CHECK(read_text(dir.file("spmv.h")).find("decompose(A, ell+coo, width 4, interleaved by 16): \"format\": \"auto\" on A, whose rows "
+                                           "are short and of nearly one length (at most 4, 3.9 on average)") != std::string::npos);
+  // spgen run reads its inputs' statistics: the same choices, and the kernels match the reference.
+  for (const auto& [matrix, chosen] : {std::pair<std::string, std::string>{"pubmed", "decompose(A, sell"}, {"wing", "decompose(A, ell+coo"}}) {
+    CAPTURE(matrix);
+    const std::string kept = dir.file("kept-" + matrix);
+    ProcessResult run = spgen({"run", spec, "-c", config, "--input", "A=" + data_dir() + "/" + matrix + ".mtx", "--input", "x=random",
+                               "--save-input", "x=" + dir.file("x.mtx"), "--output", "y=" + dir.file("y.mtx"), "--threads", "2",
+                               "--keep", kept});
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    CHECK(read_text(kept + "/spmv.h").find(chosen) != std::string::npos);
+    std::map<std::string, spgen_ref::Tensor> inputs = {{"A", spgen_ref::read_tensor(data_dir() + "/" + matrix + ".mtx")},
+                                                       {"x", spgen_ref::read_tensor(dir.file("x.mtx"))}};
+    spgen_ref::Comparison cmp =
+        spgen_ref::compare(spgen_ref::read_tensor(dir.file("y.mtx")), spgen_ref::evaluate(read_text(spec), inputs, {}), 2e-4, 2e-4);
+    INFO(cmp.message);
+    CHECK(cmp.ok);
+  }
 }

@@ -21,6 +21,13 @@ spgen::InputStats matrix_stats(const std::string& path, double reach) {
   stats.static_split_imbalance = path == "even.mtx" ? 1.02 : 1.25;  // (cora's row blocks: 1.25)
   if (path == "uniform.mtx") stats.row_cv = 0.07;  // (wing's rows: 3.9 each, all alike)
   if (path == "long.mtx") stats.row_mean = 14.5;   // (astro-ph's)
+  if (path == "wing.mtx" || path == "padded.mtx") {  // (wing's: 62032 rows of 2 to 4, 3.9 on average)
+    stats.dims = {62032, 62032};
+    stats.nnz = 243088;
+    stats.row_mean = 3.92;
+    stats.row_cv = 0.07;
+    stats.row_max = path == "wing.mtx" ? 4 : 5;  // 5 slots a row would be 28 % padding
+  }
   return stats;
 }
 
@@ -179,4 +186,20 @@ TEST_CASE("auto decomposes an SpMV matrix whose format is \"auto\" into SELL whe
                                        {{"A", "cora.mtx"}}, 800)));
   // SpMM (an output of rows of k) keeps csr: SELL is measured on SpMV only.
   CHECK(!decomposed(compile_with_stats(kSpmm, kAutoFormat, {{"A", "cora.mtx"}}, 800)));
+}
+
+TEST_CASE("auto decomposes an SpMV matrix whose format is \"auto\" into interleaved ELL where its rows are short and of nearly one length") {
+  const char* const kAutoFormat = R"({"tensors": {"A": {"format": "auto"}}, "schedule": "auto"})";
+  const spgen::Compilation ell = compile_with_stats(kSpmv, kAutoFormat, {{"A", "wing.mtx"}}, 800);
+  REQUIRE(ell.decomposition);
+  CHECK(ell.decomposition->op.format == "ell+coo");
+  CHECK(ell.decomposition->op.width == 4);
+  CHECK(ell.decomposition->op.interleave == 16);
+  CHECK(contains(ell.files[0].text, "\"format\": \"auto\" on A, whose rows are short and of nearly one length (at most 4, 3.9 on "
+                                    "average): ELL slots of that width, interleaved by 16 rows, fill vector lanes"));
+  // Each part scheduled by auto: a tile of 16 rows in vector lanes over the ELL part.
+  CHECK(contains(ell.files[0].text, "tile(i, 16 -> i_group, i_lane): the rows in groups of 16, as A_ell stores them"));
+  // Not where the widest row would leave over a quarter of the slots padding, nor in SpMM.
+  CHECK(!compile_with_stats(kSpmv, kAutoFormat, {{"A", "padded.mtx"}}, 800).decomposition);
+  CHECK(!compile_with_stats(kSpmm, kAutoFormat, {{"A", "wing.mtx"}}, 800).decomposition);
 }
