@@ -214,6 +214,7 @@ struct Options {
   bool synthetic = true;
   int64_t synthetic_rows = 4'000'000;
   int synthetic_min_row = 5, synthetic_max_row = 15;  // uniform row lengths: mean 10
+  int64_t synthetic_band = 0;  // > 0: columns within this many of the diagonal (x read nearly in order)
   bool spmv = true, spmm = true, sddmm = true, spgemm = true, add = true;
   int runs = 10;          // at least this many timed calls
   double min_time = 0.3;  // and at least this many seconds of them (small matrices)
@@ -234,6 +235,8 @@ void usage() {
       "  --matrices a,b,...    only these (file stems; 'synthetic' is the generated one)\n"
       "  --no-synthetic        skip the large synthetic matrix\n"
       "  --synthetic-rows N    rows (= columns) of the synthetic matrix (default 4000000, 5..15 per row)\n"
+      "  --synthetic-band B    its columns within B of the diagonal instead of anywhere: x read nearly in order,\n"
+      "                        to tell the cost of its random gathers from the bandwidth (named synthetic-bandB)\n"
       "  --ops spmv,spmm,sddmm,spgemm,add   which operations (default all; spgemm is A*A, add is A+A^T)\n"
       "  --widths 32,128       dense widths N (SpMM) and K (SDDMM)\n"
       "  --runs N              minimum timed calls per measurement (default 10)\n"
@@ -274,6 +277,7 @@ Options parse(int argc, char** argv) {
     else if (arg == "--matrices") o.matrices = split_list(value());
     else if (arg == "--no-synthetic") o.synthetic = false;
     else if (arg == "--synthetic-rows") o.synthetic_rows = std::atoll(value().c_str());
+    else if (arg == "--synthetic-band") o.synthetic_band = std::max<int64_t>(0, std::atoll(value().c_str()));
     else if (arg == "--ops") {
       std::vector<std::string> ops = split_list(value());
       auto has = [&](const char* n) { return std::find(ops.begin(), ops.end(), n) != ops.end(); };
@@ -373,10 +377,11 @@ Csr load_mtx(const std::string& path) {
   return m;
 }
 
-// rows x rows, row lengths uniform in [lo, hi], columns uniform at random (distinct, sorted).
-Csr synthetic(int64_t rows, int lo, int hi) {
+// rows x rows, row lengths uniform in [lo, hi], columns uniform at random (distinct, sorted), or
+// with `band` > 0 uniform in [i - band, i + band] (wrapped around).
+Csr synthetic(int64_t rows, int lo, int hi, int64_t band) {
   Csr m;
-  m.name = "synthetic";
+  m.name = band > 0 ? "synthetic-band" + std::to_string(band) : "synthetic";
   m.rows = m.cols = rows;
   m.pos = Array<int32_t>(static_cast<size_t>(rows) + 1);
   auto row_len = [&](int64_t i) { return lo + static_cast<int>(mix(0xabcdefULL + static_cast<uint64_t>(i)) % static_cast<uint64_t>(hi - lo + 1)); };
@@ -407,9 +412,11 @@ Csr synthetic(int64_t rows, int lo, int hi) {
     int32_t* c = m.crd.p + m.pos[static_cast<size_t>(i)];
     const int len = m.pos[static_cast<size_t>(i) + 1] - m.pos[static_cast<size_t>(i)];
     for (uint64_t attempt = 0;; ++attempt) {
-      for (int k = 0; k < len; ++k)
-        c[k] = static_cast<int32_t>(mix((static_cast<uint64_t>(i) << 20) ^ (attempt << 8) ^ static_cast<uint64_t>(k)) %
-                                    static_cast<uint64_t>(rows));
+      for (int k = 0; k < len; ++k) {
+        const uint64_t draw = mix((static_cast<uint64_t>(i) << 20) ^ (attempt << 8) ^ static_cast<uint64_t>(k));
+        c[k] = band > 0 ? static_cast<int32_t>((i - band + static_cast<int64_t>(draw % static_cast<uint64_t>(2 * band + 1)) + rows) % rows)
+                        : static_cast<int32_t>(draw % static_cast<uint64_t>(rows));
+      }
       std::sort(c, c + len);
       if (std::adjacent_find(c, c + len) == c + len) break;  // duplicates: draw again
     }
@@ -1411,7 +1418,7 @@ int main(int argc, char** argv) {
     if (o.wait_idle_s > 0) wait_idle(o.wait_idle_s);
     CpuSample matrix_start = cpu_sample();
     auto t0 = Clock::now();
-    Csr m = path == "synthetic" ? synthetic(o.synthetic_rows, o.synthetic_min_row, o.synthetic_max_row) : load_mtx(path);
+    Csr m = path == "synthetic" ? synthetic(o.synthetic_rows, o.synthetic_min_row, o.synthetic_max_row, o.synthetic_band) : load_mtx(path);
     double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
     std::printf("%s: %lld x %lld, nnz %lld (%.2f per row), CSR %.1f MiB, loaded/generated in %.2f s\n", m.name.c_str(),
                 static_cast<long long>(m.rows), static_cast<long long>(m.cols), static_cast<long long>(m.nnz()),

@@ -40,6 +40,9 @@ class CompressedLevel : public LevelAccess {
   }
   std::string crd_prose(const Format& format, bool, bool) const override {
     const int level = axis_.level;
+    if (axis_.lists_every_coordinate)  // (SELL's rows)
+      return axis_.ordered ? ": coordinates, every one of the dimension once, increasing"
+                           : ": coordinates, every one of the dimension once, in any order (sorted by length within windows)";
     return axis_.unique ? ": coordinates, strictly increasing under each parent"
            : segment_end(format, level) > level && segment_end(format, level) + 1 < static_cast<int>(format.levels.size())
                ? ": coordinates, non-decreasing; one position per distinct coordinates of the COO segment (the "
