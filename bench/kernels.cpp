@@ -696,6 +696,21 @@ void record(const Options& o, const std::string& table, const Csr& m, const std:
   add_row(table, row);
 }
 
+// The kernel spgen tune chose for this matrix (--tuned, tuned_kernels.h), as the second
+// contender after spgen's, where DIR has one and its result matches spgen's (`error`, after one
+// call through `run`): a wrong result is not timed.
+template <class Fn, class Run, class Error>
+bool add_tuned(const Options& o, const std::string& stem, std::vector<Contender>& cs, Run run, Error error) {
+  const auto fn = reinterpret_cast<Fn>(load_tuned_kernel(o.tuned_dir, stem));
+  if (!fn) return false;
+  run(fn);
+  const double err = error();
+  print_check("tuned vs spgen", err);
+  if (!(err <= kTolerance)) return false;
+  cs.push_back({"tuned", [run, fn] { run(fn); }});
+  return true;
+}
+
 #ifdef BENCH_HAVE_MKL
 struct MklCsr {
   sparse_matrix_t A = nullptr;
@@ -745,17 +760,7 @@ void bench_spmv(const Options& o, const Csr& m, GrB_Matrix Agb) {
     return;
   }
   cs.push_back({chosen.name, [&] { run_spgen(chosen.fn); }});
-  // The kernel spgen tune chose for this matrix (--tuned), timed as spgen's second entry.
-  const bool tuned = [&] {
-    const auto fn = reinterpret_cast<SpmvFn>(load_tuned_kernel(o.tuned_dir, "spmv-" + m.name));
-    if (!fn) return false;
-    run_spgen(fn);
-    const double tuned_err = max_rel_err(y.p, ref.data(), ref.size());
-    print_check("tuned vs spgen", tuned_err);
-    if (!(tuned_err <= kTolerance)) return false;  // (a wrong result is not timed)
-    cs.push_back({"tuned", [&, fn] { run_spgen(fn); }});
-    return true;
-  }();
+  const bool tuned = add_tuned<SpmvFn>(o, "spmv-" + m.name, cs, run_spgen, [&] { return max_rel_err(y.p, ref.data(), ref.size()); });
 
   // Eigen: y = A x, Eigen's OpenMP row loop (it stays serial below 20000 nonzeros)
   auto A = eigen_view(m);
@@ -847,17 +852,7 @@ void bench_spmm(const Options& o, const Csr& m, GrB_Matrix Agb, int64_t N) {
     return;
   }
   cs.push_back({chosen.name, [&] { run_spgen(chosen.fn); }});
-  // The kernel spgen tune chose for this matrix (--tuned), timed as spgen's second entry.
-  const bool tuned = [&] {
-    const auto fn = reinterpret_cast<SpmmFn>(load_tuned_kernel(o.tuned_dir, "spmm" + std::to_string(N) + "-" + m.name));
-    if (!fn) return false;
-    run_spgen(fn);
-    const double tuned_err = max_rel_err(C.p, ref.p, total);
-    print_check("tuned vs spgen", tuned_err);
-    if (!(tuned_err <= kTolerance)) return false;  // (a wrong result is not timed)
-    cs.push_back({"tuned", [&, fn] { run_spgen(fn); }});
-    return true;
-  }();
+  const bool tuned = add_tuned<SpmmFn>(o, "spmm" + std::to_string(N) + "-" + m.name, cs, run_spgen, [&] { return max_rel_err(C.p, ref.p, total); });
 
   // Eigen: C = A * B, row-major sparse and dense, Eigen's OpenMP row loop
   auto A = eigen_view(m);
@@ -937,17 +932,7 @@ void bench_sddmm(const Options& o, const Csr& m, GrB_Matrix Xgb, int64_t K) {
     return;
   }
   cs.push_back({chosen.name, [&] { run_spgen(chosen.fn); }});
-  // The kernel spgen tune chose for this matrix (--tuned), timed as spgen's second entry.
-  const bool tuned = [&] {
-    const auto fn = reinterpret_cast<SddmmFn>(load_tuned_kernel(o.tuned_dir, "sddmm" + std::to_string(K) + "-" + m.name));
-    if (!fn) return false;
-    run_spgen(fn);
-    const double tuned_err = max_rel_err(Y.p, ref.data(), ref.size());
-    print_check("tuned vs spgen", tuned_err);
-    if (!(tuned_err <= kTolerance)) return false;  // (a wrong result is not timed)
-    cs.push_back({"tuned", [&, fn] { run_spgen(fn); }});
-    return true;
-  }();
+  const bool tuned = add_tuned<SddmmFn>(o, "sddmm" + std::to_string(K) + "-" + m.name, cs, run_spgen, [&] { return max_rel_err(Y.p, ref.data(), ref.size()); });
 
   // Eigen has no SDDMM: the idiomatic loop, one Eigen row dot product per stored entry, OpenMP
   auto X = eigen_view(m);

@@ -112,7 +112,7 @@ std::string pack_algorithm(const std::string& kernel_name, const std::string& in
 
 bool packs_sell(const sparse::Program& program) {
   return std::any_of(program.buffers.begin(), program.buffers.end(),
-                     [](const sparse::SparseBuffer& b) { return b.format.sliced && !b.is_output; });
+                     [](const sparse::SparseBuffer& b) { return b.format.sliced; });
 }
 
 std::string pack_status_codes() { return templates::render("pack_status_codes.h.in", {}); }
@@ -126,7 +126,6 @@ PackRoutines emit_pack_routines(const sparse::Program& program, const std::strin
   const std::string ns = kernel_name + "_pack";
 
   std::string tables, wrappers, declarations, docs;
-  bool any_sell = false;
   for (const PackTensor& p : tensors) {
     const sparse::SparseBuffer& buffer = program.buffer(p.tensor);
     const sparse::SparseBuffer& structure = program.buffer(p.structure);
@@ -134,7 +133,6 @@ PackRoutines emit_pack_routines(const sparse::Program& program, const std::strin
     const bool shared = p.structure != p.tensor;
     // SELL-C-sigma sorts rows and pads slices: routines of its own (templates/cpu_pack_sell.cpp.in).
     const bool sell = structure.format.sliced;
-    any_sell |= sell;
 
     // The level table.
     std::string levels;
@@ -219,7 +217,7 @@ PackRoutines emit_pack_routines(const sparse::Program& program, const std::strin
       docs += p.sizes_function + ", " + p.pack_function + ", " + p.unpack_function + "\n";
   }
 
-  routines.source = pack_algorithm(kernel_name, index_type, value_type, any_sell);
+  routines.source = pack_algorithm(kernel_name, index_type, value_type, packs_sell(program));
   routines.source += "\nnamespace " + ns + " {\n\n" + tables + "\n}  // namespace " + ns + "\n\n" + wrappers;
   routines.source += "extern \"C\" const char* " + kernel_name + "_pack_strerror(int code) { return " + ns +
                      "::error_string(code); }\n";

@@ -579,22 +579,32 @@ Routines<I, V> routines_of(const Case& c) {
   return Routines<I, V>(c.kernel, c.tensor, index_arrays(c), !c.shares.empty());
 }
 
+// For a format the runtime does not pack (bsr, sell): pack gives exactly `arrays` and `vals`, as
+// an independent construction of them says, and unpack gives back `coords` and `entries`.
+template <class I, class V>
+void check_round_trip(const Routines<I, V>& r, const Case& c, const Input& in, const std::vector<std::vector<I>>& arrays,
+                      const std::vector<double>& vals, const std::vector<int64_t>& coords, const std::vector<double>& entries) {
+  CAPTURE(in.nnz());
+  Packed<I, V> p = pack(r, c, in);
+  REQUIRE(p.arrays.size() == arrays.size());
+  for (size_t k = 0; k < arrays.size(); ++k) {
+    CAPTURE(k);
+    CHECK(p.arrays[k]->copy() == arrays[k]);
+  }
+  std::vector<double> packed_vals;
+  for (V v : p.vals->copy()) packed_vals.push_back(static_cast<double>(v));
+  CHECK(packed_vals == vals);
+  Unpacked u;
+  REQUIRE(unpack(r, in.dims, p, u) == kOk);
+  CHECK(u.coords == coords);
+  CHECK(u.vals == entries);
+}
+
 // pack -> the reference's BSR arrays -> unpack -> every stored entry inside the dimensions, in
 // storage order (block by block, each row-major), with the padding left out.
 template <class I, class V>
 void bsr_round_trip(const Routines<I, V>& r, const Case& c, const Input& in) {
-  CAPTURE(in.nnz());
-  Packed<I, V> p = pack(r, c, in);
   const BsrArrays<I> want = bsr_reference<I>(c, in);
-  REQUIRE(p.arrays.size() == 2);
-  CHECK(p.arrays[0]->copy() == want.pos);
-  CHECK(p.arrays[1]->copy() == want.crd);
-  std::vector<double> vals;
-  for (V v : p.vals->copy()) vals.push_back(static_cast<double>(v));
-  CHECK(vals == want.vals);
-
-  Unpacked u;
-  REQUIRE(unpack(r, in.dims, p, u) == kOk);
   std::vector<int64_t> coords;
   std::vector<double> entries;
   const int64_t rows = c.block[0], cols = c.block[1];
@@ -607,8 +617,7 @@ void bsr_round_trip(const Routines<I, V>& r, const Case& c, const Input& in) {
           coords.insert(coords.end(), {i, j});
           entries.push_back(want.vals[static_cast<size_t>(q * rows * cols + ii * cols + jj)]);
         }
-  CHECK(u.coords == coords);
-  CHECK(u.vals == entries);
+  check_round_trip<I, V>(r, c, in, {want.pos, want.crd}, want.vals, coords, entries);
 }
 
 // SELL-C-sigma, independently: each row's entries (sorted, repeats summed), the rows listed in
@@ -658,20 +667,7 @@ SellArrays<I> sell_reference(const Case& c, const Input& in) {
 // pack -> the reference's SELL arrays -> unpack -> the entries row by row in listed order.
 template <class I, class V>
 void sell_round_trip(const Routines<I, V>& r, const Case& c, const Input& in) {
-  CAPTURE(in.nnz());
-  Packed<I, V> p = pack(r, c, in);
   const SellArrays<I> want = sell_reference<I>(c, in);
-  REQUIRE(p.arrays.size() == 4);
-  CHECK(p.arrays[0]->copy() == want.pos0);
-  CHECK(p.arrays[1]->copy() == want.listed);
-  CHECK(p.arrays[2]->copy() == want.first);
-  CHECK(p.arrays[3]->copy() == want.crd);
-  std::vector<double> vals;
-  for (V v : p.vals->copy()) vals.push_back(static_cast<double>(v));
-  CHECK(vals == want.vals);
-
-  Unpacked u;
-  REQUIRE(unpack(r, in.dims, p, u) == kOk);
   std::vector<int64_t> coords;
   std::vector<double> entries;
   const int64_t lanes = c.sell[0];
@@ -684,8 +680,7 @@ void sell_round_trip(const Routines<I, V>& r, const Case& c, const Input& in) {
       entries.push_back(want.vals[at]);
     }
   }
-  CHECK(u.coords == coords);
-  CHECK(u.vals == entries);
+  check_round_trip<I, V>(r, c, in, {want.pos0, want.listed, want.first, want.crd}, want.vals, coords, entries);
 }
 
 // Unpack's checks of SELL's arrays, on corrupt copies of a valid tensor: {pos0, rows, first, crd}.
