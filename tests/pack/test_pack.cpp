@@ -498,22 +498,28 @@ int unpack(const Routines<I, V>& r, const std::vector<int64_t>& dims, Packed<I, 
   return kOk;
 }
 
+// Packs `in`, CHECKing that the arrays and values are `arrays` and `vals`.
+template <class I, class V>
+Packed<I, V> pack_as(const Routines<I, V>& r, const Case& c, const Input& in, const std::vector<std::vector<I>>& arrays,
+                     const std::vector<double>& vals) {
+  CAPTURE(in.nnz());
+  Packed<I, V> p = pack(r, c, in);
+  REQUIRE(p.arrays.size() == arrays.size());
+  for (size_t k = 0; k < arrays.size(); ++k) {
+    CAPTURE(k);
+    CHECK(p.arrays[k]->copy() == arrays[k]);
+  }
+  std::vector<double> packed_vals;
+  for (V v : p.vals->copy()) packed_vals.push_back(static_cast<double>(v));
+  CHECK(packed_vals == vals);
+  return p;
+}
+
 // pack -> arrays as the runtime packs them -> unpack -> the canonical entries in storage order.
 template <class I, class V>
 void round_trip(const Routines<I, V>& r, const Case& c, const Input& in) {
-  CAPTURE(in.nnz());
-  Packed<I, V> p = pack(r, c, in);
   const spgen_run::Packed<I, double> ref = spgen_run::pack<I, double>(to_coo(in), c.levels, c.mode_order, widths(c));
-  const std::vector<std::vector<I>> ref_arrays = runtime_arrays(c, ref);
-  REQUIRE(p.arrays.size() == ref_arrays.size());
-  for (size_t k = 0; k < ref_arrays.size(); ++k) {
-    CAPTURE(k);
-    CHECK(p.arrays[k]->copy() == ref_arrays[k]);
-  }
-  std::vector<double> vals;
-  for (V v : p.vals->copy()) vals.push_back(static_cast<double>(v));
-  CHECK(vals == ref.vals);
-
+  Packed<I, V> p = pack_as(r, c, in, runtime_arrays(c, ref), ref.vals);
   Unpacked u;
   REQUIRE(unpack(r, in.dims, p, u) == kOk);
   const size_t order = in.dims.size();
@@ -584,16 +590,7 @@ Routines<I, V> routines_of(const Case& c) {
 template <class I, class V>
 void check_round_trip(const Routines<I, V>& r, const Case& c, const Input& in, const std::vector<std::vector<I>>& arrays,
                       const std::vector<double>& vals, const std::vector<int64_t>& coords, const std::vector<double>& entries) {
-  CAPTURE(in.nnz());
-  Packed<I, V> p = pack(r, c, in);
-  REQUIRE(p.arrays.size() == arrays.size());
-  for (size_t k = 0; k < arrays.size(); ++k) {
-    CAPTURE(k);
-    CHECK(p.arrays[k]->copy() == arrays[k]);
-  }
-  std::vector<double> packed_vals;
-  for (V v : p.vals->copy()) packed_vals.push_back(static_cast<double>(v));
-  CHECK(packed_vals == vals);
+  Packed<I, V> p = pack_as(r, c, in, arrays, vals);
   Unpacked u;
   REQUIRE(unpack(r, in.dims, p, u) == kOk);
   CHECK(u.coords == coords);
