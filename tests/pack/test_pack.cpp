@@ -585,6 +585,44 @@ Routines<I, V> routines_of(const Case& c) {
   return Routines<I, V>(c.kernel, c.tensor, index_arrays(c), !c.shares.empty());
 }
 
+// A copy of `good` whose arrays a test may corrupt (`lengths` too).
+template <class I, class V>
+Packed<I, V> copy_of(const Packed<I, V>& good) {
+  Packed<I, V> p;
+  p.lengths = good.lengths;
+  for (const auto& a : good.arrays) p.arrays.push_back(guarded(a->copy()));
+  p.vals = guarded(good.vals->copy());
+  return p;
+}
+
+// Unpack into room for one entry too few: SPGEN_ERR_LENGTH, the entries needed, nothing written.
+// Returns that count.
+template <class I, class V>
+int64_t check_unpack_room(const Routines<I, V>& r, const std::vector<int64_t>& dims, const Packed<I, V>& good) {
+  int64_t nnz = 0;
+  REQUIRE(r.unpack(dims.data(), good.pointers().data(), good.vals->data(), good.lengths.data(), &nnz, nullptr, nullptr) ==
+          kOk);
+  REQUIRE(nnz > 0);
+  Guarded<int64_t> coords(static_cast<size_t>(nnz - 1) * dims.size(), -9);
+  Guarded<V> vals(static_cast<size_t>(nnz - 1), V(-9));
+  int64_t room = nnz - 1;
+  CHECK(r.unpack(dims.data(), good.pointers().data(), good.vals->data(), good.lengths.data(), &room, coords.data(),
+                 vals.data()) == kLength);
+  CHECK(room == nnz);
+  for (int64_t x : coords.copy()) CHECK(x == -9);
+  return nnz;
+}
+
+// Unpack with a null nnz, values or lengths: SPGEN_ERR_NULL.
+template <class I, class V>
+void check_unpack_nulls(const Routines<I, V>& r, const std::vector<int64_t>& dims, const Packed<I, V>& good) {
+  CHECK(r.unpack(dims.data(), good.pointers().data(), good.vals->data(), good.lengths.data(), nullptr, nullptr, nullptr) ==
+        kNull);
+  int64_t nnz = 0;
+  CHECK(r.unpack(dims.data(), good.pointers().data(), nullptr, good.lengths.data(), &nnz, nullptr, nullptr) == kNull);
+  CHECK(r.unpack(dims.data(), good.pointers().data(), good.vals->data(), nullptr, &nnz, nullptr, nullptr) == kNull);
+}
+
 // For a format the runtime does not pack (bsr, sell): pack gives exactly `arrays` and `vals`, as
 // an independent construction of them says, and unpack gives back `coords` and `entries`.
 template <class I, class V>
@@ -689,13 +727,7 @@ void check_sell_unpack_errors(const Case& c) {
   for (size_t i = 0; i < rows.size(); ++i)
     for (int64_t j : rows[i]) in.add({static_cast<int64_t>(i), j}, static_cast<double>(j + 1));
   Packed<I, V> good = pack(r, c, in);
-  auto copy = [&]() {
-    Packed<I, V> p;
-    p.lengths = good.lengths;
-    for (const auto& a : good.arrays) p.arrays.push_back(guarded(a->copy()));
-    p.vals = guarded(good.vals->copy());
-    return p;
-  };
+  auto copy = [&]() { return copy_of(good); };
   auto status_with = [&](int array, size_t at, I value) {
     Packed<I, V> p = copy();
     (*p.arrays[static_cast<size_t>(array)])[at] = value;
@@ -748,18 +780,8 @@ void check_sell_unpack_errors(const Case& c) {
     if (missing_row_has_slots) CHECK(status_with(3, slot(7, 0), I(0)) == kCrdOrder);  // listed row 7 does not exist
   }
   SUBCASE("too little room, and null pointers") {
-    int64_t nnz = 0;
-    REQUIRE(r.unpack(in.dims.data(), good.pointers().data(), good.vals->data(), good.lengths.data(), &nnz, nullptr, nullptr) == kOk);
-    CHECK(nnz == 10);
-    Guarded<int64_t> coords(static_cast<size_t>(nnz - 1) * 2, -9);
-    Guarded<V> vals(static_cast<size_t>(nnz - 1), V(-9));
-    int64_t room = nnz - 1;
-    CHECK(r.unpack(in.dims.data(), good.pointers().data(), good.vals->data(), good.lengths.data(), &room, coords.data(), vals.data()) == kLength);
-    CHECK(room == nnz);
-    for (int64_t x : coords.copy()) CHECK(x == -9);
-    CHECK(r.unpack(in.dims.data(), good.pointers().data(), good.vals->data(), good.lengths.data(), nullptr, nullptr, nullptr) == kNull);
-    CHECK(r.unpack(in.dims.data(), good.pointers().data(), nullptr, good.lengths.data(), &nnz, nullptr, nullptr) == kNull);
-    CHECK(r.unpack(in.dims.data(), good.pointers().data(), good.vals->data(), nullptr, &nnz, nullptr, nullptr) == kNull);
+    CHECK(check_unpack_room(r, in.dims, good) == 10);
+    check_unpack_nulls(r, in.dims, good);
   }
 }
 
@@ -908,14 +930,7 @@ void check_unpack_errors(const Case& c) {
   const Routines<I, V> r = routines_of<I, V>(c);
   const Input in = structured_input(c);
   Packed<I, V> good = pack(r, c, in);
-  // A copy of `good` whose arrays the test may change (`lengths` too).
-  auto copy = [&]() {
-    Packed<I, V> p;
-    p.lengths = good.lengths;
-    for (const auto& a : good.arrays) p.arrays.push_back(guarded(a->copy()));
-    p.vals = guarded(good.vals->copy());
-    return p;
-  };
+  auto copy = [&]() { return copy_of(good); };
   auto status_of = [&](Packed<I, V>& p, const std::vector<int64_t>& dims) {
     Unpacked u;
     return unpack(r, dims, p, u);
@@ -1030,27 +1045,8 @@ void check_unpack_errors(const Case& c) {
     const bool ordered_level = std::any_of(c.levels.begin(), c.levels.end(), [](Level l) { return l == C || l == NU || l == SF; });
     CHECK(tried == ordered_level);
   }
-  SUBCASE("too little room for the entries") {
-    int64_t nnz = 0;
-    REQUIRE(r.unpack(in.dims.data(), good.pointers().data(), good.vals->data(), good.lengths.data(), &nnz, nullptr,
-                     nullptr) == kOk);
-    REQUIRE(nnz > 0);
-    Guarded<int64_t> coords(static_cast<size_t>(nnz - 1) * in.dims.size(), -9);
-    Guarded<V> vals(static_cast<size_t>(nnz - 1), V(-9));
-    int64_t room = nnz - 1;
-    CHECK(r.unpack(in.dims.data(), good.pointers().data(), good.vals->data(), good.lengths.data(), &room,
-                   coords.data(), vals.data()) == kLength);
-    CHECK(room == nnz);
-    for (int64_t x : coords.copy()) CHECK(x == -9);
-  }
-  SUBCASE("null pointers") {
-    CHECK(r.unpack(in.dims.data(), good.pointers().data(), good.vals->data(), good.lengths.data(), nullptr, nullptr,
-                   nullptr) == kNull);
-    int64_t nnz = 0;
-    CHECK(r.unpack(in.dims.data(), good.pointers().data(), nullptr, good.lengths.data(), &nnz, nullptr, nullptr) ==
-          kNull);
-    CHECK(r.unpack(in.dims.data(), good.pointers().data(), good.vals->data(), nullptr, &nnz, nullptr, nullptr) == kNull);
-  }
+  SUBCASE("too little room for the entries") { check_unpack_room(r, in.dims, good); }
+  SUBCASE("null pointers") { check_unpack_nulls(r, in.dims, good); }
 }
 
 template <class I, class V>
