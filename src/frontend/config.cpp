@@ -79,7 +79,6 @@ Format sell_format(int64_t interleave, int64_t sigma) {
   sell.sliced = true;
   sell.every_row_listed = true;
   sell.sigma = sigma;
-  sell.rows_unordered = sigma > 1;
   return sell;
 }
 

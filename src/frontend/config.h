@@ -63,13 +63,13 @@ struct Format {
   // first slot, and `widths` holds 0 for it (decompose's "sell" and the "sell" format).
   bool sliced = false;
   // SELL-C-sigma: the rows are sorted by decreasing length within windows of `sigma` rows (1: kept
-  // in order). Pack sorts them so; the kernel only needs `rows_unordered`.
+  // in order). Pack sorts them so; the kernel only needs rows_unordered().
   int64_t sigma = 1;
-  // The top (compressed) level lists every row exactly once (SELL's rows), and, where
-  // `rows_unordered`, not in increasing order (sorted by length within windows).
+  // The top (compressed) level lists every row exactly once (SELL's rows); with a `sigma` above 1
+  // not in increasing order (sorted by length within windows: rows_unordered()).
   bool every_row_listed = false;
-  bool rows_unordered = false;
   bool all_dense() const;
+  bool rows_unordered() const { return every_row_listed && sigma > 1; }
   // Whether level `level` holds every coordinate of its mode under each parent: a dense level, or
   // SELL's top level, which lists every row (so an output need not be sparse along it).
   bool lists_every_coordinate(size_t level) const {

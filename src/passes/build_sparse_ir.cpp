@@ -355,7 +355,7 @@ sparse::Program build_sparse_ir(const ast::Spec& spec, const Config& config, boo
         axis.sliced = sliced;
         if (level == 0 && kind == LevelKind::Compressed) {
           axis.lists_every_coordinate = buffer.format.every_row_listed;
-          axis.ordered = !buffer.format.rows_unordered;
+          axis.ordered = !buffer.format.rows_unordered();
         }
         axis.unique = kind != LevelKind::CompressedNonUnique;
         buffer.axes.push_back(static_cast<int>(program.axes.size()));

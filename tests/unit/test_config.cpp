@@ -755,12 +755,12 @@ TEST_CASE("config: the sell format (SELL-C-sigma)") {
   CHECK(sell.sigma == 512);
   CHECK(sell.sliced);
   CHECK(sell.every_row_listed);
-  CHECK(sell.rows_unordered);
+  CHECK(sell.rows_unordered());
   CHECK(sell.lists_every_coordinate(0));  // every row listed: an output by those rows need not be sparse
   CHECK(!sell.lists_every_coordinate(1));
   spgen::Format in_order = read(R"({"tensors": {"A": {"format": "sell", "interleave": 16}}})").format_of("A");
   CHECK(in_order.sigma == 1);
-  CHECK(!in_order.rows_unordered);
+  CHECK(!in_order.rows_unordered());
 }
 
 TEST_CASE("config error: the sell format") {
