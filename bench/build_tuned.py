@@ -67,6 +67,21 @@ def checked(call, what):
             f"    std::exit(2);\n  }}\n")
 
 
+def built_once(comment, key, arrays, setup, sizes_call, fill, what, by_name):
+    """Code that fills `arrays` [(C type, name)] at the first call with these bench arrays (`key`):
+    `setup`, then the size query `sizes_call` into `lengths`, then `fill(arguments)` (a call
+    taking the arrays by name). Registers each array's name in `by_name` for the kernel's call."""
+    for _, n in arrays:
+        by_name[n] = f"{n}.data()"
+    code = f"  // {comment}, built once for these arrays.\n  static const void* seen = nullptr;\n"
+    code += "".join(f"  static std::vector<{t.rstrip('*').strip()}> {n}(1);\n" for t, n in arrays)
+    indented = lambda text: "\n".join("  " + line for line in text.splitlines()) + "\n"
+    return (code + f"  if (seen != {key}) {{\n" + setup + f"    int64_t lengths[{len(arrays)}];\n" +
+            indented(checked(sizes_call, f"the {what}'s size query")) +
+            "".join(f"    {n}.assign(static_cast<size_t>(std::max<int64_t>(lengths[{k}], 1)), 0);\n" for k, (_, n) in enumerate(arrays)) +
+            indented(checked(fill(by_name), f"the {what}")) + f"    seen = {key};\n  }}\n")
+
+
 def repacked(header, matrix, by_name):
     """Code that packs the bench's csr matrix into the format the kernel takes it in, with the
     kernel's own pack routine (from the coordinates the csr arrays list), at the first call."""
@@ -75,23 +90,24 @@ def repacked(header, matrix, by_name):
     if not pack_params:
         raise ValueError(f"no {function} in the generated header")
     arrays = [(t, n) for t, n in pack_params[4:] if n != "lengths"]  # (after nnz, coords, vals, dims)
-    code = "  // The matrix in the kernel's format, packed once for these arrays.\n  static const void* seen = nullptr;\n"
-    for t, n in arrays:
-        code += f"  static std::vector<{t.rstrip('*').strip()}> {n}(1);\n"
     rows, cols, pos, crd, vals = (by_name[matrix + s] for s in ("_rows", "_cols", "_pos1", "_crd1", "_vals"))
-    code += (f"  if (seen != {pos}) {{\n"
-             f"    std::vector<int64_t> coords;\n"
+    setup = (f"    std::vector<int64_t> coords;\n"
              f"    for (int64_t i = 0; i < {rows}; ++i)\n"
              f"      for (int32_t p = {pos}[i]; p < {pos}[i + 1]; ++p) coords.insert(coords.end(), {{i, static_cast<int64_t>({crd}[p])}});\n"
-             f"    const int64_t nnz = {pos}[{rows}], dims[2] = {{{rows}, {cols}}};\n"
-             f"    int64_t lengths[{len(arrays)}];\n" +
-             "\n".join("  " + line for line in checked(f"{function}_sizes(nnz, coords.data(), dims, lengths)", "the pack size query").splitlines()) + "\n" +
-             "".join(f"    {n}.assign(static_cast<size_t>(std::max<int64_t>(lengths[{k}], 1)), 0);\n" for k, (_, n) in enumerate(arrays)) +
-             "\n".join("  " + line for line in checked(f"{function}(nnz, coords.data(), {vals}, dims, " + ", ".join(f"{n}.data()" for _, n in arrays) + ", lengths)", "the pack routine").splitlines()) + "\n" +
-             f"    seen = {pos};\n  }}\n")
-    for _, n in arrays:
-        by_name[n] = f"{n}.data()"
-    return code
+             f"    const int64_t nnz = {pos}[{rows}], dims[2] = {{{rows}, {cols}}};\n")
+    fill = lambda names: f"{function}(nnz, coords.data(), {vals}, dims, " + ", ".join(names[n] for _, n in arrays) + ", lengths)"
+    return built_once("The matrix in the kernel's format", pos, arrays, setup, f"{function}_sizes(nnz, coords.data(), dims, lengths)",
+                      fill, "pack routine", by_name)
+
+
+def inspected(header, function, tensor, by_name):
+    """Code that runs the kernel's inspector (`function`) on the bench's csr arrays at the first call."""
+    _, inspector_params = prototype(header, function)
+    parts = [(t, n) for t, n in inspector_params if n not in by_name and n != "lengths"]
+    sizes_args = [by_name.get(n, n) for _, n in prototype(header, function + "_sizes")[1]]
+    fill = lambda names: f"{function}({', '.join(names.get(n, n) for _, n in inspector_params)})"
+    return built_once("The parts", by_name[tensor + "_pos1"], parts, "", f"{function}_sizes({', '.join(sizes_args)})", fill,
+                      "inspector", by_name)
 
 
 def wrapper(op, header, matrix_format):
@@ -118,20 +134,7 @@ def wrapper(op, header, matrix_format):
     decompose = next((m for m in re.finditer(r"^int (" + KERNEL + r"_decompose_(\w+))\(", header, re.M)
                       if not m.group(1).endswith("_sizes")), None)
     if decompose:
-        _, inspector_params = prototype(header, decompose.group(1))
-        tensor = decompose.group(2)
-        parts = [(t, n) for t, n in inspector_params if n not in by_name and n != "lengths"]
-        inspect = "  // The parts, built once for these arrays.\n  static const void* seen = nullptr;\n"
-        for k, (t, n) in enumerate(parts):
-            inspect += f"  static std::vector<{t.rstrip('*').strip()}> {n}(1);\n"
-            by_name[n] = f"{n}.data()"
-        sizes_args = [by_name.get(n, n) for _, n in prototype(header, decompose.group(1) + "_sizes")[1]]
-        fill_args = [by_name.get(n, n) for _, n in inspector_params]
-        inspect += (f"  if (seen != {by_name[tensor + '_pos1']}) {{\n    int64_t lengths[{len(parts)}];\n" +
-                    "\n".join("  " + line for line in checked(f"{decompose.group(1)}_sizes({', '.join(sizes_args)})", "the inspector's size query").splitlines()) + "\n" +
-                    "".join(f"    {n}.assign(static_cast<size_t>(std::max<int64_t>(lengths[{k}], 1)), 0);\n" for k, (_, n) in enumerate(parts)) +
-                    "\n".join("  " + line for line in checked(f"{decompose.group(1)}({', '.join(fill_args)})", "the inspector").splitlines()) + "\n" +
-                    f"    seen = {by_name[tensor + '_pos1']};\n  }}\n")
+        inspect = inspected(header, decompose.group(1), decompose.group(2), by_name)
     names = [n for _, n in kernel_params]
     missing = [n for n in names if n not in by_name]
     if missing:
