@@ -12,6 +12,7 @@
 #include "spmv_b_sell16.h"
 #include "spmv_b_sell8.h"
 #include "spmv_b_ell4_il16.h"
+#include "spmv_b_bsr3.h"
 #include "spmv_b_auto.h"
 
 namespace {
@@ -135,8 +136,12 @@ void spmv_b_sell16_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* po
 
 namespace {
 
-// ELL+COO's parts: the ELL part's columns and values, the COO part's pos, rows, columns, values.
-struct EllCooParts {
+// Up to six arrays of parts, those of `value_arrays` (a bit per array) float values, the rest
+// indices. ELL+COO: the ELL part's columns and values, the COO part's pos, rows, columns,
+// values; BSR: its pos, columns, values.
+struct SixArrayParts {
+  explicit SixArrayParts(unsigned value_arrays) : value_arrays(value_arrays) {}
+  unsigned value_arrays;
   const int32_t *pos = nullptr, *crd = nullptr;
   const float* vals = nullptr;
   int64_t rows = -1, cols = -1;
@@ -148,7 +153,7 @@ struct EllCooParts {
   }
   void allocate() {
     for (int k = 0; k < 6; ++k) {
-      if (k == 1 || k == 5) values[k].assign(static_cast<size_t>(lengths[k]) + 1, 0.0f);
+      if (value_arrays & (1u << k)) values[k].assign(static_cast<size_t>(lengths[k]) + 1, 0.0f);
       else index[k].assign(static_cast<size_t>(lengths[k]) + 1, 0);
     }
   }
@@ -162,18 +167,43 @@ struct EllCooParts {
 
 void spmv_b_ell4_il16_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* pos, const int32_t* crd, const float* vals,
                           const float* x) {
-  static EllCooParts p;
+  static SixArrayParts p(1u << 1 | 1u << 5);
   prepare(
       p, pos, crd, vals, dim_i, dim_j, [&](int64_t* n) { return spmv_b_ell4_il16_decompose_A_sizes(dim_i, dim_j, pos, crd, n); },
       [&] { return spmv_b_ell4_il16_decompose_A(dim_i, dim_j, pos, crd, vals, SPGEN_ELL_COO, p.lengths); });
   spmv_b_ell4_il16(dim_i, dim_j, y, SPGEN_ELL_COO, x);
 }
 
+void spmv_b_bsr3_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* pos, const int32_t* crd, const float* vals,
+                     const float* x) {
+  static SixArrayParts p(1u << 2);  // (three: the BSR part's pos, columns and values)
+  prepare(
+      p, pos, crd, vals, dim_i, dim_j, [&](int64_t* n) { return spmv_b_bsr3_decompose_A_sizes(dim_i, dim_j, pos, crd, n); },
+      [&] { return spmv_b_bsr3_decompose_A(dim_i, dim_j, pos, crd, vals, p.index[0].data(), p.index[1].data(), p.values[2].data(), p.lengths); });
+  spmv_b_bsr3(dim_i, dim_j, y, p.index[0].data(), p.index[1].data(), p.values[2].data(), x);
+}
+
+namespace {
+
+// The entries of a CSR matrix over the slots of its occupied r x r blocks (1: every one full).
+double block_fill(int64_t rows, int64_t cols, const int32_t* pos, const int32_t* crd, int64_t r) {
+  std::vector<int64_t> seen_in(static_cast<size_t>((cols + r - 1) / r), -1);  // the block row that last saw a block column
+  int64_t blocks = 0;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int32_t p = pos[i]; p < pos[i + 1]; ++p) {
+      int64_t& seen = seen_in[static_cast<size_t>(crd[p] / r)];
+      if (seen != i / r) seen = i / r, ++blocks;
+    }
+  return blocks ? static_cast<double>(pos[rows]) / static_cast<double>(blocks * r * r) : 0;
+}
+
+}  // namespace
+
 void spmv_b_auto_formats_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* pos, const int32_t* crd, const float* vals,
                              const float* x) {
   static const int32_t* seen = nullptr;
   static int64_t seen_rows = -1;
-  static bool sell = false, ell4 = false;
+  static bool bsr3 = false, sell = false, ell4 = false;
   if (seen != pos || seen_rows != dim_i) {
     seen = pos;
     seen_rows = dim_i;
@@ -189,14 +219,28 @@ void spmv_b_auto_formats_csr(int64_t dim_i, int64_t dim_j, float* y, const int32
     const double mean = dim_i ? sum / static_cast<double>(dim_i) : 0;
     const double variance = dim_i ? squares / static_cast<double>(dim_i) - mean * mean : 0;
     const double cv = mean > 0 ? std::sqrt(std::max(variance, 0.0)) / mean : 0;
-    sell = mean <= 8 && cv >= 0.5;
-    const bool ell = !sell && longest > 0 && longest <= 8 && static_cast<double>(longest * dim_i) <= 1.25 * sum;
+    // The block size of fewest bytes an entry among blocks at least 90 % full, if at most 2/3 of csr's.
+    int64_t block = 0;
+    double block_bytes = 2.0 / 3.0 * 8.0;
+    for (const int64_t r : {2, 3, 4, 8}) {
+      const double fill = block_fill(dim_i, dim_j, pos, crd, r);
+      const double bytes = (4.0 + 4.0 / static_cast<double>(r * r)) / fill;
+      if (fill >= 0.9 && bytes <= block_bytes) block = r, block_bytes = bytes;
+    }
+    bsr3 = block == 3;
+    if (block && !bsr3)
+      std::fprintf(stderr, "bench_kernels: spgen would store this matrix's %lldx%lld blocks as BSR; the bench has 3x3 only: csr\n",
+                   static_cast<long long>(block), static_cast<long long>(block));
+    sell = !block && mean <= 8 && cv >= 0.5;
+    const bool ell = !block && !sell && longest > 0 && longest <= 8 && static_cast<double>(longest * dim_i) <= 1.25 * sum;
     ell4 = ell && longest == 4;
     if (ell && !ell4)
       std::fprintf(stderr, "bench_kernels: spgen would store this matrix as ELL of width %lld; the bench has width 4 only: csr\n",
                    static_cast<long long>(longest));
   }
-  if (sell)
+  if (bsr3)
+    spmv_b_bsr3_csr(dim_i, dim_j, y, pos, crd, vals, x);
+  else if (sell)
     spmv_b_sell8_csr(dim_i, dim_j, y, pos, crd, vals, x);
   else if (ell4)
     spmv_b_ell4_il16_csr(dim_i, dim_j, y, pos, crd, vals, x);

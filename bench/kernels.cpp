@@ -150,6 +150,7 @@ const std::vector<Variant<SpmvFn>> kSpmv = {
     {"spmv_b_sell8", spmv_b_sell8_csr},
     {"spmv_b_sell16", spmv_b_sell16_csr},
     {"spmv_b_ell4_il16", spmv_b_ell4_il16_csr},
+    {"spmv_b_bsr3", spmv_b_bsr3_csr},
     {"spmv_b_auto_formats", spmv_b_auto_formats_csr},
     {"spmv_b_auto", spmv_b_auto},
     {"spmv_b_auto_static", spmv_b_auto_static},

@@ -1176,8 +1176,10 @@ int hyb(const Csr& a, const Plan& plan, Out& out) {
 
 // bsr + csr: a block goes to the BSR part when it holds at least min_fill entries (duplicates
 // count, and add up in it); the rest stays CSR. Arrays: bsr pos, bsr crd, bsr vals, csr pos,
-// csr crd, csr vals.
+// csr crd, csr vals. A plan of the BSR part alone (min_fill 1: every occupied block) has the
+// first three.
 int bsr_csr(const Csr& a, const Plan& plan, Out& out) {
+  const bool csr_part = plan.parts > 1;
   const int64_t br = plan.block_rows, bc = plan.block_cols;
   const int64_t block_rows = (a.rows + br - 1) / br, block_cols = (a.cols + bc - 1) / bc;
   std::vector<int64_t> count, slot;  // per block column of the current block row
@@ -1224,7 +1226,7 @@ int bsr_csr(const Csr& a, const Plan& plan, Out& out) {
           out.values(2)[s * block_size + (r - r0) * bc + col % bc] += a.vals[e];
         }
       }
-      if (fill) out.index(3)[r + 1] = static_cast<Index>(rest);
+      if (fill && csr_part) out.index(3)[r + 1] = static_cast<Index>(rest);
     }
     for (int64_t c : touched) {
       count[static_cast<size_t>(c)] = 0;
@@ -1234,10 +1236,10 @@ int bsr_csr(const Csr& a, const Plan& plan, Out& out) {
   int64_t values = 0;
   if (!mul_fits(blocks, block_size, values)) return SPGEN_ERR_DIM;
   const int64_t lengths[] = {block_rows + 1, blocks, values, a.rows + 1, rest, rest};
-  for (int k = 0; k < 6; ++k) out.set_length(k, lengths[k]);
+  for (int k = 0; k < (csr_part ? 6 : 3); ++k) out.set_length(k, lengths[k]);
   if (fill) {
     out.index(0)[0] = 0;
-    out.index(3)[0] = 0;
+    if (csr_part) out.index(3)[0] = 0;
   }
   return SPGEN_OK;
 }

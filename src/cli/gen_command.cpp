@@ -52,6 +52,8 @@ InputStats read_stats_file(const std::string& path) {
   stats.row_max = static_cast<int64_t>(f.row_max);
   stats.bandwidth_mean = f.bandwidth_mean;
   stats.static_split_imbalance = tune::static_split_imbalance(tensor);
+  if (f.dims.size() == 2)
+    stats.block_fill = {{2, f.block_fill_2}, {3, f.block_fill_3}, {4, f.block_fill_4}, {8, f.block_fill_8}};
   return stats;
 }
 

@@ -41,6 +41,7 @@ PackRoutines emit_decompose_routines(const Decomposition& d, const sparse::Progr
              ", " + std::to_string(part.partition) + ", " + std::to_string(part.config.format_of(part.tensor).interleave) + ", " +
              std::to_string(d.op.sigma) + "}";
   int64_t min_fill = 0;
+  if (d.op.format == "bsr") min_fill = 1;  // (every occupied block)
   if (d.op.format == "bsr+csr") {
     // At least one entry, so that an empty block never goes to the BSR part.
     double need = d.op.fill * static_cast<double>(d.op.block_rows * d.op.block_cols);

@@ -145,6 +145,7 @@ std::string describe_schedule_op(const ScheduleOp& op) {
         for (int64_t b : d.buckets) out += " " + std::to_string(b);
       }
       if (d.format == "ell+coo") out += ", width " + std::to_string(d.width);
+      if (d.format == "bsr") out += ", block " + std::to_string(d.block_rows) + "x" + std::to_string(d.block_cols);
       if (d.format == "bsr+csr") {
         char fill[32];
         std::snprintf(fill, sizeof fill, "%g", d.fill);

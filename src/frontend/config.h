@@ -139,8 +139,8 @@ struct FuseOp { std::vector<std::string> vars; std::string into; };
 // Stage I: store `tensor` (an order-2 csr input) as a composition of formats, each part with its
 // own loop nest and schedule (passes/decompose_operand.h). `format` is "hyb" (`partitions`
 // column parts x ELL `buckets`), "ell+coo" (ELL of `width`, the rest of each row in COO),
-// "bsr+csr" (`block` rows x cols blocks holding at least `fill` of their entries, the rest CSR)
-// or "sell" (SELL-C-sigma: slices of `interleave` rows, each padded to its longest row, the rows
+// "bsr+csr" (`block` rows x cols blocks holding at least `fill` of their entries, the rest CSR),
+// "bsr" (every occupied block: BSR made from CSR by the inspector) or "sell" (SELL-C-sigma: slices of `interleave` rows, each padded to its longest row, the rows
 // sorted by length within windows of `sigma`).
 struct DecomposeOp {
   std::string tensor;

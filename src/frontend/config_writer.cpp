@@ -48,6 +48,8 @@ json op_fields(const DecomposeOp& op) {
   } else if (op.format == "bsr+csr") {
     j["block"] = {op.block_rows, op.block_cols};
     j["fill"] = op.fill;
+  } else if (op.format == "bsr") {
+    j["block"] = {op.block_rows, op.block_cols};
   }
   if (op.interleave > 0) j["interleave"] = op.interleave;
   if (op.format == "sell") j["sigma"] = op.sigma;

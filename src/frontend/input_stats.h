@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@ struct InputStats {
   // The rows cut into 2, 4 and 8 parts of equal row counts (OpenMP's static split): the most
   // entries a part holds over the mean, the largest of the three. 1 is perfectly even.
   double static_split_imbalance = 0;
+  // A matrix cut into r x r blocks (r = 2, 3, 4, 8): its entries over the occupied blocks'
+  // slots, 1 when every occupied block is full (OSKI's fill ratio, inverted). Empty: not known.
+  std::map<int64_t, double> block_fill;
 
   // "cora.mtx: 2708 x 2708, 10556 entries, 3.9 per row (at most 168), mean |i - j| 837, equal
   // row blocks within 1.25x of even"

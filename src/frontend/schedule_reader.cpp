@@ -281,7 +281,7 @@ class ScheduleReader : public ConfigJsonReader {
     d.tensor = use->name;
     if (use->order != 2)
       fail(path + "/tensor", "decompose: " + d.tensor + " has order " + std::to_string(use->order) + "; only matrices are decomposed");
-    if (!op.contains("format")) fail(path, "decompose: missing \"format\" (hyb, ell+coo, bsr+csr or sell)");
+    if (!op.contains("format")) fail(path, "decompose: missing \"format\" (hyb, ell+coo, bsr+csr, bsr or sell)");
     d.format = get_string(op["format"], path + "/format");
     // Each format's parameters, and only those.
     auto only = [&](std::initializer_list<const char*> keys) {
@@ -312,11 +312,13 @@ class ScheduleReader : public ConfigJsonReader {
       if (!op.contains("width")) fail(path, "decompose: format \"ell+coo\" needs \"width\": the ELL part's entries per row");
       d.width = get_positive_int(op["width"], path + "/width");
       if (d.width > 4096) fail(path + "/width", "decompose: the ELL width must be at most 4096");
-    } else if (d.format == "bsr+csr") {
-      only({"block", "fill"});
+    } else if (d.format == "bsr+csr" || d.format == "bsr") {
+      // (bsr: every occupied block, so no entry is left for another part and "fill" does not apply)
+      if (d.format == "bsr") only({"block"});
+      else only({"block", "fill"});
       const json* block = op.contains("block") ? &op["block"] : nullptr;
       if (!block || !block->is_array() || block->size() != 2)
-        fail(path + (block ? "/block" : ""), "decompose: format \"bsr+csr\" needs \"block\": [rows, cols]");
+        fail(path + (block ? "/block" : ""), "decompose: format \"" + d.format + "\" needs \"block\": [rows, cols]");
       d.block_rows = get_positive_int((*block)[0], path + "/block/0");
       d.block_cols = get_positive_int((*block)[1], path + "/block/1");
       if (d.block_rows * d.block_cols > 4096) fail(path + "/block", "decompose: a block may hold at most 4096 entries");
@@ -334,7 +336,7 @@ class ScheduleReader : public ConfigJsonReader {
         if (d.sigma > (int64_t{1} << 30)) fail(path + "/sigma", "decompose: \"sigma\" sorts windows of at most 2^30 rows");
       }
     } else {
-      fail(path + "/format", "decompose: unknown format \"" + d.format + "\" (expected hyb, ell+coo, bsr+csr or sell)");
+      fail(path + "/format", "decompose: unknown format \"" + d.format + "\" (expected hyb, ell+coo, bsr+csr, bsr or sell)");
     }
     if (op.contains("interleave")) {
       d.interleave = get_positive_int(op["interleave"], path + "/interleave");

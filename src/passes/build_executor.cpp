@@ -20,7 +20,8 @@ std::string describe(const Decomposition& d, const DecomposedPart& part) {
       return part.unique_rows ? rows : rows + " (a longer row is split over several, which add into one output row)";
     }
     case PartKind::Bsr:
-      return std::to_string(d.op.block_rows) + "x" + std::to_string(d.op.block_cols) + " blocks that hold enough entries, as BSR";
+      return (d.op.format == "bsr" ? "every occupied " : "") + std::to_string(d.op.block_rows) + "x" + std::to_string(d.op.block_cols) +
+             (d.op.format == "bsr" ? " block, as BSR" : " blocks that hold enough entries, as BSR");
     case PartKind::Csr: return "the entries outside those blocks, as CSR";
     case PartKind::Sell:
       return "every row, in slices of " + std::to_string(d.op.interleave) + " rows padded to their longest" +

@@ -59,6 +59,8 @@ std::vector<DecomposedPart> part_list(const DecomposeOp& op) {
   } else if (op.format == "bsr+csr") {
     add("bsr", PartKind::Bsr);
     add("csr", PartKind::Csr);
+  } else if (op.format == "bsr") {
+    add("bsr", PartKind::Bsr);
   } else if (op.format == "sell") {
     add("sell", PartKind::Sell);
   } else {

@@ -1,6 +1,7 @@
-// Compiled by tests/pack/test_inspector.cpp with five generated SpMM kernels whose A is
+// Compiled by tests/pack/test_inspector.cpp with seven generated SpMM kernels whose A is
 // decomposed (insp_hyb: hyb, 2 partitions, buckets 1 2 4, int32/float; insp_ell: ell+coo, width 3,
-// int64/double; insp_bsr: bsr+csr, 2x3 blocks, fill 0.5, int32/double; insp_hyb_il and
+// int64/double; insp_bsr: bsr+csr, 2x3 blocks, fill 0.5, int32/double; insp_bsr_only: bsr,
+// 2x3 blocks, int64/float; insp_hyb_il and
 // insp_ell_il: the first two with their ELL slots interleaved by 4 rows; insp_sell: sell, slices
 // of 4 rows sorted in windows of 8, int32/float), under AddressSanitizer.
 // For each kernel and each input (random skewed rows with empty rows and a dense row, an empty
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "insp_bsr.h"
+#include "insp_bsr_only.h"
 #include "insp_ell.h"
 #include "insp_ell_il.h"
 #include "insp_hyb.h"
@@ -319,6 +321,42 @@ Kernel<int64_t, double> ell_kernel() {
   return k;
 }
 
+// The BSR part of 2x3 blocks in arrays `first` .. `first` + 2: every entry of a block added into
+// `dense` and marked in `in_block`, each block holding at least `min_fill` of them; returns the
+// entry count.
+template <class I, class V>
+int64_t walk_bsr_part(const Csr& in, void* const* a, const std::vector<int64_t>& n, std::vector<double>& dense, const std::string& where,
+                      int64_t min_fill, std::vector<bool>& in_block) {
+  const int64_t br = 2, bc = 3;
+  const int64_t block_rows = (in.rows + br - 1) / br;
+  const I* pos = index_array<I, V>(a, 0);
+  const I* crd = index_array<I, V>(a, 1);
+  const V* vals = value_array<I, V>(a, 2);
+  int64_t stored = 0;
+  expect(n[0] == block_rows + 1 && pos[0] == 0 && pos[block_rows] == n[1] && n[2] == n[1] * br * bc, where + ": BSR lengths");
+  in_block.assign(static_cast<size_t>(in.rows * in.cols), false);
+  for (int64_t g = 0; g < block_rows; ++g)
+    for (int64_t p = pos[g]; p < pos[g + 1]; ++p) {
+      if (p > pos[g]) expect(crd[p - 1] < crd[p], where + ": block columns not increasing");
+      int64_t count = 0;
+      for (int64_t x = 0; x < br; ++x)
+        for (int64_t y = 0; y < bc; ++y) {
+          const int64_t r = g * br + x, c = int64_t{crd[p]} * bc + y;
+          const double v = static_cast<double>(vals[(p * br + x) * bc + y]);
+          if (r >= in.rows || c >= in.cols) {
+            expect(v == 0, where + ": padding of a partial block is not zero");
+            continue;
+          }
+          in_block[static_cast<size_t>(r * in.cols + c)] = true;
+          dense[static_cast<size_t>(r * in.cols + c)] += v;
+          count += v != 0;
+        }
+      expect(count >= min_fill, where + ": a block with fewer entries than the fill asks");
+      stored += count;
+    }
+  return stored;
+}
+
 Kernel<int32_t, double> bsr_kernel() {
   using I = int32_t;
   using V = double;
@@ -333,33 +371,8 @@ Kernel<int32_t, double> bsr_kernel() {
   k.run = [](int64_t i, int64_t kk, int64_t j, V* c, void* const* a, const V* b) { insp_bsr(i, kk, j, c, ARRAYS, b); };
 #undef ARRAYS
   k.walk = [](const Csr& in, void* const* a, const std::vector<int64_t>& n, std::vector<double>& dense, const std::string& where) {
-    const int64_t br = 2, bc = 3, min_fill = 3;  // fill 0.5 of 6
-    const int64_t block_rows = (in.rows + br - 1) / br;
-    const I* pos = index_array<I, V>(a, 0);
-    const I* crd = index_array<I, V>(a, 1);
-    const V* vals = value_array<I, V>(a, 2);
-    int64_t stored = 0;
-    expect(n[0] == block_rows + 1 && pos[0] == 0 && pos[block_rows] == n[1] && n[2] == n[1] * br * bc, where + ": BSR lengths");
-    std::vector<bool> in_block(static_cast<size_t>(in.rows * in.cols), false);
-    for (int64_t g = 0; g < block_rows; ++g)
-      for (int64_t p = pos[g]; p < pos[g + 1]; ++p) {
-        if (p > pos[g]) expect(crd[p - 1] < crd[p], where + ": block columns not increasing");
-        int64_t count = 0;
-        for (int64_t x = 0; x < br; ++x)
-          for (int64_t y = 0; y < bc; ++y) {
-            const int64_t r = g * br + x, c = crd[p] * bc + y;
-            const double v = vals[(p * br + x) * bc + y];
-            if (r >= in.rows || c >= in.cols) {
-              expect(v == 0, where + ": padding of a partial block is not zero");
-              continue;
-            }
-            in_block[static_cast<size_t>(r * in.cols + c)] = true;
-            dense[static_cast<size_t>(r * in.cols + c)] += v;
-            count += v != 0;
-          }
-        expect(count >= min_fill, where + ": a block with fewer entries than the fill asks");
-        stored += count;
-      }
+    std::vector<bool> in_block;
+    int64_t stored = walk_bsr_part<I, V>(in, a, n, dense, where, 3, in_block);  // (fill 0.5 of 6)
     const I* rest_pos = index_array<I, V>(a, 3);
     const I* rest_crd = index_array<I, V>(a, 4);
     const V* rest_vals = value_array<I, V>(a, 5);
@@ -371,6 +384,27 @@ Kernel<int32_t, double> bsr_kernel() {
         ++stored;
       }
     return stored;
+  };
+  return k;
+}
+
+// bsr alone, 2x3 blocks (int64/float): every occupied block, so every entry in one.
+Kernel<int64_t, float> bsr_only_kernel() {
+  using I = int64_t;
+  using V = float;
+  Kernel<I, V> k;
+  k.name = "insp_bsr_only";
+  k.arrays = {kIndex, kIndex, kValue};
+#define ARRAYS index_array<I, V>(a, 0), index_array<I, V>(a, 1), value_array<I, V>(a, 2)
+  k.sizes = insp_bsr_only_decompose_A_sizes;
+  k.fill = [](int64_t r, int64_t c, const I* pos, const I* crd, const V* vals, void* const* a, const int64_t* n) {
+    return insp_bsr_only_decompose_A(r, c, pos, crd, vals, ARRAYS, n);
+  };
+  k.run = [](int64_t i, int64_t kk, int64_t j, V* c, void* const* a, const V* b) { insp_bsr_only(i, kk, j, c, ARRAYS, b); };
+#undef ARRAYS
+  k.walk = [](const Csr& in, void* const* a, const std::vector<int64_t>& n, std::vector<double>& dense, const std::string& where) {
+    std::vector<bool> in_block;
+    return walk_bsr_part<I, V>(in, a, n, dense, where, 1, in_block);
   };
   return k;
 }
@@ -445,6 +479,7 @@ int main() {
   check_kernel(hyb_kernel<4>());
   check_kernel(ell_kernel<4>());
   check_kernel(bsr_kernel());
+  check_kernel(bsr_only_kernel());
   check_kernel(sell_kernel());
   std::printf("%s: %d failures\n", failures ? "FAILED" : "ok", failures);
   return failures ? 1 : 0;

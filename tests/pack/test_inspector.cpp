@@ -1,6 +1,6 @@
 // The inspector and executor of decomposed kernels (the `decompose` op), tested by compiling them:
-// six SpMM kernels whose A is split into hyb (2 partitions, buckets 1 2 4), ell+coo (width 3),
-// bsr+csr (2x3 blocks) and sell (slices of 4, sorted in windows of 8) parts, and the first two
+// seven SpMM kernels whose A is split into hyb (2 partitions, buckets 1 2 4), ell+coo (width 3),
+// bsr+csr (2x3 blocks), bsr alone (2x3, every occupied block) and sell (slices of 4, sorted in windows of 8) parts, and the first two
 // with interleaved ELL slots, are generated, compiled warning-free with AddressSanitizer
 // together with tests/pack/inspector_fixture.cpp, and run. The fixture checks, for inputs with
 // empty rows, a single dense row and rows longer than the widest bucket, that the parts hold
@@ -46,6 +46,9 @@ TEST_CASE("the inspector splits CSR into each decomposition's parts, and the exe
       {"insp_bsr", R"({"index": "int32", "value": "float64"})",
        R"({"op": "decompose", "tensor": "A", "format": "bsr+csr", "block": [2, 3], "fill": 0.5},
           {"op": "parallel", "var": "i", "part": "csr"})"},
+      {"insp_bsr_only", R"({"index": "int64", "value": "float32"})",
+       R"({"op": "decompose", "tensor": "A", "format": "bsr", "block": [2, 3]},
+          {"op": "parallel", "var": "i_blk"})"},
   };
   std::vector<std::string> build = {"c++", "-std=c++17", "-O1", "-g", "-fsanitize=address,undefined",
                                      "-fno-omit-frame-pointer", "-fopenmp", "-Wall", "-Wextra", "-Werror",

@@ -173,7 +173,7 @@ TEST_CASE("tune: with the schedule pinned, only the formats left to spgen are se
   CHECK(config["tuned"]["tuning_seconds"].get<double>() < 20);
 }
 
-TEST_CASE("auto: an input whose format is \"auto\" is decomposed into SELL where its rows are short and uneven, into interleaved ELL where they are short and alike") {
+TEST_CASE("auto: an input whose format is \"auto\" is decomposed into SELL where its rows are short and uneven, into interleaved ELL where they are short and alike, into BSR where its blocks are nearly full") {
   if (data_dir().empty()) {
     MESSAGE("skipped: ../shared/data is absent");
     return;
@@ -196,7 +196,8 @@ TEST_CASE("auto: an input whose format is \"auto\" is decomposed into SELL where
   CHECK(read_text(dir.file("spmv.h")).find("decompose(A, ell+coo, width 4, interleaved by 16): \"format\": \"auto\" on A, whose rows "
                                            "are short and of nearly one length (at most 4, 3.9 on average)") != std::string::npos);
   // spgen run reads its inputs' statistics: the same choices, and the kernels match the reference.
-  for (const auto& [matrix, chosen] : {std::pair<std::string, std::string>{"pubmed", "decompose(A, sell"}, {"wing", "decompose(A, ell+coo"}}) {
+  for (const auto& [matrix, chosen] : {std::pair<std::string, std::string>{"pubmed", "decompose(A, sell"}, {"wing", "decompose(A, ell+coo"},
+                                       {"bcsstk16", "decompose(A, bsr, block 3x3"}}) {
     CAPTURE(matrix);
     const std::string kept = dir.file("kept-" + matrix);
     ProcessResult run = spgen({"run", spec, "-c", config, "--input", "A=" + data_dir() + "/" + matrix + ".mtx", "--input", "x=random",

@@ -51,9 +51,9 @@ TEST_CASE("decompose: the config's parameters") {
       {R"({"op": "decompose", "tensor": "Z", "format": "hyb"})", "/schedule/0/tensor", "decompose: the spec has no tensor \"Z\""},
       {R"({"op": "decompose", "tensor": "C", "format": "hyb"})", "/schedule/0/tensor",
        "decompose: C is the output; only an input can be decomposed"},
-      {R"({"op": "decompose", "tensor": "A"})", "/schedule/0", "decompose: missing \"format\" (hyb, ell+coo, bsr+csr or sell)"},
+      {R"({"op": "decompose", "tensor": "A"})", "/schedule/0", "decompose: missing \"format\" (hyb, ell+coo, bsr+csr, bsr or sell)"},
       {R"({"op": "decompose", "tensor": "A", "format": "sel"})", "/schedule/0/format",
-       "decompose: unknown format \"sel\" (expected hyb, ell+coo, bsr+csr or sell)"},
+       "decompose: unknown format \"sel\" (expected hyb, ell+coo, bsr+csr, bsr or sell)"},
       {R"({"op": "decompose", "tensor": "A", "format": "sell"})", "/schedule/0",
        "decompose: format \"sell\" needs \"interleave\": the rows of a slice (a vector's lanes: 8 or 16)"},
       {R"({"op": "decompose", "tensor": "A", "format": "sell", "interleave": 8, "sigma": 0})", "/schedule/0/sigma",
@@ -84,6 +84,11 @@ TEST_CASE("decompose: the config's parameters") {
        "decompose: format \"bsr+csr\" needs \"block\": [rows, cols]"},
       {R"({"op": "decompose", "tensor": "A", "format": "bsr+csr", "block": [2, 2], "fill": 1.5})", "/schedule/0/fill",
        "decompose: \"fill\" must be in (0, 1]: the share of a block's entries that must be stored for it to go to the BSR part"},
+      // bsr alone takes every occupied block: no fill to ask of one.
+      {R"({"op": "decompose", "tensor": "A", "format": "bsr", "block": [2, 2], "fill": 0.5})", "/schedule/0/fill",
+       "decompose: \"fill\" does not apply to format \"bsr\""},
+      {R"({"op": "decompose", "tensor": "A", "format": "bsr", "block": [2]})", "/schedule/0/block",
+       "decompose: format \"bsr\" needs \"block\": [rows, cols]"},
   };
   for (const Bad& b : bad) {
     CAPTURE(b.op);
