@@ -20,27 +20,36 @@ namespace {
 constexpr int kParts = 12;  // buckets 1 .. 2048 (bench/configs/spmm_b_hyb.json, spmv_b_hyb.json, spmv_b_hyb_il16.json)
 constexpr int kArrays = 4 * kParts;
 
-// The parts of the last matrix seen, by its arrays and sizes.
-struct Parts {
+// The part arrays of the last matrix seen (by its arrays and sizes): kArrays of them, those of
+// `value_arrays` (a bit per array) float values, the rest int32 indices, each one longer than
+// the inspector asks so that an empty one is not null.
+template <int kCount>
+struct PartArrays {
+  explicit PartArrays(uint64_t value_arrays) : value_arrays(value_arrays) {}
+  uint64_t value_arrays;
   const int32_t *pos = nullptr, *crd = nullptr;
   const float* vals = nullptr;
   int64_t rows = -1, cols = -1;
-  std::vector<std::vector<int32_t>> index = std::vector<std::vector<int32_t>>(kArrays);
-  std::vector<std::vector<float>> values = std::vector<std::vector<float>>(kArrays);
-  int64_t lengths[kArrays] = {};
+  std::vector<int32_t> index[kCount];
+  std::vector<float> values[kCount];
+  int64_t lengths[kCount] = {};
 
   bool holds(const int32_t* p, const int32_t* c, const float* v, int64_t r, int64_t n) const {
     return p == pos && c == crd && v == vals && r == rows && n == cols;
   }
-  // Array k of part k / 4: pos, rows, columns, values.
-  int32_t* i(int k) { return index[static_cast<size_t>(k)].data(); }
-  float* v(int k) { return values[static_cast<size_t>(k)].data(); }
+  int32_t* i(int k) { return index[k].data(); }
+  float* v(int k) { return values[k].data(); }
   void allocate() {
-    for (int k = 0; k < kArrays; ++k) {
-      if (k % 4 == 3) values[static_cast<size_t>(k)].assign(static_cast<size_t>(lengths[k]) + 1, 0.0f);
-      else index[static_cast<size_t>(k)].assign(static_cast<size_t>(lengths[k]) + 1, 0);
+    for (int k = 0; k < kCount; ++k) {
+      if (value_arrays >> k & 1) values[k].assign(static_cast<size_t>(lengths[k]) + 1, 0.0f);
+      else index[k].assign(static_cast<size_t>(lengths[k]) + 1, 0);
     }
   }
+};
+
+// hyb's parts: pos, rows, columns, values each.
+struct Parts : PartArrays<kArrays> {
+  Parts() : PartArrays(0x888888888888ull) {}  // (array 4k + 3: values)
 };
 
 void check(int status, const char* what) {
@@ -92,23 +101,11 @@ void spmv_b_hyb_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* pos, 
 namespace {
 
 // A SELL part: pos, rows, slices, columns, values.
-struct SellParts {
-  const int32_t *pos = nullptr, *crd = nullptr;
-  const float* vals = nullptr;
-  int64_t rows = -1, cols = -1;
-  std::vector<int32_t> index[4];
-  std::vector<float> values;
-  int64_t lengths[5] = {};
-  bool holds(const int32_t* p, const int32_t* c, const float* v, int64_t r, int64_t n) const {
-    return p == pos && c == crd && v == vals && r == rows && n == cols;
-  }
-  void allocate() {
-    for (int k = 0; k < 4; ++k) index[k].assign(static_cast<size_t>(lengths[k]) + 1, 0);
-    values.assign(static_cast<size_t>(lengths[4]) + 1, 0.0f);
-  }
+struct SellParts : PartArrays<5> {
+  SellParts() : PartArrays(1u << 4) {}
 };
 
-#define SPGEN_SELL p.index[0].data(), p.index[1].data(), p.index[2].data(), p.index[3].data(), p.values.data()
+#define SPGEN_SELL p.i(0), p.i(1), p.i(2), p.i(3), p.v(4)
 
 // One SELL kernel (its inspector's two calls and its executor) behind the CSR signature.
 template <class Sizes, class Fill, class Kernel>
@@ -136,38 +133,18 @@ void spmv_b_sell16_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* po
 
 namespace {
 
-// Up to six arrays of parts, those of `value_arrays` (a bit per array) float values, the rest
-// indices. ELL+COO: the ELL part's columns and values, the COO part's pos, rows, columns,
-// values; BSR: its pos, columns, values.
-struct SixArrayParts {
-  explicit SixArrayParts(unsigned value_arrays) : value_arrays(value_arrays) {}
-  unsigned value_arrays;
-  const int32_t *pos = nullptr, *crd = nullptr;
-  const float* vals = nullptr;
-  int64_t rows = -1, cols = -1;
-  std::vector<int32_t> index[6];
-  std::vector<float> values[6];
-  int64_t lengths[6] = {};
-  bool holds(const int32_t* p, const int32_t* c, const float* v, int64_t r, int64_t n) const {
-    return p == pos && c == crd && v == vals && r == rows && n == cols;
-  }
-  void allocate() {
-    for (int k = 0; k < 6; ++k) {
-      if (value_arrays & (1u << k)) values[k].assign(static_cast<size_t>(lengths[k]) + 1, 0.0f);
-      else index[k].assign(static_cast<size_t>(lengths[k]) + 1, 0);
-    }
-  }
+// ELL+COO's parts: the ELL part's columns and values, the COO part's pos, rows, columns, values.
+struct EllCooParts : PartArrays<6> {
+  EllCooParts() : PartArrays(1u << 1 | 1u << 5) {}
 };
 
-#define SPGEN_ELL_COO                                                                                         \
-  p.index[0].data(), p.values[1].data(), p.index[2].data(), p.index[3].data(), p.index[4].data(), \
-      p.values[5].data()
+#define SPGEN_ELL_COO p.i(0), p.v(1), p.i(2), p.i(3), p.i(4), p.v(5)
 
 }  // namespace
 
 void spmv_b_ell4_il16_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* pos, const int32_t* crd, const float* vals,
                           const float* x) {
-  static SixArrayParts p(1u << 1 | 1u << 5);
+  static EllCooParts p;
   prepare(
       p, pos, crd, vals, dim_i, dim_j, [&](int64_t* n) { return spmv_b_ell4_il16_decompose_A_sizes(dim_i, dim_j, pos, crd, n); },
       [&] { return spmv_b_ell4_il16_decompose_A(dim_i, dim_j, pos, crd, vals, SPGEN_ELL_COO, p.lengths); });
@@ -176,11 +153,11 @@ void spmv_b_ell4_il16_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t*
 
 void spmv_b_bsr3_csr(int64_t dim_i, int64_t dim_j, float* y, const int32_t* pos, const int32_t* crd, const float* vals,
                      const float* x) {
-  static SixArrayParts p(1u << 2);  // (three: the BSR part's pos, columns and values)
+  static PartArrays<3> p(1u << 2);  // (the BSR part's pos, columns, values)
   prepare(
       p, pos, crd, vals, dim_i, dim_j, [&](int64_t* n) { return spmv_b_bsr3_decompose_A_sizes(dim_i, dim_j, pos, crd, n); },
-      [&] { return spmv_b_bsr3_decompose_A(dim_i, dim_j, pos, crd, vals, p.index[0].data(), p.index[1].data(), p.values[2].data(), p.lengths); });
-  spmv_b_bsr3(dim_i, dim_j, y, p.index[0].data(), p.index[1].data(), p.values[2].data(), x);
+      [&] { return spmv_b_bsr3_decompose_A(dim_i, dim_j, pos, crd, vals, p.i(0), p.i(1), p.v(2), p.lengths); });
+  spmv_b_bsr3(dim_i, dim_j, y, p.i(0), p.i(1), p.v(2), x);
 }
 
 namespace {
