@@ -1437,50 +1437,66 @@ int bsr_csr(const Csr& a, const Plan& plan, Out& out) {
   return SPGEN_OK;
 }
 
+// SELL-C-sigma's layout of n rows of lengths length(r), shared by the "sell" format's pack and
+// the inspector's sell part: every row listed once, sorted by decreasing length within each
+// window of sigma rows (ties in row order); slices of c listed rows, each as wide as its longest
+// row; slot s of listed row r at (first[r / c] + s) * c + r % c. Allocation failures throw.
+struct SellSlices {
+  std::vector<Index> listed;   // the rows in their listed order
+  std::vector<int64_t> first;  // each slice's first slot row, then the slot rows in all
+  int64_t slots = 0;           // slot rows * c
+  int64_t slot(int64_t c, int64_t r, int64_t s) const { return (first[static_cast<size_t>(r / c)] + s) * c + r % c; }
+};
+
+template <class Length>
+int sell_slices(int64_t n, int64_t c, int64_t sigma, Length length, SellSlices& out) {
+  const int64_t slices = (n + c - 1) / c;
+  out.listed.resize(static_cast<size_t>(n));
+  for (int64_t r = 0; r < n; ++r) out.listed[static_cast<size_t>(r)] = static_cast<Index>(r);
+  if (sigma > 1)
+    for (int64_t w = 0; w < n; w += sigma) {
+      auto b = out.listed.begin() + w, e = out.listed.begin() + std::min(n, w + sigma);
+      std::stable_sort(b, e, [&](Index x, Index y) { return length(x) > length(y); });
+    }
+  out.first.assign(static_cast<size_t>(slices + 1), 0);
+  for (int64_t g = 0; g < slices; ++g) {
+    int64_t widest = 0;
+    for (int64_t r = g * c; r < std::min(n, g * c + c); ++r) widest = std::max(widest, length(out.listed[static_cast<size_t>(r)]));
+    out.first[static_cast<size_t>(g + 1)] = out.first[static_cast<size_t>(g)] + widest;
+  }
+  const int64_t slot_rows = out.first[static_cast<size_t>(slices)];
+  if (slot_rows > kIndexMax || !mul_fits(slot_rows, c, out.slots)) return SPGEN_ERR_DIM;
+  return SPGEN_OK;
+}
+
 // sell (SELL-C-sigma). Arrays: pos {0, rows}, the rows in their listed order, the slices'
 // first slot rows, column crd, vals.
 int sell(const Csr& a, const Part& part, Out& out) {
-  const int64_t c = part.interleave, n = a.rows, slices = (n + c - 1) / c;
+  const int64_t c = part.interleave, n = a.rows;
   auto length = [&](int64_t r) { return a.end(r) - a.begin(r); };
-  std::vector<Index> order;
-  std::vector<int64_t> first;  // per slice, then the total: slot rows
+  SellSlices slices;
   try {
-    order.resize(static_cast<size_t>(n));
-    first.assign(static_cast<size_t>(slices + 1), 0);
+    if (int status = sell_slices(n, c, part.sigma, length, slices)) return status;
   } catch (const std::bad_alloc&) {
     return SPGEN_ERR_ALLOC;
   }
-  for (int64_t r = 0; r < n; ++r) order[static_cast<size_t>(r)] = static_cast<Index>(r);
-  if (part.sigma > 1)
-    for (int64_t w = 0; w < n; w += part.sigma) {
-      auto b = order.begin() + w, e = order.begin() + std::min(n, w + part.sigma);
-      std::stable_sort(b, e, [&](Index x, Index y) { return length(x) > length(y); });
-    }
-  for (int64_t s = 0; s < slices; ++s) {
-    int64_t widest = 0;
-    for (int64_t r = s * c; r < std::min(n, s * c + c); ++r) widest = std::max(widest, length(order[static_cast<size_t>(r)]));
-    first[static_cast<size_t>(s + 1)] = first[static_cast<size_t>(s)] + widest;
-  }
-  int64_t slots = 0;
-  if (first[static_cast<size_t>(slices)] > kIndexMax || !mul_fits(first[static_cast<size_t>(slices)], c, slots)) return SPGEN_ERR_DIM;
-  const int64_t lengths[] = {2, n, slices + 1, slots, slots};
+  const int64_t lengths[] = {2, n, static_cast<int64_t>(slices.first.size()), slices.slots, slices.slots};
   for (int k = 0; k < 5; ++k) out.set_length(k, lengths[k]);
   if (!out.filling()) return SPGEN_OK;
   out.index(0)[0] = 0;
   out.index(0)[1] = static_cast<Index>(n);
-  std::copy(order.begin(), order.end(), out.index(1));
-  for (int64_t s = 0; s <= slices; ++s) out.index(2)[s] = static_cast<Index>(first[static_cast<size_t>(s)]);
+  std::copy(slices.listed.begin(), slices.listed.end(), out.index(1));
+  for (size_t g = 0; g < slices.first.size(); ++g) out.index(2)[g] = static_cast<Index>(slices.first[g]);
   Index* crd = out.index(3);
   Value* vals = out.values(4);
   // Every slot starts as padding (the slots past a row's length, and the last slice's missing rows).
-  std::fill(crd, crd + slots, static_cast<Index>(-1));
-  std::fill(vals, vals + slots, Value(0));
+  std::fill(crd, crd + slices.slots, static_cast<Index>(-1));
+  std::fill(vals, vals + slices.slots, Value(0));
   for (int64_t r = 0; r < n; ++r) {
-    const int64_t row = static_cast<int64_t>(order[static_cast<size_t>(r)]), b = a.begin(row);
-    const int64_t base = first[static_cast<size_t>(r / c)] * c + r % c;
+    const int64_t row = static_cast<int64_t>(slices.listed[static_cast<size_t>(r)]), b = a.begin(row);
     for (int64_t e = 0; e < length(row); ++e) {
-      crd[base + e * c] = a.crd[b + e];
-      vals[base + e * c] = a.vals[b + e];
+      crd[slices.slot(c, r, e)] = a.crd[b + e];
+      vals[slices.slot(c, r, e)] = a.vals[b + e];
     }
   }
   return SPGEN_OK;

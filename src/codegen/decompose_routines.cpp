@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "codegen/c_printer.h"
+#include "codegen/pack_routines.h"
 #include "support/templates.h"
 #include "support/text.h"
 
@@ -88,6 +89,7 @@ PackRoutines emit_decompose_routines(const Decomposition& d, const sparse::Progr
                                                                        {"index_type", index_type},
                                                                        {"value_type", value_type},
                                                                        {"table", table},
+                                                                       {"sell_slices", sell_slices_function()},
                                                                        {"wrappers", wrappers}});
   routines.header_docs = templates::render("cpu_decompose_docs.h.in", {{"name", name},
                                                                        {"tensor", tensor},

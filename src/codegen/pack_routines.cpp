@@ -99,7 +99,9 @@ std::string pack_functions(const std::string& kernel_name) {
 
 std::string pack_sell_types() { return templates::render("cpu_pack_sell_types.cpp.in", {}); }
 
-std::string pack_sell_functions() { return templates::render("cpu_pack_sell.cpp.in", {}); }
+std::string sell_slices_function() { return templates::render("cpu_sell_slices.cpp.in", {}); }
+
+std::string pack_sell_functions() { return sell_slices_function() + "\n" + templates::render("cpu_pack_sell.cpp.in", {}); }
 
 std::string pack_algorithm(const std::string& kernel_name, const std::string& index_type, const std::string& value_type,
                            bool sell) {

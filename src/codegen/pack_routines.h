@@ -52,6 +52,9 @@ std::string pack_functions(const std::string& kernel_name);
 // "sell" input (`packs_sell`).
 std::string pack_sell_types();
 std::string pack_sell_functions();
+// SELL-C-sigma's layout of rows (templates/cpu_sell_slices.cpp.in): the part of pack_sell_functions
+// that the inspector's sell part shares (codegen/decompose_routines.cpp).
+std::string sell_slices_function();
 bool packs_sell(const sparse::Program& program);
 std::string pack_algorithm(const std::string& kernel_name, const std::string& index_type, const std::string& value_type,
                            bool sell);
