@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/driver_build.h"
 #include "frontend/config_writer.h"
+#include "frontend/parser.h"
 #include "lower.h"
 #include "passes/choose_input_format.h"
 #include "ref_tensor.h"
@@ -29,6 +30,19 @@
 namespace spgen::cli {
 
 namespace {
+
+// The tensors a kernel reads from its caller: those its statements read that none writes.
+std::vector<std::string> kernel_inputs(const std::string& file, const std::string& text) {
+  const ast::Program program = parse_program(file, text);
+  std::vector<std::string> written, inputs;
+  for (const ast::Spec& statement : program.statements) written.push_back(statement.output.tensor);
+  for (const ast::Spec& statement : program.statements)
+    for (const ast::TensorUse& t : statement.tensors)
+      if (std::find(written.begin(), written.end(), t.name) == written.end() &&
+          std::find(inputs.begin(), inputs.end(), t.name) == inputs.end())
+        inputs.push_back(t.name);
+  return inputs;
+}
 
 volatile std::sig_atomic_t interrupted_flag = 0;
 extern "C" void on_interrupt(int) { interrupted_flag = 1; }
@@ -113,18 +127,25 @@ int run_tune(const TuneOptions& options) {
   const Compilation given = s.auto_compilation;  // (s.auto_compilation follows the chosen formats)
   s.base = json::parse(config_text);
   if (target) s.base["target"] = options.target;
-  if (!given.statements.empty())
-    fail(options.spec + ": a spec of several statements is not tuned yet: tune each statement as a spec of its own");
   if (given.config.target == Target::Cuda)
     fail("the cuda target is not tuned yet: tune measures on this machine's CPU; tune the cpu target");
+  // A spec of several statements: whether they run fused is searched, not yet their own schedules
+  // or formats.
+  const bool several = !given.statements.empty();
+  if (several && !given.config.auto_formats.empty())
+    fail(options.config + ": a spec of several statements with an input's format left to spgen is not tuned yet: give each input its format");
+  if (several && s.base.contains("fuse"))
+    fail(options.config + ": \"fuse\" is pinned: nothing to tune (in a spec of several statements tune measures them fused and apart; "
+                          "leave \"fuse\" out to let it choose)");
   const bool schedule_open = s.base.contains("schedule") && s.base["schedule"] == "auto";
-  if (!schedule_open && given.config.auto_formats.empty())
+  if (!schedule_open && given.config.auto_formats.empty() && !several)
     fail(options.config + ": the schedule is pinned: nothing to tune (write \"schedule\": \"auto\" to let spgen tune choose it, "
                           "or \"format\": \"auto\" on an input to let it choose that)");
   if (given.decomposition) fail("a decomposed operand's parts are not tuned yet");
+  const std::vector<std::string> inputs = kernel_inputs(s.spec_path, s.spec_text);
   for (const std::string& flag : options.inputs) {
     auto [name, source] = name_value("--input", flag);
-    if (!given.spec.find_tensor(name) || given.spec.find_tensor(name)->is_output)
+    if (std::find(inputs.begin(), inputs.end(), name) == inputs.end())
       fail("--input " + flag + ": the spec has no input \"" + name + "\"");
     if (source != "random" && !std::filesystem::is_regular_file(source)) fail("--input " + flag + ": no such file: " + source);
     s.inputs.emplace_back(name, source);
@@ -132,12 +153,12 @@ int run_tune(const TuneOptions& options) {
   // auto as `spgen run` chooses it on these inputs: with their statistics.
   s.auto_compilation = compile_config(s, s.base);
   // (Whose search would replace `auto`'s factoring with one nest's ops: not a candidate.)
-  if (!s.auto_compilation.statements.empty())
+  if (!s.auto_compilation.statements.empty() && !several)
     fail(options.spec + ": on these inputs auto factors the statement into " + std::to_string(s.auto_compilation.statements.size()) +
          " (spgen gen --stats shows them), which tune does not search yet: keep \"schedule\": \"auto\"");
-  for (const ast::TensorUse& t : given.spec.tensors)
-    if (!t.is_output && std::none_of(s.inputs.begin(), s.inputs.end(), [&](const auto& in) { return in.first == t.name; }))
-      fail("no --input for " + t.name + " (give NAME=FILE, or NAME=random for seeded random values)");
+  for (const std::string& input : inputs)
+    if (std::none_of(s.inputs.begin(), s.inputs.end(), [&](const auto& in) { return in.first == input; }))
+      fail("no --input for " + input + " (give NAME=FILE, or NAME=random for seeded random values)");
   for (const std::string& flag : options.dims) {
     auto [var, n] = name_value("--dim", flag);
     char* end = nullptr;
@@ -183,7 +204,7 @@ int run_tune(const TuneOptions& options) {
     json config = config_with_formats(s, formats);
     // A composed format's own schedule (hyb: its decomposition, each part scheduled by auto).
     if (!composed_schedule.is_null()) config["schedule"] = json::parse(composed_schedule.dump());
-    if (!leaves_schedule_to_auto(config)) return config;
+    if (several || !leaves_schedule_to_auto(config)) return config;  // (several: auto's schedule is per statement)
     try {
       const Compilation c = compile_config(s, config);
       config["schedule"] = schedule_json(c.explicit_schedule);
@@ -229,6 +250,39 @@ int run_tune(const TuneOptions& options) {
     std::string key;
   };
   std::vector<Phase> phases;
+
+  // 0. A spec of several statements: fused or apart, each statement scheduled by auto. A choice
+  // is offered where it makes a kernel other than auto's; the one that does not is auto's.
+  tune::SearchSpace fuse_space;
+  json fuse_of_auto = nullptr;
+  if (several) {
+    auto text_of = [&](const json& config) {
+      std::string text;
+      for (const GeneratedFile& f : compile_config(s, config).files) text += f.text;
+      return text;
+    };
+    const std::string auto_text = text_of(auto_config);
+    fuse_space = tune::build_fuse_space([&](bool fuse) {
+      json config = auto_config;
+      config["fuse"] = fuse;
+      try {
+        if (text_of(config) != auto_text) return true;
+        fuse_of_auto = fuse;
+      } catch (const CompileError&) {
+      }
+      return false;
+    });
+    if (fuse_space.knobs.empty())
+      fail_restoring(options.spec + ": fused or apart, these statements make the same kernel on these inputs: nothing to tune");
+    evaluator.use(fuse_space, [&](const tune::Point& p) {
+      json config = auto_config;
+      if (const json fuse = tune::fuse_at(fuse_space, p); !fuse.is_null()) config["fuse"] = fuse;
+      return config;
+    });
+    const std::string key = key_of(auto_config, "\nfuse");
+    phases.push_back({&fuse_space, tune::run_search(fuse_space, evaluator, search_options(fuse_space, key, budget)), key});
+    if (!phases.back().result.auto_ok) fail_restoring("auto's kernel failed on these inputs: " + phases.back().result.trials.front().result.error);
+  }
 
   // 1. Formats, where the config leaves an input's to spgen: each candidate with auto's schedule
   // for it (or the pinned one), 40 % of the budget where the schedule is searched after.
@@ -287,7 +341,7 @@ int run_tune(const TuneOptions& options) {
 
   // 2. The schedule, around auto's for those formats; a knob's choice is kept where it compiles.
   tune::SearchSpace space;
-  if (schedule_open && !evaluator.interrupted()) {
+  if (schedule_open && !several && !evaluator.interrupted()) {
     std::vector<std::string> dense_inputs;
     for (const ast::TensorUse& t : given.spec.tensors)
       if (!t.is_output && s.auto_compilation.config.format_of(t.name).all_dense()) dense_inputs.push_back(t.name);
@@ -315,6 +369,11 @@ int run_tune(const TuneOptions& options) {
   const Phase& last = phases.back();
   json tuned = last.space == &space ? config_with(s, tune::schedule_at(space, last.result.best))
                                      : format_config(chosen_formats, chosen_schedule);
+  if (last.space == &fuse_space) {  // (pinned, auto's choice too, as a tuned config pins its formats)
+    const json fuse = tune::fuse_at(fuse_space, last.result.best);
+    if (!fuse.is_null()) tuned["fuse"] = fuse;
+    else if (!fuse_of_auto.is_null()) tuned["fuse"] = fuse_of_auto;
+  }
   // Every format left to spgen is written out, the default too: the tuned config pins them.
   if (!format_space.knobs.empty())
     for (const auto& [tensor, entry] : tune::formats_at(format_space, phases.front().result.best))

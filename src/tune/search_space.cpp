@@ -82,6 +82,7 @@ void apply(const Knob& knob, const json& value, std::vector<ScheduleOp>& ops) {
       if (!value.is_null()) append(ops, BatchOp{value.at("var").get<std::string>(), value.at("factor").get<int64_t>()});
       break;
     case KnobKind::Format:  // the config's tensors change, not the schedule (formats_at)
+    case KnobKind::Fuse:    // the config's "fuse" (fuse_at)
       break;
   }
 }
@@ -214,6 +215,24 @@ std::optional<Point> point_from_labels(const SearchSpace& space, const json& lab
     point.push_back(static_cast<int>(at - knob.labels.begin()));
   }
   return point;
+}
+
+SearchSpace build_fuse_space(const std::function<bool(bool)>& differs_from_auto) {
+  SearchSpace space;
+  Knob knob{KnobKind::Fuse, "fuse", 0, {json()}, {"auto's"}};
+  for (const bool fuse : {true, false})
+    if (differs_from_auto(fuse)) {
+      knob.values.push_back(fuse);
+      knob.labels.push_back(fuse ? "fused" : "apart");
+    }
+  if (knob.values.size() > 1) space.knobs.push_back(knob);
+  return space;
+}
+
+json fuse_at(const SearchSpace& space, const Point& point) {
+  for (size_t k = 0; k < space.knobs.size(); ++k)
+    if (space.knobs[k].kind == KnobKind::Fuse) return space.knobs[k].values[static_cast<size_t>(point[k])];
+  return nullptr;
 }
 
 }  // namespace spgen::tune

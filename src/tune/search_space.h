@@ -23,6 +23,7 @@ enum class KnobKind {
   Prefetch,   // no prefetch, or a prefetch op added at the end
   Batch,      // no batch, or a batch op added at the end (2, 4 or 8 iterations of a loop at once)
   Format,     // a tensor's format, where the config leaves it to spgen (tune/format_space.h): no op
+  Fuse,       // a spec of several statements: whether the statements sharing a row loop run in one: no op
 };
 
 struct Knob {
@@ -60,5 +61,12 @@ std::string describe_point(const SearchSpace& space, const Point& point);
 nlohmann::json point_labels(const SearchSpace& space, const Point& point);
 // The point with these labels (knobs or labels missing from the space: nullopt).
 std::optional<Point> point_from_labels(const SearchSpace& space, const nlohmann::json& labels);
+
+// A spec of several statements: one knob, whether the statements that share their row loop run
+// in one loop (the config's "fuse"). Choice 0 is auto's (the key left out); "fused" and "apart"
+// are offered where `differs_from_auto(true or false)` says that value makes another kernel.
+SearchSpace build_fuse_space(const std::function<bool(bool)>& differs_from_auto);
+// The config's "fuse" at a point: null where it is auto's choice.
+nlohmann::json fuse_at(const SearchSpace& space, const Point& point);
 
 }  // namespace spgen::tune

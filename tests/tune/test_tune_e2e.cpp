@@ -10,6 +10,7 @@
 
 #include "process.h"
 #include "ref_tensor.h"
+#include "ref_statements.h"
 #include "reference.h"
 
 using namespace spgen_test;
@@ -85,6 +86,45 @@ TEST_CASE("tune: a short search on a real matrix writes a config whose kernel ma
   INFO(again.err);
   CHECK(again.exit_code == 0);
   CHECK(lines_of(read_text(dir.file("db.jsonl"))) > record["trials"].get<int>());
+}
+
+TEST_CASE("tune: a spec of several statements is measured fused and apart; the tuned config's kernel matches the reference") {
+  TempDir dir;
+  const std::string spec = source_root() + "/tests/e2e/statements/attention.spg";
+  const std::string base = source_root() + "/tests/e2e/statements/attention_auto.json";
+  const std::string tuned = dir.file("tuned.json");
+  const std::vector<std::string> inputs = {"--input", "M=" + matrix_input(), "--input", "Q=random", "--input", "K=random",
+                                           "--input", "V=random", "--dim", "k=8", "--dim", "d=8"};
+  std::vector<std::string> args = {"tune", spec, "-c", base, "--budget", "10s", "--threads", "2", "--db", dir.file("db.jsonl"), "-o", tuned};
+  args.insert(args.end(), inputs.begin(), inputs.end());
+  ProcessResult r = spgen(args);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  nlohmann::json config = nlohmann::json::parse(read_text(tuned));
+  REQUIRE(config.contains("tuned"));
+  const nlohmann::json& record = config["tuned"];
+  CHECK(record["tuned_ms"].get<double>() <= record["auto_ms"].get<double>() * 1.0001);
+  CHECK(record["trials"].get<int>() >= 2);
+  // auto's kernel and at least one other way (fused or apart) were measured.
+  std::string measured = record["winner"].get<std::string>();
+  for (const nlohmann::json& alternative : record["alternatives"]) measured += " " + alternative["schedule"].get<std::string>();
+  CHECK(measured.find("fuse=") != std::string::npos);
+  CHECK(config["schedule"] == "auto");  // the statements' own schedules stay auto's
+  if (config.contains("fuse")) CHECK(config["fuse"].is_boolean());
+  // The tuned config's kernel against the statements evaluated in turn.
+  std::vector<std::string> run = {"run", spec, "-c", tuned, "--output", "O=" + dir.file("O.mtx")};
+  run.insert(run.end(), inputs.begin(), inputs.end());
+  for (const char* name : {"M", "Q", "K", "V"}) run.insert(run.end(), {"--save-input", std::string(name) + "=" + dir.file(std::string(name) + ".mtx")});
+  ProcessResult ran = spgen(run);
+  INFO(ran.err);
+  REQUIRE(ran.exit_code == 0);
+  std::map<std::string, spgen_ref::Tensor> values;
+  for (const char* name : {"M", "Q", "K", "V"}) values[name] = spgen_ref::read_tensor(dir.file(std::string(name) + ".mtx"));
+  std::map<std::string, spgen_ref::StoredAs> stored = {{"m", {true, ""}}, {"l", {true, ""}}, {"E", {false, "S"}}, {"O", {true, ""}}};
+  spgen_ref::Comparison cmp = spgen_ref::compare(spgen_ref::read_tensor(dir.file("O.mtx")),
+                                                 spgen_ref::evaluate_statements(read_text(spec), values, stored).at("O"), 2e-4, 2e-4);
+  INFO(cmp.message);
+  CHECK(cmp.ok);
 }
 
 TEST_CASE("tune: Ctrl-C keeps the best so far and still writes the config") {

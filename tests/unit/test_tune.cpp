@@ -473,6 +473,24 @@ TEST_CASE("tune formats: a knob per open input, choices its compile check refuse
   CHECK(format_schedule(space, p).is_null());  // no composed format
 }
 
+TEST_CASE("tune fuse: fused and apart offered where each makes a kernel other than auto's") {
+  // auto runs these statements apart: "fuse": false is auto's kernel, so only fused is offered.
+  SearchSpace space = build_fuse_space([](bool fuse) { return fuse; });
+  REQUIRE(space.knobs.size() == 1);
+  CHECK(space.knobs[0].kind == KnobKind::Fuse);
+  CHECK(space.knobs[0].labels == std::vector<std::string>{"auto's", "fused"});
+  CHECK(fuse_at(space, space.origin()).is_null());  // (the config silent: auto's choice)
+  Point p = space.origin();
+  p[0] = 1;
+  CHECK(fuse_at(space, p) == true);
+  CHECK(describe_point(space, p) == "fuse=fused");
+  CHECK(schedule_at(space, p).empty());  // no op: the config's "fuse"
+  // Both differ where auto's kernel is neither (its own grouping): both offered.
+  CHECK(build_fuse_space([](bool) { return true; }).knobs[0].labels == std::vector<std::string>{"auto's", "fused", "apart"});
+  // Neither: nothing to search.
+  CHECK(build_fuse_space([](bool) { return false; }).knobs.empty());
+}
+
 TEST_CASE("tune search: a search started late on the clock (after another) gets its own rounds") {
   SpmmSpace s;
   FakeEvaluator a;
