@@ -56,6 +56,9 @@ struct Compilation {
   // line per temporary for the header.
   std::vector<std::string> statements;
   std::vector<std::vector<ScheduleOp>> statement_schedules;
+  // The sizes each statement's kernels were made for, by its variable ("specialize" or `auto`'s):
+  // what a config that gives a statement its schedule writes to keep them (spgen tune).
+  std::map<std::string, std::vector<int64_t>> statement_specializations;
   std::vector<std::string> temporaries;
   std::vector<std::string> statement_notes;  // how the statements run: those fused into one loop
   std::map<std::string, Format> written_formats;  // every tensor a statement writes, as it stores it

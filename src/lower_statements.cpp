@@ -337,6 +337,7 @@ void lower_statements(Compilation& c, const ast::Program& program, const Program
       if (group.count == 1) c.stage2_dump += heading + s.stage2_dump;
       c.statements.push_back(kernels.texts[k]);
       c.statement_schedules.push_back(s.schedule);
+      if (s.size_variants) c.statement_specializations[s.size_variants->var] = s.size_variants->sizes;
       // `auto`'s kernels per size of the statement, and how their schedules differ.
       const std::string which = "statement " + std::to_string(k + 1);
       for (const std::string& line : describe_variants(s.size_variants, {}))

@@ -284,6 +284,60 @@ int run_tune(const TuneOptions& options) {
     if (!phases.back().result.auto_ok) fail_restoring("auto's kernel failed on these inputs: " + phases.back().result.trials.front().result.error);
   }
 
+  // 0b. Several statements that run apart (the faster way above): each statement's own schedule,
+  // around auto's; a statement given one keeps the kernels per feature width auto made for it.
+  tune::StatementSpaces statement_spaces;
+  json apart_config = nullptr;
+  if (several && !evaluator.interrupted()) {
+    const json fuse = tune::fuse_at(fuse_space, phases.back().result.best);
+    if ((fuse.is_null() ? fuse_of_auto : fuse) == false) {
+      apart_config = auto_config;
+      apart_config["fuse"] = false;
+    }
+  }
+  auto statement_config = [&](const std::vector<std::vector<ScheduleOp>>& schedules, const Compilation& apart) {
+    json config = apart_config;
+    json by_statement = json::object();
+    for (size_t k = 0; k < schedules.size(); ++k)
+      by_statement[std::to_string(k + 1)] = schedules[k].empty() ? json("auto") : json::parse(schedule_json(schedules[k]).dump());
+    config["schedule"] = by_statement;
+    if (!apart.statement_specializations.empty()) config["specialize"] = apart.statement_specializations;
+    return config;
+  };
+  std::optional<Compilation> apart;
+  if (!apart_config.is_null()) {
+    apart = compile_config(s, apart_config);
+    const size_t statements = apart->statement_schedules.size();
+    std::vector<tune::SearchSpace> each;
+    for (size_t k = 0; k < statements; ++k)
+      each.push_back(tune::build_search_space(apart->statement_schedules[k], apart->config, {}, {}, [&](const std::vector<ScheduleOp>& ops) {
+        std::vector<std::vector<ScheduleOp>> schedules(statements);
+        schedules[k] = ops;
+        try {
+          compile_config(s, statement_config(schedules, *apart));
+          return true;
+        } catch (const CompileError&) {
+          return false;
+        }
+      }));
+    statement_spaces = tune::join_statement_spaces(std::move(each));
+  }
+  auto statements_at = [&](const tune::Point& p) {
+    if (p == statement_spaces.joined.origin()) return apart_config;
+    const std::vector<tune::Point> points = statement_spaces.split(p);
+    std::vector<std::vector<ScheduleOp>> schedules(points.size());
+    for (size_t k = 0; k < points.size(); ++k)
+      if (points[k] != statement_spaces.each[k].origin()) schedules[k] = tune::schedule_at(statement_spaces.each[k], points[k]);
+    return statement_config(schedules, *apart);
+  };
+  if (!statement_spaces.joined.knobs.empty()) {
+    evaluator.use(statement_spaces.joined, statements_at);
+    const std::string key = key_of(apart_config, "\nstatements");
+    phases.push_back({&statement_spaces.joined, tune::run_search(statement_spaces.joined, evaluator,
+                                                                  search_options(statement_spaces.joined, key, budget)), key});
+    if (!phases.back().result.auto_ok) fail_restoring("auto's kernel failed on these inputs: " + phases.back().result.trials.front().result.error);
+  }
+
   // 1. Formats, where the config leaves an input's to spgen: each candidate with auto's schedule
   // for it (or the pinned one), 40 % of the budget where the schedule is searched after.
   std::map<std::string, int> open_inputs;  // (tensor -> order)
@@ -369,6 +423,7 @@ int run_tune(const TuneOptions& options) {
   const Phase& last = phases.back();
   json tuned = last.space == &space ? config_with(s, tune::schedule_at(space, last.result.best))
                                      : format_config(chosen_formats, chosen_schedule);
+  if (last.space == &statement_spaces.joined) tuned = statements_at(last.result.best);
   if (last.space == &fuse_space) {  // (pinned, auto's choice too, as a tuned config pins its formats)
     const json fuse = tune::fuse_at(fuse_space, last.result.best);
     if (!fuse.is_null()) tuned["fuse"] = fuse;

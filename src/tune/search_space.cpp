@@ -235,4 +235,25 @@ json fuse_at(const SearchSpace& space, const Point& point) {
   return nullptr;
 }
 
+StatementSpaces join_statement_spaces(std::vector<SearchSpace> each) {
+  StatementSpaces spaces;
+  for (size_t k = 0; k < each.size(); ++k)
+    for (Knob knob : each[k].knobs) {
+      knob.name = "statement " + std::to_string(k + 1) + ": " + knob.name;
+      spaces.joined.knobs.push_back(std::move(knob));
+    }
+  spaces.each = std::move(each);
+  return spaces;
+}
+
+std::vector<Point> StatementSpaces::split(const Point& point) const {
+  std::vector<Point> points;
+  size_t at = 0;
+  for (const SearchSpace& space : each) {
+    points.emplace_back(point.begin() + static_cast<std::ptrdiff_t>(at), point.begin() + static_cast<std::ptrdiff_t>(at + space.knobs.size()));
+    at += space.knobs.size();
+  }
+  return points;
+}
+
 }  // namespace spgen::tune

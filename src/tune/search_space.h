@@ -69,4 +69,13 @@ SearchSpace build_fuse_space(const std::function<bool(bool)>& differs_from_auto)
 // The config's "fuse" at a point: null where it is auto's choice.
 nlohmann::json fuse_at(const SearchSpace& space, const Point& point);
 
+// The spaces of several statements run apart, searched as one: `joined` holds every statement's
+// knobs, each named "statement N: " and its own name, and `split` gives each statement's point.
+struct StatementSpaces {
+  std::vector<SearchSpace> each;
+  SearchSpace joined;
+  std::vector<Point> split(const Point& point) const;
+};
+StatementSpaces join_statement_spaces(std::vector<SearchSpace> each);
+
 }  // namespace spgen::tune

@@ -491,6 +491,24 @@ TEST_CASE("tune fuse: fused and apart offered where each makes a kernel other th
   CHECK(build_fuse_space([](bool) { return false; }).knobs.empty());
 }
 
+TEST_CASE("tune statements: each statement's knobs in one space, named by statement, split back") {
+  SpmmSpace a, b;
+  const size_t na = a.space.knobs.size(), nb = b.space.knobs.size();
+  REQUIRE(na > 0);
+  StatementSpaces spaces = join_statement_spaces({SearchSpace{}, a.space, b.space});  // (statement 1: no knobs)
+  REQUIRE(spaces.joined.knobs.size() == na + nb);
+  CHECK(spaces.joined.knobs[0].name == "statement 2: " + a.space.knobs[0].name);
+  CHECK(spaces.joined.knobs[na].name == "statement 3: " + b.space.knobs[0].name);
+  Point p = spaces.joined.origin();
+  p[na] = 1;  // statement 3's first knob
+  const std::vector<Point> points = spaces.split(p);
+  REQUIRE(points.size() == 3);
+  CHECK(points[0].empty());
+  CHECK(points[1] == a.space.origin());
+  CHECK(points[2][0] == 1);
+  CHECK(describe_point(spaces.joined, p) == "statement 3: " + describe_point(b.space, points[2]));
+}
+
 TEST_CASE("tune search: a search started late on the clock (after another) gets its own rounds") {
   SpmmSpace s;
   FakeEvaluator a;
