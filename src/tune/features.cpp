@@ -3,20 +3,27 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <unordered_map>
 
 namespace spgen::tune {
 
 namespace {
 
 // Stored entries per occupied r x r block, as a share of the block: 1 when every block is full.
+// `t` is canonical (entries sorted by row, no duplicates), so a block row's entries are one run,
+// and its occupied blocks are the distinct block columns in that run: memory follows the
+// longest run, never the dimensions, and no table of all the blocks is built.
 double block_fill(const spgen_ref::Tensor& t, int64_t r) {
   if (t.order() != 2 || t.nnz() == 0) return 0;
-  const int64_t block_cols = (t.dims[1] + r - 1) / r;
-  std::unordered_map<int64_t, int> blocks;
-  blocks.reserve(t.nnz());
-  for (size_t e = 0; e < t.nnz(); ++e) ++blocks[(t.coords[2 * e] / r) * block_cols + t.coords[2 * e + 1] / r];
-  return static_cast<double>(t.nnz()) / (static_cast<double>(blocks.size()) * static_cast<double>(r * r));
+  std::vector<int64_t> columns;
+  int64_t blocks = 0;
+  for (size_t e = 0; e < t.nnz();) {
+    const int64_t block_row = t.coords[2 * e] / r;
+    columns.clear();
+    for (; e < t.nnz() && t.coords[2 * e] / r == block_row; ++e) columns.push_back(t.coords[2 * e + 1] / r);
+    std::sort(columns.begin(), columns.end());
+    blocks += std::unique(columns.begin(), columns.end()) - columns.begin();
+  }
+  return static_cast<double>(t.nnz()) / (static_cast<double>(blocks) * static_cast<double>(r * r));
 }
 
 // The lengths of the runs of equal keys among key(0) .. key(n - 1), in order (sorted keys: the
