@@ -33,7 +33,9 @@ constexpr double kEllPadding = 1.25;
 // 98 % of their slots) store a value per slot and a column per block: BSR reads 4.5 bytes an
 // entry there against csr's 8, and the r x r product needs no horizontal sums. Taken where the
 // cheapest block size reads at most 2/3 of csr's bytes and its blocks are at least 90 % full, so
-// little of x is multiplied by padding.
+// little of x is multiplied by padding. bcsstk16, 2 threads: 1.18x over `auto`'s csr in tune's
+// interleaved rounds, 1.3-2.1x by the same peers in three runs (bench/RESULTS.md, session 37);
+// bsr+csr lost to csr there, its csr part walking every row for 2 % of the entries.
 constexpr double kFullBlocks = 0.9;
 constexpr double kBlockBytesShare = 2.0 / 3.0;
 
