@@ -77,6 +77,8 @@ std::string error_with_stats(const std::string& spec, const std::string& config,
 }
 
 const char* const kSddmmAuto = R"({"tensors": {"X": {"format": "csr"}}, "schedule": "auto"})";
+// A matrix whose format is left to spgen, under `auto`.
+const char* const kAutoFormat = R"({"tensors": {"A": {"format": "auto"}}, "schedule": "auto"})";
 
 }  // namespace
 
@@ -174,7 +176,6 @@ TEST_CASE("--stats: each names a sparse input of the spec, of its order; a bad f
 }
 
 TEST_CASE("auto decomposes an SpMV matrix whose format is \"auto\" into SELL where its rows are short and uneven") {
-  const char* const kAutoFormat = R"({"tensors": {"A": {"format": "auto"}}, "schedule": "auto"})";
   const spgen::Compilation sell = compile_with_stats(kSpmv, kAutoFormat, {{"A", "cora.mtx"}}, 800);
   REQUIRE(sell.decomposition);
   CHECK(sell.decomposition->op.format == "sell");
@@ -200,7 +201,6 @@ TEST_CASE("auto decomposes an SpMV matrix whose format is \"auto\" into SELL whe
 }
 
 TEST_CASE("auto decomposes an SpMV matrix whose format is \"auto\" into interleaved ELL where its rows are short and of nearly one length") {
-  const char* const kAutoFormat = R"({"tensors": {"A": {"format": "auto"}}, "schedule": "auto"})";
   const spgen::Compilation ell = compile_with_stats(kSpmv, kAutoFormat, {{"A", "wing.mtx"}}, 800);
   REQUIRE(ell.decomposition);
   CHECK(ell.decomposition->op.format == "ell+coo");
@@ -216,7 +216,6 @@ TEST_CASE("auto decomposes an SpMV matrix whose format is \"auto\" into interlea
 }
 
 TEST_CASE("auto decomposes an SpMV matrix whose format is \"auto\" into BSR where its blocks are nearly full") {
-  const char* const kAutoFormat = R"({"tensors": {"A": {"format": "auto"}}, "schedule": "auto"})";
   const spgen::Compilation bsr = compile_with_stats(kSpmv, kAutoFormat, {{"A", "bcsstk16.mtx"}}, 800);
   REQUIRE(bsr.decomposition);
   CHECK(bsr.decomposition->op.format == "bsr");
