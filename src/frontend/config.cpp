@@ -145,11 +145,11 @@ std::string describe_schedule_op(const ScheduleOp& op) {
         for (int64_t b : d.buckets) out += " " + std::to_string(b);
       }
       if (d.format == "ell+coo") out += ", width " + std::to_string(d.width);
-      if (d.format == "bsr") out += ", block " + std::to_string(d.block_rows) + "x" + std::to_string(d.block_cols);
+      if (d.format == "bsr" || d.format == "bsr+csr") out += ", block " + std::to_string(d.block_rows) + "x" + std::to_string(d.block_cols);
       if (d.format == "bsr+csr") {
         char fill[32];
         std::snprintf(fill, sizeof fill, "%g", d.fill);
-        out += ", block " + std::to_string(d.block_rows) + "x" + std::to_string(d.block_cols) + ", fill " + fill;
+        out += std::string(", fill ") + fill;
       }
       if (d.format == "sell")
         out += ", slices of " + std::to_string(d.interleave) + ", sorted in windows of " + std::to_string(d.sigma);

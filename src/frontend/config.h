@@ -140,8 +140,9 @@ struct FuseOp { std::vector<std::string> vars; std::string into; };
 // own loop nest and schedule (passes/decompose_operand.h). `format` is "hyb" (`partitions`
 // column parts x ELL `buckets`), "ell+coo" (ELL of `width`, the rest of each row in COO),
 // "bsr+csr" (`block` rows x cols blocks holding at least `fill` of their entries, the rest CSR),
-// "bsr" (every occupied block: BSR made from CSR by the inspector) or "sell" (SELL-C-sigma: slices of `interleave` rows, each padded to its longest row, the rows
-// sorted by length within windows of `sigma`).
+// "bsr" (every occupied block: BSR made from CSR by the inspector) or "sell" (SELL-C-sigma:
+// slices of `interleave` rows, each padded to its longest row, the rows sorted by length within
+// windows of `sigma`).
 struct DecomposeOp {
   std::string tensor;
   std::string format;

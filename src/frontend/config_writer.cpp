@@ -45,11 +45,9 @@ json op_fields(const DecomposeOp& op) {
     j["buckets"] = op.buckets;
   } else if (op.format == "ell+coo") {
     j["width"] = op.width;
-  } else if (op.format == "bsr+csr") {
+  } else if (op.format == "bsr+csr" || op.format == "bsr") {
     j["block"] = {op.block_rows, op.block_cols};
-    j["fill"] = op.fill;
-  } else if (op.format == "bsr") {
-    j["block"] = {op.block_rows, op.block_cols};
+    if (op.format == "bsr+csr") j["fill"] = op.fill;
   }
   if (op.interleave > 0) j["interleave"] = op.interleave;
   if (op.format == "sell") j["sigma"] = op.sigma;

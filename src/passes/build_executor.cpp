@@ -19,9 +19,10 @@ std::string describe(const Decomposition& d, const DecomposedPart& part) {
                          " in ELL rows of " + std::to_string(part.width);
       return part.unique_rows ? rows : rows + " (a longer row is split over several, which add into one output row)";
     }
-    case PartKind::Bsr:
-      return (d.op.format == "bsr" ? "every occupied " : "") + std::to_string(d.op.block_rows) + "x" + std::to_string(d.op.block_cols) +
-             (d.op.format == "bsr" ? " block, as BSR" : " blocks that hold enough entries, as BSR");
+    case PartKind::Bsr: {
+      const std::string block = std::to_string(d.op.block_rows) + "x" + std::to_string(d.op.block_cols);
+      return d.op.format == "bsr" ? "every occupied " + block + " block, as BSR" : block + " blocks that hold enough entries, as BSR";
+    }
     case PartKind::Csr: return "the entries outside those blocks, as CSR";
     case PartKind::Sell:
       return "every row, in slices of " + std::to_string(d.op.interleave) + " rows padded to their longest" +
