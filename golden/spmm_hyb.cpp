@@ -1253,6 +1253,21 @@ struct SellSlices {
   std::vector<int64_t> first;  // each slice's first slot row, then the slot rows in all
   int64_t slots = 0;           // slot rows * c
   int64_t slot(int64_t c, int64_t r, int64_t s) const { return (first[static_cast<size_t>(r / c)] + s) * c + r % c; }
+  // The lengths of the five arrays: pos0, crd0 (the listed rows), pos1 (first), crd1, vals.
+  void lengths(int64_t* out) const {
+    const int64_t values[] = {2, static_cast<int64_t>(listed.size()), static_cast<int64_t>(first.size()), slots, slots};
+    std::copy(values, values + 5, out);
+  }
+  // Writes pos0 = {0, rows}, the listed rows, the slices' first slot rows, and every slot as
+  // padding (-1 / 0), for the caller to place the entries.
+  void write(Index* pos0, Index* crd0, Index* pos1, Index* crd1, Value* vals) const {
+    pos0[0] = 0;
+    pos0[1] = static_cast<Index>(listed.size());
+    std::copy(listed.begin(), listed.end(), crd0);
+    for (size_t g = 0; g < first.size(); ++g) pos1[g] = static_cast<Index>(first[g]);
+    std::fill(crd1, crd1 + slots, static_cast<Index>(-1));
+    std::fill(vals, vals + slots, Value(0));
+  }
 };
 
 template <class Length>
@@ -1287,18 +1302,14 @@ int sell(const Csr& a, const Part& part, Out& out) {
   } catch (const std::bad_alloc&) {
     return SPGEN_ERR_ALLOC;
   }
-  const int64_t lengths[] = {2, n, static_cast<int64_t>(slices.first.size()), slices.slots, slices.slots};
+  int64_t lengths[5];
+  slices.lengths(lengths);
   for (int k = 0; k < 5; ++k) out.set_length(k, lengths[k]);
   if (!out.filling()) return SPGEN_OK;
-  out.index(0)[0] = 0;
-  out.index(0)[1] = static_cast<Index>(n);
-  std::copy(slices.listed.begin(), slices.listed.end(), out.index(1));
-  for (size_t g = 0; g < slices.first.size(); ++g) out.index(2)[g] = static_cast<Index>(slices.first[g]);
   Index* crd = out.index(3);
   Value* vals = out.values(4);
-  // Every slot starts as padding (the slots past a row's length, and the last slice's missing rows).
-  std::fill(crd, crd + slices.slots, static_cast<Index>(-1));
-  std::fill(vals, vals + slices.slots, Value(0));
+  // The rows and slices, and every slot as padding (past a row's length, the last slice's missing rows).
+  slices.write(out.index(0), out.index(1), out.index(2), crd, vals);
   for (int64_t r = 0; r < n; ++r) {
     const int64_t row = static_cast<int64_t>(slices.listed[static_cast<size_t>(r)]), b = a.begin(row);
     for (int64_t e = 0; e < length(row); ++e) {
