@@ -206,6 +206,7 @@ class Tuner {
   std::vector<tune::DbRecord> earlier_;
   std::optional<InterruptHandler> interrupts_;
   json auto_config_, features_;
+  nlohmann::json features_plain_;  // the same, as the database and the features' reader take it
   tune::Measurement auto_first_;
   std::vector<Phase> phases_;
   // Several statements: fused or apart, and auto's equivalent; run apart, each one's schedule.
@@ -296,12 +297,13 @@ void Tuner::start() {
   auto_first_ = evaluator_->measure_config(auto_config_, "auto");
   if (!auto_first_.ok) fail("auto's kernel failed on these inputs: " + auto_first_.error);
   features_ = input_features(s_, *evaluator_);
+  features_plain_ = nlohmann::json::parse(features_.dump());
 }
 
 // Earlier measurements of the same structure feed the model; the winner of the most similar
 // input is proposed first.
 tune::SearchOptions Tuner::search_options(const tune::SearchSpace& space, const std::string& key, double phase_budget) const {
-  const nlohmann::json features = nlohmann::json::parse(features_.dump());
+  const nlohmann::json& features = features_plain_;
   tune::SearchOptions search;
   search.budget_s = phase_budget;
   search.seed = options_.seed;
@@ -437,7 +439,7 @@ void Tuner::search_formats() {
   std::map<std::string, tune::InputFeatures> known;
   for (const std::string& tensor : given_.config.auto_formats) {
     open_inputs[tensor] = given_.spec.find_tensor(tensor)->order;
-    if (features_.contains(tensor)) known[tensor] = tune::InputFeatures::from_json(nlohmann::json::parse(features_[tensor].dump()));
+    if (features_plain_.contains(tensor)) known[tensor] = tune::InputFeatures::from_json(features_plain_[tensor]);
   }
   // hyb's interleaved buckets walk one native vector of rows (AVX-512: 16 floats, 8 doubles), or
   // a warp's 32 threads on the GPU.
@@ -596,7 +598,7 @@ void Tuner::write_results() {
   }
 
   // A line per measurement, auto's first run with the first search's; each search's winner marked.
-  const nlohmann::json features = nlohmann::json::parse(features_.dump());
+  const nlohmann::json& features = features_plain_;
   std::vector<tune::DbRecord> records;
   auto record_trial = [&](const Phase& phase, const tune::Point& point, double ms, bool ok) {
     records.push_back({phase.key, features, tune::point_labels(*phase.space, point), ms, ok, ok && point == phase.result.best});
